@@ -1,0 +1,58 @@
+"""The ``starburst`` command: one entry point, with command groups loaded only when used.
+
+Each group lives in its own module under ``starburst.cli`` and is imported when its name is
+on the command line (or for ``--help``), so ``starburst simulate`` never pays for SQLAlchemy
+or scikit-learn imports. Errors meant for people (``StarburstError``) print one line to stderr
+and exit 2; nothing prints a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from starburst.core.errors import StarburstError
+
+#: command group name → "module:attribute" of its typer app.
+GROUPS: dict[str, str] = {
+}
+#: top-level commands → "module:function".
+COMMANDS: dict[str, str] = {
+    "simulate": "starburst.cli.sim:simulate",
+    "sweep": "starburst.cli.sim:sweep",
+    "demo": "starburst.cli.sim:demo",
+}
+
+
+def _load(target: str) -> object:
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def build_app(argv: list[str] | None = None) -> typer.Typer:
+    app = typer.Typer(
+        name="starburst",
+        help="Cost-aware scheduler for hybrid-cloud GPU clusters.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    wanted = next((a for a in (argv or []) if not a.startswith("-")), None)
+    for name, target in COMMANDS.items():
+        if wanted in (None, name):
+            app.command(name)(_load(target))  # type: ignore[arg-type]
+    for name, target in GROUPS.items():
+        if wanted in (None, name):
+            app.add_typer(_load(target), name=name)  # type: ignore[arg-type]
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        build_app(args)(args, prog_name="starburst")
+    except StarburstError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None

@@ -1,0 +1,252 @@
+"""Free capacity of the private cluster and where a job fits (placement).
+
+Terms:
+- *node*: a machine with ``gpus`` GPUs of one ``gpu_type`` (and CPUs, memory). Node order is
+  the order the nodes were given in; first-fit means "lowest node index".
+- *placement*: the parts of a job, one per distinct node. A job with gpus ≤ the largest eligible
+  node must fit on one node; a larger one is split into full nodes plus a remainder
+  ([8, 8, 2] for 18 GPUs on 8-GPU nodes). All or nothing.
+- *first-fit*: the lowest-index node with room. *best-fit*: the node left with the fewest free
+  GPUs after placing (ties by node order).
+
+Invariants: the index keeps, per GPU type, one sorted list of node indices for every level of
+free GPUs, so finding a node costs O(levels · log nodes) and never scans all nodes; a job that
+asks for a GPU type only ever lands on nodes of that type; unschedulable nodes never appear in
+the index.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from starburst.core.errors import ConfigError
+from starburst.core.job import Job
+
+
+class PlacementStrategy(StrEnum):
+    FIRST_FIT = "first-fit"
+    BEST_FIT = "best-fit"
+
+
+def parse_placement(name: str) -> PlacementStrategy:
+    try:
+        return PlacementStrategy(name.strip().lower())
+    except ValueError:
+        raise ConfigError(f"unknown placement {name!r}; choose first-fit or best-fit") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    gpus: int
+    cpus: float = 0.0
+    memory_mb: float = 0.0
+    gpu_type: str = "gpu"
+    schedulable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One node's share of a placement."""
+
+    node: int
+    node_name: str
+    gpus: int
+    cpus: float
+    memory_mb: float
+
+
+Placement = tuple[Part, ...]
+
+
+def describe_placement(placement: Placement) -> str:
+    return ", ".join(f"{p.node_name}×{p.gpus}" for p in placement)
+
+
+def uniform_nodes(count: int, gpus: int, cpus: float = 0.0, gpu_type: str = "gpu") -> list[Node]:
+    width = len(str(max(count - 1, 0)))
+    return [Node(f"node-{i:0{width}d}", gpus, cpus, 0.0, gpu_type) for i in range(count)]
+
+
+class CapacityIndex:
+    """Free GPUs/CPUs/memory per node, indexed for placement without scanning every node.
+
+    ``cpus``/``memory_mb`` of 0 on a node mean "not tracked": any request fits.
+    """
+
+    __slots__ = (
+        "_buckets", "_ever_fits", "_free_cpus", "_free_gpus", "_free_mem", "_max_level", "nodes",
+    )
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        self.nodes: tuple[Node, ...] = tuple(nodes)
+        self._free_gpus = [n.gpus for n in self.nodes]
+        self._free_cpus = [n.cpus for n in self.nodes]
+        self._free_mem = [n.memory_mb for n in self.nodes]
+        self._buckets: dict[str, list[list[int]]] = {}
+        self._max_level: dict[str, int] = {}
+        self._ever_fits: dict[tuple[int, str | None], bool] = {}
+        for i, node in enumerate(self.nodes):
+            if node.gpus < 0:
+                raise ConfigError(f"node {node.name} has a negative GPU count")
+            if not node.schedulable:
+                continue
+            levels = self._buckets.setdefault(node.gpu_type, [])
+            while len(levels) <= node.gpus:
+                levels.append([])
+            levels[node.gpus].append(i)
+            self._max_level[node.gpu_type] = max(self._max_level.get(node.gpu_type, 0), node.gpus)
+
+    # -- queries ---------------------------------------------------------------------------
+    @property
+    def total_gpus(self) -> int:
+        return sum(n.gpus for n in self.nodes if n.schedulable)
+
+    @property
+    def free_gpus(self) -> int:
+        return sum(self._free_gpus[i] for i, n in enumerate(self.nodes) if n.schedulable)
+
+    def free_on(self, node: int) -> int:
+        return self._free_gpus[node]
+
+    def _types_for(self, job: Job) -> Iterable[str]:
+        if job.gpu_type is None:
+            return self._buckets.keys()
+        return (job.gpu_type,) if job.gpu_type in self._buckets else ()
+
+    def largest_node(self, job: Job) -> int:
+        """GPUs of the largest node the job may use (0 if none)."""
+        return max((self._max_level[t] for t in self._types_for(job)), default=0)
+
+    def could_ever_fit(self, job: Job) -> bool:
+        """Whether the job fits the empty cluster (GPU count and type only)."""
+        key = (job.gpus, job.gpu_type)
+        known = self._ever_fits.get(key)
+        if known is None:
+            known = self._ever_fits[key] = self._fits_empty(job)
+        return known
+
+    def _fits_empty(self, job: Job) -> bool:
+        largest = self.largest_node(job)
+        if largest == 0:
+            return job.gpus == 0 and bool(self._buckets)
+        if job.gpus <= largest:
+            return True
+        types = set(self._types_for(job))
+        full_nodes = sum(
+            1 for n in self.nodes if n.schedulable and n.gpus == largest and n.gpu_type in types
+        )
+        return full_nodes >= -(-job.gpus // largest)
+
+    def max_free(self, job: Job) -> int:
+        """The most free GPUs on any node the job may use."""
+        best = 0
+        for t in self._types_for(job):
+            levels = self._buckets[t]
+            for level in range(len(levels) - 1, best, -1):
+                if levels[level]:
+                    best = level
+                    break
+        return best
+
+    # -- placement -------------------------------------------------------------------------
+    def place(self, job: Job, strategy: PlacementStrategy) -> Placement | None:
+        """Where the job would go now, or None. Does not change the index."""
+        if job.gpus > self.max_free(job) and job.gpus <= self.largest_node(job):
+            return None  # the common "nothing fits" case, decided without a search
+        largest = self.largest_node(job)
+        if job.gpus <= largest or largest == 0:
+            part = self._find(job, job.gpus, job.cpus, job.memory_mb, strategy)
+            return (part,) if part is not None else None
+        return self._place_split(job, largest, strategy)
+
+    def _place_split(self, job: Job, largest: int, strategy: PlacementStrategy) -> Placement | None:
+        sizes = [largest] * (job.gpus // largest)
+        if job.gpus % largest:
+            sizes.append(job.gpus % largest)
+        parts: list[Part] = []
+        for size in sizes:
+            share = size / job.gpus
+            part = self._find(job, size, job.cpus * share, job.memory_mb * share, strategy)
+            if part is None:
+                break
+            parts.append(part)
+            self._take(part)  # later parts must land on other nodes
+        for part in parts:
+            self._give(part)
+        return tuple(parts) if len(parts) == len(sizes) else None
+
+    def _find(
+        self, job: Job, gpus: int, cpus: float, mem: float, strategy: PlacementStrategy
+    ) -> Part | None:
+        for i in self._candidates(job, gpus, strategy):
+            if self._fits_cpu_mem(i, cpus, mem):
+                return Part(i, self.nodes[i].name, gpus, cpus, mem)
+        return None
+
+    def _fits_cpu_mem(self, i: int, cpus: float, mem: float) -> bool:
+        node = self.nodes[i]
+        if cpus and node.cpus and self._free_cpus[i] + 1e-9 < cpus:
+            return False
+        return not (mem and node.memory_mb and self._free_mem[i] + 1e-9 < mem)
+
+    def _candidates(self, job: Job, gpus: int, strategy: PlacementStrategy) -> Iterator[int]:
+        groups = [self._buckets[t] for t in self._types_for(job)]
+        if strategy is PlacementStrategy.BEST_FIT:
+            top = max((len(levels) for levels in groups), default=0)
+            for level in range(gpus, top):
+                lists = [levels[level] for levels in groups if level < len(levels)]
+                yield from _merged([lst for lst in lists if lst])
+            return
+        lists = [lst for levels in groups for lst in levels[gpus:] if lst]
+        if len(lists) == 1:
+            yield from lists[0]
+            return
+        yield from _merged(lists)
+
+    # -- changes ---------------------------------------------------------------------------
+    def allocate(self, placement: Placement) -> None:
+        for part in placement:
+            self._take(part)
+
+    def release(self, placement: Placement) -> None:
+        for part in placement:
+            self._give(part)
+
+    def _take(self, part: Part) -> None:
+        i = part.node
+        free = self._free_gpus[i]
+        if part.gpus > free:
+            raise ConfigError(f"node {part.node_name} has {free} free GPUs, {part.gpus} asked")
+        self._move(i, free, free - part.gpus)
+        self._free_cpus[i] -= part.cpus
+        self._free_mem[i] -= part.memory_mb
+
+    def _give(self, part: Part) -> None:
+        i = part.node
+        free = self._free_gpus[i]
+        if free + part.gpus > self.nodes[i].gpus:
+            raise ConfigError(f"node {part.node_name} would have more free GPUs than it owns")
+        self._move(i, free, free + part.gpus)
+        self._free_cpus[i] += part.cpus
+        self._free_mem[i] += part.memory_mb
+
+    def _move(self, i: int, old: int, new: int) -> None:
+        self._free_gpus[i] = new
+        node = self.nodes[i]
+        if not node.schedulable or old == new:
+            return
+        levels = self._buckets[node.gpu_type]
+        bucket = levels[old]
+        del bucket[bisect.bisect_left(bucket, i)]
+        bisect.insort(levels[new], i)
+
+
+def _merged(lists: list[list[int]]) -> Iterator[int]:
+    if len(lists) == 1:
+        return iter(lists[0])
+    return heapq.merge(*lists)

@@ -1,0 +1,170 @@
+"""The scheduling pass: one pure function shared by the simulator and the live controller.
+
+Order of work at one instant (DESIGN.md):
+1. burst queued jobs whose budget has expired (a budget that expires at the very instant GPUs
+   free up still bursts: the caller finishes completed jobs *before* calling the pass, and
+   expiry is checked before scheduling);
+2. admit new arrivals (merged into the queue in order);
+3. schedule: *in order* starts jobs from the head while they fit and stops at the first that
+   does not; *out of order* scans the whole queue once and starts every job that fits;
+4. burst arrivals with a zero budget that did not fit (they burst in the same instant);
+5. apply the queue cap: jobs beyond position N burst at once.
+
+The pass never mutates its inputs: it tries placements on the capacity snapshot and undoes
+them before returning, so the caller applies the decisions through its own cluster port.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from starburst.core.capacity import (
+    CapacityIndex,
+    Placement,
+    PlacementStrategy,
+    describe_placement,
+)
+from starburst.core.decisions import Burst, Start, Wait
+from starburst.core.duration import human
+from starburst.core.errors import ConfigError
+from starburst.core.job import Job, QueuedJob
+from starburst.core.ordering import QueueOrder, merge
+from starburst.core.policy import WaitPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """How the pass orders and places work; the waiting policy sets each job's budget."""
+
+    policy: WaitPolicy
+    out_of_order: bool = False
+    queue_cap: int | None = None
+    order: QueueOrder = QueueOrder.FIFO
+    placement: PlacementStrategy = PlacementStrategy.FIRST_FIT
+
+    def __post_init__(self) -> None:
+        if self.queue_cap is not None and self.queue_cap < 0:
+            raise ConfigError(f"queue cap must be ≥ 0, got {self.queue_cap}")
+
+    def describe(self) -> str:
+        mode = "out-of-order" if self.out_of_order else "in-order"
+        cap = f", queue cap {self.queue_cap}" if self.queue_cap is not None else ""
+        return f"{self.policy.describe()}, {mode}, {self.order.value}, {self.placement.value}{cap}"
+
+
+@dataclass(slots=True)
+class PassResult:
+    """What one pass decided. ``waiting`` is the new queue, in order."""
+
+    starts: list[Start] = field(default_factory=list)
+    bursts: list[Burst] = field(default_factory=list)
+    waiting: list[QueuedJob] = field(default_factory=list)
+
+    def wait_decisions(self, now: float) -> list[Wait]:
+        return [Wait(q.id, q.deadline, wait_reason(q, now)) for q in self.waiting]
+
+
+def admit(job: Job, policy: WaitPolicy, now: float) -> QueuedJob:
+    """A new arrival enters the queue with the budget its policy gives it."""
+    return QueuedJob(job, now, policy.budget(job))
+
+
+def wait_reason(entry: QueuedJob, now: float) -> str:
+    waited = now - entry.queued_at
+    if math.isinf(entry.budget):
+        return f"waiting {human(waited)}; this policy never bursts"
+    return f"waiting {human(waited)} of a {human(entry.budget)} budget"
+
+
+def schedule_pass(
+    now: float,
+    queue: Sequence[QueuedJob],
+    arrivals: Sequence[QueuedJob],
+    capacity: CapacityIndex,
+    config: SchedulerConfig,
+) -> PassResult:
+    """Decide, at ``now``, what starts on-prem, what bursts and what keeps waiting.
+
+    ``queue`` is the previous pass's ``waiting`` (already in order); ``arrivals`` are entries
+    admitted since (see ``admit``), in any order.
+    """
+    result = PassResult()
+    kept: list[QueuedJob] = []
+    for entry in queue:
+        if entry.deadline <= now:
+            result.bursts.append(Burst(entry.job, _expired_reason(entry, now)))
+        else:
+            kept.append(entry)
+    ordered = merge(kept, arrivals, config.order) if arrivals else kept
+    waiting = _schedule(now, ordered, capacity, config, result)
+    result.waiting = _burst_spent_and_capped(now, waiting, config, result)
+    return result
+
+
+def _schedule(
+    now: float,
+    ordered: list[QueuedJob],
+    capacity: CapacityIndex,
+    config: SchedulerConfig,
+    result: PassResult,
+) -> list[QueuedJob]:
+    waiting: list[QueuedJob] = []
+    strategy = config.placement
+    blocked = False
+    for entry in ordered:
+        if blocked:
+            waiting.append(entry)
+            continue
+        placement = capacity.place(entry.job, strategy)
+        if placement is not None:
+            capacity.allocate(placement)
+            result.starts.append(Start(entry.job, placement, _start_reason(placement, waiting)))
+        elif math.isinf(entry.deadline) and not capacity.could_ever_fit(entry.job):
+            result.bursts.append(Burst(entry.job, _never_fits_reason(entry.job, capacity)))
+        else:
+            waiting.append(entry)
+            if not config.out_of_order:
+                blocked = True
+    for start in result.starts:
+        capacity.release(start.placement)
+    return waiting
+
+
+def _burst_spent_and_capped(
+    now: float, waiting: list[QueuedJob], config: SchedulerConfig, result: PassResult
+) -> list[QueuedJob]:
+    remaining: list[QueuedJob] = []
+    for entry in waiting:
+        if entry.deadline <= now:
+            result.bursts.append(Burst(entry.job, "no wait budget and no room on-prem"))
+        else:
+            remaining.append(entry)
+    cap = config.queue_cap
+    if cap is not None and len(remaining) > cap:
+        for pos, entry in enumerate(remaining[cap:], start=cap + 1):
+            reason = f"queue position {pos} is beyond the queue cap of {cap}"
+            result.bursts.append(Burst(entry.job, reason))
+        del remaining[cap:]
+    return remaining
+
+
+def _start_reason(placement: Placement, skipped: list[QueuedJob]) -> str:
+    where = describe_placement(placement)
+    if skipped:
+        return f"out of order: fits on {where} while {len(skipped)} earlier job(s) wait"
+    return f"fits on {where}"
+
+
+def _expired_reason(entry: QueuedJob, now: float) -> str:
+    return f"waited {human(now - entry.queued_at)} of a {human(entry.budget)} budget"
+
+
+def _never_fits_reason(job: Job, capacity: CapacityIndex) -> str:
+    kind = f" {job.gpu_type}" if job.gpu_type else ""
+    return (
+        f"needs {job.gpus}{kind} GPUs, more than the private cluster can ever offer "
+        f"(largest node {capacity.largest_node(job)} GPUs); a never-bursting policy would "
+        "leave it queued forever"
+    )

@@ -1,0 +1,69 @@
+"""Jobs and queue entries: the domain values every other part of Starburst passes around.
+
+Terms:
+- *runtime*: how long the job really runs. Known to the simulator (from the trace), unknown
+  to the live system until the job ends.
+- *estimate*: the runtime the waiting policy sees: the trace runtime (oracle), a perturbed
+  oracle, or a prediction. Budgets are always computed from the estimate.
+- *wait budget*: the longest a job may wait in the queue before it bursts; ``deadline`` is
+  ``queued_at + budget`` (``inf`` for a job that never bursts).
+
+Invariants: jobs are immutable values; a job is identified by its ``id`` everywhere (ties in
+every ordering end in the id, so the same input always gives the same decisions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A request for ``gpus`` GPUs (and ``cpus``) for a runtime that may be unknown."""
+
+    id: str
+    submit_time: float
+    gpus: int
+    cpus: float = 0.0
+    memory_mb: float = 0.0
+    gpu_type: str | None = None
+    runtime: float | None = None
+    estimate: float | None = None
+    user: str | None = None
+    team: str | None = None
+    name: str | None = None
+    deadline: float | None = None
+    extra: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def believed_runtime(self) -> float:
+        """The runtime a policy plans with: the estimate, else the true runtime, else 0."""
+        if self.estimate is not None:
+            return self.estimate
+        return self.runtime if self.runtime is not None else 0.0
+
+    def with_estimate(self, estimate: float) -> Job:
+        return replace(self, estimate=estimate)
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedJob:
+    """A job in the queue: when it (re-)entered it and when its wait budget runs out.
+
+    ``queued_at`` is the submit time, or the re-arrival time of a Star-Wait job that was pulled
+    back from the cloud; FIFO order uses it.
+    """
+
+    job: Job
+    queued_at: float
+    budget: float
+
+    @property
+    def deadline(self) -> float:
+        return self.queued_at + self.budget if math.isfinite(self.budget) else math.inf
+
+    @property
+    def id(self) -> str:
+        return self.job.id

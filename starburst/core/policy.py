@@ -1,0 +1,119 @@
+"""Waiting policies: how long each job may wait on-prem before it bursts to the cloud.
+
+| policy     | wait budget w(j)               | coefficient unit        |
+|------------|--------------------------------|-------------------------|
+| no-wait    | 0                              | none                    |
+| infinite   | never bursts (cluster only)    | none                    |
+| constant   | c                              | seconds                 |
+| runtime    | c × runtime                    | unitless                |
+| resource   | c × gpus                       | seconds per GPU         |
+| compute    | c × gpus × runtime             | unitless (per GPU)      |
+| star       | 0 on arrival; see ``star_requeue_budget`` | seconds per GPU |
+
+"runtime" is the job's estimate (``Job.believed_runtime``). The admin may give the coefficient c
+directly or a *waiting budget* b; then c makes Σ w(j) = b × Σ runtime(j) over a reference
+workload (``calibrate``). An explicit c always overrides b.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from starburst.core.errors import ConfigError
+from starburst.core.job import Job
+
+
+class PolicyKind(StrEnum):
+    NO_WAIT = "no-wait"
+    INFINITE = "infinite"
+    CONSTANT = "constant"
+    RUNTIME = "runtime"
+    RESOURCE = "resource"
+    COMPUTE = "compute"
+    STAR = "star"
+
+
+#: Star-Wait defaults from the paper: the cloud stint threshold L and the re-queue factor r.
+STAR_THRESHOLD_S = 0.25 * 3600.0
+STAR_REQUEUE_FACTOR = 3.0
+
+
+def parse_policy(name: str) -> PolicyKind:
+    try:
+        return PolicyKind(name.strip().lower())
+    except ValueError:
+        known = ", ".join(p.value for p in PolicyKind)
+        raise ConfigError(f"unknown policy {name!r}; choose one of: {known}") from None
+
+
+def calibrate(kind: PolicyKind, budget: float, jobs: Sequence[Job]) -> float:
+    """The coefficient that makes Σ w(j) = budget × Σ runtime(j) over ``jobs``.
+
+    Closed forms (DESIGN.md): constant c = b·mean(runtime); runtime c = b; resource and star
+    c = b·mean(runtime)/mean(gpus); compute c = b·Σruntime/Σ(gpus·runtime).
+    """
+    if budget < 0 or not math.isfinite(budget):
+        raise ConfigError(f"waiting budget must be a finite number ≥ 0, got {budget}")
+    if kind in (PolicyKind.NO_WAIT, PolicyKind.INFINITE):
+        return 0.0
+    if kind is PolicyKind.RUNTIME:
+        return budget
+    if not jobs:
+        raise ConfigError("cannot derive a coefficient from a waiting budget without jobs")
+    total_runtime = math.fsum(j.believed_runtime for j in jobs)
+    if kind is PolicyKind.CONSTANT:
+        return budget * total_runtime / len(jobs)
+    if kind in (PolicyKind.RESOURCE, PolicyKind.STAR):
+        total_gpus = sum(j.gpus for j in jobs)
+        return budget * total_runtime / total_gpus if total_gpus else 0.0
+    compute = math.fsum(j.gpus * j.believed_runtime for j in jobs)
+    return budget * total_runtime / compute if compute else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class WaitPolicy:
+    """A waiting policy with its coefficient resolved."""
+
+    kind: PolicyKind
+    coefficient: float = 0.0
+    star_threshold: float = STAR_THRESHOLD_S
+    star_requeue_factor: float = STAR_REQUEUE_FACTOR
+
+    def __post_init__(self) -> None:
+        if self.coefficient < 0 or math.isnan(self.coefficient):
+            raise ConfigError(f"policy coefficient must be ≥ 0, got {self.coefficient}")
+
+    @classmethod
+    def from_budget(cls, kind: PolicyKind, budget: float, jobs: Sequence[Job]) -> WaitPolicy:
+        return cls(kind, calibrate(kind, budget, jobs))
+
+    def budget(self, job: Job) -> float:
+        """Wait budget in seconds on first arrival (``inf``: never bursts)."""
+        kind, c = self.kind, self.coefficient
+        if kind is PolicyKind.COMPUTE:
+            return c * job.gpus * job.believed_runtime
+        if kind is PolicyKind.NO_WAIT or kind is PolicyKind.STAR:
+            return 0.0
+        if kind is PolicyKind.INFINITE:
+            return math.inf
+        if kind is PolicyKind.CONSTANT:
+            return c
+        if kind is PolicyKind.RUNTIME:
+            return c * job.believed_runtime
+        return c * job.gpus  # resource
+
+    def star_requeue_budget(self, job: Job, now: float) -> float:
+        """Budget of a Star-Wait job re-queued at ``now`` after its cloud stint.
+
+        r × max(0, c × gpus − time since the original submit).
+        """
+        remaining = self.coefficient * job.gpus - (now - job.submit_time)
+        return self.star_requeue_factor * max(0.0, remaining)
+
+    def describe(self) -> str:
+        if self.kind in (PolicyKind.NO_WAIT, PolicyKind.INFINITE):
+            return self.kind.value
+        return f"{self.kind.value}(c={self.coefficient:.6g})"

@@ -1,0 +1,126 @@
+"""Ports: the interfaces through which the decision core meets the world.
+
+The simulator's in-memory implementations (``starburst.sim``) and the live adapters
+(``starburst.adapters.*``) implement the same protocols, and one contract test suite runs
+against both. Rules: nothing but the ``Clock`` reads time; no port call blocks the scheduling
+loop (a cloud launch returns a handle at once and later passes poll it); adapters raise
+``TransientError`` or ``PermanentError`` (``starburst.core.errors``), never SDK exceptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from starburst.core.capacity import CapacityIndex, Placement
+from starburst.core.job import Job
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds since the epoch (live) or since the trace started (simulated)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    job: Job
+    placement: Placement
+    started_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """Free capacity and what runs on-prem, as seen at ``taken_at``."""
+
+    capacity: CapacityIndex
+    running: Sequence[RunningJob]
+    taken_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class JobEnded:
+    """A job finished on-prem (``succeeded`` False: failed, with ``reason``)."""
+
+    job_id: str
+    at: float
+    succeeded: bool
+    reason: str = ""
+
+
+class Cluster(Protocol):
+    """The private cluster: Kubernetes, the local executor or the simulator's cluster."""
+
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    def start(self, job: Job, placement: Placement, reason: str) -> None:
+        """Start the job on these nodes. Idempotent: starting a started job does nothing."""
+        ...
+
+    def cancel(self, job_id: str) -> None: ...
+
+    def ended(self) -> Sequence[JobEnded]:
+        """Jobs that ended since the last call."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """What running a job in the cloud would cost per hour, and where."""
+
+    price_per_hour: float
+    where: str
+    accelerators: str
+    emulated: bool = False
+
+
+class CloudStatus(StrEnum):
+    PENDING = "pending"
+    PROVISIONING = "provisioning"
+    RUNNING = "running"
+    RECOVERING = "recovering"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class CloudHandle:
+    """Enough to find a launch again after a restart (the name is derived from the job id)."""
+
+    job_id: str
+    name: str
+    request_id: str | None = None
+    cloud_job_id: str | None = None
+
+
+class Cloud(Protocol):
+    """Rented GPUs: SkyPilot, the emulated cloud or the simulator's cloud."""
+
+    def quote(self, job: Job) -> Quote: ...
+
+    def launch(self, job: Job, reason: str) -> CloudHandle:
+        """Start a launch and return at once; ``poll`` follows it."""
+        ...
+
+    def poll(self, handle: CloudHandle) -> CloudStatus: ...
+
+    def cancel(self, handle: CloudHandle) -> None: ...
+
+    def logs(self, handle: CloudHandle) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A runtime estimate in seconds with its band and where it came from."""
+
+    value: float
+    low: float
+    high: float
+    source: str
+
+
+class RuntimeEstimator(Protocol):
+    def estimate(self, jobs: Sequence[Job]) -> list[Estimate]: ...
