@@ -1,0 +1,125 @@
+"""The price table: shipped defaults, validation, cheapest-first lookups, catalog preference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from starburst.core.errors import ConfigError
+from starburst.pricing import (
+    PriceTableError,
+    SkyPilotCatalog,
+    load_price_table,
+    parse_price_table,
+    price,
+)
+
+REQUIRED = ["H100", "A100-80GB", "A100", "L4", "A10G", "V100", "T4"]
+
+
+def test_defaults_cover_the_common_gpus_with_a_date() -> None:
+    table = load_price_table()
+    assert table.taken  # the date the prices were read is part of the table
+    for gpu in REQUIRED:
+        assert table.options(gpu, 1), gpu
+        assert table.options(gpu, 1, spot=True), gpu
+    for cloud in ("aws", "gcp", "azure"):
+        assert table.options("A100", 1, cloud=cloud)
+        assert table.options("T4", 1, cloud=cloud, spot=True)
+
+
+def test_options_are_cheapest_first_and_scale_with_count() -> None:
+    table = load_price_table()
+    options = table.options("a100-80gb", 8)
+    prices = [o.price_per_hour for o in options]
+    assert prices == sorted(prices) and len(options) == 3
+    one = {o.cloud: o.price_per_hour for o in table.options("A100-80GB", 1)}
+    for option in options:
+        assert option.price_per_hour == pytest.approx(8 * one[option.cloud])
+        assert option.accelerators == "A100-80GB:8"
+        assert option.source.startswith("table ")
+    assert price("A100-80GB", 8) == options[0]
+
+
+def test_spot_is_cheaper_and_labelled() -> None:
+    table = load_price_table()
+    spot, on_demand = table.price("V100", 1, "aws", spot=True), table.price("V100", 1, "aws")
+    assert spot.price_per_hour < on_demand.price_per_hour
+    assert spot.where.endswith("(spot)") and not on_demand.where.endswith("(spot)")
+
+
+def test_aliases_and_unknowns() -> None:
+    table = load_price_table()
+    assert table.price("A100-40GB", 2) == table.price("A100", 2)
+    assert table.options("A10G", 1, cloud="azure") == []
+    with pytest.raises(ConfigError, match="no on-demand price for B200"):
+        table.price("B200", 1)
+    with pytest.raises(ConfigError):
+        table.options("T4", 0)
+
+
+def _write(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "prices.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], "mapping"),
+        ({"gpus": {"T4": {"aws": {"on_demand": 1}}}}, "taken"),
+        ({"taken": "2025-01-01", "gpus": {}}, "at least one GPU"),
+        ({"taken": "2025-01-01", "gpus": {"T4": {"aws": {"spot": 1}}}}, "on_demand"),
+        ({"taken": "2025-01-01", "gpus": {"T4": {"aws": {"on_demand": -1}}}}, "≥ 0"),
+        ({"taken": "2025-01-01", "gpus": {"T4": {"aws": {"on_demand": "x"}}}}, "number"),
+        ({"taken": "2025-01-01", "gpus": {"T4": {"aws": {"on_demand": 1, "sopt": 1}}}}, "unknown"),
+        ({"taken": "d", "gpus": {"T4": {"aws": {"on_demand": 1}}, "t4": {"aws": {"on_demand": 1}}}},
+         "twice"),
+    ],
+)
+def test_invalid_tables_are_refused_whole(tmp_path: Path, data: object, message: str) -> None:
+    with pytest.raises(PriceTableError, match=message):
+        load_price_table(_write(tmp_path, data))
+
+
+def test_admin_table_replaces_defaults(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"taken": "2026-01-02", "gpus": {"T4": {"gcp": {"on_demand": 0.1}}}})
+    table = load_price_table(path)
+    option = table.price("T4", 4)
+    assert (option.cloud, option.price_per_hour, option.source) == ("gcp", 0.4, "table 2026-01-02")
+    assert table.options("T4", 1, spot=True) == []
+    with pytest.raises(PriceTableError, match="cannot read"):
+        load_price_table(tmp_path / "missing.yaml")
+
+
+def test_skypilot_catalog_price_wins_when_on_disk(tmp_path: Path) -> None:
+    aws = tmp_path / "aws"
+    aws.mkdir()
+    (aws / "vms.csv").write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,"
+        "Region,AvailabilityZone\n"
+        "p4d.24xlarge,A100,8,96,1152,32.7726,9.5,us-east-1,us-east-1a\n"
+        "p4d.24xlarge,A100,8,96,1152,32.7726,9.1,us-east-1,us-east-1b\n"
+        "m5.large,,,2,8,0.096,0.03,us-east-1,us-east-1a\n"
+        "broken,A100,x,1,1,1,1,us-east-1,us-east-1a\n"
+    )
+    table = load_price_table().with_catalog(SkyPilotCatalog(tmp_path))
+    aws_a100 = table.price("A100", 8, "aws")
+    assert (aws_a100.price_per_hour, aws_a100.source) == (32.7726, "skypilot-catalog")
+    assert table.price("A100", 8, "aws", spot=True).price_per_hour == 9.1
+    # the catalog has no GCP file and no A100:1 row: the table answers those
+    assert table.price("A100", 1, "aws").source.startswith("table")
+    assert table.price("A100", 8, "gcp").source.startswith("table")
+    assert SkyPilotCatalog(None).price("A100", 8, "aws", False) is None
+
+
+def test_parse_accepts_the_shipped_file_verbatim() -> None:
+    from importlib import resources
+
+    text = resources.files("starburst.pricing").joinpath("prices.yaml").read_text("utf-8")
+    table = parse_price_table(yaml.safe_load(text))
+    assert table.regions["aws"] == "us-east-1"
+    assert table.price("H100", 8, "aws").where == "aws:us-east-1"
