@@ -74,8 +74,17 @@ def entry_for(launch: BilledLaunch, start: float, end: float, final: bool) -> Co
         raise ConfigError(f"launch {launch.launch}: interval ends before it starts")
     cost = launch.price_per_hour * (end - start) / 3600.0
     return CostEntry(
-        launch.launch, launch.job_id, launch.team, launch.where, launch.accelerators,
-        launch.price_per_hour, start, end, cost, final, launch.emulated,
+        launch.launch,
+        launch.job_id,
+        launch.team,
+        launch.where,
+        launch.accelerators,
+        launch.price_per_hour,
+        start,
+        end,
+        cost,
+        final,
+        launch.emulated,
     )
 
 
@@ -122,8 +131,14 @@ class CostMeter:
         entries = self._close_to(state, at, final=False)
         old = state.launch
         state.launch = BilledLaunch(
-            old.launch, old.job_id, old.team, where, old.accelerators, price_per_hour,
-            old.launched_at, old.emulated,
+            old.launch,
+            old.job_id,
+            old.team,
+            where,
+            old.accelerators,
+            price_per_hour,
+            old.launched_at,
+            old.emulated,
         )
         return entries
 

@@ -166,9 +166,7 @@ def parse_price_table(data: Any, origin: str = "price table") -> PriceTable:
     if not isinstance(taken, str) or not taken.strip():
         raise PriceTableError(f"{origin}: 'taken' (the date the prices were read) is required")
     regions = data.get("regions") or {}
-    if not isinstance(regions, Mapping) or not all(
-        isinstance(v, str) for v in regions.values()
-    ):
+    if not isinstance(regions, Mapping) or not all(isinstance(v, str) for v in regions.values()):
         raise PriceTableError(f"{origin}: 'regions' must map a cloud to a region name")
     gpus = data.get("gpus")
     if not isinstance(gpus, Mapping) or not gpus:

@@ -11,7 +11,9 @@ from starburst.metering import BilledLaunch, CostMeter, check_budget, total_cost
 T0 = datetime(2026, 11, 20, tzinfo=UTC).timestamp()
 
 
-def launch(name: str = "starburst-j1", price: float = 36.0, team: str | None = "ml") -> BilledLaunch:
+def launch(
+    name: str = "starburst-j1", price: float = 36.0, team: str | None = "ml"
+) -> BilledLaunch:
     return BilledLaunch(name, "j1", team, "aws:us-east-1", "A100:8", price, T0)
 
 

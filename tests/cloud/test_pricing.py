@@ -76,8 +76,13 @@ def _write(tmp_path: Path, data: object) -> Path:
         ({"taken": "2025-01-01", "gpus": {"T4": {"aws": {"on_demand": -1}}}}, "≥ 0"),
         ({"taken": "2025-01-01", "gpus": {"T4": {"aws": {"on_demand": "x"}}}}, "number"),
         ({"taken": "2025-01-01", "gpus": {"T4": {"aws": {"on_demand": 1, "sopt": 1}}}}, "unknown"),
-        ({"taken": "d", "gpus": {"T4": {"aws": {"on_demand": 1}}, "t4": {"aws": {"on_demand": 1}}}},
-         "twice"),
+        (
+            {
+                "taken": "d",
+                "gpus": {"T4": {"aws": {"on_demand": 1}}, "t4": {"aws": {"on_demand": 1}}},
+            },
+            "twice",
+        ),
     ],
 )
 def test_invalid_tables_are_refused_whole(tmp_path: Path, data: object, message: str) -> None:

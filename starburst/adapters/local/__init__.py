@@ -1,0 +1,25 @@
+"""Embedded backends for a single machine: the defaults when no cluster or cloud is configured.
+
+- ``LocalCluster`` (``Cluster`` port): on-prem jobs as local process groups on numbered GPU
+  slots (``CUDA_VISIBLE_DEVICES``), logs and exit codes in a state directory.
+- ``EmulatedCloud`` (``Cloud`` port): burst jobs as local processes, priced from the price
+  table and labelled "emulated" everywhere.
+
+A job's command and environment travel in ``Job.extra``: ``command`` (shell command, required),
+``env`` (JSON object of strings), ``image`` (noted, not used locally).
+"""
+
+from starburst.adapters.local.cluster import LocalCluster, WallClock
+from starburst.adapters.local.emulated import EMULATED, EmulatedCloud
+from starburst.adapters.local.processes import JobProcess, Outcome, command_of, env_of
+
+__all__ = [
+    "EMULATED",
+    "EmulatedCloud",
+    "JobProcess",
+    "LocalCluster",
+    "Outcome",
+    "WallClock",
+    "command_of",
+    "env_of",
+]
