@@ -79,7 +79,8 @@ class CapacityIndex:
     """
 
     __slots__ = (
-        "_buckets", "_ever_fits", "_free_cpus", "_free_gpus", "_free_mem", "_max_level", "nodes",
+        "_all_types", "_buckets", "_ever_fits", "_free_cpus", "_free_gpus", "_free_mem",
+        "_largest_any", "_max_level", "nodes",
     )
 
     def __init__(self, nodes: Sequence[Node]) -> None:
@@ -100,6 +101,8 @@ class CapacityIndex:
                 levels.append([])
             levels[node.gpus].append(i)
             self._max_level[node.gpu_type] = max(self._max_level.get(node.gpu_type, 0), node.gpus)
+        self._all_types = tuple(self._buckets)
+        self._largest_any = max(self._max_level.values(), default=0)
 
     # -- queries ---------------------------------------------------------------------------
     @property
@@ -115,12 +118,14 @@ class CapacityIndex:
 
     def _types_for(self, job: Job) -> Iterable[str]:
         if job.gpu_type is None:
-            return self._buckets.keys()
+            return self._all_types
         return (job.gpu_type,) if job.gpu_type in self._buckets else ()
 
     def largest_node(self, job: Job) -> int:
         """GPUs of the largest node the job may use (0 if none)."""
-        return max((self._max_level[t] for t in self._types_for(job)), default=0)
+        if job.gpu_type is None:
+            return self._largest_any
+        return self._max_level.get(job.gpu_type, 0)
 
     def could_ever_fit(self, job: Job) -> bool:
         """Whether the job fits the empty cluster (GPU count and type only)."""
@@ -156,10 +161,10 @@ class CapacityIndex:
     # -- placement -------------------------------------------------------------------------
     def place(self, job: Job, strategy: PlacementStrategy) -> Placement | None:
         """Where the job would go now, or None. Does not change the index."""
-        if job.gpus > self.max_free(job) and job.gpus <= self.largest_node(job):
-            return None  # the common "nothing fits" case, decided without a search
         largest = self.largest_node(job)
         if job.gpus <= largest or largest == 0:
+            if job.gpus > self.max_free(job):
+                return None  # the common "nothing fits" case, decided without a search
             part = self._find(job, job.gpus, job.cpus, job.memory_mb, strategy)
             return (part,) if part is not None else None
         return self._place_split(job, largest, strategy)

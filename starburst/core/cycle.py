@@ -113,11 +113,24 @@ def _schedule(
     waiting: list[QueuedJob] = []
     strategy = config.placement
     blocked = False
+    # Free capacity only shrinks during a pass, so once a job of some shape fails to fit, every
+    # job of the same shape with at least as many GPUs fails too: remember the smallest failure.
+    smallest_failure: dict[tuple[str | None, float, float], int] = {}
     for entry in ordered:
         if blocked:
             waiting.append(entry)
             continue
-        placement = capacity.place(entry.job, strategy)
+        job = entry.job
+        shape = (job.gpu_type, job.cpus, job.memory_mb)
+        failed_at = smallest_failure.get(shape)
+        if failed_at is not None and job.gpus >= failed_at and not math.isinf(entry.deadline):
+            waiting.append(entry)
+            if not config.out_of_order:
+                blocked = True
+            continue
+        placement = capacity.place(job, strategy)
+        if placement is None and (failed_at is None or job.gpus < failed_at):
+            smallest_failure[shape] = job.gpus
         if placement is not None:
             capacity.allocate(placement)
             result.starts.append(Start(entry.job, placement, _start_reason(placement, waiting)))

@@ -59,10 +59,11 @@ class QueuedJob:
     job: Job
     queued_at: float
     budget: float
+    deadline: float = field(init=False, compare=False)
 
-    @property
-    def deadline(self) -> float:
-        return self.queued_at + self.budget if math.isfinite(self.budget) else math.inf
+    def __post_init__(self) -> None:
+        deadline = self.queued_at + self.budget if math.isfinite(self.budget) else math.inf
+        object.__setattr__(self, "deadline", deadline)
 
     @property
     def id(self) -> str:

@@ -9,7 +9,7 @@ loop (a cloud launch returns a handle at once and later passes poll it); adapter
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -36,7 +36,7 @@ class ClusterSnapshot:
     """Free capacity and what runs on-prem, as seen at ``taken_at``."""
 
     capacity: CapacityIndex
-    running: Sequence[RunningJob]
+    running: Collection[RunningJob]
     taken_at: float
 
 

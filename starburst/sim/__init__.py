@@ -1,0 +1,7 @@
+"""The trace-driven simulator: the decision core run on a simulated clock.
+
+``engine`` steps an event clock and calls ``starburst.core.cycle.schedule_pass`` exactly as the
+controller does; ``cluster`` and ``cloud`` are the in-memory implementations of the core's
+ports; ``trace``, ``formats`` and ``synthetic`` produce job lists; ``report`` turns outcomes
+into the figures the paper reports; ``sweep``, ``pareto`` and ``optimum`` compare policies.
+"""

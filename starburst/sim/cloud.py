@@ -1,0 +1,56 @@
+"""The simulator's cloud: the core's ``Cloud`` port with unlimited capacity and a flat price.
+
+A launch starts at once, becomes RUNNING after the configured start-up delay and SUCCEEDED
+after the job's runtime (or the length of the stint it was granted, for a Star-Wait job that
+will be pulled back). Cost is billed on the GPU-time the job runs, the paper's unit.
+"""
+
+from __future__ import annotations
+
+from starburst.core.job import Job
+from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
+
+
+class SimCloud:
+    def __init__(self, clock: Clock, price_per_gpu_hour: float, startup_delay: float = 0.0):
+        self._clock = clock
+        self.price_per_gpu_hour = price_per_gpu_hour
+        self.startup_delay = startup_delay
+        self._launches: dict[str, tuple[float, float]] = {}  # name → (launched, run seconds)
+        self.gpu_seconds = 0.0
+        self.launches = 0
+
+    def quote(self, job: Job) -> Quote:
+        return Quote(self.price_per_gpu_hour * job.gpus, "sim", f"gpu:{job.gpus}")
+
+    def launch(self, job: Job, reason: str = "", run_for: float | None = None) -> CloudHandle:
+        """Launch the job; ``run_for`` limits the stint (Star-Wait pull-back), else runtime."""
+        seconds = job.runtime if run_for is None else run_for
+        name = f"sb-{job.id}-{self.launches}"
+        self.launches += 1
+        self._launches[name] = (self._clock.now(), seconds or 0.0)
+        self.gpu_seconds += job.gpus * (seconds or 0.0)
+        return CloudHandle(job.id, name)
+
+    def finish_time(self, handle: CloudHandle) -> float:
+        launched, seconds = self._launches[handle.name]
+        return launched + self.startup_delay + seconds
+
+    def poll(self, handle: CloudHandle) -> CloudStatus:
+        launched, _ = self._launches[handle.name]
+        now = self._clock.now()
+        if now >= self.finish_time(handle):
+            return CloudStatus.SUCCEEDED
+        if now >= launched + self.startup_delay:
+            return CloudStatus.RUNNING
+        return CloudStatus.PROVISIONING
+
+    def cancel(self, handle: CloudHandle) -> None:
+        self._launches.pop(handle.name, None)
+
+    def logs(self, handle: CloudHandle) -> str:
+        return f"simulated run {handle.name}\n"
+
+    @property
+    def cost_usd(self) -> float:
+        return self.gpu_seconds / 3600.0 * self.price_per_gpu_hour

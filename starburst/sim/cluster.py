@@ -1,0 +1,69 @@
+"""The simulator's private cluster: the core's ``Cluster`` port kept in memory.
+
+Jobs run for their trace runtime. ``start`` is idempotent; ``ended()`` returns the jobs whose
+runtime elapsed by the clock's current time, in end order (ties by job id), and frees their
+GPUs. The capacity index is maintained incrementally, so no operation scans every node.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+
+from starburst.core.capacity import CapacityIndex, Node, Placement
+from starburst.core.errors import ConfigError
+from starburst.core.job import Job
+from starburst.core.ports import Clock, ClusterSnapshot, JobEnded, RunningJob
+
+
+class SimCluster:
+    def __init__(self, nodes: Sequence[Node], clock: Clock) -> None:
+        self.capacity = CapacityIndex(nodes)
+        self._clock = clock
+        self._running: dict[str, RunningJob] = {}
+        self._ends: list[tuple[float, str]] = []
+        self.gpu_seconds = 0.0
+
+    @property
+    def total_gpus(self) -> int:
+        return self.capacity.total_gpus
+
+    def snapshot(self) -> ClusterSnapshot:
+        return ClusterSnapshot(self.capacity, self._running.values(), self._clock.now())
+
+    def start(self, job: Job, placement: Placement, reason: str = "") -> None:
+        if job.id in self._running:
+            return
+        if job.runtime is None:
+            raise ConfigError(f"job {job.id} has no runtime; the simulator needs one")
+        now = self._clock.now()
+        self.capacity.allocate(placement)
+        self._running[job.id] = RunningJob(job, placement, now)
+        heapq.heappush(self._ends, (now + job.runtime, job.id))
+
+    def cancel(self, job_id: str) -> None:
+        running = self._running.pop(job_id, None)
+        if running is not None:
+            self.capacity.release(running.placement)
+
+    def next_end(self) -> float | None:
+        while self._ends and self._ends[0][1] not in self._running:
+            heapq.heappop(self._ends)
+        return self._ends[0][0] if self._ends else None
+
+    def ended(self) -> list[JobEnded]:
+        now = self._clock.now()
+        done: list[JobEnded] = []
+        ends = self._ends
+        while ends and ends[0][0] <= now:
+            at, job_id = heapq.heappop(ends)
+            running = self._running.pop(job_id, None)
+            if running is None:
+                continue  # cancelled earlier
+            self.capacity.release(running.placement)
+            self.gpu_seconds += running.job.gpus * (at - running.started_at)
+            done.append(JobEnded(job_id, at, True))
+        return done
+
+    def running_count(self) -> int:
+        return len(self._running)

@@ -1,0 +1,146 @@
+"""A deliberately naive second implementation of the scheduling semantics.
+
+It shares nothing with the decision core but the ``Job``/``Node`` values and the policy's
+budget formula: placement scans every node for every job, the queue is re-sorted at every
+event, and finished jobs are found by scanning everything that runs — the cost profile of the
+published artifact's simulator (queue length × running jobs per event). It exists for two
+reasons: differential tests check that the fast engine makes exactly the same decisions on
+random traces, and ``bench/sim_speed.py`` uses it as the in-process baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from starburst.core.capacity import Node
+from starburst.core.job import Job
+from starburst.core.policy import PolicyKind, WaitPolicy
+
+
+@dataclass(slots=True)
+class RefOutcome:
+    job_id: str
+    where: str
+    start: float
+    end: float
+    cloud_gpu_seconds: float
+    nodes: tuple[str, ...]
+
+
+def _split(gpus: int, largest: int) -> list[int]:
+    if gpus <= largest or largest == 0:
+        return [gpus]
+    parts = [largest] * (gpus // largest)
+    return [*parts, gpus % largest] if gpus % largest else parts
+
+
+def _place(job: Job, nodes: Sequence[Node], free: list[int], free_cpu: list[float],
+           best_fit: bool) -> list[tuple[int, int, float]] | None:
+    eligible = [i for i, n in enumerate(nodes)
+                if n.schedulable and (job.gpu_type is None or n.gpu_type == job.gpu_type)]
+    largest = max((nodes[i].gpus for i in eligible), default=0)
+    trial, trial_cpu = list(free), list(free_cpu)
+    parts = []
+    for size in _split(job.gpus, largest):
+        cpus = job.cpus * size / job.gpus if job.gpus else job.cpus
+        fits = [i for i in eligible if trial[i] >= size
+                and (not cpus or not nodes[i].cpus or trial_cpu[i] + 1e-9 >= cpus)]
+        if not fits:
+            return None
+        i = min(fits, key=lambda i: (trial[i] - size, i)) if best_fit else fits[0]
+        trial[i] -= size
+        trial_cpu[i] -= cpus
+        parts.append((i, size, cpus))
+    return parts
+
+
+def reference_simulate(  # noqa: C901 - one readable loop is the point of this module
+    jobs: Sequence[Job],
+    nodes: Sequence[Node],
+    policy: WaitPolicy,
+    out_of_order: bool = False,
+    queue_cap: int | None = None,
+    best_fit: bool = False,
+) -> dict[str, RefOutcome]:
+    free = [n.gpus if n.schedulable else 0 for n in nodes]
+    free_cpu = [n.cpus for n in nodes]
+    pending = sorted(jobs, key=lambda j: (j.submit_time, j.id))
+    queue: list[tuple[float, str, Job, float]] = []  # (queued_at, id, job, deadline)
+    running: list[tuple[float, Job, list[tuple[int, int, float]], float]] = []
+    pullbacks: list[tuple[float, Job]] = []
+    pulled: set[str] = set()
+    cloud: dict[str, float] = {}
+    out: dict[str, RefOutcome] = {}
+    star = policy.kind is PolicyKind.STAR
+
+    def burst(job: Job, t: float) -> None:
+        runtime = job.runtime or 0.0
+        if star and job.id not in pulled and runtime > policy.star_threshold:
+            cloud[job.id] = cloud.get(job.id, 0.0) + job.gpus * policy.star_threshold
+            pullbacks.append((t + policy.star_threshold, job))
+            return
+        cloud[job.id] = cloud.get(job.id, 0.0) + job.gpus * runtime
+        where = "cloud+cloud" if job.id in pulled else "cloud"
+        out[job.id] = RefOutcome(job.id, where, t, t + runtime, cloud[job.id], ())
+
+    while pending or running or queue or pullbacks:
+        candidates = [e[3] for e in queue if math.isfinite(e[3])]
+        candidates += [r[0] for r in running] + [p[0] for p in pullbacks]
+        if pending:
+            candidates.append(pending[0].submit_time)
+        t = min(candidates)
+        for run in [r for r in running if r[0] <= t]:
+            running.remove(run)
+            for i, size, cpus in run[2]:
+                free[i] += size
+                free_cpu[i] += cpus
+        queue.sort()
+        for entry in [e for e in queue if e[3] <= t]:
+            queue.remove(entry)
+            burst(entry[2], t)
+        arrived = []
+        for at, job in sorted([p for p in pullbacks if p[0] <= t], key=lambda p: p[1].id):
+            pullbacks.remove((at, job))
+            pulled.add(job.id)
+            budget = policy.star_requeue_budget(job, at)
+            arrived.append((at, job.id, job, at + budget))
+        while pending and pending[0].submit_time <= t:
+            job = pending.pop(0)
+            budget = policy.budget(job)
+            arrived.append((t, job.id, job, t + budget if math.isfinite(budget) else math.inf))
+        queue = sorted(queue + arrived)
+        waiting = []
+        blocked = False
+        for entry in queue:
+            job = entry[2]
+            parts = None if blocked else _place(job, nodes, free, free_cpu, best_fit)
+            if parts is None:
+                never = _place(job, nodes, [n.gpus if n.schedulable else 0 for n in nodes],
+                               [n.cpus for n in nodes], best_fit) is None
+                if not blocked and never and math.isinf(entry[3]):
+                    burst(job, t)
+                    continue
+                waiting.append(entry)
+                blocked = blocked or not out_of_order
+                continue
+            for i, size, cpus in parts:
+                free[i] -= size
+                free_cpu[i] -= cpus
+            end = t + (job.runtime or 0.0)
+            running.append((end, job, parts, t))
+            where = "cloud+onprem" if job.id in pulled else "onprem"
+            out[job.id] = RefOutcome(job.id, where, t, end, cloud.get(job.id, 0.0),
+                                     tuple(nodes[i].name for i, _, _ in parts))
+        queue = []
+        for entry in waiting:
+            if entry[3] <= t:
+                burst(entry[2], t)
+            else:
+                queue.append(entry)
+        if queue_cap is not None:
+            for entry in queue[queue_cap:]:
+                burst(entry[2], t)
+            queue = queue[:queue_cap]
+    return out

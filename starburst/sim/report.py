@@ -1,0 +1,122 @@
+"""Outcomes of a simulation and the figures the paper reports.
+
+Terms (DESIGN.md, "Cost and metrics"):
+- *cloud GPU-hours*: gpus × hours run in the cloud (Star-Wait stints included); dollars are
+  GPU-hours × the price per GPU-hour.
+- *JCT*: end − submit, wherever the job ran; a burst job's JCT includes its wait (and the
+  cloud start-up delay when one is configured).
+- *wait*: start − submit (for a burst job, burst time − submit; for a pulled-back Star-Wait
+  job, its final start − submit).
+- *cluster utilisation*: on-prem GPU-hours ÷ (cluster GPUs × span from first submit to last end).
+- *offered load*: Σ gpus × runtime ÷ (cluster GPUs × span of submit times).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from starburst.core.job import Job
+
+
+@dataclass(frozen=True, slots=True)
+class JobOutcome:
+    job: Job
+    where: str  # "onprem", "cloud", or "cloud+onprem"/"cloud+cloud" after a pull-back
+    start: float
+    end: float
+    budget: float
+    cloud_gpu_seconds: float
+    placement: str
+    reason: str
+
+    @property
+    def burst(self) -> bool:
+        return self.where.endswith("cloud")
+
+    @property
+    def jct(self) -> float:
+        return self.end - self.job.submit_time
+
+    @property
+    def wait(self) -> float:
+        return self.start - self.job.submit_time
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default), 0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True, slots=True)
+class SimResult:
+    outcomes: Sequence[JobOutcome]
+    cluster_gpus: int
+    price_per_gpu_hour: float
+    config: str
+
+    def summary(self) -> dict[str, float | int | str]:
+        outs = self.outcomes
+        jcts = [o.jct for o in outs]
+        waits = [o.wait for o in outs]
+        cloud_gpu_h = math.fsum(o.cloud_gpu_seconds for o in outs) / 3600.0
+        onprem_gpu_s = math.fsum(
+            o.job.gpus * (o.job.runtime or 0.0) for o in outs if not o.burst
+        )
+        first = min((o.job.submit_time for o in outs), default=0.0)
+        last_end = max((o.end for o in outs), default=0.0)
+        last_submit = max((o.job.submit_time for o in outs), default=0.0)
+        gpus = max(self.cluster_gpus, 1)
+        span = last_end - first
+        submit_span = last_submit - first
+        offered = math.fsum(o.job.gpus * (o.job.runtime or 0.0) for o in outs)
+        return {
+            "config": self.config,
+            "jobs": len(outs),
+            "burst_jobs": sum(1 for o in outs if o.cloud_gpu_seconds > 0),
+            "cloud_gpu_hours": cloud_gpu_h,
+            "cloud_cost_usd": cloud_gpu_h * self.price_per_gpu_hour,
+            "mean_jct_s": math.fsum(jcts) / len(jcts) if jcts else 0.0,
+            "p90_jct_s": percentile(jcts, 90),
+            "p99_jct_s": percentile(jcts, 99),
+            "mean_wait_s": math.fsum(waits) / len(waits) if waits else 0.0,
+            "p90_wait_s": percentile(waits, 90),
+            "p99_wait_s": percentile(waits, 99),
+            "cluster_utilization": onprem_gpu_s / (gpus * span) if span > 0 else 0.0,
+            "offered_load": offered / (gpus * submit_span) if submit_span > 0 else 0.0,
+            "cluster_gpus": self.cluster_gpus,
+            "price_per_gpu_hour": self.price_per_gpu_hour,
+        }
+
+    def write_per_job(self, path: Path) -> None:
+        """One CSV row per job: where it ran, when, its wait budget and the reasons."""
+        columns = ["job_id", "submit_time", "gpus", "runtime", "estimate", "wait_budget_s",
+                   "where", "start", "end", "wait_s", "jct_s", "cloud_gpu_hours", "placement",
+                   "reason"]
+        with path.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(columns)
+            for o in sorted(self.outcomes, key=lambda o: (o.job.submit_time, o.job.id)):
+                writer.writerow([
+                    o.job.id, _num(o.job.submit_time), o.job.gpus, _num(o.job.runtime),
+                    _num(o.job.estimate), _num(o.budget), o.where, _num(o.start), _num(o.end),
+                    _num(o.wait), _num(o.jct), _num(o.cloud_gpu_seconds / 3600.0), o.placement,
+                    o.reason,
+                ])
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return ""
+    if math.isinf(value):
+        return "inf"
+    return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.1f}"
