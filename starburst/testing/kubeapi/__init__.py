@@ -1,0 +1,18 @@
+"""A Kubernetes API stand-in server for tests, driven through the official ``kubernetes`` client.
+
+No real kube-apiserver can run on the project's machines, so this package serves the parts of
+the Kubernetes API that Starburst depends on, with the real server's semantics: server-set
+metadata, resourceVersions, list chunking, watches with bookmarks and 410 Gone, label and
+field selectors, the three patch formats, a status subresource, optimistic concurrency,
+finalizers, ownerReference cascades, plus a tiny Job controller, scheduler and kubelet.
+
+Modules: ``store`` (objects, history, cascades), ``watch``, ``paging``, ``selectors``,
+``patch``, ``admission`` (defaulting and validation), ``resources`` (types and discovery),
+``handler`` (HTTP routing), ``jobs`` and ``scheduling`` (the in-cluster controllers),
+``quantity``, ``status`` (API errors), ``server`` (``KubeApiServer``) and ``__main__``
+(``python -m starburst.testing.kubeapi --port N``).
+"""
+
+from starburst.testing.kubeapi.server import KubeApiServer, Taint
+
+__all__ = ["KubeApiServer", "Taint"]

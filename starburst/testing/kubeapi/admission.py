@@ -1,0 +1,127 @@
+"""What the API server does to objects on their way in: defaulting and update validation.
+
+Defaulting on create (as the real registry strategies do):
+- Pod: ``restartPolicy: Always``, ``schedulerName: default-scheduler``, grace period 30s;
+  status reset to ``phase: Pending``; at least one container is required.
+- Job (batch/v1): ``parallelism``/``completions`` 1 when both are unset, ``backoffLimit`` 6,
+  ``suspend`` false, ``completionMode: NonIndexed``; a generated ``selector`` on
+  ``batch.kubernetes.io/controller-uid`` and the labels ``controller-uid``, ``job-name`` (and
+  their ``batch.kubernetes.io/`` forms) on the pod template; ``restartPolicy`` must be
+  ``Never`` or ``OnFailure``; status cleared.
+- Namespace: ``spec.finalizers: [kubernetes]``, ``status.phase: Active``.
+
+Update validation (422 Invalid):
+- a Job's ``selector`` and ``completions`` are immutable; its pod ``template`` is immutable
+  except that a *suspended Job that never started* (no ``status.startTime``) may change the
+  template's node affinity, node selector, tolerations, scheduling gates, labels and
+  annotations — the rule Kueue (and Starburst) rely on to pin pods before unsuspending.
+- a Pod's spec may change only in container images and added tolerations.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from starburst.testing.kubeapi.resources import ResourceType
+from starburst.testing.kubeapi.status import invalid
+
+_SCHEDULING_DIRECTIVES = ("affinity", "nodeSelector", "tolerations", "schedulingGates")
+
+
+def default_on_create(rt: ResourceType, obj: dict[str, Any]) -> None:
+    if rt.key == "pods":
+        _default_pod(obj)
+    elif rt.key == "jobs.batch":
+        _default_job(obj)
+    elif rt.key == "namespaces":
+        obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        obj["status"] = {"phase": "Active"}
+
+
+def _default_pod(obj: dict[str, Any]) -> None:
+    spec = obj.setdefault("spec", {})
+    name = obj["metadata"].get("name", "")
+    if not spec.get("containers"):
+        raise invalid("Pod", name, "spec.containers: Required value")
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    requests = any((c.get("resources") or {}).get("requests") for c in spec["containers"])
+    obj["status"] = {"phase": "Pending", "qosClass": "Burstable" if requests else "BestEffort"}
+
+
+def _default_job(obj: dict[str, Any]) -> None:
+    meta, spec = obj["metadata"], obj.setdefault("spec", {})
+    name, uid = meta.get("name", ""), meta["uid"]
+    template = spec.setdefault("template", {})
+    pod_spec = template.setdefault("spec", {})
+    if pod_spec.get("restartPolicy") not in ("Never", "OnFailure"):
+        raise invalid(
+            "Job", name,
+            'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"',
+        )
+    if not pod_spec.get("containers"):
+        raise invalid("Job", name, "spec.template.spec.containers: Required value")
+    if spec.get("parallelism") is None and spec.get("completions") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("suspend", False)
+    spec.setdefault("completionMode", "NonIndexed")
+    ids = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
+           "controller-uid": uid, "job-name": name}
+    spec.setdefault("selector", {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    labels.update(ids)
+    obj["status"] = {}
+
+
+def validate_update(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> None:
+    if rt.key == "jobs.batch":
+        _validate_job_update(old, new)
+    elif rt.key == "pods":
+        _validate_pod_update(old, new)
+
+
+def _without_directives(template: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(template)
+    for key in _SCHEDULING_DIRECTIVES:
+        (out.get("spec") or {}).pop(key, None)
+    meta = out.get("metadata") or {}
+    meta.pop("labels", None)
+    meta.pop("annotations", None)
+    return out
+
+
+def _validate_job_update(old: dict[str, Any], new: dict[str, Any]) -> None:
+    name = old["metadata"]["name"]
+    before, after = old.get("spec") or {}, new.get("spec") or {}
+    for key in ("selector", "completions", "completionMode"):
+        if before.get(key) != after.get(key):
+            raise invalid("Job", name, f"spec.{key}: Invalid value: field is immutable")
+    if before.get("template") == after.get("template"):
+        return
+    never_started = before.get("suspend") and not (old.get("status") or {}).get("startTime")
+    if never_started and _without_directives(before.get("template") or {}) == _without_directives(
+        after.get("template") or {}
+    ):
+        return
+    raise invalid("Job", name, "spec.template: Invalid value: field is immutable")
+
+
+def _validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> None:
+    before, after = copy.deepcopy(old.get("spec") or {}), copy.deepcopy(new.get("spec") or {})
+    for spec in (before, after):
+        for container in spec.get("containers") or []:
+            container.pop("image", None)
+    added = after.pop("tolerations", None) or []
+    kept = before.pop("tolerations", None) or []
+    if before != after or any(t not in added for t in kept):
+        raise invalid(
+            "Pod", old["metadata"]["name"],
+            "spec: Forbidden: pod updates may not change fields other than "
+            "`spec.containers[*].image`, `spec.tolerations` "
+            "(only additions to existing tolerations)",
+        )
