@@ -90,7 +90,7 @@ class CapacityIndex:
         self._free_mem = [n.memory_mb for n in self.nodes]
         self._buckets: dict[str, list[list[int]]] = {}
         self._max_level: dict[str, int] = {}
-        self._ever_fits: dict[tuple[int, str | None], bool] = {}
+        self._ever_fits: dict[tuple[int, str | None, float, float], bool] = {}
         for i, node in enumerate(self.nodes):
             if node.gpus < 0:
                 raise ConfigError(f"node {node.name} has a negative GPU count")
@@ -128,24 +128,13 @@ class CapacityIndex:
         return self._max_level.get(job.gpu_type, 0)
 
     def could_ever_fit(self, job: Job) -> bool:
-        """Whether the job fits the empty cluster (GPU count and type only)."""
-        key = (job.gpus, job.gpu_type)
+        """Whether the job fits the empty cluster (GPUs, type, CPUs and memory)."""
+        key = (job.gpus, job.gpu_type, job.cpus, job.memory_mb)
         known = self._ever_fits.get(key)
         if known is None:
-            known = self._ever_fits[key] = self._fits_empty(job)
+            empty = CapacityIndex(self.nodes)
+            known = self._ever_fits[key] = empty.place(job, PlacementStrategy.FIRST_FIT) is not None
         return known
-
-    def _fits_empty(self, job: Job) -> bool:
-        largest = self.largest_node(job)
-        if largest == 0:
-            return job.gpus == 0 and bool(self._buckets)
-        if job.gpus <= largest:
-            return True
-        types = set(self._types_for(job))
-        full_nodes = sum(
-            1 for n in self.nodes if n.schedulable and n.gpus == largest and n.gpu_type in types
-        )
-        return full_nodes >= -(-job.gpus // largest)
 
     def max_free(self, job: Job) -> int:
         """The most free GPUs on any node the job may use."""

@@ -50,13 +50,16 @@ class SimOptions:
 
 
 def perturb_estimates(jobs: Sequence[Job], error: float, seed: int) -> list[Job]:
-    """Estimates = runtime × (1 + U(−error, +error)), seeded; jobs keep any estimate they had."""
+    """Estimates = runtime × (1 + U(−error, +error)); jobs keep any estimate they had.
+
+    Each job's draw depends only on the seed and its id, so the input order (or which other
+    jobs are in the trace) never changes a job's estimate.
+    """
     if error == 0:
         return list(jobs)
-    rng = random.Random(seed)
     out = []
     for job in jobs:
-        factor = 1.0 + rng.uniform(-error, error)
+        factor = 1.0 + random.Random(f"{seed}:{job.id}").uniform(-error, error)
         if job.estimate is None and job.runtime is not None:
             job = job.with_estimate(max(0.0, job.runtime * factor))
         out.append(job)
@@ -118,6 +121,10 @@ class Simulation:
                 fresh.append(admit(job, self.config.policy, t))
                 i += 1
             self._step(t, fresh)
+        if len(self._outcomes) != n:
+            lost = sorted(self._tracks)[:5]
+            raise RuntimeError(f"simulation ended with {n - len(self._outcomes)} unfinished "
+                               f"job(s), e.g. {lost}: a scheduling bug")
         return SimResult(self._outcomes, self.cluster.total_gpus, self.options.price_per_gpu_hour,
                          self.config.describe())
 

@@ -1,0 +1,153 @@
+"""The scheduling pass: DESIGN.md's order of work at one instant, hand-computed."""
+
+import math
+
+from starburst.core.capacity import CapacityIndex, Part
+from starburst.core.cycle import admit, schedule_pass
+from starburst.core.ordering import QueueOrder
+from starburst.core.policy import PolicyKind, WaitPolicy
+from tests.builders import H, config, make_job, nodes, queued
+
+
+def busy(index: CapacityIndex, node: int, gpus: int) -> None:
+    index.allocate((Part(node, index.nodes[node].name, gpus, 0.0, 0.0),))
+
+
+def ids(decisions: list) -> list[str]:  # type: ignore[type-arg]
+    return [getattr(d, "job_id", None) or d.id for d in decisions]
+
+
+def test_a_budget_expiring_as_gpus_free_up_still_bursts() -> None:
+    index = CapacityIndex(nodes(1, 8))  # the job that held the GPUs ended at t=600
+    entry = queued(make_job("a", gpus=8), budget=600, at=0)
+    result = schedule_pass(600, [entry], [], index, config())
+    assert ids(result.bursts) == ["a"] and result.starts == []
+    assert result.bursts[0].reason == "waited 10m of a 10m budget"
+
+
+def test_a_budget_not_yet_expired_starts_when_gpus_are_free() -> None:
+    index = CapacityIndex(nodes(1, 8))
+    result = schedule_pass(599, [queued(make_job("a", gpus=8), 600)], [], index, config())
+    assert ids(result.starts) == ["a"] and result.bursts == []
+
+
+def test_in_order_stops_at_the_first_job_that_does_not_fit() -> None:
+    index = CapacityIndex(nodes(1, 8))
+    busy(index, 0, 4)
+    queue = [queued(make_job("big", gpus=8), H), queued(make_job("small", gpus=1, submit=1), H)]
+    result = schedule_pass(10, queue, [], index, config())
+    assert result.starts == []
+    assert ids(result.waiting) == ["big", "small"]
+
+
+def test_out_of_order_starts_every_job_that_fits_behind_a_blocked_head() -> None:
+    index = CapacityIndex(nodes(1, 8))
+    busy(index, 0, 4)
+    queue = [queued(make_job(f"j{i}", gpus=g, submit=i), H) for i, g in enumerate([8, 2, 4, 2])]
+    result = schedule_pass(10, queue, [], index, config(out_of_order=True))
+    assert ids(result.starts) == ["j1", "j3"]
+    assert ids(result.waiting) == ["j0", "j2"]
+    assert "out of order" in result.starts[0].reason and "1 earlier job" in result.starts[0].reason
+
+
+def test_the_pass_leaves_the_capacity_snapshot_as_it_found_it() -> None:
+    index = CapacityIndex(nodes(2, 8))
+    schedule_pass(0, [], [queued(make_job("a", gpus=8), 0)], index, config(out_of_order=True))
+    assert index.free_gpus == 16
+
+
+def test_zero_budget_arrival_that_does_not_fit_bursts_in_the_same_instant() -> None:
+    index = CapacityIndex(nodes(1, 8))
+    busy(index, 0, 7)
+    no_wait = WaitPolicy(PolicyKind.NO_WAIT)
+    arrivals = [admit(make_job("fits", gpus=1, submit=5), no_wait, 5),
+                admit(make_job("too-big", gpus=2, submit=5), no_wait, 5)]
+    result = schedule_pass(5, [], arrivals, index, config(PolicyKind.NO_WAIT))
+    assert ids(result.starts) == ["fits"]
+    assert ids(result.bursts) == ["too-big"]
+    assert result.waiting == []
+
+
+def test_expired_jobs_burst_before_scheduling_so_they_do_not_take_free_gpus() -> None:
+    index = CapacityIndex(nodes(1, 8))
+    old = queued(make_job("old", gpus=4), budget=100, at=0)
+    new = queued(make_job("new", gpus=8, submit=50), budget=H, at=50)
+    result = schedule_pass(100, [old, new], [], index, config())
+    assert ids(result.bursts) == ["old"] and ids(result.starts) == ["new"]
+
+
+def test_queue_cap_bursts_jobs_beyond_position_n_after_scheduling() -> None:
+    index = CapacityIndex(nodes(1, 8))
+    busy(index, 0, 8)
+    queue = [queued(make_job(f"j{i}", gpus=1, submit=i), H) for i in range(4)]
+    result = schedule_pass(10, queue, [], index, config(out_of_order=True, cap=2))
+    assert ids(result.waiting) == ["j0", "j1"]
+    assert ids(result.bursts) == ["j2", "j3"]
+    assert result.bursts[0].reason == "queue position 3 is beyond the queue cap of 2"
+
+
+def test_queue_cap_counts_only_jobs_still_waiting_after_starts() -> None:
+    index = CapacityIndex(nodes(1, 8))
+    busy(index, 0, 6)
+    queue = [queued(make_job(f"j{i}", gpus=1, submit=i), H) for i in range(4)]
+    result = schedule_pass(10, queue, [], index, config(out_of_order=True, cap=1))
+    assert ids(result.starts) == ["j0", "j1"]
+    assert ids(result.waiting) == ["j2"] and ids(result.bursts) == ["j3"]
+
+
+def test_fifo_ties_are_broken_by_job_id_whatever_the_input_order() -> None:
+    index = CapacityIndex(nodes(1, 1))
+    arrivals = [queued(make_job(x, gpus=1, submit=0), H) for x in ("b", "c", "a")]
+    result = schedule_pass(0, [], arrivals, index, config())
+    assert ids(result.starts) == ["a"]
+    assert ids(result.waiting) == ["b", "c"]
+
+
+def test_sjf_and_edf_orders() -> None:
+    index = CapacityIndex(nodes(1, 1))
+    long = queued(make_job("long", runtime=5 * H, submit=0), budget=100)
+    short = queued(make_job("short", runtime=H, submit=1), budget=50)
+    result = schedule_pass(2, [], [long, short], index, config(order=QueueOrder.SJF))
+    assert ids(result.starts) == ["short"]
+    urgent = queued(make_job("urgent", submit=1), budget=10)
+    relaxed = queued(make_job("relaxed", submit=0), budget=1000)
+    result = schedule_pass(2, [], [relaxed, urgent], index, config(order=QueueOrder.EDF))
+    assert ids(result.starts) == ["urgent"]
+
+
+def test_a_job_larger_than_the_cluster_waits_out_its_budget_then_bursts() -> None:
+    index = CapacityIndex(nodes(2, 8))
+    giant = queued(make_job("giant", gpus=32), budget=600, at=0)
+    early = schedule_pass(300, [giant], [], index, config(out_of_order=True))
+    assert ids(early.waiting) == ["giant"]
+    late = schedule_pass(600, early.waiting, [], index, config(out_of_order=True))
+    assert ids(late.bursts) == ["giant"]
+
+
+def test_a_never_fitting_job_under_a_never_bursting_policy_bursts_with_the_reason() -> None:
+    index = CapacityIndex(nodes(2, 8))
+    giant = admit(make_job("giant", gpus=32), WaitPolicy(PolicyKind.INFINITE), 0)
+    small = admit(make_job("small", gpus=1, submit=0.5), WaitPolicy(PolicyKind.INFINITE), 0.5)
+    result = schedule_pass(1, [], [giant, small], index, config(PolicyKind.INFINITE))
+    assert ids(result.bursts) == ["giant"]
+    assert "more than the private cluster can ever offer" in result.bursts[0].reason
+    assert ids(result.starts) == ["small"]  # the giant does not block the in-order queue
+
+
+def test_waiting_decisions_say_how_long_of_the_budget_has_passed() -> None:
+    index = CapacityIndex(nodes(1, 8))
+    busy(index, 0, 8)
+    entry = queued(make_job("a", gpus=1), budget=40 * 60, at=0)
+    result = schedule_pass(12 * 60, [entry], [], index, config())
+    [wait] = result.wait_decisions(12 * 60)
+    assert wait.reason == "waiting 12m of a 40m budget"
+    assert wait.until == 40 * 60
+
+
+def test_infinite_budget_never_expires() -> None:
+    entry = queued(make_job("a"), budget=math.inf)
+    assert math.isinf(entry.deadline)
+    index = CapacityIndex(nodes(1, 8))
+    busy(index, 0, 8)
+    result = schedule_pass(1e12, [entry], [], index, config(PolicyKind.INFINITE))
+    assert ids(result.waiting) == ["a"]

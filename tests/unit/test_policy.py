@@ -1,0 +1,71 @@
+"""Waiting policies and the budget → coefficient formulas of DESIGN.md."""
+
+import math
+
+import pytest
+
+from starburst.core.errors import ConfigError
+from starburst.core.policy import PolicyKind, WaitPolicy, calibrate, parse_policy
+from tests.builders import H, make_job
+
+# runtimes 1 h, 3 h; gpus 1, 4 → Σr = 4 h, Σ(g·r) = 13 GPU-h, mean r = 2 h, mean g = 2.5
+JOBS = [make_job("a", gpus=1, runtime=H), make_job("b", gpus=4, runtime=3 * H)]
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        (PolicyKind.CONSTANT, 0.25 * 2 * H),
+        (PolicyKind.RUNTIME, 0.25),
+        (PolicyKind.RESOURCE, 0.25 * 2 * H / 2.5),
+        (PolicyKind.COMPUTE, 0.25 * 4 / 13),
+        (PolicyKind.STAR, 0.25 * 2 * H / 2.5),
+        (PolicyKind.NO_WAIT, 0.0),
+        (PolicyKind.INFINITE, 0.0),
+    ],
+)
+def test_budget_gives_the_closed_form_coefficient(kind: PolicyKind, expected: float) -> None:
+    assert calibrate(kind, 0.25, JOBS) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "kind", [PolicyKind.CONSTANT, PolicyKind.RUNTIME, PolicyKind.RESOURCE, PolicyKind.COMPUTE]
+)
+def test_calibrated_budgets_add_up_to_b_times_total_runtime(kind: PolicyKind) -> None:
+    policy = WaitPolicy.from_budget(kind, 0.4, JOBS)
+    total_wait = sum(policy.budget(j) for j in JOBS)
+    assert total_wait == pytest.approx(0.4 * sum(j.runtime or 0 for j in JOBS))
+
+
+def test_each_policy_budget_formula() -> None:
+    job = make_job(gpus=4, runtime=2 * H)
+    assert WaitPolicy(PolicyKind.NO_WAIT).budget(job) == 0
+    assert math.isinf(WaitPolicy(PolicyKind.INFINITE).budget(job))
+    assert WaitPolicy(PolicyKind.CONSTANT, 600).budget(job) == 600
+    assert WaitPolicy(PolicyKind.RUNTIME, 0.5).budget(job) == H
+    assert WaitPolicy(PolicyKind.RESOURCE, 100).budget(job) == 400
+    assert WaitPolicy(PolicyKind.COMPUTE, 0.1).budget(job) == pytest.approx(0.1 * 4 * 2 * H)
+    assert WaitPolicy(PolicyKind.STAR, 100).budget(job) == 0
+
+
+def test_budget_uses_the_estimate_not_the_true_runtime() -> None:
+    job = make_job(gpus=2, runtime=10 * H, estimate=H)
+    assert WaitPolicy(PolicyKind.COMPUTE, 0.5).budget(job) == pytest.approx(H)
+
+
+def test_star_requeue_budget_is_r_times_what_is_left_of_c_gpus() -> None:
+    policy = WaitPolicy(PolicyKind.STAR, 1000)
+    job = make_job(gpus=4, submit=0)
+    assert policy.star_requeue_budget(job, now=900) == pytest.approx(3 * (4000 - 900))
+    assert policy.star_requeue_budget(job, now=5000) == 0
+
+
+def test_unknown_policy_and_bad_budgets_are_clear_errors() -> None:
+    with pytest.raises(ConfigError, match="unknown policy 'fastest'.*compute"):
+        parse_policy("fastest")
+    with pytest.raises(ConfigError, match="≥ 0"):
+        calibrate(PolicyKind.COMPUTE, -1, JOBS)
+    with pytest.raises(ConfigError, match="without jobs"):
+        calibrate(PolicyKind.CONSTANT, 0.25, [])
+    with pytest.raises(ConfigError):
+        WaitPolicy(PolicyKind.CONSTANT, -5)
