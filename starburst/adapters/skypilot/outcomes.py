@@ -1,0 +1,100 @@
+"""What SkyPilot's answers mean for Starburst: managed-job statuses and SDK errors, classified.
+
+Terms:
+- *transient*: the API server or network hiccuped; the same request may succeed later.
+  Retried with backoff, on the same option, after checking it did not in fact happen.
+- *no capacity*: the option (cloud, spot-ness) had no GPUs to give, or SkyPilot gave up
+  recovering it. Starburst fails over to the next cheapest option; when none is left the job
+  fails with the last reason.
+- *permanent*: retrying cannot help (bad credentials, invalid task, the user's program
+  failed). The job fails and the reason is shown to the user.
+
+Errors are matched by exception *class name* along the MRO, so this module does not import
+``sky``; a test checks that every name listed here exists in the installed SDK, and that every
+``ManagedJobStatus`` has a mapping, so SDK drift fails the suite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from starburst.core.ports import CloudStatus
+
+
+class FailureKind(StrEnum):
+    TRANSIENT = "transient"
+    NO_CAPACITY = "no-capacity"
+    PERMANENT = "permanent"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    kind: FailureKind
+    reason: str
+
+
+TRANSIENT_ERRORS = frozenset(
+    {
+        "ApiServerConnectionError",
+        "ServerTemporarilyUnavailableError",
+        "NetworkError",
+        "RequestInterruptedError",
+        "ConcurrentWorkerExhaustedError",
+        "ExecutionRetryableError",
+        "ClusterStatusFetchingError",
+        "RequestAlreadyExistsError",
+    }
+)
+NO_CAPACITY_ERRORS = frozenset({"ResourcesUnavailableError", "ManagedJobReachedMaxRetriesError"})
+# Standard-library families that mean "the connection, not the request, failed".
+_TRANSIENT_BUILTINS = (ConnectionError, TimeoutError)
+
+
+def classify(exc: BaseException) -> Failure:
+    """Translate an SDK exception into a Starburst failure kind with a readable reason."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    reason = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+    if names & NO_CAPACITY_ERRORS:
+        return Failure(FailureKind.NO_CAPACITY, reason)
+    if names & TRANSIENT_ERRORS or isinstance(exc, _TRANSIENT_BUILTINS):
+        return Failure(FailureKind.TRANSIENT, reason)
+    return Failure(FailureKind.PERMANENT, reason)
+
+
+# ManagedJobStatus value → what Starburst reports. CANCELLING maps to RUNNING here, and the
+# cloud adapter keeps the previous status instead: the cluster is still being torn down and
+# billed until SkyPilot says CANCELLED.
+MANAGED_STATUS: dict[str, CloudStatus] = {
+    "PENDING": CloudStatus.PENDING,
+    "SUBMITTED": CloudStatus.PENDING,
+    "STARTING": CloudStatus.PROVISIONING,
+    "RUNNING": CloudStatus.RUNNING,
+    "WINDING_DOWN": CloudStatus.RUNNING,
+    "RECOVERING": CloudStatus.RECOVERING,
+    "CANCELLING": CloudStatus.RUNNING,
+    "SUCCEEDED": CloudStatus.SUCCEEDED,
+    "CANCELLED": CloudStatus.CANCELLED,
+    "FAILED": CloudStatus.FAILED,
+    "FAILED_SETUP": CloudStatus.FAILED,
+    "FAILED_PRECHECKS": CloudStatus.FAILED,
+    "FAILED_NO_RESOURCE": CloudStatus.FAILED,
+    "FAILED_CONTROLLER": CloudStatus.FAILED,
+}
+# Managed-job endings that mean "this option had no capacity": fail over, do not fail the job.
+NO_CAPACITY_STATUSES = frozenset({"FAILED_NO_RESOURCE"})
+
+
+def status_name(status: object) -> str:
+    """A ManagedJobStatus (enum or its string) as its value: ``'RUNNING'``."""
+    value = getattr(status, "value", status)
+    return str(value).upper()
+
+
+def managed_status(status: object) -> CloudStatus:
+    name = status_name(status)
+    try:
+        return MANAGED_STATUS[name]
+    except KeyError:
+        # An unknown, newer status: report it as pending rather than guess it ended.
+        return CloudStatus.PENDING

@@ -1,0 +1,169 @@
+"""A Starburst job as a SkyPilot task, and the cheapest-first options it may run on.
+
+Job fields travel in ``Job.extra`` (strings, as Kubernetes annotations carry them):
+- ``command`` (required): the task's ``run``; ``image``: a container image, run as
+  ``image_id: docker:<image>``; ``env``: a JSON object of strings, the task's ``envs``;
+- ``clouds``: comma-separated clouds allowed (``aws,gcp``), default every cloud priced;
+- ``regions``: comma-separated ``cloud/region`` (``aws/us-east-1,gcp/us-central1``); when
+  given, only those clouds and regions are used (SkyPilot ``any_of`` across the regions);
+- ``spot``: ``true`` to rent spot GPUs (managed jobs recover from preemption);
+- ``disk_gb``: boot disk size. ``Job.cpus`` and ``memory_mb`` become minimums (``8+``).
+
+Terms:
+- *option*: one cloud (on-demand or spot) from the price table, with its price for the job's
+  GPUs. Options are tried cheapest first; option *k* is launched under the name
+  ``<base>-<k>``, so a retry of option k finds an earlier launch by name, and a failover is
+  always a new, distinct name.
+- *base name*: ``starburst-<job id slug>-<8 hex of sha1(job id)>``: deterministic, unique
+  per job, lowercase letters, digits and hyphens only (safe in SkyPilot's ``LIKE`` name match).
+
+Invariants: building a task never contacts a cloud; an unknown GPU, a GPU not offered on the
+allowed clouds, or a malformed field is a ``PermanentError`` with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from starburst.adapters.skypilot.api import SkyApi
+from starburst.core.errors import PermanentError
+from starburst.core.job import Job
+from starburst.pricing import PriceOption, PriceTable, canonical_gpu
+
+NAME_PREFIX = "starburst-"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchOption:
+    """One cloud to try, with the regions allowed there (empty: any region)."""
+
+    price: PriceOption
+    regions: tuple[str, ...] = ()
+
+    @property
+    def where(self) -> str:
+        place = ",".join(f"{self.price.cloud}:{r}" for r in self.regions) or self.price.where
+        if self.regions and self.price.spot:
+            place += " (spot)"
+        return place
+
+
+def base_name(job_id: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", job_id.lower()).strip("-")[:32].strip("-") or "job"
+    digest = hashlib.sha1(job_id.encode()).hexdigest()[:8]
+    return f"{NAME_PREFIX}{slug}-{digest}"
+
+
+def launch_name(job_id: str, option: int) -> str:
+    return f"{base_name(job_id)}-{option}"
+
+
+def option_of(name: str, job_id: str) -> int | None:
+    """The option index of a launch name of this job, or None if it is not one."""
+    base = base_name(job_id) + "-"
+    suffix = name[len(base) :] if name.startswith(base) else ""
+    return int(suffix) if suffix.isdigit() else None
+
+
+def launch_options(
+    job: Job, prices: PriceTable, default_gpu: str | None = None, spot: bool = False
+) -> list[LaunchOption]:
+    """The job's options, cheapest first; ``PermanentError`` if there is none."""
+    gpu = job.gpu_type or default_gpu
+    if job.gpus < 1 or gpu is None:
+        raise PermanentError(f"job {job.id}: bursting needs a GPU count and a GPU type")
+    want_spot = _flag(job, "spot", spot)
+    regions = _regions(job)
+    clouds = _list(job, "clouds") or sorted(regions)
+    options = [
+        LaunchOption(p, tuple(regions.get(p.cloud, ())))
+        for p in prices.options(gpu, job.gpus, spot=want_spot)
+        if not clouds or p.cloud in clouds
+    ]
+    if not options:
+        kind = "spot" if want_spot else "on-demand"
+        allowed = f" on {', '.join(clouds)}" if clouds else ""
+        raise PermanentError(
+            f"job {job.id}: no {kind} price for {canonical_gpu(gpu)}:{job.gpus}{allowed} "
+            "in the price table, so it cannot burst"
+        )
+    return options
+
+
+def build_task(api: SkyApi, job: Job, option: LaunchOption, name: str) -> Any:
+    """The ``sky.Task`` for running ``job`` on ``option`` as managed job ``name``."""
+    command = job.extra.get("command", "").strip()
+    if not command:
+        raise PermanentError(f"job {job.id} has no command (extra['command'] is empty)")
+    common: dict[str, Any] = {
+        "accelerators": option.price.accelerators,
+        "use_spot": option.price.spot,
+    }
+    if job.cpus:
+        common["cpus"] = f"{job.cpus:g}+"
+    if job.memory_mb:
+        common["memory"] = f"{job.memory_mb / 1024:g}+"
+    if image := job.extra.get("image", "").strip():
+        common["image_id"] = f"docker:{image}"
+    if disk := job.extra.get("disk_gb", "").strip():
+        common["disk_size"] = _int(job, "disk_gb", disk)
+    infras = [f"{option.price.cloud}/{r}" for r in option.regions] or [option.price.cloud]
+    resources = [api.Resources(infra=infra, **common) for infra in infras]
+    return api.Task(
+        name=name,
+        run=command,
+        envs=_env(job),
+        resources=resources[0] if len(resources) == 1 else set(resources),
+    )
+
+
+def _env(job: Job) -> dict[str, str]:
+    raw = job.extra.get("env", "").strip()
+    env = {"STARBURST_JOB_ID": job.id}
+    if not raw:
+        return env
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise PermanentError(f"job {job.id}: extra['env'] is not JSON: {exc}") from None
+    if not isinstance(parsed, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in parsed.items()
+    ):
+        raise PermanentError(f"job {job.id}: extra['env'] must be a JSON object of strings")
+    return {**parsed, **env}
+
+
+def _list(job: Job, key: str) -> list[str]:
+    return [p.strip().lower() for p in job.extra.get(key, "").split(",") if p.strip()]
+
+
+def _regions(job: Job) -> dict[str, list[str]]:
+    by_cloud: dict[str, list[str]] = {}
+    for item in _list(job, "regions"):
+        cloud, sep, region = item.partition("/")
+        if not sep or not cloud or not region:
+            raise PermanentError(f"job {job.id}: region {item!r} is not cloud/region")
+        by_cloud.setdefault(cloud, []).append(region)
+    return by_cloud
+
+
+def _flag(job: Job, key: str, default: bool) -> bool:
+    raw = job.extra.get(key, "").strip().lower()
+    if not raw:
+        return default
+    if raw in {"true", "yes", "1"}:
+        return True
+    if raw in {"false", "no", "0"}:
+        return False
+    raise PermanentError(f"job {job.id}: extra[{key!r}] must be true or false, not {raw!r}")
+
+
+def _int(job: Job, key: str, raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise PermanentError(f"job {job.id}: extra[{key!r}] must be an integer") from None
