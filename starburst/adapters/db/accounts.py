@@ -1,0 +1,151 @@
+"""Users, teams, API tokens and team budgets.
+
+Invariants:
+- A token's secret is shown once (``IssuedToken.secret``) and only its SHA-256 is stored.
+  SHA-256 without salt is enough because secrets are 256 random bits (not guessable
+  passwords), and it lets ``authenticate`` find a token with one indexed lookup.
+- A revoked or expired token authenticates nobody.
+- A team's budget is a monthly cloud limit in one currency; what was spent comes from the
+  cost entries (``cost_report``), never from a running counter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime
+from decimal import Decimal
+
+import sqlalchemy as sa
+
+from starburst.core.errors import ConfigError
+
+from .base import StoreBase
+from .convert import from_micros, maybe_time, to_epoch, to_micros, to_time
+from .engine import run
+from .models import ApiTokenRow, TeamBudgetRow, TeamRow, UserRow
+from .records import IssuedToken, Principal, Role, TeamBudget, User
+
+TEAMS = TeamRow.__table__
+USERS = UserRow.__table__
+TOKENS = ApiTokenRow.__table__
+BUDGETS = TeamBudgetRow.__table__
+TOKEN_PREFIX = "sb_"
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class AccountsStore(StoreBase):
+    """Users, teams, tokens and budgets; mixed into ``SqlStore``."""
+
+    def ensure_team(self, name: str, *, at: float | None = None) -> None:
+        now = to_time(self._now(at))
+        run(self._engine, lambda c: self._upsert_team(c, name, now))
+
+    def _upsert_team(self, conn: sa.Connection, name: str, now: datetime) -> None:
+        conn.execute(self._insert(TEAMS).on_conflict_do_nothing(), {"name": name,
+                                                                   "created_at": now})
+
+    def save_user(
+        self, name: str, *, team: str | None = None, email: str | None = None,
+        at: float | None = None,
+    ) -> User:
+        """Create the user, or update their team and e-mail."""
+        if not name.strip():
+            raise ConfigError("a user needs a non-empty name")
+        now = to_time(self._now(at))
+
+        def write(conn: sa.Connection) -> User:
+            if team is not None:
+                self._upsert_team(conn, team, now)
+            conn.execute(self._insert(USERS).on_conflict_do_nothing(), {
+                "name": name, "team_name": team, "email": email, "created_at": now})
+            conn.execute(sa.update(USERS).where(USERS.c.name == name)
+                         .values(team_name=team, email=email))
+            return User(name, team, email)
+
+        return run(self._engine, write)
+
+    def user(self, name: str) -> User | None:
+        query = sa.select(USERS).where(USERS.c.name == name)
+        row = run(self._engine, lambda c: c.execute(query).mappings().first())
+        return None if row is None else User(row["name"], row["team_name"], row["email"])
+
+    def issue_token(
+        self, user: str, role: Role, *, label: str | None = None,
+        expires_at: float | None = None, at: float | None = None,
+    ) -> IssuedToken:
+        """A new API token for an existing user; the returned secret is not stored."""
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        now = to_time(self._now(at))
+
+        def write(conn: sa.Connection) -> IssuedToken:
+            if conn.execute(sa.select(USERS.c.name).where(USERS.c.name == user)).first() is None:
+                raise ConfigError(f"no user {user!r}: create the user first")
+            token_id = conn.execute(sa.insert(TOKENS).values(
+                user_name=user, token_hash=hash_secret(secret), prefix=secret[:10],
+                role=Role(role).value, label=label, created_at=now,
+                expires_at=maybe_time(expires_at), revoked_at=None, last_used_at=None,
+            )).inserted_primary_key[0]
+            return IssuedToken(int(token_id), secret, user, Role(role))
+
+        return run(self._engine, write)
+
+    def authenticate(self, secret: str, *, at: float | None = None) -> Principal | None:
+        """Who holds this secret, if it is a live token (and note when it was used)."""
+        now_epoch = self._now(at)
+
+        def read(conn: sa.Connection) -> Principal | None:
+            query = (
+                sa.select(TOKENS, USERS.c.team_name)
+                .join(USERS, USERS.c.name == TOKENS.c.user_name)
+                .where(TOKENS.c.token_hash == hash_secret(secret), TOKENS.c.revoked_at.is_(None))
+            )
+            row = conn.execute(query).mappings().first()
+            if row is None:
+                return None
+            if row["expires_at"] is not None and to_epoch(row["expires_at"]) <= now_epoch:
+                return None
+            conn.execute(sa.update(TOKENS).where(TOKENS.c.id == row["id"])
+                         .values(last_used_at=to_time(now_epoch)))
+            return Principal(row["id"], row["user_name"], row["team_name"], Role(row["role"]))
+
+        return run(self._engine, read)
+
+    def revoke_token(self, token_id: int, *, at: float | None = None) -> bool:
+        """Revoke a token; False if there is no such live token."""
+        now = to_time(self._now(at))
+        statement = (
+            sa.update(TOKENS).where(TOKENS.c.id == token_id, TOKENS.c.revoked_at.is_(None))
+            .values(revoked_at=now)
+        )
+        return run(self._engine, lambda c: c.execute(statement).rowcount == 1)
+
+    def set_team_budget(
+        self, team: str, monthly_limit: Decimal, *, currency: str = "USD",
+        at: float | None = None,
+    ) -> TeamBudget:
+        if monthly_limit < 0:
+            raise ConfigError(f"budget of team {team!r} cannot be negative")
+        now = to_time(self._now(at))
+        values = {"monthly_limit_micros": to_micros(monthly_limit), "currency": currency,
+                  "updated_at": now}
+
+        def write(conn: sa.Connection) -> TeamBudget:
+            self._upsert_team(conn, team, now)
+            conn.execute(
+                self._insert(BUDGETS).values(team_name=team, **values)
+                .on_conflict_do_update(index_elements=["team_name"], set_=values)
+            )
+            return TeamBudget(team, from_micros(values["monthly_limit_micros"]), currency)
+
+        return run(self._engine, write)
+
+    def team_budget(self, team: str) -> TeamBudget | None:
+        query = sa.select(BUDGETS).where(BUDGETS.c.team_name == team)
+        row = run(self._engine, lambda c: c.execute(query).mappings().first())
+        if row is None:
+            return None
+        return TeamBudget(team, from_micros(row["monthly_limit_micros"]), row["currency"])

@@ -1,0 +1,150 @@
+"""Opening a database: URL rules, dialect set-up and translating driver failures.
+
+- ``postgresql://`` and ``postgres://`` URLs use the psycopg 3 driver; ``sqlite:///path``
+  creates the parent directory; ``sqlite://`` (no path) is a private in-memory database.
+- SQLite runs every transaction as ``BEGIN IMMEDIATE`` (one writer at a time, waiting up to
+  ``busy_timeout`` instead of failing on a lock upgrade), in WAL mode, with foreign keys on.
+- Errors shown to people never contain a password: ``redact(url)`` masks it.
+- ``DatabaseUnavailable`` (transient) is raised when the server cannot be reached or the
+  connection dies mid-statement; ``DatabaseConfigError`` for a URL that cannot work.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+
+from starburst.core.errors import ConfigError, TransientError
+
+ENV_URL = "STARBURST_DATABASE_URL"
+DEFAULT_SQLITE = Path.home() / ".local" / "share" / "starburst" / "starburst.db"
+SQLITE_BUSY_MS = 30_000
+
+T = TypeVar("T")
+
+
+class DatabaseUnavailable(TransientError):
+    """The database cannot be reached, or the connection died during a statement."""
+
+
+class DatabaseConfigError(ConfigError):
+    """A database URL that cannot work (unknown driver, malformed)."""
+
+
+def default_url() -> str:
+    """``$STARBURST_DATABASE_URL``, else an SQLite file in ``~/.local/share/starburst``."""
+    return os.environ.get(ENV_URL) or f"sqlite:///{DEFAULT_SQLITE}"
+
+
+def redact(url: str | sa.URL) -> str:
+    """The URL with its password masked (also for strings SQLAlchemy cannot parse)."""
+    try:
+        parsed = url if isinstance(url, sa.URL) else sa.make_url(url)
+        return parsed.render_as_string(hide_password=True)
+    except ArgumentError:
+        return re.sub(r"(^|//)([^:/@]*):[^/]*@", r"\1\2:***@", str(url))
+
+
+def normalize_url(url: str) -> sa.URL:
+    try:
+        parsed = sa.make_url(url)
+    except ArgumentError:
+        raise DatabaseConfigError(f"not a database URL: {redact(url)}") from None
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def is_postgres(engine: Engine) -> bool:
+    return engine.dialect.name == "postgresql"
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    file_backed = engine.url.database not in (None, "", ":memory:")
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+        if file_backed:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_engine(url: str | None = None, *, check: bool = True, **kwargs: Any) -> Engine:
+    """An engine for ``url`` (default: ``default_url()``); with ``check``, connect once so an
+    unreachable database fails here with a clear ``DatabaseUnavailable``."""
+    parsed = normalize_url(url or default_url())
+    options: dict[str, Any] = {}
+    if parsed.drivername.startswith("sqlite"):
+        if parsed.database in (None, "", ":memory:"):
+            options["poolclass"] = sa.StaticPool
+        else:
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        options["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_MS / 1000}
+    elif parsed.drivername.startswith("postgresql"):
+        options["pool_pre_ping"] = True
+        options["connect_args"] = {"connect_timeout": 10}
+    options.update(kwargs)
+    try:
+        engine = sa.create_engine(parsed, **options)
+    except (NoSuchModuleError, ArgumentError):
+        raise DatabaseConfigError(
+            f"cannot use database {redact(parsed)}: unknown driver {parsed.drivername!r} "
+            "(use postgresql://user:password@host/db or sqlite:///path)"
+        ) from None
+    if engine.dialect.name == "sqlite":
+        _sqlite_setup(engine)
+    if check:
+        with translate_errors(engine), engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    return engine
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextmanager
+def translate_errors(engine: Engine) -> Iterator[None]:
+    """Turn lost connections and unreachable servers into ``DatabaseUnavailable``.
+
+    Constraint violations and programming errors pass through unchanged: they are bugs or
+    are handled by the caller.
+    """
+    try:
+        yield
+    except DBAPIError as exc:
+        lost = exc.connection_invalidated or isinstance(exc, sa.exc.OperationalError)
+        if lost and not _is_lock_timeout(exc):
+            raise DatabaseUnavailable(
+                f"database {redact(engine.url)} is unavailable: {_first_line(exc)}"
+            ) from exc
+        raise
+
+
+def _is_lock_timeout(exc: DBAPIError) -> bool:
+    return "database is locked" in str(exc.orig)
+
+
+def run(engine: Engine, work: Callable[[sa.Connection], T]) -> T:
+    """Run ``work`` in one transaction; it commits on return and rolls back on any error."""
+    with translate_errors(engine), engine.begin() as conn:
+        return work(conn)

@@ -1,0 +1,332 @@
+"""Jobs in the store: idempotent submission, the queue, and lifecycle transitions.
+
+Invariants:
+- A job row and its ``submitted`` event are written in one transaction; nothing half-written
+  survives a lost connection.
+- Every state change goes through ``starburst.core.lifecycle.check_transition`` and bumps the
+  job's ``version``; the ``UPDATE`` applies only ``WHERE version = <the version read>``, so two
+  writers racing on one job cannot both move it (the loser gets ``StaleVersion``).
+- Each change appends exactly one ``job_events`` row (who, when, from → to, why, fencing token).
+- The queue is read with keyset pagination on ``(queued_at, id)``: a page costs the same
+  whatever its depth, and the cursor is stable under concurrent inserts.
+- ``claim`` takes the head of a state's queue with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL,
+  so concurrent claimers never take the same job; SQLite serialises writers instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from starburst.core.errors import ConfigError
+from starburst.core.lifecycle import JobState, check_transition
+
+from .base import StoreBase, chunks, in_chunks
+from .convert import spec_columns, to_epoch, to_event, to_stored_job, to_time
+from .engine import run
+from .models import JobEventRow, JobRow, TeamRow, UserRow
+from .records import (
+    DuplicateJob,
+    JobEvent,
+    JobNotFound,
+    JobSpec,
+    QueuePage,
+    StaleVersion,
+    StoredJob,
+    Submission,
+)
+
+JOBS = JobRow.__table__
+EVENTS = JobEventRow.__table__
+_STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
+
+
+def encode_cursor(queued_at: datetime, job_id: str) -> str:
+    raw = f"{queued_at.isoformat()}|{job_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        stamp, job_id = raw.split("|", 1)
+        when = datetime.fromisoformat(stamp)
+    except (ValueError, UnicodeDecodeError):
+        raise ConfigError(f"invalid queue cursor {cursor!r}") from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)), job_id
+
+
+class JobsStore(StoreBase):
+    """Submission, queue and lifecycle; mixed into ``SqlStore``."""
+
+    # ---- submission -------------------------------------------------------------------
+    def submit(
+        self, spec: JobSpec, *, idempotency_key: str | None = None, actor: str | None = None,
+        at: float | None = None,
+    ) -> Submission:
+        """Store a new job in ``submitted``; a known ``idempotency_key`` returns its job."""
+        return self.submit_many([(spec, idempotency_key)], actor=actor, at=at)[0]
+
+    def submit_many(
+        self, items: Sequence[JobSpec | tuple[JobSpec, str | None]], *,
+        actor: str | None = None, at: float | None = None,
+    ) -> list[Submission]:
+        """Submit a batch in one transaction (all or nothing); results in input order."""
+        pairs = [item if isinstance(item, tuple) else (item, None) for item in items]
+        now = to_time(self._now(at))
+        return run(self._engine, lambda conn: self._submit(conn, pairs, actor, now))
+
+    def _submit(
+        self, conn: sa.Connection, pairs: list[tuple[JobSpec, str | None]],
+        actor: str | None, now: datetime,
+    ) -> list[Submission]:
+        self._ensure_owners(conn, [spec for spec, _ in pairs], now)
+        rows: list[dict[str, Any]] = []
+        by_key: dict[str, dict[str, Any]] = {}
+        for spec, key in pairs:
+            if key is not None and key in by_key:
+                rows.append(by_key[key])  # repeated within the batch: the first one wins
+                continue
+            row = {
+                "id": spec.id or uuid.uuid4().hex, "idempotency_key": key,
+                **spec_columns(spec), "state": JobState.SUBMITTED.value, "version": 1,
+                "submitted_at": now, "queued_at": now, "started_at": None, "ended_at": None,
+                "runtime": None, "predicted_runtime": None, "wait_budget": None, "ran_on": None,
+            }
+            rows.append(row)
+            if key is not None:
+                by_key[key] = row
+        fresh = list({id(row): row for row in rows}.values())
+        given = [spec.id for spec, _ in pairs if spec.id is not None]
+        taken = self._existing_id(conn, given) if given else None
+        if taken is not None:
+            raise DuplicateJob(taken)
+        statement = self._insert(JOBS).on_conflict_do_nothing(index_elements=["idempotency_key"])
+        try:
+            for part in chunks(fresh):
+                conn.execute(statement, list(part))
+        except sa.exc.IntegrityError:  # an id taken by a concurrent submission
+            raise DuplicateJob(", ".join(given)) from None
+        existing = self._rows_by_key(conn, by_key)
+        created = [r for r in fresh if r["idempotency_key"] is None
+                   or existing[r["idempotency_key"]]["id"] == r["id"]]
+        events = [{
+            "job_id": r["id"], "at": now, "from_state": None, "to_state": r["state"],
+            "reason": "submitted", "actor": actor or r["user_name"] or "unknown",
+            "fencing_token": None,
+        } for r in created]
+        for part in chunks(events):
+            conn.execute(sa.insert(EVENTS), list(part))
+        made = {id(r) for r in created}
+        result: list[Submission] = []
+        for row in rows:
+            key = row["idempotency_key"]
+            stored = row if id(row) in made or key is None else existing[key]
+            result.append(Submission(to_stored_job(stored), id(row) in made and stored is row))
+        return self._first_only(result)
+
+    @staticmethod
+    def _first_only(result: list[Submission]) -> list[Submission]:
+        """A key repeated inside one batch is ``created`` only at its first position."""
+        seen: set[str] = set()
+        out = []
+        for sub in result:
+            out.append(Submission(sub.job, sub.created and sub.job.id not in seen))
+            seen.add(sub.job.id)
+        return out
+
+    def _rows_by_key(
+        self, conn: sa.Connection, by_key: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for clause in in_chunks(JOBS.c.idempotency_key, by_key):
+            for row in conn.execute(sa.select(JOBS).where(clause)).mappings():
+                found[row["idempotency_key"]] = row
+        return found
+
+    @staticmethod
+    def _existing_id(conn: sa.Connection, ids: list[str]) -> str | None:
+        for clause in in_chunks(JOBS.c.id, ids):
+            hit = conn.execute(sa.select(JOBS.c.id).where(clause).limit(1)).scalar()
+            if hit is not None:
+                return str(hit)
+        return None
+
+    def _ensure_owners(self, conn: sa.Connection, specs: Iterable[JobSpec], now: datetime) -> None:
+        teams = sorted({s.team for s in specs if s.team})
+        users = sorted({(s.user, s.team) for s in specs if s.user}, key=lambda p: p[0] or "")
+        if teams:
+            conn.execute(
+                self._insert(TeamRow.__table__).on_conflict_do_nothing(),
+                [{"name": t, "created_at": now} for t in teams],
+            )
+        if users:
+            first = dict(reversed(users))  # one row per user name
+            conn.execute(
+                self._insert(UserRow.__table__).on_conflict_do_nothing(),
+                [{"name": u, "team_name": t, "email": None, "created_at": now}
+                 for u, t in first.items()],
+            )
+
+    # ---- reading ----------------------------------------------------------------------
+    def get(self, job_id: str) -> StoredJob:
+        def read(conn: sa.Connection) -> StoredJob:
+            row = conn.execute(sa.select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
+            if row is None:
+                raise JobNotFound(job_id)
+            return to_stored_job(row)
+
+        return run(self._engine, read)
+
+    def find_by_key(self, idempotency_key: str) -> StoredJob | None:
+        def read(conn: sa.Connection) -> StoredJob | None:
+            query = sa.select(JOBS).where(JOBS.c.idempotency_key == idempotency_key)
+            row = conn.execute(query).mappings().first()
+            return None if row is None else to_stored_job(row)
+
+        return run(self._engine, read)
+
+    def queue(
+        self, *, limit: int = 100, cursor: str | None = None,
+        states: Sequence[JobState] = (JobState.QUEUED,),
+    ) -> QueuePage:
+        """Jobs in ``states`` in FIFO order (``queued_at``, then id), one page at a time."""
+        if limit < 1:
+            raise ConfigError(f"page limit must be at least 1, got {limit}")
+        query = (
+            sa.select(JOBS).where(JOBS.c.state.in_([s.value for s in states]))
+            .order_by(JOBS.c.queued_at, JOBS.c.id).limit(limit + 1)
+        )
+        if cursor is not None:
+            when, job_id = decode_cursor(cursor)
+            query = query.where(sa.tuple_(JOBS.c.queued_at, JOBS.c.id) > sa.tuple_(when, job_id))
+
+        def read(conn: sa.Connection) -> QueuePage:
+            rows = conn.execute(query).mappings().all()
+            page = rows[:limit]
+            last = page[-1] if len(rows) > limit else None
+            nxt = encode_cursor(last["queued_at"], last["id"]) if last is not None else None
+            return QueuePage([to_stored_job(r) for r in page], nxt)
+
+        return run(self._engine, read)
+
+    def events(self, job_id: str) -> list[JobEvent]:
+        query = sa.select(EVENTS).where(EVENTS.c.job_id == job_id).order_by(EVENTS.c.id)
+        return run(self._engine, lambda c: [to_event(r) for r in c.execute(query).mappings()])
+
+    def count(self, state: JobState) -> int:
+        query = sa.select(sa.func.count()).select_from(JOBS).where(JOBS.c.state == state.value)
+        return int(run(self._engine, lambda c: c.execute(query).scalar_one()))
+
+    # ---- lifecycle --------------------------------------------------------------------
+    def transition(
+        self, job_id: str, to_state: JobState, *, reason: str, actor: str,
+        fencing_token: int | None = None, expected_version: int | None = None,
+        at: float | None = None, wait_budget: float | None = None,
+    ) -> StoredJob:
+        """Move one job to ``to_state``; raises ``IllegalTransition``, ``StaleVersion``,
+        ``StaleLeader`` or ``JobNotFound`` and then changes nothing."""
+        now = to_time(self._now(at))
+
+        def move(conn: sa.Connection) -> StoredJob:
+            self._check_fence(conn, fencing_token)
+            row = conn.execute(sa.select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
+            if row is None:
+                raise JobNotFound(job_id)
+            if expected_version is not None and row["version"] != expected_version:
+                raise StaleVersion(job_id, expected_version, row["version"])
+            check_transition(job_id, JobState(row["state"]), to_state)
+            values = _changes(row, to_state, now)
+            if wait_budget is not None:
+                values["wait_budget"] = wait_budget
+            done = conn.execute(
+                sa.update(JOBS)
+                .where(JOBS.c.id == job_id, JOBS.c.version == row["version"])
+                .values(**values)
+            )
+            if done.rowcount != 1:
+                actual = conn.execute(sa.select(JOBS.c.version).where(JOBS.c.id == job_id))
+                raise StaleVersion(job_id, row["version"], actual.scalar())
+            conn.execute(sa.insert(EVENTS).values(
+                job_id=job_id, at=now, from_state=row["state"], to_state=to_state.value,
+                reason=reason, actor=actor, fencing_token=fencing_token,
+            ))
+            return to_stored_job({**row, **values})
+
+        return run(self._engine, move)
+
+    def claim(
+        self, to_state: JobState, *, limit: int, reason: str, actor: str,
+        from_state: JobState = JobState.QUEUED, fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> list[StoredJob]:
+        """Move up to ``limit`` jobs from the head of ``from_state``'s queue to ``to_state``
+        (FIFO); concurrent claimers get disjoint sets."""
+        check_transition("(claim)", from_state, to_state)
+        now = to_time(self._now(at))
+
+        def take(conn: sa.Connection) -> list[StoredJob]:
+            self._check_fence(conn, fencing_token)
+            query = (
+                sa.select(JOBS).where(JOBS.c.state == from_state.value)
+                .order_by(JOBS.c.queued_at, JOBS.c.id).limit(limit)
+            )
+            if self.is_postgres:
+                query = query.with_for_update(skip_locked=True)
+            claimed = []
+            for row in conn.execute(query).mappings().all():
+                values = _changes(row, to_state, now)
+                conn.execute(sa.update(JOBS).where(JOBS.c.id == row["id"]).values(**values))
+                claimed.append({**row, **values})
+            if claimed:
+                conn.execute(sa.insert(EVENTS), [{
+                    "job_id": r["id"], "at": now, "from_state": from_state.value,
+                    "to_state": to_state.value, "reason": reason, "actor": actor,
+                    "fencing_token": fencing_token,
+                } for r in claimed])
+            return [to_stored_job(r) for r in claimed]
+
+        return run(self._engine, take)
+
+    def set_estimates(
+        self, job_id: str, *, predicted_runtime: float | None = None,
+        wait_budget: float | None = None,
+    ) -> None:
+        """Record the runtime estimate and wait budget the policy uses (not a state change,
+        so the version stays)."""
+        values: dict[str, Any] = {}
+        if predicted_runtime is not None:
+            values["predicted_runtime"] = predicted_runtime
+        if wait_budget is not None:
+            values["wait_budget"] = wait_budget
+        if not values:
+            return
+
+        def write(conn: sa.Connection) -> None:
+            if conn.execute(sa.update(JOBS).where(JOBS.c.id == job_id).values(**values)) \
+                    .rowcount != 1:
+                raise JobNotFound(job_id)
+
+        run(self._engine, write)
+
+
+def _changes(row: Any, to_state: JobState, now: datetime) -> dict[str, Any]:
+    """Column changes that come with entering ``to_state`` at ``now``."""
+    values: dict[str, Any] = {"state": to_state.value, "version": row["version"] + 1}
+    if to_state in _STARTED:
+        values.update(started_at=now, ran_on=_STARTED[to_state])
+    elif to_state is JobState.BURSTING:
+        values["ran_on"] = "cloud"
+    elif to_state is JobState.QUEUED and row["state"] != JobState.SUBMITTED.value:
+        values.update(queued_at=now, started_at=None, ran_on=None)  # Star-Wait re-arrival
+    elif to_state.terminal:
+        values["ended_at"] = now
+        started = row["started_at"]
+        if started is not None:
+            values["runtime"] = to_epoch(now) - to_epoch(started)
+    return values

@@ -1,0 +1,258 @@
+"""The database schema as SQLAlchemy 2 typed models: the only place ORM rows exist.
+
+Tables and their invariants:
+- ``jobs``: one row per job: its spec, owner (user and team, by name), lifecycle ``state``,
+  ``version`` (optimistic concurrency: every state change bumps it, and an update only applies
+  if the version it read is still current), times, predicted runtime, wait budget. ``queued_at``
+  is the queue's FIFO key (the submit time, or the re-arrival time of a job pulled back from
+  the cloud); ties end in ``id``. ``idempotency_key`` is unique: a repeated submission returns
+  the job the first one created.
+- ``job_events``: append-only history of every state change (from → to, when, why, by whom,
+  and the leader's fencing token). The store never updates or deletes an event.
+- ``placements``: the on-prem nodes a job was started on, one row per node part, grouped by
+  ``attempt`` (a job re-queued by Star-Wait may be placed again).
+- ``cloud_launches``: cloud runs of a job (provider, region, instance, accelerators, hourly
+  price, SkyPilot request and job ids, launch/start/end times).
+- ``cost_entries``: metered money over an interval ``[period_start, period_end)``, in integer
+  micro-units of ``currency`` (exact sums in SQL). ``user_name``/``team_name``/``cloud`` are
+  copied from the job when metered: a cost is a fact of its time. ``(job_id, source,
+  period_start)`` is unique, so metering the same interval twice cannot double-count.
+- ``predictions`` and ``model_versions``: runtime estimates (value, band, quantiles) and the
+  model that made them.
+- ``users``, ``teams``, ``api_tokens`` (SHA-256 of the secret only; a role each),
+  ``team_budgets`` (monthly cloud budget per team).
+- ``leader_terms``: per lock name, the last fencing token handed out (monotonic).
+
+Times are timezone-aware UTC ``DateTime`` columns (stored naive-UTC on SQLite).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from starburst.core.lifecycle import JobState
+
+#: Constraint names are stable so Alembic migrations can refer to them on every dialect.
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: A 64-bit id that is still SQLite's auto-incrementing rowid alias.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+UtcTime = DateTime(timezone=True)
+
+_STATES = ", ".join(f"'{s.value}'" for s in JobState)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class TeamRow(Base):
+    __tablename__ = "teams"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UtcTime)
+
+
+class UserRow(Base):
+    __tablename__ = "users"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    team_name: Mapped[str | None] = mapped_column(ForeignKey("teams.name"))
+    email: Mapped[str | None] = mapped_column(String(256))
+    created_at: Mapped[datetime] = mapped_column(UtcTime)
+
+
+class ApiTokenRow(Base):
+    __tablename__ = "api_tokens"
+    __table_args__ = (CheckConstraint("role IN ('admin', 'user', 'finance')", name="role"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    user_name: Mapped[str] = mapped_column(ForeignKey("users.name"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    role: Mapped[str] = mapped_column(String(16))
+    label: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UtcTime)
+    expires_at: Mapped[datetime | None] = mapped_column(UtcTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UtcTime)
+    last_used_at: Mapped[datetime | None] = mapped_column(UtcTime)
+
+
+class TeamBudgetRow(Base):
+    __tablename__ = "team_budgets"
+    __table_args__ = (CheckConstraint("monthly_limit_micros >= 0", name="non_negative"),)
+
+    team_name: Mapped[str] = mapped_column(ForeignKey("teams.name"), primary_key=True)
+    monthly_limit_micros: Mapped[int] = mapped_column(BigInteger)
+    currency: Mapped[str] = mapped_column(String(3))
+    updated_at: Mapped[datetime] = mapped_column(UtcTime)
+
+
+class JobRow(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(f"state IN ({_STATES})", name="state"),
+        CheckConstraint("gpus >= 0", name="gpus"),
+        Index("ix_jobs_queue", "state", "queued_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    name: Mapped[str | None] = mapped_column(String(256))
+    user_name: Mapped[str | None] = mapped_column(ForeignKey("users.name"), index=True)
+    team_name: Mapped[str | None] = mapped_column(ForeignKey("teams.name"), index=True)
+    image: Mapped[str | None] = mapped_column(String(512))
+    command: Mapped[str | None] = mapped_column(Text)
+    gpus: Mapped[int] = mapped_column(Integer)
+    cpus: Mapped[float] = mapped_column(Float)
+    memory_mb: Mapped[float] = mapped_column(Float)
+    gpu_type: Mapped[str | None] = mapped_column(String(64))
+    declared_runtime: Mapped[float | None] = mapped_column(Float)
+    deadline: Mapped[datetime | None] = mapped_column(UtcTime)
+    extra: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16))
+    version: Mapped[int] = mapped_column(Integer)
+    submitted_at: Mapped[datetime] = mapped_column(UtcTime)
+    queued_at: Mapped[datetime] = mapped_column(UtcTime)
+    started_at: Mapped[datetime | None] = mapped_column(UtcTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UtcTime)
+    runtime: Mapped[float | None] = mapped_column(Float)
+    predicted_runtime: Mapped[float | None] = mapped_column(Float)
+    wait_budget: Mapped[float | None] = mapped_column(Float)
+    ran_on: Mapped[str | None] = mapped_column(String(16))
+
+
+class JobEventRow(Base):
+    __tablename__ = "job_events"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    at: Mapped[datetime] = mapped_column(UtcTime)
+    from_state: Mapped[str | None] = mapped_column(String(16))
+    to_state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+    actor: Mapped[str] = mapped_column(String(128))
+    fencing_token: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class PlacementRow(Base):
+    __tablename__ = "placements"
+    __table_args__ = (UniqueConstraint("job_id", "attempt", "part", name="uq_placements_part"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    part: Mapped[int] = mapped_column(Integer)
+    node_index: Mapped[int] = mapped_column(Integer)
+    node_name: Mapped[str] = mapped_column(String(256))
+    gpus: Mapped[int] = mapped_column(Integer)
+    cpus: Mapped[float] = mapped_column(Float)
+    memory_mb: Mapped[float] = mapped_column(Float)
+    placed_at: Mapped[datetime] = mapped_column(UtcTime)
+    fencing_token: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class CloudLaunchRow(Base):
+    __tablename__ = "cloud_launches"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    name: Mapped[str] = mapped_column(String(256))
+    provider: Mapped[str] = mapped_column(String(64))
+    region: Mapped[str | None] = mapped_column(String(64))
+    instance_type: Mapped[str | None] = mapped_column(String(128))
+    accelerators: Mapped[str] = mapped_column(String(128))
+    hourly_price_micros: Mapped[int] = mapped_column(BigInteger)
+    currency: Mapped[str] = mapped_column(String(3))
+    spot: Mapped[bool] = mapped_column(Boolean)
+    request_id: Mapped[str | None] = mapped_column(String(128))
+    cloud_job_id: Mapped[str | None] = mapped_column(String(128))
+    status: Mapped[str] = mapped_column(String(16))
+    launched_at: Mapped[datetime] = mapped_column(UtcTime)
+    started_at: Mapped[datetime | None] = mapped_column(UtcTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UtcTime)
+    fencing_token: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class CostEntryRow(Base):
+    __tablename__ = "cost_entries"
+    __table_args__ = (
+        UniqueConstraint("job_id", "source", "period_start", name="uq_cost_entries_interval"),
+        CheckConstraint("period_end >= period_start", name="interval"),
+        Index("ix_cost_entries_period", "period_start"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
+    launch_id: Mapped[int | None] = mapped_column(ForeignKey("cloud_launches.id"))
+    source: Mapped[str] = mapped_column(String(32))
+    user_name: Mapped[str | None] = mapped_column(String(128))
+    team_name: Mapped[str | None] = mapped_column(String(128))
+    cloud: Mapped[str] = mapped_column(String(64))
+    region: Mapped[str | None] = mapped_column(String(64))
+    period_start: Mapped[datetime] = mapped_column(UtcTime)
+    period_end: Mapped[datetime] = mapped_column(UtcTime)
+    gpu_hours: Mapped[float] = mapped_column(Float)
+    amount_micros: Mapped[int] = mapped_column(BigInteger)
+    currency: Mapped[str] = mapped_column(String(3))
+
+
+class ModelVersionRow(Base):
+    __tablename__ = "model_versions"
+    __table_args__ = (UniqueConstraint("name", "version", name="uq_model_versions_name"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(128))
+    version: Mapped[str] = mapped_column(String(64))
+    artifact_uri: Mapped[str | None] = mapped_column(String(1024))
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON)
+    trained_on: Mapped[int] = mapped_column(Integer)
+    active: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(UtcTime)
+
+
+class PredictionRow(Base):
+    __tablename__ = "predictions"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    model_version_id: Mapped[int | None] = mapped_column(ForeignKey("model_versions.id"))
+    source: Mapped[str] = mapped_column(String(32))
+    value: Mapped[float] = mapped_column(Float)
+    low: Mapped[float] = mapped_column(Float)
+    high: Mapped[float] = mapped_column(Float)
+    quantiles: Mapped[dict[str, float]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UtcTime)
+
+
+class LeaderTermRow(Base):
+    __tablename__ = "leader_terms"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    token: Mapped[int] = mapped_column(BigInteger)
+    holder: Mapped[str] = mapped_column(String(256))
+    acquired_at: Mapped[datetime] = mapped_column(UtcTime)

@@ -1,0 +1,253 @@
+"""Values the store takes and returns: frozen dataclasses, never ORM rows.
+
+Jobs leave the store as ``StoredJob`` (a core ``Job`` plus its lifecycle state and
+bookkeeping); everything else has its own small record. Times are seconds since the epoch
+(floats, like the core's ``Clock``); money is ``Decimal`` (stored as integer micro-units).
+
+Errors (all ``StarburstError``, so the CLI prints one line): ``JobNotFound``, ``StaleVersion``
+(another writer moved the job first; re-read and decide again), ``StaleLeader`` (a fencing
+token older than the current leader's), ``DuplicateJob`` (a job id that already exists).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import StrEnum
+
+from starburst.core.errors import PermanentError, StarburstError, TransientError
+from starburst.core.job import Job
+from starburst.core.lifecycle import JobState
+
+
+class JobNotFound(PermanentError):
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"no job {job_id}")
+        self.job_id = job_id
+
+
+class DuplicateJob(PermanentError):
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"a job with id {job_id} already exists")
+        self.job_id = job_id
+
+
+class StaleVersion(TransientError):
+    """Another writer changed the job between our read and our write."""
+
+    def __init__(self, job_id: str, expected: int, actual: int | None) -> None:
+        super().__init__(
+            f"job {job_id} changed concurrently (expected version {expected}, found {actual})"
+        )
+        self.job_id, self.expected, self.actual = job_id, expected, actual
+
+
+class StaleLeader(StarburstError):
+    """A write carried a fencing token older than the current leader's: this replica lost
+    leadership and must stop deciding."""
+
+    def __init__(self, name: str, token: int, current: int) -> None:
+        super().__init__(f"fencing token {token} for {name!r} is stale (current leader: {current})")
+        self.token, self.current = token, current
+
+
+class Role(StrEnum):
+    ADMIN = "admin"
+    USER = "user"
+    FINANCE = "finance"
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a submission asks for. ``id`` is generated when None."""
+
+    gpus: int
+    id: str | None = None
+    name: str | None = None
+    user: str | None = None
+    team: str | None = None
+    image: str | None = None
+    command: str | None = None
+    cpus: float = 0.0
+    memory_mb: float = 0.0
+    gpu_type: str | None = None
+    declared_runtime: float | None = None
+    deadline: float | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_job(cls, job: Job) -> JobSpec:
+        return cls(
+            id=job.id, gpus=job.gpus, cpus=job.cpus, memory_mb=job.memory_mb,
+            gpu_type=job.gpu_type, user=job.user, team=job.team, name=job.name,
+            declared_runtime=job.estimate, deadline=job.deadline, extra=dict(job.extra),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredJob:
+    """A job as the database knows it. ``version`` increases with every state change."""
+
+    job: Job
+    state: JobState
+    version: int
+    queued_at: float
+    idempotency_key: str | None = None
+    image: str | None = None
+    command: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    predicted_runtime: float | None = None
+    wait_budget: float | None = None
+    ran_on: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.job.id
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """The result of ``submit``: ``created`` is False when the idempotency key was known."""
+
+    job: StoredJob
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePage:
+    """One page of the queue; ``next_cursor`` is None on the last page."""
+
+    jobs: list[StoredJob]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    job_id: str
+    at: float
+    from_state: JobState | None
+    to_state: JobState
+    reason: str
+    actor: str
+    fencing_token: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class CloudLaunch:
+    job_id: str
+    name: str
+    provider: str
+    accelerators: str
+    hourly_price: Decimal
+    currency: str = "USD"
+    region: str | None = None
+    instance_type: str | None = None
+    spot: bool = False
+    request_id: str | None = None
+    cloud_job_id: str | None = None
+    status: str = "pending"
+    launched_at: float = 0.0
+    started_at: float | None = None
+    ended_at: float | None = None
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CostEntry:
+    """Money spent on ``job_id`` over ``[start, end)``. ``source`` names the meter
+    (e.g. ``"cloud"``, ``"onprem"``); the same (job, source, start) is recorded once."""
+
+    job_id: str
+    start: float
+    end: float
+    amount: Decimal
+    cloud: str
+    gpu_hours: float = 0.0
+    currency: str = "USD"
+    region: str | None = None
+    source: str = "cloud"
+    launch_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CostTotal:
+    """One row of a cost report: the group's key values (e.g. ``{"team": "ml",
+    "month": "2026-11"}``) and its totals in ``currency``."""
+
+    key: Mapping[str, str | None]
+    currency: str
+    amount: Decimal
+    gpu_hours: float
+    entries: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelVersion:
+    id: int
+    name: str
+    version: str
+    active: bool
+    trained_on: int
+    created_at: float
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    artifact_uri: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    job_id: str
+    value: float
+    low: float
+    high: float
+    source: str
+    created_at: float
+    model_version_id: int | None = None
+    quantiles: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryJob:
+    """A finished job for training and budget calibration: the core job with its true
+    ``runtime`` filled in, where it ran, and its final state."""
+
+    job: Job
+    state: JobState
+    ran_on: str | None
+    started_at: float
+    ended_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    team: str | None
+    email: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedToken:
+    """A freshly issued API token: ``secret`` is shown once and never stored."""
+
+    id: int
+    secret: str
+    user: str
+    role: Role
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who an API token belongs to."""
+
+    token_id: int
+    user: str
+    team: str | None
+    role: Role
+
+
+@dataclass(frozen=True, slots=True)
+class TeamBudget:
+    team: str
+    monthly_limit: Decimal
+    currency: str

@@ -1,0 +1,79 @@
+"""``starburst db``: create and migrate Starburst's database (an admin verb, run locally).
+
+The database is ``--url``, else ``$STARBURST_DATABASE_URL``, else the embedded SQLite file
+``~/.local/share/starburst/starburst.db`` (created on first use). ``postgresql://`` URLs use
+the psycopg 3 driver. Messages never show the URL's password.
+
+    starburst db upgrade                 # to the newest revision
+    starburst db downgrade --to base     # remove every Starburst table
+    starburst db current                 # the database's revision and the newest one
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    help="Create and migrate the database (PostgreSQL or SQLite).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help="Database URL (default: $STARBURST_DATABASE_URL, else "
+        "sqlite:///~/.local/share/starburst/starburst.db).",
+        show_default=False,
+    ),
+]
+
+
+def _resolve(url: str | None) -> str:
+    from starburst.adapters.db.engine import default_url
+
+    return url or default_url()
+
+
+@app.command()
+def upgrade(
+    url: UrlOption = None,
+    to: Annotated[str, typer.Option("--to", help="Target revision.")] = "head",
+) -> None:
+    """Migrate the database up (creating it if needed)."""
+    from starburst.adapters.db import migrate
+    from starburst.adapters.db.engine import redact
+
+    target = _resolve(url)
+    migrate.upgrade(target, to)
+    typer.echo(f"{redact(target)} is at revision {migrate.current(target) or 'base'}")
+
+
+@app.command()
+def downgrade(
+    url: UrlOption = None,
+    to: Annotated[str, typer.Option("--to", help="Target revision ('base': empty).")] = "-1",
+) -> None:
+    """Migrate the database down one revision (or to --to)."""
+    from starburst.adapters.db import migrate
+    from starburst.adapters.db.engine import redact
+
+    target = _resolve(url)
+    migrate.downgrade(target, to)
+    typer.echo(f"{redact(target)} is at revision {migrate.current(target) or 'base'}")
+
+
+@app.command()
+def current(url: UrlOption = None) -> None:
+    """Show the database's revision and the newest one available."""
+    from starburst.adapters.db import migrate
+    from starburst.adapters.db.engine import redact
+
+    target = _resolve(url)
+    typer.echo(
+        f"{redact(target)}: revision {migrate.current(target) or 'base'} "
+        f"(newest: {migrate.head()})"
+    )

@@ -1,0 +1,77 @@
+"""Fixtures for the database adapter: every ``store`` test runs on SQLite and PostgreSQL.
+
+``db_url`` is parametrized over both dialects; each test gets its own freshly migrated
+database (see ``tests/support/databases.py``). The PostgreSQL server is the session's
+throwaway cluster (``tests/support/postgres.py``) or ``$STARBURST_TEST_DATABASE_URL``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_ROOT = Path(__file__).resolve().parents[3]
+if str(_ROOT) not in sys.path:  # `pytest` run without `python -m`
+    sys.path.insert(0, str(_ROOT))
+
+from tests.support.databases import ManualClock, MigratedTemplates  # noqa: E402
+from tests.support.postgres import drop_database, postgres_url  # noqa: E402, F401
+
+pytest.importorskip("sqlalchemy")
+
+
+@pytest.fixture(scope="session")
+def migrated_templates() -> Iterator[MigratedTemplates]:
+    templates = MigratedTemplates()
+    yield templates
+    templates.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_template(postgres_url: str, migrated_templates: MigratedTemplates) -> Iterator[str]:
+    """A migrated PostgreSQL database that per-test databases are cloned from."""
+    url = migrated_templates.postgres_template(postgres_url)
+    yield url
+    drop_database(url)
+
+
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)],
+)
+def db_url(
+    request: pytest.FixtureRequest, migrated_templates: MigratedTemplates, tmp_path: Path
+) -> Iterator[str]:
+    """A freshly migrated database of the parametrized dialect."""
+    if request.param == "sqlite":
+        yield migrated_templates.sqlite_url(tmp_path)
+        return
+    server = request.getfixturevalue("postgres_url")
+    url = migrated_templates.postgres_url(server, request.getfixturevalue("postgres_template"))
+    try:
+        yield url
+    finally:
+        drop_database(url)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def engine(db_url: str):  # type: ignore[no-untyped-def]
+    from starburst.adapters.db.engine import create_engine
+
+    engine = create_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def store(engine, clock: ManualClock):  # type: ignore[no-untyped-def]
+    from starburst.adapters.db.store import SqlStore
+
+    return SqlStore(engine, clock=clock)

@@ -1,0 +1,175 @@
+"""A throwaway PostgreSQL server for tests and benchmarks, and fresh databases inside it.
+
+Resolution order for a server (``server_url``):
+1. ``STARBURST_TEST_DATABASE_URL`` (any reachable PostgreSQL; its database is used only to run
+   ``CREATE DATABASE``/``DROP DATABASE``),
+2. a throwaway cluster started from the system PostgreSQL binaries (``initdb`` + ``pg_ctl``,
+   found under ``/usr/lib/postgresql/*/bin`` or on ``PATH``), listening on a free local port
+   with its socket in a private temporary directory, ``fsync`` off (data is disposable),
+3. neither: ``None`` (pytest fixtures then skip, unless ``STARBURST_TEST_REQUIRE_POSTGRES=1``
+   turns the skip into a failure, as CI should).
+
+As root, ``initdb``/``pg_ctl`` refuse to run, so they run as the ``postgres`` user through
+``runuser`` and the data directory is owned by that user.
+
+Reuse from any test package::
+
+    from tests.support.postgres import postgres_url, fresh_database   # noqa: F401 (fixtures)
+
+``postgres_url`` is session-scoped (one server per test session, stopped at the end);
+``fresh_database(server_url)`` creates an empty database with a unique name and returns its
+SQLAlchemy URL (``postgresql+psycopg://``), ``drop_database(url)`` removes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ENV_URL = "STARBURST_TEST_DATABASE_URL"
+ENV_REQUIRE = "STARBURST_TEST_REQUIRE_POSTGRES"
+
+
+def find_bindir() -> Path | None:
+    """The directory holding ``initdb`` and ``pg_ctl`` (newest installed version first)."""
+    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if (Path(candidate) / "initdb").exists():
+            return Path(candidate)
+    found = shutil.which("initdb")
+    return Path(found).parent if found else None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ThrowawayPostgres:
+    """A PostgreSQL cluster in a temporary directory; ``start()`` then ``stop()``."""
+
+    def __init__(self, bindir: Path) -> None:
+        self.bindir = bindir
+        self.root = Path(tempfile.mkdtemp(prefix="starburst-pg-"))
+        self.data = self.root / "data"
+        self.port = _free_port()
+        self._as_postgres = os.geteuid() == 0
+        self._started = False
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, *args: str) -> None:
+        cmd = [str(self.bindir / args[0]), *args[1:]]
+        if self._as_postgres:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}")
+
+    def start(self) -> ThrowawayPostgres:
+        if self._as_postgres:
+            owner = pwd.getpwnam("postgres")
+            os.chown(self.root, owner.pw_uid, owner.pw_gid)
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres",
+                  "-E", "UTF8", "--no-sync")
+        options = (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100"
+        )
+        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l",
+                  str(self.root / "server.log"), "-w", "-t", "60", "start")
+        self._started = True
+        return self
+
+    def stop(self) -> None:
+        if self._started:
+            with contextlib.suppress(RuntimeError):
+                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            self._started = False
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def server_url() -> Iterator[str | None]:
+    """Yield a PostgreSQL server URL (see module docstring), or None when there is none."""
+    override = os.environ.get(ENV_URL)
+    if override:
+        yield override
+        return
+    bindir = find_bindir()
+    if bindir is None:
+        yield None
+        return
+    server = ThrowawayPostgres(bindir).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def _admin_execute(server: str, statement: str) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql(statement)
+    finally:
+        engine.dispose()
+
+
+def fresh_database(server: str, prefix: str = "sb", template: str | None = None) -> str:
+    """Create a database with a unique name on ``server``; return its URL.
+
+    It is empty, or a copy of the database named ``template`` (cheap: a file-level copy, so
+    a schema built once can be cloned per test).
+    """
+    import sqlalchemy as sa
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    clause = f' TEMPLATE "{template}"' if template else ""
+    _admin_execute(server, f'CREATE DATABASE "{name}"{clause}')
+    return sa.make_url(server).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(url: str) -> None:
+    """Drop the database of ``url`` (terminating its remaining sessions first)."""
+    import sqlalchemy as sa
+
+    parsed = sa.make_url(url)
+    admin = parsed.set(database="postgres").render_as_string(hide_password=False)
+    _admin_execute(admin, f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """URL of a PostgreSQL server for this test session (skips if none is available)."""
+    with server_url() as url:
+        if url is None:
+            if os.environ.get(ENV_REQUIRE) == "1":
+                pytest.fail(f"no PostgreSQL: set {ENV_URL} or install PostgreSQL")
+            pytest.skip(f"no PostgreSQL server: install PostgreSQL or set {ENV_URL}")
+        yield url
+
+
+@pytest.fixture
+def postgres_database(postgres_url: str) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    url = fresh_database(postgres_url)
+    try:
+        yield url
+    finally:
+        drop_database(url)
