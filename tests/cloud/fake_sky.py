@@ -10,6 +10,7 @@ RECOVERING → ...). ``test_sdk_drift.py`` checks these signatures against the i
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,7 @@ class FakeRequest:
     request_id: str
     name: str
     run: Callable[[], Any]
+    body: str = "{}"
     status: str = "PENDING"
     value: Any = None
     error: BaseException | None = None
@@ -64,6 +66,8 @@ class FakeRequest:
 class Payload:
     request_id: str
     status: str
+    name: str = ""
+    request_body: str = "{}"
 
 
 @dataclass
@@ -88,7 +92,8 @@ class FakeJobs:
     ) -> str:
         assert name is not None and task.name == name
         self._sky.calls.launches.append((name, task))
-        return self._sky.submit("sky.jobs.launch", lambda: self._sky.run_launch(task, name))
+        body = json.dumps({"task": "<yaml>", "name": name})
+        return self._sky.submit("jobs.launch", lambda: self._sky.run_launch(task, name), body)
 
     def queue_v2(
         self,
@@ -112,7 +117,7 @@ class FakeJobs:
             rows = [dict(r) for r in self._sky.managed if (name_match or "") in r["job_name"]]
             return rows, len(rows), {}, len(rows)
 
-        return self._sky.submit("sky.jobs.queue_v2", run)
+        return self._sky.submit("jobs.queue_v2", run)
 
     def cancel(
         self,
@@ -133,7 +138,7 @@ class FakeJobs:
                 if row["job_id"] in ids and row["status"] not in TERMINAL:
                     row["status"] = "CANCELLING"
 
-        return self._sky.submit("sky.jobs.cancel", run)
+        return self._sky.submit("jobs.cancel", run)
 
     def tail_logs(
         self,
@@ -189,8 +194,14 @@ class FakeSky:
         fields: list[str] | None = None,
         cluster_name: str | None = None,
     ) -> list[Payload]:
+        if request_ids is None:  # the unfinished requests, as the server lists them
+            return [
+                Payload(r.request_id, "RUNNING" if r.hold else r.status, r.name, r.body)
+                for r in self.requests.values()
+                if all_status or r.status not in {"SUCCEEDED", "FAILED", "CANCELLED"}
+            ]
         found = []
-        for rid in request_ids or []:
+        for rid in request_ids:
             request = self.requests.get(rid)
             if request is None:
                 continue  # the server forgot it (restarted)
@@ -206,11 +217,10 @@ class FakeSky:
         return FakeResources(kwargs)
 
     # -- the server side, driven by tests ------------------------------------------------------
-    def submit(self, name: str, run: Callable[[], Any]) -> str:
+    def submit(self, name: str, run: Callable[[], Any], body: str = "{}") -> str:
         rid = f"req-{next(self._ids)}"
-        self.requests[rid] = FakeRequest(
-            rid, name, run, hold=self.hold_launches and "launch" in name
-        )
+        hold = self.hold_launches and name == "jobs.launch"
+        self.requests[rid] = FakeRequest(rid, name, run, body, hold=hold)
         return rid
 
     def release(self) -> None:

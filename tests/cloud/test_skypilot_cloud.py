@@ -123,6 +123,25 @@ def test_restart_finds_an_accepted_launch_by_name_instead_of_relaunching(
     assert "found earlier launch" in launch.reason or launch.reason.endswith("running")
 
 
+def test_restart_while_the_launch_request_is_still_in_flight_adopts_it(
+    fake: FakeSky, clock: ManualClock, prices: PriceTable
+) -> None:
+    fake.hold_launches = True
+    before = make_cloud(fake, clock, prices)
+    passes(before, before.launch(job(), "burst"), clock)
+    (request_id,) = [r for r in fake.requests if fake.requests[r].name == "jobs.launch"]
+    # restart: the managed job is not in the queue yet, but its launch request is on the server
+    after = make_cloud(fake, clock, prices)
+    handle = after.launch(job(), "burst (resumed after restart)")
+    assert passes(after, handle, clock) == "provisioning"
+    launch = after.launch_of(job().id)
+    assert launch is not None and launch.request_id == request_id
+    assert launch.phase is Phase.LAUNCHING and "adopted" in launch.reason
+    fake.release()
+    passes(after, handle, clock)
+    assert launch.cloud_job_id == 1 and len(fake.calls.launches) == 1
+
+
 def test_a_launch_request_the_server_forgot_is_looked_up_not_repeated(
     fake: FakeSky, clock: ManualClock, prices: PriceTable
 ) -> None:

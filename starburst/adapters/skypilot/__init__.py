@@ -6,7 +6,8 @@ SDK seam (``SkyApi``), the real ``sky`` module by default, loaded on first use.
 
 from starburst.adapters.skypilot.api import SkyApi, SkyJobsApi, load_sky
 from starburst.adapters.skypilot.backoff import Backoff
-from starburst.adapters.skypilot.cloud import Launch, Phase, SkyPilotCloud
+from starburst.adapters.skypilot.cloud import SkyPilotCloud
+from starburst.adapters.skypilot.launch import Launch, Phase
 from starburst.adapters.skypilot.outcomes import Failure, FailureKind, classify, managed_status
 from starburst.adapters.skypilot.task import (
     LaunchOption,

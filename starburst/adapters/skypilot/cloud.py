@@ -4,6 +4,7 @@ Each burst job moves through phases, one step per ``poll`` pass, never waiting o
 
 ```
 LOOKUP ──(an earlier launch of this job is in the queue)──────────────→ TRACKING
+   ├─────(its launch request is still in flight on the API server)──→ LAUNCHING (adopted)
    └─────(none)──→ LAUNCHING ──(request succeeded: managed job id)───→ TRACKING
                        │  └─(no capacity: next cheapest option)──→ LAUNCHING (option k+1)
                        └─(transient error)──→ WAITING ──(backoff over)──→ LOOKUP
@@ -31,11 +32,10 @@ reason (``reason(handle)``), or ``TransientError``/``PermanentError`` from ``log
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
-from enum import StrEnum
 
 from starburst.adapters.skypilot.api import SkyApi, load_sky
 from starburst.adapters.skypilot.backoff import Backoff
+from starburst.adapters.skypilot.launch import TERMINAL, Launch, Phase
 from starburst.adapters.skypilot.outcomes import (
     NO_CAPACITY_STATUSES,
     Failure,
@@ -50,7 +50,6 @@ from starburst.adapters.skypilot.task import (
     LaunchOption,
     base_name,
     build_task,
-    launch_name,
     launch_options,
     option_of,
 )
@@ -59,47 +58,6 @@ from starburst.core.job import Job
 from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
 from starburst.metering import BilledLaunch
 from starburst.pricing import PriceTable, default_price_table
-
-TERMINAL = frozenset({CloudStatus.SUCCEEDED, CloudStatus.FAILED, CloudStatus.CANCELLED})
-
-
-class Phase(StrEnum):
-    LOOKUP = "lookup"
-    LAUNCHING = "launching"
-    TRACKING = "tracking"
-    WAITING = "waiting"
-    ENDED = "ended"
-
-
-@dataclass(slots=True)
-class Launch:
-    """Everything the adapter knows about one job's cloud run (read it via ``launch_of``)."""
-
-    job: Job
-    options: list[LaunchOption]
-    phase: Phase
-    lookup_after: int
-    option: int = 0
-    status: CloudStatus = CloudStatus.PENDING
-    reason: str = "looking for an earlier launch"
-    request_id: str | None = None
-    cloud_job_id: int | None = None
-    tracked_after: int = 0
-    failures: int = 0
-    retry_at: float = 0.0
-    cancel_wanted: bool = False
-    cancel_request: str | None = None
-    recovery_count: int = 0
-    launched_at: float | None = None
-    ended_at: float | None = None
-
-    @property
-    def name(self) -> str:
-        return launch_name(self.job.id, self.option)
-
-    @property
-    def current(self) -> LaunchOption:
-        return self.options[min(self.option, len(self.options) - 1)]
 
 
 class SkyPilotCloud:
@@ -128,6 +86,7 @@ class SkyPilotCloud:
         self.log_lines = log_lines
         self._launches: dict[str, Launch] = {}
         self._synced_at: float | None = None
+        self._in_flight: dict[str, str] | None = None
 
     # -- the Cloud port ----------------------------------------------------------------------
     def quote(self, job: Job) -> Quote:
@@ -216,6 +175,7 @@ class SkyPilotCloud:
         if not any(lau.phase is not Phase.ENDED for lau in self._launches.values()):
             return
         requests = self._reqs()
+        self._in_flight = None  # read at most once per pass, and only when a lookup needs it
         for done in requests.resolve().values():
             self._on_request(done)
         for launch in self._launches.values():
@@ -262,6 +222,22 @@ class SkyPilotCloud:
             self._on_record(launch, record)
             if launch.cancel_wanted and launch.phase is Phase.TRACKING:
                 self._send_cancel(launch)
+        else:
+            self._adopt_or_launch(launch)
+
+    def _adopt_or_launch(self, launch: Launch) -> None:
+        """Nothing in the queue: adopt a launch request still in flight, else launch."""
+        if self._in_flight is None:
+            self._in_flight = self._reqs().in_flight_launches()
+        if self._in_flight is None:
+            return  # the API server could not say: look again next pass
+        in_flight = self._in_flight.get(launch.name)
+        if in_flight is not None:
+            launch.request_id = self._reqs().track(in_flight)
+            launch.phase, launch.status = Phase.LAUNCHING, CloudStatus.PROVISIONING
+            if launch.launched_at is None:
+                launch.launched_at = self._clock.now()
+            launch.reason = f"adopted launch request {in_flight} of {launch.name}"
         elif launch.cancel_wanted:
             self._end(launch, CloudStatus.CANCELLED, "cancelled before anything was launched")
         else:

@@ -5,6 +5,10 @@ Terms:
   the ids in flight and, once per ``resolve`` pass, asks the API server for all their
   statuses in one ``api_status`` call; only finished ones are fetched with ``get`` (which then
   returns at once or raises the request's exception).
+- *in-flight launch*: a ``jobs.launch`` request the API server accepted but has not finished;
+  its managed job may not be in the queue yet. ``in_flight_launches`` lists them by launch
+  name (from the request body), so a restarted controller adopts such a request instead of
+  launching again.
 - *queue snapshot*: the managed-jobs table (``jobs.queue_v2``) restricted to Starburst's names,
   indexed by job name. Snapshots are numbered by the pass that *requested* them, so a caller
   can insist on a snapshot taken after some event ("after the restart", "after my launch").
@@ -16,6 +20,7 @@ in flight.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +28,7 @@ from typing import Any
 from starburst.adapters.skypilot.api import REQUEST_FINISHED, SkyApi
 from starburst.adapters.skypilot.outcomes import Failure, FailureKind, classify
 
+LAUNCH_REQUEST = "jobs.launch"  # the API server's name for sky.jobs.launch requests
 QUEUE_FIELDS = (
     "job_id",
     "job_name",
@@ -104,6 +110,27 @@ class Requests:
                 self._pending.discard(rid)
                 done[rid] = result
         return done
+
+    def in_flight_launches(self) -> dict[str, str] | None:
+        """Unfinished ``jobs.launch`` requests on the API server by launch name (None: unknown)."""
+        try:
+            payloads = self._api.api_status(all_status=False)
+        except Exception as exc:
+            self.last_error = classify(exc)
+            return None
+        found: dict[str, str] = {}
+        for payload in payloads:
+            if field_of(payload, "name") != LAUNCH_REQUEST:
+                continue
+            if str(field_of(payload, "status")).upper() in REQUEST_FINISHED:
+                continue
+            try:
+                body = json.loads(field_of(payload, "request_body") or "{}")
+            except (TypeError, json.JSONDecodeError):
+                continue
+            if isinstance(body, dict) and isinstance(body.get("name"), str):
+                found[body["name"]] = str(field_of(payload, "request_id"))
+        return found
 
     def request_queue(self) -> None:
         """Ask for a fresh snapshot unless one is already on its way."""
