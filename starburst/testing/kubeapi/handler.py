@@ -94,6 +94,7 @@ def _discovery(parts: list[str]) -> dict[str, Any]:
 
 class ApiHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms stalls
     standin: KubeApiServer  # set on the subclass the server creates
 
     def log_message(self, format: str, *args: Any) -> None:
