@@ -229,10 +229,12 @@ def load_price_table(path: str | Path | None = None) -> PriceTable:
 
 @functools.lru_cache(maxsize=1)
 def default_price_table() -> PriceTable:
-    """The shipped defaults, read once on first use (never at import time)."""
-    return load_price_table()
+    """The shipped defaults, preferring SkyPilot's catalog if it is on disk; read once, lazily."""
+    from starburst.pricing.catalog import SkyPilotCatalog
+
+    return load_price_table().with_catalog(SkyPilotCatalog.discover())
 
 
 def price(gpu: str, count: int, cloud: str | None = None, spot: bool = False) -> PriceOption:
-    """The cheapest option for ``count`` × ``gpu`` in the default table."""
+    """The cheapest option for ``count`` × ``gpu`` from the defaults (catalog first)."""
     return default_price_table().price(gpu, count, cloud, spot)

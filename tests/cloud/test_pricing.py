@@ -11,6 +11,7 @@ from starburst.core.errors import ConfigError
 from starburst.pricing import (
     PriceTableError,
     SkyPilotCatalog,
+    default_price_table,
     load_price_table,
     parse_price_table,
     price,
@@ -40,7 +41,28 @@ def test_options_are_cheapest_first_and_scale_with_count() -> None:
         assert option.price_per_hour == pytest.approx(8 * one[option.cloud])
         assert option.accelerators == "A100-80GB:8"
         assert option.source.startswith("table ")
-    assert price("A100-80GB", 8) == options[0]
+
+
+def test_default_lookup_prefers_a_skypilot_catalog_left_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    catalog = tmp_path / ".sky" / "catalogs" / "v8" / "gcp"
+    catalog.mkdir(parents=True)
+    (catalog / "vms.csv").write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,Price,SpotPrice,Region\n"
+        ",A100-80GB,8,9.99,,us-central1\n"
+    )
+    monkeypatch.setenv("HOME", str(tmp_path))
+    default_price_table.cache_clear()
+    try:
+        best = price("A100-80GB", 8)
+        assert (best.cloud, best.price_per_hour, best.source) == ("gcp", 9.99, "skypilot-catalog")
+        assert price("A100-80GB", 8, spot=True).source.startswith("table")
+        monkeypatch.setenv("HOME", str(tmp_path / "nowhere"))
+        default_price_table.cache_clear()
+        assert price("A100-80GB", 8) == load_price_table().price("A100-80GB", 8)
+    finally:
+        default_price_table.cache_clear()
 
 
 def test_spot_is_cheaper_and_labelled() -> None:
