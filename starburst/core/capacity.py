@@ -80,7 +80,7 @@ class CapacityIndex:
 
     __slots__ = (
         "_all_types", "_buckets", "_ever_fits", "_free_cpus", "_free_gpus", "_free_mem",
-        "_largest_any", "_max_level", "nodes",
+        "_free_total", "_largest_any", "_max_level", "nodes",
     )
 
     def __init__(self, nodes: Sequence[Node]) -> None:
@@ -102,6 +102,7 @@ class CapacityIndex:
             levels[node.gpus].append(i)
             self._max_level[node.gpu_type] = max(self._max_level.get(node.gpu_type, 0), node.gpus)
         self._all_types = tuple(self._buckets)
+        self._free_total = sum(n.gpus for n in self.nodes if n.schedulable)
         self._largest_any = max(self._max_level.values(), default=0)
 
     # -- queries ---------------------------------------------------------------------------
@@ -111,7 +112,8 @@ class CapacityIndex:
 
     @property
     def free_gpus(self) -> int:
-        return sum(self._free_gpus[i] for i, n in enumerate(self.nodes) if n.schedulable)
+        """Free GPUs on schedulable nodes, kept as a running total."""
+        return self._free_total
 
     def free_on(self, node: int) -> int:
         return self._free_gpus[node]
@@ -177,6 +179,9 @@ class CapacityIndex:
     def _find(
         self, job: Job, gpus: int, cpus: float, mem: float, strategy: PlacementStrategy
     ) -> Part | None:
+        if not cpus and not mem:
+            i = self._first_candidate(job, gpus, strategy)
+            return None if i is None else Part(i, self.nodes[i].name, gpus, 0.0, 0.0)
         for i in self._candidates(job, gpus, strategy):
             if self._fits_cpu_mem(i, cpus, mem):
                 return Part(i, self.nodes[i].name, gpus, cpus, mem)
@@ -187,6 +192,19 @@ class CapacityIndex:
         if cpus and node.cpus and self._free_cpus[i] + 1e-9 < cpus:
             return False
         return not (mem and node.memory_mb and self._free_mem[i] + 1e-9 < mem)
+
+    def _first_candidate(self, job: Job, gpus: int, strategy: PlacementStrategy) -> int | None:
+        """The node a GPU-only request takes: the heads of the level lists decide."""
+        groups = [self._buckets[t] for t in self._types_for(job)]
+        if strategy is PlacementStrategy.BEST_FIT:
+            top = max((len(levels) for levels in groups), default=0)
+            for level in range(gpus, top):
+                heads = [levels[level][0] for levels in groups
+                         if level < len(levels) and levels[level]]
+                if heads:
+                    return min(heads)
+            return None
+        return min((lst[0] for levels in groups for lst in levels[gpus:] if lst), default=None)
 
     def _candidates(self, job: Job, gpus: int, strategy: PlacementStrategy) -> Iterator[int]:
         groups = [self._buckets[t] for t in self._types_for(job)]
@@ -234,6 +252,7 @@ class CapacityIndex:
         node = self.nodes[i]
         if not node.schedulable or old == new:
             return
+        self._free_total += new - old
         levels = self._buckets[node.gpu_type]
         bucket = levels[old]
         del bucket[bisect.bisect_left(bucket, i)]

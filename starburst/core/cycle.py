@@ -98,9 +98,19 @@ def schedule_pass(
         else:
             kept.append(entry)
     ordered = merge(kept, arrivals, config.order) if arrivals else kept
-    waiting = _schedule(now, ordered, capacity, config, result)
-    result.waiting = _burst_spent_and_capped(now, waiting, config, result)
+    if capacity.free_gpus == 0 and not _may_need_a_look(ordered):
+        waiting = ordered  # a full cluster starts nothing: skip the scan
+    else:
+        waiting = _schedule(now, ordered, capacity, config, result)
+    if any(a.deadline <= now for a in arrivals):
+        waiting = _burst_spent(now, waiting, result)
+    result.waiting = _apply_cap(waiting, config.queue_cap, result)
     return result
+
+
+def _may_need_a_look(ordered: list[QueuedJob]) -> bool:
+    """GPU-less jobs may fit a full cluster; never-bursting jobs must be checked for fit."""
+    return any(e.job.gpus == 0 or math.isinf(e.budget) for e in ordered)
 
 
 def _schedule(
@@ -145,22 +155,24 @@ def _schedule(
     return waiting
 
 
-def _burst_spent_and_capped(
-    now: float, waiting: list[QueuedJob], config: SchedulerConfig, result: PassResult
-) -> list[QueuedJob]:
+def _burst_spent(now: float, waiting: list[QueuedJob], result: PassResult) -> list[QueuedJob]:
+    """Arrivals with no budget left that did not start burst in the same instant."""
     remaining: list[QueuedJob] = []
     for entry in waiting:
         if entry.deadline <= now:
             result.bursts.append(Burst(entry.job, "no wait budget and no room on-prem"))
         else:
             remaining.append(entry)
-    cap = config.queue_cap
-    if cap is not None and len(remaining) > cap:
-        for pos, entry in enumerate(remaining[cap:], start=cap + 1):
-            reason = f"queue position {pos} is beyond the queue cap of {cap}"
-            result.bursts.append(Burst(entry.job, reason))
-        del remaining[cap:]
     return remaining
+
+
+def _apply_cap(waiting: list[QueuedJob], cap: int | None, result: PassResult) -> list[QueuedJob]:
+    if cap is None or len(waiting) <= cap:
+        return waiting
+    for pos, entry in enumerate(waiting[cap:], start=cap + 1):
+        reason = f"queue position {pos} is beyond the queue cap of {cap}"
+        result.bursts.append(Burst(entry.job, reason))
+    return waiting[:cap]
 
 
 def _start_reason(placement: Placement, skipped: list[QueuedJob]) -> str:

@@ -104,6 +104,7 @@ class Simulation:
         self._pullbacks: list[tuple[float, str]] = []
         self._outcomes: list[JobOutcome] = []
         self._waiting_ids: set[str] = set()
+        self.passes = 0
 
     def run(self) -> SimResult:
         arrivals, i, n = self._arrivals, 0, len(self._arrivals)
@@ -154,17 +155,21 @@ class Simulation:
         return fresh
 
     def _step(self, t: float, fresh: list[QueuedJob]) -> None:
+        self.passes += 1
         for entry in fresh:
             self._tracks[entry.id].budget = entry.budget
             if math.isfinite(entry.deadline) and entry.deadline > t:
                 heapq.heappush(self._deadlines, (entry.deadline, entry.id))
         result = schedule_pass(t, self._queue, fresh, self.cluster.capacity, self.config)
+        waiting_ids = self._waiting_ids
+        waiting_ids.update(entry.id for entry in fresh)
         for start in result.starts:
+            waiting_ids.discard(start.job_id)
             self._start(start)
         for burst in result.bursts:
+            waiting_ids.discard(burst.job_id)
             self._burst(burst, t)
         self._queue = result.waiting
-        self._waiting_ids = {q.id for q in result.waiting} if result.waiting else set()
 
     # -- applying decisions ----------------------------------------------------------------
     def _start(self, start: Start) -> None:
