@@ -63,7 +63,10 @@ class JobController:
         if job is None or job["metadata"].get("deletionTimestamp") or is_finished(job):
             return
         spec = job["spec"]
-        pods = [p for p in self.store.dependents(job["metadata"]["uid"]) if p["kind"] == "Pod"]
+        uid = job["metadata"]["uid"]
+        pods = [p for p in self.store.dependents(uid) if p["kind"] == "Pod" and any(
+            r.get("uid") == uid and r.get("controller")
+            for r in p["metadata"].get("ownerReferences") or ())]
         phases = [(p.get("status") or {}).get("phase", "Pending") for p in pods]
         succeeded, failed = phases.count("Succeeded"), phases.count("Failed")
         active = [p for p, phase in zip(pods, phases, strict=True) if phase not in TERMINAL]
