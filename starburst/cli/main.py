@@ -18,6 +18,7 @@ from starburst.core.errors import StarburstError
 #: command group name → "module:attribute" of its typer app.
 GROUPS: dict[str, str] = {
     "db": "starburst.cli.db:app",
+    "predictor": "starburst.cli.predictor:app",
 }
 #: top-level commands → "module:function".
 COMMANDS: dict[str, str] = {

@@ -1,0 +1,120 @@
+"""Versioned model artifacts: one joblib file holding the model and what it was trained on.
+
+An artifact records its *model version* (``rt-<trained at>-<digest>``, the string every
+prediction carries in ``Estimate.source``), the *feature schema version*, the *training window*
+(first and last submit time), the number of jobs, held-out metrics, the scikit-learn version,
+and a snapshot of the training history (so it can predict without a store).
+
+Invariants: ``load_artifact`` either returns an artifact whose format, schema version and
+scikit-learn version match this code, or raises ``ModelLoadError`` with a message saying what
+is wrong and what to do — never a bare unpickling exception and never a half-usable model.
+Loading unpickles code: only load artifacts you (or your own ``starburst predictor train``)
+wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from starburst.core.errors import StarburstError
+from starburst.predictor.features import FEATURE_SCHEMA_VERSION
+from starburst.predictor.history import HistoryIndex
+from starburst.predictor.model import RuntimeModel
+
+ARTIFACT_FORMAT = "starburst-runtime-model/1"
+
+
+class ModelLoadError(StarburstError):
+    """A model file that cannot be used: missing, corrupt, or made by incompatible code."""
+
+
+@dataclass(slots=True)
+class ModelArtifact:
+    model: RuntimeModel
+    version: str
+    trained_at: str
+    window: tuple[float, float]
+    jobs: int
+    metrics: dict[str, float] = field(default_factory=dict)
+    history: HistoryIndex | None = None
+    schema_version: int = FEATURE_SCHEMA_VERSION
+    sklearn_version: str = ""
+    format: str = ARTIFACT_FORMAT
+
+    def describe(self) -> str:
+        first, last = self.window
+        lines = [
+            f"model version      {self.version}",
+            f"trained at         {self.trained_at}",
+            f"training window    submit {first:.0f}s … {last:.0f}s ({self.jobs} jobs)",
+            f"feature schema     v{self.schema_version} ({len(self.model.encoder.names)} columns)",
+            f"scikit-learn       {self.sklearn_version}",
+            f"band widening      {self.model.widen:+.3f} (log space, conformal)",
+        ]
+        lines += [f"metric {k:<18} {v:.4g}" for k, v in sorted(self.metrics.items())]
+        return "\n".join(lines)
+
+
+def model_version(trained_at: datetime, window: tuple[float, float], jobs: int) -> str:
+    digest = hashlib.sha1(f"{window}|{jobs}|{FEATURE_SCHEMA_VERSION}".encode()).hexdigest()[:8]
+    return f"rt-{trained_at:%Y%m%dT%H%M%SZ}-{digest}"
+
+
+def save_artifact(artifact: ModelArtifact, path: str | Path) -> Path:
+    """Write atomically (temp file + rename), so a crash never leaves a half-written model."""
+    import joblib
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    joblib.dump(artifact, tmp, compress=3)
+    tmp.replace(out)
+    return out
+
+
+def load_artifact(path: str | Path) -> ModelArtifact:
+    """Load and check an artifact; any problem becomes a ``ModelLoadError``."""
+    import joblib
+    import sklearn
+    from sklearn.exceptions import InconsistentVersionWarning
+
+    src = Path(path)
+    if not src.is_file():
+        raise ModelLoadError(f"no model file at {src}; train one with `starburst predictor train`")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", InconsistentVersionWarning)
+            artifact = joblib.load(src)
+    except InconsistentVersionWarning as exc:
+        raise ModelLoadError(
+            f"model file {src} was written by scikit-learn {exc.original_sklearn_version}, this is "
+            f"{sklearn.__version__}; retrain with `starburst predictor train`"
+        ) from None
+    except Exception as exc:  # unpickling can raise almost anything on a damaged file
+        raise ModelLoadError(
+            f"model file {src} is corrupt or not a Starburst model ({type(exc).__name__}: {exc})"
+        ) from None
+    _check(artifact, src, sklearn.__version__)
+    return artifact  # type: ignore[no-any-return]
+
+
+def _check(artifact: object, src: Path, sklearn_version: str) -> None:
+    if not isinstance(artifact, ModelArtifact) or getattr(artifact, "format", None) != (
+        ARTIFACT_FORMAT
+    ):
+        raise ModelLoadError(f"{src} is not a Starburst runtime model ({ARTIFACT_FORMAT})")
+    if artifact.schema_version != FEATURE_SCHEMA_VERSION:
+        raise ModelLoadError(
+            f"model {artifact.version} uses feature schema v{artifact.schema_version}, this "
+            f"Starburst computes v{FEATURE_SCHEMA_VERSION}; retrain with "
+            "`starburst predictor train`"
+        )
+    if artifact.sklearn_version != sklearn_version:
+        raise ModelLoadError(
+            f"model {artifact.version} was trained with scikit-learn "
+            f"{artifact.sklearn_version}, this is {sklearn_version}; retrain"
+        )

@@ -1,0 +1,144 @@
+"""Judging the predictor: a time-ordered split, the model against simple baselines.
+
+Terms:
+- *time-ordered split*: completed jobs sorted by submit time; the first ``train_share`` train,
+  the rest test. Test-time history features see every job (train or test) that finished before
+  the test job was submitted — what the live system would know — and nothing later.
+- *median absolute log-ratio* (MALR): median of |log(predicted / true)|; 0.69 means "typically
+  off by 2×". *Within 2×*: share of jobs with predicted/true in [1/2, 2]. *Coverage*: share of
+  jobs whose true runtime lies in the predicted p10–p90 band (0.8 is ideal).
+- Baselines: *global median* (median runtime of the training jobs; band: their p10–p90),
+  *user's recent median* (median of the user's last k finished jobs, else the global median;
+  band: median ∓ half the p10–p90 spread in log space), and *declared* (the user's own value,
+  on the jobs that have one; no band).
+
+Invariants: every row of one report is computed on the same jobs (the "declared subset" rows
+share the subset), so the numbers compare like with like.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from starburst.core.job import Job
+from starburst.predictor.artifact import ModelArtifact
+from starburst.predictor.estimator import ModelEstimator
+from starburst.predictor.features import declared_runtime
+from starburst.predictor.history import HistoryIndex
+from starburst.predictor.model import TrainParams, completed
+from starburst.predictor.training import train_artifact
+
+LN2 = math.log(2.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorRow:
+    name: str
+    jobs: int
+    median_abs_log_ratio: float
+    within_2x: float
+    coverage: float | None
+
+
+def error_row(name: str, truth: np.ndarray, value: np.ndarray,
+              low: np.ndarray | None = None, high: np.ndarray | None = None) -> ErrorRow:
+    if len(truth) == 0:
+        return ErrorRow(name, 0, math.nan, math.nan, None)
+    ratio = np.abs(np.log(value / truth))
+    coverage = None
+    if low is not None and high is not None:
+        coverage = float(np.mean((low <= truth) & (truth <= high)))
+    return ErrorRow(name, len(truth), float(np.median(ratio)), float(np.mean(ratio <= LN2)),
+                    coverage)
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    train_jobs: int
+    test_jobs: int
+    artifact: ModelArtifact
+    rows: list[ErrorRow]
+    declared_rows: list[ErrorRow]
+
+    @property
+    def model(self) -> ErrorRow:
+        return self.rows[0]
+
+    @property
+    def best_baseline(self) -> ErrorRow:
+        return min(self.rows[1:], key=lambda r: r.median_abs_log_ratio)
+
+    @property
+    def improvement(self) -> float:
+        """1 − model MALR / best baseline MALR (0.25 = a quarter lower)."""
+        return 1.0 - self.model.median_abs_log_ratio / self.best_baseline.median_abs_log_ratio
+
+
+def time_split(jobs: Sequence[Job], train_share: float) -> tuple[list[Job], list[Job]]:
+    """Completed jobs in submit order, cut at ``train_share``."""
+    if not 0.0 < train_share < 1.0:
+        raise ValueError(f"train share must be in (0, 1), got {train_share}")
+    done = completed(jobs)
+    cut = int(len(done) * train_share)
+    return done[:cut], done[cut:]
+
+
+def evaluate(jobs: Sequence[Job], train_share: float = 0.7, params: TrainParams | None = None,
+             artifact: ModelArtifact | None = None) -> Evaluation:
+    """Train on the past part of ``jobs`` (unless ``artifact`` is given), score the rest."""
+    train, test = time_split(jobs, train_share)
+    artifact = artifact or train_artifact(train, params, keep_history=False)
+    history = HistoryIndex(train + test)
+    pred = ModelEstimator(artifact, history).predict(test)
+    truth = np.array([j.runtime for j in test], dtype=float)
+    train_logs = np.log(np.array([j.runtime for j in train], dtype=float))
+    g_mid, g_low, g_high = (float(np.exp(np.percentile(train_logs, q))) for q in (50, 10, 90))
+    users = history.users(test)
+    seen = users.count > 0
+    u_mid = np.where(seen, np.exp(users.median), g_mid)
+    u_low = np.where(seen, np.exp(users.median - users.spread / 2), g_low)
+    u_high = np.where(seen, np.exp(users.median + users.spread / 2), g_high)
+    n = len(test)
+    glob = (np.full(n, g_mid), np.full(n, g_low), np.full(n, g_high))
+    rows = [
+        error_row("model (p50, p10–p90)", truth, pred.value, pred.low, pred.high),
+        error_row("global median", truth, *glob),
+        error_row("user's recent median", truth, u_mid, u_low, u_high),
+    ]
+    declared = np.array([declared_runtime(j) or math.nan for j in test], dtype=float)
+    has = ~np.isnan(declared)
+    declared_rows = [
+        error_row("model", truth[has], pred.value[has], pred.low[has], pred.high[has]),
+        error_row("user's recent median", truth[has], u_mid[has], u_low[has], u_high[has]),
+        error_row("declared by user", truth[has], declared[has]),
+    ]
+    return Evaluation(len(train), len(test), artifact, rows, declared_rows)
+
+
+def format_rows(rows: Sequence[ErrorRow]) -> list[str]:
+    lines = [f"  {'predictor':<24} {'jobs':>7} {'MALR':>7} {'within 2x':>10} {'p10-p90 cov':>12}"]
+    for r in rows:
+        cov = f"{r.coverage:.3f}" if r.coverage is not None else "—"
+        lines.append(f"  {r.name:<24} {r.jobs:>7} {r.median_abs_log_ratio:>7.3f} "
+                     f"{r.within_2x:>10.3f} {cov:>12}")
+    return lines
+
+
+def format_evaluation(ev: Evaluation) -> str:
+    best = ev.best_baseline
+    lines = [
+        f"time-ordered split: train {ev.train_jobs} jobs (model {ev.artifact.version}), "
+        f"test {ev.test_jobs} jobs",
+        "MALR = median |log(predicted / true)|, lower is better",
+        *format_rows(ev.rows),
+        f"model MALR is {ev.improvement:.1%} lower than the best baseline ({best.name})",
+    ]
+    if ev.declared_rows and ev.declared_rows[0].jobs:
+        lines += ["jobs with a user-declared runtime:", *format_rows(ev.declared_rows)]
+    else:
+        lines.append("no test job has a user-declared runtime")
+    return "\n".join(lines)

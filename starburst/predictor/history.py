@@ -1,0 +1,180 @@
+"""Leak-free runtime history: what a user (or a job family) ran before a given instant.
+
+Terms:
+- *finish time* of a completed job: ``extra["finish_time"]`` when the record has one (the
+  store's jobs do), else ``submit_time + runtime`` (a trace records no queueing delay).
+- *key*: what history is grouped by — the user, or the user's *job family* (``user|name`` with
+  digit runs folded to ``#``, so ``bert-ft-017`` and ``bert-ft-018`` share a family).
+- *window*: the last ``window`` finished jobs of a key (median and spread are taken over it).
+
+Invariant (leak-freedom): a look-up at time t sees only jobs whose finish time is strictly
+before t. Times are compared in whole milliseconds, finish rounded up and t rounded down, so
+rounding can only hide a job, never reveal one early. Look-ups are vectorised: one
+``searchsorted`` over (key, finish) pairs packed into int64, no per-job Python loop beyond
+mapping key strings to ids.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from starburst.core.job import Job
+
+_SHIFT = np.int64(41)  # 2**41 ms ≈ 69 years of trace time per key
+_MAX_MS = (1 << 41) - 1
+_DIGITS = re.compile(r"\d+")
+DEFAULT_WINDOW = 10
+
+
+def family_key(user: str | None, name: str | None) -> str | None:
+    """The user's job family: their job name with digit runs folded (``None`` without a user)."""
+    if user is None:
+        return None
+    return f"{user}|{_fold(name or '')}"
+
+
+@lru_cache(maxsize=1 << 16)
+def _fold(name: str) -> str:
+    return _DIGITS.sub("#", name)
+
+
+def finish_time(job: Job) -> float:
+    """When the job's runtime became known (never before submit + runtime)."""
+    earliest = job.submit_time + float(job.runtime or 0.0)
+    raw = job.extra.get("finish_time")
+    if raw:
+        try:
+            return max(float(raw), earliest)
+        except ValueError:
+            pass  # an unreadable record time: the trace rule is the safe lower bound
+    return earliest
+
+
+@dataclass(frozen=True, slots=True)
+class KeyStats:
+    """History of one key per query row; NaN where the key had no finished job yet."""
+
+    count: np.ndarray
+    median: np.ndarray
+    last: np.ndarray
+    mean: np.ndarray
+    spread: np.ndarray
+
+
+class KeyedHistory:
+    """Log runtimes grouped by key and ordered by finish time, with rolling statistics."""
+
+    def __init__(self, keys: Sequence[str | None], finish: np.ndarray, log_runtime: np.ndarray,
+                 window: int = DEFAULT_WINDOW) -> None:
+        keep = np.array([k is not None for k in keys], dtype=bool)
+        kept = [k for k in keys if k is not None]
+        self._ids: dict[str, int] = {}
+        ids = np.fromiter((self._ids.setdefault(k, len(self._ids)) for k in kept),
+                          dtype=np.int64, count=len(kept))
+        finish = np.asarray(finish, dtype=float)[keep]
+        values = np.asarray(log_runtime, dtype=float)[keep]
+        self.origin = float(finish.min()) if len(finish) else 0.0
+        ms = np.clip(np.ceil((finish - self.origin) * 1000.0), 0, _MAX_MS).astype(np.int64)
+        order = np.lexsort((ms, ids))
+        ids, ms, values = ids[order], ms[order], values[order]
+        self._packed = (ids << _SHIFT) | ms
+        self._start = np.searchsorted(ids, np.arange(len(self._ids)), side="left")
+        seg = self._start[ids] if len(ids) else np.zeros(0, dtype=np.int64)
+        self._values = values
+        self._median, self._spread = _rolling_median_spread(values, seg, window)
+        sums = np.concatenate(([0.0], np.cumsum(values)))
+        self._mean = (sums[1:] - sums[seg]) / (np.arange(len(values)) - seg + 1)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def lookup(self, keys: Sequence[str | None], at: np.ndarray) -> KeyStats:
+        """Statistics of each key over jobs finished strictly before ``at`` (seconds)."""
+        get = self._ids.get
+        ids = np.array([get(k, -1) for k in keys], dtype=np.int64)  # type: ignore[arg-type]
+        known = ids >= 0
+        q_ms = np.clip(np.floor((np.asarray(at, dtype=float) - self.origin) * 1000.0), 0, _MAX_MS)
+        safe = np.where(known, ids, 0)
+        pos = np.searchsorted(self._packed, (safe << _SHIFT) | q_ms.astype(np.int64), "left")
+        start = self._start[safe] if len(self._start) else np.zeros(len(ids), dtype=np.int64)
+        count = np.where(known, pos - start, 0)
+        has = count > 0
+        idx = np.where(has, pos - 1, 0)
+
+        def pick(arr: np.ndarray) -> np.ndarray:
+            if not len(arr):
+                return np.full(len(ids), np.nan)
+            return np.where(has, arr[idx], np.nan)
+
+        return KeyStats(count.astype(float), pick(self._median), pick(self._values),
+                        pick(self._mean), pick(self._spread))
+
+
+def _rolling_median_spread(values: np.ndarray, seg: np.ndarray, window: int
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """Median and p90−p10 spread of each element's last ``window`` values within its key."""
+    n = len(values)
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    back = np.arange(n)[:, None] - np.arange(window)[None, :]
+    valid = back >= seg[:, None]
+    block = np.sort(np.where(valid, values[np.clip(back, 0, None)], np.inf), axis=1)
+    last = valid.sum(axis=1) - 1  # index of the largest valid value; ≥ 0 (a row sees itself)
+
+    def quantile(q: float) -> np.ndarray:
+        pos = last * q
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.ceil(pos).astype(np.int64)
+        a = np.take_along_axis(block, lo[:, None], axis=1)[:, 0]
+        b = np.take_along_axis(block, hi[:, None], axis=1)[:, 0]
+        out: np.ndarray = a + (b - a) * (pos - lo)
+        return out
+
+    return quantile(0.5), quantile(0.9) - quantile(0.1)
+
+
+class HistoryIndex:
+    """Completed jobs, indexed by user, job family and globally, for leak-free look-ups.
+
+    Build it from completed jobs (each with a ``runtime``); jobs without a runtime are ignored.
+    """
+
+    def __init__(self, jobs: Sequence[Job], window: int = DEFAULT_WINDOW) -> None:
+        done = [j for j in jobs if j.runtime is not None and j.runtime > 0]
+        finish = np.fromiter((finish_time(j) for j in done), dtype=float, count=len(done))
+        logr = np.log(np.fromiter((float(j.runtime or 1.0) for j in done), dtype=float,
+                                  count=len(done)))
+        self.window = window
+        self.jobs = len(done)
+        self.user = KeyedHistory([j.user for j in done], finish, logr, window)
+        self.family = KeyedHistory([family_key(j.user, j.name) for j in done], finish, logr,
+                                   window)
+        self.everyone = KeyedHistory(["*"] * len(done), finish, logr, 3 * window)
+        self.global_median: float | None = None
+        self.global_low: float | None = None
+        self.global_high: float | None = None
+        if len(logr):
+            low, mid, high = np.exp(np.percentile(logr, [10, 50, 90]))
+            self.global_low, self.global_median, self.global_high = (
+                float(low), float(mid), float(high))
+
+    def users(self, jobs: Sequence[Job], at: np.ndarray | None = None) -> KeyStats:
+        at = submit_times(jobs) if at is None else at
+        return self.user.lookup([j.user for j in jobs], at)
+
+    def families(self, jobs: Sequence[Job], at: np.ndarray | None = None) -> KeyStats:
+        at = submit_times(jobs) if at is None else at
+        return self.family.lookup([family_key(j.user, j.name) for j in jobs], at)
+
+    def recent(self, jobs: Sequence[Job], at: np.ndarray | None = None) -> KeyStats:
+        at = submit_times(jobs) if at is None else at
+        return self.everyone.lookup(["*"] * len(jobs), at)
+
+
+def submit_times(jobs: Sequence[Job]) -> np.ndarray:
+    return np.fromiter((j.submit_time for j in jobs), dtype=float, count=len(jobs))
