@@ -9,7 +9,8 @@ the Pods bound to it and not finished cover the Pod's requests (cpu, memory,
 ``nvidia.com/gpu``, ...; a container's limit stands in for a missing request, as in
 Kubernetes). Nodes are tried in name order; the first eligible one wins.
 
-Invariants: usage per node is kept incrementally from pod changes (no rescans); a Pod that
+Invariants: usage per node is kept incrementally from each pod's stored state (no rescans;
+a pod bound earlier in the same pass counts at once); a Pod that
 fits nowhere stays Pending with condition ``PodScheduled=False, reason Unschedulable`` and is
 retried whenever a Pod finishes or goes away or a Node changes; binding sets only
 ``spec.nodeName`` and the ``PodScheduled`` condition.
@@ -113,6 +114,7 @@ class Scheduler:
         self.store = store
         self.usage: dict[str, Requests] = defaultdict(lambda: defaultdict(Decimal))
         self.pending: dict[tuple[str, str], None] = {}
+        self.held: dict[tuple[str, str], tuple[str, Requests]] = {}
 
     def observe(self, change: Change) -> None:
         if change.rt is PODS:
@@ -135,11 +137,21 @@ class Scheduler:
                 and (pod.get("status") or {}).get("phase", "Pending") == "Pending")
 
     def _account(self, change: Change) -> None:
-        for pod, sign in ((change.old, -1), (change.obj if change.type != "DELETED" else None, 1)):
-            if pod is not None and _holds_room(pod):
-                used = self.usage[pod["spec"]["nodeName"]]
-                for name, amount in pod_requests(pod).items():
-                    used[name] += sign * amount
+        meta = change.obj["metadata"]
+        self._hold(meta["namespace"], meta["name"])
+
+    def _hold(self, ns: str, name: str) -> None:
+        """Bring the usage of one pod in line with its stored state (idempotent)."""
+        pod = self.store.find(PODS, ns, name)
+        held = self.held.pop((ns, name), None)
+        if held is not None:
+            for resource, amount in held[1].items():
+                self.usage[held[0]][resource] -= amount
+        if pod is not None and _holds_room(pod):
+            wanted = pod_requests(pod)
+            self.held[(ns, name)] = (pod["spec"]["nodeName"], wanted)
+            for resource, amount in wanted.items():
+                self.usage[pod["spec"]["nodeName"]][resource] += amount
 
     def schedule(self) -> None:
         if not self.pending:
@@ -194,6 +206,7 @@ class Scheduler:
 
         meta = pod["metadata"]
         self.store.mutate(PODS, meta["namespace"], meta["name"], bind, "binding", validate=False)
+        self._hold(meta["namespace"], meta["name"])  # later pods in this pass must see it
 
     def _mark_unschedulable(self, pod: Obj, nodes: int) -> None:
         conditions = (pod.get("status") or {}).get("conditions") or []
