@@ -20,16 +20,16 @@ import sqlalchemy as sa
 
 from starburst.core.errors import ConfigError
 
-from .base import StoreBase
+from .base import StoreBase, new_id
 from .convert import from_micros, maybe_time, to_epoch, to_micros, to_time
 from .engine import run
-from .models import ApiTokenRow, TeamBudgetRow, TeamRow, UserRow
+from .models import ApiTokenRow, TeamBudgetRow, TeamRow, UserRow, table
 from .records import IssuedToken, Principal, Role, TeamBudget, User
 
-TEAMS = TeamRow.__table__
-USERS = UserRow.__table__
-TOKENS = ApiTokenRow.__table__
-BUDGETS = TeamBudgetRow.__table__
+TEAMS = table(TeamRow)
+USERS = table(UserRow)
+TOKENS = table(ApiTokenRow)
+BUDGETS = table(TeamBudgetRow)
 TOKEN_PREFIX = "sb_"
 
 
@@ -84,12 +84,12 @@ class AccountsStore(StoreBase):
         def write(conn: sa.Connection) -> IssuedToken:
             if conn.execute(sa.select(USERS.c.name).where(USERS.c.name == user)).first() is None:
                 raise ConfigError(f"no user {user!r}: create the user first")
-            token_id = conn.execute(sa.insert(TOKENS).values(
+            token_id = new_id(conn.execute(sa.insert(TOKENS).values(
                 user_name=user, token_hash=hash_secret(secret), prefix=secret[:10],
                 role=Role(role).value, label=label, created_at=now,
                 expires_at=maybe_time(expires_at), revoked_at=None, last_used_at=None,
-            )).inserted_primary_key[0]
-            return IssuedToken(int(token_id), secret, user, Role(role))
+            )))
+            return IssuedToken(token_id, secret, user, Role(role))
 
         return run(self._engine, write)
 
@@ -130,8 +130,8 @@ class AccountsStore(StoreBase):
         if monthly_limit < 0:
             raise ConfigError(f"budget of team {team!r} cannot be negative")
         now = to_time(self._now(at))
-        values = {"monthly_limit_micros": to_micros(monthly_limit), "currency": currency,
-                  "updated_at": now}
+        micros = to_micros(monthly_limit)
+        values = {"monthly_limit_micros": micros, "currency": currency, "updated_at": now}
 
         def write(conn: sa.Connection) -> TeamBudget:
             self._upsert_team(conn, team, now)
@@ -139,7 +139,7 @@ class AccountsStore(StoreBase):
                 self._insert(BUDGETS).values(team_name=team, **values)
                 .on_conflict_do_update(index_elements=["team_name"], set_=values)
             )
-            return TeamBudget(team, from_micros(values["monthly_limit_micros"]), currency)
+            return TeamBudget(team, from_micros(micros), currency)
 
         return run(self._engine, write)
 

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
-from .models import LeaderTermRow
+from .models import LeaderTermRow, table
 from .records import StaleLeader
 
 T = TypeVar("T")
@@ -77,13 +77,21 @@ class StoreBase:
     def _check_fence(self, conn: sa.Connection, token: int | None) -> None:
         if token is None:
             return
-        terms = LeaderTermRow.__table__
+        terms = table(LeaderTermRow)
         query = sa.select(terms.c.token).where(terms.c.name == self.leader_name)
         if self.is_postgres:
             query = query.with_for_update(read=True)
         current = conn.execute(query).scalar()
         if current != token:
             raise StaleLeader(self.leader_name, token, int(current or 0))
+
+
+def new_id(result: sa.CursorResult[Any]) -> int:
+    """The primary key an ``INSERT`` of one row generated."""
+    key = result.inserted_primary_key
+    if key is None:
+        raise RuntimeError("the INSERT generated no primary key")
+    return int(key[0])
 
 
 def in_chunks(column: sa.ColumnElement[Any], values: Iterable[Any]) -> list[sa.ColumnElement[bool]]:

@@ -69,7 +69,7 @@ def spec_columns(spec: JobSpec) -> dict[str, Any]:
     }
 
 
-def to_job(row: Mapping[str, Any]) -> Job:
+def to_job(row: Mapping[Any, Any]) -> Job:
     """The core job of a ``jobs`` row; its estimate is the prediction, else the declaration."""
     estimate = row["predicted_runtime"]
     return Job(
@@ -82,7 +82,7 @@ def to_job(row: Mapping[str, Any]) -> Job:
     )
 
 
-def to_stored_job(row: Mapping[str, Any]) -> StoredJob:
+def to_stored_job(row: Mapping[Any, Any]) -> StoredJob:
     return StoredJob(
         job=to_job(row), state=JobState(row["state"]), version=row["version"],
         queued_at=to_epoch(row["queued_at"]), idempotency_key=row["idempotency_key"],
@@ -93,14 +93,14 @@ def to_stored_job(row: Mapping[str, Any]) -> StoredJob:
     )
 
 
-def to_history(row: Mapping[str, Any]) -> HistoryJob:
+def to_history(row: Mapping[Any, Any]) -> HistoryJob:
     return HistoryJob(
         job=to_job(row), state=JobState(row["state"]), ran_on=row["ran_on"],
         started_at=to_epoch(row["started_at"]), ended_at=to_epoch(row["ended_at"]),
     )
 
 
-def to_event(row: Mapping[str, Any]) -> JobEvent:
+def to_event(row: Mapping[Any, Any]) -> JobEvent:
     return JobEvent(
         job_id=row["job_id"], at=to_epoch(row["at"]),
         from_state=JobState(row["from_state"]) if row["from_state"] else None,
@@ -122,7 +122,7 @@ def launch_columns(launch: CloudLaunch) -> dict[str, Any]:
     }
 
 
-def to_launch(row: Mapping[str, Any]) -> CloudLaunch:
+def to_launch(row: Mapping[Any, Any]) -> CloudLaunch:
     return CloudLaunch(
         id=row["id"], job_id=row["job_id"], name=row["name"], provider=row["provider"],
         region=row["region"], instance_type=row["instance_type"],
@@ -134,7 +134,7 @@ def to_launch(row: Mapping[str, Any]) -> CloudLaunch:
     )
 
 
-def to_model_version(row: Mapping[str, Any]) -> ModelVersion:
+def to_model_version(row: Mapping[Any, Any]) -> ModelVersion:
     return ModelVersion(
         id=row["id"], name=row["name"], version=row["version"], active=row["active"],
         trained_on=row["trained_on"], created_at=to_epoch(row["created_at"]),
@@ -142,7 +142,7 @@ def to_model_version(row: Mapping[str, Any]) -> ModelVersion:
     )
 
 
-def to_prediction(row: Mapping[str, Any]) -> Prediction:
+def to_prediction(row: Mapping[Any, Any]) -> Prediction:
     return Prediction(
         job_id=row["job_id"], value=row["value"], low=row["low"], high=row["high"],
         source=row["source"], created_at=to_epoch(row["created_at"]),

@@ -29,7 +29,7 @@ from starburst.core.lifecycle import JobState, check_transition
 from .base import StoreBase, chunks, in_chunks
 from .convert import spec_columns, to_epoch, to_event, to_stored_job, to_time
 from .engine import run
-from .models import JobEventRow, JobRow, TeamRow, UserRow
+from .models import JobEventRow, JobRow, TeamRow, UserRow, table
 from .records import (
     DuplicateJob,
     JobEvent,
@@ -41,8 +41,8 @@ from .records import (
     Submission,
 )
 
-JOBS = JobRow.__table__
-EVENTS = JobEventRow.__table__
+JOBS = table(JobRow)
+EVENTS = table(JobEventRow)
 _STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
 
 
@@ -162,13 +162,13 @@ class JobsStore(StoreBase):
         users = sorted({(s.user, s.team) for s in specs if s.user}, key=lambda p: p[0] or "")
         if teams:
             conn.execute(
-                self._insert(TeamRow.__table__).on_conflict_do_nothing(),
+                self._insert(table(TeamRow)).on_conflict_do_nothing(),
                 [{"name": t, "created_at": now} for t in teams],
             )
         if users:
             first = dict(reversed(users))  # one row per user name
             conn.execute(
-                self._insert(UserRow.__table__).on_conflict_do_nothing(),
+                self._insert(table(UserRow)).on_conflict_do_nothing(),
                 [{"name": u, "team_name": t, "email": None, "created_at": now}
                  for u, t in first.items()],
             )

@@ -20,6 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import socket
@@ -35,9 +36,10 @@ from sqlalchemy.engine import Engine
 from starburst.core.errors import TransientError
 
 from .engine import translate_errors
-from .models import LeaderTermRow
+from .models import LeaderTermRow, table
 
-TERMS = LeaderTermRow.__table__
+TERMS = table(LeaderTermRow)
+_LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL: lock_timeout expired
 
 
 class LeaderLockBusy(TransientError):
@@ -78,8 +80,8 @@ def _next_token(conn: sa.Connection, name: str, holder: str) -> int:
     now = datetime.now(UTC)
     insert = (postgresql.insert(TERMS) if conn.dialect.name == "postgresql"
               else sqlite.insert(TERMS))
-    statement = insert.values(name=name, token=1, holder=holder, acquired_at=now)
-    statement = statement.on_conflict_do_update(
+    statement = insert.values(name=name, token=1, holder=holder, acquired_at=now) \
+        .on_conflict_do_update(
         index_elements=["name"],
         set_={"token": TERMS.c.token + 1, "holder": holder, "acquired_at": now},
     ).returning(TERMS.c.token)
@@ -127,16 +129,19 @@ class PostgresLeaderLock:
             return self._token
         conn = self._open()
         wait = "0" if timeout is None else f"{max(1, int(timeout * 1000))}ms"
-        try:
-            with translate_errors(self._engine):
-                conn.exec_driver_sql(f"SET lock_timeout = '{wait}'")
+        with translate_errors(self._engine):
+            conn.exec_driver_sql(f"SET lock_timeout = '{wait}'")
+            try:
                 conn.execute(sa.select(sa.func.pg_advisory_lock(self._key)))
-                conn.exec_driver_sql("SET lock_timeout = 0")
-        except sa.exc.OperationalError:
-            conn.close()
-            raise LeaderLockBusy(f"leader lock {self.name!r} is held by another replica") \
-                from None
-        return self._won(conn)
+            except sa.exc.OperationalError as exc:
+                conn.close()
+                if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+                    raise
+                raise LeaderLockBusy(
+                    f"leader lock {self.name!r} is held by another replica"
+                ) from None
+            conn.exec_driver_sql("SET lock_timeout = 0")
+            return self._won(conn)
 
     def _won(self, conn: sa.Connection) -> int:
         self._conn = conn
@@ -161,10 +166,8 @@ class PostgresLeaderLock:
 
     def release(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(sa.exc.DBAPIError):  # a dead session took the lock along
                 self._conn.execute(sa.select(sa.func.pg_advisory_unlock(self._key)))
-            except sa.exc.DBAPIError:
-                pass  # the session is gone, and with it the lock
         self._drop()
 
     def _drop(self) -> None:

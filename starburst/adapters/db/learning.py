@@ -18,15 +18,15 @@ import sqlalchemy as sa
 
 from starburst.core.lifecycle import JobState
 
-from .base import StoreBase, chunks
+from .base import StoreBase, chunks, new_id
 from .convert import to_history, to_model_version, to_prediction, to_time
 from .engine import run
-from .models import JobRow, ModelVersionRow, PredictionRow
+from .models import JobRow, ModelVersionRow, PredictionRow, table
 from .records import HistoryJob, JobNotFound, ModelVersion, Prediction
 
-JOBS = JobRow.__table__
-PREDICTIONS = PredictionRow.__table__
-MODELS = ModelVersionRow.__table__
+JOBS = table(JobRow)
+PREDICTIONS = table(PredictionRow)
+MODELS = table(ModelVersionRow)
 
 
 class LearningStore(StoreBase):
@@ -92,12 +92,12 @@ class LearningStore(StoreBase):
         def write(conn: sa.Connection) -> ModelVersion:
             if activate:
                 conn.execute(sa.update(MODELS).where(MODELS.c.name == name).values(active=False))
-            new_id = conn.execute(sa.insert(MODELS).values(
+            model_id = new_id(conn.execute(sa.insert(MODELS).values(
                 name=name, version=version, artifact_uri=artifact_uri,
                 metrics=dict(metrics or {}), trained_on=trained_on, active=activate,
                 created_at=now,
-            )).inserted_primary_key[0]
-            row = conn.execute(sa.select(MODELS).where(MODELS.c.id == new_id)).mappings().one()
+            )))
+            row = conn.execute(sa.select(MODELS).where(MODELS.c.id == model_id)).mappings().one()
             return to_model_version(row)
 
         return run(self._engine, write)

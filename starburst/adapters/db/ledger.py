@@ -12,7 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from starburst.core.capacity import Part, Placement
 from starburst.core.errors import ConfigError
 
-from .base import StoreBase, chunks, in_chunks
+from .base import StoreBase, T, chunks, in_chunks, new_id
 from .convert import (
     from_micros,
     launch_columns,
@@ -31,13 +31,13 @@ from .convert import (
     to_time,
 )
 from .engine import run
-from .models import CloudLaunchRow, CostEntryRow, JobRow, PlacementRow
+from .models import CloudLaunchRow, CostEntryRow, JobRow, PlacementRow, table
 from .records import CloudLaunch, CostEntry, CostTotal, JobNotFound
 
-PLACEMENTS = PlacementRow.__table__
-LAUNCHES = CloudLaunchRow.__table__
-COSTS = CostEntryRow.__table__
-JOBS = JobRow.__table__
+PLACEMENTS = table(PlacementRow)
+LAUNCHES = table(CloudLaunchRow)
+COSTS = table(CostEntryRow)
+JOBS = table(JobRow)
 
 #: Grouping keys a cost report understands.
 REPORT_KEYS = ("user", "team", "cloud", "day", "month")
@@ -97,8 +97,8 @@ class LedgerStore(StoreBase):
         def write(conn: sa.Connection) -> CloudLaunch:
             self._check_fence(conn, fencing_token)
             values = {**launch_columns(launch), "fencing_token": fencing_token}
-            new_id = conn.execute(sa.insert(LAUNCHES).values(**values)).inserted_primary_key
-            row = conn.execute(sa.select(LAUNCHES).where(LAUNCHES.c.id == new_id[0]))
+            launch_id = new_id(conn.execute(sa.insert(LAUNCHES).values(**values)))
+            row = conn.execute(sa.select(LAUNCHES).where(LAUNCHES.c.id == launch_id))
             return to_launch(row.mappings().one())
 
         return run(self._engine, self._fk_guard(launch.job_id, write))
@@ -202,10 +202,13 @@ class LedgerStore(StoreBase):
             return sa.func.date_trunc(key, utc)
         return sa.func.strftime(_FORMATS[key], COSTS.c.period_start)
 
-    def _fk_guard(self, job_id: str, work: Any) -> Any:
-        """Turn a foreign-key failure on ``job_id`` into ``JobNotFound``."""
+    def _fk_guard(
+        self, job_id: str, work: Callable[[sa.Connection], T]
+    ) -> Callable[[sa.Connection], T]:
+        """Check the job exists first, so a missing one is ``JobNotFound``, not a
+        foreign-key error."""
 
-        def guarded(conn: sa.Connection) -> Any:
+        def guarded(conn: sa.Connection) -> T:
             exists = conn.execute(sa.select(JOBS.c.id).where(JOBS.c.id == job_id)).first()
             if exists is None:
                 raise JobNotFound(job_id)

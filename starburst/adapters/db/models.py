@@ -29,7 +29,7 @@ Times are timezone-aware UTC ``DateTime`` columns (stored naive-UTC on SQLite).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -43,6 +43,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -68,6 +69,11 @@ _STATES = ", ".join(f"'{s.value}'" for s in JobState)
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+
+
+def table(model: type[Base]) -> Table:
+    """The Core table of a model, for bulk statements that bypass the ORM unit of work."""
+    return cast(Table, model.__table__)
 
 
 class TeamRow(Base):

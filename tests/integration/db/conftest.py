@@ -17,8 +17,13 @@ _ROOT = Path(__file__).resolve().parents[3]
 if str(_ROOT) not in sys.path:  # `pytest` run without `python -m`
     sys.path.insert(0, str(_ROOT))
 
+from tests.support import postgres as _postgres  # noqa: E402
 from tests.support.databases import ManualClock, MigratedTemplates  # noqa: E402
-from tests.support.postgres import drop_database, postgres_url  # noqa: E402, F401
+
+drop_database = _postgres.drop_database
+# Fixtures shared through tests/support/postgres.py (re-exported so pytest finds them here).
+postgres_url = _postgres.postgres_url
+postgres_database = _postgres.postgres_database
 
 pytest.importorskip("sqlalchemy")
 
@@ -75,3 +80,15 @@ def store(engine, clock: ManualClock):  # type: ignore[no-untyped-def]
     from starburst.adapters.db.store import SqlStore
 
     return SqlStore(engine, clock=clock)
+
+
+@pytest.fixture
+def pg_db_url(
+    postgres_url: str, postgres_template: str, migrated_templates: MigratedTemplates
+) -> Iterator[str]:
+    """A freshly migrated PostgreSQL database (for PostgreSQL-only behaviour)."""
+    url = migrated_templates.postgres_url(postgres_url, postgres_template)
+    try:
+        yield url
+    finally:
+        drop_database(url)
