@@ -1,0 +1,334 @@
+"""``KubernetesCluster``: the core's ``Cluster`` port on a Kubernetes cluster.
+
+Three informers keep local caches current (``informer.py``): the labelled Jobs (all
+namespaces, or one), the Nodes, and the unfinished Pods (field selector
+``status.phase!=Succeeded,status.phase!=Failed``). Everything the scheduling pass asks —
+``snapshot``, ``submissions``, ``ended`` — reads those caches under one lock: a pass never
+lists the cluster and never waits on the network. Only ``start``, ``burst``, ``cancel`` and
+``note_waiting`` write (one patch each, plus a best-effort Event).
+
+Free capacity = node allocatable − requests of bound, unfinished Pods, except that a Job
+Starburst started is counted by its *placement* (the ``starburst.io/placement`` annotation)
+rather than its Pods, so the GPUs are taken from the moment of the patch, before its Pods
+even exist, and never twice. Unschedulable nodes (cordoned, NotReady, tainted) stay in the
+snapshot but outside the capacity index.
+
+Invariants: ``start`` is idempotent — a Job that is running, was started by anyone (not
+suspended), burst or cancelled is never patched again, and the start patch carries the
+resourceVersion it was decided on, so two racing controllers cannot both start it; each
+Job's end is reported once per process (at-least-once across restarts: a Job that finished
+while the controller was down is reported after the first sync); a Job deleted while running
+ends as failed ("deleted").
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from starburst.adapters.kubernetes import conversion as conv
+from starburst.adapters.kubernetes.informer import Informer, Obj
+from starburst.adapters.kubernetes.retry import Backoff, status_of, translate
+from starburst.core.capacity import CapacityIndex, Node, Part, Placement
+from starburst.core.errors import PermanentError, TransientError
+from starburst.core.job import Job
+from starburst.core.ports import Clock, ClusterSnapshot, JobEnded, RunningJob
+
+log = logging.getLogger(__name__)
+UNFINISHED = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How the adapter meets the cluster. ``namespace`` None watches Jobs in all namespaces."""
+
+    namespace: str | None = None
+    conventions: conv.Conventions = field(default_factory=conv.Conventions)
+    watch_timeout: int = 60
+    page_size: int = 500
+    backoff: Backoff = field(default_factory=Backoff)
+
+
+@dataclass(slots=True)
+class _Started:
+    job: Job
+    parts: list[tuple[str, int]]
+    started_at: float
+    uid: str
+
+
+class KubernetesCluster:
+    def __init__(self, api_client: Any, clock: Clock, settings: Settings | None = None) -> None:
+        from kubernetes import client
+
+        self.settings = settings or Settings()
+        self._clock = clock
+        self._batch = client.BatchV1Api(api_client)
+        self._core = client.CoreV1Api(api_client)
+        self._lock = threading.RLock()
+        self._jobs: dict[str, Obj] = {}
+        self._offered: set[str] = set()
+        self._submissions: list[Job] = []
+        self._running: dict[str, _Started] = {}
+        self._ended: list[JobEnded] = []
+        self._reported: set[str] = set()
+        self._nodes: dict[str, Node] = {}
+        self._pods: dict[tuple[str, str], tuple[str, float, float, float, str]] = {}
+        s = self.settings
+        jobs = (self._batch.list_job_for_all_namespaces if s.namespace is None else
+                _bound(self._batch.list_namespaced_job, s.namespace))
+        common: dict[str, Any] = {"page_size": s.page_size, "watch_timeout": s.watch_timeout,
+                  "backoff": s.backoff}
+        self.informers = (
+            Informer("nodes", self._core.list_node, self._on_node, **common),
+            Informer("pods", self._core.list_pod_for_all_namespaces, self._on_pod,
+                     field_selector=UNFINISHED, **common),
+            Informer("jobs", jobs, self._on_job, label_selector=conv.QUEUE_LABEL, **common),
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start_watching(self) -> KubernetesCluster:
+        for informer in self.informers:
+            informer.start()
+        return self
+
+    def wait_synced(self, timeout: float = 30.0) -> bool:
+        return all(i.synced.wait(timeout) for i in self.informers)
+
+    def close(self) -> None:
+        for informer in self.informers:
+            informer.stop()
+
+    # -- watch handlers (informer threads) -------------------------------------------------
+    def _on_node(self, kind: str, obj: Obj, old: Obj | None) -> None:
+        with self._lock:
+            name = obj["metadata"]["name"]
+            if kind == "DELETED":
+                self._nodes.pop(name, None)
+            else:
+                self._nodes[name] = conv.node_from_k8s(obj, self.settings.conventions)
+
+    def _on_pod(self, kind: str, obj: Obj, old: Obj | None) -> None:
+        key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        usage = None if kind == "DELETED" else conv.pod_usage(obj)
+        with self._lock:
+            if usage is None:
+                self._pods.pop(key, None)
+            else:
+                labels = obj["metadata"].get("labels") or {}
+                owner = labels.get("batch.kubernetes.io/controller-uid") or labels.get(
+                    "controller-uid", "")
+                self._pods[key] = (*usage, owner)
+
+    def _on_job(self, kind: str, obj: Obj, old: Obj | None) -> None:
+        jid = conv.job_id(obj)
+        with self._lock:
+            known = self._jobs.get(jid)
+            if known is not None and kind != "DELETED" and _older(obj, known):
+                return  # our own patch's answer already told us more
+            if kind == "DELETED":
+                self._jobs.pop(jid, None)
+                if self._running.pop(jid, None) is not None:
+                    self._report(JobEnded(jid, self._clock.now(), False, "deleted"))
+                return
+            self._jobs[jid] = obj
+            self._classify(jid, obj)
+
+    def _classify(self, jid: str, obj: Obj) -> None:
+        state, ended = conv.job_state(obj), conv.finished(obj)
+        if ended is not None and state == "running":
+            self._running.pop(jid, None)
+            self._report(JobEnded(jid, ended[1], ended[0], ended[2]))
+        elif state == "queued" and jid not in self._offered:
+            self._offered.add(jid)
+            self._submissions.append(conv.job_from_k8s(obj, self.settings.conventions))
+        elif state == "running" and jid not in self._running:
+            self._running[jid] = self._started(obj)
+        elif state in ("burst", "cancelled"):
+            self._running.pop(jid, None)
+
+    def _started(self, obj: Obj) -> _Started:
+        annotations = obj["metadata"].get("annotations") or {}
+        return _Started(
+            conv.job_from_k8s(obj, self.settings.conventions),
+            conv.parse_placement(annotations.get(conv.PLACEMENT, "")),
+            conv.parse_time(annotations.get("starburst.io/started-at")
+                            or (obj.get("status") or {}).get("startTime")),
+            obj["metadata"].get("uid", ""),
+        )
+
+    def _report(self, end: JobEnded) -> None:
+        if end.job_id not in self._reported:
+            self._reported.add(end.job_id)
+            self._ended.append(end)
+
+    # -- the Cluster port ------------------------------------------------------------------
+    def submissions(self) -> list[Job]:
+        """Queued Jobs seen since the last call (each Job once per process), in FIFO order."""
+        with self._lock:
+            new, self._submissions = self._submissions, []
+        return sorted(new, key=lambda j: (j.submit_time, j.id))
+
+    def queued(self) -> list[Job]:
+        """Every Job currently waiting in the cluster (for reconciling at start-up)."""
+        with self._lock:
+            objs = [o for o in self._jobs.values() if conv.job_state(o) == "queued"]
+        jobs = [conv.job_from_k8s(o, self.settings.conventions) for o in objs]
+        return sorted(jobs, key=lambda j: (j.submit_time, j.id))
+
+    def snapshot(self) -> ClusterSnapshot:
+        with self._lock:
+            nodes = [self._nodes[name] for name in sorted(self._nodes)]
+            index = {n.name: i for i, n in enumerate(nodes)}
+            capacity = CapacityIndex(nodes)
+            placed = {s.uid for s in self._running.values() if s.parts}
+            for node, gpus, cpus, mem, owner in self._pods.values():
+                if owner not in placed and node in index:
+                    _take(capacity, index[node], node, gpus, cpus, mem)
+            running = []
+            for started in self._running.values():
+                parts = self._parts(started, index, capacity)
+                running.append(RunningJob(started.job, parts, started.started_at))
+        return ClusterSnapshot(capacity, running, self._clock.now())
+
+    @staticmethod
+    def _parts(started: _Started, index: dict[str, int], capacity: CapacityIndex) -> Placement:
+        job, parts = started.job, []
+        for name, gpus in started.parts:
+            if name not in index:
+                continue
+            share = gpus / job.gpus if job.gpus else 1.0 / len(started.parts)
+            parts.append(_take(capacity, index[name], name, gpus, job.cpus * share,
+                               job.memory_mb * share))
+        return tuple(parts)
+
+    def start(self, job: Job, placement: Placement, reason: str) -> None:
+        with self._lock:
+            obj = self._jobs.get(job.id)
+            if job.id in self._running or (obj is not None and conv.job_state(obj) != "queued"):
+                return
+        if obj is None:
+            raise PermanentError(f"job {job.id} is not a queued Kubernetes Job")
+        meta = obj["metadata"]
+        patch = conv.start_patch(obj, placement, reason, self._clock.now())
+        try:
+            result = self._patch(meta, patch)
+        except Exception as err:
+            if status_of(err) == 409 and self._already_started(meta):
+                return
+            raise translate(err, f"starting job {job.id}") from err
+        with self._lock:
+            self._jobs[job.id] = result
+            self._running[job.id] = self._started(result)
+        self._event(result, "Started", reason)
+
+    def _already_started(self, meta: Obj) -> bool:
+        try:
+            fresh = self._read(meta)
+        except Exception as err:
+            raise translate(err, f"re-reading job {meta['name']}") from err
+        if conv.job_state(fresh) == "queued":
+            raise TransientError(f"job {meta['name']} changed meanwhile; decide again")
+        with self._lock:
+            self._jobs[conv.job_id(fresh)] = fresh
+            self._classify(conv.job_id(fresh), fresh)
+        return True
+
+    def cancel(self, job_id: str) -> None:
+        self._annotate(job_id, {conv.STATE: "cancelled"}, "Cancelled", "cancelled",
+                       suspend=True)
+        with self._lock:
+            self._running.pop(job_id, None)
+
+    def ended(self) -> Sequence[JobEnded]:
+        with self._lock:
+            out, self._ended = self._ended, []
+        return out
+
+    # -- decisions that leave the Job suspended --------------------------------------------
+    def burst(self, job_id: str, where: str, reason: str, cloud_job: str | None = None,
+              price_per_hour: float | None = None) -> None:
+        notes = {conv.STATE: "burst", conv.BURST_TO: where}
+        if cloud_job:
+            notes[conv.CLOUD_JOB] = cloud_job
+        if price_per_hour is not None:
+            notes[conv.PRICE] = f"{price_per_hour:.2f}"
+        self._annotate(job_id, notes, "Burst", reason)
+
+    def note_waiting(self, job_id: str, budget: float, predicted_runtime: float | None,
+                     reason: str) -> None:
+        notes = {conv.WAIT_BUDGET: f"{budget:.0f}"}
+        if predicted_runtime is not None:
+            notes[conv.PREDICTED_RUNTIME] = f"{predicted_runtime:.0f}"
+        self._annotate(job_id, notes, "Waiting", reason)
+
+    def _annotate(self, job_id: str, notes: dict[str, str], event: str, reason: str,
+                  suspend: bool = False) -> None:
+        with self._lock:
+            obj = self._jobs.get(job_id)
+        if obj is None:
+            raise PermanentError(f"job {job_id} is not a known Kubernetes Job")
+        patch: dict[str, Any] = {"metadata": {"annotations": {**notes, conv.REASON: reason}}}
+        if suspend:
+            patch["spec"] = {"suspend": True}
+        try:
+            result = self._patch(obj["metadata"], patch)
+        except Exception as err:
+            raise translate(err, f"annotating job {job_id}") from err
+        with self._lock:
+            self._jobs[job_id] = result
+            self._classify(job_id, result)
+        self._event(result, event, reason)
+
+    # -- API calls -------------------------------------------------------------------------
+    def _patch(self, meta: Obj, body: dict[str, Any]) -> Obj:
+        response = self._batch.patch_namespaced_job(
+            meta["name"], meta["namespace"], body, _preload_content=False)
+        try:
+            result: Obj = json.loads(response.data)
+        finally:
+            response.release_conn()
+        return result
+
+    def _read(self, meta: Obj) -> Obj:
+        response = self._batch.read_namespaced_job(
+            meta["name"], meta["namespace"], _preload_content=False)
+        try:
+            result: Obj = json.loads(response.data)
+        finally:
+            response.release_conn()
+        return result
+
+    def _event(self, obj: Obj, reason: str, message: str) -> None:
+        body = conv.event_body(obj, reason, message, self._clock.now())
+        try:
+            self._core.create_namespaced_event(obj["metadata"]["namespace"], body,
+                                               _preload_content=False).release_conn()
+        except Exception:  # an Event is a courtesy: the decision itself is already recorded
+            log.warning("could not record the %s event on %s", reason,
+                        obj["metadata"]["name"], exc_info=True)
+
+
+def _bound(fn: Any, namespace: str) -> Any:
+    def call(**kwargs: Any) -> Any:
+        return fn(namespace, **kwargs)
+
+    return call
+
+
+def _older(new: Obj, known: Obj) -> bool:
+    try:
+        return int(new["metadata"]["resourceVersion"]) < int(known["metadata"]["resourceVersion"])
+    except (KeyError, ValueError):
+        return False
+
+
+def _take(capacity: CapacityIndex, i: int, name: str, gpus: float, cpus: float,
+          mem: float) -> Part:
+    part = Part(i, name, min(round(gpus), capacity.free_on(i)), cpus, mem)
+    capacity.allocate((part,))
+    return part

@@ -1,0 +1,223 @@
+"""Kubernetes objects ↔ Starburst's domain values. Pure functions on plain dicts.
+
+Terms and conventions (the contract with users' Job manifests):
+- A *queued Job* is a ``batch/v1`` Job labelled ``starburst.io/queue`` with
+  ``spec.suspend: true`` and no ``starburst.io/state`` annotation. Its Starburst id is the
+  ``starburst.io/job-id`` label, else ``<namespace>/<name>``.
+- *Size*: GPUs = the pod template's ``nvidia.com/gpu`` request (a limit stands in for a
+  missing request) × ``parallelism``; CPUs and memory likewise. GPU type: the template's
+  ``nodeSelector`` on the GPU-type label (``nvidia.com/gpu.product`` by default). Owner: the
+  ``starburst.io/user`` label; team: ``starburst.io/team``, else the namespace.
+- *State* on the Job, written by Starburst: ``starburst.io/state`` = ``running`` (started
+  on-prem, with ``starburst.io/placement`` = "node×gpus, …"), ``burst`` or ``cancelled``.
+  A labelled Job that is not suspended counts as running even without the annotation (someone
+  else admitted it): it is never queued or started again.
+- A *schedulable node*: Ready, not cordoned, and without NoSchedule/NoExecute taints other
+  than the tolerated ones (``nvidia.com/gpu`` by default, the GPU operator's usual taint).
+- *Pinning*: ``start_patch`` is one strategic-merge patch that unsuspends the Job, adds a
+  required node-affinity ``matchFields`` term ``metadata.name In [nodes]`` to every existing
+  node-selector term of the template (as Kueue injects its flavors' selectors), writes the
+  annotations, and carries the resourceVersion the decision was made on, so a concurrent
+  change makes it fail with 409 instead of starting a Job twice.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from starburst.adapters.kubernetes.quantity import quantity
+from starburst.core.capacity import Node, Placement, describe_placement
+from starburst.core.job import Job
+
+Obj = Mapping[str, Any]
+
+QUEUE_LABEL = "starburst.io/queue"
+JOB_ID_LABEL = "starburst.io/job-id"
+USER_LABEL = "starburst.io/user"
+TEAM_LABEL = "starburst.io/team"
+STATE = "starburst.io/state"
+PLACEMENT = "starburst.io/placement"
+REASON = "starburst.io/reason"
+WAIT_BUDGET = "starburst.io/wait-budget"
+PREDICTED_RUNTIME = "starburst.io/predicted-runtime"
+BURST_TO = "starburst.io/burst-to"
+CLOUD_JOB = "starburst.io/cloud-job"
+PRICE = "starburst.io/price-per-hour"
+GPU = "nvidia.com/gpu"
+_MIB = 1024.0 * 1024.0
+
+
+@dataclass(frozen=True, slots=True)
+class Conventions:
+    """Cluster-specific names: which label says the GPU type, which taints GPU jobs tolerate."""
+
+    gpu_type_label: str = "nvidia.com/gpu.product"
+    tolerated_taints: frozenset[str] = field(default_factory=lambda: frozenset({GPU}))
+    default_gpu_type: str = "gpu"
+
+
+def parse_time(text: str | None) -> float:
+    if not text:
+        return 0.0
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC).timestamp()
+
+
+def rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def job_id(obj: Obj) -> str:
+    meta = obj["metadata"]
+    return str((meta.get("labels") or {}).get(JOB_ID_LABEL) or
+               f"{meta.get('namespace', '')}/{meta['name']}")
+
+
+def pod_resources(pod_spec: Obj) -> tuple[float, float, float]:
+    """GPUs, CPUs and memory (MiB) one pod asks for."""
+    gpus = cpus = mem = 0.0
+    for container in pod_spec.get("containers") or ():
+        resources = container.get("resources") or {}
+        wanted = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        gpus += quantity(wanted.get(GPU))
+        cpus += quantity(wanted.get("cpu"))
+        mem += quantity(wanted.get("memory")) / _MIB
+    return gpus, cpus, mem
+
+
+def job_from_k8s(obj: Obj, conv: Conventions) -> Job:
+    meta, spec = obj["metadata"], obj.get("spec") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    pod_spec = (spec.get("template") or {}).get("spec") or {}
+    width = int(spec.get("parallelism") or 1)
+    gpus, cpus, mem = pod_resources(pod_spec)
+    predicted = annotations.get(PREDICTED_RUNTIME)
+    return Job(
+        id=job_id(obj),
+        submit_time=parse_time(meta.get("creationTimestamp")),
+        gpus=round(gpus * width),
+        cpus=cpus * width,
+        memory_mb=mem * width,
+        gpu_type=(pod_spec.get("nodeSelector") or {}).get(conv.gpu_type_label),
+        estimate=float(predicted) if predicted else None,
+        user=labels.get(USER_LABEL),
+        team=labels.get(TEAM_LABEL) or meta.get("namespace"),
+        name=meta["name"],
+        extra={"namespace": meta.get("namespace", ""), "k8s_name": meta["name"],
+               "uid": meta.get("uid", ""), "queue": labels.get(QUEUE_LABEL, ""),
+               "pods": str(width)},
+    )
+
+
+def finished(obj: Obj) -> tuple[bool, float, str] | None:
+    """(succeeded, when, reason) once the Job has a Complete or Failed condition."""
+    status = obj.get("status") or {}
+    for cond in status.get("conditions") or ():
+        if cond.get("status") != "True" or cond.get("type") not in ("Complete", "Failed"):
+            continue
+        at = parse_time(status.get("completionTime") or cond.get("lastTransitionTime"))
+        if cond["type"] == "Complete":
+            return True, at, ""
+        return False, at, f"{cond.get('reason', 'Failed')}: {cond.get('message', '')}".strip()
+    return None
+
+
+def job_state(obj: Obj) -> str | None:
+    """queued | running | burst | cancelled | None (not a Starburst Job)."""
+    meta = obj["metadata"]
+    if QUEUE_LABEL not in (meta.get("labels") or {}):
+        return None
+    state = (meta.get("annotations") or {}).get(STATE)
+    if state in ("burst", "cancelled", "running"):
+        return str(state)
+    return "queued" if (obj.get("spec") or {}).get("suspend") else "running"
+
+
+def schedulable(node: Obj, conv: Conventions) -> bool:
+    spec = node.get("spec") or {}
+    if spec.get("unschedulable") or meta_deleting(node):
+        return False
+    conditions = (node.get("status") or {}).get("conditions") or ()
+    if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+        return False
+    return not any(
+        t.get("effect") in ("NoSchedule", "NoExecute") and t.get("key") not in conv.tolerated_taints
+        for t in spec.get("taints") or ()
+    )
+
+
+def meta_deleting(obj: Obj) -> bool:
+    return bool(obj["metadata"].get("deletionTimestamp"))
+
+
+def node_from_k8s(node: Obj, conv: Conventions) -> Node:
+    alloc = (node.get("status") or {}).get("allocatable") or {}
+    labels = node["metadata"].get("labels") or {}
+    return Node(
+        name=node["metadata"]["name"],
+        gpus=int(quantity(alloc.get(GPU))),
+        cpus=quantity(alloc.get("cpu")),
+        memory_mb=quantity(alloc.get("memory")) / _MIB,
+        gpu_type=labels.get(conv.gpu_type_label, conv.default_gpu_type),
+        schedulable=schedulable(node, conv),
+    )
+
+
+def pod_usage(pod: Obj) -> tuple[str, float, float, float] | None:
+    """(node, GPUs, CPUs, MiB) a bound, unfinished pod holds; None if it holds nothing."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    phase = (pod.get("status") or {}).get("phase")
+    if not node or phase in ("Succeeded", "Failed"):
+        return None
+    return (node, *pod_resources(pod.get("spec") or {}))
+
+
+def parse_placement(text: str) -> list[tuple[str, int]]:
+    """``"n1×8, n2×2"`` → [("n1", 8), ("n2", 2)] (the annotation ``describe_placement`` writes)."""
+    parts = []
+    for piece in text.split(","):
+        name, _, gpus = piece.strip().rpartition("×")
+        if name:
+            parts.append((name, int(gpus)))
+    return parts
+
+
+def start_patch(obj: Obj, placement: Placement, reason: str, now: float) -> dict[str, Any]:
+    nodes = sorted({part.node_name for part in placement})
+    pin = {"key": "metadata.name", "operator": "In", "values": nodes}
+    pod_spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = copy.deepcopy(required.get("nodeSelectorTerms") or [{}])
+    for term in terms:
+        fields = [f for f in term.get("matchFields") or () if f.get("key") != "metadata.name"]
+        term["matchFields"] = [*fields, pin]
+    return {
+        "metadata": {
+            "resourceVersion": obj["metadata"]["resourceVersion"],
+            "annotations": {STATE: "running", PLACEMENT: describe_placement(placement),
+                            REASON: reason, "starburst.io/started-at": rfc3339(now)},
+        },
+        "spec": {"suspend": False, "template": {"spec": {"affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms},
+        }}}}},
+    }
+
+
+def event_body(obj: Obj, reason: str, message: str, now: float, kind: str = "Normal"
+               ) -> dict[str, Any]:
+    meta = obj["metadata"]
+    stamp = rfc3339(now)
+    return {
+        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta.get("namespace")},
+        "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
+                           "namespace": meta.get("namespace"), "uid": meta.get("uid"),
+                           "resourceVersion": meta.get("resourceVersion")},
+        "reason": reason, "message": message[:1024], "type": kind,
+        "source": {"component": "starburst"}, "reportingComponent": "starburst.io/controller",
+        "reportingInstance": "starburst", "firstTimestamp": stamp, "lastTimestamp": stamp,
+        "count": 1,
+    }
