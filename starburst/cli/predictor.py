@@ -46,6 +46,7 @@ TraceOpt = Annotated[Path | None, Opt(help="Trace file with completed jobs (runt
 SynthOpt = Annotated[int | None, Opt(help="Use a synthetic workload of this many jobs instead")]
 SeedOpt = Annotated[int, Opt(help="Seed of the synthetic workload")]
 FormatOpt = Annotated[str, Opt("--format", help="auto|csv|philly|helios")]
+ThreadsOpt = Annotated[int | None, Opt(help="Threads for training (default: all cores)")]
 
 
 @app.command()
@@ -71,13 +72,15 @@ def train(
     seed: SeedOpt = 0,
     trace_format: FormatOpt = "auto",
     out: Annotated[Path, Opt("--out", "-o", help="Model artifact to write")] = DEFAULT_MODEL,
+    threads: ThreadsOpt = None,
 ) -> None:
     """Train on completed jobs and write a versioned model artifact."""
     from starburst.predictor.artifact import save_artifact
+    from starburst.predictor.model import TrainParams
     from starburst.predictor.training import train_artifact
 
     artifact = train_artifact(_jobs(trace, synthetic, seed, trace_format),
-                              trained_at=datetime.now(UTC))
+                              TrainParams(threads=threads), trained_at=datetime.now(UTC))
     save_artifact(artifact, out)
     typer.echo(f"wrote {out}\n{artifact.describe()}")
 
@@ -95,15 +98,17 @@ def evaluate(
     load: Annotated[float, Opt(help="Offered load of the simulated cluster (--schedule)")] = 1.0,
     use: Annotated[str, Opt(help="Estimate the policy sees: value (p50), high (p90) or low")]
     = "value",
+    threads: ThreadsOpt = None,
 ) -> None:
     """Model vs baselines on a time-ordered split (and, with --schedule, the effect on cost)."""
     from starburst.predictor.artifact import load_artifact
     from starburst.predictor.evaluation import evaluate as run_evaluation
     from starburst.predictor.evaluation import format_evaluation
+    from starburst.predictor.model import TrainParams
 
     jobs = _jobs(trace, synthetic, seed, trace_format)
     artifact = load_artifact(model) if model is not None else None
-    result = run_evaluation(jobs, train_share, artifact=artifact)
+    result = run_evaluation(jobs, train_share, TrainParams(threads=threads), artifact)
     typer.echo(format_evaluation(result))
     if schedule:
         from starburst.predictor.scheduling import compare_scheduling, format_comparison

@@ -132,5 +132,8 @@ def format_comparison(cmp: ScheduleComparison) -> str:
             f"{r.savings:>8.1%} {r.mean_jct_s / 3600:>11.3f} {jct:>+10.1%} "
             f"{r.p90_jct_s / 3600:>10.3f}"
         )
-    lines.append(f"predicted runtimes keep {cmp.kept:.1%} of the oracle's savings vs No-Wait")
+    if math.isnan(cmp.kept):
+        lines.append("the oracle saved nothing here (nothing burst): raise the load to compare")
+    else:
+        lines.append(f"predicted runtimes keep {cmp.kept:.1%} of the oracle's savings vs No-Wait")
     return "\n".join(lines)

@@ -1,0 +1,49 @@
+"""The evaluation report and the scheduling comparison, on a small workload."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from starburst.core.job import Job
+from starburst.predictor.artifact import ModelArtifact
+from starburst.predictor.evaluation import evaluate, format_evaluation, time_split
+from starburst.predictor.scheduling import compare_scheduling, format_comparison
+from tests.predictor.conftest import SMALL
+
+
+def test_time_split_is_ordered_and_complete(workload: list[Job]) -> None:
+    train, test = time_split(workload, 0.7)
+    assert len(train) + len(test) == len(workload)
+    assert max(j.submit_time for j in train) <= min(j.submit_time for j in test)
+    with pytest.raises(ValueError):
+        time_split(workload, 1.0)
+
+
+def test_evaluation_compares_like_with_like(workload: list[Job],
+                                            artifact: ModelArtifact) -> None:
+    ev = evaluate(workload, 0.7, artifact=artifact)
+    names = [r.name for r in ev.rows]
+    assert names[1:] == ["global median", "user's recent median"]
+    assert {r.jobs for r in ev.rows} == {ev.test_jobs}
+    assert len({r.jobs for r in ev.declared_rows}) == 1 and ev.declared_rows[0].jobs > 0
+    assert ev.best_baseline.name == "user's recent median"
+    assert ev.improvement > 0.25
+    declared = ev.declared_rows[-1]
+    assert declared.coverage is None and declared.within_2x < 0.5  # users pad their guesses
+    text = format_evaluation(ev)
+    assert "global median" in text and "declared by user" in text and "lower than" in text
+
+
+def test_scheduling_comparison(workload: list[Job]) -> None:
+    cmp = compare_scheduling(workload[:1000], train_share=0.7, load=2.0, params=SMALL)
+    labels = [r.label for r in cmp.rows]
+    assert labels == ["No-Wait", "Starburst, oracle runtimes", "Starburst, predicted runtimes",
+                      "Star-Wait (no estimate)"]
+    assert cmp.jobs == 300 and 1.5 < cmp.offered_load < 2.5
+    nowait, oracle, predicted, _ = cmp.rows
+    assert nowait.savings == 0.0 and oracle.savings > 0.0
+    assert math.isclose(cmp.kept, predicted.savings / oracle.savings)
+    assert predicted.savings > 0.5 * oracle.savings
+    assert "keep" in format_comparison(cmp)
