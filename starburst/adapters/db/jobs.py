@@ -106,22 +106,29 @@ class JobsStore(StoreBase):
         taken = self._existing_id(conn, given) if given else None
         if taken is not None:
             raise DuplicateJob(taken)
-        statement = self._insert(JOBS).on_conflict_do_nothing(index_elements=["idempotency_key"])
+        # RETURNING makes SQLAlchemy batch the rows into multi-row INSERTs ("insertmanyvalues")
+        # and tells which rows were new; rows whose key was known are skipped by the database.
+        statement = (
+            self._insert(JOBS).on_conflict_do_nothing(index_elements=["idempotency_key"])
+            .returning(JOBS.c.id)
+        )
+        inserted: set[str] = set()
         try:
             for part in chunks(fresh):
-                conn.execute(statement, list(part))
+                inserted.update(conn.execute(statement, list(part)).scalars())
         except sa.exc.IntegrityError:  # an id taken by a concurrent submission
             raise DuplicateJob(", ".join(given)) from None
-        existing = self._rows_by_key(conn, by_key)
-        created = [r for r in fresh if r["idempotency_key"] is None
-                   or existing[r["idempotency_key"]]["id"] == r["id"]]
+        created = [r for r in fresh if r["id"] in inserted]
+        existing = self._rows_by_key(
+            conn, {r["idempotency_key"]: r for r in fresh if r["id"] not in inserted}
+        )
         events = [{
             "job_id": r["id"], "at": now, "from_state": None, "to_state": r["state"],
             "reason": "submitted", "actor": actor or r["user_name"] or "unknown",
             "fencing_token": None,
         } for r in created]
         for part in chunks(events):
-            conn.execute(sa.insert(EVENTS), list(part))
+            conn.execute(sa.insert(EVENTS).returning(EVENTS.c.id), list(part)).all()
         made = {id(r) for r in created}
         result: list[Submission] = []
         for row in rows:

@@ -65,12 +65,23 @@ def test_migrated_schema_matches_the_models(db_url: str) -> None:
 def test_cli_upgrade_current_downgrade(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     url = f"sqlite:///{tmp_path}/cli.db"
     assert cli("db", "upgrade", "--url", url) == 0
-    assert "at revision 0001" in capsys.readouterr().out
+    assert f"at revision {migrate.head()}" in capsys.readouterr().out
     assert _tables(url) == TABLES
     assert cli("db", "current", "--url", url) == 0
-    assert "revision 0001 (newest: 0001)" in capsys.readouterr().out
+    head = migrate.head()
+    assert f"revision {head} (newest: {head})" in capsys.readouterr().out
     assert cli("db", "downgrade", "--url", url, "--to", "base") == 0
     assert _tables(url) == set()
+
+
+def test_job_events_are_append_only(store, engine) -> None:  # type: ignore[no-untyped-def]
+    from starburst.adapters.db.records import JobSpec
+
+    job_id = store.submit(JobSpec(gpus=1)).job.id
+    for statement in ("UPDATE job_events SET reason = 'rewritten'", "DELETE FROM job_events"):
+        with pytest.raises(sa.exc.DatabaseError, match="append-only"), engine.begin() as conn:
+            conn.execute(sa.text(statement))
+    assert [e.reason for e in store.events(job_id)] == ["submitted"]
 
 
 def test_cli_uses_the_environment_url(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -287,3 +287,25 @@ def test_team_budgets_upsert(store):  # type: ignore[no-untyped-def]
     assert (budget.monthly_limit, budget.currency) == (Decimal("2500.50"), "EUR")
     with pytest.raises(ConfigError):
         store.set_team_budget("ml", Decimal("-1"))
+
+
+def test_history_keeps_the_most_recent_finished_jobs_in_end_order(store, clock):  # type: ignore[no-untyped-def]
+    ids = queued(store, 4, clock=clock)
+    for job_id, outcome in zip(ids, [JobState.SUCCEEDED, JobState.FAILED,
+                                     JobState.SUCCEEDED, JobState.SUCCEEDED], strict=True):
+        store.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c")
+        clock.advance(10)
+        store.transition(job_id, outcome, reason="ended", actor="c")
+    assert [h.job.id for h in store.history()] == [ids[0], ids[2], ids[3]]
+    assert [h.job.id for h in store.history(limit=2)] == [ids[2], ids[3]]
+    both = store.history(states=[JobState.SUCCEEDED, JobState.FAILED], since=clock.now() - 15)
+    assert [h.job.id for h in both] == [ids[2], ids[3]]
+
+
+def test_estimates_are_stored_without_a_state_change(store):  # type: ignore[no-untyped-def]
+    [job_id] = queued(store, 1)
+    store.set_estimates(job_id, predicted_runtime=600.0, wait_budget=90.0)
+    got = store.get(job_id)
+    assert (got.job.estimate, got.wait_budget, got.version) == (600.0, 90.0, 2)
+    with pytest.raises(JobNotFound):
+        store.set_estimates("ghost", wait_budget=1.0)
