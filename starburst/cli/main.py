@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "simulate": "starburst.cli.sim:simulate",
     "sweep": "starburst.cli.sim:sweep",
     "demo": "starburst.cli.sim:demo",
+    "synth": "starburst.cli.sim:synth",
 }
 
 
@@ -41,10 +42,15 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
     )
+
+    @app.callback()
+    def _root() -> None:
+        """Cost-aware scheduler for hybrid-cloud GPU clusters."""
+
     wanted = next((a for a in (argv or []) if not a.startswith("-")), None)
     for name, target in COMMANDS.items():
         if wanted in (None, name):
-            app.command(name)(_load(target))  # type: ignore[arg-type]
+            app.command(name)(_load(target))  # type: ignore[type-var]
     for name, target in GROUPS.items():
         if wanted in (None, name):
             app.add_typer(_load(target), name=name)  # type: ignore[arg-type]
