@@ -137,6 +137,9 @@ def test_no_simulated_policy_beats_the_optimum_at_its_own_mean_wait(name: str) -
     assert low.bound_gpu_hours <= low.cloud_gpu_hours + 1e-9
     assert low.cloud_gpu_hours <= float(run["cloud_gpu_hours"]) + 1e-6
     assert low.cloud_gpu_hours <= high.cloud_gpu_hours + 1e-6
+    if name == "no-wait":  # no waiting: both programs are the exact zero-wait problem
+        assert low.cloud_gpu_hours == pytest.approx(high.cloud_gpu_hours)
+        assert low.cloud_gpu_hours < float(run["cloud_gpu_hours"])  # FIFO is not optimal
 
 
 @pytest.mark.parametrize(("jobs", "gpus", "bound", "message"), [
