@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,26 @@ def test_second_holder_cannot_acquire_until_release(engine):  # type: ignore[no-
         holder = conn.execute(sa.text("SELECT holder FROM leader_terms")).scalar_one()
     assert holder == "replica-b"
     second.release()
+
+
+def test_a_waiting_replica_blocks_until_the_holder_releases(engine):  # type: ignore[no-untyped-def]
+    holder = leader_lock(engine, "controller", holder="a")
+    waiter = leader_lock(engine, "controller", holder="b")
+    first = holder.acquire(timeout=5)
+    got: list[int] = []
+    acquired = threading.Event()
+
+    def wait_for_lock() -> None:
+        got.append(waiter.acquire(timeout=30))
+        acquired.set()
+
+    thread = threading.Thread(target=wait_for_lock)
+    thread.start()
+    assert not acquired.wait(0.3)  # never while the holder holds it
+    holder.release()
+    thread.join()
+    assert got == [first + 1] and waiter.is_held()
+    waiter.release()
 
 
 def test_locks_with_different_names_are_independent(engine):  # type: ignore[no-untyped-def]
