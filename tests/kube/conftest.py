@@ -47,3 +47,37 @@ def batch(api: client.ApiClient) -> client.BatchV1Api:
 @pytest.fixture
 def coordination(api: client.ApiClient) -> client.CoordinationV1Api:
     return client.CoordinationV1Api(api)
+
+
+@pytest.fixture
+def clock():
+    from tests.kube.adapter_support import ManualClock
+
+    return ManualClock()
+
+
+@pytest.fixture
+def make_cluster(kube: KubeApiServer, clock):
+    """Start ``KubernetesCluster`` adapters on the stand-in (each closed after the test)."""
+    from starburst.adapters.kubernetes import KubernetesCluster, Settings
+    from starburst.adapters.kubernetes.retry import Backoff
+
+    made = []
+
+    def make(**settings):
+        api_client = kube.api_client()
+        settings.setdefault("backoff", Backoff(base=0.05, cap=0.5))
+        adapter = KubernetesCluster(api_client, clock, Settings(**settings)).start_watching()
+        made.append((adapter, api_client))
+        assert adapter.wait_synced(10)
+        return adapter
+
+    yield make
+    for adapter, api_client in made:
+        adapter.close()
+        api_client.close()
+
+
+@pytest.fixture
+def cluster(make_cluster):
+    return make_cluster()

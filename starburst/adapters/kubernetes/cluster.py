@@ -213,30 +213,45 @@ class KubernetesCluster:
                 return
         if obj is None:
             raise PermanentError(f"job {job.id} is not a queued Kubernetes Job")
-        meta = obj["metadata"]
-        patch = conv.start_patch(obj, placement, reason, self._clock.now())
-        try:
-            result = self._patch(meta, patch)
-        except Exception as err:
-            if status_of(err) == 409 and self._already_started(meta):
-                return
-            raise translate(err, f"starting job {job.id}") from err
+        result = self._start_patch(job, obj, placement, reason)
+        if result is None:
+            return
         with self._lock:
             self._jobs[job.id] = result
             self._running[job.id] = self._started(result)
         self._event(result, "Started", reason)
 
-    def _already_started(self, meta: Obj) -> bool:
+    def _start_patch(self, job: Job, obj: Obj, placement: Placement, reason: str) -> Obj | None:
+        """Patch, re-deciding on a 409: None if someone else started the Job meanwhile.
+
+        A conflict caused by a change that does not alter what the Job asks for (a status
+        update by the Job controller, a label) is retried once on the fresh object; a Job
+        whose size changed must go back to the scheduler (``TransientError``).
+        """
+        for attempt in (1, 2):
+            patch = conv.start_patch(obj, placement, reason, self._clock.now())
+            try:
+                return self._patch(obj["metadata"], patch)
+            except Exception as err:
+                if status_of(err) != 409 or attempt == 2:
+                    raise translate(err, f"starting job {job.id}") from err
+            obj = self._fresh(obj["metadata"])
+            if conv.job_state(obj) != "queued":
+                return None
+            now = conv.job_from_k8s(obj, self.settings.conventions)
+            if _size(now) != _size(job):
+                raise TransientError(f"job {job.id} changed meanwhile; decide again")
+        return None  # pragma: no cover - the loop returns or raises
+
+    def _fresh(self, meta: Obj) -> Obj:
         try:
             fresh = self._read(meta)
         except Exception as err:
             raise translate(err, f"re-reading job {meta['name']}") from err
-        if conv.job_state(fresh) == "queued":
-            raise TransientError(f"job {meta['name']} changed meanwhile; decide again")
         with self._lock:
             self._jobs[conv.job_id(fresh)] = fresh
             self._classify(conv.job_id(fresh), fresh)
-        return True
+        return fresh
 
     def cancel(self, job_id: str) -> None:
         self._annotate(job_id, {conv.STATE: "cancelled"}, "Cancelled", "cancelled",
@@ -286,31 +301,31 @@ class KubernetesCluster:
 
     # -- API calls -------------------------------------------------------------------------
     def _patch(self, meta: Obj, body: dict[str, Any]) -> Obj:
-        response = self._batch.patch_namespaced_job(
-            meta["name"], meta["namespace"], body, _preload_content=False)
-        try:
-            result: Obj = json.loads(response.data)
-        finally:
-            response.release_conn()
-        return result
+        return _json(self._batch.patch_namespaced_job(
+            meta["name"], meta["namespace"], body, _preload_content=False))
 
     def _read(self, meta: Obj) -> Obj:
-        response = self._batch.read_namespaced_job(
-            meta["name"], meta["namespace"], _preload_content=False)
-        try:
-            result: Obj = json.loads(response.data)
-        finally:
-            response.release_conn()
-        return result
+        return _json(self._batch.read_namespaced_job(
+            meta["name"], meta["namespace"], _preload_content=False))
 
     def _event(self, obj: Obj, reason: str, message: str) -> None:
         body = conv.event_body(obj, reason, message, self._clock.now())
         try:
-            self._core.create_namespaced_event(obj["metadata"]["namespace"], body,
-                                               _preload_content=False).release_conn()
+            _json(self._core.create_namespaced_event(obj["metadata"]["namespace"], body,
+                                                     _preload_content=False))
         except Exception:  # an Event is a courtesy: the decision itself is already recorded
             log.warning("could not record the %s event on %s", reason,
                         obj["metadata"]["name"], exc_info=True)
+
+
+def _json(response: Any) -> Obj:
+    """The body of a raw (``_preload_content=False``) response, read fully before the
+    connection goes back to the pool (a half-read one would corrupt the next request)."""
+    try:
+        result: Obj = json.loads(response.data)
+    finally:
+        response.release_conn()
+    return result
 
 
 def _bound(fn: Any, namespace: str) -> Any:
@@ -318,6 +333,10 @@ def _bound(fn: Any, namespace: str) -> Any:
         return fn(namespace, **kwargs)
 
     return call
+
+
+def _size(job: Job) -> tuple[int, float, float, str | None]:
+    return job.gpus, job.cpus, job.memory_mb, job.gpu_type
 
 
 def _older(new: Obj, known: Obj) -> bool:

@@ -147,6 +147,8 @@ class Informer:
         )
         self._response = response
         try:
+            if self._stopping.is_set():  # stop() ran while the request was on its way
+                return
             for line in iter_resp_lines(response):
                 if self._stopping.is_set():
                     return
@@ -154,6 +156,7 @@ class Informer:
                     self._apply(json.loads(line))
         finally:
             self._response = None
+            response.close()  # never hand a half-read stream back to the connection pool
             response.release_conn()
 
     def _apply(self, event: Obj) -> None:
