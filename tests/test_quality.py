@@ -1,0 +1,42 @@
+"""The project's own promises about its code: lint, types, import contracts, light imports."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def test_ruff_is_clean() -> None:
+    done = run(str(BIN / "ruff"), "check", ".")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_import_contracts_hold() -> None:
+    done = run(str(BIN / "lint-imports"))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_is_clean_and_strict_on_core_and_sim() -> None:
+    done = run(str(BIN / "mypy"), "starburst")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+HEAVY = ("sqlalchemy", "sklearn", "sky", "kubernetes", "scipy", "matplotlib", "fastapi",
+         "numpy", "apscheduler")
+
+
+def test_the_simulator_command_path_imports_no_heavy_sdk() -> None:
+    code = (
+        "import sys; import starburst.cli.main as m; m.build_app(['simulate']);"
+        "import starburst.sim.engine, starburst.sim.trace, starburst.sim.loading;"
+        f"print(sorted(k for k in {HEAVY!r} if k in sys.modules))"
+    )
+    done = run(sys.executable, "-c", code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
