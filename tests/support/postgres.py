@@ -50,6 +50,14 @@ def find_bindir() -> Path | None:
     return Path(found).parent if found else None
 
 
+def _has_user(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -110,7 +118,7 @@ def server_url() -> Iterator[str | None]:
         yield override
         return
     bindir = find_bindir()
-    if bindir is None:
+    if bindir is None or (os.geteuid() == 0 and not _has_user("postgres")):
         yield None
         return
     server = ThrowawayPostgres(bindir).start()
