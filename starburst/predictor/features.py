@@ -36,9 +36,11 @@ from starburst.core.job import Job
 from starburst.predictor.history import HistoryIndex, KeyStats, submit_times
 
 FEATURE_SCHEMA_VERSION = 1
-MAX_CATEGORIES = 250
+#: at most this many known values per categorical column, plus one "other" code: the
+#: boosting's ``max_bins`` (63) bounds a native categorical column's cardinality.
+MAX_CATEGORIES = 62
 MIN_CATEGORY_COUNT = 3
-TOKEN_BUCKETS = 32
+TOKEN_BUCKETS = 16
 DECLARED_KEYS = ("declared_runtime", "declared_estimate", "time_limit")
 _WORK_FLAG = re.compile(r"^-{1,2}(?:num_train_)?(?:epochs?|steps?|max_steps|iters?|iterations)$")
 _SPLIT = re.compile(r"[^a-z0-9_.]+")
