@@ -29,6 +29,18 @@ def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
         time.sleep(0.01)
 
 
+def submitted(cluster, count: int) -> dict[str, Any]:
+    """Wait until ``count`` submissions arrived (they are handed out once), by Job name."""
+    seen: dict[str, Any] = {}
+
+    def more() -> bool:
+        seen.update((job.name, job) for job in cluster.submissions())
+        return len(seen) >= count
+
+    eventually(more)
+    return seen
+
+
 def queued_job(name: str, gpus: int = 1, pods: int = 1, gpu_type: str | None = None,
                labels: dict[str, str] | None = None, cpu: str = "2", memory: str = "4Gi"
                ) -> dict[str, Any]:

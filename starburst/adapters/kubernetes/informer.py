@@ -59,6 +59,7 @@ class Informer:
         self.synced = threading.Event()
         self.lists = 0
         self.failures = 0
+        self.errors = 0
         self._stopping = threading.Event()
         self._response: Any = None
         self._thread = threading.Thread(target=self._run, name=f"informer-{name}", daemon=True)
@@ -95,6 +96,7 @@ class Informer:
                     self.resource_version = None
                     continue
                 self.failures += 1
+                self.errors += 1
                 delay = self.backoff.delay(self.failures, retry_after(err))
                 if not is_transient(err):
                     delay = self.backoff.cap

@@ -131,7 +131,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
-            injected = self.standin.faults.take()
+            injected = self.standin.faults.take(_flag(query.get("watch")))
             if injected is not None:
                 raise injected
             target = route(url.path)

@@ -40,19 +40,31 @@ _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 
 
 class Faults:
-    """Errors to answer instead of serving the next requests (for backoff tests)."""
+    """Errors to answer instead of serving the next requests (for backoff tests).
+
+    A fault marked ``only_watches`` is taken only by a watch request, so a test can keep the
+    watches failing (an unreachable apiserver, as a watcher sees it) while it changes objects.
+    """
 
     def __init__(self) -> None:
-        self._queue: list[ApiError] = []
+        self._queue: list[tuple[ApiError, bool]] = []
         self._lock = threading.Lock()
 
-    def add(self, error: ApiError, count: int) -> None:
+    def add(self, error: ApiError, count: int, only_watches: bool = False) -> None:
         with self._lock:
-            self._queue.extend([error] * count)
+            self._queue.extend([(error, only_watches)] * count)
 
-    def take(self) -> ApiError | None:
+    def take(self, is_watch: bool = False) -> ApiError | None:
         with self._lock:
-            return self._queue.pop(0) if self._queue else None
+            for i, (error, only_watches) in enumerate(self._queue):
+                if is_watch or not only_watches:
+                    del self._queue[i]
+                    return error
+            return None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._queue.clear()
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -200,8 +212,10 @@ class KubeApiServer:
             self.store.changed.notify_all()
         return len(open_watches)
 
-    def inject_errors(self, count: int, code: int = 429, retry_after: int = 1) -> None:
+    def inject_errors(self, count: int, code: int = 429, retry_after: int = 1,
+                      only_watches: bool = False) -> None:
         reason = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
                   504: "Timeout"}.get(code, "InternalError")
         headers = {"Retry-After": str(retry_after)} if code == 429 else {}
-        self.faults.add(ApiError(code, reason, f"injected {reason}", headers=headers), count)
+        error = ApiError(code, reason, f"injected {reason}", headers=headers)
+        self.faults.add(error, count, only_watches)
