@@ -130,6 +130,9 @@ def _fit(jobs: Sequence[Job], params: TrainParams) -> RuntimeModel:
         )
     encoder = FeatureEncoder.fit(done)
     features = encoder.transform(done, HistoryIndex(done))
+    # A column no training job has (no declarations, no commands in a bare trace) is constant
+    # to the boosting; scikit-learn's binning cannot take an all-missing numeric column.
+    features[:, np.isnan(features).all(axis=0)] = 0.0
     target = np.log(np.array([j.runtime for j in done], dtype=float))
     cut = len(done) - max(int(len(done) * params.calibration_share), 20)
     regressors = tuple(

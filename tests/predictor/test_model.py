@@ -9,6 +9,7 @@ from starburst.core.job import Job
 from starburst.predictor.artifact import ModelArtifact
 from starburst.predictor.history import HistoryIndex
 from starburst.predictor.model import TrainingError, fit_model
+from tests.predictor.conftest import SMALL
 
 
 def test_model_beats_the_users_recent_median(artifact: ModelArtifact,
@@ -46,3 +47,15 @@ def test_empty_batch_and_too_little_history(workload: list[Job]) -> None:
 def test_empty_prediction(artifact: ModelArtifact) -> None:
     pred = artifact.model.predict([], HistoryIndex([]))
     assert len(pred.value) == 0
+
+
+def test_bare_trace_without_optional_fields_trains_and_predicts() -> None:
+    rng = np.random.default_rng(1)
+    jobs = [Job(id=f"b{i}", submit_time=float(i * 60), gpus=int(g), runtime=float(60 * g * r))
+            for i, (g, r) in enumerate(zip(rng.choice([1, 2, 4, 8], 120),
+                                           rng.lognormal(0, 0.2, 120), strict=True))]
+    model = fit_model(jobs, SMALL)
+    pred = model.predict(jobs[-20:], HistoryIndex(jobs))
+    assert np.isfinite(pred.value).all()
+    gpus = np.array([j.gpus for j in jobs[-20:]])
+    assert pred.value[gpus == 8].mean() > pred.value[gpus == 1].mean()  # learnt gpus → runtime

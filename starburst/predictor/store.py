@@ -1,0 +1,104 @@
+"""The predictor and the store: train from finished jobs, load the active model, record predictions.
+
+The store (``starburst.adapters.db.SqlStore``) is used through the few methods named in
+``PredictorStore`` only; nothing here imports SQLAlchemy, and the record type for predictions
+is imported when one is written.
+
+Terms and conversions:
+- A *history job* (``store.history()``) becomes a training ``Job`` whose
+  ``extra["finish_time"]`` is its real end time, so the history features stay leak-free with
+  queueing delays included. Its ``estimate`` is dropped: in the store a job's estimate is the
+  latest *prediction* (else the declaration), and training on our own predictions would feed
+  the model its past output.
+- A *queued job* (``StoredJob``) becomes a prediction input with its image and command in
+  ``extra``; its declared runtime is recovered only while no prediction has replaced it.
+- The active model is the store's active version of ``MODEL_NAME``; its ``artifact_uri`` is
+  the artifact path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from starburst.core.job import Job
+from starburst.core.ports import Estimate
+from starburst.predictor.artifact import ModelArtifact, save_artifact
+from starburst.predictor.estimator import LoadedEstimator, load_estimator
+from starburst.predictor.model import TrainParams
+from starburst.predictor.training import train_artifact
+
+MODEL_NAME = "runtime"
+DEFAULT_LIMIT = 100_000
+
+
+class PredictorStore(Protocol):
+    def history(self, *, limit: int | None = None) -> Sequence[Any]: ...
+
+    def register_model(self, name: str, version: str, *, trained_on: int,
+                       metrics: Mapping[str, float] | None = None,
+                       artifact_uri: str | None = None, activate: bool = True) -> Any: ...
+
+    def active_model(self, name: str) -> Any: ...
+
+    def record_predictions(self, predictions: Sequence[Any]) -> None: ...
+
+
+def history_job(record: Any) -> Job:
+    """A store ``HistoryJob`` as a training job (real end time; no estimate)."""
+    job: Job = record.job
+    extra = {**job.extra, "finish_time": repr(float(record.ended_at))}
+    return replace(job, estimate=None, extra=extra)
+
+
+def queued_job(stored: Any) -> Job:
+    """A store ``StoredJob`` as a prediction input (image, command, declaration in ``extra``)."""
+    job: Job = stored.job
+    extra = dict(job.extra)
+    if stored.image:
+        extra["image"] = stored.image
+    if stored.command:
+        extra["command"] = stored.command
+    if stored.predicted_runtime is None and job.estimate is not None:
+        extra["declared_runtime"] = repr(job.estimate)
+    return replace(job, extra=extra)
+
+
+def completed_jobs(store: PredictorStore, limit: int = DEFAULT_LIMIT) -> list[Job]:
+    """The most recent ``limit`` finished jobs of the store, as training jobs."""
+    return [history_job(h) for h in store.history(limit=limit)]
+
+
+def train_from_store(store: PredictorStore, path: str | Path, *, limit: int = DEFAULT_LIMIT,
+                     params: TrainParams | None = None, trained_at: datetime | None = None,
+                     activate: bool = True) -> ModelArtifact:
+    """Train on the store's history, write the artifact, register it as the active version."""
+    artifact = train_artifact(completed_jobs(store, limit), params, trained_at)
+    save_artifact(artifact, path)
+    store.register_model(MODEL_NAME, artifact.version, trained_on=artifact.jobs,
+                         metrics=artifact.metrics, artifact_uri=str(path), activate=activate)
+    return artifact
+
+
+def load_from_store(store: PredictorStore, limit: int = DEFAULT_LIMIT) -> LoadedEstimator:
+    """Start-up: the store's active model over its recent history (never raises)."""
+    active = store.active_model(MODEL_NAME)
+    uri = active.artifact_uri if active is not None else None
+    return load_estimator(uri, completed_jobs(store, limit))
+
+
+def record_estimates(store: PredictorStore, jobs: Sequence[Job], estimates: Sequence[Estimate],
+                     at: float, model_version_id: int | None = None) -> None:
+    """Record each estimate with its source (and the model version it came from)."""
+    from starburst.adapters.db.records import Prediction
+
+    store.record_predictions([
+        Prediction(job_id=j.id, value=e.value, low=e.low, high=e.high, source=e.source,
+                   created_at=at,
+                   model_version_id=model_version_id if e.source.startswith("model:") else None,
+                   quantiles={"p10": e.low, "p50": e.value, "p90": e.high})
+        for j, e in zip(jobs, estimates, strict=True)
+    ])
