@@ -1,0 +1,253 @@
+"""One contract for every ``Cluster`` port implementation: the same scenarios, each backend.
+
+Backends:
+- ``sim``: the simulator's in-memory ``SimCluster`` (jobs end when the clock passes their
+  runtime, so ``finish`` advances the clock);
+- ``kubernetes``: ``KubernetesCluster`` on the project's Kubernetes API stand-in, driven through
+  the official client (``finish`` reports the Job's Pods Succeeded, as a kubelet would);
+- ``kubernetes-real``: the same adapter on a real cluster when ``STARBURST_TEST_KUBECONFIG``
+  names a kubeconfig (skipped otherwise, and the skip says so). A real cluster's nodes and
+  kubelets cannot be scripted, so only the scenarios that need neither run there.
+
+The contract: the snapshot shows every node and its free GPUs; ``start`` takes the placement's
+GPUs at once and is idempotent; a finished job is reported by ``ended`` exactly once and gives
+its GPUs back; ``cancel`` gives the GPUs back and the job leaves ``running``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import pytest
+
+from starburst.core.capacity import Node, Part, Placement
+from starburst.core.job import Job
+from starburst.core.ports import Cluster, JobEnded
+
+REAL = os.environ.get("STARBURST_TEST_KUBECONFIG")
+NODES = [Node(f"node-{i}", 8, 64.0, 512 * 1024.0) for i in range(2)]
+
+
+class Harness(Protocol):
+    cluster: Cluster
+    scriptable: bool
+
+    def submit(self, name: str, gpus: int, pods: int = 1, runtime: float = 100.0) -> Job: ...
+
+    def finish(self, job: Job) -> None: ...
+
+    def ended(self, count: int) -> list[JobEnded]: ...
+
+    def placement(self, *parts: tuple[int, int]) -> Placement: ...
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 1_800_000_000.0
+
+    def now(self) -> float:
+        return self.t
+
+
+def _wait(check: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s")
+        time.sleep(0.01)
+    return value
+
+
+class SimHarness:
+    scriptable = True
+
+    def __init__(self) -> None:
+        from starburst.sim.cluster import SimCluster
+
+        self.clock = _Clock()
+        self.cluster = SimCluster(NODES, self.clock)
+        self._started: dict[str, float] = {}
+
+    def submit(self, name: str, gpus: int, pods: int = 1, runtime: float = 100.0) -> Job:
+        return Job(id=name, submit_time=self.clock.now(), gpus=gpus, runtime=runtime)
+
+    def finish(self, job: Job) -> None:
+        running = {r.job.id: r for r in self.cluster.snapshot().running}
+        assert job.runtime is not None
+        self.clock.t = max(self.clock.t, running[job.id].started_at + job.runtime)
+
+    def ended(self, count: int) -> list[JobEnded]:
+        return list(self.cluster.ended())
+
+    def placement(self, *parts: tuple[int, int]) -> Placement:
+        return tuple(Part(i, NODES[i].name, g, 0.0, 0.0) for i, g in parts)
+
+
+class KubeHarness:
+    def __init__(self, api_client: Any, kube: Any = None) -> None:
+        from starburst.adapters.kubernetes import KubernetesCluster, Settings
+        from starburst.adapters.kubernetes.retry import Backoff
+
+        self.kube, self.api_client = kube, api_client
+        self.scriptable = kube is not None
+        self.namespace = "default" if kube is not None else f"sb-contract-{uuid.uuid4().hex[:6]}"
+        from kubernetes import client
+
+        self.batch = client.BatchV1Api(api_client)
+        self.core = client.CoreV1Api(api_client)
+        if kube is None:
+            self.core.create_namespace({"metadata": {"name": self.namespace}})
+        else:
+            for node in NODES:
+                kube.add_node(node.name, gpus=node.gpus, cpu="64", memory="512Gi")
+        self.cluster = KubernetesCluster(
+            api_client, _Clock(), Settings(namespace=self.namespace,
+                                           backoff=Backoff(base=0.05, cap=0.5)))
+        self.cluster.start_watching()
+        assert self.cluster.wait_synced(30)
+        self._offered: dict[str, Job] = {}
+
+    def close(self) -> None:
+        self.cluster.close()
+        if self.kube is None:
+            self.core.delete_namespace(self.namespace)
+
+    def submit(self, name: str, gpus: int, pods: int = 1, runtime: float = 100.0) -> Job:
+        per_pod = gpus // pods
+        self.batch.create_namespaced_job(self.namespace, {
+            "metadata": {"name": name, "labels": {"starburst.io/queue": "contract"}},
+            "spec": {"suspend": True, "parallelism": pods, "completions": pods,
+                     "backoffLimit": 0, "template": {"spec": {
+                         "restartPolicy": "Never",
+                         "containers": [{"name": "main", "image": "busybox",
+                                         "command": ["sleep", str(int(runtime))],
+                                         "resources": {"limits": {
+                                             "nvidia.com/gpu": str(per_pod)}}}]}}},
+        })
+        job_id = f"{self.namespace}/{name}"
+
+        def offered() -> Job | None:
+            self._offered.update((j.id, j) for j in self.cluster.submissions())
+            return self._offered.get(job_id)
+
+        return _wait(offered)
+
+    def finish(self, job: Job) -> None:
+        assert self.kube is not None
+        for pod in self.kube.pods_of(self.namespace, job.name):
+            self.kube.set_pod_phase(self.namespace, pod["metadata"]["name"], "Succeeded")
+
+    def ended(self, count: int) -> list[JobEnded]:
+        seen: list[JobEnded] = []
+
+        def enough() -> bool:
+            seen.extend(self.cluster.ended())
+            return len(seen) >= count
+
+        _wait(enough)
+        return seen
+
+    def placement(self, *parts: tuple[int, int]) -> Placement:
+        nodes = self.cluster.snapshot().capacity.nodes
+        return tuple(Part(i, nodes[i].name, g, 0.0, 0.0) for i, g in parts)
+
+
+@pytest.fixture(params=["sim", "kubernetes", "kubernetes-real"])
+def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    if request.param == "sim":
+        yield SimHarness()
+        return
+    if request.param == "kubernetes-real":
+        if not REAL:
+            pytest.skip("STARBURST_TEST_KUBECONFIG is not set: no real cluster to run against")
+        from kubernetes import config
+
+        api_client = config.new_client_from_config(config_file=REAL)
+        real = KubeHarness(api_client)
+        try:
+            yield real
+        finally:
+            real.close()
+            api_client.close()
+        return
+    from starburst.testing.kubeapi import KubeApiServer
+
+    with KubeApiServer() as kube:
+        api_client = kube.api_client()
+        h = KubeHarness(api_client, kube)
+        try:
+            yield h
+        finally:
+            h.close()
+            api_client.close()
+
+
+def scriptable(h: Harness) -> None:
+    if not h.scriptable:
+        pytest.skip("needs scripted nodes and kubelets (the stand-in or the simulator)")
+
+
+def test_the_snapshot_shows_every_node_and_its_free_gpus(harness: Harness) -> None:
+    scriptable(harness)
+    snap = harness.cluster.snapshot()
+    assert [(n.name, n.gpus) for n in snap.capacity.nodes] == [("node-0", 8), ("node-1", 8)]
+    assert snap.capacity.free_gpus == 16 and list(snap.running) == []
+
+
+def test_start_takes_the_placements_gpus_at_once(harness: Harness) -> None:
+    scriptable(harness)
+    job = harness.submit("a", gpus=6)
+    harness.cluster.start(job, harness.placement((0, 6)), "fits")
+    snap = harness.cluster.snapshot()
+    assert (snap.capacity.free_on(0), snap.capacity.free_on(1)) == (2, 8)
+    assert [(r.job.id, [p.gpus for p in r.placement]) for r in snap.running] == [(job.id, [6])]
+
+
+def test_start_is_idempotent(harness: Harness) -> None:
+    scriptable(harness)
+    job = harness.submit("a", gpus=4)
+    harness.cluster.start(job, harness.placement((1, 4)), "fits")
+    harness.cluster.start(job, harness.placement((1, 4)), "fits again")
+    snap = harness.cluster.snapshot()
+    assert snap.capacity.free_gpus == 12 and len(list(snap.running)) == 1
+
+
+def test_a_gang_spans_nodes_all_or_nothing(harness: Harness) -> None:
+    scriptable(harness)
+    job = harness.submit("gang", gpus=16, pods=2)
+    harness.cluster.start(job, harness.placement((0, 8), (1, 8)), "two full nodes")
+    assert harness.cluster.snapshot().capacity.free_gpus == 0
+
+
+def test_an_end_is_reported_once_and_gives_the_gpus_back(harness: Harness) -> None:
+    scriptable(harness)
+    job = harness.submit("a", gpus=8)
+    harness.cluster.start(job, harness.placement((0, 8)), "fits")
+    harness.finish(job)
+    (end,) = harness.ended(1)
+    assert (end.job_id, end.succeeded) == (job.id, True)
+    assert list(harness.cluster.ended()) == []
+    _wait(lambda: harness.cluster.snapshot().capacity.free_gpus == 16)
+    assert list(harness.cluster.snapshot().running) == []
+
+
+def test_cancel_gives_the_gpus_back(harness: Harness) -> None:
+    scriptable(harness)
+    job = harness.submit("a", gpus=8)
+    harness.cluster.start(job, harness.placement((1, 8)), "fits")
+    harness.cluster.cancel(job.id)
+    snap = harness.cluster.snapshot()
+    assert list(snap.running) == []
+    _wait(lambda: harness.cluster.snapshot().capacity.free_gpus == 16)
+
+
+def test_the_snapshot_of_a_real_cluster_is_consistent(harness: Harness) -> None:
+    snap = harness.cluster.snapshot()
+    capacity = snap.capacity
+    assert 0 <= capacity.free_gpus <= capacity.total_gpus
+    for i, node in enumerate(capacity.nodes):
+        assert 0 <= capacity.free_on(i) <= node.gpus
