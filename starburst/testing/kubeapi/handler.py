@@ -126,6 +126,8 @@ class ApiHandler(BaseHTTPRequestHandler):
 
     # -- plumbing --------------------------------------------------------------------------
     def _serve(self, method: str) -> None:
+        with self.standin.store.lock:
+            self.standin.requests += 1
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         length = int(self.headers.get("Content-Length") or 0)
