@@ -1,0 +1,128 @@
+"""Settings: environment variables (``STARBURST_`` prefix) and an optional YAML file.
+
+Precedence: explicit arguments > environment > the YAML file named by ``STARBURST_CONFIG`` (or
+``--config``) > defaults. Defaults are the embedded single-machine set-up: SQLite, the local
+cluster with a few GPU slots, and the emulated cloud, so ``starburst server`` runs anywhere.
+
+Invalid values fail at start-up with one message per field (``SettingsError``), never later.
+``scheduler_config()`` turns the policy knobs into the core's frozen ``SchedulerConfig``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from starburst.core.capacity import PlacementStrategy
+from starburst.core.cycle import SchedulerConfig
+from starburst.core.errors import ConfigError
+from starburst.core.job import Job
+from starburst.core.ordering import QueueOrder
+from starburst.core.policy import PolicyKind, WaitPolicy, calibrate
+
+DEFAULT_STATE_DIR = Path.home() / ".local" / "share" / "starburst"
+
+
+class SettingsError(ConfigError):
+    """Settings that cannot work; the message lists every bad field."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="STARBURST_", extra="forbid",
+                                      validate_default=True)
+
+    # state
+    database_url: str = Field(
+        default=f"sqlite:///{DEFAULT_STATE_DIR / 'starburst.db'}",
+        description="SQLAlchemy URL; PostgreSQL in deployments, SQLite for one machine.")
+    state_dir: Path = Field(default=DEFAULT_STATE_DIR,
+                            description="Logs and work files of the local backends.")
+    # backends
+    cluster: Literal["local", "kubernetes"] = "local"
+    local_gpus: int = Field(default=4, ge=0, description="GPU slots of the local cluster.")
+    local_gpu_type: str = "gpu"
+    kubeconfig: str | None = Field(default=None, description="Kubeconfig (in-cluster if unset).")
+    cloud: Literal["emulated", "skypilot", "none"] = "emulated"
+    price_table: Path | None = Field(default=None, description="YAML price table override.")
+    # policy
+    policy: PolicyKind = PolicyKind.COMPUTE
+    budget: float = Field(default=0.25, ge=0, description="Waiting budget b.")
+    coefficient: float | None = Field(default=None, ge=0, description="Overrides the budget.")
+    out_of_order: bool = True
+    queue_cap: int | None = Field(default=30, ge=0)
+    order: QueueOrder = QueueOrder.FIFO
+    placement: PlacementStrategy = PlacementStrategy.FIRST_FIT
+    default_runtime_s: float = Field(default=3600.0, gt=0,
+                                     description="Prior runtime before any history exists.")
+    calibration_window: int = Field(default=1000, ge=1,
+                                    description="Recent jobs the coefficient is fitted on.")
+    # periodic work
+    pass_interval_s: float = Field(default=2.0, gt=0)
+    reconcile_interval_s: float = Field(default=30.0, gt=0)
+    metering_interval_s: float = Field(default=30.0, gt=0)
+    recalibrate_interval_s: float = Field(default=600.0, gt=0)
+    retrain_interval_s: float = Field(default=3600.0, gt=0)
+    # serving
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(default=8080, ge=0, le=65535)
+    log_format: Literal["json", "text"] = "json"
+    leader_name: str = "controller"
+
+    @field_validator("database_url")
+    @classmethod
+    def _url_has_a_scheme(cls, value: str) -> str:
+        if "://" not in value:
+            raise ValueError("must be a URL such as sqlite:///path.db or postgresql://host/db")
+        return value
+
+    def scheduler_config(self, reference: Sequence[Job] = ()) -> SchedulerConfig:
+        """The core config; the coefficient is explicit or calibrated on ``reference`` jobs."""
+        if self.coefficient is not None:
+            coefficient = self.coefficient
+        elif self.policy in (PolicyKind.NO_WAIT, PolicyKind.INFINITE, PolicyKind.RUNTIME):
+            coefficient = calibrate(self.policy, self.budget, [])
+        elif reference:
+            coefficient = calibrate(self.policy, self.budget, reference)
+        else:  # cold start: a job like the prior gets b × its runtime
+            prior = Job("prior", 0.0, 1, runtime=self.default_runtime_s)
+            coefficient = calibrate(self.policy, self.budget, [prior])
+        return SchedulerConfig(WaitPolicy(self.policy, coefficient), self.out_of_order,
+                               self.queue_cap, self.order, self.placement)
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from the YAML file, the environment and ``overrides``, validated."""
+    import os
+
+    import yaml
+
+    path = config_file or (Path(os.environ["STARBURST_CONFIG"])
+                           if os.environ.get("STARBURST_CONFIG") else None)
+    file_values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except FileNotFoundError:
+            raise SettingsError(f"{path}: no such settings file") from None
+        except yaml.YAMLError as exc:
+            raise SettingsError(f"{path}: not valid YAML: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise SettingsError(f"{path}: expected a mapping of setting: value")
+        file_values = {k.replace("-", "_"): v for k, v in loaded.items()}
+    env_set = {k.removeprefix("STARBURST_").lower() for k in os.environ
+               if k.startswith("STARBURST_")}
+    values = {k: v for k, v in file_values.items() if k not in env_set}
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        where = f" (from {path} and STARBURST_* variables)" if path else ""
+        raise SettingsError(f"invalid settings{where}: {problems}") from None
