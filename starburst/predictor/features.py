@@ -92,6 +92,8 @@ def categories(jobs: Sequence[Job], column: str) -> list[str | None]:
         return [j.user or None for j in jobs]
     if column == "team":
         return [j.team or None for j in jobs]
+    if column == "gpu_type":
+        return [j.gpu_type or None for j in jobs]
     return [category(j, column) for j in jobs]
 
 

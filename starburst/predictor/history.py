@@ -31,16 +31,12 @@ _DIGITS = re.compile(r"\d+")
 DEFAULT_WINDOW = 10
 
 
+@lru_cache(maxsize=1 << 16)
 def family_key(user: str | None, name: str | None) -> str | None:
     """The user's job family: their job name with digit runs folded (``None`` without a user)."""
     if user is None:
         return None
-    return f"{user}|{_fold(name or '')}"
-
-
-@lru_cache(maxsize=1 << 16)
-def _fold(name: str) -> str:
-    return _DIGITS.sub("#", name)
+    return f"{user}|{_DIGITS.sub('#', name or '')}"
 
 
 def finish_time(job: Job) -> float:
@@ -93,10 +89,16 @@ class KeyedHistory:
     def __len__(self) -> int:
         return len(self._values)
 
-    def lookup(self, keys: Sequence[str | None], at: np.ndarray) -> KeyStats:
-        """Statistics of each key over jobs finished strictly before ``at`` (seconds)."""
-        get = self._ids.get
-        ids = np.array([get(k, -1) for k in keys], dtype=np.int64)  # type: ignore[arg-type]
+    def lookup(self, keys: Sequence[str | None] | str, at: np.ndarray) -> KeyStats:
+        """Statistics of each key over jobs finished strictly before ``at`` (seconds).
+
+        ``keys`` is one key per row, or a single string used for every row.
+        """
+        if isinstance(keys, str):
+            ids = np.full(len(at), self._ids.get(keys, -1), dtype=np.int64)
+        else:
+            get = self._ids.get
+            ids = np.array([get(k, -1) for k in keys], dtype=np.int64)  # type: ignore[arg-type]
         known = ids >= 0
         q_ms = np.clip(np.floor((np.asarray(at, dtype=float) - self.origin) * 1000.0), 0, _MAX_MS)
         safe = np.where(known, ids, 0)
@@ -173,7 +175,7 @@ class HistoryIndex:
 
     def recent(self, jobs: Sequence[Job], at: np.ndarray | None = None) -> KeyStats:
         at = submit_times(jobs) if at is None else at
-        return self.everyone.lookup(["*"] * len(jobs), at)
+        return self.everyone.lookup("*", at)
 
 
 def submit_times(jobs: Sequence[Job]) -> np.ndarray:
