@@ -63,6 +63,12 @@ class Evaluation:
     artifact: ModelArtifact
     rows: list[ErrorRow]
     declared_rows: list[ErrorRow]
+    test_start: float = 0.0
+
+    @property
+    def overlaps(self) -> bool:
+        """The artifact was trained on jobs submitted in the test part (a leaky evaluation)."""
+        return self.artifact.window[1] > self.test_start
 
     @property
     def model(self) -> ErrorRow:
@@ -116,7 +122,8 @@ def evaluate(jobs: Sequence[Job], train_share: float = 0.7, params: TrainParams 
         error_row("user's recent median", truth[has], u_mid[has], u_low[has], u_high[has]),
         error_row("declared by user", truth[has], declared[has]),
     ]
-    return Evaluation(len(train), len(test), artifact, rows, declared_rows)
+    return Evaluation(len(train), len(test), artifact, rows, declared_rows,
+                      test[0].submit_time if test else math.inf)
 
 
 def format_rows(rows: Sequence[ErrorRow]) -> list[str]:
@@ -137,6 +144,9 @@ def format_evaluation(ev: Evaluation) -> str:
         *format_rows(ev.rows),
         f"model MALR is {ev.improvement:.1%} lower than the best baseline ({best.name})",
     ]
+    if ev.overlaps:
+        lines.append("caution: the model was trained on part of the test period; these "
+                     "figures flatter it (train on the past only, or lower --train-share)")
     if ev.declared_rows and ev.declared_rows[0].jobs:
         lines += ["jobs with a user-declared runtime:", *format_rows(ev.declared_rows)]
     else:

@@ -34,6 +34,9 @@ def test_evaluation_compares_like_with_like(workload: list[Job],
     assert declared.coverage is None and declared.within_2x < 0.5  # users pad their guesses
     text = format_evaluation(ev)
     assert "global median" in text and "declared by user" in text and "lower than" in text
+    assert not ev.overlaps and "caution" not in text
+    leaky = evaluate(workload, 0.5, artifact=artifact)
+    assert leaky.overlaps and "caution" in format_evaluation(leaky)
 
 
 def test_scheduling_comparison(workload: list[Job]) -> None:
