@@ -17,7 +17,7 @@ them before returning, so the caller applies the decisions through its own clust
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from starburst.core.capacity import (
@@ -61,6 +61,8 @@ class PassResult:
     starts: list[Start] = field(default_factory=list)
     bursts: list[Burst] = field(default_factory=list)
     waiting: list[QueuedJob] = field(default_factory=list)
+    #: jobs that would have burst but their team may not burst now: (job id, reason)
+    held: list[tuple[str, str]] = field(default_factory=list)
 
     def wait_decisions(self, now: float) -> list[Wait]:
         return [Wait(q.id, q.deadline, wait_reason(q, now)) for q in self.waiting]
@@ -84,16 +86,19 @@ def schedule_pass(
     arrivals: Sequence[QueuedJob],
     capacity: CapacityIndex,
     config: SchedulerConfig,
+    hold: Mapping[str, str] | None = None,
 ) -> PassResult:
     """Decide, at ``now``, what starts on-prem, what bursts and what keeps waiting.
 
     ``queue`` is the previous pass's ``waiting`` (already in order); ``arrivals`` are entries
-    admitted since (see ``admit``), in any order.
+    admitted since (see ``admit``), in any order. ``hold`` maps teams that may not burst now
+    (their cloud budget is spent) to the reason: their jobs keep waiting on-prem instead.
     """
     result = PassResult()
+    held = hold or {}
     kept: list[QueuedJob] = []
     for entry in queue:
-        if entry.deadline <= now:
+        if entry.deadline <= now and not _held(entry, held, result):
             result.bursts.append(Burst(entry.job, _expired_reason(entry, now)))
         else:
             kept.append(entry)
@@ -103,9 +108,19 @@ def schedule_pass(
     else:
         waiting = _schedule(now, ordered, capacity, config, result)
     if any(a.deadline <= now for a in arrivals):
-        waiting = _burst_spent(now, waiting, result)
-    result.waiting = _apply_cap(waiting, config.queue_cap, result)
+        waiting = _burst_spent(now, waiting, result, held)
+    result.waiting = _apply_cap(waiting, config.queue_cap, result, held)
     return result
+
+
+def _held(entry: QueuedJob, held: Mapping[str, str], result: PassResult) -> bool:
+    """Whether a job that would burst must wait on-prem instead (recorded with the reason)."""
+    reason = held.get(entry.job.team) if entry.job.team is not None else None
+    if reason is None:
+        return False
+    if all(job_id != entry.id for job_id, _ in result.held):
+        result.held.append((entry.id, reason))
+    return True
 
 
 def _may_need_a_look(ordered: list[QueuedJob]) -> bool:
@@ -155,24 +170,32 @@ def _schedule(
     return waiting
 
 
-def _burst_spent(now: float, waiting: list[QueuedJob], result: PassResult) -> list[QueuedJob]:
+def _burst_spent(
+    now: float, waiting: list[QueuedJob], result: PassResult, held: Mapping[str, str]
+) -> list[QueuedJob]:
     """Arrivals with no budget left that did not start burst in the same instant."""
     remaining: list[QueuedJob] = []
     for entry in waiting:
-        if entry.deadline <= now:
+        if entry.deadline <= now and not _held(entry, held, result):
             result.bursts.append(Burst(entry.job, "no wait budget and no room on-prem"))
         else:
             remaining.append(entry)
     return remaining
 
 
-def _apply_cap(waiting: list[QueuedJob], cap: int | None, result: PassResult) -> list[QueuedJob]:
+def _apply_cap(
+    waiting: list[QueuedJob], cap: int | None, result: PassResult, held: Mapping[str, str]
+) -> list[QueuedJob]:
     if cap is None or len(waiting) <= cap:
         return waiting
+    kept = waiting[:cap]
     for pos, entry in enumerate(waiting[cap:], start=cap + 1):
+        if _held(entry, held, result):
+            kept.append(entry)
+            continue
         reason = f"queue position {pos} is beyond the queue cap of {cap}"
         result.bursts.append(Burst(entry.job, reason))
-    return waiting[:cap]
+    return kept
 
 
 def _start_reason(placement: Placement, skipped: list[QueuedJob]) -> str:

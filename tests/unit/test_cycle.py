@@ -151,3 +151,19 @@ def test_infinite_budget_never_expires() -> None:
     busy(index, 0, 8)
     result = schedule_pass(1e12, [entry], [], index, config(PolicyKind.INFINITE))
     assert ids(result.waiting) == ["a"]
+
+
+def test_a_team_over_its_cloud_budget_waits_on_prem_instead_of_bursting() -> None:
+    index = CapacityIndex(nodes(1, 8))
+    busy(index, 0, 8)
+    over = queued(make_job("ml-job", gpus=1, team="ml"), budget=60, at=0)
+    other = queued(make_job("cv-job", gpus=1, team="cv", submit=1), budget=60, at=1)
+    hold = {"ml": "team ml spent $300.00 of its $250.00 cloud budget"}
+    result = schedule_pass(100, [over, other], [], index, config(cap=0), hold=hold)
+    assert ids(result.bursts) == ["cv-job"]
+    assert ids(result.waiting) == ["ml-job"]
+    assert result.held == [("ml-job", hold["ml"])]
+    # once GPUs free up, the held job starts on-prem
+    index2 = CapacityIndex(nodes(1, 8))
+    later = schedule_pass(200, result.waiting, [], index2, config(cap=0), hold=hold)
+    assert ids(later.starts) == ["ml-job"]
