@@ -59,3 +59,18 @@ def test_bare_trace_without_optional_fields_trains_and_predicts() -> None:
     assert np.isfinite(pred.value).all()
     gpus = np.array([j.gpus for j in jobs[-20:]])
     assert pred.value[gpus == 8].mean() > pred.value[gpus == 1].mean()  # learnt gpus → runtime
+
+
+def test_threaded_prediction_matches_one_thread(artifact: ModelArtifact,
+                                                split: tuple[list[Job], list[Job]],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    train, test = split
+    history = HistoryIndex(train + test)
+    monkeypatch.setattr("starburst.predictor.model.PARALLEL_ROWS", 10**9)
+    whole = artifact.model.predict(test, history)
+    monkeypatch.setattr("starburst.predictor.model.PARALLEL_ROWS", 50)
+    monkeypatch.setattr("starburst.predictor.model.os.cpu_count", lambda: 4)
+    chunked = artifact.model.predict(test, history)
+    for a, b in ((whole.value, chunked.value), (whole.low, chunked.low),
+                 (whole.high, chunked.high)):
+        np.testing.assert_array_equal(a, b)
