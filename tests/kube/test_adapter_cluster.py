@@ -152,6 +152,17 @@ def test_start_retries_a_conflict_that_changed_nothing_it_decided_on(kube, batch
     assert stored.spec.suspend is False and stored.metadata.labels["touched"] == "1"
 
 
+def test_a_placement_that_splits_a_pod_is_refused(kube, batch, cluster):
+    for name in ("n1", "n2"):
+        kube.add_node(name, gpus=8)
+    batch.create_namespaced_job("default", queued_job("odd", gpus=3, pods=3))
+    (job,) = eventually(cluster.submissions)
+    eventually(lambda: len(cluster.snapshot().capacity.nodes) == 2)
+    with pytest.raises(PermanentError, match="whole pods"):
+        cluster.start(job, on(cluster.snapshot(), ("n1", 8), ("n2", 1)), "the core's split")
+    assert batch.read_namespaced_job("odd", "default").spec.suspend is True
+
+
 def test_start_of_an_unknown_job_is_permanent(kube, cluster):
     from starburst.core.job import Job
 

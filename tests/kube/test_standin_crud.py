@@ -148,3 +148,39 @@ def test_deleting_a_namespace_deletes_its_contents(core):
     assert core.list_pod_for_all_namespaces().items == []
     with pytest.raises(client.ApiException):
         core.read_namespace("team-a")
+
+
+@pytest.mark.parametrize("name", ["Upper", "under_score", "-dash", "x" * 254])
+def test_names_must_be_rfc1123(core, name):
+    with pytest.raises(client.ApiException) as err:
+        core.create_namespaced_pod("default", pod_body(name))
+    assert err.value.status == 422
+
+
+def test_job_names_are_at_most_63_characters(batch):
+    from tests.kube.builders import job_body
+
+    with pytest.raises(client.ApiException) as err:
+        batch.create_namespaced_job("default", job_body("j" * 64, suspend=True))
+    assert err.value.status == 422
+
+
+@pytest.mark.parametrize("labels", [{"bad key": "v"}, {"k": "v" * 64}, {"k": "-v"},
+                                    {"Bad_Prefix/k": "v"}])
+def test_label_keys_and_values_are_validated(core, labels):
+    with pytest.raises(client.ApiException) as err:
+        core.create_namespaced_pod("default", pod_body("a", labels))
+    assert err.value.status == 422
+
+
+def test_qualified_label_keys_are_fine(core):
+    pod = core.create_namespaced_pod("default", pod_body("a", {"starburst.io/queue": "",
+                                                                "app.kubernetes.io/name": "x"}))
+    assert pod.metadata.labels["starburst.io/queue"] == ""
+
+
+def test_dry_run_is_refused_rather_than_silently_applied(core):
+    with pytest.raises(client.ApiException) as err:
+        core.create_namespaced_pod("default", pod_body("a"), dry_run="All")
+    assert err.value.status == 400
+    assert core.list_namespaced_pod("default").items == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 from kubernetes import client, watch
@@ -77,10 +78,12 @@ def test_watch_delivers_changes_made_while_it_waits(core):
 
     stream = w.stream(core.list_namespaced_pod, "default", resource_version=rv,
                       timeout_seconds=5)
-    threading.Timer(0.2, make_pods).start()
+    timer = threading.Timer(0.2, make_pods)
+    timer.start()
     for event in stream:
         seen.append(f"{event['type']} {event['object'].metadata.name}")
         w.stop()
+    timer.join()
     assert seen == ["ADDED live"]
 
 
@@ -190,6 +193,13 @@ def test_cut_watches_ends_open_streams(kube, core):
     stream = w.stream(core.list_namespaced_pod, "default", resource_version=rv,
                       timeout_seconds=30)
     cut: list[int] = []
-    threading.Timer(0.3, lambda: cut.append(kube.cut_watches())).start()
+    def cut_when_open() -> None:
+        while not kube.watches:
+            time.sleep(0.01)
+        cut.append(kube.cut_watches())
+
+    timer = threading.Thread(target=cut_when_open)
+    timer.start()
     assert list(stream) == []  # ends long before 30 s because the server dropped it
+    timer.join()
     assert cut == [1]

@@ -213,6 +213,7 @@ class KubernetesCluster:
                 return
         if obj is None:
             raise PermanentError(f"job {job.id} is not a queued Kubernetes Job")
+        _check_pod_sizes(job, placement)
         result = self._start_patch(job, obj, placement, reason)
         if result is None:
             return
@@ -333,6 +334,16 @@ def _bound(fn: Any, namespace: str) -> Any:
         return fn(namespace, **kwargs)
 
     return call
+
+
+def _check_pod_sizes(job: Job, placement: Placement) -> None:
+    """Each node's share must hold whole Pods: the scheduler cannot split a Pod's GPUs."""
+    pods = int(job.extra.get("pods", "1") or 1)
+    per_pod = job.gpus // pods if pods else 0
+    if per_pod and any(part.gpus % per_pod for part in placement):
+        shares = ", ".join(str(p.gpus) for p in placement)
+        raise PermanentError(f"job {job.id} has {pods} pods of {per_pod} GPUs; a placement of "
+                             f"[{shares}] GPUs per node cannot hold whole pods")
 
 
 def _size(job: Job) -> tuple[int, float, float, str | None]:

@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu-nodes", type=int, default=0, help="add this many 8-GPU nodes")
     parser.add_argument("--history", type=int, default=10_000, help="watch history window")
     args = parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # before the kubeconfig goes out
     server = KubeApiServer(port=args.port, history=args.history).start()
     for i in range(args.gpu_nodes):
         server.add_node(f"gpu-node-{i:04d}", gpus=8)
@@ -32,8 +34,6 @@ def main(argv: list[str] | None = None) -> int:
         server.write_kubeconfig(args.kubeconfig)
     sys.stdout.write(yaml.safe_dump(server.kubeconfig(), sort_keys=False))
     sys.stdout.flush()
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         stop.wait()
     except KeyboardInterrupt:

@@ -142,6 +142,8 @@ class ApiHandler(BaseHTTPRequestHandler):
                     raise ApiError(405, "MethodNotAllowed", "method not allowed")
                 self._send(200, target)
                 return
+            if query.get("dryRun"):
+                raise bad_request("dryRun is not supported by the stand-in")
             body = self._json(raw) if raw else None
             self._dispatch(method, target, query, body)
         except ApiError as err:

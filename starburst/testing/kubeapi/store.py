@@ -33,6 +33,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from starburst.testing.kubeapi import admission
+from starburst.testing.kubeapi.metadata import (
+    check_finalizers,
+    check_labels,
+    check_name,
+    server_owned,
+    timestamp,
+)
 from starburst.testing.kubeapi.resources import RESOURCE_TYPES, ResourceType
 from starburst.testing.kubeapi.selectors import (
     FieldSelector,
@@ -62,10 +69,6 @@ class Change:
     type: str
     obj: Obj
     old: Obj | None
-
-
-def timestamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Store:
@@ -145,6 +148,8 @@ class Store:
             if not name:
                 raise invalid(rt.kind, "", "metadata.name: Required value: name or generateName "
                               "is required")
+            check_name(rt, name)
+            check_labels(rt, meta)
             if (ns, name) in self._objects[rt.key]:
                 raise already_exists(rt.plural, rt.group, name)
             if meta.get("resourceVersion"):
@@ -224,10 +229,11 @@ class Store:
                     merged["status"] = copy.deepcopy(old["status"])
             if validate:
                 admission.validate_update(rt, old, merged)
-        merged["metadata"] = _server_owned(old["metadata"], merged["metadata"])
+        merged["metadata"] = server_owned(old["metadata"], merged["metadata"])
+        check_labels(rt, merged["metadata"])
         merged["kind"], merged["apiVersion"] = rt.kind, rt.api_version
         new_meta = merged["metadata"]
-        _check_finalizers(rt, old, new_meta)
+        check_finalizers(rt, old, new_meta)
         if rt.status_subresource and merged.get("spec") != old.get("spec"):
             new_meta["generation"] = old["metadata"].get("generation", 1) + 1
         if not new_meta.get("finalizers"):
@@ -388,25 +394,6 @@ class Store:
         with self.lock:
             self.closed = True
             self.changed.notify_all()
-
-
-_SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                 "generation", "namespace", "resourceVersion")
-
-
-def _server_owned(old: Obj, new: Obj) -> Obj:
-    """Metadata the server owns comes from the stored object, whatever the client sent."""
-    return {**{k: v for k, v in new.items() if k not in _SERVER_OWNED},
-            **{k: v for k, v in old.items() if k in _SERVER_OWNED}}
-
-
-def _check_finalizers(rt: ResourceType, old: Obj, new_meta: Obj) -> None:
-    if not old["metadata"].get("deletionTimestamp"):
-        return
-    added = set(new_meta.get("finalizers") or ()) - set(old["metadata"].get("finalizers") or ())
-    if added:
-        raise invalid(rt.kind, old["metadata"]["name"], "metadata.finalizers: Forbidden: no new "
-                      "finalizers can be added if the object is being deleted")
 
 
 _TYPES = {r.key: r for r in RESOURCE_TYPES}
