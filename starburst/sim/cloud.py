@@ -7,13 +7,17 @@ will be pulled back). Cost is billed on the GPU-time the job runs, the paper's u
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from starburst.core.job import Job
 from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
 
 
 class SimCloud:
-    def __init__(self, clock: Clock, price_per_gpu_hour: float, startup_delay: float = 0.0):
+    def __init__(self, clock: Clock, price_per_gpu_hour: float, startup_delay: float = 0.0,
+                 runtimes: Mapping[str, float] | None = None) -> None:
         self._clock = clock
+        self._runtimes = runtimes or {}
         self.price_per_gpu_hour = price_per_gpu_hour
         self.startup_delay = startup_delay
         self._launches: dict[str, tuple[float, float]] = {}  # name → (launched, run seconds)
@@ -25,7 +29,8 @@ class SimCloud:
 
     def launch(self, job: Job, reason: str = "", run_for: float | None = None) -> CloudHandle:
         """Launch the job; ``run_for`` limits the stint (Star-Wait pull-back), else runtime."""
-        seconds = job.runtime if run_for is None else run_for
+        runtime = job.runtime if job.runtime is not None else self._runtimes.get(job.id, 0.0)
+        seconds = runtime if run_for is None else run_for
         name = f"sb-{job.id}-{self.launches}"
         self.launches += 1
         self._launches[name] = (self._clock.now(), seconds or 0.0)
@@ -46,7 +51,17 @@ class SimCloud:
         return CloudStatus.PROVISIONING
 
     def cancel(self, handle: CloudHandle) -> None:
-        self._launches.pop(handle.name, None)
+        launched, _ = self._launches.get(handle.name, (0.0, 0.0))
+        if handle.name in self._launches:  # it ran until now
+            self._launches[handle.name] = (launched, self._clock.now() - launched)
+
+    def next_finish(self) -> float | None:
+        """When the next launch that is still running finishes."""
+        now = self._clock.now()
+        ends = [launched + self.startup_delay + seconds
+                for launched, seconds in self._launches.values()
+                if launched + self.startup_delay + seconds > now]
+        return min(ends, default=None)
 
     def logs(self, handle: CloudHandle) -> str:
         return f"simulated run {handle.name}\n"

@@ -8,7 +8,8 @@ GPUs. The capacity index is maintained incrementally, so no operation scans ever
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from starburst.core.capacity import CapacityIndex, Node, Placement
 from starburst.core.errors import ConfigError
@@ -17,8 +18,12 @@ from starburst.core.ports import Clock, ClusterSnapshot, JobEnded, RunningJob
 
 
 class SimCluster:
-    def __init__(self, nodes: Sequence[Node], clock: Clock) -> None:
+    def __init__(self, nodes: Sequence[Node], clock: Clock,
+                 runtimes: Mapping[str, float] | None = None) -> None:
+        """``runtimes`` supplies the trace runtime of jobs that arrive without one (the live
+        controller's jobs, when it is driven over a trace)."""
         self.capacity = CapacityIndex(nodes)
+        self._runtimes = runtimes or {}
         self._clock = clock
         self._running: dict[str, RunningJob] = {}
         self._ends: list[tuple[float, str]] = []
@@ -34,12 +39,14 @@ class SimCluster:
     def start(self, job: Job, placement: Placement, reason: str = "") -> None:
         if job.id in self._running:
             return
-        if job.runtime is None:
+        runtime = job.runtime if job.runtime is not None else self._runtimes.get(job.id)
+        if runtime is None:
             raise ConfigError(f"job {job.id} has no runtime; the simulator needs one")
+        job = replace(job, runtime=runtime)
         now = self._clock.now()
         self.capacity.allocate(placement)
         self._running[job.id] = RunningJob(job, placement, now)
-        heapq.heappush(self._ends, (now + job.runtime, job.id))
+        heapq.heappush(self._ends, (now + runtime, job.id))
 
     def cancel(self, job_id: str) -> None:
         running = self._running.pop(job_id, None)

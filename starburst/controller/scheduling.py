@@ -1,0 +1,335 @@
+"""One scheduling pass of the live controller: the store's queue through the shared core.
+
+A pass, in DESIGN.md's order of work:
+1. *finish*: on-prem jobs the cluster reports ended → succeeded/failed; cloud launches that
+   ended → succeeded/failed (and their final cost entries);
+2. *follow the cloud*: launches that came up → running_cloud; Star-Wait jobs still running
+   after the threshold are pulled back and re-queued;
+3. *cancel*: work still running for jobs a user cancelled is stopped;
+4. *admit*: submitted jobs get a runtime estimate and a wait budget → queued;
+5. *decide*: ``starburst.core.cycle.schedule_pass`` — the very function the simulator calls —
+   on the queue, the arrivals and the cluster snapshot;
+6. *apply*: every decision is written to the store first (with the leader's fencing token),
+   then carried out through the cluster or cloud port. Both ports are idempotent by job id
+   (a restart re-issues the recorded intent instead of deciding again).
+
+Invariants: a job changes state only through the store (one transition table); a deposed
+leader's writes are refused by the store (``StaleLeader``) before any side effect; no port
+call blocks (a cloud launch returns a handle, later passes poll it).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+
+from starburst.adapters.db.records import CloudLaunch, CostEntry, StoredJob
+from starburst.adapters.db.store import SqlStore
+from starburst.core.cycle import PassResult, SchedulerConfig, schedule_pass
+from starburst.core.decisions import Burst, Start
+from starburst.core.errors import PermanentError, TransientError
+from starburst.core.job import Job, QueuedJob
+from starburst.core.lifecycle import IllegalTransition, JobState
+from starburst.core.ordering import in_order
+from starburst.core.ports import Clock, Cloud, CloudHandle, CloudStatus, Cluster, RuntimeEstimator
+from starburst.core.star import pull_back_at, pull_back_reason
+
+log = logging.getLogger("starburst.controller")
+
+ACTOR = "controller"
+PAGE = 1000
+_ENDED = {CloudStatus.SUCCEEDED: JobState.SUCCEEDED, CloudStatus.FAILED: JobState.FAILED,
+          CloudStatus.CANCELLED: JobState.CANCELLED}
+
+
+@dataclass(slots=True)
+class PassReport:
+    """What one pass did, for logs, metrics and tests."""
+
+    at: float
+    admitted: int = 0
+    started: list[str] = field(default_factory=list)
+    burst: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    pulled_back: list[str] = field(default_factory=list)
+    held: list[tuple[str, str]] = field(default_factory=list)
+    queue_length: int = 0
+    #: the next instant a pass must run even if nothing happens: a budget expiry or a
+    #: Star-Wait pull-back
+    next_wakeup: float = math.inf
+
+
+def backend_job(stored: StoredJob) -> Job:
+    """The job as the backends need it: command and image travel in ``extra``."""
+    extra = dict(stored.job.extra)
+    if stored.command is not None:
+        extra.setdefault("command", stored.command)
+    if stored.image is not None:
+        extra.setdefault("image", stored.image)
+    return replace(stored.job, extra=extra)
+
+
+class SchedulingLoop:
+    """The controller's pass over store, cluster and cloud. One instance per leader term."""
+
+    def __init__(
+        self,
+        store: SqlStore,
+        cluster: Cluster,
+        cloud: Cloud | None,
+        clock: Clock,
+        config: SchedulerConfig,
+        *,
+        estimator: RuntimeEstimator | None = None,
+        fencing_token: Callable[[], int | None] = lambda: None,
+        hold: Callable[[float], dict[str, str]] = lambda now: {},
+        metering_chunk_s: float = 60.0,
+    ) -> None:
+        self.store, self.cluster, self.cloud, self.clock = store, cluster, cloud, clock
+        self.config = config
+        self.estimator = estimator
+        self._token = fencing_token
+        self._hold = hold
+        self._chunk = metering_chunk_s
+        self._handles: dict[str, CloudHandle] = {}
+        self._pulled_back: set[str] = set()
+
+    # -- the pass ------------------------------------------------------------------------------
+    def run_pass(self) -> PassReport:
+        now = self.clock.now()
+        report = PassReport(now)
+        token = self._token()
+        self._finish_onprem(report, token)
+        self._follow_cloud(now, report, token)
+        self._stop_cancelled_onprem()
+        arrivals = self._admit(now, token, report)
+        arrival_ids = {a.id for a in arrivals}
+        queue = [q for q in self._queued() if q.id not in arrival_ids]
+        snapshot = self.cluster.snapshot()
+        result = schedule_pass(now, in_order(queue, self.config.order), arrivals,
+                               snapshot.capacity, self.config, self._hold(now))
+        self._apply(now, result, token, report)
+        report.queue_length = len(result.waiting)
+        report.held = result.held
+        deadlines = [q.deadline for q in result.waiting if q.job.team not in self._hold(now)]
+        report.next_wakeup = min([*deadlines, *self._pull_backs_due()], default=math.inf)
+        return report
+
+    def _pull_backs_due(self) -> list[float]:
+        if self.cloud is None or self.config.policy.kind.value != "star":
+            return []
+        due = []
+        for launch in self.store.launches(active=True):
+            earlier = launch.job_id in self._pulled_back
+            at = pull_back_at(self.config.policy, launch.launched_at, earlier)
+            if at is not None:
+                due.append(at)
+        return due
+
+    def _queued(self) -> list[QueuedJob]:
+        return [QueuedJob(s.job, s.queued_at, s.wait_budget if s.wait_budget is not None
+                          else self.config.policy.budget(s.job))
+                for s in self._all(JobState.QUEUED)]
+
+    def _all(self, state: JobState) -> list[StoredJob]:
+        jobs: list[StoredJob] = []
+        cursor: str | None = None
+        while True:
+            page = self.store.queue(limit=PAGE, cursor=cursor, states=(state,))
+            jobs += page.jobs
+            cursor = page.next_cursor
+            if cursor is None:
+                return jobs
+
+    # -- 1. finish -------------------------------------------------------------------------
+    def _finish_onprem(self, report: PassReport, token: int | None) -> None:
+        for ended in self.cluster.ended():
+            state = JobState.SUCCEEDED if ended.succeeded else JobState.FAILED
+            reason = "finished on-prem" if ended.succeeded else f"failed on-prem: {ended.reason}"
+            if self._move(ended.job_id, state, reason, token, ended.at):
+                report.finished.append(ended.job_id)
+
+    # -- 3. cancel ----------------------------------------------------------------------------
+    def _stop_cancelled_onprem(self) -> None:
+        """Work still running on-prem for a job the store no longer has running is stopped."""
+        running = {r.job.id for r in self.cluster.snapshot().running}
+        if not running:
+            return
+        expected = {s.id for s in self._all(JobState.RUNNING_ONPREM)}
+        for job_id in sorted(running - expected):
+            log.info("stopping %s: it is %s", job_id, self.store.get(job_id).state.value)
+            self.cluster.cancel(job_id)
+
+    # -- 2. follow the cloud ---------------------------------------------------------------
+    def _follow_cloud(self, now: float, report: PassReport, token: int | None) -> None:
+        if self.cloud is None:
+            return
+        for launch in self.store.launches(active=True):
+            self._follow(launch, now, report, token)
+
+    def _follow(self, launch: CloudLaunch, now: float, report: PassReport,
+                token: int | None) -> None:
+        assert self.cloud is not None
+        handle = self._handles.get(launch.job_id) or CloudHandle(
+            launch.job_id, launch.name, launch.request_id, launch.cloud_job_id)
+        job = self.store.get(launch.job_id)
+        if job.state is JobState.CANCELLED:
+            self._stop_cloud(launch, handle, now, "cancelled")
+            return
+        try:
+            status = self.cloud.poll(handle)
+        except TransientError as exc:
+            log.warning("polling %s: %s (will retry)", launch.name, exc)
+            return
+        except PermanentError as exc:
+            status = CloudStatus.FAILED
+            log.warning("polling %s: %s", launch.name, exc)
+        self._meter(launch, now, final=False)
+        if status in _ENDED:
+            self._stop_cloud(launch, handle, now, status.value, cancel=False)
+            reason = "finished in the cloud" if status is CloudStatus.SUCCEEDED else \
+                f"cloud run {status.value}"
+            if self._move(launch.job_id, _ENDED[status], reason, token, now):
+                report.finished.append(launch.job_id)
+            return
+        if status is CloudStatus.RUNNING and job.state is JobState.BURSTING:
+            self._move(launch.job_id, JobState.RUNNING_CLOUD, f"running at {launch.provider}",
+                       token, now)
+            self.store.update_launch(launch.id or 0, status="running", started_at=now)
+        self._maybe_pull_back(job, launch, handle, now, report, token)
+
+    def _maybe_pull_back(self, job: StoredJob, launch: CloudLaunch, handle: CloudHandle,
+                         now: float, report: PassReport, token: int | None) -> None:
+        policy = self.config.policy
+        earlier = job.id in self._pulled_back or len(self.store.launches(job.id)) > 1
+        due = pull_back_at(policy, launch.launched_at, earlier)
+        if due is None or now < due:
+            return
+        self._stop_cloud(launch, handle, now, "pulled back")
+        budget = policy.star_requeue_budget(job.job, now)
+        state = self.store.get(job.id).state
+        if state is JobState.BURSTING:
+            self._move(job.id, JobState.RUNNING_CLOUD, "running in the cloud", token, now)
+        if self._move(job.id, JobState.QUEUED, pull_back_reason(policy), token, now,
+                      wait_budget=budget):
+            self._pulled_back.add(job.id)
+            report.pulled_back.append(job.id)
+
+    def _stop_cloud(self, launch: CloudLaunch, handle: CloudHandle, now: float, status: str,
+                    cancel: bool = True) -> None:
+        assert self.cloud is not None
+        if cancel:
+            try:
+                self.cloud.cancel(handle)
+            except (TransientError, PermanentError) as exc:
+                log.warning("cancelling %s: %s", launch.name, exc)
+        self._meter(launch, now, final=True)
+        self.store.update_launch(launch.id or 0, status=status, ended_at=now)
+        self._handles.pop(launch.job_id, None)
+
+    # -- cost metering -----------------------------------------------------------------------
+    def _meter(self, launch: CloudLaunch, now: float, final: bool) -> None:
+        """Cost entries in fixed chunks from the launch (provisioning included), idempotent:
+        re-metering writes the same (job, source, start) rows, which the store ignores."""
+        entries = []
+        start = launch.launched_at
+        price = launch.hourly_price
+        while start < now:
+            end = start + self._chunk
+            if end > now and not final:
+                break
+            end = min(end, now)
+            hours = Decimal(str(end - start)) / Decimal(3600)
+            gpus = _gpus_of(launch.accelerators)
+            entries.append(CostEntry(launch.job_id, start, end, (price * hours).quantize(
+                Decimal("0.000001")), launch.provider, gpu_hours=float(hours) * gpus,
+                region=launch.region, source="cloud", launch_id=launch.id))
+            start = end
+        if entries:
+            self.store.record_costs(entries)
+
+    # -- 4. admit ------------------------------------------------------------------------------
+    def _admit(self, now: float, token: int | None, report: PassReport) -> list[QueuedJob]:
+        submitted = self._all(JobState.SUBMITTED)
+        if not submitted:
+            return []
+        jobs = [s.job for s in submitted]
+        estimates = self.estimator.estimate(jobs) if self.estimator is not None else None
+        arrivals = []
+        for i, stored in enumerate(submitted):
+            job = stored.job
+            if estimates is not None:
+                job = job.with_estimate(estimates[i].value)
+            budget = self.config.policy.budget(job)
+            if estimates is not None:
+                self.store.set_estimates(job.id, predicted_runtime=estimates[i].value)
+            reason = f"queued with a {_budget_text(budget)} wait budget"
+            if self._move(job.id, JobState.QUEUED, reason, token, now, wait_budget=budget):
+                arrivals.append(QueuedJob(job, stored.queued_at, budget))
+        report.admitted = len(arrivals)
+        return arrivals
+
+    # -- 6. apply ------------------------------------------------------------------------------
+    def _apply(self, now: float, result: PassResult, token: int | None,
+               report: PassReport) -> None:
+        for start in result.starts:
+            if self._start(start, now, token):
+                report.started.append(start.job_id)
+        for burst in result.bursts:
+            if self._burst(burst, now, token):
+                report.burst.append(burst.job_id)
+
+    def _start(self, start: Start, now: float, token: int | None) -> bool:
+        if not self._move(start.job_id, JobState.RUNNING_ONPREM, start.reason, token, now):
+            return False
+        self.store.record_placement(start.job_id, start.placement, fencing_token=token, at=now)
+        self.cluster.start(backend_job(self.store.get(start.job_id)), start.placement,
+                           start.reason)
+        return True
+
+    def _burst(self, burst: Burst, now: float, token: int | None) -> bool:
+        if self.cloud is None:
+            return False
+        stored = self.store.get(burst.job_id)
+        job = backend_job(stored)
+        quote = self.cloud.quote(job)
+        reason = f"{burst.reason}: burst to {quote.where} ({quote.accelerators}, " \
+                 f"${quote.price_per_hour:.2f}/h)"
+        if not self._move(burst.job_id, JobState.BURSTING, reason, token, now):
+            return False
+        handle = self.cloud.launch(job, reason)
+        provider, _, region = quote.where.partition(":")
+        self.store.record_launch(CloudLaunch(
+            job_id=job.id, name=handle.name, provider=provider, accelerators=quote.accelerators,
+            hourly_price=Decimal(str(round(quote.price_per_hour, 6))), region=region or None,
+            request_id=handle.request_id, cloud_job_id=handle.cloud_job_id, launched_at=now,
+        ), fencing_token=token)
+        self._handles[job.id] = handle
+        return True
+
+    # -- store transitions -------------------------------------------------------------------
+    def _move(self, job_id: str, state: JobState, reason: str, token: int | None, at: float,
+              wait_budget: float | None = None) -> bool:
+        try:
+            self.store.transition(job_id, state, reason=reason, actor=ACTOR,
+                                  fencing_token=token, at=at, wait_budget=wait_budget)
+        except IllegalTransition as exc:
+            log.info("skipped: %s", exc)  # e.g. cancelled by a user meanwhile
+            return False
+        return True
+
+
+def _gpus_of(accelerators: str) -> int:
+    _, _, count = accelerators.rpartition(":")
+    return int(count) if count.isdigit() else 1
+
+
+def _budget_text(budget: float) -> str:
+    from starburst.core.duration import human
+
+    return human(budget)
+
+
