@@ -1,0 +1,66 @@
+"""``create_app``: the one place the REST API is wired (no app exists at import time).
+
+    app = create_app(settings, store, auth=True, health=probe, metrics_registry=registry)
+    uvicorn.run(app, host=settings.api_host, port=settings.api_port)
+
+Keywords:
+- ``auth`` (default True): require ``Authorization: Bearer <token>`` on every ``/v1`` route.
+  ``auth=False`` is for the embedded single-machine default (``starburst server`` on
+  127.0.0.1): every request then acts as an admin named ``local``. Never turn it off on an
+  address others can reach.
+- ``health``: a callable returning ``None`` when ready or the reason it is not; ``/readyz``
+  reports it next to the database check.
+- ``metrics_registry``: the ``prometheus_client`` registry ``/metrics`` serves (default: a new,
+  empty ``CollectorRegistry``; the controller passes the one its metrics live in).
+- ``clock``: supplies "now" for budgets, waits and cost so far (default: the wall clock).
+- ``prices``: the price table for savings (default: ``settings.price_table`` or the shipped
+  defaults, read when first needed).
+
+The caller owns ``store`` and closes it; the app never closes what it was given.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import FastAPI
+
+from starburst.adapters.db.store import SqlStore
+from starburst.api import errors
+from starburst.api.context import ApiContext, Clock, HealthProbe
+from starburst.api.routes import accounts, costs, jobs
+from starburst.api.routes import health as health_routes
+from starburst.settings import Settings
+
+__all__ = ["HealthProbe", "create_app"]
+
+
+class _WallClock:
+    def now(self) -> float:
+        return time.time()
+
+
+def create_app(
+    settings: Settings, store: SqlStore, *, health: HealthProbe | None = None,
+    metrics_registry: Any = None, auth: bool = True, clock: Clock | None = None,
+    prices: Any = None,
+) -> FastAPI:
+    """A new FastAPI app serving ``store``; see the module docstring for the keywords."""
+    if metrics_registry is None:
+        from prometheus_client import CollectorRegistry
+
+        metrics_registry = CollectorRegistry()
+    app = FastAPI(
+        title="Starburst",
+        summary="Cost-aware scheduler for hybrid-cloud GPU clusters.",
+        version="0.1.0",
+    )
+    app.state.starburst = ApiContext(
+        settings=settings, store=store, clock=clock or _WallClock(), auth=auth,
+        health=health, registry=metrics_registry, prices=prices,
+    )
+    errors.install(app)
+    for module in (jobs, costs, accounts, health_routes):
+        app.include_router(module.router)
+    return app

@@ -1,0 +1,44 @@
+"""What every request handler may use: the store, the clock, the auth switch, the probes.
+
+``ApiContext`` is built once by ``create_app`` and stored on ``app.state``; handlers reach it
+through the ``Annotated`` dependencies in ``starburst.api.deps``, never through globals, so two
+apps in one process (tests, a standby) never share state.
+
+Terms:
+- *caller*: the ``Principal`` a request acts as; with ``auth`` off it is ``anonymous``, an
+  admin named ``local`` (the embedded single-machine default, where whoever can reach
+  127.0.0.1 already owns the machine).
+- *health probe*: a callable the controller supplies for ``/readyz``; it returns ``None``
+  when this process is ready, else the reason it is not ("not leader", "database
+  unavailable").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from starburst.adapters.db.records import Principal, Role
+from starburst.adapters.db.store import SqlStore
+from starburst.settings import Settings
+
+HealthProbe = Callable[[], "str | None"]
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class ApiContext:
+    settings: Settings
+    store: SqlStore
+    clock: Clock
+    auth: bool = True
+    health: HealthProbe | None = None
+    registry: Any = None
+    prices: Any = None  # a starburst.pricing.PriceTable, loaded on first use when None
+    anonymous: Principal = field(
+        default_factory=lambda: Principal(token_id=0, user="local", team=None, role=Role.ADMIN)
+    )

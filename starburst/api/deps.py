@@ -1,0 +1,77 @@
+"""Request dependencies (``Annotated`` aliases): the context, the store and the caller.
+
+Authentication: ``Authorization: Bearer <token>``, checked with ``SqlStore.authenticate``.
+A missing, malformed, unknown, revoked or expired token is 401; a known caller without the
+role an endpoint needs is 403. With ``auth`` off every request acts as the context's
+``anonymous`` admin.
+
+Roles: ``user`` (their own jobs), ``finance`` (cost reports, read-only views of jobs),
+``admin`` (everything). ``admin`` passes every role check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+
+from starburst.adapters.db.records import Principal, Role
+from starburst.adapters.db.store import SqlStore
+from starburst.api.context import ApiContext
+
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+
+
+def get_context(request: Request) -> ApiContext:
+    ctx: ApiContext = request.app.state.starburst
+    return ctx
+
+
+def get_store(ctx: Annotated[ApiContext, Depends(get_context)]) -> SqlStore:
+    return ctx.store
+
+
+def get_caller(request: Request, ctx: Annotated[ApiContext, Depends(get_context)]) -> Principal:
+    if not ctx.auth:
+        return ctx.anonymous
+    header = request.headers.get("authorization", "")
+    scheme, _, secret = header.partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise HTTPException(
+            401, "missing API token: send 'Authorization: Bearer <token>' "
+            "(an admin issues one with `starburst admin tokens issue USER`)", headers=_CHALLENGE,
+        )
+    principal = ctx.store.authenticate(secret.strip(), at=ctx.clock.now())
+    if principal is None:
+        raise HTTPException(401, "invalid, expired or revoked API token", headers=_CHALLENGE)
+    return principal
+
+
+ContextDep = Annotated[ApiContext, Depends(get_context)]
+StoreDep = Annotated[SqlStore, Depends(get_store)]
+CallerDep = Annotated[Principal, Depends(get_caller)]
+
+
+def require(*roles: Role) -> Callable[[Principal], Principal]:
+    """A dependency that lets through admins and callers holding one of ``roles``."""
+    allowed = {Role.ADMIN, *roles}
+    names = " or ".join(sorted(r.value for r in allowed))
+
+    def check(caller: CallerDep) -> Principal:
+        if caller.role not in allowed:
+            raise HTTPException(
+                403, f"{caller.user} has role {caller.role.value}; this needs {names}"
+            )
+        return caller
+
+    return check
+
+
+AdminDep = Annotated[Principal, Depends(require())]
+FinanceDep = Annotated[Principal, Depends(require(Role.FINANCE))]
+
+
+def is_privileged(caller: Principal) -> bool:
+    """Admins and finance see every job; users only their own."""
+    return caller.role in (Role.ADMIN, Role.FINANCE)

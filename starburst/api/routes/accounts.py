@@ -1,0 +1,110 @@
+"""``/v1/users``, ``/v1/teams``, ``/v1/tokens`` and ``/v1/whoami``: accounts for admins.
+
+Admins create users and teams, issue and revoke tokens and set teams' monthly cloud budgets.
+Anyone may read their own user record and ``whoami``; a team's budget is readable by its
+members, finance and admins. The store has no listing of users or teams, so there is no
+``GET /v1/users`` (yet).
+
+Budget month: the calendar month in UTC holding "now"; ``spent`` sums the team's cost entries
+whose period starts inside it (in the budget's currency).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from fastapi import APIRouter, HTTPException, Response
+
+from starburst.adapters.db.records import Role
+from starburst.api.deps import AdminDep, CallerDep, ContextDep
+from starburst.api.schemas.accounts import (
+    BudgetIn,
+    BudgetOut,
+    TeamIn,
+    TeamOut,
+    TokenIn,
+    TokenOut,
+    UserIn,
+    UserOut,
+    WhoAmI,
+)
+
+router = APIRouter(prefix="/v1", tags=["accounts"])
+CENT = Decimal("0.01")
+
+
+@router.get("/whoami", response_model=WhoAmI)
+def whoami(caller: CallerDep, ctx: ContextDep) -> WhoAmI:
+    return WhoAmI(user=caller.user, team=caller.team, role=caller.role, auth=ctx.auth)
+
+
+@router.post("/users", status_code=201, response_model=UserOut)
+def save_user(body: UserIn, _admin: AdminDep, ctx: ContextDep) -> UserOut:
+    """Create a user, or update their team and e-mail."""
+    user = ctx.store.save_user(body.name, team=body.team, email=body.email, at=ctx.clock.now())
+    return UserOut(name=user.name, team=user.team, email=user.email)
+
+
+@router.get("/users/{name}", response_model=UserOut)
+def get_user(name: str, caller: CallerDep, ctx: ContextDep) -> UserOut:
+    if caller.role is not Role.ADMIN and caller.user != name:
+        raise HTTPException(403, f"{caller.user} can read only their own user record")
+    user = ctx.store.user(name)
+    if user is None:
+        raise HTTPException(404, f"no user {name}")
+    return UserOut(name=user.name, team=user.team, email=user.email)
+
+
+@router.post("/teams", status_code=201, response_model=TeamOut)
+def create_team(body: TeamIn, _admin: AdminDep, ctx: ContextDep) -> TeamOut:
+    ctx.store.ensure_team(body.name, at=ctx.clock.now())
+    return TeamOut(name=body.name)
+
+
+@router.post("/tokens", status_code=201, response_model=TokenOut)
+def issue_token(body: TokenIn, _admin: AdminDep, ctx: ContextDep) -> TokenOut:
+    """Issue a token for an existing user; the secret is in this response only."""
+    if ctx.store.user(body.user) is None:
+        raise HTTPException(404, f"no user {body.user}: create it first (POST /v1/users)")
+    now = ctx.clock.now()
+    expires = now + body.expires_in_s if body.expires_in_s is not None else None
+    issued = ctx.store.issue_token(body.user, body.role, label=body.label,
+                                   expires_at=expires, at=now)
+    return TokenOut(id=issued.id, user=issued.user, role=issued.role, secret=issued.secret)
+
+
+@router.delete("/tokens/{token_id}", status_code=204)
+def revoke_token(token_id: int, _admin: AdminDep, ctx: ContextDep) -> Response:
+    if not ctx.store.revoke_token(token_id, at=ctx.clock.now()):
+        raise HTTPException(404, f"no live token {token_id}")
+    return Response(status_code=204)
+
+
+@router.put("/teams/{team}/budget", response_model=BudgetOut)
+def set_budget(team: str, body: BudgetIn, _admin: AdminDep, ctx: ContextDep) -> BudgetOut:
+    ctx.store.set_team_budget(team, body.monthly_limit, currency=body.currency.upper(),
+                              at=ctx.clock.now())
+    return get_budget(team, _admin, ctx)
+
+
+@router.get("/teams/{team}/budget", response_model=BudgetOut)
+def get_budget(team: str, caller: CallerDep, ctx: ContextDep) -> BudgetOut:
+    """The team's monthly limit, what it spent this UTC month and what is left."""
+    if caller.role is Role.USER and caller.team != team:
+        raise HTTPException(403, f"{caller.user} is not in team {team}")
+    budget = ctx.store.team_budget(team)
+    if budget is None:
+        raise HTTPException(404, f"team {team} has no budget (set one with PUT)")
+    now = datetime.fromtimestamp(ctx.clock.now(), UTC)
+    start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+    rows = ctx.store.cost_report(start.timestamp(), end.timestamp(), (), team=team)
+    spent = sum((r.amount for r in rows if r.currency == budget.currency), Decimal(0))
+    return BudgetOut(
+        team=team, monthly_limit=str(budget.monthly_limit.quantize(CENT)),
+        currency=budget.currency, month=start.strftime("%Y-%m"),
+        spent=str(spent.quantize(CENT)),
+        remaining=str(max(Decimal(0), budget.monthly_limit - spent).quantize(CENT)),
+        exhausted=spent >= budget.monthly_limit,
+    )

@@ -1,0 +1,51 @@
+"""``/healthz``, ``/readyz`` and ``/metrics``: for probes and scrapers, no authentication.
+
+- ``/healthz``: 200 while the process serves requests (a liveness probe; it touches nothing).
+- ``/readyz``: 200 when the database answers and the health probe (if any) has no objection;
+  otherwise 503 with ``detail`` naming every problem ("database ... is unavailable: ...",
+  "not leader").
+- ``/metrics``: the Prometheus text exposition of the registry given to ``create_app``.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
+
+from starburst.api.deps import ContextDep
+from starburst.core.errors import StarburstError
+from starburst.core.lifecycle import JobState
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", response_model=None)
+def readyz(ctx: ContextDep) -> JSONResponse:
+    checks: dict[str, str] = {}
+    try:
+        ctx.store.count(JobState.QUEUED)
+        checks["database"] = "ok"
+    except StarburstError as exc:
+        checks["database"] = str(exc)
+    if ctx.health is not None:
+        try:
+            verdict = ctx.health()
+        except Exception as exc:  # a broken probe must read "not ready", not crash the probe
+            verdict = f"health probe failed: {type(exc).__name__}: {exc}"
+        checks["controller"] = verdict or "ok"
+    problems = [v for v in checks.values() if v != "ok"]
+    if problems:
+        return JSONResponse({"detail": "; ".join(problems), "checks": checks}, status_code=503)
+    return JSONResponse({"status": "ready", "checks": checks})
+
+
+@router.get("/metrics", response_model=None)
+def metrics(ctx: ContextDep) -> Response:
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    return Response(generate_latest(ctx.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,200 @@
+"""``/v1/jobs``: submit, list, status, explain and cancel jobs.
+
+Invariants:
+- Submission is idempotent per caller: an ``Idempotency-Key`` header already used by the same
+  user returns that job with 200 instead of creating another (201). Keys are scoped by user
+  (stored as ``<user>/<key>``), so one user's key never reveals another user's job.
+- Users see and cancel only their own jobs; another user's job is 404, as an unknown one is
+  (ids are not enumerable). Finance and admins see every job; only owners and admins cancel.
+- The API never schedules: a cancel is a state change with the reason
+  ``cancelled by <user>``; the controller stops the job on its next pass.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated
+
+from fastapi import APIRouter, Header, HTTPException, Query, Response
+
+from starburst.adapters.db.records import JobNotFound, Principal, Role, StaleVersion, StoredJob
+from starburst.api.context import ApiContext
+from starburst.api.deps import CallerDep, ContextDep, is_privileged
+from starburst.api.schemas.jobs import (
+    CloudRun,
+    EventOut,
+    Explanation,
+    JobDetail,
+    JobPage,
+    JobSubmit,
+    JobSummary,
+    PlacementPart,
+    summary_fields,
+    when,
+)
+from starburst.core.duration import human
+from starburst.core.lifecycle import JobState
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+#: A filtered listing reads at most this many pages of jobs before returning a short page.
+SCAN_PAGES = 20
+_WAITING = (JobState.SUBMITTED, JobState.QUEUED)
+
+
+def _visible(ctx: ApiContext, job_id: str, caller: Principal) -> StoredJob:
+    stored = ctx.store.get(job_id)
+    if not is_privileged(caller) and stored.job.user != caller.user:
+        raise JobNotFound(job_id)
+    return stored
+
+
+def _cloud_runs(ctx: ApiContext, stored: StoredJob) -> tuple[list[CloudRun], Decimal, str]:
+    """The job's cloud launches and what they cost so far (hourly price × billed time)."""
+    runs, total, currency = [], Decimal(0), "USD"
+    now = ctx.clock.now()
+    for launch in ctx.store.launches(stored.id):
+        currency = launch.currency
+        if launch.started_at is not None:
+            seconds = max(0.0, (launch.ended_at or now) - launch.started_at)
+            total += launch.hourly_price * Decimal(str(seconds)) / Decimal(3600)
+        runs.append(CloudRun(
+            provider=launch.provider, region=launch.region, accelerators=launch.accelerators,
+            hourly_price=str(launch.hourly_price), currency=launch.currency, spot=launch.spot,
+            status=launch.status, started_at=when(launch.started_at),
+            ended_at=when(launch.ended_at),
+        ))
+    return runs, total.quantize(Decimal("0.01")), currency
+
+
+def detail(ctx: ApiContext, stored: StoredJob) -> JobDetail:
+    runs, cost, currency = _cloud_runs(ctx, stored)
+    parts = [PlacementPart(node=p.node, node_name=p.node_name, gpus=p.gpus, cpus=p.cpus,
+                           memory_mb=p.memory_mb) for p in ctx.store.placement(stored.id)]
+    job = stored.job
+    return JobDetail(
+        **summary_fields(stored), command=stored.command, cpus=job.cpus,
+        memory_mb=job.memory_mb, estimate_s=job.estimate, runtime_s=job.runtime,
+        version=stored.version, placement=parts, cloud=runs, cost_so_far=str(cost),
+        currency=currency,
+    )
+
+
+def _owner(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[str, str | None]:
+    """Who the job belongs to and its team; only admins submit for someone else or
+    into a team other than their own."""
+    user = body.user or caller.user
+    admin = caller.role is Role.ADMIN
+    if user != caller.user and not admin:
+        raise HTTPException(403, f"{caller.user} cannot submit jobs as {user}")
+    team = caller.team if user == caller.user else None
+    if user != caller.user:
+        known = ctx.store.user(user)
+        team = known.team if known is not None else None
+    if body.team is not None and body.team != team and team is not None and not admin:
+        raise HTTPException(403, f"{user} is in team {team}, not {body.team}")
+    return user, body.team or team
+
+
+@router.post("", status_code=201, response_model=JobDetail,
+             responses={200: {"description": "The job this Idempotency-Key already created"}})
+def submit(
+    body: JobSubmit, caller: CallerDep, ctx: ContextDep, response: Response,
+    idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
+) -> JobDetail:
+    """Submit a job; it waits in ``submitted`` until the controller admits it."""
+    user, team = _owner(ctx, body, caller)
+    key = f"{user}/{idempotency_key}" if idempotency_key else None
+    result = ctx.store.submit(body.to_spec(user, team), idempotency_key=key, actor=caller.user)
+    if not result.created:
+        response.status_code = 200
+    return detail(ctx, result.job)
+
+
+def _page(ctx: ApiContext, states: list[JobState], limit: int, cursor: str | None,
+          user: str | None, team: str | None) -> JobPage:
+    """Keyset pages of the store, filtered by owner; the cursor stays the store's, taken
+    after a whole store page, so no job is skipped or repeated."""
+    found: list[StoredJob] = []
+    for _ in range(SCAN_PAGES):
+        page = ctx.store.queue(limit=limit - len(found), cursor=cursor, states=states)
+        found += [s for s in page.jobs if (user is None or s.job.user == user)
+                  and (team is None or s.job.team == team)]
+        cursor = page.next_cursor
+        if cursor is None or len(found) >= limit:
+            break
+    return JobPage(jobs=[JobSummary.of(s) for s in found], next_cursor=cursor)
+
+
+@router.get("", response_model=JobPage)
+def list_jobs(
+    caller: CallerDep, ctx: ContextDep,
+    state: Annotated[list[JobState] | None, Query(description="Repeat for several.")] = None,
+    user: str | None = None, team: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50, cursor: str | None = None,
+) -> JobPage:
+    """Jobs in queue order (queued time, then id), all states unless ``state`` is given."""
+    if not is_privileged(caller):
+        if user not in (None, caller.user):
+            raise HTTPException(403, f"{caller.user} can list only their own jobs")
+        user = caller.user
+    return _page(ctx, state or list(JobState), limit, cursor, user, team)
+
+
+@router.get("/{job_id}", response_model=JobDetail)
+def status(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
+    """State, times, estimate, wait budget, where it runs and what it has cost."""
+    return detail(ctx, _visible(ctx, job_id, caller))
+
+
+def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str, float | None]:
+    now = ctx.clock.now()
+    if stored.state in _WAITING:
+        waited = max(0.0, now - stored.queued_at)
+        if stored.wait_budget is None:
+            return f"waiting {human(waited)}; no wait budget yet (not yet admitted)", waited
+        left = stored.queued_at + stored.wait_budget - now
+        then = "bursts to the cloud" if left > 0 else "budget spent: bursts on the next pass"
+        return (f"waiting {human(waited)} of a {human(stored.wait_budget)} budget; {then}"
+                f"{f' in {human(left)}' if left > 0 else ''} unless GPUs free up on-prem",
+                waited)
+    if stored.state is JobState.RUNNING_ONPREM:
+        return f"running on-prem since {when(stored.started_at)}: {last_reason}", None
+    if stored.state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
+        return f"{stored.state.value.replace('_', ' ')}: {last_reason}", None
+    return f"{stored.state.value}: {last_reason}", None
+
+
+@router.get("/{job_id}/explain", response_model=Explanation)
+def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
+    """The job's history with each decision's reason, and where its wait budget stands."""
+    stored = _visible(ctx, job_id, caller)
+    events = ctx.store.events(job_id)
+    summary, waited = _summary(ctx, stored, events[-1].reason if events else "")
+    fields = summary_fields(stored)
+    return Explanation(
+        id=stored.id, state=stored.state, summary=summary, wait_budget_s=stored.wait_budget,
+        waited_s=waited, budget_expires_at=fields["budget_expires_at"],
+        predicted_runtime_s=stored.predicted_runtime, events=[EventOut.of(e) for e in events],
+    )
+
+
+@router.post("/{job_id}/cancel", response_model=JobDetail)
+def cancel(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
+    """Cancel a waiting or running job; 409 if it already ended."""
+    for _ in range(3):
+        stored = _visible(ctx, job_id, caller)
+        if stored.job.user != caller.user and caller.role is not Role.ADMIN:
+            raise HTTPException(403, f"only {stored.job.user} or an admin can cancel {job_id}")
+        if stored.state.terminal:
+            raise HTTPException(409, f"job {job_id} already {stored.state.value}; only waiting "
+                                "or running jobs can be cancelled")
+        try:
+            moved = ctx.store.transition(
+                job_id, JobState.CANCELLED, reason=f"cancelled by {caller.user}",
+                actor=caller.user, expected_version=stored.version, at=ctx.clock.now(),
+            )
+        except StaleVersion:
+            continue  # the controller moved it meanwhile: look again
+        return detail(ctx, moved)
+    raise HTTPException(409, f"job {job_id} keeps changing; try again")

@@ -1,0 +1,185 @@
+"""Job schemas: what a submission may say and what a job looks like over HTTP.
+
+Terms: times are UTC ISO-8601 datetimes; durations are seconds (``*_s``); money is a decimal
+string (``"12.50"``) so no float rounding reaches a bill. ``command`` is one shell string
+(a list of arguments is joined with shell quoting), run by ``/bin/sh -c`` on-prem and as the
+SkyPilot task's ``run`` in the cloud; it travels in ``extra`` with the image and the env, as the
+backends expect (``extra["command"]``, ``extra["image"]``, ``extra["env"]`` as JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from starburst.adapters.db.records import JobEvent, JobSpec, StoredJob
+from starburst.core.lifecycle import JobState
+
+Name = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+def when(epoch: float | None) -> datetime | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
+
+
+class JobSubmit(BaseModel):
+    """``POST /v1/jobs``. ``user`` may be set by admins only (submitting on behalf)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image: Name
+    command: str | list[str]
+    gpus: int = Field(ge=0, le=4096)
+    name: Name | None = None
+    cpus: float = Field(default=0.0, ge=0)
+    memory_mb: float = Field(default=0.0, ge=0)
+    gpu_type: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    declared_runtime_s: float | None = Field(default=None, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+    team: Name | None = None
+    user: Name | None = None
+
+    @field_validator("command")
+    @classmethod
+    def _not_empty(cls, value: str | list[str]) -> str | list[str]:
+        text = value if isinstance(value, str) else shlex.join(value)
+        if not text.strip():
+            raise ValueError("must be a non-empty command")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in value if not k or "=" in k or not k.replace("_", "a").isalnum()]
+        if bad:
+            raise ValueError(f"invalid environment variable name {bad[0]!r}")
+        return value
+
+    def command_line(self) -> str:
+        return self.command if isinstance(self.command, str) else shlex.join(self.command)
+
+    def to_spec(self, user: str, team: str | None) -> JobSpec:
+        extra = {"image": self.image, "command": self.command_line()}
+        if self.env:
+            extra["env"] = json.dumps(self.env, sort_keys=True)
+        return JobSpec(
+            gpus=self.gpus, name=self.name, user=user, team=team, image=self.image,
+            command=self.command_line(), cpus=self.cpus, memory_mb=self.memory_mb,
+            gpu_type=self.gpu_type, declared_runtime=self.declared_runtime_s, extra=extra,
+        )
+
+
+class JobSummary(BaseModel):
+    """One job in a listing."""
+
+    id: str
+    name: str | None
+    user: str | None
+    team: str | None
+    state: JobState
+    gpus: int
+    gpu_type: str | None
+    image: str | None
+    submitted_at: datetime
+    queued_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    predicted_runtime_s: float | None
+    wait_budget_s: float | None
+    budget_expires_at: datetime | None
+    ran_on: str | None
+
+    @classmethod
+    def of(cls, stored: StoredJob) -> JobSummary:
+        return cls(**summary_fields(stored))
+
+
+def summary_fields(stored: StoredJob) -> dict[str, Any]:
+    job = stored.job
+    expires = None
+    if stored.wait_budget is not None and stored.state in (JobState.SUBMITTED, JobState.QUEUED):
+        expires = when(stored.queued_at + stored.wait_budget)
+    return {
+        "id": job.id, "name": job.name, "user": job.user, "team": job.team,
+        "state": stored.state, "gpus": job.gpus, "gpu_type": job.gpu_type,
+        "image": stored.image, "submitted_at": when(job.submit_time),
+        "queued_at": when(stored.queued_at), "started_at": when(stored.started_at),
+        "ended_at": when(stored.ended_at), "predicted_runtime_s": stored.predicted_runtime,
+        "wait_budget_s": stored.wait_budget, "budget_expires_at": expires,
+        "ran_on": stored.ran_on,
+    }
+
+
+class PlacementPart(BaseModel):
+    node: int
+    node_name: str | None
+    gpus: int
+    cpus: float
+    memory_mb: float
+
+
+class CloudRun(BaseModel):
+    provider: str
+    region: str | None
+    accelerators: str
+    hourly_price: str
+    currency: str
+    spot: bool
+    status: str
+    started_at: datetime | None
+    ended_at: datetime | None
+
+
+class JobDetail(JobSummary):
+    """``GET /v1/jobs/{id}``: the summary plus what it asked for, where it runs, its cost."""
+
+    command: str | None
+    cpus: float
+    memory_mb: float
+    estimate_s: float | None = Field(
+        description="The runtime the waiting policy plans with: the prediction, else the "
+        "user's declaration.")
+    runtime_s: float | None
+    version: int
+    placement: list[PlacementPart]
+    cloud: list[CloudRun]
+    cost_so_far: str
+    currency: str
+
+
+class JobPage(BaseModel):
+    jobs: list[JobSummary]
+    next_cursor: str | None = Field(
+        description="Pass as ?cursor= for the next page; null on the last page. A page may "
+        "hold fewer than `limit` jobs when filters skip many."
+    )
+
+
+class EventOut(BaseModel):
+    at: datetime
+    from_state: JobState | None
+    to_state: JobState
+    reason: str
+    actor: str
+
+    @classmethod
+    def of(cls, event: JobEvent) -> EventOut:
+        return cls(at=datetime.fromtimestamp(event.at, UTC), from_state=event.from_state,
+                   to_state=event.to_state, reason=event.reason, actor=event.actor)
+
+
+class Explanation(BaseModel):
+    """``GET /v1/jobs/{id}/explain``: the history with reasons and where the job stands."""
+
+    id: str
+    state: JobState
+    summary: str
+    wait_budget_s: float | None
+    waited_s: float | None
+    budget_expires_at: datetime | None
+    predicted_runtime_s: float | None
+    events: list[EventOut]
