@@ -19,6 +19,7 @@ from starburst.core.errors import StarburstError
 GROUPS: dict[str, str] = {
     "db": "starburst.cli.db:app",
     "predictor": "starburst.cli.predictor:app",
+    "admin": "starburst.cli.admin:app",
 }
 #: top-level commands → "module:function".
 COMMANDS: dict[str, str] = {
@@ -26,6 +27,12 @@ COMMANDS: dict[str, str] = {
     "sweep": "starburst.cli.sim:sweep",
     "demo": "starburst.cli.sim:demo",
     "synth": "starburst.cli.sim:synth",
+    "submit": "starburst.cli.jobs:submit",
+    "jobs": "starburst.cli.jobs:jobs",
+    "status": "starburst.cli.jobs:status",
+    "explain": "starburst.cli.jobs:explain",
+    "cancel": "starburst.cli.jobs:cancel",
+    "costs": "starburst.cli.jobs:costs",
 }
 
 

@@ -1,0 +1,148 @@
+"""``starburst admin``: accounts, tokens and budgets, run locally against the database.
+
+These verbs need no running server and no token: whoever can open the database
+(``--url`` / ``$STARBURST_DATABASE_URL`` / the embedded SQLite file) is an admin. Create the
+schema first with ``starburst db upgrade``.
+
+    starburst admin users add alice --team ml
+    starburst admin tokens issue alice --role user      # prints the secret, once
+    starburst admin tokens revoke 3
+    starburst admin budgets set ml 5000 --currency USD
+    starburst admin budgets show ml
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from starburst.adapters.db.store import SqlStore
+
+app = typer.Typer(help="Users, API tokens and team budgets (runs locally on the database).",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+users = typer.Typer(help="Create or update users.", no_args_is_help=True)
+teams = typer.Typer(help="Create teams.", no_args_is_help=True)
+tokens = typer.Typer(help="Issue and revoke API tokens.", no_args_is_help=True)
+budgets = typer.Typer(help="Teams' monthly cloud budgets.", no_args_is_help=True)
+app.add_typer(users, name="users")
+app.add_typer(teams, name="teams")
+app.add_typer(tokens, name="tokens")
+app.add_typer(budgets, name="budgets")
+
+UrlOption = Annotated[str | None, typer.Option(
+    "--url", help="Database URL (default: $STARBURST_DATABASE_URL, else the SQLite file "
+    "~/.local/share/starburst/starburst.db).", show_default=False)]
+ROLES = ("user", "finance", "admin")
+
+
+@contextmanager
+def _store(url: str | None) -> Iterator[SqlStore]:
+    from starburst.adapters.db.store import SqlStore
+
+    store = SqlStore.open(url)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@users.command("add")
+def add_user(
+    name: str,
+    team: Annotated[str | None, typer.Option(help="The user's team (created if new).")] = None,
+    email: Annotated[str | None, typer.Option()] = None,
+    url: UrlOption = None,
+) -> None:
+    """Create a user, or update their team and e-mail."""
+    with _store(url) as store:
+        user = store.save_user(name, team=team, email=email)
+    typer.echo(f"user {user.name} (team {user.team or '-'})")
+
+
+@users.command("show")
+def show_user(name: str, url: UrlOption = None) -> None:
+    """Show a user."""
+    with _store(url) as store:
+        user = store.user(name)
+    if user is None:
+        typer.echo(f"error: no user {name}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"user {user.name} (team {user.team or '-'}, e-mail {user.email or '-'})")
+
+
+@teams.command("add")
+def add_team(name: str, url: UrlOption = None) -> None:
+    """Create a team."""
+    with _store(url) as store:
+        store.ensure_team(name)
+    typer.echo(f"team {name}")
+
+
+@tokens.command("issue")
+def issue(
+    user: str,
+    role: Annotated[str, typer.Option(help="user, finance or admin.")] = "user",
+    label: Annotated[str | None, typer.Option(help="A note on what the token is for.")] = None,
+    expires_in: Annotated[str | None, typer.Option(
+        "--expires-in", help="Lifetime such as 30d or 12h (default: no expiry).")] = None,
+    url: UrlOption = None,
+) -> None:
+    """Issue an API token for an existing user and print its secret (shown only now)."""
+    import time
+
+    from starburst.adapters.db.records import Role
+    from starburst.cli.jobs import parse_duration
+
+    if role not in ROLES:
+        raise typer.BadParameter(f"{role!r}: choose {', '.join(ROLES)}", param_hint="--role")
+    expires = time.time() + parse_duration(expires_in) if expires_in else None
+    with _store(url) as store:
+        issued = store.issue_token(user, Role(role), label=label, expires_at=expires)
+    typer.echo(issued.secret)
+    typer.echo(f"token {issued.id} for {issued.user} ({issued.role.value}); the secret above "
+               "is shown once: store it now", err=True)
+
+
+@tokens.command("revoke")
+def revoke(token_id: int, url: UrlOption = None) -> None:
+    """Revoke a token by its id."""
+    with _store(url) as store:
+        done = store.revoke_token(token_id)
+    if not done:
+        typer.echo(f"error: no live token {token_id}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"token {token_id} revoked")
+
+
+@budgets.command("set")
+def set_budget(
+    team: str,
+    monthly_limit: Annotated[str, typer.Argument(help="Cloud money per UTC month.")],
+    currency: Annotated[str, typer.Option()] = "USD",
+    url: UrlOption = None,
+) -> None:
+    """Set a team's monthly cloud budget (the team is created if new)."""
+    try:
+        amount = Decimal(monthly_limit)
+    except InvalidOperation:
+        raise typer.BadParameter(f"{monthly_limit!r} is not an amount such as 5000 or 2500.50",
+                                 param_hint="MONTHLY_LIMIT") from None
+    with _store(url) as store:
+        budget = store.set_team_budget(team, amount, currency=currency.upper())
+    typer.echo(f"team {budget.team}: {budget.monthly_limit} {budget.currency} per month")
+
+
+@budgets.command("show")
+def show_budget(team: str, url: UrlOption = None) -> None:
+    """Show a team's monthly cloud budget."""
+    with _store(url) as store:
+        budget = store.team_budget(team)
+    if budget is None:
+        typer.echo(f"error: team {team} has no budget", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"team {budget.team}: {budget.monthly_limit} {budget.currency} per month")

@@ -1,0 +1,253 @@
+"""Researchers' commands: ``submit``, ``jobs``, ``status``, ``explain``, ``cancel``, ``costs``.
+
+They talk to the REST API over HTTP (``httpx``, imported only when a command runs) at
+``--server`` / ``$STARBURST_SERVER`` (default http://127.0.0.1:8080) with the token
+``--token`` / ``$STARBURST_TOKEN`` (not needed when the server runs without auth).
+
+    starburst submit --gpus 2 --image pytorch:2.4 --runtime 2h -- python train.py --lr 3e-4
+    starburst jobs --state queued
+    starburst explain 3f2a...
+    starburst costs --by team,month --since 2026-11-01
+
+Failures are one line on stderr, never a traceback: an unreachable server exits 2 (with a
+hint to start ``starburst server``); an error the server reports (4xx) prints its ``detail``
+and exits 1; a server-side failure (5xx, e.g. its database is down) exits 2.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+
+ServerOption = Annotated[str, typer.Option(
+    "--server", envvar="STARBURST_SERVER", help="URL of the Starburst REST API.")]
+TokenOption = Annotated[str | None, typer.Option(
+    "--token", envvar="STARBURST_TOKEN", help="API token (see `starburst admin tokens issue`).",
+    show_default=False)]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the server's JSON answer.")]
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``90``, ``45s``, ``30m``, ``2h``, ``1h30m`` or ``1.5d``."""
+    cleaned = text.strip().lower().replace(" ", "")
+    try:
+        return float(cleaned)
+    except ValueError:
+        pass
+    parts = _DURATION.findall(cleaned)
+    if not parts or "".join(n + u for n, u in parts) != cleaned:
+        raise typer.BadParameter(f"{text!r} is not a duration such as 90s, 30m, 2h or 1h30m")
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc)
+    return "connection refused" if "refused" in text.lower() else (text or type(exc).__name__)
+
+
+def call(server: str, token: str | None, method: str, path: str, **kwargs: Any) -> Any:
+    """One request to the API; the decoded JSON answer, or exit with one clear line."""
+    import httpx
+
+    base = server.rstrip("/")
+    headers = dict(kwargs.pop("headers", None) or {})
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        with httpx.Client(base_url=base, timeout=30.0) as client:
+            response = client.request(method, path, headers=headers, **kwargs)
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        _fail(f"cannot reach the Starburst server at {base}: {_reason(exc)}; "
+              "is `starburst server` running?", 2)
+    except httpx.TimeoutException:
+        _fail(f"the Starburst server at {base} did not answer within 30 s", 2)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        _fail(f"cannot talk to the Starburst server at {base}: {_reason(exc)}", 2)
+    if response.status_code >= 400:
+        try:
+            detail = response.json().get("detail") or response.text
+        except ValueError:
+            detail = response.text.strip() or response.reason_phrase
+        _fail(f"{detail} (HTTP {response.status_code})", 1 if response.status_code < 500 else 2)
+    return response.json() if response.content else None
+
+
+def _time(value: str | None) -> str:
+    return "-" if not value else value.replace("T", " ")[:19]
+
+
+def _seconds(value: float | None) -> str:
+    from starburst.core.duration import human
+
+    return "-" if value is None else human(value)
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+             for line in [headers, *rows]]
+    return "\n".join(lines)
+
+
+def submit(
+    command: Annotated[list[str], typer.Argument(help="The command to run, after `--`.")],
+    image: Annotated[str, typer.Option(help="Container image.")],
+    gpus: Annotated[int, typer.Option(help="GPUs (all start together).")] = 1,
+    name: Annotated[str | None, typer.Option(help="A name for the job.")] = None,
+    runtime: Annotated[str | None, typer.Option(
+        help="Your runtime estimate: 90m, 2h, 1h30m (the policy may predict its own).")] = None,
+    cpus: Annotated[float, typer.Option(help="CPUs.")] = 0.0,
+    memory_mb: Annotated[float, typer.Option("--memory-mb", help="Memory in MiB.")] = 0.0,
+    gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="e.g. A100.")] = None,
+    env: Annotated[list[str] | None, typer.Option(help="NAME=VALUE, repeatable.")] = None,
+    team: Annotated[str | None, typer.Option(help="Charge this team.")] = None,
+    key: Annotated[str | None, typer.Option(
+        "--idempotency-key", help="Submitting twice with one key makes one job.")] = None,
+    server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
+) -> None:
+    """Submit a job: it waits on-prem within its wait budget, then bursts to the cloud."""
+    variables = {}
+    for item in env or []:
+        name_, sep, value = item.partition("=")
+        if not sep or not name_:
+            raise typer.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="--env")
+        variables[name_] = value
+    body = {"image": image, "command": command, "gpus": gpus, "name": name, "cpus": cpus,
+            "memory_mb": memory_mb, "gpu_type": gpu_type, "env": variables, "team": team,
+            "declared_runtime_s": parse_duration(runtime) if runtime else None}
+    job = call(server, token, "POST", "/v1/jobs", headers={"Idempotency-Key": key} if key else {},
+               json={k: v for k, v in body.items() if v is not None})
+    typer.echo(f"{job['id']}  {job['state']}")
+
+
+def jobs(
+    state: Annotated[list[str] | None, typer.Option(help="Only these states (repeatable).")]
+    = None,
+    user: Annotated[str | None, typer.Option(help="Only this user's jobs.")] = None,
+    team: Annotated[str | None, typer.Option(help="Only this team's jobs.")] = None,
+    limit: Annotated[int, typer.Option(help="Jobs per page.")] = 50,
+    cursor: Annotated[str | None, typer.Option(help="Continue after a previous page.")] = None,
+    as_json: JsonOption = False, server: ServerOption = DEFAULT_SERVER,
+    token: TokenOption = None,
+) -> None:
+    """List jobs in queue order."""
+    params: dict[str, Any] = {"limit": limit, "state": state or [], "user": user, "team": team,
+                              "cursor": cursor}
+    page = call(server, token, "GET", "/v1/jobs",
+                params={k: v for k, v in params.items() if v not in (None, [])})
+    if as_json:
+        typer.echo(json.dumps(page, indent=2))
+        return
+    rows = [[j["id"], j["name"] or "-", j["user"] or "-", j["state"], str(j["gpus"]),
+             _time(j["submitted_at"]), _seconds(j["wait_budget_s"]), j["ran_on"] or "-"]
+            for j in page["jobs"]]
+    typer.echo(table(["ID", "NAME", "USER", "STATE", "GPUS", "SUBMITTED", "BUDGET", "WHERE"],
+                     rows))
+    if page["next_cursor"]:
+        typer.echo(f"(more: starburst jobs --cursor {page['next_cursor']})")
+
+
+def status(
+    job_id: Annotated[str, typer.Argument(metavar="JOB")], as_json: JsonOption = False,
+    server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
+) -> None:
+    """A job's state, times, estimate, wait budget, placement and cost so far."""
+    job = call(server, token, "GET", f"/v1/jobs/{job_id}")
+    if as_json:
+        typer.echo(json.dumps(job, indent=2))
+        return
+    where = ", ".join(f"{p['node_name'] or p['node']}×{p['gpus']}" for p in job["placement"])
+    cloud = ", ".join(f"{c['provider']}:{c['region'] or '-'} {c['accelerators']} "
+                      f"{c['hourly_price']} {c['currency']}/h ({c['status']})"
+                      for c in job["cloud"])
+    fields = [
+        ("job", job["id"]), ("name", job["name"] or "-"), ("user", job["user"] or "-"),
+        ("team", job["team"] or "-"), ("state", job["state"]),
+        ("gpus", f"{job['gpus']} {job['gpu_type'] or ''}".strip()),
+        ("image", job["image"] or "-"), ("command", job["command"] or "-"),
+        ("submitted", _time(job["submitted_at"])), ("started", _time(job["started_at"])),
+        ("ended", _time(job["ended_at"])), ("estimate", _seconds(job["estimate_s"])),
+        ("wait budget", _seconds(job["wait_budget_s"])),
+        ("bursts at", _time(job["budget_expires_at"])), ("ran on", job["ran_on"] or "-"),
+        ("placement", where or "-"), ("cloud", cloud or "-"),
+        ("cost so far", f"{job['cost_so_far']} {job['currency']}"),
+    ]
+    typer.echo("\n".join(f"{k + ':':<13}{v}" for k, v in fields))
+
+
+def explain(
+    job_id: Annotated[str, typer.Argument(metavar="JOB")], as_json: JsonOption = False,
+    server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
+) -> None:
+    """Why a job is where it is: its history with the reason for every decision."""
+    answer = call(server, token, "GET", f"/v1/jobs/{job_id}/explain")
+    if as_json:
+        typer.echo(json.dumps(answer, indent=2))
+        return
+    typer.echo(f"{answer['id']}: {answer['summary']}")
+    rows = [[_time(e["at"]), f"{e['from_state'] or '-'} → {e['to_state']}", e["reason"],
+             e["actor"]] for e in answer["events"]]
+    typer.echo(table(["WHEN", "CHANGE", "REASON", "BY"], rows))
+
+
+def cancel(
+    job_id: Annotated[str, typer.Argument(metavar="JOB")],
+    server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
+) -> None:
+    """Cancel a waiting or running job (the controller stops it on its next pass)."""
+    job = call(server, token, "POST", f"/v1/jobs/{job_id}/cancel")
+    typer.echo(f"{job['id']}  {job['state']}")
+
+
+def costs(
+    by: Annotated[str, typer.Option(help="Group by: user, team, cloud, day, month.")] = "team",
+    since: Annotated[str | None, typer.Option(help="From (ISO date); default: this month.")]
+    = None,
+    until: Annotated[str | None, typer.Option(help="Until (ISO date, exclusive).")] = None,
+    team: Annotated[str | None, typer.Option()] = None,
+    user: Annotated[str | None, typer.Option()] = None,
+    cloud: Annotated[str | None, typer.Option()] = None,
+    savings: Annotated[bool, typer.Option(
+        "--savings", help="Also compare with bursting every job at once (finance).")] = False,
+    as_json: JsonOption = False, server: ServerOption = DEFAULT_SERVER,
+    token: TokenOption = None,
+) -> None:
+    """Cloud spending grouped by team, user, cloud, day or month."""
+    params = {k: v for k, v in {"by": by, "since": since, "until": until, "team": team,
+                                "user": user, "cloud": cloud}.items() if v is not None}
+    report = call(server, token, "GET", "/v1/costs", params=params)
+    saved = None
+    if savings:
+        window = {k: v for k, v in {"since": since, "until": until}.items() if v is not None}
+        saved = call(server, token, "GET", "/v1/costs/savings", params=window)
+    if as_json:
+        typer.echo(json.dumps({"report": report, "savings": saved} if savings else report,
+                              indent=2))
+        return
+    keys = report["by"]
+    rows = [[*(r["key"].get(k) or "-" for k in keys), r["amount"], r["currency"],
+             f"{r['gpu_hours']:.2f}", str(r["entries"])] for r in report["rows"]]
+    rows += [["total", *["" for _ in keys[1:]], t["amount"], t["currency"],
+              f"{t['gpu_hours']:.2f}", ""] for t in report["totals"]]
+    typer.echo(f"costs from {_time(report['since'])} until {_time(report['until'])}")
+    typer.echo(table([k.upper() for k in keys] + ["AMOUNT", "CURRENCY", "GPU-H", "ENTRIES"],
+                     rows))
+    if saved is not None:
+        fraction = saved["saved_fraction"]
+        typer.echo(f"bursting everything (No-Wait) would have cost {saved['no_wait']} "
+                   f"{saved['currency']}; spent {saved['actual']}; saved {saved['saved']}"
+                   + (f" ({fraction:.0%})" if fraction is not None else ""))
