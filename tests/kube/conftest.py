@@ -8,30 +8,19 @@ server, and both are shut down cleanly so no socket or thread outlives the test.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from kubernetes import client
 
 from starburst.testing.kubeapi import KubeApiServer
+from starburst.testing.kubeapi import fixtures as standin
+
+kube = standin.kube
+kube_api = standin.kube_api
 
 
 @pytest.fixture
-def kube() -> Iterator[KubeApiServer]:
-    server = KubeApiServer(history=1000, bookmark_interval=60.0).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def api(kube: KubeApiServer) -> Iterator[client.ApiClient]:
-    api_client = kube.api_client()
-    try:
-        yield api_client
-    finally:
-        api_client.close()
+def api(kube_api: client.ApiClient) -> client.ApiClient:
+    return kube_api
 
 
 @pytest.fixture

@@ -10,7 +10,15 @@ Modules: ``store`` (objects, history, cascades), ``watch``, ``paging``, ``select
 ``patch``, ``admission`` (defaulting and validation), ``resources`` (types and discovery),
 ``handler`` (HTTP routing), ``jobs`` and ``scheduling`` (the in-cluster controllers),
 ``quantity``, ``status`` (API errors), ``server`` (``KubeApiServer``) and ``__main__``
-(``python -m starburst.testing.kubeapi --port N``).
+(``python -m starburst.testing.kubeapi --port N``), ``fixtures`` (pytest fixtures).
+
+Where it knowingly differs from a real API server (none of it is something Starburst relies
+on): controllers run synchronously inside the writing request (a Job's Pods exist when the
+create returns; a real cluster gets there moments later); Pods are deleted at once (no grace
+period, no kubelet shutdown); namespace deletion is immediate; core/v1 and events.k8s.io/v1
+Events are separate collections; no OpenAPI documents (``kubectl apply --validate=false``), no
+server-side apply (415), no ``dryRun`` (400), no Table output (kubectl prints names and ages);
+list items keep ``kind``/``apiVersion``; no authentication or RBAC (any token is accepted).
 """
 
 from starburst.testing.kubeapi.server import KubeApiServer, Taint
