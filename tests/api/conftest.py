@@ -1,0 +1,167 @@
+"""Fixtures for the REST API and the researcher CLI: real apps served by uvicorn on
+127.0.0.1 (a free port, in a background thread) over a real ``SqlStore``.
+
+``api`` is the usual starting point: a migrated SQLite database (a copy of a template built
+once per session), a store on a hand-moved clock, an app with auth on, tokens for an admin,
+two users in different teams and a finance reader, and ``api.client(who)`` to get an
+``httpx.Client`` that sends that caller's token. ``serve(app)`` runs any other app.
+Servers and clients are closed at the end of each test (warnings are errors).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_ROOT = Path(__file__).resolve().parents[2]
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+from tests.support import postgres as _postgres  # noqa: E402
+from tests.support.databases import ManualClock, MigratedTemplates  # noqa: E402
+
+pytest.importorskip("fastapi")
+postgres_url = _postgres.postgres_url
+
+
+class LiveServer:
+    """uvicorn serving ``app`` on 127.0.0.1 in a thread; ``url`` once started."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
+                                lifespan="off", ws="none", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.url = ""
+
+    def start(self) -> LiveServer:
+        self.thread.start()
+        while not self.server.started:
+            if not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.002)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join()
+
+
+@pytest.fixture(scope="session")
+def templates() -> Iterator[MigratedTemplates]:
+    made = MigratedTemplates()
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def resources() -> Iterator[ExitStack]:
+    with ExitStack() as stack:
+        yield stack
+
+
+@pytest.fixture
+def serve(resources: ExitStack) -> Callable[[Any], LiveServer]:
+    def start(app: Any) -> LiveServer:
+        server = LiveServer(app).start()
+        resources.callback(server.stop)
+        return server
+
+    return start
+
+
+@pytest.fixture
+def open_store(resources: ExitStack, clock: ManualClock) -> Callable[[str], Any]:
+    def opener(url: str) -> Any:
+        from starburst.adapters.db.store import SqlStore
+
+        store = SqlStore.open(url, clock=clock)
+        resources.callback(store.close)
+        return store
+
+    return opener
+
+
+@dataclass
+class Api:
+    """A served app and its callers: ``tokens`` maps alice, bob (users), fin (finance) and
+    root (admin) to secrets; ``client(name)`` sends that caller's token (None: none)."""
+
+    url: str
+    db_url: str
+    store: Any
+    clock: ManualClock
+    resources: ExitStack
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def client(self, who: str | None = "alice", token: str | None = None) -> Any:
+        import httpx
+
+        secret = token if token is not None else (self.tokens[who] if who else None)
+        headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+        return self.resources.enter_context(
+            httpx.Client(base_url=self.url, headers=headers, timeout=10.0))
+
+
+PRICES = {"taken": "2026-01-01", "regions": {"aws": "us-east-1"},
+          "gpus": {"A100": {"aws": {"on_demand": 4.0}, "gcp": {"on_demand": 3.0}}}}
+
+
+def build_api(db_url: str, store: Any, clock: ManualClock, resources: ExitStack,
+              serve: Callable[[Any], LiveServer], **options: Any) -> Api:
+    from starburst.adapters.db.records import Role
+    from starburst.api import create_app
+    from starburst.pricing import parse_price_table
+    from starburst.settings import Settings
+
+    options.setdefault("prices", parse_price_table(PRICES))
+    app = create_app(Settings(database_url=db_url), store, clock=clock, **options)
+    api = Api(serve(app).url, db_url, store, clock, resources)
+    for name, team, role in (("alice", "ml", Role.USER), ("bob", "vision", Role.USER),
+                             ("fin", None, Role.FINANCE), ("root", None, Role.ADMIN)):
+        store.save_user(name, team=team)
+        api.tokens[name] = store.issue_token(name, role).secret
+    return api
+
+
+@pytest.fixture(params=["sqlite"])
+def db_url(request: pytest.FixtureRequest, templates: MigratedTemplates, tmp_path: Path,
+           resources: ExitStack) -> str:
+    """A migrated database; tests choose PostgreSQL with ``parametrize(..., indirect=True)``."""
+    if request.param == "sqlite":
+        return templates.sqlite_url(tmp_path)
+    server = request.getfixturevalue("postgres_url")
+    url = templates.postgres_url(server, request.getfixturevalue("pg_template"))
+    resources.callback(_postgres.drop_database, url)  # runs after the store closes
+    return url
+
+
+
+@pytest.fixture(scope="session")
+def pg_template(postgres_url: str, templates: MigratedTemplates) -> Iterator[str]:
+    url = templates.postgres_template(postgres_url)
+    yield url
+    _postgres.drop_database(url)
+
+
+@pytest.fixture
+def api(db_url: str, clock: ManualClock, resources: ExitStack, open_store: Callable[[str], Any],
+        serve: Callable[[Any], LiveServer]) -> Api:
+    return build_api(db_url, open_store(db_url), clock, resources, serve)
