@@ -100,3 +100,19 @@ def test_server_errors_are_retried_with_backoff(kube, batch, make_cluster):
     cluster = make_cluster()  # syncs despite the failures
     assert sum(i.errors for i in cluster.informers) == 3
     assert [j.name for j in cluster.submissions()] == ["a"]
+
+
+def test_bookmarks_keep_a_quiet_watch_resumable_after_compaction(kube, core, batch,
+                                                                make_cluster):
+    kube.bookmark_interval = 0.05
+    cluster = make_cluster()
+    jobs = informer(cluster, "jobs")
+    for i in range(5):  # traffic the jobs watch does not see, only its bookmarks
+        kube.add_node(f"n{i}")
+    latest = kube.store.resource_version
+    eventually(lambda: int(jobs.resource_version) >= latest)
+    kube.compact()
+    eventually(lambda: kube.cut_watches() >= 3 or None)
+    batch.create_namespaced_job("default", queued_job("after"))
+    assert [j.name for j in eventually(cluster.submissions)] == ["after"]
+    assert jobs.lists == 1  # resumed from the bookmark: no 410, no relist

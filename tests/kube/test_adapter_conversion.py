@@ -1,0 +1,80 @@
+"""The adapter's pure conversions, and its import cost.
+
+The adapter parses quantities itself (``kubernetes.utils`` would import the whole client); it
+must agree with the stand-in's exact parser, which was written separately from the docs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from starburst.adapters.kubernetes import conversion as conv
+from starburst.adapters.kubernetes.quantity import quantity
+from starburst.core.capacity import Part
+from starburst.testing.kubeapi.quantity import parse_quantity
+from tests.kube.adapter_support import eventually, on, queued_job
+
+
+@pytest.mark.parametrize("text", ["0", "2", "500m", "1.5", "16Gi", "512Mi", "1k", "129M",
+                                  "1e3", "2E-3", "100u", "7Ti", ".5"])
+def test_both_quantity_parsers_agree(text):
+    assert quantity(text) == pytest.approx(float(parse_quantity(text)))
+
+
+def test_a_limit_stands_in_for_a_missing_request_and_containers_add_up():
+    spec = {"containers": [
+        {"name": "a", "resources": {"limits": {"nvidia.com/gpu": "2", "cpu": "1"}}},
+        {"name": "b", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"},
+                                    "limits": {"cpu": "4"}}},
+    ]}
+    assert conv.pod_resources(spec) == (2.0, 1.5, 1024.0)
+
+
+def test_a_job_without_gpus_asks_for_none():
+    job = conv.job_from_k8s({"metadata": {"name": "cpu", "namespace": "ns"},
+                             "spec": {"parallelism": 3, "template": {"spec": {
+                                 "containers": [{"name": "m"}]}}}}, conv.Conventions())
+    assert (job.gpus, job.team, job.gpu_type) == (0, "ns", None)
+
+
+def test_the_pin_joins_every_existing_node_selector_term():
+    user_terms = [
+        {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["a100"]}]},
+        {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]},
+    ]
+    obj = {"metadata": {"name": "j", "resourceVersion": "7"}, "spec": {"template": {"spec": {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": user_terms}}}}}}}
+    patch = conv.start_patch(obj, (Part(0, "n2", 8, 0, 0), Part(1, "n1", 8, 0, 0)), "r", 0.0)
+    terms = (patch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+             ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"])
+    assert [t["matchExpressions"] for t in terms] == [t["matchExpressions"] for t in user_terms]
+    pin = {"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}
+    assert all(t["matchFields"] == [pin] for t in terms)
+    assert patch["metadata"]["resourceVersion"] == "7" and patch["spec"]["suspend"] is False
+
+
+def test_the_users_own_node_affinity_survives_the_start(kube, batch, cluster):
+    kube.add_node("n1", gpus=8, labels={"zone": "a"})
+    kube.add_node("n2", gpus=8, labels={"zone": "b"})
+    body = queued_job("zoned", gpus=2)
+    body["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]}}}
+    batch.create_namespaced_job("default", body)
+    (job,) = eventually(cluster.submissions)
+    eventually(lambda: len(cluster.snapshot().capacity.nodes) == 2)
+    cluster.start(job, on(cluster.snapshot(), ("n1", 2)), "the core chose n1")
+    # Both the user's zone and Starburst's pin must hold: no node satisfies both, so the
+    # pod stays Pending rather than landing outside the user's zone.
+    (pod,) = kube.pods_of("default", "zoned")
+    assert not pod["spec"].get("nodeName")
+
+
+def test_importing_the_adapter_package_does_not_import_the_kubernetes_client():
+    code = ("import sys, starburst.adapters.kubernetes, starburst.adapters.kubernetes.conversion;"
+            "sys.exit('kubernetes' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
