@@ -21,6 +21,7 @@ import select
 import socket
 import time
 import traceback
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -43,9 +44,14 @@ _PATCHES = {
 }
 
 
+@dataclass(frozen=True, slots=True)
 class Route:
-    def __init__(self, rt: ResourceType, ns: str | None, name: str | None, sub: str | None):
-        self.rt, self.ns, self.name, self.sub = rt, ns, name, sub
+    """A request's target: a collection (``name`` None), an object, or its ``status``."""
+
+    rt: ResourceType
+    ns: str | None
+    name: str | None
+    sub: str | None
 
 
 def route(path: str) -> Route | dict[str, Any]:
@@ -57,8 +63,7 @@ def route(path: str) -> Route | dict[str, Any]:
     else:
         return _discovery(parts)
     if version is None or not rest:
-        found = _discovery(parts)
-        return found
+        return _discovery(parts)
     ns = None
     if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
         ns, rest = rest[1], rest[2:]
