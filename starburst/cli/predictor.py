@@ -125,9 +125,12 @@ def show(
     limit: Annotated[int, Opt(help="How many jobs to estimate with --trace")] = 10,
 ) -> None:
     """What a model artifact holds; if unusable, why, and which fallback the scheduler uses."""
+    import logging
+
     from starburst.predictor.estimator import load_estimator
 
     jobs = _jobs(trace, None, 0, "auto")[:limit] if trace is not None else []
+    logging.getLogger("starburst.predictor").setLevel(logging.ERROR)  # said below, once
     loaded = load_estimator(model)
     if loaded.artifact is not None:
         typer.echo(loaded.artifact.describe())

@@ -55,7 +55,7 @@ class ModelArtifact:
             f"scikit-learn       {self.sklearn_version}",
             f"band widening      {self.model.widen:+.3f} (log space, conformal)",
         ]
-        lines += [f"metric {k:<18} {v:.4g}" for k, v in sorted(self.metrics.items())]
+        lines += [f"metric {k:<22} {v:.4g}" for k, v in sorted(self.metrics.items())]
         return "\n".join(lines)
 
 
