@@ -126,7 +126,8 @@ def test_status_shows_the_on_prem_placement(api):  # type: ignore[no-untyped-def
 
     job_id = api.client("alice").post("/v1/jobs", json=SPEC).json()["id"]
     api.store.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
-    api.store.record_placement(job_id, (Part(0, "node-a", 1, 4.0, 0.0), Part(3, "node-d", 1, 4.0, 0.0)))
+    parts = (Part(0, "node-a", 1, 4.0, 0.0), Part(3, "node-d", 1, 4.0, 0.0))
+    api.store.record_placement(job_id, parts)
     api.store.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="controller")
     job = api.client("alice").get(f"/v1/jobs/{job_id}").json()
     assert [(p["node_name"], p["gpus"]) for p in job["placement"]] == [("node-a", 1),
