@@ -130,8 +130,13 @@ def show(
     from starburst.predictor.estimator import load_estimator
 
     jobs = _jobs(trace, None, 0, "auto")[:limit] if trace is not None else []
-    logging.getLogger("starburst.predictor").setLevel(logging.ERROR)  # said below, once
-    loaded = load_estimator(model)
+    quiet = logging.getLogger("starburst.predictor")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # an unusable model is said below, once
+    try:
+        loaded = load_estimator(model)
+    finally:
+        quiet.setLevel(level)
     if loaded.artifact is not None:
         typer.echo(loaded.artifact.describe())
     else:
