@@ -50,3 +50,13 @@ def test_scheduling_comparison(workload: list[Job]) -> None:
     assert math.isclose(cmp.kept, predicted.savings / oracle.savings)
     assert predicted.savings > 0.5 * oracle.savings
     assert "keep" in format_comparison(cmp)
+
+
+def test_bare_trace_without_users_or_declarations() -> None:
+    jobs = [Job(id=f"b{i}", submit_time=float(i * 600), gpus=1 + i % 4,
+                runtime=float(300 * (1 + i % 4) * (1 + (i * 7919) % 5 / 10)))
+            for i in range(300)]
+    ev = evaluate(jobs, 0.7, SMALL)
+    assert ev.declared_rows[0].jobs == 0
+    assert "no test job has a user-declared runtime" in format_evaluation(ev)
+    assert ev.model.median_abs_log_ratio < ev.rows[1].median_abs_log_ratio  # gpus are learnt
