@@ -58,6 +58,8 @@ class Settings(BaseSettings):
     placement: PlacementStrategy = PlacementStrategy.FIRST_FIT
     default_runtime_s: float = Field(default=3600.0, gt=0,
                                      description="Prior runtime before any history exists.")
+    model_path: Path | None = Field(default=None,
+                                    description="Runtime model artifact (predictor train).")
     calibration_window: int = Field(default=1000, ge=1,
                                     description="Recent jobs the coefficient is fitted on.")
     # periodic work
@@ -69,6 +71,8 @@ class Settings(BaseSettings):
     # serving
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8080, ge=0, le=65535)
+    auth: bool = Field(default=False, description="Require bearer tokens (off for the "
+                       "single-machine default, which listens on 127.0.0.1 only).")
     log_format: Literal["json", "text"] = "json"
     leader_name: str = "controller"
 

@@ -256,7 +256,7 @@ class SchedulingLoop:
         submitted = self._all(JobState.SUBMITTED)
         if not submitted:
             return []
-        jobs = [s.job for s in submitted]
+        jobs = [_with_declaration(s) for s in submitted]
         estimates = self.estimator.estimate(jobs) if self.estimator is not None else None
         arrivals = []
         for i, stored in enumerate(submitted):
@@ -320,6 +320,16 @@ class SchedulingLoop:
             log.info("skipped: %s", exc)  # e.g. cancelled by a user meanwhile
             return False
         return True
+
+
+def _with_declaration(stored: StoredJob) -> Job:
+    """A submitted job as the estimator reads it: the user's declared runtime (which the store
+    returns as the job's estimate until a prediction exists) under ``declared_runtime``, the
+    command and image under their names."""
+    job = backend_job(stored)
+    if job.estimate is not None and stored.predicted_runtime is None:
+        job = replace(job, extra={**job.extra, "declared_runtime": repr(job.estimate)})
+    return job
 
 
 def _gpus_of(accelerators: str) -> int:

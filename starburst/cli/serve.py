@@ -1,0 +1,56 @@
+"""Commands that run Starburst: ``server``, ``controller``, ``api`` and ``quickstart``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Opt = typer.Option
+
+
+def _settings(config: Path | None, **overrides: object):  # type: ignore[no-untyped-def]
+    from starburst.settings import load_settings
+
+    return load_settings(config, **overrides)
+
+
+def server(
+    config: Annotated[Path | None, Opt(help="YAML settings file (else STARBURST_CONFIG)")] = None,
+    port: Annotated[int | None, Opt(help="Port of the REST API")] = None,
+) -> None:
+    """Controller and REST API in one process (the simple default)."""
+    from starburst.controller.serve import run
+
+    run(_settings(config, api_port=port), "server")
+
+
+def controller(
+    config: Annotated[Path | None, Opt(help="YAML settings file (else STARBURST_CONFIG)")] = None,
+    port: Annotated[int | None, Opt(help="Port of /healthz, /readyz and /metrics")] = None,
+) -> None:
+    """The controller alone, with its probes and metrics (for deployments)."""
+    from starburst.controller.serve import run
+
+    run(_settings(config, api_port=port), "controller")
+
+
+def api(
+    config: Annotated[Path | None, Opt(help="YAML settings file (else STARBURST_CONFIG)")] = None,
+    port: Annotated[int | None, Opt(help="Port of the REST API")] = None,
+) -> None:
+    """The REST API alone (for deployments with separate controller replicas)."""
+    from starburst.controller.serve import run
+
+    run(_settings(config, api_port=port), "api")
+
+
+def quickstart(
+    state_dir: Annotated[Path | None, Opt(help="Keep the state here (default: a temp dir)")]
+    = None,
+) -> None:
+    """Starburst end to end on this machine in about a minute: local GPUs, emulated cloud."""
+    from starburst.controller.quickstart import run_quickstart
+
+    raise typer.Exit(run_quickstart(state_dir, typer.echo))

@@ -1,0 +1,208 @@
+"""The controller daemon: leadership, the periodic work, and a clean shutdown.
+
+Periodic work runs as APScheduler jobs in one process:
+- ``pass``: a scheduling pass every ``pass_interval_s``, and sooner when something happens —
+  a submission through the API (``poke``), or the next budget expiry the last pass reported;
+- ``recalibrate``: the waiting-budget coefficient refitted on a rolling window of recent jobs
+  (Σ wait budgets = b × Σ predicted runtimes), every ``recalibrate_interval_s``;
+- ``retrain``: the runtime estimator rebuilt from the store's history.
+Cost metering and reconciliation happen inside every pass (see ``scheduling``).
+
+Leadership: every pass first makes sure this replica holds the store's leader lock (a
+PostgreSQL advisory lock, or a lock file for SQLite); a standby keeps trying and takes over
+within one pass interval of the leader's death. Each decision carries the lock's fencing
+token, so a deposed leader's writes are refused. A database outage is a *transient* state:
+the pass fails, readiness turns false with the reason, leadership is dropped, and the next
+pass reconnects and re-acquires it.
+
+``stop`` (SIGTERM): no new passes, the running pass finishes, the lock is released.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from starburst.adapters.db.leader import LeaderLock, leader_lock
+from starburst.adapters.db.records import JobSpec
+from starburst.adapters.db.store import SqlStore
+from starburst.controller.metrics import ControllerMetrics
+from starburst.controller.scheduling import PassReport, SchedulingLoop
+from starburst.core.cycle import SchedulerConfig
+from starburst.core.errors import StarburstError, TransientError
+from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
+from starburst.settings import Settings
+
+log = logging.getLogger("starburst.controller")
+
+
+class WallClock:
+    def now(self) -> float:
+        return time.time()
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    ready: bool
+    detail: str
+
+
+class Controller:
+    """One replica of the controller, wired by ``starburst.controller.wiring``."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: SqlStore,
+        cluster: Cluster,
+        cloud: Cloud | None,
+        *,
+        clock: Clock | None = None,
+        estimator: RuntimeEstimator | None = None,
+        metrics: ControllerMetrics | None = None,
+        lock: LeaderLock | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.cluster = cluster
+        self.clock = clock or WallClock()
+        self.metrics = metrics or ControllerMetrics.create()
+        self._lock = lock or leader_lock(store.engine, settings.leader_name)
+        self.config: SchedulerConfig = settings.scheduler_config()
+        self.loop = SchedulingLoop(store, cluster, cloud, self.clock, self.config,
+                                   estimator=estimator, fencing_token=lambda: self._lock.token)
+        self._health = Health(False, "starting")
+        self._scheduler: Any = None
+        self._pass_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.last_report: PassReport | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        s = self.settings
+        scheduler = BackgroundScheduler(timezone="UTC")
+        scheduler.add_job(self.run_pass, "interval", seconds=s.pass_interval_s, id="pass",
+                          max_instances=1, coalesce=True, next_run_time=datetime.now(UTC))
+        scheduler.add_job(self.recalibrate, "interval", seconds=s.recalibrate_interval_s,
+                          id="recalibrate", max_instances=1, coalesce=True)
+        self._scheduler = scheduler
+        scheduler.start()
+        log.info("controller started", extra={"policy": self.config.describe()})
+
+    def stop(self) -> None:
+        """Finish the running pass, stop scheduling, release leadership."""
+        self._stopping.set()
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=True)
+            self._scheduler = None
+        with self._pass_lock:
+            self._step_down("stopped")
+        log.info("controller stopped")
+
+    def poke(self) -> None:
+        """Run a pass as soon as possible (after a submission or a watch event)."""
+        self._run_soon(datetime.now(UTC))
+
+    def health(self) -> Health:
+        return self._health
+
+    # -- periodic work -------------------------------------------------------------------------
+    def run_pass(self) -> PassReport | None:
+        if self._stopping.is_set():
+            return None
+        with self._pass_lock:
+            started = time.perf_counter()
+            try:
+                if not self._lead():
+                    return None
+                self._ingest()
+                report = self.loop.run_pass()
+            except TransientError as exc:
+                self.metrics.pass_errors.inc()
+                self._step_down(f"pass failed, will retry: {exc}")
+                log.warning("pass failed, will retry: %s", exc)
+                return None
+            except StarburstError as exc:
+                self.metrics.pass_errors.inc()
+                self._health = Health(False, f"pass failed: {exc}")
+                log.error("pass failed: %s", exc)
+                return None
+            seconds = time.perf_counter() - started
+            self.metrics.observe(report, seconds)
+            self._health = Health(True, "leading")
+            self.last_report = report
+            self._log(report, seconds)
+            self._wake_at(report.next_wakeup)
+            return report
+
+    def recalibrate(self) -> None:
+        """Refit the coefficient on the recent window: Σ budgets = b × Σ predicted runtimes."""
+        if self.settings.coefficient is not None or self._stopping.is_set():
+            return
+        try:
+            recent = [h.job for h in self.store.history(limit=self.settings.calibration_window)]
+        except TransientError as exc:
+            log.warning("recalibration skipped: %s", exc)
+            return
+        if not recent:
+            return
+        config = self.settings.scheduler_config(recent)
+        with self._pass_lock:
+            self.config = config
+            self.loop.config = config
+        log.info("recalibrated", extra={"policy": config.describe(), "window": len(recent)})
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _lead(self) -> bool:
+        if self._lock.token is not None and self._lock.is_held():
+            return True
+        token = self._lock.try_acquire()
+        self.metrics.leader.set(1 if token is not None else 0)
+        if token is None:
+            self._health = Health(True, "standby: another replica leads")
+            return False
+        log.info("became leader", extra={"fencing_token": token})
+        return True
+
+    def _step_down(self, detail: str) -> None:
+        try:
+            self._lock.release()
+        except StarburstError as exc:
+            log.info("releasing the leader lock: %s", exc)
+        self.metrics.leader.set(0)
+        self._health = Health(False, detail)
+
+    def _ingest(self) -> None:
+        """Jobs the cluster itself discovered (suspended Kubernetes Jobs) enter the store."""
+        submissions = getattr(self.cluster, "submissions", None)
+        if submissions is None:
+            return
+        for job in submissions():
+            self.store.submit(JobSpec.from_job(job), idempotency_key=f"cluster:{job.id}",
+                              actor="cluster", at=job.submit_time or None)
+
+    def _wake_at(self, at: float) -> None:
+        delay = at - self.clock.now()
+        if delay < self.settings.pass_interval_s:
+            self._run_soon(datetime.now(UTC) + timedelta(seconds=max(0.0, delay)))
+
+    def _run_soon(self, when: datetime) -> None:
+        scheduler = self._scheduler
+        if scheduler is None or self._stopping.is_set():
+            return
+        job = scheduler.get_job("pass")
+        if job is not None and (job.next_run_time is None or when < job.next_run_time):
+            job.modify(next_run_time=when)
+
+    def _log(self, report: PassReport, seconds: float) -> None:
+        if report.admitted or report.started or report.burst or report.finished:
+            log.info("pass", extra={
+                "admitted": report.admitted, "started": report.started, "burst": report.burst,
+                "finished": report.finished, "pulled_back": report.pulled_back,
+                "queue": report.queue_length, "seconds": round(seconds, 4)})

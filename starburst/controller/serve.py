@@ -1,0 +1,98 @@
+"""Processes: ``server`` (controller + REST API), ``controller`` (with probes and metrics
+only), ``api`` (REST API only). uvicorn owns SIGTERM/SIGINT: it stops serving, then the
+controller finishes its pass and releases the leader lock before the process exits.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starburst.controller.daemon import Controller
+from starburst.settings import Settings
+
+log = logging.getLogger("starburst.controller")
+
+
+def _probe(controller: Controller) -> Any:
+    def probe() -> str | None:
+        health = controller.health()
+        return None if health.ready else health.detail
+
+    return probe
+
+
+def _uvicorn(app: Any, settings: Settings) -> Any:
+    import uvicorn
+
+    config = uvicorn.Config(app, host=settings.api_host, port=settings.api_port,
+                            log_level="warning", lifespan="off")
+    return uvicorn.Server(config)
+
+
+def server_app(settings: Settings, controller: Controller) -> Any:
+    """The REST API of ``controller``'s store; a submission wakes the scheduler at once."""
+    from starburst.api import create_app
+
+    app = create_app(settings, controller.store, health=_probe(controller),
+                     metrics_registry=controller.metrics.registry, auth=settings.auth,
+                     clock=controller.clock)
+
+    @app.middleware("http")
+    async def wake_on_submit(request: Any, call_next: Any) -> Any:
+        response = await call_next(request)
+        if request.method == "POST" and response.status_code < 300:
+            controller.poke()  # a submission or a cancellation: decide now, not next tick
+        return response
+
+    return app
+
+
+def probes_app(controller: Controller) -> Any:
+    """/healthz, /readyz and /metrics for a controller that serves no API."""
+    from fastapi import FastAPI, Response
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    app = FastAPI(title="Starburst controller probes")
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    def readyz(response: Response) -> dict[str, str]:
+        health = controller.health()
+        response.status_code = 200 if health.ready else 503
+        return {"status": "ready" if health.ready else "not ready", "detail": health.detail}
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        return Response(generate_latest(controller.metrics.registry),
+                        media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+def run(settings: Settings, mode: str) -> None:
+    from starburst.controller import logs
+    from starburst.controller.wiring import build_controller
+
+    logs.configure(settings.log_format)
+    if mode == "api":
+        from starburst.adapters.db.store import SqlStore
+        from starburst.api import create_app
+
+        store = SqlStore.open(settings.database_url)
+        _uvicorn(create_app(settings, store, auth=settings.auth), settings).run()
+        store.close()
+        return
+    controller = build_controller(settings)
+    app = server_app(settings, controller) if mode == "server" else probes_app(controller)
+    controller.start()
+    log.info("serving", extra={"mode": mode, "host": settings.api_host,
+                               "port": settings.api_port})
+    try:
+        _uvicorn(app, settings).run()
+    finally:
+        controller.stop()
+        controller.store.close()

@@ -1,0 +1,83 @@
+"""The composition root: settings in, a wired controller out. Nothing else builds backends.
+
+- ``cluster = "local"``: ``LocalCluster`` with ``local_gpus`` slots under ``state_dir``;
+  ``"kubernetes"``: ``KubernetesCluster`` watching suspended Jobs labelled
+  ``starburst.io/queue`` (kubeconfig from ``kubeconfig`` or in-cluster).
+- ``cloud = "emulated"``: local processes metered at cloud prices (labelled emulated);
+  ``"skypilot"``: managed jobs through SkyPilot; ``"none"``: never burst (jobs wait).
+- The runtime estimator: the predictor's model when one is configured, else its fallback
+  chain (declared runtime → the user's history → the global median).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from starburst.adapters.db.store import SqlStore
+from starburst.controller.daemon import Controller, WallClock
+from starburst.core.errors import ConfigError
+from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
+from starburst.settings import Settings
+
+log = logging.getLogger("starburst.controller")
+
+
+def build_cluster(settings: Settings, clock: Clock) -> Cluster:
+    if settings.cluster == "local":
+        from starburst.adapters.local import LocalCluster
+
+        return LocalCluster(settings.state_dir / "cluster", settings.local_gpus,
+                            gpu_type=settings.local_gpu_type, clock=clock)
+    from kubernetes import client, config
+
+    from starburst.adapters.kubernetes.cluster import KubernetesCluster
+
+    try:
+        if settings.kubeconfig:
+            api = config.new_client_from_config(config_file=settings.kubeconfig)
+        else:
+            config.load_incluster_config()
+            api = client.ApiClient()
+    except (config.ConfigException, OSError) as exc:
+        raise ConfigError(f"cannot configure the Kubernetes client: {exc}") from None
+    cluster = KubernetesCluster(api, clock).start_watching()
+    if not cluster.wait_synced(timeout=60):
+        raise ConfigError("the Kubernetes API did not answer the initial list within 60 s")
+    return cluster
+
+
+def build_cloud(settings: Settings, clock: Clock) -> Cloud | None:
+    if settings.cloud == "none":
+        return None
+    from starburst.pricing import load_price_table
+
+    prices = load_price_table(settings.price_table) if settings.price_table else None
+    if settings.cloud == "emulated":
+        from starburst.adapters.local import EmulatedCloud
+
+        return EmulatedCloud(settings.state_dir / "cloud", prices, clock=clock)
+    from starburst.adapters.skypilot import SkyPilotCloud
+
+    return SkyPilotCloud(clock, prices)
+
+
+def build_estimator(settings: Settings, store: SqlStore) -> RuntimeEstimator:
+    from starburst.predictor.estimator import load_estimator
+
+    history = [h.job for h in store.history(limit=10_000)]
+    loaded = load_estimator(settings.model_path, history)
+    log.info(loaded.message)
+    return loaded.estimator
+
+
+def build_controller(settings: Settings, store: SqlStore | None = None,
+                     clock: Clock | None = None) -> Controller:
+    clock = clock or WallClock()
+    Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
+    store = store or SqlStore.open(settings.database_url, clock=clock,
+                                   leader_name=settings.leader_name)
+    cluster = build_cluster(settings, clock)
+    cloud = build_cloud(settings, clock)
+    return Controller(settings, store, cluster, cloud, clock=clock,
+                      estimator=build_estimator(settings, store))
