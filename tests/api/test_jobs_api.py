@@ -205,3 +205,14 @@ def test_only_admins_submit_for_others_or_into_other_teams(api):  # type: ignore
         .status_code == 403
     made = api.client("root").post("/v1/jobs", json=as_bob).json()
     assert (made["user"], made["team"]) == ("bob", "vision")
+
+
+def test_a_job_that_never_bursts_reads_as_such_not_as_a_server_error(api):  # type: ignore[no-untyped-def]
+    job_id = api.client("alice").post("/v1/jobs", json=SPEC).json()["id"]
+    api.store.transition(job_id, JobState.QUEUED, reason="admitted: cluster only",
+                         actor="controller", wait_budget=float("inf"))
+    job = api.client("alice").get(f"/v1/jobs/{job_id}").json()
+    assert (job["wait_budget_s"], job["never_bursts"], job["budget_expires_at"]) == (
+        None, True, None)
+    why = api.client("alice").get(f"/v1/jobs/{job_id}/explain").json()
+    assert why["summary"] == "waiting 0s; never bursts (cluster-only policy)"

@@ -12,6 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from typing import Annotated
 
@@ -153,6 +154,8 @@ def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str,
         waited = max(0.0, now - stored.queued_at)
         if stored.wait_budget is None:
             return f"waiting {human(waited)}; no wait budget yet (not yet admitted)", waited
+        if math.isinf(stored.wait_budget):
+            return f"waiting {human(waited)}; never bursts (cluster-only policy)", waited
         left = stored.queued_at + stored.wait_budget - now
         then = "bursts to the cloud" if left > 0 else "budget spent: bursts on the next pass"
         return (f"waiting {human(waited)} of a {human(stored.wait_budget)} budget; {then}"
@@ -173,7 +176,8 @@ def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
     summary, waited = _summary(ctx, stored, events[-1].reason if events else "")
     fields = summary_fields(stored)
     return Explanation(
-        id=stored.id, state=stored.state, summary=summary, wait_budget_s=stored.wait_budget,
+        id=stored.id, state=stored.state, summary=summary,
+        wait_budget_s=fields["wait_budget_s"], never_bursts=fields["never_bursts"],
         waited_s=waited, budget_expires_at=fields["budget_expires_at"],
         predicted_runtime_s=stored.predicted_runtime, events=[EventOut.of(e) for e in events],
     )

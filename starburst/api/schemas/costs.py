@@ -32,8 +32,9 @@ class CostReport(BaseModel):
 
 
 class Savings(BaseModel):
-    """What the jobs that ended in ``[since, until)`` cost, against what bursting each of them
-    to the cheapest cloud at once (No-Wait) would have cost for the same GPU-hours."""
+    """``actual``: every metered cost entry whose period starts in ``[since, until)``;
+    ``no_wait``: what bursting each job that ended in the range to the cheapest cloud at once
+    (No-Wait) would have cost for its measured runtime."""
 
     since: datetime
     until: datetime

@@ -10,6 +10,7 @@ backends expect (``extra["command"]``, ``extra["image"]``, ``extra["env"]`` as J
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -89,7 +90,9 @@ class JobSummary(BaseModel):
     started_at: datetime | None
     ended_at: datetime | None
     predicted_runtime_s: float | None
-    wait_budget_s: float | None
+    wait_budget_s: float | None = Field(
+        description="Null when not yet set, or when the job never bursts (never_bursts).")
+    never_bursts: bool = Field(description="An infinite wait budget (cluster-only policy).")
     budget_expires_at: datetime | None
     ran_on: str | None
 
@@ -100,16 +103,19 @@ class JobSummary(BaseModel):
 
 def summary_fields(stored: StoredJob) -> dict[str, Any]:
     job = stored.job
+    budget = stored.wait_budget
+    finite = budget is not None and math.isfinite(budget)
     expires = None
-    if stored.wait_budget is not None and stored.state in (JobState.SUBMITTED, JobState.QUEUED):
-        expires = when(stored.queued_at + stored.wait_budget)
+    if budget is not None and finite and stored.state in (JobState.SUBMITTED, JobState.QUEUED):
+        expires = when(stored.queued_at + budget)
     return {
         "id": job.id, "name": job.name, "user": job.user, "team": job.team,
         "state": stored.state, "gpus": job.gpus, "gpu_type": job.gpu_type,
         "image": stored.image, "submitted_at": when(job.submit_time),
         "queued_at": when(stored.queued_at), "started_at": when(stored.started_at),
         "ended_at": when(stored.ended_at), "predicted_runtime_s": stored.predicted_runtime,
-        "wait_budget_s": stored.wait_budget, "budget_expires_at": expires,
+        "wait_budget_s": budget if finite else None,
+        "never_bursts": budget is not None and not finite, "budget_expires_at": expires,
         "ran_on": stored.ran_on,
     }
 
@@ -179,6 +185,7 @@ class Explanation(BaseModel):
     state: JobState
     summary: str
     wait_budget_s: float | None
+    never_bursts: bool
     waited_s: float | None
     budget_expires_at: datetime | None
     predicted_runtime_s: float | None
