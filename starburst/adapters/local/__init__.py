@@ -7,6 +7,11 @@
 
 A job's command and environment travel in ``Job.extra``: ``command`` (shell command, required),
 ``env`` (JSON object of strings), ``image`` (noted, not used locally).
+
+Both are restart-safe: a new object on the same state directory adopts the jobs an earlier
+one (a controller killed -9) spawned — running or ended — instead of running them again, and
+spawns only what never ran (``statedir.py``: the files; ``processes.py``: spawn and adopt;
+``procfs.py``: process identity through spawn tokens).
 """
 
 from starburst.adapters.local.cluster import LocalCluster, WallClock

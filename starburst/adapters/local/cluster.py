@@ -2,7 +2,7 @@
 
 The default cluster when none is configured (quick-start, demos, a lab workstation). It
 implements the core's ``Cluster`` port with real processes (see ``processes.py`` for the
-command/env convention in ``Job.extra`` and the state directory layout).
+command/env convention in ``Job.extra`` and ``statedir.py`` for the state directory layout).
 
 Terms:
 - *node*: the single node ``node_name`` with ``gpus`` GPU slots (and optional CPU/memory
@@ -10,27 +10,46 @@ Terms:
 - *slot*: a GPU index 0..gpus-1. A started job gets the lowest free slots, exported as
   ``CUDA_VISIBLE_DEVICES`` (through ``devices`` when the machine's device ids differ), so
   two jobs never see the same GPU. A job that asks for 0 GPUs sees none (the variable is empty).
+  The slots are in the spawn record, so an adopted job keeps its GPUs.
+- *life*: one ``LocalCluster`` object. The controller may be SIGKILLed and a new life built
+  on the same ``state_dir`` while the jobs (each in its own session) run on.
+- *adopt*: take over a job an earlier life spawned, from its spawn record.
+
+Restart safety — a job is never run twice and never lost:
+- A job is *spawned* iff its directory holds a spawn record whose process ran the command
+  (``processes.adopt``). ``start`` adopts such a job — running, or ended while nobody
+  watched (then its real outcome is reported by ``ended``) — and spawns only otherwise.
+- A new life adopts at once every job of an earlier life that still runs, so ``snapshot``
+  shows it and its slots are never given to another job; jobs that already ended wait for
+  the controller's ``start`` (it re-issues the starts its database records), so an old end is
+  reported only to a controller that still thinks the job runs.
+- ``started_at`` is the recorded spawn time; an end found (not seen) is dated by when its
+  exit status was written.
 
 Invariants: ``start`` is idempotent (a job id that is running or has run is not started
 again) and returns as soon as the process exists; ``snapshot`` and ``ended`` only look at
 process state and never wait; a job's slots are free again exactly when its end is reported
-by ``ended`` (each end exactly once, cancelled jobs included, with reason); placements must
-name this node, else ``PermanentError``; a stale placement that no longer fits raises
-``TransientError`` (retry on the next pass).
+by ``ended`` (each end exactly once per life, cancelled jobs included, with reason);
+placements must name this node, else ``PermanentError``; a stale placement that no longer
+fits raises ``TransientError`` (retry on the next pass).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from starburst.adapters.local.processes import JobProcess, spawn
-from starburst.core.capacity import CapacityIndex, Node, Placement
+from starburst.adapters.local.processes import JobProcess, adopt, spawn, spawn_record
+from starburst.adapters.local.statedir import job_dirname, job_from_json, job_to_json
+from starburst.core.capacity import CapacityIndex, Node, Part, Placement
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job
 from starburst.core.ports import Clock, ClusterSnapshot, JobEnded, RunningJob
+
+BACKEND = "local-cluster"
 
 
 class WallClock:
@@ -76,6 +95,7 @@ class LocalCluster:
         self._running: dict[str, _Running] = {}
         self._done: dict[str, JobProcess] = {}
         self._unreported: list[JobEnded] = []
+        self._adopt_still_running()
 
     # -- the Cluster port --------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
@@ -91,6 +111,9 @@ class LocalCluster:
             return
         self._reap()
         self._check_placement(job, placement)
+        record = spawn_record(self.state_dir, job.id)
+        if record is not None and record.get("backend") == BACKEND and self._adopt(record):
+            return
         free = [i for i, owner in enumerate(self._slots) if owner is None]
         if len(free) < job.gpus:
             raise TransientError(
@@ -101,11 +124,18 @@ class LocalCluster:
         header = f"# starburst local: job {job.id} on {self.node.name} GPUs [{visible}]: {reason}"
         if image := job.extra.get("image"):
             header += f" (image {image} not used: runs on the host)"
-        process = spawn(job, self.state_dir, {"CUDA_VISIBLE_DEVICES": visible}, header, self._grace)
-        for i in slots:
-            self._slots[i] = job.id
         started = RunningJob(job, placement, self._clock.now())
-        self._running[job.id] = _Running(started, process, slots)
+        record = {
+            "backend": BACKEND,
+            "job": job_to_json(job),
+            "placement": [asdict(part) for part in placement],
+            "slots": list(slots),
+            "visible": visible,
+            "spawned_at": started.started_at,
+        }
+        env = {"CUDA_VISIBLE_DEVICES": visible}
+        process = spawn(job, self.state_dir, env, header, record, self._grace)
+        self._track(started, process, slots)
 
     def cancel(self, job_id: str) -> None:
         entry = self._running.get(job_id)
@@ -120,7 +150,10 @@ class LocalCluster:
     # -- more than the port: what the CLI and tests look at --------------------------------
     def logs(self, job_id: str) -> str:
         process = self.process(job_id)
-        return process.logs() if process is not None else ""
+        if process is not None:
+            return process.logs()
+        log = self.state_dir / job_dirname(job_id) / "output.log"
+        return log.read_text("utf-8", errors="replace") if log.exists() else ""
 
     def process(self, job_id: str) -> JobProcess | None:
         entry = self._running.get(job_id)
@@ -142,6 +175,44 @@ class LocalCluster:
         if placed != job.gpus:
             raise PermanentError(f"job {job.id} asks {job.gpus} GPUs but was placed on {placed}")
 
+    def _adopt_still_running(self) -> None:
+        """Take over every job an earlier life spawned that still runs (see the docstring)."""
+        if not self.state_dir.is_dir():
+            return
+        for directory in sorted(self.state_dir.iterdir()):
+            record = spawn_record(self.state_dir, directory.name)
+            if record is None or record.get("backend") != BACKEND:
+                continue
+            job = job_from_json(record["job"])
+            if job_dirname(job.id) == directory.name and job.id not in self._running:
+                self._adopt(record, if_ended=False)
+
+    def _adopt(self, record: Mapping[str, Any], *, if_ended: bool = True) -> bool:
+        """Take over the earlier spawn in ``record``; False if it never ran (or ended and
+        ``if_ended`` is False)."""
+        job = job_from_json(record["job"])
+        process = adopt(self.state_dir, job.id, record, self._grace)
+        if process is None:
+            return False
+        placement = tuple(Part(**part) for part in record["placement"])
+        started = RunningJob(job, placement, float(record["spawned_at"]))
+        outcome = process.poll()
+        if outcome is None:
+            self._track(started, process, tuple(int(i) for i in record["slots"]))
+            return True
+        if not if_ended:
+            return False
+        self._done[job.id] = process
+        at = max(started.started_at, self._clock.now() - process.ended_ago)
+        self._unreported.append(JobEnded(job.id, at, outcome.succeeded, outcome.reason))
+        return True
+
+    def _track(self, started: RunningJob, process: JobProcess, slots: tuple[int, ...]) -> None:
+        for i in slots:
+            if i < len(self._slots):  # an earlier life may have had more slots
+                self._slots[i] = started.job.id
+        self._running[started.job.id] = _Running(started, process, slots)
+
     def _reap(self) -> None:
         for job_id in list(self._running):
             entry = self._running[job_id]
@@ -151,7 +222,7 @@ class LocalCluster:
             del self._running[job_id]
             self._done[job_id] = entry.process
             for i in entry.slots:
-                self._slots[i] = None
-            self._unreported.append(
-                JobEnded(job_id, self._clock.now(), outcome.succeeded, outcome.reason)
-            )
+                if i < len(self._slots):
+                    self._slots[i] = None
+            ended = JobEnded(job_id, self._clock.now(), outcome.succeeded, outcome.reason)
+            self._unreported.append(ended)

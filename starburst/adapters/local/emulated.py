@@ -13,10 +13,22 @@ Terms:
 - *launch name*: ``starburst-emulated-<job id>``, deterministic, so launching a job twice
   returns the first launch's handle.
 
+- *adopt*: after a restart (a new object on the same ``state_dir``), take over a launch an
+  earlier life made, from its spawn record in ``<state_dir>/emulated/<job>/`` (layout:
+  ``statedir.py``). The record holds the launch name, the team, the quote and the launch
+  time, so billing needs nothing but the state directory.
+
+Restart safety — a burst is never run twice and never lost: ``launch`` returns the handle of
+the earlier launch of the job (running or ended) if the state directory holds one whose
+process ran the command (``processes.adopt``), and launches only otherwise; ``poll``,
+``cancel``, ``logs``, ``billed_launch``, ``ended_at`` and ``reason`` adopt a launch they do
+not know from the state directory. ``billed_launch`` bills from the recorded launch time and
+quote; ``ended_at`` is when the end was seen, or, for an end found after a restart, when the
+exit status was written — so metered cost is what really ran.
+
 Invariants: ``launch`` returns as soon as the process exists; ``poll`` reads process state
 and never waits; the process gets no GPUs (``CUDA_VISIBLE_DEVICES`` is empty) — only the price
-is a cloud's. After a restart, a launch this object did not start is answered from its
-``exit_code`` file in the state directory, else reported failed as lost.
+is a cloud's. A handle whose job has no launch in the state directory polls as failed.
 """
 
 from __future__ import annotations
@@ -25,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from starburst.adapters.local.cluster import WallClock
-from starburst.adapters.local.processes import JobProcess, job_dirname, spawn
+from starburst.adapters.local.processes import JobProcess, Outcome, adopt, spawn, spawn_record
+from starburst.adapters.local.statedir import LOG, job_dirname
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job
 from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
@@ -33,11 +46,13 @@ from starburst.metering import BilledLaunch
 from starburst.pricing import PriceTable, default_price_table
 
 EMULATED = "emulated"
+BACKEND = "emulated-cloud"
 
 
 @dataclass(slots=True)
 class _Launch:
-    job: Job
+    job_id: str
+    team: str | None
     quote: Quote
     handle: CloudHandle
     process: JobProcess
@@ -84,7 +99,7 @@ class EmulatedCloud:
         return Quote(best.price_per_hour, f"{EMULATED} {best.where}", best.accelerators, True)
 
     def launch(self, job: Job, reason: str) -> CloudHandle:
-        existing = self._launches.get(job.id)
+        existing = self._find(job.id)
         if existing is not None:
             return existing.handle
         quote = self.quote(job)
@@ -94,35 +109,46 @@ class EmulatedCloud:
             f"{quote.accelerators} on {quote.where.removeprefix(EMULATED + ' ')} at "
             f"${quote.price_per_hour:.2f}/h; no cloud GPUs are used. {reason}"
         )
+        now = self._clock.now()
+        record = {
+            "backend": BACKEND,
+            "job_id": job.id,
+            "team": job.team,
+            "name": name,
+            "quote": {
+                "price_per_hour": quote.price_per_hour,
+                "where": quote.where,
+                "accelerators": quote.accelerators,
+            },
+            "spawned_at": now,
+        }
         env = {"CUDA_VISIBLE_DEVICES": "", "STARBURST_EMULATED": "1"}
-        process = spawn(job, self.state_dir / "emulated", env, header, self._grace)
+        process = spawn(job, self._root, env, header, record, self._grace)
         handle = CloudHandle(job.id, name, None, f"{EMULATED}-pid-{process.pid}")
-        self._launches[job.id] = _Launch(job, quote, handle, process, self._clock.now())
+        self._launches[job.id] = _Launch(job.id, job.team, quote, handle, process, now)
         return handle
 
     def poll(self, handle: CloudHandle) -> CloudStatus:
-        launch = self._launches.get(handle.job_id)
+        launch = self._find(handle.job_id)
         if launch is None:
-            return self._poll_lost(handle)
-        outcome = launch.process.poll()
+            return CloudStatus.FAILED  # no launch of this job ever ran here: lost
+        outcome = self._outcome(launch)
         if outcome is None:
             return CloudStatus.RUNNING
-        if launch.ended_at is None:
-            launch.ended_at = self._clock.now()
         if outcome.cancelled:
             return CloudStatus.CANCELLED
         return CloudStatus.SUCCEEDED if outcome.succeeded else CloudStatus.FAILED
 
     def cancel(self, handle: CloudHandle) -> None:
-        launch = self._launches.get(handle.job_id)
+        launch = self._find(handle.job_id)
         if launch is not None:
             launch.process.kill()
 
     def logs(self, handle: CloudHandle) -> str:
-        launch = self._launches.get(handle.job_id)
+        launch = self._find(handle.job_id)
         if launch is not None:
             return launch.process.logs()
-        log = self._directory(handle) / "output.log"
+        log = self._root / job_dirname(handle.job_id) / LOG
         return log.read_text("utf-8", errors="replace") if log.exists() else ""
 
     # -- more than the port: metering and explanations ------------------------------------
@@ -131,9 +157,9 @@ class EmulatedCloud:
         launch = self._known(handle)
         quote = launch.quote
         return BilledLaunch(
-            handle.name,
-            launch.job.id,
-            launch.job.team,
+            launch.handle.name,
+            launch.job_id,
+            launch.team,
             quote.where,
             quote.accelerators,
             quote.price_per_hour,
@@ -142,31 +168,56 @@ class EmulatedCloud:
         )
 
     def ended_at(self, handle: CloudHandle) -> float | None:
-        return self._known(handle).ended_at
+        launch = self._known(handle)
+        self._outcome(launch)
+        return launch.ended_at
 
     def reason(self, handle: CloudHandle) -> str:
         """Why the launch is in its state (the exit code of an ended one)."""
-        launch = self._launches.get(handle.job_id)
+        launch = self._find(handle.job_id)
         if launch is None:
-            return f"{EMULATED} launch {handle.name} is not known to this process"
-        outcome = launch.process.poll()
+            return f"{EMULATED} launch {handle.name} never ran on this machine"
+        outcome = self._outcome(launch)
         if outcome is None:
             return f"{EMULATED}: running as local pid {launch.process.pid}"
         return f"{EMULATED}: {outcome.reason}"
 
     # -- internals --------------------------------------------------------------------------
+    @property
+    def _root(self) -> Path:
+        return self.state_dir / EMULATED
+
     def _known(self, handle: CloudHandle) -> _Launch:
-        launch = self._launches.get(handle.job_id)
+        launch = self._find(handle.job_id)
         if launch is None:
-            raise PermanentError(f"{EMULATED} launch {handle.name} is not known to this process")
+            raise PermanentError(f"{EMULATED} launch {handle.name} never ran on this machine")
         return launch
 
-    def _directory(self, handle: CloudHandle) -> Path:
-        return self.state_dir / "emulated" / job_dirname(handle.job_id)
+    def _outcome(self, launch: _Launch) -> Outcome | None:
+        """The launch's outcome (None while it runs), dating its end the first time it is seen."""
+        process = launch.process
+        outcome = process.poll()
+        if outcome is not None and launch.ended_at is None:
+            now = self._clock.now()
+            at = now if process.watched else now - process.ended_ago
+            launch.ended_at = max(launch.launched_at, at)
+        return outcome
 
-    def _poll_lost(self, handle: CloudHandle) -> CloudStatus:
-        exit_file = self._directory(handle) / "exit_code"
-        if exit_file.exists():
-            code = int(exit_file.read_text("utf-8").strip() or "1")
-            return CloudStatus.SUCCEEDED if code == 0 else CloudStatus.FAILED
-        return CloudStatus.FAILED
+    def _find(self, job_id: str) -> _Launch | None:
+        """The launch of ``job_id``: this life's, else adopted from the state directory."""
+        launch = self._launches.get(job_id)
+        if launch is not None:
+            return launch
+        record = spawn_record(self._root, job_id)
+        if record is None or record.get("backend") != BACKEND:
+            return None
+        process = adopt(self._root, job_id, record, self._grace)
+        if process is None:
+            return None
+        q = record["quote"]
+        quote = Quote(float(q["price_per_hour"]), str(q["where"]), str(q["accelerators"]), True)
+        handle = CloudHandle(job_id, str(record["name"]), None, f"{EMULATED}-pid-{process.pid}")
+        team = record.get("team")
+        launch = _Launch(job_id, team, quote, handle, process, float(record["spawned_at"]))
+        self._launches[job_id] = launch
+        return launch

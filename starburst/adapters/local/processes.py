@@ -1,21 +1,28 @@
-"""Job processes on this machine: spawn, watch, kill — never waiting on a running process.
+"""Job processes on this machine: spawn, adopt, watch, kill — never waiting on a running process.
 
 Terms:
 - *command*: the job's shell command (``Job.extra["command"]``), run by ``/bin/sh -c``.
 - *env*: extra environment variables (``Job.extra["env"]``, a JSON object of strings), laid
   over this process's environment. ``Job.extra["image"]`` is recorded in the log header but
   not used: local execution runs on the host, not in a container.
-- *state directory*: ``<state_dir>/<job id>/output.log`` holds the job's stdout and stderr
-  (after a header line) and ``exit_code`` its exit status once known, so logs and outcomes
-  outlive this process.
-- *process group*: every job runs in its own session, so cancel reaches the shell and every
-  child it started (``kill(-pgid)``), not just the shell.
+- *wrapper*: the shell that runs the command. It records its own pid first, runs the command
+  (as a child, not ``exec``, so it outlives it), then records the command's exit status
+  atomically and exits with it. So the outcome is on disk even if no controller was alive
+  when the job ended. Files and their order: ``statedir.py``.
+- *process group*: every job runs in its own session led by the wrapper (pid = pgid), so
+  cancel reaches the wrapper, the command and every child it started (``kill(-pgid)``).
+- *owned* vs *adopted*: a process spawned by this object is owned (a ``Popen``, reaped by
+  ``poll``); one found in the state directory after a restart is adopted (no ``Popen``: its
+  liveness and identity come from ``/proc`` and its spawn token, see ``procfs.py``).
+- *lost*: the wrapper is gone without an ``exit_code`` (e.g. killed by a reboot or OOM
+  killer): a failure, "the job's process disappeared without an exit status".
 
-Invariants: ``spawn`` returns as soon as the process exists; ``poll`` never blocks (``Popen.poll``);
-``kill`` sends SIGTERM to the group and, ``grace`` seconds later on a later ``poll``, SIGKILL,
-so a job that ignores SIGTERM still dies without anyone waiting on it. The parent's copy of the
-log file is closed right after spawning; every process is reaped by ``poll`` (no zombies, no
-``ResourceWarning``).
+Invariants: ``spawn`` writes the spawn record before the process exists and returns as soon
+as it does; ``adopt`` returns None only if no process of the record's spawn ever ran the
+command (then spawning again cannot run it twice); ``poll`` never blocks; ``kill`` records
+the cancel, sends SIGTERM to the group and, ``grace`` seconds later on a later ``poll``,
+SIGKILL — only ever to a group that still holds a process of this spawn. The parent's copy of
+the log file is closed right after spawning; every owned process is reaped by ``poll``.
 """
 
 from __future__ import annotations
@@ -26,15 +33,40 @@ import os
 import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from starburst.adapters.local import procfs
+from starburst.adapters.local.statedir import (
+    CANCELLED,
+    EXIT_CODE,
+    LOG,
+    PID,
+    SPAWN,
+    age,
+    job_dirname,
+    read_int,
+    read_json,
+    write_atomically,
+)
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job
 
 CANCELLED_EXIT = -int(signal.SIGTERM)
+LOST = "the job's process disappeared without an exit status"
 
+# $1 is the command. Not `exec`: the wrapper must outlive the command to record its status.
+# `command -p`: the default PATH, whatever PATH the job sets.
+WRAPPER = (
+    'printf "%s\\n" "$$" > .pid.tmp && command -p mv -f .pid.tmp pid\n'
+    '/bin/sh -c "$1"\n'
+    "code=$?\n"
+    'printf "%s\\n" "$code" > .exit_code.tmp && command -p mv -f .exit_code.tmp exit_code\n'
+    'exit "$code"\n'
+)
 
 def command_of(job: Job) -> str:
     """The job's shell command; a job without one cannot run anywhere (``PermanentError``)."""
@@ -62,9 +94,9 @@ def env_of(job: Job) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How a process ended: its exit code, and whether it ended because it was cancelled."""
+    """How a process ended: its exit code (None: lost), and whether it was cancelled."""
 
-    exit_code: int
+    exit_code: int | None
     cancelled: bool
 
     @property
@@ -73,56 +105,80 @@ class Outcome:
 
     @property
     def reason(self) -> str:
+        code = self.exit_code
         if self.cancelled:
             return "cancelled: process group killed"
-        if self.exit_code == 0:
+        if code is None:
+            return LOST
+        if code == 0:
             return "exit code 0"
-        if self.exit_code < 0:
-            return f"killed by signal {-self.exit_code}"
-        return f"exit code {self.exit_code}"
+        if code < 0:
+            return f"killed by signal {-code}"
+        if code > 128:
+            return f"exit code {code} (128+{code - 128}: killed by a signal?)"
+        return f"exit code {code}"
 
 
 class JobProcess:
-    """One job's process group, its log file and, once it ended, its outcome."""
+    """One spawn's process group, its log file and, once it ended, its outcome."""
 
     def __init__(
-        self, job_id: str, popen: subprocess.Popen[bytes], directory: Path, grace: float
+        self,
+        job_id: str,
+        directory: Path,
+        pid: int,
+        token: str,
+        grace: float,
+        popen: subprocess.Popen[bytes] | None = None,
     ) -> None:
         self.job_id = job_id
         self.directory = directory
+        self.pid = pid
+        self.token = token
         self._popen = popen
         self._grace = grace
-        self._kill_after: float | None = None
+        # an adopted job an earlier life cancelled gets the SIGKILL that life could not send
+        cancelling = popen is None and (directory / CANCELLED).exists()
+        self._kill_after = time.monotonic() + grace if cancelling else None
         self.outcome: Outcome | None = None
+        self.watched = popen is not None  # this life saw it running: its end is seen live
+        self.ended_ago = 0.0  # for an end found, not seen: how long before it was found
 
     @property
-    def pid(self) -> int:
-        return self._popen.pid
+    def adopted(self) -> bool:
+        return self._popen is None
 
     @property
     def log_path(self) -> Path:
-        return self.directory / "output.log"
+        return self.directory / LOG
 
     def poll(self) -> Outcome | None:
-        """The outcome if the process ended (reaping it), else None; never blocks."""
+        """The outcome if the process ended (reaping an owned one), else None; never blocks."""
         if self.outcome is not None:
             return self.outcome
-        code = self._popen.poll()
-        if code is None:
+        if self._running():
+            self.watched = True
             if self._kill_after is not None and time.monotonic() >= self._kill_after:
                 self._signal(signal.SIGKILL)
             return None
-        cancelled = self._kill_after is not None
+        exit_file = self.directory / EXIT_CODE
+        code = read_int(exit_file)  # read after the liveness check: written before exiting
+        if code is None and self._popen is not None:
+            code = self._popen.returncode  # the wrapper itself was killed
+            write_atomically(exit_file, f"{code}\n")
+        cancelled = (self.directory / CANCELLED).exists()
         if cancelled:
-            self._signal(signal.SIGKILL)  # children that outlived the shell go too
+            self._signal(signal.SIGKILL)  # children that outlived the wrapper go too
+        if not self.watched and code is not None:
+            self.ended_ago = age(exit_file) or 0.0
         self.outcome = Outcome(code, cancelled)
-        (self.directory / "exit_code").write_text(f"{code}\n", encoding="utf-8")
         return self.outcome
 
     def kill(self) -> None:
         """SIGTERM the whole group now; a later ``poll`` escalates to SIGKILL after ``grace``."""
         if self.outcome is not None or self._kill_after is not None:
             return
+        write_atomically(self.directory / CANCELLED, f"{time.time()}\n")
         self._kill_after = time.monotonic() + self._grace
         self._signal(signal.SIGTERM)
         self.poll()
@@ -133,9 +189,18 @@ class JobProcess:
         except FileNotFoundError:
             return ""
 
+    def _running(self) -> bool:
+        if self._popen is not None:
+            return self._popen.poll() is None
+        return procfs.alive(self.pid, self.token)
+
     def _signal(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._popen.pid, sig)
+        if self._popen is not None and self._popen.returncode is None:
+            # our unreaped child: its pid (= pgid) cannot have been recycled
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+        else:
+            procfs.signal_group(self.pid, self.token, sig)
 
 
 def spawn(
@@ -143,19 +208,29 @@ def spawn(
     state_dir: Path,
     extra_env: Mapping[str, str],
     header: str,
+    record: Mapping[str, Any],
     grace: float = 5.0,
 ) -> JobProcess:
-    """Start ``job``'s command in its own process group, output to its log file."""
+    """Record the spawn (``record`` plus a fresh token), then start the job's wrapper."""
     command = command_of(job)
-    env = {**os.environ, **env_of(job), **extra_env, "STARBURST_JOB_ID": job.id}
+    token = uuid.uuid4().hex
+    env = {
+        **os.environ,
+        **env_of(job),
+        **extra_env,
+        "STARBURST_JOB_ID": job.id,
+        procfs.TOKEN_VAR: token,
+    }
     directory = state_dir / job_dirname(job.id)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "exit_code").unlink(missing_ok=True)
-    with (directory / "output.log").open("wb") as log:
+    for stale in (PID, EXIT_CODE, CANCELLED):  # left by an attempt that never ran
+        (directory / stale).unlink(missing_ok=True)
+    write_atomically(directory / SPAWN, json.dumps({**record, "token": token}, sort_keys=True))
+    with (directory / LOG).open("wb") as log:
         log.write(f"{header}\n".encode())
         log.flush()
         popen = subprocess.Popen(
-            ["/bin/sh", "-c", command],
+            ["/bin/sh", "-c", WRAPPER, "starburst-job", command],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -163,9 +238,26 @@ def spawn(
             cwd=directory,
             start_new_session=True,
         )
-    return JobProcess(job.id, popen, directory, grace)
+    write_atomically(directory / PID, f"{popen.pid}\n")
+    return JobProcess(job.id, directory, popen.pid, token, grace, popen)
 
 
-def job_dirname(job_id: str) -> str:
-    """A directory name for a job id (ids may hold '/', e.g. ``namespace/name``)."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in job_id) or "_"
+def spawn_record(state_dir: Path, job_id: str) -> dict[str, Any] | None:
+    """The spawn record of ``job_id`` under ``state_dir``, if a spawn was ever attempted."""
+    return read_json(state_dir / job_dirname(job_id) / SPAWN)
+
+
+def adopt(
+    state_dir: Path, job_id: str, record: Mapping[str, Any], grace: float
+) -> JobProcess | None:
+    """The process of an earlier spawn (running or ended); None if it never ran the command.
+
+    The wrapper records its pid before running the command, so a spawn without a ``pid``
+    file whose token no live process carries never ran it.
+    """
+    directory = state_dir / job_dirname(job_id)
+    token = str(record.get("token", ""))
+    pid = read_int(directory / PID) or (procfs.find_leader(token) if token else None)
+    if pid is None or not token:
+        return None
+    return JobProcess(job_id, directory, pid, token, grace)

@@ -1,0 +1,86 @@
+"""Which processes are a spawn's: identity through ``/proc``, so a recycled pid is never ours.
+
+A job adopted after a restart is not this process's child: there is no ``Popen`` to wait on,
+and its recorded pid may, after the job ended, belong to an unrelated process. So identity is
+never the pid alone: a process is a spawn's only if its environment (``/proc/<pid>/environ``,
+fixed at exec and inherited by the job's children) holds ``STARBURST_SPAWN=<token>``, the
+token unique to that spawn (see ``statedir.py``).
+
+Terms:
+- *alive*: the process exists, is not a zombie and carries the token. A zombie has ended
+  (its environment reads empty); it only awaits a reaper that may be gone.
+- *group*: the job's process group, whose id is the wrapper's pid (``start_new_session``).
+
+Linux only (``/proc``); every read tolerates the process vanishing meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+PROC = Path("/proc")
+TOKEN_VAR = "STARBURST_SPAWN"
+
+
+def _marker(token: str) -> bytes:
+    return f"{TOKEN_VAR}={token}".encode()
+
+
+def _carries(pid: int, token: str) -> bool:
+    try:
+        environ = (PROC / str(pid) / "environ").read_bytes()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False
+    return _marker(token) in environ.split(b"\0")
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """The process's state letter and process group id, or None if it is gone."""
+    try:
+        text = (PROC / str(pid) / "stat").read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    fields = text.rsplit(")", 1)[-1].split()  # the command name may hold spaces and ')'
+    return fields[0], int(fields[2])
+
+
+def _pids() -> Iterator[int]:
+    with contextlib.suppress(FileNotFoundError):
+        for entry in PROC.iterdir():
+            if entry.name.isdigit():
+                yield int(entry.name)
+
+
+def alive(pid: int, token: str) -> bool:
+    """True if ``pid`` runs (not a zombie) and belongs to the spawn ``token``."""
+    stat = _stat(pid)
+    return stat is not None and stat[0] != "Z" and _carries(pid, token)
+
+
+def find_leader(token: str) -> int | None:
+    """The pid of the spawn's wrapper (its group leader), found by scanning ``/proc``."""
+    for pid in _pids():
+        stat = _stat(pid)
+        if stat is not None and stat[1] == pid and stat[0] != "Z" and _carries(pid, token):
+            return pid
+    return None
+
+
+def group_is_ours(pgid: int, token: str) -> bool:
+    """True if some live member of process group ``pgid`` belongs to the spawn ``token``."""
+    for pid in _pids():
+        stat = _stat(pid)
+        if stat is not None and stat[1] == pgid and stat[0] != "Z" and _carries(pid, token):
+            return True
+    return False
+
+
+def signal_group(pgid: int, token: str, sig: signal.Signals) -> None:
+    """Send ``sig`` to the group, only if it still holds a process of the spawn ``token``."""
+    if group_is_ours(pgid, token):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)

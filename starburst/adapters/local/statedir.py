@@ -1,0 +1,92 @@
+"""The state directory: what a spawn leaves on disk so that a later controller can adopt it.
+
+The controller may be SIGKILLed at any moment and restarted, while its jobs (each in its own
+session) keep running. Everything a new ``LocalCluster`` or ``EmulatedCloud`` needs to find,
+watch, bill and cancel them is therefore on disk, one directory per job (``job_dirname``):
+
+- ``spawn.json`` — the *spawn record*, written BEFORE the process is created: the job, a
+  *token* unique to this spawn (also in the process's environment as ``STARBURST_SPAWN``),
+  ``spawned_at`` (the backend's clock) and backend data (GPU slots and placement, or the
+  emulated quote). Its presence means "a spawn was attempted"; it is never rewritten while a
+  process of its token may exist.
+- ``pid`` — the wrapper shell's pid, which is also its process group and session id. The
+  wrapper writes it itself as its first act (so it exists even if the spawner died right
+  after forking); the spawner writes the same number right after creating the process.
+- ``output.log`` — a header line, then the command's stdout and stderr.
+- ``exit_code`` — the command's exit status, written by the wrapper when the command ends,
+  whether or not any controller is alive then (or by the spawner when the wrapper itself was
+  killed, e.g. by a cancel).
+- ``cancelled`` — written before a cancel signals the group, so a later life knows the end
+  was a cancel.
+
+Invariant: every file is written atomically (a temporary file renamed over the name), so a
+reader sees either nothing or the whole content, never a torn write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from starburst.core.job import Job
+
+SPAWN = "spawn.json"
+PID = "pid"
+LOG = "output.log"
+EXIT_CODE = "exit_code"
+CANCELLED = "cancelled"
+
+
+def job_dirname(job_id: str) -> str:
+    """A directory name for a job id (ids may hold '/', e.g. ``namespace/name``)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in job_id) or "_"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so readers never see a partial file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None if the file is missing or not a JSON object."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def read_int(path: Path) -> int | None:
+    """The integer in ``path``; None if the file is missing or holds no integer."""
+    try:
+        return int(path.read_text(encoding="utf-8").strip())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def age(path: Path) -> float | None:
+    """Seconds since ``path`` was last written (wall clock); None if it does not exist."""
+    try:
+        return max(0.0, time.time() - path.stat().st_mtime)
+    except FileNotFoundError:
+        return None
+
+
+def job_to_json(job: Job) -> dict[str, Any]:
+    """The job as a JSON object (for the spawn record)."""
+    value = {f.name: getattr(job, f.name) for f in fields(job)}
+    value["extra"] = dict(job.extra)
+    return value
+
+
+def job_from_json(value: Mapping[str, Any]) -> Job:
+    """The job a spawn record holds (fields this version does not know are ignored)."""
+    known = {f.name for f in fields(Job)}
+    return Job(**{k: v for k, v in value.items() if k in known})
