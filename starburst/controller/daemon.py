@@ -91,6 +91,9 @@ class Controller:
                           max_instances=1, coalesce=True, next_run_time=datetime.now(UTC))
         scheduler.add_job(self.recalibrate, "interval", seconds=s.recalibrate_interval_s,
                           id="recalibrate", max_instances=1, coalesce=True)
+        if s.model_path is not None:
+            scheduler.add_job(self.retrain, "interval", seconds=s.retrain_interval_s,
+                              id="retrain", max_instances=1, coalesce=True)
         self._scheduler = scheduler
         scheduler.start()
         log.info("controller started", extra={"policy": self.config.describe()})
@@ -104,6 +107,10 @@ class Controller:
         with self._pass_lock:
             self._step_down("stopped")
         log.info("controller stopped")
+
+    def stop_scheduling_for_test(self) -> None:
+        """Stop running passes without releasing leadership, as a hung or dead replica would."""
+        self._stopping.set()
 
     def poke(self) -> None:
         """Run a pass as soon as possible (after a submission or a watch event)."""
@@ -158,6 +165,26 @@ class Controller:
             self.loop.config = config
         log.info("recalibrated", extra={"policy": config.describe(), "window": len(recent)})
 
+    def retrain(self) -> None:
+        """Retrain the runtime model on the store's history (one thread: the loop keeps its
+        core) and switch the estimator to it; a failure keeps the current estimator."""
+        from starburst.predictor.estimator import load_estimator
+        from starburst.predictor.model import TrainParams
+        from starburst.predictor.store import completed_jobs, train_from_store
+
+        path = self.settings.model_path
+        if path is None or self._stopping.is_set():
+            return
+        try:
+            artifact = train_from_store(self.store, path, params=TrainParams(threads=1))
+            loaded = load_estimator(path, completed_jobs(self.store, 10_000))
+        except StarburstError as exc:
+            log.warning("retraining skipped: %s", exc)
+            return
+        with self._pass_lock:
+            self.loop.estimator = loaded.estimator
+        log.info("retrained", extra={"version": artifact.version, "jobs": artifact.jobs})
+
     # -- helpers -------------------------------------------------------------------------------
     def _lead(self) -> bool:
         if self._lock.token is not None and self._lock.is_held():
@@ -167,13 +194,14 @@ class Controller:
         if token is None:
             self._health = Health(True, "standby: another replica leads")
             return False
-        log.info("became leader", extra={"fencing_token": token})
+        resumed = self.loop.reconcile()
+        log.info("became leader", extra={"fencing_token": token, "resumed": resumed})
         return True
 
     def _step_down(self, detail: str) -> None:
         try:
             self._lock.release()
-        except StarburstError as exc:
+        except Exception as exc:  # a broken connection must not stop the step-down
             log.info("releasing the leader lock: %s", exc)
         self.metrics.leader.set(0)
         self._health = Health(False, detail)

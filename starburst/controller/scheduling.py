@@ -129,6 +129,35 @@ class SchedulingLoop:
                 due.append(at)
         return due
 
+    # -- reconciliation (a new leader term) --------------------------------------------------
+    def reconcile(self) -> int:
+        """Re-issue every recorded intent the backends may not know about; return how many.
+
+        Both ports are idempotent by job id: a job already running is adopted, a job whose
+        start or launch was recorded but never carried out (the previous leader died in
+        between) is started now — so a restart neither loses nor doubles a job.
+        """
+        now = self.clock.now()
+        running = {r.job.id for r in self.cluster.snapshot().running}
+        resumed = 0
+        for stored in self._all(JobState.RUNNING_ONPREM):
+            if stored.id not in running:
+                self.cluster.start(backend_job(stored), self.store.placement(stored.id),
+                                   "resumed by a new controller leader")
+                resumed += 1
+        if self.cloud is None:
+            return resumed
+        recorded = {launch.job_id for launch in self.store.launches(active=True)}
+        for state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
+            for stored in self._all(state):
+                job = backend_job(stored)
+                handle = self.cloud.launch(job, "resumed by a new controller leader")
+                self._handles[job.id] = handle
+                if job.id not in recorded:
+                    self._record_launch(job, handle, now, self._token())
+                resumed += 1
+        return resumed
+
     def _queued(self) -> list[QueuedJob]:
         return [QueuedJob(s.job, s.queued_at, s.wait_budget if s.wait_budget is not None
                           else self.config.policy.budget(s.job))
@@ -301,14 +330,25 @@ class SchedulingLoop:
         if not self._move(burst.job_id, JobState.BURSTING, reason, token, now):
             return False
         handle = self.cloud.launch(job, reason)
+        self._record_launch(job, handle, now, token)
+        self._handles[job.id] = handle
+        return True
+
+    def _record_launch(self, job: Job, handle: CloudHandle, now: float,
+                       token: int | None) -> None:
+        assert self.cloud is not None
+        quote = self.cloud.quote(job)
         provider, _, region = quote.where.partition(":")
+        launched_at = now
+        billed = getattr(self.cloud, "billed_launch", None)
+        if billed is not None:  # the backend knows when it really launched (a restart)
+            launched_at = billed(handle).launched_at
         self.store.record_launch(CloudLaunch(
             job_id=job.id, name=handle.name, provider=provider, accelerators=quote.accelerators,
             hourly_price=Decimal(str(round(quote.price_per_hour, 6))), region=region or None,
-            request_id=handle.request_id, cloud_job_id=handle.cloud_job_id, launched_at=now,
+            request_id=handle.request_id, cloud_job_id=handle.cloud_job_id,
+            launched_at=launched_at,
         ), fencing_token=token)
-        self._handles[job.id] = handle
-        return True
 
     # -- store transitions -------------------------------------------------------------------
     def _move(self, job_id: str, state: JobState, reason: str, token: int | None, at: float,

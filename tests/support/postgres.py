@@ -93,14 +93,24 @@ class ThrowawayPostgres:
             os.chown(self.root, owner.pw_uid, owner.pw_gid)
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres",
                   "-E", "UTF8", "--no-sync")
+        self._serve()
+        self._started = True
+        return self
+
+    def halt(self) -> None:
+        """Stop the server but keep its data (a database outage); ``resume`` brings it back."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
         options = (
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100"
         )
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l",
                   str(self.root / "server.log"), "-w", "-t", "60", "start")
-        self._started = True
-        return self
 
     def stop(self) -> None:
         if self._started:

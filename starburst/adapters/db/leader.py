@@ -117,12 +117,17 @@ class PostgresLeaderLock:
         if self._token is not None:
             return self._token
         conn = self._open()
-        with translate_errors(self._engine):
-            got = conn.execute(sa.select(sa.func.pg_try_advisory_lock(self._key))).scalar()
-            if not got:
-                conn.close()
-                return None
-            return self._won(conn)
+        try:
+            with translate_errors(self._engine):
+                got = conn.execute(sa.select(sa.func.pg_try_advisory_lock(self._key))).scalar()
+                if not got:
+                    conn.close()
+                    return None
+                return self._won(conn)
+        except BaseException:
+            _discard(conn)  # the server went away mid-way: never leak the session
+            self._conn, self._token = None, None
+            raise
 
     def acquire(self, timeout: float | None = None) -> int:
         if self._token is not None:
@@ -160,23 +165,28 @@ class PostgresLeaderLock:
         try:
             found = self._conn.execute(query, {"hi": unsigned >> 32, "lo": unsigned & 0xFFFFFFFF})
             return bool(found.scalar())
-        except sa.exc.DBAPIError:
+        except sa.exc.SQLAlchemyError:
             self._drop()
             return False
 
     def release(self) -> None:
         if self._conn is not None:
-            with contextlib.suppress(sa.exc.DBAPIError):  # a dead session took the lock along
+            with contextlib.suppress(sa.exc.SQLAlchemyError):  # a dead session took the lock along
                 self._conn.execute(sa.select(sa.func.pg_advisory_unlock(self._key)))
         self._drop()
 
     def _drop(self) -> None:
         if self._conn is not None:
-            try:
-                self._conn.close()
-            except sa.exc.DBAPIError:
-                self._conn.invalidate()
+            _discard(self._conn)
         self._conn, self._token = None, None
+
+
+def _discard(conn: sa.Connection) -> None:
+    try:
+        conn.close()
+    except sa.exc.SQLAlchemyError:
+        with contextlib.suppress(sa.exc.SQLAlchemyError):
+            conn.invalidate()
 
 
 _MEMORY_LOCKS: dict[str, threading.Lock] = {}

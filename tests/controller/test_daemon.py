@@ -1,0 +1,125 @@
+"""The daemon: one leader at a time, failover with fencing, a database outage survived."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.records import JobSpec, StaleLeader
+from starburst.adapters.db.store import SqlStore
+from starburst.controller.daemon import Controller
+from starburst.controller.wiring import build_cloud, build_cluster
+from starburst.core.lifecycle import JobState
+from starburst.settings import Settings
+from tests.support.postgres import ThrowawayPostgres, find_bindir, fresh_database
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def make_controller(url: str, tmp: Path, name: str) -> Controller:
+    settings = Settings(database_url=url, state_dir=tmp / name, local_gpus=2, cloud="none",
+                        pass_interval_s=0.1, budget=0.25)
+    store = SqlStore.open(url)
+    return Controller(settings, store, build_cluster(settings, _clock()),
+                      build_cloud(settings, _clock()))
+
+
+def _clock():  # type: ignore[no-untyped-def]
+    from starburst.controller.daemon import WallClock
+
+    return WallClock()
+
+
+@pytest.fixture
+def pg_url(postgres_url: str) -> Iterator[str]:
+    url = fresh_database(postgres_url, "daemon")
+    migrate.upgrade(url)
+    yield url
+
+
+def submit(store: SqlStore, name: str, seconds: float = 0.2) -> str:
+    spec = JobSpec(gpus=1, name=name, command=f"sleep {seconds}", declared_runtime=seconds)
+    return store.submit(spec).job.id
+
+
+def test_one_replica_leads_and_a_standby_takes_over_with_a_newer_fencing_token(
+    pg_url: str, tmp_path: Path
+) -> None:
+    a, b = make_controller(pg_url, tmp_path, "a"), make_controller(pg_url, tmp_path, "b")
+    a.start()
+    assert wait_for(lambda: a.health().detail == "leading")
+    b.start()
+    try:
+        assert wait_for(lambda: b.health().detail.startswith("standby"))
+        old_token = a._lock.token
+        assert old_token is not None
+        job = submit(a.store, "first")
+        assert wait_for(lambda: a.store.get(job).state is JobState.SUCCEEDED)
+        # the leader's process "dies": its database session is cut, the advisory lock goes
+        pid = a._lock.backend_pid  # type: ignore[attr-defined]
+        a.stop_scheduling_for_test()
+        with sa.create_engine(pg_url.replace("+psycopg", "+psycopg")).connect() as conn:
+            conn.execute(sa.text("select pg_terminate_backend(:p)"), {"p": pid})
+        assert wait_for(lambda: b.health().detail == "leading")
+        assert (b._lock.token or 0) > old_token
+        second = submit(b.store, "second")
+        assert wait_for(lambda: b.store.get(second).state is JobState.SUCCEEDED)
+        # the deposed leader cannot act: its fencing token is refused
+        third = submit(b.store, "third", seconds=5)
+        with pytest.raises(StaleLeader):
+            a.store.transition(third, JobState.QUEUED, reason="zombie", actor="a",
+                               fencing_token=old_token)
+    finally:
+        a.stop()
+        b.stop()
+        a.store.close()
+        b.store.close()
+
+
+@pytest.mark.slow
+def test_a_30_second_database_outage_pauses_the_controller_which_then_resumes(
+    tmp_path: Path,
+) -> None:
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL server binaries on this machine")
+    server = ThrowawayPostgres(bindir).start()
+    controller = None
+    try:
+        url = fresh_database(server.url, "outage")
+        migrate.upgrade(url)
+        controller = make_controller(url, tmp_path, "c")
+        controller.start()
+        before = submit(controller.store, "before")
+        assert wait_for(lambda: controller.store.get(before).state is JobState.SUCCEEDED)
+        server.halt()
+        outage_started = time.monotonic()
+        assert wait_for(lambda: not controller.health().ready, timeout=10)
+        assert "database" in controller.health().detail or "unavailable" in \
+            controller.health().detail
+        while time.monotonic() - outage_started < 30:
+            assert controller._scheduler is not None and controller._scheduler.running
+            assert not controller.health().ready
+            time.sleep(1)
+        server.resume()
+        assert wait_for(lambda: controller.health().ready, timeout=30)
+        after = submit(controller.store, "after")
+        assert wait_for(lambda: controller.store.get(after).state is JobState.SUCCEEDED)
+        assert controller.store.get(before).state is JobState.SUCCEEDED  # nothing lost
+    finally:
+        if controller is not None:
+            controller.stop()
+            controller.store.close()
+        server.stop()
