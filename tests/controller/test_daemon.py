@@ -70,8 +70,10 @@ def test_one_replica_leads_and_a_standby_takes_over_with_a_newer_fencing_token(
         # the leader's process "dies": its database session is cut, the advisory lock goes
         pid = a._lock.backend_pid  # type: ignore[attr-defined]
         a.stop_scheduling_for_test()
-        with sa.create_engine(pg_url.replace("+psycopg", "+psycopg")).connect() as conn:
+        admin = sa.create_engine(pg_url)
+        with admin.connect() as conn:
             conn.execute(sa.text("select pg_terminate_backend(:p)"), {"p": pid})
+        admin.dispose()
         assert wait_for(lambda: b.health().detail == "leading")
         assert (b._lock.token or 0) > old_token
         second = submit(b.store, "second")
