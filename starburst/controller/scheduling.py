@@ -147,13 +147,12 @@ class SchedulingLoop:
                 resumed += 1
         if self.cloud is None:
             return resumed
-        recorded = {launch.job_id for launch in self.store.launches(active=True)}
         for state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
             for stored in self._all(state):
                 job = backend_job(stored)
                 handle = self.cloud.launch(job, "resumed by a new controller leader")
                 self._handles[job.id] = handle
-                if job.id not in recorded:
+                if all(launch.name != handle.name for launch in self.store.launches(job.id)):
                     self._record_launch(job, handle, now, self._token())
                 resumed += 1
         return resumed
@@ -205,8 +204,9 @@ class SchedulingLoop:
         handle = self._handles.get(launch.job_id) or CloudHandle(
             launch.job_id, launch.name, launch.request_id, launch.cloud_job_id)
         job = self.store.get(launch.job_id)
-        if job.state is JobState.CANCELLED:
-            self._stop_cloud(launch, handle, now, "cancelled")
+        if job.state not in (JobState.BURSTING, JobState.RUNNING_CLOUD):
+            # cancelled by a user, pulled back, or ended before a crash cut this short
+            self._stop_cloud(launch, handle, self._end_of(handle, now), job.state.value)
             return
         try:
             status = self.cloud.poll(handle)
@@ -218,17 +218,27 @@ class SchedulingLoop:
             log.warning("polling %s: %s", launch.name, exc)
         self._meter(launch, now, final=False)
         if status in _ENDED:
-            self._stop_cloud(launch, handle, now, status.value, cancel=False)
+            end = self._end_of(handle, now)
             reason = "finished in the cloud" if status is CloudStatus.SUCCEEDED else \
                 f"cloud run {status.value}"
-            if self._move(launch.job_id, _ENDED[status], reason, token, now):
-                report.finished.append(launch.job_id)
+            if self._move(launch.job_id, _ENDED[status], reason, token, now):  # state first:
+                report.finished.append(launch.job_id)  # a crash next is mended by _follow
+            self._stop_cloud(launch, handle, end, status.value, cancel=False)
             return
         if status is CloudStatus.RUNNING and job.state is JobState.BURSTING:
             self._move(launch.job_id, JobState.RUNNING_CLOUD, f"running at {launch.provider}",
                        token, now)
             self.store.update_launch(launch.id or 0, status="running", started_at=now)
         self._maybe_pull_back(job, launch, handle, now, report, token)
+
+    def _end_of(self, handle: CloudHandle, now: float) -> float:
+        """When a launch really ended (a restarted controller learns it late), else now."""
+        ended_at = getattr(self.cloud, "ended_at", None)
+        try:
+            end = ended_at(handle) if ended_at is not None else None
+        except (TransientError, PermanentError):
+            end = None
+        return min(end, now) if end is not None else now
 
     def _maybe_pull_back(self, job: StoredJob, launch: CloudLaunch, handle: CloudHandle,
                          now: float, report: PassReport, token: int | None) -> None:
@@ -237,15 +247,16 @@ class SchedulingLoop:
         due = pull_back_at(policy, launch.launched_at, earlier)
         if due is None or now < due:
             return
-        self._stop_cloud(launch, handle, now, "pulled back")
         budget = policy.star_requeue_budget(job.job, now)
-        state = self.store.get(job.id).state
-        if state is JobState.BURSTING:
+        if self.store.get(job.id).state is JobState.BURSTING:
             self._move(job.id, JobState.RUNNING_CLOUD, "running in the cloud", token, now)
+        # state first: if the controller dies before the cancel, the next pass sees a queued
+        # job with a live launch and stops it (``_follow``)
         if self._move(job.id, JobState.QUEUED, pull_back_reason(policy), token, now,
                       wait_budget=budget):
             self._pulled_back.add(job.id)
             report.pulled_back.append(job.id)
+        self._stop_cloud(launch, handle, now, "pulled back")
 
     def _stop_cloud(self, launch: CloudLaunch, handle: CloudHandle, now: float, status: str,
                     cancel: bool = True) -> None:
@@ -312,9 +323,10 @@ class SchedulingLoop:
                 report.burst.append(burst.job_id)
 
     def _start(self, start: Start, now: float, token: int | None) -> bool:
+        # placement first: a job the store says runs on-prem always has one to resume with
+        self.store.record_placement(start.job_id, start.placement, fencing_token=token, at=now)
         if not self._move(start.job_id, JobState.RUNNING_ONPREM, start.reason, token, now):
             return False
-        self.store.record_placement(start.job_id, start.placement, fencing_token=token, at=now)
         self.cluster.start(backend_job(self.store.get(start.job_id)), start.placement,
                            start.reason)
         return True

@@ -6,6 +6,7 @@ controller finishes its pass and releases the leader lock before the process exi
 from __future__ import annotations
 
 import logging
+import signal
 from typing import Any
 
 from starburst.controller.daemon import Controller
@@ -73,11 +74,23 @@ def probes_app(controller: Controller) -> Any:
     return app
 
 
+def _absorb_stop_signals() -> None:
+    """uvicorn handles SIGTERM/SIGINT while it serves and re-raises them when it is done;
+    with these handlers in place the re-raise is absorbed, so the process can still stop the
+    controller cleanly and exit 0 instead of dying by the signal."""
+    def note(sig: int, frame: object) -> None:
+        log.info("stop signal received", extra={"signal": sig})
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, note)
+
+
 def run(settings: Settings, mode: str) -> None:
     from starburst.controller import logs
     from starburst.controller.wiring import build_controller
 
     logs.configure(settings.log_format)
+    _absorb_stop_signals()
     if mode == "api":
         from starburst.adapters.db.store import SqlStore
         from starburst.api import create_app

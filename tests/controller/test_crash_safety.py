@@ -1,0 +1,108 @@
+"""Crash safety: the controller is SIGKILLed again and again while 300 jobs flow through it.
+
+The controller runs as its own process (``starburst controller``) on SQLite, the local cluster
+(8 GPU slots) and the emulated cloud. Every job's command appends one line to a shared run log
+before it sleeps, so a job that started twice — on-prem or in the cloud — shows up twice. The
+test kills the controller with SIGKILL at random moments at least 20 times, restarting it each
+time, then lets it finish. At the end: every job succeeded exactly once, nothing was lost, and
+each cloud launch's metered cost equals its hourly price × the time it really ran.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.records import JobSpec
+from starburst.adapters.db.store import SqlStore
+from starburst.core.lifecycle import TERMINAL, JobState
+
+JOBS = 300
+KILLS = 22
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_controller(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "starburst.cli", "controller"],
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+@pytest.mark.slow
+def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    runs = tmp_path / "runs.log"
+    rng = random.Random(42)
+    store = SqlStore.open(url)
+    specs = []
+    for i in range(JOBS):
+        seconds = round(rng.uniform(0.3, 2.0), 2)
+        specs.append(JobSpec(
+            id=f"job-{i:03d}", gpus=rng.choice([1, 1, 1, 2, 4]), team=rng.choice(["ml", "cv"]),
+            command=f'echo "$STARBURST_JOB_ID" >> {runs}; sleep {seconds}',
+            declared_runtime=seconds))
+    # jobs keep arriving while the controller is being killed: ~10 per second
+    submitter = threading.Thread(target=lambda: [
+        (store.submit(spec), time.sleep(0.1)) for spec in specs], daemon=True)
+    submitter.start()
+    env = {**os.environ, "STARBURST_DATABASE_URL": url, "STARBURST_STATE_DIR": str(tmp_path),
+           "STARBURST_LOCAL_GPUS": "8", "STARBURST_CLOUD": "emulated",
+           "STARBURST_PASS_INTERVAL_S": "0.2", "STARBURST_API_PORT": str(free_port()),
+           "STARBURST_BUDGET": "0.5", "STARBURST_QUEUE_CAP": "40"}
+    log = tmp_path / "controller.log"
+    for _ in range(KILLS):
+        proc = start_controller(env, log)
+        time.sleep(rng.uniform(0.6, 2.0))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    submitter.join()
+    proc = start_controller(env, log)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            if all(store.count(s) == 0 for s in JobState if s not in TERMINAL):
+                break
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert proc.returncode == 0, log.read_text()[-3000:]
+
+    states = Counter(store.get(f"job-{i:03d}").state for i in range(JOBS))
+    assert states == {JobState.SUCCEEDED: JOBS}, states
+    executions = Counter(runs.read_text().split())
+    assert len(executions) == JOBS
+    assert max(executions.values()) == 1, [j for j, n in executions.items() if n > 1]
+
+    launches = store.launches()
+    assert launches, "the workload must burst some jobs for the test to mean anything"
+    assert len({launch.job_id for launch in launches}) == len(launches)  # one launch per job
+    with store.engine.connect() as conn:
+        metered = dict(conn.execute(sa.text(
+            "select launch_id, sum(amount_micros) from cost_entries group by launch_id")).all())
+    for launch in launches:
+        assert launch.ended_at is not None
+        ran = Decimal(str(launch.ended_at - launch.launched_at))
+        expected = launch.hourly_price * ran / 3600
+        got = Decimal(metered.get(launch.id, 0)) / 1_000_000
+        assert abs(got - expected) < Decimal("0.00001"), (launch.name, got, expected)
+    store.close()
