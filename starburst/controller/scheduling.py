@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
-from starburst.adapters.db.records import CloudLaunch, CostEntry, StoredJob
+from starburst.adapters.db.records import CloudLaunch, CostEntry, JobNotFound, StoredJob
 from starburst.adapters.db.store import SqlStore
+from starburst.controller.queue_view import QueueView, read_all
 from starburst.core.cycle import PassResult, SchedulerConfig, schedule_pass
 from starburst.core.decisions import Burst, Start
 from starburst.core.errors import PermanentError, TransientError
@@ -40,7 +41,6 @@ from starburst.core.star import pull_back_at, pull_back_reason
 log = logging.getLogger("starburst.controller")
 
 ACTOR = "controller"
-PAGE = 1000
 _ENDED = {CloudStatus.SUCCEEDED: JobState.SUCCEEDED, CloudStatus.FAILED: JobState.FAILED,
           CloudStatus.CANCELLED: JobState.CANCELLED}
 
@@ -87,6 +87,7 @@ class SchedulingLoop:
         fencing_token: Callable[[], int | None] = lambda: None,
         hold: Callable[[float], dict[str, str]] = lambda now: {},
         metering_chunk_s: float = 60.0,
+        admissions_per_pass: int = 500,
     ) -> None:
         self.store, self.cluster, self.cloud, self.clock = store, cluster, cloud, clock
         self.config = config
@@ -96,6 +97,8 @@ class SchedulingLoop:
         self._chunk = metering_chunk_s
         self._handles: dict[str, CloudHandle] = {}
         self._pulled_back: set[str] = set()
+        self.view = QueueView(store)
+        self.admissions_per_pass = admissions_per_pass
 
     # -- the pass ------------------------------------------------------------------------------
     def run_pass(self) -> PassReport:
@@ -104,18 +107,22 @@ class SchedulingLoop:
         token = self._token()
         self._finish_onprem(report, token)
         self._follow_cloud(now, report, token)
-        self._stop_cancelled_onprem()
+        queue = self.view.current(now, self.config.policy)
+        self._stop_cancelled_onprem(self.view.take_cancelled(), full=self.view.reloaded)
         arrivals = self._admit(now, token, report)
         arrival_ids = {a.id for a in arrivals}
-        queue = [q for q in self._queued() if q.id not in arrival_ids]
+        queue = [q for q in queue if q.id not in arrival_ids]
         snapshot = self.cluster.snapshot()
+        hold = self._hold(now)
         result = schedule_pass(now, in_order(queue, self.config.order), arrivals,
-                               snapshot.capacity, self.config, self._hold(now))
+                               snapshot.capacity, self.config, hold)
         self._apply(now, result, token, report)
         report.queue_length = len(result.waiting)
         report.held = result.held
-        deadlines = [q.deadline for q in result.waiting if q.job.team not in self._hold(now)]
+        deadlines = [q.deadline for q in result.waiting if q.job.team not in hold]
         report.next_wakeup = min([*deadlines, *self._pull_backs_due()], default=math.inf)
+        if report.admitted == self.admissions_per_pass:
+            report.next_wakeup = now  # more submissions wait: come back at once
         return report
 
     def _pull_backs_due(self) -> list[float]:
@@ -138,6 +145,7 @@ class SchedulingLoop:
         between) is started now — so a restart neither loses nor doubles a job.
         """
         now = self.clock.now()
+        self.view.invalidate()  # a new term trusts nothing it remembered
         running = {r.job.id for r in self.cluster.snapshot().running}
         resumed = 0
         for stored in self._all(JobState.RUNNING_ONPREM):
@@ -157,20 +165,8 @@ class SchedulingLoop:
                 resumed += 1
         return resumed
 
-    def _queued(self) -> list[QueuedJob]:
-        return [QueuedJob(s.job, s.queued_at, s.wait_budget if s.wait_budget is not None
-                          else self.config.policy.budget(s.job))
-                for s in self._all(JobState.QUEUED)]
-
     def _all(self, state: JobState) -> list[StoredJob]:
-        jobs: list[StoredJob] = []
-        cursor: str | None = None
-        while True:
-            page = self.store.queue(limit=PAGE, cursor=cursor, states=(state,))
-            jobs += page.jobs
-            cursor = page.next_cursor
-            if cursor is None:
-                return jobs
+        return read_all(self.store, state)
 
     # -- 1. finish -------------------------------------------------------------------------
     def _finish_onprem(self, report: PassReport, token: int | None) -> None:
@@ -181,14 +177,22 @@ class SchedulingLoop:
                 report.finished.append(ended.job_id)
 
     # -- 3. cancel ----------------------------------------------------------------------------
-    def _stop_cancelled_onprem(self) -> None:
-        """Work still running on-prem for a job the store no longer has running is stopped."""
+    def _stop_cancelled_onprem(self, cancelled: set[str], full: bool) -> None:
+        """Work still running on-prem for a job the store no longer has running is stopped:
+        the jobs the change feed saw cancelled, and on a full re-read every mismatch."""
         running = {r.job.id for r in self.cluster.snapshot().running}
         if not running:
             return
-        expected = {s.id for s in self._all(JobState.RUNNING_ONPREM)}
-        for job_id in sorted(running - expected):
-            log.info("stopping %s: it is %s", job_id, self.store.get(job_id).state.value)
+        if full:
+            suspects = running - {s.id for s in self._all(JobState.RUNNING_ONPREM)}
+        else:
+            suspects = running & cancelled
+        for job_id in sorted(suspects):
+            try:
+                state = self.store.get(job_id).state
+            except JobNotFound:
+                continue  # not a Starburst job: never ours to stop
+            log.info("stopping %s: it is %s", job_id, state.value)
             self.cluster.cancel(job_id)
 
     # -- 2. follow the cloud ---------------------------------------------------------------
@@ -256,6 +260,7 @@ class SchedulingLoop:
                       wait_budget=budget):
             self._pulled_back.add(job.id)
             report.pulled_back.append(job.id)
+            self.view.add(QueuedJob(job.job, now, budget))
         self._stop_cloud(launch, handle, now, "pulled back")
 
     def _stop_cloud(self, launch: CloudLaunch, handle: CloudHandle, now: float, status: str,
@@ -293,7 +298,8 @@ class SchedulingLoop:
 
     # -- 4. admit ------------------------------------------------------------------------------
     def _admit(self, now: float, token: int | None, report: PassReport) -> list[QueuedJob]:
-        submitted = self._all(JobState.SUBMITTED)
+        page = self.store.queue(limit=self.admissions_per_pass, states=(JobState.SUBMITTED,))
+        submitted = page.jobs
         if not submitted:
             return []
         jobs = [_with_declaration(s) for s in submitted]
@@ -308,7 +314,9 @@ class SchedulingLoop:
                 self.store.set_estimates(job.id, predicted_runtime=estimates[i].value)
             reason = f"queued with a {_budget_text(budget)} wait budget"
             if self._move(job.id, JobState.QUEUED, reason, token, now, wait_budget=budget):
-                arrivals.append(QueuedJob(job, stored.queued_at, budget))
+                queued = QueuedJob(job, stored.queued_at, budget)
+                arrivals.append(queued)
+                self.view.add(queued)
         report.admitted = len(arrivals)
         return arrivals
 
@@ -316,9 +324,11 @@ class SchedulingLoop:
     def _apply(self, now: float, result: PassResult, token: int | None,
                report: PassReport) -> None:
         for start in result.starts:
+            self.view.drop(start.job_id)  # started, or refused: either way not queued now
             if self._start(start, now, token):
                 report.started.append(start.job_id)
         for burst in result.bursts:
+            self.view.drop(burst.job_id)
             if self._burst(burst, now, token):
                 report.burst.append(burst.job_id)
 

@@ -226,6 +226,29 @@ class JobsStore(StoreBase):
         query = sa.select(EVENTS).where(EVENTS.c.job_id == job_id).order_by(EVENTS.c.id)
         return run(self._engine, lambda c: [to_event(r) for r in c.execute(query).mappings()])
 
+    def last_event_id(self) -> int:
+        """The id of the newest job event (0 when there is none): a change-feed position."""
+        query = sa.select(sa.func.coalesce(sa.func.max(EVENTS.c.id), 0))
+        return int(run(self._engine, lambda c: c.execute(query).scalar_one()))
+
+    def state_changes(self, after_id: int, limit: int = 10_000
+                      ) -> tuple[list[tuple[str, JobState]], int]:
+        """Jobs that changed state after event ``after_id``, oldest first, and the new position.
+
+        A change feed for caches of the queue. Under concurrent writers an event may commit
+        after a later id was read, so a cache fed by it must still treat the store's
+        transition checks as the truth (and refresh in full now and then).
+        """
+        query = (sa.select(EVENTS.c.id, EVENTS.c.job_id, EVENTS.c.to_state)
+                 .where(EVENTS.c.id > after_id).order_by(EVENTS.c.id).limit(limit))
+
+        def read(conn: sa.Connection) -> tuple[list[tuple[str, JobState]], int]:
+            rows = conn.execute(query).all()
+            last = int(rows[-1][0]) if rows else after_id
+            return [(str(r[1]), JobState(r[2])) for r in rows], last
+
+        return run(self._engine, read)
+
     def count(self, state: JobState) -> int:
         query = sa.select(sa.func.count()).select_from(JOBS).where(JOBS.c.state == state.value)
         return int(run(self._engine, lambda c: c.execute(query).scalar_one()))

@@ -1,0 +1,96 @@
+"""The controller's view of the queue: read in full once, then kept current from the store's
+change feed (the append-only job events), so a pass does not re-read 10,000 queued rows.
+
+Invariants: the store stays the truth. The view is only a candidate list: every decision is
+still a checked store transition, and a job the view had wrong (cancelled by a user in a
+transaction that committed late) is dropped the moment its transition is refused. A full
+re-read every ``refresh_s`` seconds bounds any drift.
+"""
+
+from __future__ import annotations
+
+from starburst.adapters.db.records import JobNotFound, StoredJob
+from starburst.adapters.db.store import SqlStore
+from starburst.core.job import QueuedJob
+from starburst.core.lifecycle import JobState
+from starburst.core.policy import WaitPolicy
+
+PAGE = 1000
+
+
+def read_all(store: SqlStore, state: JobState) -> list[StoredJob]:
+    jobs: list[StoredJob] = []
+    cursor: str | None = None
+    while True:
+        page = store.queue(limit=PAGE, cursor=cursor, states=(state,))
+        jobs += page.jobs
+        cursor = page.next_cursor
+        if cursor is None:
+            return jobs
+
+
+def entry(stored: StoredJob, policy: WaitPolicy) -> QueuedJob:
+    budget = stored.wait_budget if stored.wait_budget is not None else policy.budget(stored.job)
+    return QueuedJob(stored.job, stored.queued_at, budget)
+
+
+class QueueView:
+    def __init__(self, store: SqlStore, refresh_s: float = 60.0) -> None:
+        self.store = store
+        self.refresh_s = refresh_s
+        self._entries: dict[str, QueuedJob] | None = None
+        self._position = 0
+        self._loaded_at = float("-inf")
+        #: jobs that became cancelled since the last ``take_cancelled`` (from the feed)
+        self._cancelled: set[str] = set()
+        #: whether the last ``current`` re-read everything (callers then re-check in full)
+        self.reloaded = False
+
+    def current(self, now: float, policy: WaitPolicy) -> list[QueuedJob]:
+        self.reloaded = self._entries is None or now - self._loaded_at >= self.refresh_s
+        if self.reloaded:
+            self._reload(now, policy)
+        else:
+            self._follow(policy)
+        assert self._entries is not None
+        return list(self._entries.values())
+
+    def add(self, queued: QueuedJob) -> None:
+        if self._entries is not None:
+            self._entries[queued.id] = queued
+
+    def drop(self, job_id: str) -> None:
+        if self._entries is not None:
+            self._entries.pop(job_id, None)
+
+    def invalidate(self) -> None:
+        self._entries = None
+
+    def take_cancelled(self) -> set[str]:
+        taken, self._cancelled = self._cancelled, set()
+        return taken
+
+    def _reload(self, now: float, policy: WaitPolicy) -> None:
+        position = self.store.last_event_id()  # before the read: replaying is harmless
+        self._entries = {s.id: entry(s, policy) for s in read_all(self.store, JobState.QUEUED)}
+        self._position = position
+        self._loaded_at = now
+
+    def _follow(self, policy: WaitPolicy) -> None:
+        assert self._entries is not None
+        while True:
+            changes, self._position = self.store.state_changes(self._position)
+            for job_id, state in changes:
+                if state is JobState.CANCELLED:
+                    self._cancelled.add(job_id)
+                if state is not JobState.QUEUED:
+                    self._entries.pop(job_id, None)
+                elif job_id not in self._entries:
+                    try:
+                        stored = self.store.get(job_id)
+                    except JobNotFound:
+                        continue
+                    if stored.state is JobState.QUEUED:
+                        self._entries[job_id] = entry(stored, policy)
+            if len(changes) < 10_000:
+                return
