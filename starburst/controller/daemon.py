@@ -30,6 +30,7 @@ from typing import Any
 from starburst.adapters.db.leader import LeaderLock, leader_lock
 from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
+from starburst.controller.budgets import BudgetGate
 from starburst.controller.metrics import ControllerMetrics
 from starburst.controller.scheduling import PassReport, SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
@@ -74,7 +75,8 @@ class Controller:
         self._lock = lock or leader_lock(store.engine, settings.leader_name)
         self.config: SchedulerConfig = settings.scheduler_config()
         self.loop = SchedulingLoop(store, cluster, cloud, self.clock, self.config,
-                                   estimator=estimator, fencing_token=lambda: self._lock.token)
+                                   estimator=estimator, fencing_token=lambda: self._lock.token,
+                                   hold=BudgetGate(store))
         self._health = Health(False, "starting")
         self._scheduler: Any = None
         self._pass_lock = threading.Lock()

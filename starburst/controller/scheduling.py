@@ -97,6 +97,7 @@ class SchedulingLoop:
         self._chunk = metering_chunk_s
         self._handles: dict[str, CloudHandle] = {}
         self._pulled_back: set[str] = set()
+        self._announced: set[str] = set()
         self.view = QueueView(store)
         self.admissions_per_pass = admissions_per_pass
 
@@ -119,11 +120,29 @@ class SchedulingLoop:
         self._apply(now, result, token, report)
         report.queue_length = len(result.waiting)
         report.held = result.held
+        self._announce_held(result.held)
         deadlines = [q.deadline for q in result.waiting if q.job.team not in hold]
         report.next_wakeup = min([*deadlines, *self._pull_backs_due()], default=math.inf)
         if report.admitted == self.admissions_per_pass:
             report.next_wakeup = now  # more submissions wait: come back at once
         return report
+
+    def _announce_held(self, held: list[tuple[str, str]]) -> None:
+        """Say once per job why it waits past its budget (a log line, and a Kubernetes Event
+        on its Job where the cluster can carry one)."""
+        note = getattr(self.cluster, "note_waiting", None)
+        for job_id, reason in held:
+            if job_id in self._announced:
+                continue
+            self._announced.add(job_id)
+            log.info("held on-prem: %s", reason, extra={"job": job_id})
+            if note is not None:
+                try:
+                    note(job_id, 0.0, None, reason)
+                except (TransientError, PermanentError) as exc:
+                    log.warning("could not annotate %s: %s", job_id, exc)
+        if not held:
+            self._announced.clear()
 
     def _pull_backs_due(self) -> list[float]:
         if self.cloud is None or self.config.policy.kind.value != "star":
