@@ -23,6 +23,7 @@ class ControllerMetrics:
     cloud_spend_rate: Gauge
     utilization: Gauge
     pass_errors: Counter
+    wait_budgets: Histogram
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> ControllerMetrics:
@@ -45,6 +46,10 @@ class ControllerMetrics:
             utilization=Gauge("starburst_cluster_utilization",
                               "Busy share of on-prem GPUs", registry=r),
             pass_errors=Counter("starburst_pass_errors", "Passes that failed", registry=r),
+            wait_budgets=Histogram("starburst_wait_budget_seconds",
+                                   "Wait budgets given to admitted jobs", registry=r,
+                                   buckets=(60, 300, 900, 1800, 3600, 7200, 14400, 43200,
+                                            86400, float("inf"))),
         )
 
     def observe(self, report: PassReport, seconds: float) -> None:
@@ -55,3 +60,7 @@ class ControllerMetrics:
         self.pull_backs.inc(len(report.pulled_back))
         self.held.set(len(report.held))
         self.pass_seconds.observe(seconds)
+        self.utilization.set(report.utilization)
+        self.cloud_spend_rate.set(report.spend_rate)
+        for budget in report.budgets:
+            self.wait_budgets.observe(budget)

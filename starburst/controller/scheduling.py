@@ -57,6 +57,9 @@ class PassReport:
     pulled_back: list[str] = field(default_factory=list)
     held: list[tuple[str, str]] = field(default_factory=list)
     queue_length: int = 0
+    budgets: list[float] = field(default_factory=list)  # wait budgets given at admission
+    utilization: float = 0.0  # busy share of on-prem GPUs after the pass
+    spend_rate: float = 0.0  # $/h of the cloud launches still running
     #: the next instant a pass must run even if nothing happens: a budget expiry or a
     #: Star-Wait pull-back
     next_wakeup: float = math.inf
@@ -114,12 +117,16 @@ class SchedulingLoop:
         arrival_ids = {a.id for a in arrivals}
         queue = [q for q in queue if q.id not in arrival_ids]
         snapshot = self.cluster.snapshot()
+        capacity = snapshot.capacity
         hold = self._hold(now)
         result = schedule_pass(now, in_order(queue, self.config.order), arrivals,
                                snapshot.capacity, self.config, hold)
         self._apply(now, result, token, report)
         report.queue_length = len(result.waiting)
         report.held = result.held
+        total = capacity.total_gpus
+        started = sum(p.gpus for st in result.starts for p in st.placement)
+        report.utilization = (total - capacity.free_gpus + started) / total if total else 0.0
         self._announce_held(result.held)
         deadlines = [q.deadline for q in result.waiting if q.job.team not in hold]
         report.next_wakeup = min([*deadlines, *self._pull_backs_due()], default=math.inf)
@@ -220,6 +227,7 @@ class SchedulingLoop:
             return
         for launch in self.store.launches(active=True):
             self._follow(launch, now, report, token)
+            report.spend_rate += float(launch.hourly_price)
 
     def _follow(self, launch: CloudLaunch, now: float, report: PassReport,
                 token: int | None) -> None:
@@ -335,6 +343,7 @@ class SchedulingLoop:
             if self._move(job.id, JobState.QUEUED, reason, token, now, wait_budget=budget):
                 queued = QueuedJob(job, stored.queued_at, budget)
                 arrivals.append(queued)
+                report.budgets.append(budget)
                 self.view.add(queued)
         report.admitted = len(arrivals)
         return arrivals

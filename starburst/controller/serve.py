@@ -52,6 +52,7 @@ def server_app(settings: Settings, controller: Controller) -> Any:
 def probes_app(controller: Controller) -> Any:
     """/healthz, /readyz and /metrics for a controller that serves no API."""
     from fastapi import FastAPI, Response
+    from fastapi.responses import JSONResponse
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
     app = FastAPI(title="Starburst controller probes")
@@ -61,10 +62,10 @@ def probes_app(controller: Controller) -> Any:
         return {"status": "ok"}
 
     @app.get("/readyz")
-    def readyz(response: Response) -> dict[str, str]:
+    def readyz() -> JSONResponse:
         health = controller.health()
-        response.status_code = 200 if health.ready else 503
-        return {"status": "ready" if health.ready else "not ready", "detail": health.detail}
+        body = {"status": "ready" if health.ready else "not ready", "detail": health.detail}
+        return JSONResponse(body, status_code=200 if health.ready else 503)
 
     @app.get("/metrics")
     def metrics() -> Response:

@@ -22,10 +22,12 @@ from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
 from starburst.adapters.db import migrate
+from starburst.adapters.db.leader import leader_lock
 from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.core.lifecycle import TERMINAL, JobState
@@ -82,10 +84,21 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
             if all(store.count(s) == 0 for s in JobState if s not in TERMINAL):
                 break
             time.sleep(0.5)
+        port = env["STARBURST_API_PORT"]
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            assert client.get("/healthz").status_code == 200
+            ready = client.get("/readyz")
+            assert ready.status_code == 200 and ready.json()["detail"] == "leading"
+            metrics = client.get("/metrics").text
+            assert "starburst_onprem_starts_total" in metrics
+            assert "starburst_wait_budget_seconds_count" in metrics
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
-    assert proc.returncode == 0, log.read_text()[-3000:]
+    assert proc.returncode == 0, log.read_text()[-3000:]  # a clean stop, not death by signal
+    lock = leader_lock(store.engine)
+    assert lock.try_acquire() is not None  # the stopped controller released leadership
+    lock.release()
 
     states = Counter(store.get(f"job-{i:03d}").state for i in range(JOBS))
     assert states == {JobState.SUCCEEDED: JOBS}, states

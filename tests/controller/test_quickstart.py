@@ -1,0 +1,23 @@
+"""The README's first command: ``starburst quickstart`` runs Starburst end to end and exits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.slow
+def test_quickstart_shows_waiting_out_of_order_bursting_and_the_savings() -> None:
+    done = subprocess.run([sys.executable, "-m", "starburst.cli", "quickstart"],
+                          capture_output=True, text=True, timeout=240, check=False)
+    out = done.stdout
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "queued with a" in out and "wait budget" in out
+    assert "out of order: fits on local" in out
+    assert "burst to emulated" in out
+    assert "succeeded" in out
+    assert "saved " in out and "against bursting everything" in out
+    assert "timed out" not in out
+    assert "Traceback" not in done.stderr
