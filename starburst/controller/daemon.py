@@ -32,7 +32,8 @@ from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.budgets import BudgetGate
 from starburst.controller.metrics import ControllerMetrics
-from starburst.controller.scheduling import PassReport, SchedulingLoop
+from starburst.controller.report import PassReport
+from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import StarburstError, TransientError
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from starburst.controller.scheduling import PassReport
+from starburst.controller.report import PassReport
 
 
 @dataclass

@@ -23,20 +23,28 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from decimal import Decimal
+from dataclasses import replace
 
-from starburst.adapters.db.records import CloudLaunch, CostEntry, JobNotFound, StoredJob
+from starburst.adapters.db.records import JobNotFound, StoredJob
 from starburst.adapters.db.store import SqlStore
+from starburst.controller.cloudside import CloudSide
 from starburst.controller.queue_view import QueueView, read_all
+from starburst.controller.report import PassReport, backend_job
 from starburst.core.cycle import PassResult, SchedulerConfig, schedule_pass
 from starburst.core.decisions import Burst, Start
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job, QueuedJob
 from starburst.core.lifecycle import IllegalTransition, JobState
 from starburst.core.ordering import in_order
-from starburst.core.ports import Clock, Cloud, CloudHandle, CloudStatus, Cluster, RuntimeEstimator
-from starburst.core.star import pull_back_at, pull_back_reason
+from starburst.core.ports import (
+    Clock,
+    Cloud,
+    CloudHandle,
+    CloudStatus,
+    Cluster,
+    Estimate,
+    RuntimeEstimator,
+)
 
 log = logging.getLogger("starburst.controller")
 
@@ -45,37 +53,7 @@ _ENDED = {CloudStatus.SUCCEEDED: JobState.SUCCEEDED, CloudStatus.FAILED: JobStat
           CloudStatus.CANCELLED: JobState.CANCELLED}
 
 
-@dataclass(slots=True)
-class PassReport:
-    """What one pass did, for logs, metrics and tests."""
-
-    at: float
-    admitted: int = 0
-    started: list[str] = field(default_factory=list)
-    burst: list[str] = field(default_factory=list)
-    finished: list[str] = field(default_factory=list)
-    pulled_back: list[str] = field(default_factory=list)
-    held: list[tuple[str, str]] = field(default_factory=list)
-    queue_length: int = 0
-    budgets: list[float] = field(default_factory=list)  # wait budgets given at admission
-    utilization: float = 0.0  # busy share of on-prem GPUs after the pass
-    spend_rate: float = 0.0  # $/h of the cloud launches still running
-    #: the next instant a pass must run even if nothing happens: a budget expiry or a
-    #: Star-Wait pull-back
-    next_wakeup: float = math.inf
-
-
-def backend_job(stored: StoredJob) -> Job:
-    """The job as the backends need it: command and image travel in ``extra``."""
-    extra = dict(stored.job.extra)
-    if stored.command is not None:
-        extra.setdefault("command", stored.command)
-    if stored.image is not None:
-        extra.setdefault("image", stored.image)
-    return replace(stored.job, extra=extra)
-
-
-class SchedulingLoop:
+class SchedulingLoop(CloudSide):
     """The controller's pass over store, cluster and cloud. One instance per leader term."""
 
     def __init__(
@@ -144,23 +122,11 @@ class SchedulingLoop:
             self._announced.add(job_id)
             log.info("held on-prem: %s", reason, extra={"job": job_id})
             if note is not None:
-                try:
-                    note(job_id, 0.0, None, reason)
-                except (TransientError, PermanentError) as exc:
-                    log.warning("could not annotate %s: %s", job_id, exc)
+                stored = self.store.get(job_id)
+                self._quietly(note, job_id, stored.wait_budget or 0.0,
+                              stored.predicted_runtime, reason)
         if not held:
             self._announced.clear()
-
-    def _pull_backs_due(self) -> list[float]:
-        if self.cloud is None or self.config.policy.kind.value != "star":
-            return []
-        due = []
-        for launch in self.store.launches(active=True):
-            earlier = launch.job_id in self._pulled_back
-            at = pull_back_at(self.config.policy, launch.launched_at, earlier)
-            if at is not None:
-                due.append(at)
-        return due
 
     # -- reconciliation (a new leader term) --------------------------------------------------
     def reconcile(self) -> int:
@@ -221,108 +187,6 @@ class SchedulingLoop:
             log.info("stopping %s: it is %s", job_id, state.value)
             self.cluster.cancel(job_id)
 
-    # -- 2. follow the cloud ---------------------------------------------------------------
-    def _follow_cloud(self, now: float, report: PassReport, token: int | None) -> None:
-        if self.cloud is None:
-            return
-        for launch in self.store.launches(active=True):
-            self._follow(launch, now, report, token)
-            report.spend_rate += float(launch.hourly_price)
-
-    def _follow(self, launch: CloudLaunch, now: float, report: PassReport,
-                token: int | None) -> None:
-        assert self.cloud is not None
-        handle = self._handles.get(launch.job_id) or CloudHandle(
-            launch.job_id, launch.name, launch.request_id, launch.cloud_job_id)
-        job = self.store.get(launch.job_id)
-        if job.state not in (JobState.BURSTING, JobState.RUNNING_CLOUD):
-            # cancelled by a user, pulled back, or ended before a crash cut this short
-            self._stop_cloud(launch, handle, self._end_of(handle, now), job.state.value)
-            return
-        try:
-            status = self.cloud.poll(handle)
-        except TransientError as exc:
-            log.warning("polling %s: %s (will retry)", launch.name, exc)
-            return
-        except PermanentError as exc:
-            status = CloudStatus.FAILED
-            log.warning("polling %s: %s", launch.name, exc)
-        self._meter(launch, now, final=False)
-        if status in _ENDED:
-            end = self._end_of(handle, now)
-            reason = "finished in the cloud" if status is CloudStatus.SUCCEEDED else \
-                f"cloud run {status.value}"
-            if self._move(launch.job_id, _ENDED[status], reason, token, now):  # state first:
-                report.finished.append(launch.job_id)  # a crash next is mended by _follow
-            self._stop_cloud(launch, handle, end, status.value, cancel=False)
-            return
-        if status is CloudStatus.RUNNING and job.state is JobState.BURSTING:
-            self._move(launch.job_id, JobState.RUNNING_CLOUD, f"running at {launch.provider}",
-                       token, now)
-            self.store.update_launch(launch.id or 0, status="running", started_at=now)
-        self._maybe_pull_back(job, launch, handle, now, report, token)
-
-    def _end_of(self, handle: CloudHandle, now: float) -> float:
-        """When a launch really ended (a restarted controller learns it late), else now."""
-        ended_at = getattr(self.cloud, "ended_at", None)
-        try:
-            end = ended_at(handle) if ended_at is not None else None
-        except (TransientError, PermanentError):
-            end = None
-        return min(end, now) if end is not None else now
-
-    def _maybe_pull_back(self, job: StoredJob, launch: CloudLaunch, handle: CloudHandle,
-                         now: float, report: PassReport, token: int | None) -> None:
-        policy = self.config.policy
-        earlier = job.id in self._pulled_back or len(self.store.launches(job.id)) > 1
-        due = pull_back_at(policy, launch.launched_at, earlier)
-        if due is None or now < due:
-            return
-        budget = policy.star_requeue_budget(job.job, now)
-        if self.store.get(job.id).state is JobState.BURSTING:
-            self._move(job.id, JobState.RUNNING_CLOUD, "running in the cloud", token, now)
-        # state first: if the controller dies before the cancel, the next pass sees a queued
-        # job with a live launch and stops it (``_follow``)
-        if self._move(job.id, JobState.QUEUED, pull_back_reason(policy), token, now,
-                      wait_budget=budget):
-            self._pulled_back.add(job.id)
-            report.pulled_back.append(job.id)
-            self.view.add(QueuedJob(job.job, now, budget))
-        self._stop_cloud(launch, handle, now, "pulled back")
-
-    def _stop_cloud(self, launch: CloudLaunch, handle: CloudHandle, now: float, status: str,
-                    cancel: bool = True) -> None:
-        assert self.cloud is not None
-        if cancel:
-            try:
-                self.cloud.cancel(handle)
-            except (TransientError, PermanentError) as exc:
-                log.warning("cancelling %s: %s", launch.name, exc)
-        self._meter(launch, now, final=True)
-        self.store.update_launch(launch.id or 0, status=status, ended_at=now)
-        self._handles.pop(launch.job_id, None)
-
-    # -- cost metering -----------------------------------------------------------------------
-    def _meter(self, launch: CloudLaunch, now: float, final: bool) -> None:
-        """Cost entries in fixed chunks from the launch (provisioning included), idempotent:
-        re-metering writes the same (job, source, start) rows, which the store ignores."""
-        entries = []
-        start = launch.launched_at
-        price = launch.hourly_price
-        while start < now:
-            end = start + self._chunk
-            if end > now and not final:
-                break
-            end = min(end, now)
-            hours = Decimal(str(end - start)) / Decimal(3600)
-            gpus = _gpus_of(launch.accelerators)
-            entries.append(CostEntry(launch.job_id, start, end, (price * hours).quantize(
-                Decimal("0.000001")), launch.provider, gpu_hours=float(hours) * gpus,
-                region=launch.region, source="cloud", launch_id=launch.id))
-            start = end
-        if entries:
-            self.store.record_costs(entries)
-
     # -- 4. admit ------------------------------------------------------------------------------
     def _admit(self, now: float, token: int | None, report: PassReport) -> list[QueuedJob]:
         page = self.store.queue(limit=self.admissions_per_pass, states=(JobState.SUBMITTED,))
@@ -331,6 +195,9 @@ class SchedulingLoop:
             return []
         jobs = [_with_declaration(s) for s in submitted]
         estimates = self.estimator.estimate(jobs) if self.estimator is not None else None
+        if estimates is not None:
+            self._record_predictions(jobs, estimates, now)
+        note = getattr(self.cluster, "note_waiting", None)
         arrivals = []
         for i, stored in enumerate(submitted):
             job = stored.job
@@ -344,6 +211,9 @@ class SchedulingLoop:
                 queued = QueuedJob(job, stored.queued_at, budget)
                 arrivals.append(queued)
                 report.budgets.append(budget)
+                if note is not None:  # the budget and the estimate, on the Kubernetes Job
+                    self._quietly(note, job.id, budget,
+                                  estimates[i].value if estimates is not None else None, reason)
                 self.view.add(queued)
         report.admitted = len(arrivals)
         return arrivals
@@ -382,23 +252,27 @@ class SchedulingLoop:
         handle = self.cloud.launch(job, reason)
         self._record_launch(job, handle, now, token)
         self._handles[job.id] = handle
+        annotate = getattr(self.cluster, "burst", None)
+        if annotate is not None:  # the Job stays suspended; say where it went and why
+            self._quietly(annotate, job.id, quote.where, reason, handle.name,
+                          quote.price_per_hour)
         return True
 
-    def _record_launch(self, job: Job, handle: CloudHandle, now: float,
-                       token: int | None) -> None:
-        assert self.cloud is not None
-        quote = self.cloud.quote(job)
-        provider, _, region = quote.where.partition(":")
-        launched_at = now
-        billed = getattr(self.cloud, "billed_launch", None)
-        if billed is not None:  # the backend knows when it really launched (a restart)
-            launched_at = billed(handle).launched_at
-        self.store.record_launch(CloudLaunch(
-            job_id=job.id, name=handle.name, provider=provider, accelerators=quote.accelerators,
-            hourly_price=Decimal(str(round(quote.price_per_hour, 6))), region=region or None,
-            request_id=handle.request_id, cloud_job_id=handle.cloud_job_id,
-            launched_at=launched_at,
-        ), fencing_token=token)
+    def _record_predictions(self, jobs: list[Job], estimates: list[Estimate],
+                            now: float) -> None:
+        """Every prediction is stored with its source and the model version it came from."""
+        from starburst.predictor.store import MODEL_NAME, record_estimates
+
+        model = self.store.active_model(MODEL_NAME)
+        record_estimates(self.store, jobs, estimates, now, model.id if model else None)
+
+    @staticmethod
+    def _quietly(call: Callable[..., object], *args: object) -> None:
+        """Annotations are a courtesy: a failure is logged, never fatal to the pass."""
+        try:
+            call(*args)
+        except (TransientError, PermanentError) as exc:
+            log.warning("could not annotate job %s: %s", args[0], exc)
 
     # -- store transitions -------------------------------------------------------------------
     def _move(self, job_id: str, state: JobState, reason: str, token: int | None, at: float,
@@ -420,11 +294,6 @@ def _with_declaration(stored: StoredJob) -> Job:
     if job.estimate is not None and stored.predicted_runtime is None:
         job = replace(job, extra={**job.extra, "declared_runtime": repr(job.estimate)})
     return job
-
-
-def _gpus_of(accelerators: str) -> int:
-    _, _, count = accelerators.rpartition(":")
-    return int(count) if count.isdigit() else 1
 
 
 def _budget_text(budget: float) -> str:

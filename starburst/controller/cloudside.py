@@ -1,0 +1,179 @@
+"""The cloud side of a pass: following launches, Star-Wait pull-backs and cost metering.
+
+A mixin of ``SchedulingLoop`` (``scheduling.py``): the same store, ports and fencing token.
+Invariants: a job's state moves before the launch is stopped, so a controller that dies in
+between leaves a launch whose job is no longer bursting — which the next pass stops (the
+general rule in ``_follow``); cost entries are fixed chunks from the launch time, so metering
+again after a restart writes the same rows, which the store ignores.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from decimal import Decimal
+
+from starburst.adapters.db.records import CloudLaunch, CostEntry, StoredJob
+from starburst.adapters.db.store import SqlStore
+from starburst.controller.queue_view import QueueView
+from starburst.controller.report import PassReport
+from starburst.core.cycle import SchedulerConfig
+from starburst.core.errors import PermanentError, TransientError
+from starburst.core.job import Job, QueuedJob
+from starburst.core.lifecycle import JobState
+from starburst.core.ports import Cloud, CloudHandle, CloudStatus
+from starburst.core.star import pull_back_at, pull_back_reason
+
+log = logging.getLogger("starburst.controller")
+
+_ENDED = {CloudStatus.SUCCEEDED: JobState.SUCCEEDED, CloudStatus.FAILED: JobState.FAILED,
+          CloudStatus.CANCELLED: JobState.CANCELLED}
+
+
+class CloudSide:
+    store: SqlStore
+    cloud: Cloud | None
+    config: SchedulerConfig
+    view: QueueView
+    _handles: dict[str, CloudHandle]
+    _pulled_back: set[str]
+    _chunk: float
+    _token: Callable[[], int | None]
+
+    def _move(self, job_id: str, state: JobState, reason: str, token: int | None, at: float,
+              wait_budget: float | None = None) -> bool:
+        raise NotImplementedError
+
+    def _pull_backs_due(self) -> list[float]:
+        if self.cloud is None or self.config.policy.kind.value != "star":
+            return []
+        due = []
+        for launch in self.store.launches(active=True):
+            earlier = launch.job_id in self._pulled_back
+            at = pull_back_at(self.config.policy, launch.launched_at, earlier)
+            if at is not None:
+                due.append(at)
+        return due
+
+    # -- 2. follow the cloud ---------------------------------------------------------------
+    def _follow_cloud(self, now: float, report: PassReport, token: int | None) -> None:
+        if self.cloud is None:
+            return
+        for launch in self.store.launches(active=True):
+            self._follow(launch, now, report, token)
+            report.spend_rate += float(launch.hourly_price)
+
+    def _follow(self, launch: CloudLaunch, now: float, report: PassReport,
+                token: int | None) -> None:
+        assert self.cloud is not None
+        handle = self._handles.get(launch.job_id) or CloudHandle(
+            launch.job_id, launch.name, launch.request_id, launch.cloud_job_id)
+        job = self.store.get(launch.job_id)
+        if job.state not in (JobState.BURSTING, JobState.RUNNING_CLOUD):
+            # cancelled by a user, pulled back, or ended before a crash cut this short
+            self._stop_cloud(launch, handle, self._end_of(handle, now), job.state.value)
+            return
+        try:
+            status = self.cloud.poll(handle)
+        except TransientError as exc:
+            log.warning("polling %s: %s (will retry)", launch.name, exc)
+            return
+        except PermanentError as exc:
+            status = CloudStatus.FAILED
+            log.warning("polling %s: %s", launch.name, exc)
+        self._meter(launch, now, final=False)
+        if status in _ENDED:
+            end = self._end_of(handle, now)
+            reason = "finished in the cloud" if status is CloudStatus.SUCCEEDED else \
+                f"cloud run {status.value}"
+            if self._move(launch.job_id, _ENDED[status], reason, token, now):  # state first:
+                report.finished.append(launch.job_id)  # a crash next is mended by _follow
+            self._stop_cloud(launch, handle, end, status.value, cancel=False)
+            return
+        if status is CloudStatus.RUNNING and job.state is JobState.BURSTING:
+            self._move(launch.job_id, JobState.RUNNING_CLOUD, f"running at {launch.provider}",
+                       token, now)
+            self.store.update_launch(launch.id or 0, status="running", started_at=now)
+        self._maybe_pull_back(job, launch, handle, now, report, token)
+
+    def _end_of(self, handle: CloudHandle, now: float) -> float:
+        """When a launch really ended (a restarted controller learns it late), else now."""
+        ended_at = getattr(self.cloud, "ended_at", None)
+        try:
+            end = ended_at(handle) if ended_at is not None else None
+        except (TransientError, PermanentError):
+            end = None
+        return min(end, now) if end is not None else now
+
+    def _maybe_pull_back(self, job: StoredJob, launch: CloudLaunch, handle: CloudHandle,
+                         now: float, report: PassReport, token: int | None) -> None:
+        policy = self.config.policy
+        earlier = job.id in self._pulled_back or len(self.store.launches(job.id)) > 1
+        due = pull_back_at(policy, launch.launched_at, earlier)
+        if due is None or now < due:
+            return
+        budget = policy.star_requeue_budget(job.job, now)
+        if self.store.get(job.id).state is JobState.BURSTING:
+            self._move(job.id, JobState.RUNNING_CLOUD, "running in the cloud", token, now)
+        # state first: if the controller dies before the cancel, the next pass sees a queued
+        # job with a live launch and stops it (``_follow``)
+        if self._move(job.id, JobState.QUEUED, pull_back_reason(policy), token, now,
+                      wait_budget=budget):
+            self._pulled_back.add(job.id)
+            report.pulled_back.append(job.id)
+            self.view.add(QueuedJob(job.job, now, budget))
+        self._stop_cloud(launch, handle, now, "pulled back")
+
+    def _stop_cloud(self, launch: CloudLaunch, handle: CloudHandle, now: float, status: str,
+                    cancel: bool = True) -> None:
+        assert self.cloud is not None
+        if cancel:
+            try:
+                self.cloud.cancel(handle)
+            except (TransientError, PermanentError) as exc:
+                log.warning("cancelling %s: %s", launch.name, exc)
+        self._meter(launch, now, final=True)
+        self.store.update_launch(launch.id or 0, status=status, ended_at=now)
+        self._handles.pop(launch.job_id, None)
+
+    # -- cost metering -----------------------------------------------------------------------
+    def _meter(self, launch: CloudLaunch, now: float, final: bool) -> None:
+        """Cost entries in fixed chunks from the launch (provisioning included), idempotent:
+        re-metering writes the same (job, source, start) rows, which the store ignores."""
+        entries = []
+        start = launch.launched_at
+        price = launch.hourly_price
+        while start < now:
+            end = start + self._chunk
+            if end > now and not final:
+                break
+            end = min(end, now)
+            hours = Decimal(str(end - start)) / Decimal(3600)
+            gpus = _gpus_of(launch.accelerators)
+            entries.append(CostEntry(launch.job_id, start, end, (price * hours).quantize(
+                Decimal("0.000001")), launch.provider, gpu_hours=float(hours) * gpus,
+                region=launch.region, source="cloud", launch_id=launch.id))
+            start = end
+        if entries:
+            self.store.record_costs(entries)
+
+    def _record_launch(self, job: Job, handle: CloudHandle, now: float,
+                       token: int | None) -> None:
+        assert self.cloud is not None
+        quote = self.cloud.quote(job)
+        provider, _, region = quote.where.partition(":")
+        launched_at = now
+        billed = getattr(self.cloud, "billed_launch", None)
+        if billed is not None:  # the backend knows when it really launched (a restart)
+            launched_at = billed(handle).launched_at
+        self.store.record_launch(CloudLaunch(
+            job_id=job.id, name=handle.name, provider=provider, accelerators=quote.accelerators,
+            hourly_price=Decimal(str(round(quote.price_per_hour, 6))), region=region or None,
+            request_id=handle.request_id, cloud_job_id=handle.cloud_job_id,
+            launched_at=launched_at,
+        ), fencing_token=token)
+
+
+def _gpus_of(accelerators: str) -> int:
+    _, _, count = accelerators.rpartition(":")
+    return int(count) if count.isdigit() else 1
