@@ -30,6 +30,7 @@ from starburst.adapters.db.store import SqlStore
 from starburst.controller.cloudside import CloudSide
 from starburst.controller.queue_view import QueueView, read_all
 from starburst.controller.report import PassReport, backend_job
+from starburst.core.capacity import Placement
 from starburst.core.cycle import PassResult, SchedulerConfig, schedule_pass
 from starburst.core.decisions import Burst, Start
 from starburst.core.errors import PermanentError, TransientError
@@ -79,6 +80,7 @@ class SchedulingLoop(CloudSide):
         self._handles: dict[str, CloudHandle] = {}
         self._pulled_back: set[str] = set()
         self._announced: set[str] = set()
+        self._pending_starts: dict[str, tuple[Placement, str]] = {}
         self.view = QueueView(store)
         self.admissions_per_pass = admissions_per_pass
 
@@ -88,6 +90,7 @@ class SchedulingLoop(CloudSide):
         report = PassReport(now)
         token = self._token()
         self._finish_onprem(report, token)
+        self._retry_starts(token, now)
         self._follow_cloud(now, report, token)
         queue = self.view.current(now, self.config.policy)
         self._stop_cancelled_onprem(self.view.take_cancelled(), full=self.view.reloaded)
@@ -235,9 +238,31 @@ class SchedulingLoop(CloudSide):
         self.store.record_placement(start.job_id, start.placement, fencing_token=token, at=now)
         if not self._move(start.job_id, JobState.RUNNING_ONPREM, start.reason, token, now):
             return False
-        self.cluster.start(backend_job(self.store.get(start.job_id)), start.placement,
-                           start.reason)
+        return self._carry_out_start(start.job_id, start.placement, start.reason, token, now)
+
+    def _carry_out_start(self, job_id: str, placement: Placement, reason: str,
+                         token: int | None, now: float) -> bool:
+        """Start through the cluster port. A permanent refusal fails the job with the reason;
+        a transient one is retried on the next passes (the store already says it runs)."""
+        try:
+            self.cluster.start(backend_job(self.store.get(job_id)), placement, reason)
+        except PermanentError as exc:
+            self._pending_starts.pop(job_id, None)
+            self._move(job_id, JobState.FAILED, f"cannot start on-prem: {exc}", token, now)
+            return False
+        except TransientError as exc:
+            log.warning("starting %s failed, will retry: %s", job_id, exc)
+            self._pending_starts[job_id] = (placement, reason)
+            return True
+        self._pending_starts.pop(job_id, None)
         return True
+
+    def _retry_starts(self, token: int | None, now: float) -> None:
+        for job_id, (placement, reason) in list(self._pending_starts.items()):
+            if self.store.get(job_id).state is JobState.RUNNING_ONPREM:
+                self._carry_out_start(job_id, placement, reason, token, now)
+            else:
+                self._pending_starts.pop(job_id, None)
 
     def _burst(self, burst: Burst, now: float, token: int | None) -> bool:
         if self.cloud is None:

@@ -1,0 +1,77 @@
+"""The controller end to end on Kubernetes: suspended Jobs in, pinned and unsuspended Jobs out.
+
+The real controller (``Controller.run_pass``: leadership, ingestion, admission, the core's
+pass, writes) runs against the adapter on the API stand-in, with the SQL store on SQLite and
+the simulator's cloud as the cloud edge. Jobs are created with the official client exactly as
+users would (suspended, labelled ``starburst.io/queue``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kubernetes import client
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.store import SqlStore
+from starburst.controller.daemon import Controller
+from starburst.core.lifecycle import JobState
+from starburst.settings import Settings
+from starburst.sim.cloud import SimCloud
+from tests.kube.adapter_support import eventually, queued_job
+
+
+def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
+    kube, make_cluster, clock, batch: client.BatchV1Api, tmp_path: Path
+) -> None:
+    kube.add_node("gpu-a", gpus=8)
+    kube.add_node("gpu-b", gpus=8)
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    store = SqlStore.open(url, clock=clock)
+    cluster = make_cluster()
+    settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
+    controller = Controller(settings, store, cluster, SimCloud(clock, 2.5), clock=clock)
+    try:
+        batch.create_namespaced_job("default", queued_job("alpha", gpus=8, pods=2))
+        batch.create_namespaced_job("default", queued_job("beta", gpus=4))
+        eventually(lambda: len(cluster.queued()) == 2)
+        report = controller.run_pass()
+        assert report is not None
+        assert report.started == ["default/alpha"]  # 2 pods of 8 GPUs: one on each node
+        assert report.burst == ["default/beta"]  # no room left and no budget: burst
+
+        alpha = batch.read_namespaced_job("alpha", "default")
+        assert alpha.spec.suspend is False
+        terms = alpha.spec.template.spec.affinity.node_affinity \
+            .required_during_scheduling_ignored_during_execution.node_selector_terms
+        pinned = {v for t in terms for e in t.match_fields or [] for v in e.values or []}
+        assert pinned == {"gpu-a", "gpu-b"}
+        beta = eventually(lambda: (batch.read_namespaced_job("beta", "default").metadata
+                                   .annotations or {}).get("starburst.io/burst-to")
+                          and batch.read_namespaced_job("beta", "default"))
+        assert beta.spec.suspend is True
+        assert store.get("default/beta").state is JobState.BURSTING
+        budget = (alpha.metadata.annotations or {}).get("starburst.io/wait-budget")
+        assert budget == "0"
+
+        for pod in kube.pods_of("default", "alpha"):
+            kube.set_pod_phase("default", pod["metadata"]["name"], "Succeeded")
+        clock.t += 60
+        eventually(lambda: controller.run_pass() is not None and
+                   store.get("default/alpha").state is JobState.SUCCEEDED)
+        reasons = [e.reason for e in store.events("default/alpha")]
+        assert any(r.startswith("fits on gpu-a×8, gpu-b×8") for r in reasons)
+
+        # a single 16-GPU pod cannot be split across 8-GPU nodes: the job fails, with why,
+        # and the pass goes on
+        batch.create_namespaced_job("default", queued_job("mono", gpus=16))
+        eventually(lambda: any(j.id == "default/mono" for j in cluster.queued()))
+        clock.t += 1
+        assert controller.run_pass() is not None
+        mono = store.get("default/mono")
+        assert mono.state is JobState.FAILED
+        assert "cannot start on-prem" in store.events("default/mono")[-1].reason
+    finally:
+        controller.stop()
+        store.close()
