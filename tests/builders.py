@@ -39,3 +39,16 @@ def config(
     placement: PlacementStrategy = PlacementStrategy.FIRST_FIT,
 ) -> SchedulerConfig:
     return SchedulerConfig(WaitPolicy(kind, c), out_of_order, cap, order, placement)
+
+
+def run_cli(args: list[str], capsys: object) -> tuple[int, str, str]:
+    """Run the ``starburst`` command in-process: (exit code, stdout, stderr)."""
+    from starburst.cli.main import main
+
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()  # type: ignore[attr-defined]
+    return code, captured.out, captured.err

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -18,28 +16,7 @@ from starburst.core.job import Job
 from starburst.core.ports import CloudStatus, JobEnded
 from starburst.metering import CostMeter, total_cost
 from starburst.pricing import load_price_table
-
-T = TypeVar("T")
-
-
-class ManualClock:
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.t = now
-
-    def now(self) -> float:
-        return self.t
-
-
-def eventually(probe: Callable[[], T | None], limit: float = 10.0) -> T:
-    """Poll ``probe`` until it returns something (bounded, so a broken feature fails, not hangs)."""
-    give_up = time.monotonic() + limit
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > give_up:
-            pytest.fail("the processes did not reach the expected state")
-        time.sleep(0.02)
+from tests.local.lives import ManualClock, eventually
 
 
 def job(job_id: str, command: str, gpus: int = 1, gpu_type: str | None = None, **extra: str) -> Job:

@@ -8,17 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from starburst.cli.main import main
+from tests.builders import run_cli
 
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
+run = run_cli
 
 
 def test_synth_train_show_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

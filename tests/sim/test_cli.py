@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from starburst.cli.main import main
 from starburst.sim.synthetic import Workload, generate
 from starburst.sim.trace import write_trace
+from tests.builders import run_cli
 
 KEYS = {"jobs", "burst_jobs", "cloud_gpu_hours", "cloud_cost_usd", "mean_jct_s", "p90_jct_s",
         "p99_jct_s", "mean_wait_s", "cluster_utilization", "offered_load"}
@@ -23,14 +23,7 @@ def trace(tmp_path: Path) -> Path:
     return path
 
 
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_cli
 
 
 def test_simulate_json_has_the_promised_figures(trace: Path, capsys) -> None:  # type: ignore[no-untyped-def]
