@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
 
 from starburst.adapters.db.records import CloudLaunch, CostEntry, StoredJob
@@ -36,6 +37,7 @@ class CloudSide:
     config: SchedulerConfig
     view: QueueView
     _handles: dict[str, CloudHandle]
+    _draining: dict[str, CloudHandle]
     _pulled_back: set[str]
     _chunk: float
     _token: Callable[[], int | None]
@@ -62,12 +64,26 @@ class CloudSide:
         for launch in self.store.launches(active=True):
             self._follow(launch, now, report, token)
             report.spend_rate += float(launch.hourly_price)
+        self._drain()
+
+    def _drain(self) -> None:
+        """Keep polling launches we cancelled until the backend says they are gone, so it can
+        escalate a kill and reap what it ran."""
+        assert self.cloud is not None
+        for name, handle in list(self._draining.items()):
+            try:
+                done = self.cloud.poll(handle) in _ENDED
+            except (TransientError, PermanentError):
+                done = True
+            if done:
+                del self._draining[name]
 
     def _follow(self, launch: CloudLaunch, now: float, report: PassReport,
                 token: int | None) -> None:
         assert self.cloud is not None
         handle = self._handles.get(launch.job_id) or CloudHandle(
-            launch.job_id, launch.name, launch.request_id, launch.cloud_job_id)
+            cloud_id(launch.job_id, self._attempt_of(launch)), launch.name, launch.request_id,
+            launch.cloud_job_id)
         job = self.store.get(launch.job_id)
         if job.state not in (JobState.BURSTING, JobState.RUNNING_CLOUD):
             # cancelled by a user, pulled back, or ended before a crash cut this short
@@ -95,6 +111,11 @@ class CloudSide:
                        token, now)
             self.store.update_launch(launch.id or 0, status="running", started_at=now)
         self._maybe_pull_back(job, launch, handle, now, report, token)
+
+    def _attempt_of(self, launch: CloudLaunch) -> int:
+        """1 for a job's first launch, 2 for the one after a Star-Wait pull-back, …"""
+        ids = sorted(x.id or 0 for x in self.store.launches(launch.job_id))
+        return ids.index(launch.id or 0) + 1 if (launch.id or 0) in ids else 1
 
     def _end_of(self, handle: CloudHandle, now: float) -> float:
         """When a launch really ended (a restarted controller learns it late), else now."""
@@ -130,6 +151,7 @@ class CloudSide:
         if cancel:
             try:
                 self.cloud.cancel(handle)
+                self._draining[handle.name] = handle
             except (TransientError, PermanentError) as exc:
                 log.warning("cancelling %s: %s", launch.name, exc)
         self._meter(launch, now, final=True)
@@ -177,3 +199,15 @@ class CloudSide:
 def _gpus_of(accelerators: str) -> int:
     _, _, count = accelerators.rpartition(":")
     return int(count) if count.isdigit() else 1
+
+
+def cloud_id(job_id: str, attempt: int) -> str:
+    """The identity a launch has in the cloud backend. Backends name launches after the job id
+    (so a retry finds an earlier launch instead of launching twice); a job's later attempt
+    (after a Star-Wait pull-back) must not find its own earlier, cancelled launch, so it
+    carries the attempt number."""
+    return job_id if attempt <= 1 else f"{job_id}~{attempt}"
+
+
+def cloud_job(job: Job, attempt: int) -> Job:
+    return job if attempt <= 1 else replace(job, id=cloud_id(job.id, attempt))

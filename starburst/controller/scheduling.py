@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from starburst.adapters.db.records import JobNotFound, StoredJob
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.cloudside import CloudSide
+from starburst.controller.cloudside import CloudSide, cloud_job
 from starburst.controller.queue_view import QueueView, read_all
 from starburst.controller.report import PassReport, backend_job
 from starburst.core.capacity import Placement
@@ -78,6 +78,7 @@ class SchedulingLoop(CloudSide):
         self._hold = hold
         self._chunk = metering_chunk_s
         self._handles: dict[str, CloudHandle] = {}
+        self._draining: dict[str, CloudHandle] = {}
         self._pulled_back: set[str] = set()
         self._announced: set[str] = set()
         self._pending_starts: dict[str, tuple[Placement, str]] = {}
@@ -153,9 +154,15 @@ class SchedulingLoop(CloudSide):
         for state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
             for stored in self._all(state):
                 job = backend_job(stored)
-                handle = self.cloud.launch(job, "resumed by a new controller leader")
+                launches = self.store.launches(job.id)
+                active = [i for i, launch in enumerate(launches) if launch.ended_at is None]
+                # the active launch's attempt; none recorded: the leader died between the
+                # launch and its record, so this is the attempt after the recorded ones
+                attempt = active[-1] + 1 if active else len(launches) + 1
+                handle = self.cloud.launch(cloud_job(job, attempt),
+                                           "resumed by a new controller leader")
                 self._handles[job.id] = handle
-                if all(launch.name != handle.name for launch in self.store.launches(job.id)):
+                if all(launch.name != handle.name for launch in launches):
                     self._record_launch(job, handle, now, self._token())
                 resumed += 1
         return resumed
@@ -274,7 +281,8 @@ class SchedulingLoop(CloudSide):
                  f"${quote.price_per_hour:.2f}/h)"
         if not self._move(burst.job_id, JobState.BURSTING, reason, token, now):
             return False
-        handle = self.cloud.launch(job, reason)
+        attempt = len(self.store.launches(job.id)) + 1
+        handle = self.cloud.launch(cloud_job(job, attempt), reason)
         self._record_launch(job, handle, now, token)
         self._handles[job.id] = handle
         annotate = getattr(self.cluster, "burst", None)
