@@ -216,3 +216,21 @@ def test_a_job_that_never_bursts_reads_as_such_not_as_a_server_error(api):  # ty
         None, True, None)
     why = api.client("alice").get(f"/v1/jobs/{job_id}/explain").json()
     assert why["summary"] == "waiting 0s; never bursts (cluster-only policy)"
+
+
+def test_explain_says_when_a_team_over_budget_keeps_a_job_on_prem(api):  # type: ignore[no-untyped-def]
+    from decimal import Decimal
+
+    from starburst.adapters.db.records import CostEntry
+
+    alice = api.client("alice")
+    job_id = alice.post("/v1/jobs", json={**SPEC, "team": "ml"}).json()["id"]
+    api.store.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller",
+                         wait_budget=60)
+    api.store.set_team_budget("ml", Decimal("100"))
+    now = api.clock.now()
+    api.store.record_costs([CostEntry(job_id, now - 10, now, Decimal("150"), "aws")])
+    api.clock.advance(600)  # its budget has run out, but its team may not burst
+    summary = alice.get(f"/v1/jobs/{job_id}/explain").json()["summary"]
+    assert summary.startswith("waiting 10m, past its budget: team ml spent $150.00 of its "
+                              "$100.00 cloud budget")

@@ -18,6 +18,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Query, Response
 
+from starburst.adapters.db.holds import team_holds
 from starburst.adapters.db.records import JobNotFound, Principal, Role, StaleVersion, StoredJob
 from starburst.api.context import ApiContext
 from starburst.api.deps import CallerDep, ContextDep, is_privileged
@@ -157,6 +158,11 @@ def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str,
         if math.isinf(stored.wait_budget):
             return f"waiting {human(waited)}; never bursts (cluster-only policy)", waited
         left = stored.queued_at + stored.wait_budget - now
+        team = stored.job.team
+        if left <= 0 and team is not None:
+            held = team_holds(ctx.store, now, team).get(team)
+            if held is not None:
+                return f"waiting {human(waited)}, past its budget: {held}", waited
         then = "bursts to the cloud" if left > 0 else "budget spent: bursts on the next pass"
         return (f"waiting {human(waited)} of a {human(stored.wait_budget)} budget; {then}"
                 f"{f' in {human(left)}' if left > 0 else ''} unless GPUs free up on-prem",
