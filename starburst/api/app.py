@@ -21,7 +21,6 @@ The caller owns ``store`` and closes it; the app never closes what it was given.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from fastapi import FastAPI
@@ -32,13 +31,10 @@ from starburst.api.context import ApiContext, Clock, HealthProbe
 from starburst.api.routes import accounts, costs, jobs
 from starburst.api.routes import health as health_routes
 from starburst.settings import Settings
+from starburst.wallclock import WallClock
 
 __all__ = ["HealthProbe", "create_app"]
 
-
-class _WallClock:
-    def now(self) -> float:
-        return time.time()
 
 
 def create_app(
@@ -57,7 +53,7 @@ def create_app(
         version="0.1.0",
     )
     app.state.starburst = ApiContext(
-        settings=settings, store=store, clock=clock or _WallClock(), auth=auth,
+        settings=settings, store=store, clock=clock or WallClock(), auth=auth,
         health=health, registry=metrics_registry, prices=prices,
     )
     errors.install(app)

@@ -38,13 +38,10 @@ from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import StarburstError, TransientError
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
 from starburst.settings import Settings
+from starburst.wallclock import WallClock
 
 log = logging.getLogger("starburst.controller")
 
-
-class WallClock:
-    def now(self) -> float:
-        return time.time()
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,11 @@ import logging
 from pathlib import Path
 
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.daemon import Controller, WallClock
+from starburst.controller.daemon import Controller
 from starburst.core.errors import ConfigError
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
 from starburst.settings import Settings
+from starburst.wallclock import WallClock
 
 log = logging.getLogger("starburst.controller")
 

@@ -37,7 +37,7 @@ def make_controller(url: str, tmp: Path, name: str) -> Controller:
 
 
 def _clock():  # type: ignore[no-untyped-def]
-    from starburst.controller.daemon import WallClock
+    from starburst.wallclock import WallClock
 
     return WallClock()
 

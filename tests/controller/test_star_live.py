@@ -11,11 +11,11 @@ from starburst.adapters.db import migrate
 from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import EmulatedCloud, LocalCluster
-from starburst.controller.daemon import WallClock
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
+from starburst.wallclock import WallClock
 
 
 def test_a_pulled_back_job_bursts_again_as_a_new_launch(tmp_path: Path) -> None:

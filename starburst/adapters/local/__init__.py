@@ -14,9 +14,10 @@ spawns only what never ran (``statedir.py``: the files; ``processes.py``: spawn 
 ``procfs.py``: process identity through spawn tokens).
 """
 
-from starburst.adapters.local.cluster import LocalCluster, WallClock
+from starburst.adapters.local.cluster import LocalCluster
 from starburst.adapters.local.emulated import EMULATED, EmulatedCloud
 from starburst.adapters.local.processes import JobProcess, Outcome, command_of, env_of
+from starburst.wallclock import WallClock
 
 __all__ = [
     "EMULATED",

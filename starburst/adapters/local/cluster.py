@@ -36,7 +36,6 @@ fits raises ``TransientError`` (retry on the next pass).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,15 +47,10 @@ from starburst.core.capacity import CapacityIndex, Node, Part, Placement
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job
 from starburst.core.ports import Clock, ClusterSnapshot, JobEnded, RunningJob
+from starburst.wallclock import WallClock
 
 BACKEND = "local-cluster"
 
-
-class WallClock:
-    """The live clock: seconds since the epoch."""
-
-    def now(self) -> float:
-        return time.time()
 
 
 @dataclass(slots=True)

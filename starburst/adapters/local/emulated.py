@@ -36,7 +36,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from starburst.adapters.local.cluster import WallClock
 from starburst.adapters.local.processes import JobProcess, Outcome, adopt, spawn, spawn_record
 from starburst.adapters.local.statedir import LOG, job_dirname
 from starburst.core.errors import PermanentError
@@ -44,6 +43,7 @@ from starburst.core.job import Job
 from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
 from starburst.metering import BilledLaunch
 from starburst.pricing import PriceTable, default_price_table
+from starburst.wallclock import WallClock
 
 EMULATED = "emulated"
 BACKEND = "emulated-cloud"
