@@ -41,7 +41,6 @@ from starburst.core.ports import (
     Clock,
     Cloud,
     CloudHandle,
-    CloudStatus,
     Cluster,
     Estimate,
     RuntimeEstimator,
@@ -50,8 +49,6 @@ from starburst.core.ports import (
 log = logging.getLogger("starburst.controller")
 
 ACTOR = "controller"
-_ENDED = {CloudStatus.SUCCEEDED: JobState.SUCCEEDED, CloudStatus.FAILED: JobState.FAILED,
-          CloudStatus.CANCELLED: JobState.CANCELLED}
 
 
 class SchedulingLoop(CloudSide):
