@@ -75,6 +75,8 @@ class Controller:
         self.loop = SchedulingLoop(store, cluster, cloud, self.clock, self.config,
                                    estimator=estimator, fencing_token=lambda: self._lock.token,
                                    hold=BudgetGate(store))
+        if hasattr(cluster, "on_change"):  # a cluster that can say when a job ends or arrives
+            cluster.on_change = self.poke
         self._health = Health(False, "starting")
         self._scheduler: Any = None
         self._pass_lock = threading.Lock()

@@ -75,3 +75,31 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
     finally:
         controller.stop()
         store.close()
+
+
+def test_a_job_arriving_or_ending_wakes_the_controller_at_once(
+    kube, make_cluster, batch: client.BatchV1Api, tmp_path: Path
+) -> None:
+    from starburst.wallclock import WallClock
+
+    kube.add_node("gpu-a", gpus=8)
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    clock = WallClock()
+    store = SqlStore.open(url, clock=clock)
+    cluster = make_cluster()
+    # passes every 10 minutes: anything quicker than that was woken by the watch
+    settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none",
+                        pass_interval_s=600)
+    controller = Controller(settings, store, cluster, None, clock=clock)
+    controller.start()
+    try:
+        eventually(lambda: controller.health().detail == "leading")
+        batch.create_namespaced_job("default", queued_job("prompt", gpus=2))
+        eventually(lambda: store.count(JobState.RUNNING_ONPREM) == 1, timeout=5)
+        for pod in eventually(lambda: kube.pods_of("default", "prompt")):
+            kube.set_pod_phase("default", pod["metadata"]["name"], "Succeeded")
+        eventually(lambda: store.count(JobState.SUCCEEDED) == 1, timeout=5)
+    finally:
+        controller.stop()
+        store.close()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +78,9 @@ class KubernetesCluster:
         self._reported: set[str] = set()
         self._nodes: dict[str, Node] = {}
         self._pods: dict[tuple[str, str], tuple[str, float, float, float, str]] = {}
+        #: called from the watch threads when a Job ends or a new one is queued; the controller
+        #: sets it to run a pass promptly (it must be quick and must not call back in here)
+        self.on_change: Callable[[], None] | None = None
         s = self.settings
         jobs = (self._batch.list_job_for_all_namespaces if s.namespace is None else
                 _bound(self._batch.list_namespaced_job, s.namespace))
@@ -146,6 +149,7 @@ class KubernetesCluster:
         elif state == "queued" and jid not in self._offered:
             self._offered.add(jid)
             self._submissions.append(conv.job_from_k8s(obj, self.settings.conventions))
+            self._notify()
         elif state == "running" and jid not in self._running:
             self._running[jid] = self._started(obj)
         elif state in ("burst", "cancelled"):
@@ -165,6 +169,13 @@ class KubernetesCluster:
         if end.job_id not in self._reported:
             self._reported.add(end.job_id)
             self._ended.append(end)
+            self._notify()
+
+    def _notify(self) -> None:
+        """Tell the controller something worth a pass happened (a Job ended or arrived)."""
+        listener = self.on_change
+        if listener is not None:
+            listener()
 
     # -- the Cluster port ------------------------------------------------------------------
     def submissions(self) -> list[Job]:
