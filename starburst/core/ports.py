@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from starburst.core.capacity import CapacityIndex, Placement
 from starburst.core.job import Job
+from starburst.core.lifecycle import JobState
 
 
 class Clock(Protocol):
@@ -124,3 +125,31 @@ class Estimate:
 
 class RuntimeEstimator(Protocol):
     def estimate(self, jobs: Sequence[Job]) -> list[Estimate]: ...
+
+
+@runtime_checkable
+class Store(Protocol):
+    """The durable record of decisions, in core terms (PostgreSQL/SQLite implement it).
+
+    Submissions, the queue, launches and the cost ledger carry store-specific records and are
+    part of the store's own typed API; what every scheduler needs is here: transitions through
+    the one lifecycle table with the leader's fencing token, placements, and a change feed.
+    """
+
+    def transition(self, job_id: str, to_state: JobState, *, reason: str, actor: str,
+                   fencing_token: int | None = None, expected_version: int | None = None,
+                   at: float | None = None, wait_budget: float | None = None) -> object:
+        """Move a job; raises ``IllegalTransition`` (and a stale-leader error) unchanged."""
+        ...
+
+    def record_placement(self, job_id: str, placement: Placement, *,
+                         fencing_token: int | None = None, at: float | None = None) -> int: ...
+
+    def placement(self, job_id: str) -> Placement: ...
+
+    def count(self, state: JobState) -> int: ...
+
+    def last_event_id(self) -> int: ...
+
+    def state_changes(self, after_id: int, limit: int = 10_000
+                      ) -> tuple[list[tuple[str, JobState]], int]: ...

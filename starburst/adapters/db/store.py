@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
+from starburst.core.ports import Store
+
 from .accounts import AccountsStore
 from .base import Clock
 from .engine import create_engine, translate_errors
@@ -47,3 +49,7 @@ def create_schema(engine: Engine) -> None:
     """Create every table directly from the models (tests only; deployments migrate)."""
     with translate_errors(engine):
         Base.metadata.create_all(engine)
+
+
+def _implements_the_core_port(store: SqlStore) -> Store:
+    return store  # mypy checks, structurally, that SqlStore is the core's Store
