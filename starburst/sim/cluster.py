@@ -39,10 +39,12 @@ class SimCluster:
     def start(self, job: Job, placement: Placement, reason: str = "") -> None:
         if job.id in self._running:
             return
-        runtime = job.runtime if job.runtime is not None else self._runtimes.get(job.id)
+        runtime = job.runtime
         if runtime is None:
-            raise ConfigError(f"job {job.id} has no runtime; the simulator needs one")
-        job = replace(job, runtime=runtime)
+            runtime = self._runtimes.get(job.id)
+            if runtime is None:
+                raise ConfigError(f"job {job.id} has no runtime; the simulator needs one")
+            job = replace(job, runtime=runtime)
         now = self._clock.now()
         self.capacity.allocate(placement)
         self._running[job.id] = RunningJob(job, placement, now)

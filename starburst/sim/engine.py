@@ -105,6 +105,7 @@ class Simulation:
         self._outcomes: list[JobOutcome] = []
         self._waiting_ids: set[str] = set()
         self.passes = 0
+        self.queued_seen = 0  # Σ queue length over passes: what a pass's scan costs
 
     def run(self) -> SimResult:
         arrivals, i, n = self._arrivals, 0, len(self._arrivals)
@@ -170,6 +171,7 @@ class Simulation:
             waiting_ids.discard(burst.job_id)
             self._burst(burst, t)
         self._queue = result.waiting
+        self.queued_seen += len(result.waiting)
 
     # -- applying decisions ----------------------------------------------------------------
     def _start(self, start: Start) -> None:
