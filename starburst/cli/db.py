@@ -45,11 +45,10 @@ def upgrade(
 ) -> None:
     """Migrate the database up (creating it if needed)."""
     from starburst.adapters.db import migrate
-    from starburst.adapters.db.engine import redact
 
     target = _resolve(url)
     migrate.upgrade(target, to)
-    typer.echo(f"{redact(target)} is at revision {migrate.current(target) or 'base'}")
+    _say_revision(target)
 
 
 @app.command()
@@ -59,10 +58,16 @@ def downgrade(
 ) -> None:
     """Migrate the database down one revision (or to --to)."""
     from starburst.adapters.db import migrate
-    from starburst.adapters.db.engine import redact
 
     target = _resolve(url)
     migrate.downgrade(target, to)
+    _say_revision(target)
+
+
+def _say_revision(target: str) -> None:
+    from starburst.adapters.db import migrate
+    from starburst.adapters.db.engine import redact
+
     typer.echo(f"{redact(target)} is at revision {migrate.current(target) or 'base'}")
 
 
