@@ -81,6 +81,7 @@ class Controller:
         self._scheduler: Any = None
         self._pass_lock = threading.Lock()
         self._stopping = threading.Event()
+        self._poked = threading.Event()
         self.last_report: PassReport | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -89,8 +90,10 @@ class Controller:
 
         s = self.settings
         scheduler = BackgroundScheduler(timezone="UTC")
+        # two instances: a pass woken while another runs waits on the pass lock and then runs,
+        # instead of being skipped by the scheduler (which would lose the wake-up)
         scheduler.add_job(self.run_pass, "interval", seconds=s.pass_interval_s, id="pass",
-                          max_instances=1, coalesce=True, next_run_time=datetime.now(UTC))
+                          max_instances=2, coalesce=True, next_run_time=datetime.now(UTC))
         scheduler.add_job(self.recalibrate, "interval", seconds=s.recalibrate_interval_s,
                           id="recalibrate", max_instances=1, coalesce=True)
         if s.model_path is not None:
@@ -115,7 +118,9 @@ class Controller:
         self._stopping.set()
 
     def poke(self) -> None:
-        """Run a pass as soon as possible (after a submission or a watch event)."""
+        """Run a pass as soon as possible (after a submission or a watch event). A poke that
+        arrives while a pass runs is remembered and served right after it, never dropped."""
+        self._poked.set()
         self._run_soon(datetime.now(UTC))
 
     def health(self) -> Health:
@@ -126,6 +131,7 @@ class Controller:
         if self._stopping.is_set():
             return None
         with self._pass_lock:
+            self._poked.clear()  # what happened so far, this pass sees
             started = time.perf_counter()
             try:
                 if not self._lead():
@@ -148,6 +154,8 @@ class Controller:
             self.last_report = report
             self._log(report, seconds)
             self._wake_at(report.next_wakeup)
+            if self._poked.is_set():  # poked during the pass: go again now
+                self._run_soon(datetime.now(UTC))
             return report
 
     def recalibrate(self) -> None:
