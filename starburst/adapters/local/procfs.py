@@ -10,6 +10,10 @@ Terms:
 - *alive*: the process exists, is not a zombie and carries the token. A zombie has ended
   (its environment reads empty); it only awaits a reaper that may be gone.
 - *group*: the job's process group, whose id is the wrapper's pid (``start_new_session``).
+- *mid-exec*: for a moment after ``Popen`` returns, the new program's environment is not
+  set up yet and ``environ`` reads empty (the parent is released when the old image is gone,
+  before the kernel copies the new environment). A live process with an empty environment is
+  read again for up to ``EXEC_SETTLE`` seconds before it is judged not ours.
 
 Linux only (``/proc``); every read tolerates the process vanishing meanwhile.
 """
@@ -19,23 +23,36 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 PROC = Path("/proc")
 TOKEN_VAR = "STARBURST_SPAWN"
+EXEC_SETTLE = 0.5
 
 
 def _marker(token: str) -> bytes:
     return f"{TOKEN_VAR}={token}".encode()
 
 
-def _carries(pid: int, token: str) -> bool:
+def _environ(pid: int) -> bytes | None:
     try:
-        environ = (PROC / str(pid) / "environ").read_bytes()
+        return (PROC / str(pid) / "environ").read_bytes()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return False
-    return _marker(token) in environ.split(b"\0")
+        return None
+
+
+def _carries(pid: int, token: str) -> bool:
+    environ = _environ(pid)
+    give_up = time.monotonic() + EXEC_SETTLE
+    while environ == b"" and time.monotonic() < give_up:  # mid-exec (or a kernel thread)
+        stat = _stat(pid)
+        if stat is None or stat[0] == "Z":
+            return False
+        time.sleep(0.001)
+        environ = _environ(pid)
+    return environ is not None and _marker(token) in environ.split(b"\0")
 
 
 def _stat(pid: int) -> tuple[str, int] | None:
