@@ -37,7 +37,7 @@ def finished(cloud: EmulatedCloud, handle: CloudHandle) -> CloudStatus:
 
 def test_a_running_launch_is_adopted_and_billed_from_its_start(tmp_path: Path) -> None:
     runs, prices = tmp_path / "runs.txt", load_price_table()
-    burst = job("e", appends(runs, "sleep 0.4"), gpu_type="A100")
+    burst = job("e", appends(runs, "sleep 1"), gpu_type="A100")
     first = EmulatedCloud(tmp_path, prices, clock=ManualClock(100.0))
     handle = first.launch(burst, "waited out its budget")
 

@@ -56,9 +56,9 @@ def ends(cluster: LocalCluster, count: int) -> list[JobEnded]:
 def test_a_running_job_is_adopted_not_run_again(tmp_path: Path) -> None:
     runs = tmp_path / "runs.txt"
     first = LocalCluster(tmp_path / "state", gpus=2, clock=ManualClock(100.0))
-    first.start(job("pad", "sleep 0.4"), on_local(1), "fits")
+    first.start(job("pad", "sleep 1"), on_local(1), "fits")
     first.start(
-        job("a", appends(runs, 'echo "gpus=$CUDA_VISIBLE_DEVICES"; sleep 0.4')), on_local(1), "fits"
+        job("a", appends(runs, 'echo "gpus=$CUDA_VISIBLE_DEVICES"; sleep 1')), on_local(1), "fits"
     )
     assert first.slots_of("a") == (1,)
 
