@@ -5,7 +5,9 @@ Terms:
   the order the nodes were given in; first-fit means "lowest node index".
 - *placement*: the parts of a job, one per distinct node. A job with gpus ≤ the largest eligible
   node must fit on one node; a larger one is split into full nodes plus a remainder
-  ([8, 8, 2] for 18 GPUs on 8-GPU nodes). All or nothing.
+  ([8, 8, 2] for 18 GPUs on 8-GPU nodes). All or nothing. A job made of pods
+  (``Job.pods``) is split into whole pods: as many as the largest node holds, plus a remainder
+  ([6, 6] for 4 pods of 3 GPUs on 8-GPU nodes); a pod larger than every node never fits.
 - *first-fit*: the lowest-index node with room. *best-fit*: the node left with the fewest free
   GPUs after placing (ties by node order).
 
@@ -90,7 +92,7 @@ class CapacityIndex:
         self._free_mem = [n.memory_mb for n in self.nodes]
         self._buckets: dict[str, list[list[int]]] = {}
         self._max_level: dict[str, int] = {}
-        self._ever_fits: dict[tuple[int, str | None, float, float], bool] = {}
+        self._ever_fits: dict[tuple[int, int, str | None, float, float], bool] = {}
         for i, node in enumerate(self.nodes):
             if node.gpus < 0:
                 raise ConfigError(f"node {node.name} has a negative GPU count")
@@ -131,7 +133,7 @@ class CapacityIndex:
 
     def could_ever_fit(self, job: Job) -> bool:
         """Whether the job fits the empty cluster (GPUs, type, CPUs and memory)."""
-        key = (job.gpus, job.gpu_type, job.cpus, job.memory_mb)
+        key = (job.gpus, job.split_unit, job.gpu_type, job.cpus, job.memory_mb)
         known = self._ever_fits.get(key)
         if known is None:
             empty = CapacityIndex(self.nodes)
@@ -161,9 +163,13 @@ class CapacityIndex:
         return self._place_split(job, largest, strategy)
 
     def _place_split(self, job: Job, largest: int, strategy: PlacementStrategy) -> Placement | None:
-        sizes = [largest] * (job.gpus // largest)
-        if job.gpus % largest:
-            sizes.append(job.gpus % largest)
+        unit = job.split_unit
+        full = largest - largest % unit  # whole pods on the largest node
+        if full == 0:
+            return None
+        sizes = [full] * (job.gpus // full)
+        if job.gpus % full:
+            sizes.append(job.gpus % full)
         parts: list[Part] = []
         for size in sizes:
             share = size / job.gpus

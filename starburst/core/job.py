@@ -7,6 +7,9 @@ Terms:
   oracle, or a prediction. Budgets are always computed from the estimate.
 - *wait budget*: the longest a job may wait in the queue before it bursts; ``deadline`` is
   ``queued_at + budget`` (``inf`` for a job that never bursts).
+- *pods*: the job runs as ``pods`` equal tasks (the Pods of one Kubernetes Job), each with
+  ``gpus / pods`` GPUs. A pod cannot be cut across nodes, so a multi-node split gives every
+  node whole pods. ``None`` (trace jobs, the paper's model): any split of the GPUs is allowed.
 
 Invariants: jobs are immutable values; a job is identified by its ``id`` everywhere (ties in
 every ordering end in the id, so the same input always gives the same decisions).
@@ -35,6 +38,7 @@ class Job:
     team: str | None = None
     name: str | None = None
     deadline: float | None = None
+    pods: int | None = None
     extra: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -43,6 +47,13 @@ class Job:
         if self.estimate is not None:
             return self.estimate
         return self.runtime if self.runtime is not None else 0.0
+
+    @property
+    def split_unit(self) -> int:
+        """The GPUs a multi-node split must keep together: one pod's, else 1 (any split)."""
+        if self.pods and self.gpus % self.pods == 0:
+            return max(self.gpus // self.pods, 1)
+        return 1
 
     def with_estimate(self, estimate: float) -> Job:
         return replace(self, estimate=estimate)

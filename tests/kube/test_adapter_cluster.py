@@ -20,7 +20,7 @@ def test_a_suspended_labelled_job_becomes_a_submission(kube, batch, cluster, clo
         labels={"starburst.io/user": "ada", "starburst.io/team": "vision"}))
     (job,) = eventually(cluster.submissions)
     assert job.id == "default/train" and job.name == "train"
-    assert (job.gpus, job.cpus, job.memory_mb) == (8, 16.0, 4 * 16 * 1024.0)
+    assert (job.gpus, job.pods, job.cpus, job.memory_mb) == (8, 4, 16.0, 4 * 16 * 1024.0)
     assert job.gpu_type == "A100" and job.user == "ada" and job.team == "vision"
     assert job.submit_time > 0
     assert cluster.submissions() == []  # each Job is offered once

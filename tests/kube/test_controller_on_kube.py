@@ -63,15 +63,23 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
         reasons = [e.reason for e in store.events("default/alpha")]
         assert any(r.startswith("fits on gpu-a×8, gpu-b×8") for r in reasons)
 
-        # a single 16-GPU pod cannot be split across 8-GPU nodes: the job fails, with why,
-        # and the pass goes on
+        # 3 pods of 3 GPUs start as whole pods, [6, 3], not as [8, 1] (which no node could run)
+        batch.create_namespaced_job("default", queued_job("trio", gpus=3, pods=3))
+        # one 16-GPU pod fits no 8-GPU node: it never fits on-prem, so it bursts, with why
         batch.create_namespaced_job("default", queued_job("mono", gpus=16))
-        eventually(lambda: any(j.id == "default/mono" for j in cluster.queued()))
+        eventually(lambda: len(cluster.queued()) == 2)
         clock.t += 1
-        assert controller.run_pass() is not None
-        mono = store.get("default/mono")
-        assert mono.state is JobState.FAILED
-        assert "cannot start on-prem" in store.events("default/mono")[-1].reason
+        report = controller.run_pass()
+        assert report is not None and report.started == ["default/trio"]
+        assert report.burst == ["default/mono"]
+        assert store.get("default/trio").state is JobState.RUNNING_ONPREM
+        assert any("fits on gpu-a×6, gpu-b×3" in e.reason for e in store.events("default/trio"))
+        pods = eventually(lambda: len(kube.pods_of("default", "trio")) == 3
+                          and kube.pods_of("default", "trio"))
+        placed = sorted(p["spec"].get("nodeName") or "" for p in pods)
+        assert placed == ["gpu-a", "gpu-a", "gpu-b"]
+        assert store.get("default/mono").state is JobState.BURSTING
+        print([e.reason for e in store.events("default/mono")])
     finally:
         controller.stop()
         store.close()

@@ -48,6 +48,27 @@ def test_a_large_job_is_split_into_full_nodes_and_a_remainder() -> None:
     assert shares(index.place(make_job(gpus=16), FF)) == [("node-1", 8), ("node-2", 8)]
 
 
+def test_a_job_of_pods_is_split_into_whole_pods() -> None:
+    index = CapacityIndex(nodes(4, 8))
+    assert shares(index.place(make_job(gpus=12, pods=4), FF)) == [("node-0", 6), ("node-1", 6)]
+    assert shares(index.place(make_job(gpus=12), FF)) == [("node-0", 8), ("node-1", 4)]
+    assert shares(index.place(make_job(gpus=16, pods=2), FF)) == [("node-0", 8), ("node-1", 8)]
+    use(index, {0: 3, 1: 3, 2: 3})  # free: 5, 5, 5, 8
+    assert shares(index.place(make_job(gpus=10, pods=2), FF)) == [("node-0", 5), ("node-1", 5)]
+    assert shares(index.place(make_job(gpus=10), FF)) == [("node-3", 8), ("node-0", 2)]
+    assert index.place(make_job(gpus=18, pods=3), BF) is None  # 6-GPU pods: only node-3 holds one
+
+
+def test_a_pod_larger_than_every_node_never_fits() -> None:
+    index = CapacityIndex(nodes(4, 8))
+    assert not index.could_ever_fit(make_job(gpus=20, pods=2))
+    assert index.could_ever_fit(make_job(gpus=20))  # the same size in any shape: [8, 8, 4]
+    assert index.could_ever_fit(make_job(gpus=8, pods=1))
+    assert not index.could_ever_fit(make_job(gpus=16, pods=1))  # one 16-GPU pod
+    assert index.could_ever_fit(make_job(gpus=16))
+    assert index.place(make_job(gpus=20, pods=2), FF) is None
+
+
 def test_placement_is_all_or_nothing_and_leaves_the_index_unchanged() -> None:
     index = CapacityIndex(nodes(3, 8))
     use(index, {0: 1, 1: 1})  # only node2 is fully free

@@ -50,6 +50,17 @@ def test_out_of_order_starts_every_job_that_fits_behind_a_blocked_head() -> None
     assert "out of order" in result.starts[0].reason and "1 earlier job" in result.starts[0].reason
 
 
+def test_a_bigger_job_of_smaller_pods_fits_where_a_smaller_one_pod_job_did_not() -> None:
+    index = CapacityIndex(nodes(2, 8))
+    busy(index, 0, 2)
+    busy(index, 1, 2)  # 6 free on each node: no room for one 8-GPU pod, room for two 6-GPU pods
+    queue = [queued(make_job("one-pod", gpus=8, pods=1), H),
+             queued(make_job("two-pods", gpus=12, pods=2, submit=1), H)]
+    result = schedule_pass(10, queue, [], index, config(out_of_order=True))
+    assert ids(result.starts) == ["two-pods"] and ids(result.waiting) == ["one-pod"]
+    assert [p.gpus for p in result.starts[0].placement] == [6, 6]
+
+
 def test_the_pass_leaves_the_capacity_snapshot_as_it_found_it() -> None:
     index = CapacityIndex(nodes(2, 8))
     schedule_pass(0, [], [queued(make_job("a", gpus=8), 0)], index, config(out_of_order=True))

@@ -62,7 +62,8 @@ def spec_columns(spec: JobSpec) -> dict[str, Any]:
     """The ``jobs`` columns a submission fills (everything but id, state and times)."""
     return {
         "name": spec.name, "user_name": spec.user, "team_name": spec.team,
-        "image": spec.image, "command": spec.command, "gpus": spec.gpus, "cpus": spec.cpus,
+        "image": spec.image, "command": spec.command, "gpus": spec.gpus, "pods": spec.pods,
+        "cpus": spec.cpus,
         "memory_mb": spec.memory_mb, "gpu_type": spec.gpu_type,
         "declared_runtime": spec.declared_runtime, "deadline": maybe_time(spec.deadline),
         "extra": dict(spec.extra),
@@ -78,7 +79,7 @@ def to_job(row: Mapping[Any, Any]) -> Job:
         runtime=row["runtime"],
         estimate=estimate if estimate is not None else row["declared_runtime"],
         user=row["user_name"], team=row["team_name"], name=row["name"],
-        deadline=maybe_epoch(row["deadline"]), extra=dict(row["extra"] or {}),
+        deadline=maybe_epoch(row["deadline"]), pods=row["pods"], extra=dict(row["extra"] or {}),
     )
 
 

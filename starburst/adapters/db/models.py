@@ -123,6 +123,7 @@ class JobRow(Base):
     __table_args__ = (
         CheckConstraint(f"state IN ({_STATES})", name="state"),
         CheckConstraint("gpus >= 0", name="gpus"),
+        CheckConstraint("pods >= 1", name="pods"),
         Index("ix_jobs_queue", "state", "queued_at", "id"),
     )
 
@@ -134,6 +135,7 @@ class JobRow(Base):
     image: Mapped[str | None] = mapped_column(String(512))
     command: Mapped[str | None] = mapped_column(Text)
     gpus: Mapped[int] = mapped_column(Integer)
+    pods: Mapped[int | None] = mapped_column(Integer)
     cpus: Mapped[float] = mapped_column(Float)
     memory_mb: Mapped[float] = mapped_column(Float)
     gpu_type: Mapped[str | None] = mapped_column(String(64))

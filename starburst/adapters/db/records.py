@@ -60,7 +60,9 @@ class Role(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class JobSpec:
-    """What a submission asks for. ``id`` is generated when None."""
+    """What a submission asks for. ``id`` is generated when None; ``gpus`` is the total over
+    ``pods`` equal pods (``PermanentError`` if it does not divide evenly; None: not made of
+    pods, any split allowed, see ``Job.pods``)."""
 
     gpus: int
     id: str | None = None
@@ -74,12 +76,21 @@ class JobSpec:
     gpu_type: str | None = None
     declared_runtime: float | None = None
     deadline: float | None = None
+    pods: int | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.gpus < 0:
+            raise PermanentError(f"a job cannot ask for {self.gpus} GPUs")
+        if self.pods is not None and (self.pods < 1 or self.gpus % self.pods):
+            raise PermanentError(
+                f"a job of {self.pods} pods cannot share {self.gpus} GPUs equally between them"
+            )
 
     @classmethod
     def from_job(cls, job: Job) -> JobSpec:
         return cls(
-            id=job.id, gpus=job.gpus, cpus=job.cpus, memory_mb=job.memory_mb,
+            id=job.id, gpus=job.gpus, pods=job.pods, cpus=job.cpus, memory_mb=job.memory_mb,
             gpu_type=job.gpu_type, user=job.user, team=job.team, name=job.name,
             declared_runtime=job.estimate, deadline=job.deadline, extra=dict(job.extra),
         )

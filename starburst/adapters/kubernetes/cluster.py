@@ -348,13 +348,14 @@ def _bound(fn: Any, namespace: str) -> Any:
 
 
 def _check_pod_sizes(job: Job, placement: Placement) -> None:
-    """Each node's share must hold whole Pods: the scheduler cannot split a Pod's GPUs."""
-    pods = int(job.extra.get("pods", "1") or 1)
-    per_pod = job.gpus // pods if pods else 0
-    if per_pod and any(part.gpus % per_pod for part in placement):
+    """Each node's share must hold whole Pods: the scheduler cannot split a Pod's GPUs.
+
+    The core splits by ``Job.pods``, so this only refuses a placement made without it."""
+    per_pod = job.split_unit
+    if job.pods and any(part.gpus % per_pod for part in placement):
         shares = ", ".join(str(p.gpus) for p in placement)
-        raise PermanentError(f"job {job.id} has {pods} pods of {per_pod} GPUs; a placement of "
-                             f"[{shares}] GPUs per node cannot hold whole pods")
+        raise PermanentError(f"job {job.id} has {job.pods} pods of {per_pod} GPUs; a placement "
+                             f"of [{shares}] GPUs per node cannot hold whole pods")
 
 
 def _size(job: Job) -> tuple[int, float, float, str | None]:

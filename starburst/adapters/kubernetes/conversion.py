@@ -106,9 +106,9 @@ def job_from_k8s(obj: Obj, conv: Conventions) -> Job:
         user=labels.get(USER_LABEL),
         team=labels.get(TEAM_LABEL) or meta.get("namespace"),
         name=meta["name"],
+        pods=max(width, 1),
         extra={"namespace": meta.get("namespace", ""), "k8s_name": meta["name"],
-               "uid": meta.get("uid", ""), "queue": labels.get(QUEUE_LABEL, ""),
-               "pods": str(width)},
+               "uid": meta.get("uid", ""), "queue": labels.get(QUEUE_LABEL, "")},
     )
 
 

@@ -18,7 +18,7 @@ from starburst.adapters.db.records import (
     StaleVersion,
 )
 from starburst.core.capacity import Part
-from starburst.core.errors import ConfigError
+from starburst.core.errors import ConfigError, PermanentError
 from starburst.core.lifecycle import IllegalTransition, JobState
 
 DAY = 86_400.0
@@ -50,6 +50,17 @@ def test_submit_stores_the_spec_and_a_submitted_event(store, clock):  # type: ig
     [event] = store.events(sub.job.id)
     assert (event.from_state, event.to_state, event.actor) == (None, JobState.SUBMITTED, "cli")
     assert store.user("ann").team == "ml"
+
+
+def test_a_job_of_pods_keeps_its_pod_count(store):  # type: ignore[no-untyped-def]
+    pods = store.submit(JobSpec(gpus=12, pods=4, user="ann")).job
+    plain = store.submit(JobSpec(gpus=12, user="ann")).job
+    assert store.get(pods.id).job.pods == 4 and store.get(pods.id).job.split_unit == 3
+    assert store.get(plain.id).job.pods is None  # not made of pods: any split
+    with pytest.raises(PermanentError, match="4 pods cannot share 10 GPUs"):
+        JobSpec(gpus=10, pods=4)
+    with pytest.raises(PermanentError):
+        JobSpec(gpus=2, pods=0)
 
 
 def test_duplicate_idempotency_key_returns_the_existing_job(store, clock):  # type: ignore[no-untyped-def]
