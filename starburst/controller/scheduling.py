@@ -317,12 +317,11 @@ class SchedulingLoop(CloudSide):
 
 
 def _with_declaration(stored: StoredJob) -> Job:
-    """A submitted job as the estimator reads it: the user's declared runtime (which the store
-    returns as the job's estimate until a prediction exists) under ``declared_runtime``, the
-    command and image under their names."""
+    """A submitted job as the estimator reads it: the user's declared runtime under
+    ``declared_runtime``, the command and image under their names."""
     job = backend_job(stored)
-    if job.estimate is not None and stored.predicted_runtime is None:
-        job = replace(job, extra={**job.extra, "declared_runtime": repr(job.estimate)})
+    if stored.declared_runtime is not None:
+        job = replace(job, extra={**job.extra, "declared_runtime": repr(stored.declared_runtime)})
     return job
 
 

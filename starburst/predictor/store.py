@@ -9,9 +9,11 @@ Terms and conversions:
   ``extra["finish_time"]`` is its real end time, so the history features stay leak-free with
   queueing delays included. Its ``estimate`` is dropped: in the store a job's estimate is the
   latest *prediction* (else the declaration), and training on our own predictions would feed
-  the model its past output.
-- A *queued job* (``StoredJob``) becomes a prediction input with its image and command in
-  ``extra``; its declared runtime is recovered only while no prediction has replaced it.
+  the model its past output. What the user gave at submit time goes to ``extra`` as in a
+  trace: ``image``, ``command`` and ``declared_runtime`` (the declaration, kept in its own
+  column, never a prediction).
+- A *queued job* (``StoredJob``) becomes a prediction input the same way, so training and
+  prediction see the same features.
 - The active model is the store's active version of ``MODEL_NAME``; its ``artifact_uri`` is
   the artifact path.
 """
@@ -47,24 +49,26 @@ class PredictorStore(Protocol):
     def record_predictions(self, predictions: Sequence[Any]) -> None: ...
 
 
+def _submitted(record: Any) -> dict[str, str]:
+    """What the user gave at submit time beyond the core job, as trace-style ``extra``."""
+    given = {"image": record.image, "command": record.command}
+    extra = {key: value for key, value in given.items() if value}
+    if record.declared_runtime is not None:
+        extra["declared_runtime"] = repr(float(record.declared_runtime))
+    return extra
+
+
 def history_job(record: Any) -> Job:
     """A store ``HistoryJob`` as a training job (real end time; no estimate)."""
     job: Job = record.job
-    extra = {**job.extra, "finish_time": repr(float(record.ended_at))}
+    extra = {**job.extra, **_submitted(record), "finish_time": repr(float(record.ended_at))}
     return replace(job, estimate=None, extra=extra)
 
 
 def queued_job(stored: Any) -> Job:
     """A store ``StoredJob`` as a prediction input (image, command, declaration in ``extra``)."""
     job: Job = stored.job
-    extra = dict(job.extra)
-    if stored.image:
-        extra["image"] = stored.image
-    if stored.command:
-        extra["command"] = stored.command
-    if stored.predicted_runtime is None and job.estimate is not None:
-        extra["declared_runtime"] = repr(job.estimate)
-    return replace(job, extra=extra)
+    return replace(job, extra={**job.extra, **_submitted(stored)})
 
 
 def completed_jobs(store: PredictorStore, limit: int = DEFAULT_LIMIT) -> list[Job]:

@@ -52,6 +52,9 @@ def test_train_load_predict_and_record(store: SqlStore, tmp_path: Path) -> None:
     [first] = store.history(limit=1)[:1] or [None]
     training = history_job(first)
     assert training.estimate is None and float(training.extra["finish_time"]) == first.ended_at
+    # what the user gave at submit time is a feature, as in a trace
+    assert (training.extra["image"], training.extra["declared_runtime"]) == ("img", "9999.0")
+    assert training.extra["command"].startswith("python ")
 
     artifact = train_from_store(store, tmp_path / "model.joblib", params=SMALL)
     active = store.active_model(MODEL_NAME)
@@ -73,7 +76,8 @@ def test_train_load_predict_and_record(store: SqlStore, tmp_path: Path) -> None:
     [pred] = store.predictions(job.id)
     assert (pred.source, pred.model_version_id, pred.value) == (est.source, active.id, est.value)
     assert store.get(job.id).predicted_runtime == est.value
-    assert "declared_runtime" not in queued_job(store.get(job.id)).extra  # now a prediction
+    # the declaration stays the user's, not our prediction (which is the job's estimate now)
+    assert queued_job(store.get(job.id)).extra["declared_runtime"] == "7200.0"
 
 
 def test_broken_active_model_falls_back(store: SqlStore, tmp_path: Path) -> None:

@@ -89,7 +89,8 @@ def to_stored_job(row: Mapping[Any, Any]) -> StoredJob:
         queued_at=to_epoch(row["queued_at"]), idempotency_key=row["idempotency_key"],
         image=row["image"], command=row["command"],
         started_at=maybe_epoch(row["started_at"]), ended_at=maybe_epoch(row["ended_at"]),
-        predicted_runtime=row["predicted_runtime"], wait_budget=row["wait_budget"],
+        predicted_runtime=row["predicted_runtime"], declared_runtime=row["declared_runtime"],
+        wait_budget=row["wait_budget"],
         ran_on=row["ran_on"],
     )
 
@@ -98,6 +99,7 @@ def to_history(row: Mapping[Any, Any]) -> HistoryJob:
     return HistoryJob(
         job=to_job(row), state=JobState(row["state"]), ran_on=row["ran_on"],
         started_at=to_epoch(row["started_at"]), ended_at=to_epoch(row["ended_at"]),
+        image=row["image"], command=row["command"], declared_runtime=row["declared_runtime"],
     )
 
 

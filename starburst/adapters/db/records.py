@@ -110,6 +110,7 @@ class StoredJob:
     started_at: float | None = None
     ended_at: float | None = None
     predicted_runtime: float | None = None
+    declared_runtime: float | None = None
     wait_budget: float | None = None
     ran_on: str | None = None
 
@@ -221,13 +222,17 @@ class Prediction:
 @dataclass(frozen=True, slots=True)
 class HistoryJob:
     """A finished job for training and budget calibration: the core job with its true
-    ``runtime`` filled in, where it ran, and its final state."""
+    ``runtime`` filled in, where it ran, its final state, and what was known of it at submit
+    time beyond the core job (image, command, the user's declared runtime)."""
 
     job: Job
     state: JobState
     ran_on: str | None
     started_at: float
     ended_at: float
+    image: str | None = None
+    command: str | None = None
+    declared_runtime: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
