@@ -2,7 +2,9 @@
 
 Periodic work runs as APScheduler jobs in one process:
 - ``pass``: a scheduling pass every ``pass_interval_s``, and sooner when something happens —
-  a submission through the API (``poke``), or the next budget expiry the last pass reported;
+  a submission through the API (``poke``), a job arriving or ending in a backend that says
+  so (its ``on_change``: the Kubernetes watches, the local backends' end watch), or the next
+  budget expiry the last pass reported;
 - ``recalibrate``: the waiting-budget coefficient refitted on a rolling window of recent jobs
   (Σ wait budgets = b × Σ predicted runtimes), every ``recalibrate_interval_s``;
 - ``retrain``: the runtime estimator rebuilt from the store's history.
@@ -75,8 +77,9 @@ class Controller:
         self.loop = SchedulingLoop(store, cluster, cloud, self.clock, self.config,
                                    estimator=estimator, fencing_token=lambda: self._lock.token,
                                    hold=BudgetGate(store))
-        if hasattr(cluster, "on_change"):  # a cluster that can say when a job ends or arrives
-            cluster.on_change = self.poke
+        for backend in (cluster, cloud):  # backends that can say when a job ends or arrives
+            if hasattr(backend, "on_change"):
+                backend.on_change = self.poke
         self._health = Health(False, "starting")
         self._scheduler: Any = None
         self._pass_lock = threading.Lock()

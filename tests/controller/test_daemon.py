@@ -125,3 +125,25 @@ def test_a_30_second_database_outage_pauses_the_controller_which_then_resumes(
             controller.stop()
             controller.store.close()
         server.stop()
+
+
+def test_a_local_job_ending_wakes_the_controller_at_once(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    # passes every 10 minutes: a job seen to end sooner was noticed by the local end watch
+    settings = Settings(database_url=url, state_dir=tmp_path / "state", local_gpus=1,
+                        cloud="none", pass_interval_s=600, policy="infinite")
+    store = SqlStore.open(url)
+    controller = Controller(settings, store, build_cluster(settings, _clock()), None)
+    controller.start()
+    try:
+        assert wait_for(lambda: controller.health().detail == "leading")
+        first, second = submit(store, "first", 0.3), submit(store, "second", 0.3)
+        controller.poke()  # as the API does after a submission
+        assert wait_for(lambda: store.get(first).state is JobState.RUNNING_ONPREM, timeout=10)
+        # one GPU: the second job can only start once the first one's end has been noticed
+        assert wait_for(lambda: store.get(second).state is JobState.SUCCEEDED, timeout=10)
+        assert store.get(first).state is JobState.SUCCEEDED
+    finally:
+        controller.stop()
+        store.close()

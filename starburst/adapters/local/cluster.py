@@ -26,6 +26,10 @@ Restart safety — a job is never run twice and never lost:
 - ``started_at`` is the recorded spawn time; an end found (not seen) is dated by when its
   exit status was written.
 
+Prompt ends: once the controller sets ``on_change``, an ``EndWatch`` calls it as soon as a
+running job's process ends, so the next pass (which reports the end and frees the GPUs) comes
+at once instead of at the next tick.
+
 Invariants: ``start`` is idempotent (a job id that is running or has run is not started
 again) and returns as soon as the process exists; ``snapshot`` and ``ended`` only look at
 process state and never wait; a job's slots are free again exactly when its end is reported
@@ -36,13 +40,14 @@ fits raises ``TransientError`` (retry on the next pass).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from starburst.adapters.local.processes import JobProcess, adopt, spawn, spawn_record
 from starburst.adapters.local.statedir import job_dirname, job_from_json, job_to_json
+from starburst.adapters.local.watch import EndWatch
 from starburst.core.capacity import CapacityIndex, Node, Part, Placement
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job
@@ -89,7 +94,21 @@ class LocalCluster:
         self._running: dict[str, _Running] = {}
         self._done: dict[str, JobProcess] = {}
         self._unreported: list[JobEnded] = []
+        self._on_change: Callable[[], None] | None = None
+        self._watch = EndWatch(self._changed)
         self._adopt_still_running()
+
+    @property
+    def on_change(self) -> Callable[[], None] | None:
+        """Called (from a watcher thread) soon after a running job's process ends."""
+        return self._on_change
+
+    @on_change.setter
+    def on_change(self, listener: Callable[[], None] | None) -> None:
+        self._on_change = listener
+        if listener is not None:
+            for entry in self._running.values():
+                self._watch.add(entry.process.pid, entry.process.token)
 
     # -- the Cluster port --------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
@@ -206,6 +225,13 @@ class LocalCluster:
             if i < len(self._slots):  # an earlier life may have had more slots
                 self._slots[i] = started.job.id
         self._running[started.job.id] = _Running(started, process, slots)
+        if self._on_change is not None:
+            self._watch.add(process.pid, process.token)
+
+    def _changed(self) -> None:
+        listener = self._on_change
+        if listener is not None:
+            listener()
 
     def _reap(self) -> None:
         for job_id in list(self._running):

@@ -26,6 +26,9 @@ not know from the state directory. ``billed_launch`` bills from the recorded lau
 quote; ``ended_at`` is when the end was seen, or, for an end found after a restart, when the
 exit status was written — so metered cost is what really ran.
 
+Prompt ends: once the controller sets ``on_change``, an ``EndWatch`` calls it as soon as a
+launch's process ends, so its end is recorded (and its metering closed) by the very next pass.
+
 Invariants: ``launch`` returns as soon as the process exists; ``poll`` reads process state
 and never waits; the process gets no GPUs (``CUDA_VISIBLE_DEVICES`` is empty) — only the price
 is a cloud's. A handle whose job has no launch in the state directory polls as failed.
@@ -33,11 +36,13 @@ is a cloud's. A handle whose job has no launch in the state directory polls as f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from starburst.adapters.local.processes import JobProcess, Outcome, adopt, spawn, spawn_record
 from starburst.adapters.local.statedir import LOG, job_dirname
+from starburst.adapters.local.watch import EndWatch
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job
 from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
@@ -82,6 +87,21 @@ class EmulatedCloud:
         self._clock: Clock = clock or WallClock()
         self._grace = grace
         self._launches: dict[str, _Launch] = {}
+        self._on_change: Callable[[], None] | None = None
+        self._watch = EndWatch(self._changed)
+
+    @property
+    def on_change(self) -> Callable[[], None] | None:
+        """Called (from a watcher thread) soon after a launch's process ends."""
+        return self._on_change
+
+    @on_change.setter
+    def on_change(self, listener: Callable[[], None] | None) -> None:
+        self._on_change = listener
+        if listener is not None:
+            for launch in self._launches.values():
+                if launch.process.outcome is None:
+                    self._watch.add(launch.process.pid, launch.process.token)
 
     # -- the Cloud port ----------------------------------------------------------------------
     def quote(self, job: Job) -> Quote:
@@ -125,7 +145,7 @@ class EmulatedCloud:
         env = {"CUDA_VISIBLE_DEVICES": "", "STARBURST_EMULATED": "1"}
         process = spawn(job, self._root, env, header, record, self._grace)
         handle = CloudHandle(job.id, name, None, f"{EMULATED}-pid-{process.pid}")
-        self._launches[job.id] = _Launch(job.id, job.team, quote, handle, process, now)
+        self._remember(_Launch(job.id, job.team, quote, handle, process, now))
         return handle
 
     def poll(self, handle: CloudHandle) -> CloudStatus:
@@ -219,5 +239,15 @@ class EmulatedCloud:
         handle = CloudHandle(job_id, str(record["name"]), None, f"{EMULATED}-pid-{process.pid}")
         team = record.get("team")
         launch = _Launch(job_id, team, quote, handle, process, float(record["spawned_at"]))
-        self._launches[job_id] = launch
+        self._remember(launch)
         return launch
+
+    def _remember(self, launch: _Launch) -> None:
+        self._launches[launch.job_id] = launch
+        if self._on_change is not None:
+            self._watch.add(launch.process.pid, launch.process.token)
+
+    def _changed(self) -> None:
+        listener = self._on_change
+        if listener is not None:
+            listener()
