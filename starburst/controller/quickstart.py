@@ -85,7 +85,8 @@ def _narrate(store: object, started: float, echo: Callable[[str], object],
                       if e.to_state is not JobState.SUBMITTED]
             seen[job_id] = len(events)
             done += job.state in TERMINAL
-        for at, name, state, reason in sorted(lines):
+        # by time only: a job's events at one instant keep their recorded order (stable sort)
+        for at, name, state, reason in sorted(lines, key=lambda line: line[0]):
             echo(f"{at - started:6.1f}s  {name:<14} {state:<15} {reason}")
         if done == len(ids):
             return

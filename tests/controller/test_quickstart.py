@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -21,3 +22,12 @@ def test_quickstart_shows_waiting_out_of_order_bursting_and_the_savings() -> Non
     assert "saved " in out and "against bursting everything" in out
     assert "timed out" not in out
     assert "Traceback" not in done.stderr
+    # the timeline tells each job's story in order: queued first, finished last
+    stories: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        match = re.match(r"\s*\d+\.\ds\s+(\S+)\s+(\S+)", line)
+        if match:
+            stories.setdefault(match[1], []).append(match[2])
+    assert len(stories) >= 10
+    for name, states in stories.items():
+        assert states[0] == "queued" and states[-1] == "succeeded", (name, states)
