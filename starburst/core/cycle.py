@@ -141,13 +141,13 @@ def _schedule(
     # Free capacity only shrinks during a pass, so once a job of some shape fails to fit, every
     # job of the same shape (pod size included) with at least as many GPUs fails too:
     # remember the smallest failure.
-    smallest_failure: dict[tuple[str | None, float, float, int], int] = {}
+    smallest_failure: dict[tuple[str | None, float, float, int | None], int] = {}
     for entry in ordered:
         if blocked:
             waiting.append(entry)
             continue
         job = entry.job
-        shape = (job.gpu_type, job.cpus, job.memory_mb, job.split_unit)
+        shape = (job.gpu_type, job.cpus, job.memory_mb, job.pods and job.split_unit)
         failed_at = smallest_failure.get(shape)
         if failed_at is not None and job.gpus >= failed_at and not math.isinf(entry.deadline):
             waiting.append(entry)
