@@ -5,6 +5,9 @@
    (a throwaway server) and SQLite. The cluster is the in-memory one, so the figure is the
    controller's own cost; the Kubernetes adapter's snapshot is measured by k8s_bench.py.
    Target: p50 < 100 ms.
+   Admission (submitted → queued with a wait budget) writes a whole page of submissions in
+   one transaction; the bench compares it with one transaction per job (the baseline) on
+   the same store.
 2. Submit → running on-prem with free capacity, end to end through the REST API, the
    controller (``starburst server`` wiring in-process) and the local cluster: the time from
    the POST until the job's state is running_onprem. Target: < 1 s.
@@ -25,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
+from starburst.adapters.db.records import JobSpec, Move
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.capacity import uniform_nodes
@@ -86,6 +89,30 @@ def pass_bench(url: str, label: str, queued: int, nodes: int, passes: int) -> No
     store.close()
 
 
+def admission_bench(url: str, label: str, jobs: int) -> None:
+    """Queue ``jobs`` submissions one transaction per job (baseline), then as one batch."""
+    migrate.upgrade(url)
+    store = SqlStore.open(url)
+    figures = []
+    for kind in ("one per job", "one batch"):
+        specs = [JobSpec(gpus=1, declared_runtime=60.0) for _ in range(jobs)]
+        ids = [s.job.id for s in store.submit_many(specs)]
+        started = time.perf_counter()
+        if kind == "one per job":
+            for job_id in ids:
+                store.transition(job_id, JobState.QUEUED, reason="queued", actor="bench",
+                                 wait_budget=60.0)
+        else:
+            result = store.transition_many([Move(i, "queued", 60.0) for i in ids],
+                                           JobState.QUEUED, actor="bench")
+            assert len(result.moved) == jobs
+        figures.append(time.perf_counter() - started)
+    per_job, batch = figures
+    print(f"   {label:<11} admit {jobs} submissions: one transaction per job {per_job:.3f} s, "
+          f"one batch {batch:.3f} s ({per_job / batch:.1f}× faster)")
+    store.close()
+
+
 def latency_bench(samples: int) -> None:
     import httpx
     import uvicorn
@@ -142,6 +169,10 @@ def main() -> None:
         if server is not None:
             pass_bench(fresh_database(server, "bench"), "PostgreSQL", queued, nodes, passes)
         pass_bench(f"sqlite:///{tmp}/bench.db", "SQLite", queued, nodes, passes)
+        print("   admission writes (500 = the most one pass admits)")
+        if server is not None:
+            admission_bench(fresh_database(server, "admit"), "PostgreSQL", 500)
+        admission_bench(f"sqlite:///{tmp}/admit.db", "SQLite", 500)
     print("2. end-to-end latency")
     latency_bench(5 if args.quick else 20)
 

@@ -78,7 +78,7 @@ class Controller:
                                    estimator=estimator, fencing_token=lambda: self._lock.token,
                                    hold=BudgetGate(store))
         for backend in (cluster, cloud):  # backends that can say when a job ends or arrives
-            if hasattr(backend, "on_change"):
+            if backend is not None and hasattr(backend, "on_change"):
                 backend.on_change = self.poke
         self._health = Health(False, "starting")
         self._scheduler: Any = None

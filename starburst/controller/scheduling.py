@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from starburst.adapters.db.records import JobNotFound, StoredJob
+from starburst.adapters.db.records import JobNotFound, Move, StoredJob
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.cloudside import CloudSide, cloud_job
 from starburst.controller.queue_view import QueueView, read_all
@@ -204,24 +204,32 @@ class SchedulingLoop(CloudSide):
         estimates = self.estimator.estimate(jobs) if self.estimator is not None else None
         if estimates is not None:
             self._record_predictions(jobs, estimates, now)
-        note = getattr(self.cluster, "note_waiting", None)
-        arrivals = []
+        # (the predictions, recorded above, already set each job's predicted runtime)
+        admitted: dict[str, tuple[QueuedJob, Move, float | None]] = {}
         for i, stored in enumerate(submitted):
             job = stored.job
-            if estimates is not None:
-                job = job.with_estimate(estimates[i].value)
+            estimate = estimates[i].value if estimates is not None else None
+            if estimate is not None:
+                job = job.with_estimate(estimate)
             budget = self.config.policy.budget(job)
-            if estimates is not None:
-                self.store.set_estimates(job.id, predicted_runtime=estimates[i].value)
             reason = f"queued with a {_budget_text(budget)} wait budget"
-            if self._move(job.id, JobState.QUEUED, reason, token, now, wait_budget=budget):
-                queued = QueuedJob(job, stored.queued_at, budget)
-                arrivals.append(queued)
-                report.budgets.append(budget)
-                if note is not None:  # the budget and the estimate, on the Kubernetes Job
-                    self._quietly(note, job.id, budget,
-                                  estimates[i].value if estimates is not None else None, reason)
-                self.view.add(queued)
+            move = Move(job.id, reason, wait_budget=budget)
+            admitted[job.id] = (QueuedJob(job, stored.queued_at, budget), move, estimate)
+        # one transaction for the whole page; a job cancelled meanwhile is skipped
+        result = self.store.transition_many([m for _, m, _ in admitted.values()],
+                                            JobState.QUEUED, actor=ACTOR, fencing_token=token,
+                                            at=now)
+        for job_id in result.skipped:
+            log.info("skipped admitting %s: it is no longer submitted", job_id)
+        note = getattr(self.cluster, "note_waiting", None)
+        arrivals = []
+        for moved in result.moved:
+            queued, move, estimate = admitted[moved.job.id]
+            arrivals.append(queued)
+            report.budgets.append(queued.budget)
+            if note is not None:  # the budget and the estimate, on the Kubernetes Job
+                self._quietly(note, queued.id, queued.budget, estimate, move.reason)
+            self.view.add(queued)
         report.admitted = len(arrivals)
         return arrivals
 

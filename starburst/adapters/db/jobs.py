@@ -9,6 +9,9 @@ Invariants:
 - Each change appends exactly one ``job_events`` row (who, when, from → to, why, fencing token).
 - The queue is read with keyset pagination on ``(queued_at, id)``: a page costs the same
   whatever its depth, and the cursor is stable under concurrent inserts.
+- ``transition_many`` moves a batch in one transaction (rows locked ``FOR UPDATE`` on
+  PostgreSQL): the same rule, version bump and event per job; a job whose state no longer
+  allows the move (e.g. cancelled meanwhile) is skipped and named, the others move.
 - ``claim`` takes the head of a state's queue with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL,
   so concurrent claimers never take the same job; SQLite serialises writers instead.
 """
@@ -24,7 +27,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from starburst.core.errors import ConfigError
-from starburst.core.lifecycle import JobState, check_transition
+from starburst.core.lifecycle import ALLOWED, JobState, check_transition
 
 from .base import StoreBase, chunks, in_chunks
 from .convert import spec_columns, to_epoch, to_event, to_stored_job, to_time
@@ -35,6 +38,8 @@ from .records import (
     JobEvent,
     JobNotFound,
     JobSpec,
+    Move,
+    Moved,
     QueuePage,
     StaleVersion,
     StoredJob,
@@ -289,6 +294,52 @@ class JobsStore(StoreBase):
             return to_stored_job({**row, **values})
 
         return run(self._engine, move)
+
+    def transition_many(
+        self, moves: Sequence[Move], to_state: JobState, *, actor: str,
+        fencing_token: int | None = None, at: float | None = None,
+    ) -> Moved:
+        """Move many jobs to ``to_state`` in one transaction (see the module docstring).
+        Raises ``StaleLeader`` (then nothing changes); never ``IllegalTransition``."""
+        now = to_time(self._now(at))
+
+        def move_all(conn: sa.Connection) -> Moved:
+            self._check_fence(conn, fencing_token)
+            rows: dict[str, Any] = {}
+            for clause in in_chunks(JOBS.c.id, [m.job_id for m in moves]):
+                query = sa.select(JOBS).where(clause)
+                if self.is_postgres:
+                    query = query.with_for_update()
+                rows.update((r["id"], r) for r in conn.execute(query).mappings())
+            moved: list[StoredJob] = []
+            skipped: list[str] = []
+            events: list[dict[str, Any]] = []
+            for m in moves:
+                row = rows.pop(m.job_id, None)  # a job named twice moves once
+                if row is None or to_state not in ALLOWED[JobState(row["state"])]:
+                    skipped.append(m.job_id)
+                    continue
+                values = _changes(row, to_state, now)
+                if m.wait_budget is not None:
+                    values["wait_budget"] = m.wait_budget
+                done = conn.execute(
+                    sa.update(JOBS)
+                    .where(JOBS.c.id == m.job_id, JOBS.c.version == row["version"])
+                    .values(**values)
+                )
+                if done.rowcount != 1:  # cannot happen under the lock; never write blindly
+                    raise StaleVersion(m.job_id, row["version"], None)
+                events.append({
+                    "job_id": m.job_id, "at": now, "from_state": row["state"],
+                    "to_state": to_state.value, "reason": m.reason, "actor": actor,
+                    "fencing_token": fencing_token,
+                })
+                moved.append(to_stored_job({**row, **values}))
+            for part in chunks(events):
+                conn.execute(sa.insert(EVENTS), list(part))
+            return Moved(moved, skipped)
+
+        return run(self._engine, move_all)
 
     def claim(
         self, to_state: JobState, *, limit: int, reason: str, actor: str,

@@ -97,6 +97,24 @@ class JobSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Move:
+    """One job of a batch transition: why it moves, and its wait budget if it gets one."""
+
+    job_id: str
+    reason: str
+    wait_budget: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """What a batch transition did: the jobs as they are now, and those it could not move
+    (unknown, or their state no longer allows it)."""
+
+    moved: list[StoredJob]
+    skipped: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class StoredJob:
     """A job as the database knows it. ``version`` increases with every state change."""
 

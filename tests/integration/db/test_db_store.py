@@ -12,6 +12,7 @@ from starburst.adapters.db.records import (
     DuplicateJob,
     JobNotFound,
     JobSpec,
+    Move,
     Prediction,
     Role,
     StaleLeader,
@@ -320,3 +321,40 @@ def test_estimates_are_stored_without_a_state_change(store):  # type: ignore[no-
     assert (got.job.estimate, got.wait_budget, got.version) == (600.0, 90.0, 2)
     with pytest.raises(JobNotFound):
         store.set_estimates("ghost", wait_budget=1.0)
+
+
+def test_a_batch_transition_moves_what_it_may_in_one_go(store, engine, clock):  # type: ignore[no-untyped-def]
+    from starburst.adapters.db.leader import leader_lock
+
+    ids = [store.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(4)]
+    store.transition(ids[2], JobState.CANCELLED, reason="user", actor="ann")
+    moves = [Move(i, f"queued {n}", wait_budget=60.0 * n) for n, i in enumerate(ids)]
+    moves.append(Move("no-such-job", "ghost"))
+    clock.advance(5)
+    result = store.transition_many(moves, JobState.QUEUED, actor="controller")
+    assert [m.job.id for m in result.moved] == [ids[0], ids[1], ids[3]]
+    assert result.skipped == [ids[2], "no-such-job"]
+    for n in (0, 1, 3):
+        got = store.get(ids[n])
+        assert (got.state, got.version, got.wait_budget) == (JobState.QUEUED, 2, 60.0 * n)
+        assert got == next(m for m in result.moved if m.job.id == ids[n])
+        last = store.events(ids[n])[-1]
+        assert (last.from_state, last.to_state, last.reason) == (
+            JobState.SUBMITTED, JobState.QUEUED, f"queued {n}")
+        assert last.at == clock.now()
+    assert store.get(ids[2]).state is JobState.CANCELLED  # skipped, untouched
+    again = store.transition_many(moves[:1], JobState.QUEUED, actor="controller")
+    assert again.moved == [] and again.skipped == [ids[0]]  # queued -> queued is no move
+
+    # a deposed leader's batch changes nothing at all
+    lock = leader_lock(engine, "controller")
+    old = lock.acquire(timeout=5)
+    lock.release()
+    successor = leader_lock(engine, "controller")
+    successor.acquire(timeout=5)
+    successor.release()
+    fresh = store.submit(JobSpec(gpus=1, user="ann")).job.id
+    with pytest.raises(StaleLeader):
+        store.transition_many([Move(fresh, "late")], JobState.QUEUED, actor="controller",
+                              fencing_token=old)
+    assert store.get(fresh).state is JobState.SUBMITTED and len(store.events(fresh)) == 1
