@@ -179,3 +179,22 @@ def test_the_exit_status_is_recorded_whatever_path_the_job_sets(tmp_path: Path) 
     (ended,) = ends(first, 1)
     assert ended.reason == "exit code 5"
     assert (state / "p" / "exit_code").read_text() == "5\n" and (state / "p" / "pid").exists()
+
+
+def test_a_dropped_life_leaves_its_jobs_running_without_leaks_or_zombies(tmp_path: Path) -> None:
+    import gc
+    import warnings
+
+    first = LocalCluster(tmp_path / "state", gpus=2)
+    first.start(job("left", "sleep 0.3"), on_local(1), "fits")
+    pid = first.process("left").pid  # type: ignore[union-attr]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del first  # a controller stopping: its job runs on, for the next life to adopt
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not gone(pid)
+    eventually(lambda: gone(pid))  # ended: a zombie until someone reaps it
+    second = LocalCluster(tmp_path / "other", gpus=1)
+    second.start(job("next", "true"), on_local(1), "fits")  # a spawn reaps ended children
+    assert not Path(f"/proc/{pid}").exists()

