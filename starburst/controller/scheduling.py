@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from starburst.adapters.db.records import JobNotFound, Move, StoredJob
+from starburst.adapters.db.records import Move, StoredJob
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.cloudside import CloudSide, cloud_job
 from starburst.controller.queue_view import QueueView, read_all
@@ -186,11 +186,8 @@ class SchedulingLoop(CloudSide):
             suspects = running - {s.id for s in self._all(JobState.RUNNING_ONPREM)}
         else:
             suspects = running & cancelled
-        for job_id in sorted(suspects):
-            try:
-                state = self.store.get(job_id).state
-            except JobNotFound:
-                continue  # not a Starburst job: never ours to stop
+        # one read for all; a job the store does not know is not Starburst's: never ours to stop
+        for job_id, state in sorted(self.store.states_of(suspects).items()):
             log.info("stopping %s: it is %s", job_id, state.value)
             self.cluster.cancel(job_id)
 

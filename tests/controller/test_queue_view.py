@@ -63,6 +63,25 @@ def test_a_job_cancelled_while_running_on_prem_is_stopped(tmp_path: Path) -> Non
     store.close()
 
 
+def test_the_full_re_read_stops_what_the_store_no_longer_runs_and_nothing_foreign(
+    tmp_path: Path,
+) -> None:
+    from starburst.core.capacity import Part
+    from starburst.core.job import Job
+
+    store, cluster, loop, clock = setup(tmp_path, gpus=4)
+    store.submit(JobSpec(id="j0", gpus=1), at=T0)
+    clock.t = T0 + 1
+    assert loop.run_pass().started == ["j0"]
+    cluster.start(Job("foreign", T0, 1, runtime=3600.0), (Part(0, "node-0", 1, 0.0, 0.0),))
+    store.transition("j0", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
+    clock.t += 61  # past the view's refresh: this pass re-reads everything
+    loop.run_pass()
+    assert loop.view.reloaded
+    assert {r.job.id for r in cluster.snapshot().running} == {"foreign"}  # not Starburst's
+    store.close()
+
+
 def test_submissions_beyond_the_admission_cap_wait_for_the_next_pass(tmp_path: Path) -> None:
     store, _, loop, clock = setup(tmp_path, gpus=1)
     loop.admissions_per_pass = 3

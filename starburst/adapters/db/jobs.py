@@ -195,6 +195,19 @@ class JobsStore(StoreBase):
 
         return run(self._engine, read)
 
+    def states_of(self, job_ids: Iterable[str]) -> dict[str, JobState]:
+        """The state of each of ``job_ids`` the store knows (unknown ids are left out)."""
+        clauses = in_chunks(JOBS.c.id, job_ids)
+
+        def read(conn: sa.Connection) -> dict[str, JobState]:
+            found: dict[str, JobState] = {}
+            for clause in clauses:
+                query = sa.select(JOBS.c.id, JOBS.c.state).where(clause)
+                found.update((i, JobState(s)) for i, s in conn.execute(query))
+            return found
+
+        return run(self._engine, read) if clauses else {}
+
     def find_by_key(self, idempotency_key: str) -> StoredJob | None:
         def read(conn: sa.Connection) -> StoredJob | None:
             query = sa.select(JOBS).where(JOBS.c.idempotency_key == idempotency_key)

@@ -358,3 +358,12 @@ def test_a_batch_transition_moves_what_it_may_in_one_go(store, engine, clock):  
         store.transition_many([Move(fresh, "late")], JobState.QUEUED, actor="controller",
                               fencing_token=old)
     assert store.get(fresh).state is JobState.SUBMITTED and len(store.events(fresh)) == 1
+
+
+def test_states_of_many_jobs_in_one_read(store):  # type: ignore[no-untyped-def]
+    ids = [store.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(3)]
+    store.transition(ids[1], JobState.CANCELLED, reason="user", actor="ann")
+    many = [*ids, "not-a-starburst-job"] + [f"other-{i}" for i in range(1500)]  # > one chunk
+    assert store.states_of(many) == {ids[0]: JobState.SUBMITTED, ids[1]: JobState.CANCELLED,
+                                     ids[2]: JobState.SUBMITTED}
+    assert store.states_of([]) == {}
