@@ -24,6 +24,7 @@ from starburst.core.job import Job, QueuedJob
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import Cloud, CloudHandle, CloudStatus
 from starburst.core.star import pull_back_at, pull_back_reason
+from starburst.pricing import gpus_in
 
 log = logging.getLogger("starburst.controller")
 
@@ -171,7 +172,7 @@ class CloudSide:
                 break
             end = min(end, now)
             hours = Decimal(str(end - start)) / Decimal(3600)
-            gpus = _gpus_of(launch.accelerators)
+            gpus = gpus_in(launch.accelerators)
             entries.append(CostEntry(launch.job_id, start, end, (price * hours).quantize(
                 Decimal("0.000001")), launch.provider, gpu_hours=float(hours) * gpus,
                 region=launch.region, source="cloud", launch_id=launch.id))
@@ -194,11 +195,6 @@ class CloudSide:
             request_id=handle.request_id, cloud_job_id=handle.cloud_job_id,
             launched_at=launched_at,
         ), fencing_token=token)
-
-
-def _gpus_of(accelerators: str) -> int:
-    _, _, count = accelerators.rpartition(":")
-    return int(count) if count.isdigit() else 1
 
 
 def cloud_id(job_id: str, attempt: int) -> str:

@@ -13,7 +13,9 @@ from starburst.pricing.table import (
     PriceTableError,
     canonical_gpu,
     default_price_table,
+    gpus_in,
     load_price_table,
+    node_shape,
     parse_price_table,
     price,
 )
@@ -26,7 +28,9 @@ __all__ = [
     "canonical_gpu",
     "default_catalog_dir",
     "default_price_table",
+    "gpus_in",
     "load_price_table",
+    "node_shape",
     "parse_price_table",
     "price",
 ]

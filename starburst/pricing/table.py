@@ -8,6 +8,15 @@ Terms:
 - *option*: one way to run ``count`` GPUs of a type: a cloud, on-demand or spot, and the
   hourly price of all ``count`` GPUs. ``source`` says where the price came from
   (``table 2025-06-15`` or ``skypilot-catalog``).
+- *nodes*: no instance has more than ``max_gpus_per_node`` GPUs (8 unless the table says
+  otherwise), so a larger job rents ``nodes`` identical instances of ``per_node`` GPUs (a
+  SkyPilot task with ``num_nodes``). The shape is the one that rents the fewest GPUs, then the
+  fewest nodes, among instance sizes 1, 2, 4, 8 (and the maximum): 16 GPUs are 2 × 8, 12 are
+  3 × 4. A job made of pods keeps each pod on one node (4 pods of 6 GPUs: 4 × 8, two GPUs
+  idle on each), and a pod larger than any instance has no option. ``count`` is then the GPUs
+  rented (``nodes × per_node``), which is what is billed.
+- *shape*: ``A100:8`` for one node, ``2xA100:8`` for two; what quotes, launch records and cost
+  reports show (``gpus_in`` reads the GPU count back).
 - *catalog*: SkyPilot's price catalog, when it is already on disk (see ``catalog.py``). Its
   price wins over the table's for the same GPU, count, cloud and spot-ness.
 
@@ -35,8 +44,35 @@ KNOWN_CLOUDS = frozenset({"aws", "gcp", "azure"})
 _ALIASES = {"A100-40GB": "A100", "A100-40G": "A100", "A100-80G": "A100-80GB", "H100-80GB": "H100"}
 
 
+DEFAULT_MAX_GPUS_PER_NODE = 8
+INSTANCE_SIZES = (1, 2, 4, 8, 16)
+
+
 class PriceTableError(ConfigError):
     """The price table file cannot be used; the message names the entry at fault."""
+
+
+def node_shape(count: int, max_per_node: int, unit: int = 1) -> tuple[int, int] | None:
+    """``(nodes, per_node)`` to rent ``count`` GPUs whose pods have ``unit`` GPUs each (see
+    the module docstring); None if a pod is larger than any instance."""
+    if count <= max_per_node:
+        return 1, count
+    unit = max(unit, 1)
+    pods = -(-count // unit)
+    sizes = {s for s in INSTANCE_SIZES if s <= max_per_node} | {max_per_node}
+    shapes = [(-(-pods // (size // unit)), size) for size in sizes if size >= unit]
+    if not shapes:
+        return None
+    return min(shapes, key=lambda shape: (shape[0] * shape[1], shape[0]))
+
+
+def gpus_in(shape: str) -> int:
+    """The GPUs a shape (``A100:8``, ``2xA100:8``) rents in total; 1 if it names no count."""
+    nodes, sep, rest = shape.partition("x")
+    if not (sep and nodes.isdigit()):
+        nodes, rest = "1", shape
+    _, _, count = rest.rpartition(":")
+    return int(nodes) * (int(count) if count.isdigit() else 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +86,11 @@ class PriceOption:
     price_per_hour: float
     region: str | None
     source: str
+    nodes: int = 1
+
+    @property
+    def per_node(self) -> int:
+        return self.count // self.nodes
 
     @property
     def where(self) -> str:
@@ -59,8 +100,13 @@ class PriceOption:
 
     @property
     def accelerators(self) -> str:
-        """SkyPilot's accelerator spelling: ``A100:8``."""
-        return f"{self.gpu}:{self.count}"
+        """SkyPilot's accelerator spelling for one node: ``A100:8``."""
+        return f"{self.gpu}:{self.per_node}"
+
+    @property
+    def shape(self) -> str:
+        """All the GPUs rented: ``A100:8``, or ``2xA100:8`` for two nodes."""
+        return self.accelerators if self.nodes == 1 else f"{self.nodes}x{self.accelerators}"
 
 
 class CatalogPrices(Protocol):
@@ -90,11 +136,13 @@ class PriceTable:
         taken: str,
         regions: Mapping[str, str] | None = None,
         catalog: CatalogPrices | None = None,
+        max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE,
     ) -> None:
         self._rates = {canonical_gpu(g): dict(by_cloud) for g, by_cloud in rates.items()}
         self.taken = taken
         self.regions = dict(regions or {})
         self.catalog = catalog
+        self.max_gpus_per_node = max_gpus_per_node
 
     @property
     def gpus(self) -> list[str]:
@@ -102,24 +150,31 @@ class PriceTable:
 
     def with_catalog(self, catalog: CatalogPrices | None) -> PriceTable:
         """The same table, preferring ``catalog``'s prices where it has them."""
-        return PriceTable(self._rates, self.taken, self.regions, catalog)
+        return PriceTable(self._rates, self.taken, self.regions, catalog, self.max_gpus_per_node)
 
     def options(
-        self, gpu: str, count: int, cloud: str | None = None, spot: bool = False
+        self, gpu: str, count: int, cloud: str | None = None, spot: bool = False,
+        pod_gpus: int = 1,
     ) -> list[PriceOption]:
-        """Every way to rent ``count`` × ``gpu`` (on ``cloud`` if given), cheapest first.
+        """Every way to rent ``count`` × ``gpu`` (on ``cloud`` if given), cheapest first;
+        on several nodes when one instance cannot hold them (pods of ``pod_gpus`` kept whole).
 
         ``spot=False`` lists on-demand prices only; ``spot=True`` lists spot prices only.
-        Unknown GPUs or clouds give an empty list (the caller says why it cannot burst).
+        Unknown GPUs or clouds, or a pod larger than any instance, give an empty list (the
+        caller says why it cannot burst).
         """
         if count < 1:
             raise ConfigError(f"a price needs at least one GPU, not {count}")
         name = canonical_gpu(gpu)
+        shape = node_shape(count, self.max_gpus_per_node, pod_gpus)
+        if shape is None:
+            return []
+        nodes, per_node = shape
         found: list[PriceOption] = []
         for cloud_name, rate in self._rates.get(name, {}).items():
             if cloud is not None and cloud_name != cloud.lower():
                 continue
-            option = self._option(name, count, cloud_name, rate, spot)
+            option = self._option(name, per_node, cloud_name, rate, spot, nodes)
             if option is not None:
                 found.append(option)
         found.sort(key=lambda o: (o.price_per_hour, o.cloud, o.spot))
@@ -140,18 +195,21 @@ class PriceTable:
         return options[0]
 
     def _option(
-        self, gpu: str, count: int, cloud: str, rate: _Rate, spot: bool
+        self, gpu: str, per_node: int, cloud: str, rate: _Rate, spot: bool, nodes: int
     ) -> PriceOption | None:
         region = self.regions.get(cloud)
+        count = per_node * nodes
         if self.catalog is not None:
-            from_catalog = self.catalog.price(gpu, count, cloud, spot)
+            from_catalog = self.catalog.price(gpu, per_node, cloud, spot)
             if from_catalog is not None:
-                return PriceOption(gpu, count, cloud, spot, from_catalog, None, "skypilot-catalog")
+                return PriceOption(gpu, count, cloud, spot, round(from_catalog * nodes, 6), None,
+                                   "skypilot-catalog", nodes)
         per_gpu = rate.spot if spot else rate.on_demand
         if per_gpu is None:
             return None
         return PriceOption(
-            gpu, count, cloud, spot, round(per_gpu * count, 6), region, f"table {self.taken}"
+            gpu, count, cloud, spot, round(per_gpu * count, 6), region, f"table {self.taken}",
+            nodes,
         )
 
 
@@ -168,6 +226,11 @@ def parse_price_table(data: Any, origin: str = "price table") -> PriceTable:
     regions = data.get("regions") or {}
     if not isinstance(regions, Mapping) or not all(isinstance(v, str) for v in regions.values()):
         raise PriceTableError(f"{origin}: 'regions' must map a cloud to a region name")
+    per_node = data.get("max_gpus_per_node", DEFAULT_MAX_GPUS_PER_NODE)
+    if isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 1:
+        raise PriceTableError(
+            f"{origin}: 'max_gpus_per_node' must be a whole number ≥ 1, not {per_node!r}"
+        )
     gpus = data.get("gpus")
     if not isinstance(gpus, Mapping) or not gpus:
         raise PriceTableError(f"{origin}: 'gpus' must list at least one GPU type")
@@ -182,7 +245,8 @@ def parse_price_table(data: Any, origin: str = "price table") -> PriceTable:
             str(cloud).lower(): _parse_rate(f"{origin}: {name} on {cloud}", entry)
             for cloud, entry in by_cloud.items()
         }
-    return PriceTable(rates, taken.strip(), {str(k).lower(): v for k, v in regions.items()})
+    return PriceTable(rates, taken.strip(), {str(k).lower(): v for k, v in regions.items()},
+                      max_gpus_per_node=per_node)
 
 
 def _parse_rate(where: str, entry: Any) -> _Rate:

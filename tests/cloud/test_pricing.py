@@ -12,7 +12,9 @@ from starburst.pricing import (
     PriceTableError,
     SkyPilotCatalog,
     default_price_table,
+    gpus_in,
     load_price_table,
+    node_shape,
     parse_price_table,
     price,
 )
@@ -82,6 +84,52 @@ def test_aliases_and_unknowns() -> None:
         table.options("T4", 0)
 
 
+@pytest.mark.parametrize(
+    ("gpus", "pod_gpus", "shape"),
+    [
+        (8, 1, (1, 8)),  # one instance holds it
+        (3, 1, (1, 3)),
+        (16, 1, (2, 8)),
+        (24, 1, (3, 8)),
+        (12, 1, (3, 4)),  # 12 GPUs exactly, rather than 16 rented
+        (12, 6, (2, 8)),  # two 6-GPU pods: each needs an 8-GPU node
+        (24, 6, (4, 8)),
+        (16, 8, (2, 8)),
+        (24, 12, None),  # a 12-GPU pod fits no 8-GPU instance
+    ],
+)
+def test_jobs_larger_than_an_instance_rent_several_nodes(
+    gpus: int, pod_gpus: int, shape: tuple[int, int] | None
+) -> None:
+    assert node_shape(gpus, 8, pod_gpus) == shape
+
+
+def test_a_multi_node_option_prices_every_node_and_says_its_shape() -> None:
+    table = load_price_table()
+    one = {o.cloud: o.price_per_hour for o in table.options("H100", 1)}
+    options = table.options("H100", 16)
+    assert len(options) == 3
+    for option in options:
+        assert (option.nodes, option.per_node, option.count) == (2, 8, 16)
+        assert option.accelerators == "H100:8"  # SkyPilot's per-node spelling
+        assert option.shape == "2xH100:8" and gpus_in(option.shape) == 16
+        assert option.price_per_hour == pytest.approx(16 * one[option.cloud])
+    pods = table.options("H100", 12, pod_gpus=6)
+    assert pods[0].shape == "2xH100:8" and pods[0].count == 16  # the idle GPUs are paid for
+    assert table.options("H100", 24, pod_gpus=12) == []
+    assert gpus_in("A100-80GB:4") == 4 and gpus_in("gpu") == 1
+
+
+def test_an_admin_table_sets_the_largest_instance(tmp_path: Path) -> None:
+    data = {"taken": "2025-01-01", "max_gpus_per_node": 16,
+            "gpus": {"A100": {"gcp": {"on_demand": 3.0}}}}
+    table = load_price_table(_write(tmp_path, data))
+    (option,) = table.options("A100", 16)
+    assert (option.nodes, option.shape) == (1, "A100:16")
+    (option,) = table.options("A100", 32)
+    assert option.shape == "2xA100:16" and option.price_per_hour == pytest.approx(96.0)
+
+
 def _write(tmp_path: Path, data: object) -> Path:
     path = tmp_path / "prices.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -105,6 +153,10 @@ def _write(tmp_path: Path, data: object) -> Path:
             },
             "twice",
         ),
+        ({"taken": "d", "max_gpus_per_node": 0, "gpus": {"T4": {"aws": {"on_demand": 1}}}},
+         "max_gpus_per_node"),
+        ({"taken": "d", "max_gpus_per_node": "8", "gpus": {"T4": {"aws": {"on_demand": 1}}}},
+         "max_gpus_per_node"),
     ],
 )
 def test_invalid_tables_are_refused_whole(tmp_path: Path, data: object, message: str) -> None:

@@ -24,6 +24,7 @@ from starburst.adapters.skypilot.outcomes import (
     classify,
 )
 from starburst.adapters.skypilot.requests import QUEUE_FIELDS
+from starburst.core.errors import PermanentError
 from starburst.core.job import Job
 from starburst.pricing import load_price_table
 from tests.cloud.fake_sky import FakeJobs, FakeSky
@@ -74,7 +75,7 @@ def test_calls_return_request_ids_at_once(sky: ModuleType) -> None:
 def test_task_and_resources_accept_what_the_adapter_passes(sky: ModuleType) -> None:
     task_params = inspect.signature(sky.Task).parameters
     resources_params = inspect.signature(sky.Resources).parameters
-    assert {"name", "run", "envs", "resources"} <= set(task_params)
+    assert {"name", "run", "envs", "resources", "num_nodes"} <= set(task_params)
     used = {"infra", "accelerators", "use_spot", "cpus", "memory", "image_id", "disk_size"}
     assert used <= set(resources_params)
 
@@ -128,6 +129,21 @@ def test_job_becomes_a_real_sky_task(sky: ModuleType) -> None:
     assert resources.extract_docker_image() == "nvcr.io/nvidia/pytorch:24.01-py3"
     config = task.to_yaml_config()
     assert config["run"] == "torchrun train.py"
+
+
+def test_a_job_larger_than_an_instance_becomes_a_multi_node_task(sky: ModuleType) -> None:
+    big = Job("ns/pretrain", 0.0, 16, gpu_type="H100", pods=2,
+              extra={"command": "torchrun --nnodes=$SKYPILOT_NUM_NODES train.py"})
+    task, option = build(sky, big)
+    assert task.num_nodes == 2 and option.price.shape == "2xH100:8"
+    (resources,) = list(task.resources)
+    assert resources.accelerators == {"H100": 8}  # per node
+    assert task.to_yaml_config()["num_nodes"] == 2
+    single, _ = build(sky, job())
+    assert single.num_nodes == 1
+    with pytest.raises(PermanentError, match="in pods of 12"):
+        launch_options(Job("ns/huge", 0.0, 24, gpu_type="H100", pods=2,
+                           extra={"command": "x"}), load_price_table())
 
 
 def test_regions_become_any_of_and_spot_is_passed(sky: ModuleType) -> None:

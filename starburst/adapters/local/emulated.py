@@ -109,14 +109,14 @@ class EmulatedCloud:
         if job.gpus == 0:
             return Quote(0.0, f"{EMULATED} (CPU only)", "none", emulated=True)
         table = self._prices or default_price_table()
-        options = table.options(gpu, job.gpus, self.cloud, self.spot)
+        options = table.options(gpu, job.gpus, self.cloud, self.spot, job.split_unit)
         if not options:
             raise PermanentError(
                 f"job {job.id}: no price for {gpu}:{job.gpus} in the price table; "
                 "the emulated cloud prices bursts from it"
             )
         best = options[0]
-        return Quote(best.price_per_hour, f"{EMULATED} {best.where}", best.accelerators, True)
+        return Quote(best.price_per_hour, f"{EMULATED} {best.where}", best.shape, True)
 
     def launch(self, job: Job, reason: str) -> CloudHandle:
         existing = self._find(job.id)

@@ -91,7 +91,7 @@ class SkyPilotCloud:
     # -- the Cloud port ----------------------------------------------------------------------
     def quote(self, job: Job) -> Quote:
         best = self._options(job)[0]
-        return Quote(best.price.price_per_hour, best.where, best.price.accelerators)
+        return Quote(best.price.price_per_hour, best.where, best.price.shape)
 
     def launch(self, job: Job, reason: str) -> CloudHandle:
         if job.id not in self._launches:
@@ -161,7 +161,7 @@ class SkyPilotCloud:
             launch.job.id,
             launch.job.team,
             option.where,
-            option.price.accelerators,
+            option.price.shape,
             option.price.price_per_hour,
             launch.launched_at,
         )

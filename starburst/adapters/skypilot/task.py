@@ -81,14 +81,15 @@ def launch_options(
     clouds = _list(job, "clouds") or sorted(regions)
     options = [
         LaunchOption(p, tuple(regions.get(p.cloud, ())))
-        for p in prices.options(gpu, job.gpus, spot=want_spot)
+        for p in prices.options(gpu, job.gpus, spot=want_spot, pod_gpus=job.split_unit)
         if not clouds or p.cloud in clouds
     ]
     if not options:
         kind = "spot" if want_spot else "on-demand"
         allowed = f" on {', '.join(clouds)}" if clouds else ""
+        pods = f" in pods of {job.split_unit}" if job.pods else ""
         raise PermanentError(
-            f"job {job.id}: no {kind} price for {canonical_gpu(gpu)}:{job.gpus}{allowed} "
+            f"job {job.id}: no {kind} price for {canonical_gpu(gpu)}:{job.gpus}{pods}{allowed} "
             "in the price table, so it cannot burst"
         )
     return options
@@ -117,6 +118,7 @@ def build_task(api: SkyApi, job: Job, option: LaunchOption, name: str) -> Any:
         name=name,
         run=command,
         envs=_env(job),
+        num_nodes=option.price.nodes,
         resources=resources[0] if len(resources) == 1 else set(resources),
     )
 
