@@ -22,11 +22,13 @@ def spawned(seconds: float) -> tuple[subprocess.Popen[bytes], str]:
 
 def test_the_watch_notifies_once_per_look_and_stops_when_nothing_is_left() -> None:
     calls: list[int] = []
-    watch = EndWatch(lambda: calls.append(1), interval=0.02)
+    watch = EndWatch(interval=0.02)
     quick, token_q = spawned(0.05)
     slow, token_s = spawned(30)
     try:
         watch.add(quick.pid, token_q)
+        assert watch.watching == 0  # nobody listens yet: nothing to watch for
+        watch.listen(lambda: calls.append(1), [(quick.pid, token_q)])
         watch.add(slow.pid, token_s)
         eventually(lambda: calls)  # the quick one ended: one call, the slow one still watched
         assert watch.watching == 1 and slow.poll() is None
@@ -49,7 +51,8 @@ def test_a_failing_listener_does_not_stop_the_watch() -> None:
         if len(calls) == 1:
             raise RuntimeError("listener broke")
 
-    watch = EndWatch(flaky, interval=0.02)
+    watch = EndWatch(interval=0.02)
+    watch.listen(flaky)
     procs = [spawned(0.05), spawned(0.3)]
     try:
         for p, token in procs:

@@ -94,21 +94,18 @@ class LocalCluster:
         self._running: dict[str, _Running] = {}
         self._done: dict[str, JobProcess] = {}
         self._unreported: list[JobEnded] = []
-        self._on_change: Callable[[], None] | None = None
-        self._watch = EndWatch(self._changed)
+        self._watch = EndWatch()
         self._adopt_still_running()
 
     @property
     def on_change(self) -> Callable[[], None] | None:
         """Called (from a watcher thread) soon after a running job's process ends."""
-        return self._on_change
+        return self._watch.listener
 
     @on_change.setter
     def on_change(self, listener: Callable[[], None] | None) -> None:
-        self._on_change = listener
-        if listener is not None:
-            for entry in self._running.values():
-                self._watch.add(entry.process.pid, entry.process.token)
+        running = self._running.values()
+        self._watch.listen(listener, ((r.process.pid, r.process.token) for r in running))
 
     # -- the Cluster port --------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
@@ -225,13 +222,7 @@ class LocalCluster:
             if i < len(self._slots):  # an earlier life may have had more slots
                 self._slots[i] = started.job.id
         self._running[started.job.id] = _Running(started, process, slots)
-        if self._on_change is not None:
-            self._watch.add(process.pid, process.token)
-
-    def _changed(self) -> None:
-        listener = self._on_change
-        if listener is not None:
-            listener()
+        self._watch.add(process.pid, process.token)
 
     def _reap(self) -> None:
         for job_id in list(self._running):

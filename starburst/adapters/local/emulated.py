@@ -87,21 +87,17 @@ class EmulatedCloud:
         self._clock: Clock = clock or WallClock()
         self._grace = grace
         self._launches: dict[str, _Launch] = {}
-        self._on_change: Callable[[], None] | None = None
-        self._watch = EndWatch(self._changed)
+        self._watch = EndWatch()
 
     @property
     def on_change(self) -> Callable[[], None] | None:
         """Called (from a watcher thread) soon after a launch's process ends."""
-        return self._on_change
+        return self._watch.listener
 
     @on_change.setter
     def on_change(self, listener: Callable[[], None] | None) -> None:
-        self._on_change = listener
-        if listener is not None:
-            for launch in self._launches.values():
-                if launch.process.outcome is None:
-                    self._watch.add(launch.process.pid, launch.process.token)
+        live = [x.process for x in self._launches.values() if x.process.outcome is None]
+        self._watch.listen(listener, ((p.pid, p.token) for p in live))
 
     # -- the Cloud port ----------------------------------------------------------------------
     def quote(self, job: Job) -> Quote:
@@ -244,10 +240,4 @@ class EmulatedCloud:
 
     def _remember(self, launch: _Launch) -> None:
         self._launches[launch.job_id] = launch
-        if self._on_change is not None:
-            self._watch.add(launch.process.pid, launch.process.token)
-
-    def _changed(self) -> None:
-        listener = self._on_change
-        if listener is not None:
-            listener()
+        self._watch.add(launch.process.pid, launch.process.token)

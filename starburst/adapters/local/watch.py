@@ -2,17 +2,17 @@
 
 The backends find ends when the controller asks (``snapshot``/``ended``/``poll``), i.e. at the
 next pass. ``EndWatch`` makes that pass come promptly: a daemon thread looks at the watched
-processes every ``interval`` seconds and calls ``notify`` when one has ended. It only
+processes every ``interval`` seconds and calls the ``listener`` when one has ended. It only
 *observes* — through ``/proc``, never by reaping — so the backend, on the controller's
 thread, still reaps, dates and reports every end exactly once.
 
 Terms: a *watched* process is a spawn's wrapper (pid and spawn token, ``procfs.alive``). A
 zombie counts as ended: its exit status is on disk before the wrapper exits.
 
-Invariants: the thread runs only while some process is watched and exits when none is (no
-thread, no cost for an idle backend); ``notify`` is called from that thread, outside the
-watch's lock, at most once per look however many processes ended; an exception in
-``notify`` is logged, never kills the thread.
+Invariants: nothing is watched while there is no listener; the thread runs only while some
+process is watched and exits when none is (no thread, no cost for an idle backend); the
+listener is called from that thread, outside the watch's lock, at most once per look however
+many processes ended; an exception in it is logged, never kills the thread.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from starburst.adapters.local import procfs
 
@@ -28,17 +28,26 @@ log = logging.getLogger(__name__)
 
 
 class EndWatch:
-    """Calls ``notify`` soon after any watched process ends."""
+    """Calls its ``listener`` soon after any watched process ends."""
 
-    def __init__(self, notify: Callable[[], None], interval: float = 0.1) -> None:
-        self._notify = notify
+    def __init__(self, interval: float = 0.1) -> None:
+        self.listener: Callable[[], None] | None = None
         self._interval = interval
         self._lock = threading.Lock()
         self._watched: dict[int, str] = {}  # pid -> spawn token
         self._thread: threading.Thread | None = None
 
+    def listen(self, listener: Callable[[], None] | None,
+               running: Iterable[tuple[int, str]] = ()) -> None:
+        """Set (or clear) the listener, and watch the ``(pid, token)`` processes running now."""
+        self.listener = listener
+        for pid, token in running:
+            self.add(pid, token)
+
     def add(self, pid: int, token: str) -> None:
-        """Watch the spawn's process until it ends."""
+        """Watch the spawn's process until it ends (if anyone listens)."""
+        if self.listener is None:
+            return
         with self._lock:
             self._watched[pid] = token
             if self._thread is None:
@@ -62,9 +71,10 @@ class EndWatch:
                     del self._watched[pid]
                 if not self._watched:
                     self._thread = None  # the next ``add`` starts a new thread
-            if ended:
+            listener = self.listener
+            if ended and listener is not None:
                 try:
-                    self._notify()
+                    listener()
                 except Exception:
                     log.exception("notifying a job's end failed")
             if self._thread is not threading.current_thread():
