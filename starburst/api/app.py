@@ -15,6 +15,8 @@ Keywords:
 - ``clock``: supplies "now" for budgets, waits and cost so far (default: the wall clock).
 - ``prices``: the price table for savings (default: ``settings.price_table`` or the shipped
   defaults, read when first needed).
+- ``job_logs``: a callable returning the reader behind ``GET /v1/jobs/{id}/logs`` (see
+  ``ApiContext``); None: the route answers 409 saying this API serves no job output.
 
 The caller owns ``store`` and closes it; the app never closes what it was given.
 """
@@ -40,7 +42,7 @@ __all__ = ["HealthProbe", "create_app"]
 def create_app(
     settings: Settings, store: SqlStore, *, health: HealthProbe | None = None,
     metrics_registry: Any = None, auth: bool = True, clock: Clock | None = None,
-    prices: Any = None,
+    prices: Any = None, job_logs: Any = None,
 ) -> FastAPI:
     """A new FastAPI app serving ``store``; see the module docstring for the keywords."""
     if metrics_registry is None:
@@ -54,7 +56,7 @@ def create_app(
     )
     app.state.starburst = ApiContext(
         settings=settings, store=store, clock=clock or WallClock(), auth=auth,
-        health=health, registry=metrics_registry, prices=prices,
+        health=health, registry=metrics_registry, prices=prices, job_logs=job_logs,
     )
     errors.install(app)
     for module in (jobs, costs, accounts, health_routes):

@@ -11,6 +11,9 @@ Terms:
 - *health probe*: a callable the controller supplies for ``/readyz``; it returns ``None``
   when this process is ready, else the reason it is not ("not leader", "database
   unavailable").
+- *job logs*: a callable returning the ``starburst.controller.joblogs.JobLogs`` that reads job
+  output through the backends (the controller's own in ``starburst server``; built on first
+  use from the settings in ``starburst api``); None: this API serves no job output.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class ApiContext:
     health: HealthProbe | None = None
     registry: Any = None
     prices: Any = None  # a starburst.pricing.PriceTable, loaded on first use when None
+    job_logs: Callable[[], Any] | None = None
     anonymous: Principal = field(
         default_factory=lambda: Principal(token_id=0, user="local", team=None, role=Role.ADMIN)
     )

@@ -58,8 +58,10 @@ def _reason(exc: Exception) -> str:
     return "connection refused" if "refused" in text.lower() else (text or type(exc).__name__)
 
 
-def call(server: str, token: str | None, method: str, path: str, **kwargs: Any) -> Any:
-    """One request to the API; the decoded JSON answer, or exit with one clear line."""
+def call(server: str, token: str | None, method: str, path: str, *, text: bool = False,
+         **kwargs: Any) -> Any:
+    """One request to the API; the decoded JSON answer (the body as text with ``text``), or
+    exit with one clear line."""
     import httpx
 
     base = server.rstrip("/")
@@ -82,6 +84,8 @@ def call(server: str, token: str | None, method: str, path: str, **kwargs: Any) 
         except ValueError:
             detail = response.text.strip() or response.reason_phrase
         _fail(f"{detail} (HTTP {response.status_code})", 1 if response.status_code < 500 else 2)
+    if text:
+        return response.text
     return response.json() if response.content else None
 
 
@@ -202,6 +206,17 @@ def explain(
     rows = [[_time(e["at"]), f"{e['from_state'] or '-'} → {e['to_state']}", e["reason"],
              e["actor"]] for e in answer["events"]]
     typer.echo(table(["WHEN", "CHANGE", "REASON", "BY"], rows))
+
+
+def logs(
+    job_id: Annotated[str, typer.Argument(metavar="JOB")],
+    tail: Annotated[int, typer.Option(min=0, help="The newest lines only (0: all).")] = 200,
+    server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
+) -> None:
+    """What a job printed, from where it ran (on-prem, or its latest cloud launch)."""
+    params = {"tail": tail} if tail else {}
+    output = call(server, token, "GET", f"/v1/jobs/{job_id}/logs", text=True, params=params)
+    typer.echo(output, nl=not output.endswith("\n") and bool(output))
 
 
 def cancel(

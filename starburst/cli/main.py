@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "jobs": "starburst.cli.jobs:jobs",
     "status": "starburst.cli.jobs:status",
     "explain": "starburst.cli.jobs:explain",
+    "logs": "starburst.cli.jobs:logs",
     "cancel": "starburst.cli.jobs:cancel",
     "costs": "starburst.cli.jobs:costs",
 }

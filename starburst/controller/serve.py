@@ -34,10 +34,12 @@ def _uvicorn(app: Any, settings: Settings) -> Any:
 def server_app(settings: Settings, controller: Controller) -> Any:
     """The REST API of ``controller``'s store; a submission wakes the scheduler at once."""
     from starburst.api import create_app
+    from starburst.controller.joblogs import JobLogs
 
+    reader = JobLogs(controller.cluster, controller.loop.cloud)
     app = create_app(settings, controller.store, health=_probe(controller),
                      metrics_registry=controller.metrics.registry, auth=settings.auth,
-                     clock=controller.clock)
+                     clock=controller.clock, job_logs=lambda: reader)
 
     @app.middleware("http")
     async def wake_on_submit(request: Any, call_next: Any) -> Any:
@@ -95,9 +97,11 @@ def run(settings: Settings, mode: str) -> None:
     if mode == "api":
         from starburst.adapters.db.store import SqlStore
         from starburst.api import create_app
+        from starburst.controller.wiring import job_logs_from
 
         store = SqlStore.open(settings.database_url)
-        _uvicorn(create_app(settings, store, auth=settings.auth), settings).run()
+        app = create_app(settings, store, auth=settings.auth, job_logs=job_logs_from(settings))
+        _uvicorn(app, settings).run()
         store.close()
         return
     controller = build_controller(settings)

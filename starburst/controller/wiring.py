@@ -7,12 +7,17 @@
   ``"skypilot"``: managed jobs through SkyPilot; ``"none"``: never burst (jobs wait).
 - The runtime estimator: the predictor's model when one is configured, else its fallback
   chain (declared runtime → the user's history → the global median).
+- Job output for an API without a controller (``job_logs_from``): the same backends, built
+  on first use, the Kubernetes one without watching.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
@@ -21,10 +26,15 @@ from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
 
+if TYPE_CHECKING:
+    from starburst.controller.joblogs import JobLogs
+
 log = logging.getLogger("starburst.controller")
 
 
-def build_cluster(settings: Settings, clock: Clock) -> Cluster:
+def build_cluster(settings: Settings, clock: Clock, *, watch: bool = True) -> Cluster:
+    """The configured cluster; ``watch=False`` builds a Kubernetes one that only answers
+    direct calls (job output), without watching the cluster."""
     if settings.cluster == "local":
         from starburst.adapters.local import LocalCluster
 
@@ -42,7 +52,10 @@ def build_cluster(settings: Settings, clock: Clock) -> Cluster:
             api = client.ApiClient()
     except (config.ConfigException, OSError) as exc:
         raise ConfigError(f"cannot configure the Kubernetes client: {exc}") from None
-    cluster = KubernetesCluster(api, clock).start_watching()
+    cluster = KubernetesCluster(api, clock)
+    if not watch:
+        return cluster
+    cluster.start_watching()
     if not cluster.wait_synced(timeout=60):
         raise ConfigError("the Kubernetes API did not answer the initial list within 60 s")
     return cluster
@@ -61,6 +74,29 @@ def build_cloud(settings: Settings, clock: Clock) -> Cloud | None:
     from starburst.adapters.skypilot import SkyPilotCloud
 
     return SkyPilotCloud(clock, prices)
+
+
+def job_logs_from(settings: Settings) -> Callable[[], JobLogs]:
+    """For an API without a controller: the job-output reader, built from the settings on
+    first use (a backend that cannot be reached makes each request a clear 409 instead)."""
+    from starburst.controller.joblogs import JobLogs, NoLogs
+
+    built: list[JobLogs] = []
+    lock = threading.Lock()
+
+    def reader() -> JobLogs:
+        with lock:
+            if not built:
+                try:
+                    clock = WallClock()
+                    built.append(JobLogs(build_cluster(settings, clock, watch=False),
+                                         build_cloud(settings, clock)))
+                except ConfigError as exc:
+                    raise NoLogs(f"cannot reach the backends to read job output: {exc}") \
+                        from None
+            return built[0]
+
+    return reader
 
 
 def build_estimator(settings: Settings, store: SqlStore) -> RuntimeEstimator:

@@ -10,6 +10,7 @@ NEEDED = {
     ("batch", "jobs"): {"get", "list", "watch", "patch"},
     ("", "nodes"): {"list", "watch"},
     ("", "pods"): {"list", "watch"},
+    ("", "pods/log"): {"get"},
     ("", "events"): {"create"},
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
 }

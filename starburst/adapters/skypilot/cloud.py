@@ -122,18 +122,23 @@ class SkyPilotCloud:
             self._send_cancel(launch)
 
     def logs(self, handle: CloudHandle) -> str:
+        """The managed job's latest output: from this object's launch, else from the handle's
+        recorded managed-job id (an API process that launched nothing reads logs too)."""
         launch = self._launches.get(handle.job_id)
-        if launch is None or launch.cloud_job_id is None:
+        managed = launch.cloud_job_id if launch is not None else None
+        if managed is None and handle.cloud_job_id and handle.cloud_job_id.isdigit():
+            managed = int(handle.cloud_job_id)
+        if managed is None:
             return ""
         buffer = io.StringIO()
         try:
             self._sky().jobs.tail_logs(
-                job_id=launch.cloud_job_id, follow=False, tail=self.log_lines, output_stream=buffer
+                job_id=managed, follow=False, tail=self.log_lines, output_stream=buffer
             )
         except Exception as exc:
             failure = classify(exc)
             kind = TransientError if failure.kind is FailureKind.TRANSIENT else PermanentError
-            raise kind(f"logs of {launch.name}: {failure.reason}") from exc
+            raise kind(f"logs of {handle.name}: {failure.reason}") from exc
         return buffer.getvalue()
 
     # -- more than the port ------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``/v1/jobs``: submit, list, status, explain and cancel jobs.
+"""``/v1/jobs``: submit, list, status, explain, logs and cancel jobs.
 
 Invariants:
 - Submission is idempotent per caller: an ``Idempotency-Key`` header already used by the same
@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Query, Response
+from fastapi.responses import PlainTextResponse
 
 from starburst.adapters.db.holds import team_holds
 from starburst.adapters.db.records import JobNotFound, Principal, Role, StaleVersion, StoredJob
@@ -208,3 +209,18 @@ def cancel(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
             continue  # the controller moved it meanwhile: look again
         return detail(ctx, moved)
     raise HTTPException(409, f"job {job_id} keeps changing; try again")
+
+
+@router.get("/{job_id}/logs", response_class=PlainTextResponse)
+def job_logs(
+    job_id: str, ctx: ContextDep, caller: CallerDep,
+    tail: Annotated[int | None, Query(ge=0, le=1_000_000, description=(
+        "Only the newest lines (default: all the backend keeps)."))] = None,
+) -> PlainTextResponse:
+    """What the job printed, from where it ran (on-prem, or its latest cloud launch)."""
+    stored = _visible(ctx, job_id, caller)
+    if ctx.job_logs is None:
+        raise HTTPException(409, "this API serves no job output; ask the API of "
+                                 "`starburst server` or of a `starburst api` with backends")
+    reader = ctx.job_logs()
+    return PlainTextResponse(reader.read(stored, ctx.store.launches(stored.id), tail))

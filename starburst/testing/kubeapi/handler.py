@@ -46,7 +46,8 @@ _PATCHES = {
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """A request's target: a collection (``name`` None), an object, or its ``status``."""
+    """A request's target: a collection (``name`` None), an object, or its ``status`` (or a
+    pod's ``log``)."""
 
     rt: ResourceType
     ns: str | None
@@ -71,6 +72,10 @@ def route(path: str) -> Route | dict[str, Any]:
     if rt is None or len(rest) > 3 or (ns is not None and not rt.namespaced):
         raise _NOT_FOUND
     name, sub = (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
+    if sub == "log" and rt.plural == "pods":
+        if ns is None:
+            raise _NOT_FOUND
+        return Route(rt, ns, name, sub)
     if sub not in (None, "status") or (sub == "status" and not rt.status_subresource):
         raise _NOT_FOUND
     if rt.namespaced and name is not None and ns is None:
@@ -176,9 +181,39 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_text(self, text: str) -> None:
+        data = text.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _pod_log(self, r: Route, query: dict[str, str]) -> str:
+        """``GET pods/<name>/log``: the container's output; 400 while it has not started."""
+        assert r.name is not None and r.ns is not None
+        pod = self.standin.store.get(r.rt, r.ns, r.name)  # 404 for an unknown pod
+        if (pod.get("status") or {}).get("phase", "Pending") == "Pending":
+            container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name", "")
+            raise bad_request(f'container "{container}" in pod "{r.name}" is waiting to start: '
+                              "ContainerCreating")
+        text = self.standin.pod_logs.get((r.ns, r.name), "")
+        tail = query.get("tailLines")
+        if tail is not None:
+            if not tail.isdigit():
+                raise bad_request(f"tailLines must be a non-negative integer, not {tail!r}")
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[-int(tail):]) if int(tail) else ""
+        return text
+
     def _dispatch(self, method: str, r: Route, query: dict[str, str], body: Any) -> None:
         store, rt = self.standin.store, r.rt
         ns = r.ns or ""
+        if r.sub == "log":
+            if method != "GET":
+                raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed here")
+            self._send_text(self._pod_log(r, query))
+            return
         if r.name is None:
             if method == "GET" and _flag(query.get("watch")):
                 self._watch(r, query)

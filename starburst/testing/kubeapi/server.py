@@ -3,7 +3,8 @@
 ``KubeApiServer`` owns the store, the HTTP server (a ``ThreadingHTTPServer`` in a background
 thread) and the in-cluster controllers (``jobs.JobController``: Jobs → Pods and Job status;
 ``scheduling.Scheduler``: binds pending Pods to Nodes with room). Tests drive the cluster's
-"physical" side through helper methods: ``add_node``, ``set_pod_phase``; and its failure
+"physical" side through helper methods: ``add_node``, ``set_pod_phase``, ``write_pod_log``
+(what a container printed, served by the ``pods/log`` subresource); and its failure
 modes: ``compact`` (expire every resourceVersion), ``cut_watches`` (drop every open watch
 stream), ``inject_errors`` (the next requests answer 429 or 5xx).
 
@@ -91,6 +92,7 @@ class KubeApiServer:
         self.bookmark_interval = bookmark_interval
         self.max_watch_seconds = max_watch_seconds
         self.requests = 0  # served so far (benchmarks check that a pass does not hit the API)
+        self.pod_logs: dict[tuple[str, str], str] = {}  # (namespace, pod) -> its output
         self.connections: set[socket.socket] = set()
         self.watches: set[object] = set()
         self.cut: set[object] = set()
@@ -192,6 +194,11 @@ class KubeApiServer:
     def set_pod_phase(self, namespace: str, name: str, phase: str, exit_code: int = 0) -> Obj:
         """What a kubelet reports: the pod is Running, Succeeded or Failed."""
         return self.jobs.kubelet_report(namespace, name, phase, exit_code)
+
+    def write_pod_log(self, namespace: str, name: str, text: str) -> None:
+        """What the pod's container printed so far (a kubelet's log file), appended."""
+        key = (namespace, name)
+        self.pod_logs[key] = self.pod_logs.get(key, "") + text
 
     def pods_of(self, namespace: str, job: str) -> list[Obj]:
         from starburst.testing.kubeapi.selectors import parse_label_selector
