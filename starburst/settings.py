@@ -74,7 +74,14 @@ class Settings(BaseSettings):
     auth: bool = Field(default=False, description="Require bearer tokens (off for the "
                        "single-machine default, which listens on 127.0.0.1 only).")
     log_format: Literal["json", "text"] = "json"
+    # leadership
     leader_name: str = "controller"
+    leader_election: Literal["store", "lease"] = Field(
+        default="store", description="Who elects the leader among replicas: the database's "
+        "lock, or a Kubernetes Lease (replicas in the cluster; fencing stays in the database).")
+    lease_namespace: str = Field(default="default", description="Namespace of the Lease.")
+    lease_duration_s: float = Field(default=15.0, ge=1.0,
+                                    description="A dead leader is replaced within this long.")
 
     @field_validator("database_url")
     @classmethod

@@ -114,6 +114,9 @@ class Controller:
             self._scheduler = None
         with self._pass_lock:
             self._step_down("stopped")
+            close = getattr(self._lock, "close", None)  # a lock with its own connections
+            if close is not None:
+                close()
         log.info("controller stopped")
 
     def stop_scheduling_for_test(self) -> None:

@@ -7,6 +7,8 @@
   ``"skypilot"``: managed jobs through SkyPilot; ``"none"``: never burst (jobs wait).
 - The runtime estimator: the predictor's model when one is configured, else its fallback
   chain (declared runtime → the user's history → the global median).
+- Leadership (``leader_election``): the store's lock, or a Kubernetes Lease
+  (``LeaseLock``) whose winners take their fencing tokens from the store.
 - Job output for an API without a controller (``job_logs_from``): the same backends, built
   on first use, the Kubernetes one without watching.
 """
@@ -15,10 +17,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from starburst.adapters.db.leader import LeaderLock, default_holder, leader_lock, next_term
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.core.errors import ConfigError
@@ -40,25 +44,42 @@ def build_cluster(settings: Settings, clock: Clock, *, watch: bool = True) -> Cl
 
         return LocalCluster(settings.state_dir / "cluster", settings.local_gpus,
                             gpu_type=settings.local_gpu_type, clock=clock)
-    from kubernetes import client, config
-
     from starburst.adapters.kubernetes.cluster import KubernetesCluster
 
-    try:
-        if settings.kubeconfig:
-            api = config.new_client_from_config(config_file=settings.kubeconfig)
-        else:
-            config.load_incluster_config()
-            api = client.ApiClient()
-    except (config.ConfigException, OSError) as exc:
-        raise ConfigError(f"cannot configure the Kubernetes client: {exc}") from None
-    cluster = KubernetesCluster(api, clock)
+    cluster = KubernetesCluster(kube_api_client(settings), clock)
     if not watch:
         return cluster
     cluster.start_watching()
     if not cluster.wait_synced(timeout=60):
         raise ConfigError("the Kubernetes API did not answer the initial list within 60 s")
     return cluster
+
+
+def kube_api_client(settings: Settings) -> Any:
+    """An official Kubernetes ``ApiClient`` from ``kubeconfig``, else the in-cluster config."""
+    from kubernetes import client, config
+
+    try:
+        if settings.kubeconfig:
+            return config.new_client_from_config(config_file=settings.kubeconfig)
+        config.load_incluster_config()
+        return client.ApiClient()
+    except (config.ConfigException, OSError) as exc:
+        raise ConfigError(f"cannot configure the Kubernetes client: {exc}") from None
+
+
+def build_leader_lock(settings: Settings, store: SqlStore) -> LeaderLock:
+    """The store's lock, or a Kubernetes Lease whose leaders take fencing tokens from the store."""
+    if settings.leader_election == "store":
+        return leader_lock(store.engine, settings.leader_name)
+    from starburst.adapters.kubernetes.lease import LeaseLock
+
+    identity = f"{default_holder()}:{uuid.uuid4().hex[:8]}"  # unique per replica object
+    return LeaseLock(
+        kube_api_client(settings), settings.lease_namespace, f"starburst-{settings.leader_name}",
+        identity, lambda: next_term(store.engine, settings.leader_name, identity),
+        settings.lease_duration_s, owns_client=True,
+    )
 
 
 def build_cloud(settings: Settings, clock: Clock) -> Cloud | None:
@@ -117,4 +138,5 @@ def build_controller(settings: Settings, store: SqlStore | None = None,
     cluster = build_cluster(settings, clock)
     cloud = build_cloud(settings, clock)
     return Controller(settings, store, cluster, cloud, clock=clock,
-                      estimator=build_estimator(settings, store))
+                      estimator=build_estimator(settings, store),
+                      lock=build_leader_lock(settings, store))

@@ -252,6 +252,13 @@ class SqliteLeaderLock:
         self._file, self._memory, self._token = None, None, None
 
 
+def next_term(engine: Engine, name: str, holder: str) -> int:
+    """Hand out the next fencing token of ``name`` (for a leader elected elsewhere, e.g. by a
+    Kubernetes Lease: the store still fences every write with it)."""
+    with translate_errors(engine), engine.begin() as conn:
+        return _next_token(conn, name, holder)
+
+
 def leader_lock(engine: Engine, name: str = "controller", holder: str | None = None) -> LeaderLock:
     """The leader lock that fits the engine's database."""
     if engine.dialect.name == "postgresql":

@@ -1,0 +1,81 @@
+"""Two controller replicas elected by a Kubernetes Lease (``leader_election: lease``, wired
+from settings against the API stand-in): one leads, the standby takes over when the leader
+dies, and the dead leader's fencing token is refused."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.records import JobSpec, StaleLeader
+from starburst.adapters.kubernetes.lease import LeaseLock
+from starburst.controller.daemon import Controller
+from starburst.controller.wiring import build_controller
+from starburst.core.lifecycle import JobState
+from starburst.settings import Settings
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+
+    def replica(name: str) -> Controller:
+        settings = Settings(database_url=url, state_dir=tmp_path / name, local_gpus=1,
+                            cloud="none", pass_interval_s=0.1, leader_election="lease",
+                            kubeconfig=str(kubeconfig), lease_duration_s=1.0)
+        return build_controller(settings)
+
+    a, b = replica("a"), replica("b")
+    assert isinstance(a._lock, LeaseLock) and isinstance(b._lock, LeaseLock)
+    a.start()
+    assert wait_for(lambda: a.health().detail == "leading")
+    b.start()
+    try:
+        assert wait_for(lambda: b.health().detail.startswith("standby"))
+        old = a._lock.token
+        assert old is not None
+        job = a.store.submit(JobSpec(gpus=1, command="true")).job.id
+        assert wait_for(lambda: a.store.get(job).state is JobState.SUCCEEDED)
+
+        a.stop_scheduling_for_test()
+        a._lock.abandon()  # the leader's process dies: it neither renews nor releases
+        died = time.monotonic()
+        assert wait_for(lambda: b.health().detail == "leading")
+        assert time.monotonic() - died < 5.0  # within the lease duration plus a few passes
+        assert (b._lock.token or 0) > old
+        second = b.store.submit(JobSpec(gpus=1, command="true")).job.id
+        assert wait_for(lambda: b.store.get(second).state is JobState.SUCCEEDED)
+        third = b.store.submit(JobSpec(gpus=1, command="sleep 5")).job.id
+        with pytest.raises(StaleLeader):
+            a.store.transition(third, JobState.QUEUED, reason="zombie", actor="a",
+                               fencing_token=old)
+    finally:
+        a.stop()
+        b.stop()
+        a.store.close()
+        b.store.close()
+
+
+def test_an_unreachable_kubernetes_api_is_a_clear_start_up_error(tmp_path: Path) -> None:
+    from starburst.core.errors import ConfigError
+
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'sb.db'}", state_dir=tmp_path,
+                        cloud="none", leader_election="lease",
+                        kubeconfig=str(tmp_path / "missing-kubeconfig"))
+    migrate.upgrade(settings.database_url)
+    with pytest.raises(ConfigError, match="cannot configure the Kubernetes client"):
+        build_controller(settings)
