@@ -85,7 +85,10 @@ class RuntimeModel:
 
     def predict_log(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Log-space (low, median, high), clipped, with low ≤ median ≤ high."""
-        low, mid, high = (np.clip(q, LOG_FLOOR, LOG_CEIL) for q in self._raw(features))
+        return self._bounded(self._raw(features))
+
+    def _bounded(self, raw: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        low, mid, high = (np.clip(q, LOG_FLOOR, LOG_CEIL) for q in raw)
         low = np.minimum(low - self.widen, mid)
         high = np.maximum(high + self.widen, mid)
         return low, mid, high
@@ -117,10 +120,33 @@ class RuntimeModel:
         return [np.concatenate([o[k] for o in outs]) for k in range(len(self.regressors))]
 
     def predict(self, jobs: Sequence[Job], history: HistoryIndex) -> Prediction:
+        """A large batch is split over threads that each build their rows' features and run
+        the trees: one thread's feature building (Python, holding the GIL) overlaps the other's
+        tree walk (native, releasing it). Rows are independent, so the result is the same."""
         if not jobs:
             empty = np.zeros(0)
             return Prediction(empty, empty, empty)
-        low, mid, high = self.predict_log(self.encoder.transform(jobs, history))
+        parts = min(os.cpu_count() or 1, MAX_PREDICT_THREADS, len(jobs) // PARALLEL_ROWS)
+        if parts <= 1:
+            raw = self._raw(self.encoder.transform(jobs, history))
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from threadpoolctl import ThreadpoolController
+
+            controller = ThreadpoolController()
+
+            def run(chunk: Sequence[Job]) -> list[np.ndarray]:
+                features = self.encoder.transform(chunk, history)
+                with controller.limit(limits=1, user_api="openmp"):
+                    return [r.predict(features) for r in self.regressors]
+
+            size = -(-len(jobs) // parts)
+            chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+            with ThreadPoolExecutor(len(chunks)) as pool:
+                outs = list(pool.map(run, chunks))
+            raw = [np.concatenate([o[k] for o in outs]) for k in range(len(self.regressors))]
+        low, mid, high = self._bounded(raw)
         return Prediction(np.exp(mid), np.exp(low), np.exp(high))
 
 
