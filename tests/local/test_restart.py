@@ -192,7 +192,8 @@ def test_a_dropped_life_leaves_its_jobs_running_without_leaks_or_zombies(tmp_pat
         warnings.simplefilter("always")
         del first  # a controller stopping: its job runs on, for the next life to adopt
         gc.collect()
-    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    ours = f"subprocess {pid} "  # (other tests' garbage may be collected here too)
+    assert not [w for w in caught if ours in str(w.message)]
     assert not gone(pid)
     eventually(lambda: gone(pid))  # ended: a zombie until someone reaps it
     second = LocalCluster(tmp_path / "other", gpus=1)

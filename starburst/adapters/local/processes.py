@@ -33,6 +33,7 @@ registered children that ended, so a dropped backend's jobs do not linger as zom
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -94,6 +95,9 @@ def reap_ended_children() -> int:
         ended = {p for p in _UNREAPED if p.poll() is not None}
         _UNREAPED.difference_update(ended)
     return len(ended)
+
+
+atexit.register(reap_ended_children)  # children that ended unwatched are not zombies at exit
 
 
 def command_of(job: Job) -> str:
