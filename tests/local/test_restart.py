@@ -186,7 +186,7 @@ def test_a_dropped_life_leaves_its_jobs_running_without_leaks_or_zombies(tmp_pat
     import warnings
 
     first = LocalCluster(tmp_path / "state", gpus=2)
-    first.start(job("left", "sleep 0.3"), on_local(1), "fits")
+    first.start(job("left", "sleep 1"), on_local(1), "fits")
     pid = first.process("left").pid  # type: ignore[union-attr]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

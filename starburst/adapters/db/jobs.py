@@ -1,19 +1,12 @@
-"""Jobs in the store: idempotent submission, the queue, and lifecycle transitions.
+"""Jobs in the store: idempotent submission, reads, the queue and its change feed.
+
+State changes are in ``transitions.py``.
 
 Invariants:
 - A job row and its ``submitted`` event are written in one transaction; nothing half-written
   survives a lost connection.
-- Every state change goes through ``starburst.core.lifecycle.check_transition`` and bumps the
-  job's ``version``; the ``UPDATE`` applies only ``WHERE version = <the version read>``, so two
-  writers racing on one job cannot both move it (the loser gets ``StaleVersion``).
-- Each change appends exactly one ``job_events`` row (who, when, from → to, why, fencing token).
 - The queue is read with keyset pagination on ``(queued_at, id)``: a page costs the same
   whatever its depth, and the cursor is stable under concurrent inserts.
-- ``transition_many`` moves a batch in one transaction (rows locked ``FOR UPDATE`` on
-  PostgreSQL): the same rule, version bump and event per job; a job whose state no longer
-  allows the move (e.g. cancelled meanwhile) is skipped and named, the others move.
-- ``claim`` takes the head of a state's queue with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL,
-  so concurrent claimers never take the same job; SQLite serialises writers instead.
 """
 
 from __future__ import annotations
@@ -27,10 +20,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from starburst.core.errors import ConfigError
-from starburst.core.lifecycle import ALLOWED, JobState, check_transition
+from starburst.core.lifecycle import JobState
 
 from .base import StoreBase, chunks, in_chunks
-from .convert import spec_columns, to_epoch, to_event, to_stored_job, to_time
+from .convert import spec_columns, to_event, to_stored_job, to_time
 from .engine import run
 from .models import JobEventRow, JobRow, TeamRow, UserRow, table
 from .records import (
@@ -38,17 +31,13 @@ from .records import (
     JobEvent,
     JobNotFound,
     JobSpec,
-    Move,
-    Moved,
     QueuePage,
-    StaleVersion,
     StoredJob,
     Submission,
 )
 
 JOBS = table(JobRow)
 EVENTS = table(JobEventRow)
-_STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
 
 
 def encode_cursor(queued_at: datetime, job_id: str) -> str:
@@ -272,155 +261,3 @@ class JobsStore(StoreBase):
         return int(run(self._engine, lambda c: c.execute(query).scalar_one()))
 
     # ---- lifecycle --------------------------------------------------------------------
-    def transition(
-        self, job_id: str, to_state: JobState, *, reason: str, actor: str,
-        fencing_token: int | None = None, expected_version: int | None = None,
-        at: float | None = None, wait_budget: float | None = None,
-    ) -> StoredJob:
-        """Move one job to ``to_state``; raises ``IllegalTransition``, ``StaleVersion``,
-        ``StaleLeader`` or ``JobNotFound`` and then changes nothing."""
-        now = to_time(self._now(at))
-
-        def move(conn: sa.Connection) -> StoredJob:
-            self._check_fence(conn, fencing_token)
-            row = conn.execute(sa.select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
-            if row is None:
-                raise JobNotFound(job_id)
-            if expected_version is not None and row["version"] != expected_version:
-                raise StaleVersion(job_id, expected_version, row["version"])
-            check_transition(job_id, JobState(row["state"]), to_state)
-            values = _changes(row, to_state, now)
-            if wait_budget is not None:
-                values["wait_budget"] = wait_budget
-            done = conn.execute(
-                sa.update(JOBS)
-                .where(JOBS.c.id == job_id, JOBS.c.version == row["version"])
-                .values(**values)
-            )
-            if done.rowcount != 1:
-                actual = conn.execute(sa.select(JOBS.c.version).where(JOBS.c.id == job_id))
-                raise StaleVersion(job_id, row["version"], actual.scalar())
-            conn.execute(sa.insert(EVENTS).values(
-                job_id=job_id, at=now, from_state=row["state"], to_state=to_state.value,
-                reason=reason, actor=actor, fencing_token=fencing_token,
-            ))
-            return to_stored_job({**row, **values})
-
-        return run(self._engine, move)
-
-    def transition_many(
-        self, moves: Sequence[Move], to_state: JobState, *, actor: str,
-        fencing_token: int | None = None, at: float | None = None,
-    ) -> Moved:
-        """Move many jobs to ``to_state`` in one transaction (see the module docstring).
-        Raises ``StaleLeader`` (then nothing changes); never ``IllegalTransition``."""
-        now = to_time(self._now(at))
-
-        def move_all(conn: sa.Connection) -> Moved:
-            self._check_fence(conn, fencing_token)
-            rows: dict[str, Any] = {}
-            for clause in in_chunks(JOBS.c.id, [m.job_id for m in moves]):
-                query = sa.select(JOBS).where(clause)
-                if self.is_postgres:
-                    query = query.with_for_update()
-                rows.update((r["id"], r) for r in conn.execute(query).mappings())
-            moved: list[StoredJob] = []
-            skipped: list[str] = []
-            events: list[dict[str, Any]] = []
-            for m in moves:
-                row = rows.pop(m.job_id, None)  # a job named twice moves once
-                if row is None or to_state not in ALLOWED[JobState(row["state"])]:
-                    skipped.append(m.job_id)
-                    continue
-                values = _changes(row, to_state, now)
-                if m.wait_budget is not None:
-                    values["wait_budget"] = m.wait_budget
-                done = conn.execute(
-                    sa.update(JOBS)
-                    .where(JOBS.c.id == m.job_id, JOBS.c.version == row["version"])
-                    .values(**values)
-                )
-                if done.rowcount != 1:  # cannot happen under the lock; never write blindly
-                    raise StaleVersion(m.job_id, row["version"], None)
-                events.append({
-                    "job_id": m.job_id, "at": now, "from_state": row["state"],
-                    "to_state": to_state.value, "reason": m.reason, "actor": actor,
-                    "fencing_token": fencing_token,
-                })
-                moved.append(to_stored_job({**row, **values}))
-            for part in chunks(events):
-                conn.execute(sa.insert(EVENTS), list(part))
-            return Moved(moved, skipped)
-
-        return run(self._engine, move_all)
-
-    def claim(
-        self, to_state: JobState, *, limit: int, reason: str, actor: str,
-        from_state: JobState = JobState.QUEUED, fencing_token: int | None = None,
-        at: float | None = None,
-    ) -> list[StoredJob]:
-        """Move up to ``limit`` jobs from the head of ``from_state``'s queue to ``to_state``
-        (FIFO); concurrent claimers get disjoint sets."""
-        check_transition("(claim)", from_state, to_state)
-        now = to_time(self._now(at))
-
-        def take(conn: sa.Connection) -> list[StoredJob]:
-            self._check_fence(conn, fencing_token)
-            query = (
-                sa.select(JOBS).where(JOBS.c.state == from_state.value)
-                .order_by(JOBS.c.queued_at, JOBS.c.id).limit(limit)
-            )
-            if self.is_postgres:
-                query = query.with_for_update(skip_locked=True)
-            claimed = []
-            for row in conn.execute(query).mappings().all():
-                values = _changes(row, to_state, now)
-                conn.execute(sa.update(JOBS).where(JOBS.c.id == row["id"]).values(**values))
-                claimed.append({**row, **values})
-            if claimed:
-                conn.execute(sa.insert(EVENTS), [{
-                    "job_id": r["id"], "at": now, "from_state": from_state.value,
-                    "to_state": to_state.value, "reason": reason, "actor": actor,
-                    "fencing_token": fencing_token,
-                } for r in claimed])
-            return [to_stored_job(r) for r in claimed]
-
-        return run(self._engine, take)
-
-    def set_estimates(
-        self, job_id: str, *, predicted_runtime: float | None = None,
-        wait_budget: float | None = None,
-    ) -> None:
-        """Record the runtime estimate and wait budget the policy uses (not a state change,
-        so the version stays)."""
-        values: dict[str, Any] = {}
-        if predicted_runtime is not None:
-            values["predicted_runtime"] = predicted_runtime
-        if wait_budget is not None:
-            values["wait_budget"] = wait_budget
-        if not values:
-            return
-
-        def write(conn: sa.Connection) -> None:
-            if conn.execute(sa.update(JOBS).where(JOBS.c.id == job_id).values(**values)) \
-                    .rowcount != 1:
-                raise JobNotFound(job_id)
-
-        run(self._engine, write)
-
-
-def _changes(row: Any, to_state: JobState, now: datetime) -> dict[str, Any]:
-    """Column changes that come with entering ``to_state`` at ``now``."""
-    values: dict[str, Any] = {"state": to_state.value, "version": row["version"] + 1}
-    if to_state in _STARTED:
-        values.update(started_at=now, ran_on=_STARTED[to_state])
-    elif to_state is JobState.BURSTING:
-        values["ran_on"] = "cloud"
-    elif to_state is JobState.QUEUED and row["state"] != JobState.SUBMITTED.value:
-        values.update(queued_at=now, started_at=None, ran_on=None)  # Star-Wait re-arrival
-    elif to_state.terminal:
-        values["ended_at"] = now
-        started = row["started_at"]
-        if started is not None:
-            values["runtime"] = to_epoch(now) - to_epoch(started)
-    return values

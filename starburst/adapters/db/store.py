@@ -23,9 +23,10 @@ from .jobs import JobsStore
 from .learning import LearningStore
 from .ledger import LedgerStore
 from .models import Base
+from .transitions import TransitionsStore
 
 
-class SqlStore(JobsStore, LedgerStore, AccountsStore, LearningStore):
+class SqlStore(JobsStore, TransitionsStore, LedgerStore, AccountsStore, LearningStore):
     """The store over a SQLAlchemy engine.
 
     ``SqlStore(engine, clock=..., leader_name="controller")``: ``clock`` supplies "now" for

@@ -32,6 +32,7 @@ from typing import Any
 
 from starburst.adapters.kubernetes import conversion as conv
 from starburst.adapters.kubernetes.informer import Informer, Obj
+from starburst.adapters.kubernetes.pod_logs import job_output
 from starburst.adapters.kubernetes.retry import Backoff, status_of, translate
 from starburst.core.capacity import CapacityIndex, Node, Part, Placement
 from starburst.core.errors import PermanentError, TransientError
@@ -277,9 +278,9 @@ class KubernetesCluster:
         return out
 
     def job_logs(self, job: Job, tail: int | None = None) -> str:
-        """What the Job's pods printed, each under a ``==> pod <name> <==`` line (the newest
-        ``tail`` lines of each). The Job is found from its namespace and name in ``extra``, so
-        a process that watches nothing (the API alone) reads logs too."""
+        """What the Job's pods printed (see ``pod_logs.job_output``). The Job is found from its
+        namespace and name in ``extra``, so a process that watches nothing (the API alone)
+        reads logs too."""
         namespace, name = job.extra.get("namespace"), job.extra.get("k8s_name")
         if not namespace or not name:
             with self._lock:
@@ -287,21 +288,7 @@ class KubernetesCluster:
             if obj is None:
                 raise PermanentError(f"job {job.id} is not a known Kubernetes Job")
             namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-        try:
-            pods = self._core.list_namespaced_pod(namespace, label_selector=f"job-name={name}")
-        except Exception as err:
-            raise translate(err, f"listing the pods of job {name}") from err
-        parts = []
-        for pod in sorted(pods.items, key=lambda p: p.metadata.name):
-            pod_name = pod.metadata.name
-            try:
-                text = self._core.read_namespaced_pod_log(pod_name, namespace, tail_lines=tail)
-            except Exception as err:
-                if status_of(err) != 400:
-                    raise translate(err, f"reading the log of pod {pod_name}") from err
-                text = "(no output yet: the container has not started)\n"
-            parts.append(f"==> pod {pod_name} <==\n{text}")
-        return "".join(parts)
+        return job_output(self._core, namespace, name, tail)
 
     # -- decisions that leave the Job suspended --------------------------------------------
     def burst(self, job_id: str, where: str, reason: str, cloud_job: str | None = None,

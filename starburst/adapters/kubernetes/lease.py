@@ -27,7 +27,6 @@ raise Starburst's ``TransientError``/``PermanentError``, the renewal thread retr
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -131,8 +130,12 @@ class LeaseLock:
             log.info("lease %s/%s: release failed: %s", self.namespace, self.name, err)
 
     def close(self) -> None:
-        """Release, and close the API client if this lock was given it to own."""
+        """Release, and close the API client if this lock was given it to own (after the
+        renewal thread, which may be mid-request, has finished)."""
         self.release()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=self.duration)
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -150,8 +153,7 @@ class LeaseLock:
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.name, "namespace": self.namespace},
                     "spec": self._holding(now, now, 0)}
-            return self._write(lambda: self._api.create_namespaced_lease(
-                self.namespace, body, _preload_content=False))
+            return self._write(lambda: self._api.create_namespaced_lease(self.namespace, body))
         spec = _spec(lease)
         holder = spec.get("holderIdentity") or ""
         if holder and holder != self.identity and not self._expired(holder, spec):
@@ -207,27 +209,27 @@ class LeaseLock:
 
     # -- API calls -----------------------------------------------------------------------------
     def _read(self) -> tuple[Obj | None, str | None]:
+        # typed responses (not ``_preload_content=False``): an error answer is read in full
+        # and its connection goes back to the pool
         try:
-            response = self._api.read_namespaced_lease(self.name, self.namespace,
-                                                       _preload_content=False)
+            typed = self._api.read_namespaced_lease(self.name, self.namespace)
         except Exception as err:
             if status_of(err) == 404:
                 return None, None
             raise
-        lease = _json(response)
+        lease: Obj = self._api.api_client.sanitize_for_serialization(typed)
         return lease, lease["metadata"].get("resourceVersion")
 
     def _replace(self, lease: Obj, version: str | None, spec: Obj) -> Any:
         body = {**lease, "metadata": {**lease["metadata"], "resourceVersion": version},
                 "spec": spec}
-        return self._api.replace_namespaced_lease(self.name, self.namespace, body,
-                                                  _preload_content=False)
+        return self._api.replace_namespaced_lease(self.name, self.namespace, body)
 
     @staticmethod
     def _write(call: Callable[[], Any]) -> bool:
         """True if the write went through; False if another replica wrote first (409)."""
         try:
-            _json(call())
+            call()
         except Exception as err:
             if status_of(err) == 409:
                 return False
@@ -243,10 +245,3 @@ def _spec(lease: Obj) -> Obj:
 def _seconds(duration: float) -> int:
     return max(1, round(duration))
 
-
-def _json(response: Any) -> Obj:
-    try:
-        result: Obj = json.loads(response.data)
-    finally:
-        response.release_conn()
-    return result

@@ -1,0 +1,36 @@
+"""What a Job's pods printed, read through the ``pods/log`` subresource.
+
+Terms: a Job's pods are those labelled ``job-name=<job>`` (set by the Job controller); a pod
+whose container has not started answers 400, shown as "no output yet" rather than an error.
+
+Invariants: reading never changes the cluster; each pod's output comes under a
+``==> pod <name> <==`` line, pods in name order; API errors become Starburst errors
+(transient or permanent), never SDK exceptions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starburst.adapters.kubernetes.retry import status_of, translate
+
+NOT_STARTED = "(no output yet: the container has not started)\n"
+
+
+def job_output(core: Any, namespace: str, name: str, tail: int | None = None) -> str:
+    """The output of every pod of Job ``namespace/name`` (the newest ``tail`` lines of each)."""
+    try:
+        pods = core.list_namespaced_pod(namespace, label_selector=f"job-name={name}")
+    except Exception as err:
+        raise translate(err, f"listing the pods of job {name}") from err
+    parts = []
+    for pod in sorted(pods.items, key=lambda p: p.metadata.name):
+        pod_name = pod.metadata.name
+        try:
+            text = core.read_namespaced_pod_log(pod_name, namespace, tail_lines=tail)
+        except Exception as err:
+            if status_of(err) != 400:
+                raise translate(err, f"reading the log of pod {pod_name}") from err
+            text = NOT_STARTED
+        parts.append(f"==> pod {pod_name} <==\n{text}")
+    return "".join(parts)
