@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,15 +17,7 @@ from starburst.controller.wiring import build_cloud, build_cluster
 from starburst.core.lifecycle import JobState
 from starburst.settings import Settings
 from tests.support.postgres import ThrowawayPostgres, find_bindir, fresh_database
-
-
-def wait_for(check: Callable[[], bool], timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
+from tests.support.waiting import wait_for
 
 
 def make_controller(url: str, tmp: Path, name: str) -> Controller:

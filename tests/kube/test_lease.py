@@ -26,12 +26,16 @@ def lease_of(coordination: client.CoordinationV1Api) -> client.V1Lease:
     return coordination.read_namespaced_lease(NAME, "default")
 
 
+def two_replicas(api: client.ApiClient) -> tuple[LeaseLock, LeaseLock]:
+    tokens = itertools.count(1).__next__  # the store's terms, in memory
+    return (LeaseLock(api, "default", NAME, "host-a:1", tokens, duration=1.0),
+            LeaseLock(api, "default", NAME, "host-b:2", tokens, duration=1.0))
+
+
 def test_one_replica_holds_the_lease_and_a_release_hands_it_over(
     api: client.ApiClient, coordination: client.CoordinationV1Api
 ) -> None:
-    tokens = itertools.count(1).__next__
-    a = LeaseLock(api, "default", NAME, "host-a:1", tokens, duration=1.0)
-    b = LeaseLock(api, "default", NAME, "host-b:2", tokens, duration=1.0)
+    a, b = two_replicas(api)
     try:
         assert a.try_acquire() == 1 and a.is_held() and a.token == 1
         assert b.try_acquire() is None and b.token is None
@@ -53,9 +57,7 @@ def test_one_replica_holds_the_lease_and_a_release_hands_it_over(
 def test_a_live_holder_keeps_the_lease_and_a_dead_one_is_replaced_in_bounded_time(
     api: client.ApiClient, coordination: client.CoordinationV1Api
 ) -> None:
-    tokens = itertools.count(1).__next__
-    a = LeaseLock(api, "default", NAME, "host-a:1", tokens, duration=1.0)
-    b = LeaseLock(api, "default", NAME, "host-b:2", tokens, duration=1.0)
+    a, b = two_replicas(api)
     try:
         assert a.try_acquire() == 1
         renewed = lease_of(coordination).spec.renew_time

@@ -5,7 +5,6 @@ dies, and the dead leader's fencing token is refused."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,15 +16,7 @@ from starburst.controller.daemon import Controller
 from starburst.controller.wiring import build_controller
 from starburst.core.lifecycle import JobState
 from starburst.settings import Settings
-
-
-def wait_for(check: Callable[[], bool], timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
+from tests.support.waiting import wait_for
 
 
 def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: Path) -> None:
