@@ -32,6 +32,7 @@ from typing import Any
 
 from starburst.adapters.kubernetes import conversion as conv
 from starburst.adapters.kubernetes.informer import Informer, Obj
+from starburst.adapters.kubernetes.manifest import job_manifest, job_name
 from starburst.adapters.kubernetes.pod_logs import job_output
 from starburst.adapters.kubernetes.retry import Backoff, status_of, translate
 from starburst.core.capacity import CapacityIndex, Node, Part, Placement
@@ -223,16 +224,39 @@ class KubernetesCluster:
             obj = self._jobs.get(job.id)
             if job.id in self._running or (obj is not None and conv.job_state(obj) != "queued"):
                 return
-        if obj is None:
-            raise PermanentError(f"job {job.id} is not a queued Kubernetes Job")
         _check_pod_sizes(job, placement)
-        result = self._start_patch(job, obj, placement, reason)
+        if obj is None:  # submitted through Starburst: create its Job, already started
+            result: Obj | None = self._create(job, placement, reason)
+        else:
+            result = self._start_patch(job, obj, placement, reason)
         if result is None:
             return
         with self._lock:
             self._jobs[job.id] = result
             self._running[job.id] = self._started(result)
         self._event(result, "Started", reason)
+
+    def _create(self, job: Job, placement: Placement, reason: str) -> Obj:
+        """Create the started Job of a Starburst submission (``manifest.py``). Its name is
+        derived from the job id, so after a crash the repeated start finds it (409) and
+        adopts it instead of creating a second one."""
+        if not job.extra.get("command"):
+            raise PermanentError(f"job {job.id} is not a queued Kubernetes Job, and has no "
+                                 "command to create one from")
+        namespace = self.settings.namespace or "default"
+        body = job_manifest(job, placement, reason, self._clock.now(), namespace,
+                            self.settings.conventions)
+        try:
+            return _json(self._batch.create_namespaced_job(namespace, body,
+                                                           _preload_content=False))
+        except Exception as err:
+            if status_of(err) != 409:
+                raise translate(err, f"creating the Kubernetes Job of {job.id}") from err
+        existing = self._read(body["metadata"])
+        if conv.job_id(existing) != job.id:
+            raise PermanentError(f"job {job.id}: a Kubernetes Job named "
+                                 f"{body['metadata']['name']} exists and is not this job's")
+        return existing
 
     def _start_patch(self, job: Job, obj: Obj, placement: Placement, reason: str) -> Obj | None:
         """Patch, re-deciding on a 409: None if someone else started the Job meanwhile.
@@ -285,9 +309,10 @@ class KubernetesCluster:
         if not namespace or not name:
             with self._lock:
                 obj = self._jobs.get(job.id)
-            if obj is None:
-                raise PermanentError(f"job {job.id} is not a known Kubernetes Job")
-            namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+            if obj is not None:
+                namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+            else:  # a Job Starburst created: its name follows from the id
+                namespace, name = self.settings.namespace or "default", job_name(job.id)
         return job_output(self._core, namespace, name, tail)
 
     # -- decisions that leave the Job suspended --------------------------------------------
@@ -311,8 +336,9 @@ class KubernetesCluster:
                   suspend: bool = False) -> None:
         with self._lock:
             obj = self._jobs.get(job_id)
-        if obj is None:
-            raise PermanentError(f"job {job_id} is not a known Kubernetes Job")
+        if obj is None:  # submitted through Starburst and not started here: no Job to mark
+            log.debug("no Kubernetes Job for %s to annotate (%s)", job_id, event)
+            return
         patch: dict[str, Any] = {"metadata": {"annotations": {**notes, conv.REASON: reason}}}
         if suspend:
             patch["spec"] = {"suspend": True}

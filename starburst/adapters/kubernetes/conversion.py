@@ -3,7 +3,8 @@
 Terms and conventions (the contract with users' Job manifests):
 - A *queued Job* is a ``batch/v1`` Job labelled ``starburst.io/queue`` with
   ``spec.suspend: true`` and no ``starburst.io/state`` annotation. Its Starburst id is the
-  ``starburst.io/job-id`` label, else ``<namespace>/<name>``.
+  ``starburst.io/job-id`` label, else that annotation (ids that are not valid label values,
+  on Jobs Starburst created: ``manifest.py``), else ``<namespace>/<name>``.
 - *Size*: GPUs = the pod template's ``nvidia.com/gpu`` request (a limit stands in for a
   missing request) × ``parallelism``; CPUs and memory likewise. GPU type: the template's
   ``nodeSelector`` on the GPU-type label (``nvidia.com/gpu.product`` by default). Owner: the
@@ -72,8 +73,9 @@ def rfc3339(seconds: float) -> str:
 
 def job_id(obj: Obj) -> str:
     meta = obj["metadata"]
-    return str((meta.get("labels") or {}).get(JOB_ID_LABEL) or
-               f"{meta.get('namespace', '')}/{meta['name']}")
+    return str((meta.get("labels") or {}).get(JOB_ID_LABEL)
+               or (meta.get("annotations") or {}).get(JOB_ID_LABEL)
+               or f"{meta.get('namespace', '')}/{meta['name']}")
 
 
 def pod_resources(pod_spec: Obj) -> tuple[float, float, float]:

@@ -3,7 +3,8 @@
 Terms: a Job's pods are those labelled ``job-name=<job>`` (set by the Job controller); a pod
 whose container has not started answers 400, shown as "no output yet" rather than an error.
 
-Invariants: reading never changes the cluster; each pod's output comes under a
+Invariants: reading never changes the cluster; a Job without pods says so (never an empty
+answer that looks like a silent job); each pod's output comes under a
 ``==> pod <name> <==`` line, pods in name order; API errors become Starburst errors
 (transient or permanent), never SDK exceptions.
 """
@@ -15,6 +16,7 @@ from typing import Any
 from starburst.adapters.kubernetes.retry import status_of, translate
 
 NOT_STARTED = "(no output yet: the container has not started)\n"
+NO_PODS = "(job {name} has no pods: it has not started, or its pods were removed)\n"
 
 
 def job_output(core: Any, namespace: str, name: str, tail: int | None = None) -> str:
@@ -27,10 +29,20 @@ def job_output(core: Any, namespace: str, name: str, tail: int | None = None) ->
     for pod in sorted(pods.items, key=lambda p: p.metadata.name):
         pod_name = pod.metadata.name
         try:
-            text = core.read_namespaced_pod_log(pod_name, namespace, tail_lines=tail)
+            text = _text(core.read_namespaced_pod_log(pod_name, namespace, tail_lines=tail,
+                                                      _preload_content=False))
         except Exception as err:
             if status_of(err) != 400:
                 raise translate(err, f"reading the log of pod {pod_name}") from err
             text = NOT_STARTED
         parts.append(f"==> pod {pod_name} <==\n{text}")
-    return "".join(parts)
+    return "".join(parts) or NO_PODS.format(name=name)
+
+
+def _text(response: Any) -> str:
+    """The raw body. (Not the client's own decoding: it parses a log as JSON when it can,
+    so a pod that printed ``42`` would come back as ``"42"`` without its newline.)"""
+    try:
+        return bytes(response.data).decode("utf-8", errors="replace")
+    finally:
+        response.release_conn()
