@@ -101,8 +101,7 @@ class LeaseLock:
             if token is not None:
                 return token
             if give_up is not None and time.monotonic() >= give_up:
-                raise LeaseBusy(f"lease {self.namespace}/{self.name} is held by "
-                                     "another replica")
+                raise LeaseBusy(f"lease {self.namespace}/{self.name} is held by another replica")
             time.sleep(min(1.0, self.duration / 10))
 
     def is_held(self) -> bool:
