@@ -59,9 +59,9 @@ def _reason(exc: Exception) -> str:
 
 
 def call(server: str, token: str | None, method: str, path: str, *, text: bool = False,
-         **kwargs: Any) -> Any:
-    """One request to the API; the decoded JSON answer (the body as text with ``text``), or
-    exit with one clear line."""
+         tolerate: tuple[int, ...] = (), **kwargs: Any) -> Any:
+    """One request to the API; the decoded JSON answer (the body as text with ``text``), None
+    for a status in ``tolerate``, or exit with one clear line."""
     import httpx
 
     base = server.rstrip("/")
@@ -78,6 +78,8 @@ def call(server: str, token: str | None, method: str, path: str, *, text: bool =
         _fail(f"the Starburst server at {base} did not answer within 30 s", 2)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         _fail(f"cannot talk to the Starburst server at {base}: {_reason(exc)}", 2)
+    if response.status_code in tolerate:
+        return None
     if response.status_code >= 400:
         try:
             detail = response.json().get("detail") or response.text
@@ -211,12 +213,30 @@ def explain(
 def logs(
     job_id: Annotated[str, typer.Argument(metavar="JOB")],
     tail: Annotated[int, typer.Option(min=0, help="The newest lines only (0: all).")] = 200,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help=(
+        "Keep printing new output until the job ends (waits for a job not started yet)."))]
+    = False,
+    interval: Annotated[float, typer.Option(min=0.1, help="Seconds between looks (-f).")] = 2.0,
     server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
 ) -> None:
     """What a job printed, from where it ran (on-prem, or its latest cloud launch)."""
-    params = {"tail": tail} if tail else {}
-    output = call(server, token, "GET", f"/v1/jobs/{job_id}/logs", text=True, params=params)
-    typer.echo(output, nl=not output.endswith("\n") and bool(output))
+    path = f"/v1/jobs/{job_id}/logs"
+    if not follow:
+        output = call(server, token, "GET", path, text=True, params={"tail": tail} if tail else {})
+        typer.echo(output, nl=not output.endswith("\n") and bool(output))
+        return
+    from starburst.cli.follow import follow as follow_output
+
+    def ended() -> bool:
+        state = call(server, token, "GET", f"/v1/jobs/{job_id}")["state"]
+        return state in ("succeeded", "failed", "cancelled")
+
+    def fetch() -> str | None:  # 409: not started yet
+        output: str | None = call(server, token, "GET", path, text=True, tolerate=(409,))
+        return output
+
+    follow_output(fetch, ended, lambda part: typer.echo(part, nl=False),
+                  first_tail=tail or None, interval=interval)
 
 
 def cancel(

@@ -64,6 +64,8 @@ def test_logs_come_from_where_the_job_ran(  # type: ignore[no-untyped-def]
     printed = run(["logs", here, "--tail", "2"], env)
     assert printed.exit_code == 0 and printed.stdout == "second\nthird\n"
     assert run(["logs", here, "--tail", "0"], env).stdout.endswith("first\nsecond\nthird\n")
+    followed = run(["logs", here, "--follow", "--interval", "0.1"], env)  # ended: prints, exits
+    assert followed.exit_code == 0 and followed.stdout.endswith("first\nsecond\nthird\n")
     refused = run(["logs", waiting], env)
     assert refused.exit_code == 1 and "has not started yet" in refused.stderr
 
