@@ -10,6 +10,8 @@ Terms:
 - *pods*: the job runs as ``pods`` equal tasks (the Pods of one Kubernetes Job), each with
   ``gpus / pods`` GPUs. A pod cannot be cut across nodes, so a multi-node split gives every
   node whole pods. ``None`` (trace jobs, the paper's model): any split of the GPUs is allowed.
+- *env*: extra environment variables for the job's command, ``extra["env"]``, a JSON object
+  of strings (``job_env`` parses it for every backend; a malformed one is a ``PermanentError``).
 
 Invariants: jobs are immutable values; a job is identified by its ``id`` everywhere (ties in
 every ordering end in the id, so the same input always gives the same decisions).
@@ -17,9 +19,12 @@ every ordering end in the id, so the same input always gives the same decisions)
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+
+from starburst.core.errors import PermanentError
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +62,22 @@ class Job:
 
     def with_estimate(self, estimate: float) -> Job:
         return replace(self, estimate=estimate)
+
+
+def job_env(job: Job) -> dict[str, str]:
+    """The job's extra environment (``extra["env"]``); empty when it sets none."""
+    raw = job.extra.get("env", "").strip()
+    if not raw:
+        return {}
+    try:
+        env = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise PermanentError(f"job {job.id}: extra['env'] is not JSON: {exc}") from None
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise PermanentError(f"job {job.id}: extra['env'] must be a JSON object of strings")
+    return env
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,14 +24,13 @@ image cannot run in a container and is a ``PermanentError`` naming what is missi
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import Any
 
 from starburst.adapters.kubernetes import conversion as conv
 from starburst.core.capacity import Placement, describe_placement
 from starburst.core.errors import PermanentError
-from starburst.core.job import Job
+from starburst.core.job import Job, job_env
 
 _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 CONTAINER = "main"
@@ -113,17 +112,4 @@ def _resources(job: Job, pods: int) -> dict[str, dict[str, str]]:
 
 
 def _env(job: Job) -> dict[str, str]:
-    raw = job.extra.get("env", "").strip()
-    env: dict[str, str] = {}
-    if raw:
-        try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise PermanentError(f"job {job.id}: extra['env'] is not JSON: {exc}") from None
-        if not isinstance(parsed, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in parsed.items()
-        ):
-            raise PermanentError(f"job {job.id}: extra['env'] must be a JSON object of strings")
-        env.update(parsed)
-    env["STARBURST_JOB_ID"] = job.id
-    return env
+    return {**job_env(job), "STARBURST_JOB_ID": job.id}

@@ -61,7 +61,7 @@ from starburst.adapters.local.statedir import (
     write_atomically,
 )
 from starburst.core.errors import PermanentError
-from starburst.core.job import Job
+from starburst.core.job import Job, job_env
 
 _UNREAPED: set[subprocess.Popen[bytes]] = set()
 _UNREAPED_LOCK = threading.Lock()
@@ -109,19 +109,8 @@ def command_of(job: Job) -> str:
 
 
 def env_of(job: Job) -> dict[str, str]:
-    """The job's extra environment from ``extra["env"]`` (a JSON object of strings)."""
-    raw = job.extra.get("env", "").strip()
-    if not raw:
-        return {}
-    try:
-        env = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise PermanentError(f"job {job.id}: extra['env'] is not JSON: {exc}") from None
-    if not isinstance(env, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
-    ):
-        raise PermanentError(f"job {job.id}: extra['env'] must be a JSON object of strings")
-    return env
+    """The job's extra environment from ``extra["env"]`` (``core.job.job_env``)."""
+    return job_env(job)
 
 
 @dataclass(frozen=True, slots=True)

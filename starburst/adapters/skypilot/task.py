@@ -24,14 +24,13 @@ allowed clouds, or a malformed field is a ``PermanentError`` with the reason.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from starburst.adapters.skypilot.api import SkyApi
 from starburst.core.errors import PermanentError
-from starburst.core.job import Job
+from starburst.core.job import Job, job_env
 from starburst.pricing import PriceOption, PriceTable, canonical_gpu
 
 NAME_PREFIX = "starburst-"
@@ -124,19 +123,7 @@ def build_task(api: SkyApi, job: Job, option: LaunchOption, name: str) -> Any:
 
 
 def _env(job: Job) -> dict[str, str]:
-    raw = job.extra.get("env", "").strip()
-    env = {"STARBURST_JOB_ID": job.id}
-    if not raw:
-        return env
-    try:
-        parsed = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise PermanentError(f"job {job.id}: extra['env'] is not JSON: {exc}") from None
-    if not isinstance(parsed, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in parsed.items()
-    ):
-        raise PermanentError(f"job {job.id}: extra['env'] must be a JSON object of strings")
-    return {**parsed, **env}
+    return {**job_env(job), "STARBURST_JOB_ID": job.id}
 
 
 def _list(job: Job, key: str) -> list[str]:
