@@ -30,13 +30,14 @@ Opt = typer.Option
 DEFAULT_MODEL = Path("runtime-model.joblib")
 
 
-def _jobs(trace: Path | None, synthetic: int | None, seed: int, fmt: str) -> list[Job]:
+def _jobs(trace: Path | None, synthetic: int | None, seed: int, fmt: str,
+          status: str | None = None) -> list[Job]:
     if (trace is None) == (synthetic is None):
         raise ConfigError("give either --trace FILE or --synthetic JOBS")
     if trace is not None:
-        from starburst.sim.loading import load_jobs
+        from starburst.sim.loading import load_jobs, parse_statuses
 
-        return load_jobs(trace, fmt)
+        return load_jobs(trace, fmt, parse_statuses(status))
     from starburst.predictor.workload import WorkloadSpec, generate
 
     return generate(WorkloadSpec(jobs=synthetic or 0, seed=seed))
@@ -46,6 +47,8 @@ TraceOpt = Annotated[Path | None, Opt(help="Trace file with completed jobs (runt
 SynthOpt = Annotated[int | None, Opt(help="Use a synthetic workload of this many jobs instead")]
 SeedOpt = Annotated[int, Opt(help="Seed of the synthetic workload")]
 FormatOpt = Annotated[str, Opt("--format", help="auto|csv|philly|helios")]
+StatusOpt = Annotated[str | None, Opt(help="Keep only jobs with these final statuses, "
+                                      "comma-separated (e.g. Pass; COMPLETED,TIMEOUT)")]
 ThreadsOpt = Annotated[int | None, Opt(help="Threads for training (default: all cores)")]
 
 
@@ -71,6 +74,7 @@ def train(
     synthetic: SynthOpt = None,
     seed: SeedOpt = 0,
     trace_format: FormatOpt = "auto",
+    status: StatusOpt = None,
     out: Annotated[Path, Opt("--out", "-o", help="Model artifact to write")] = DEFAULT_MODEL,
     threads: ThreadsOpt = None,
 ) -> None:
@@ -79,7 +83,7 @@ def train(
     from starburst.predictor.model import TrainParams
     from starburst.predictor.training import train_artifact
 
-    artifact = train_artifact(_jobs(trace, synthetic, seed, trace_format),
+    artifact = train_artifact(_jobs(trace, synthetic, seed, trace_format, status),
                               TrainParams(threads=threads), trained_at=datetime.now(UTC))
     save_artifact(artifact, out)
     typer.echo(f"wrote {out}\n{artifact.describe()}")
@@ -91,6 +95,7 @@ def evaluate(
     synthetic: SynthOpt = None,
     seed: SeedOpt = 0,
     trace_format: FormatOpt = "auto",
+    status: StatusOpt = None,
     train_share: Annotated[float, Opt(help="Share of jobs (by submit time) to train on")] = 0.7,
     model: Annotated[Path | None, Opt(help="Evaluate this artifact instead of training")] = None,
     schedule: Annotated[bool, Opt("--schedule", help="Also simulate the test part with "
@@ -106,7 +111,7 @@ def evaluate(
     from starburst.predictor.evaluation import format_evaluation
     from starburst.predictor.model import TrainParams
 
-    jobs = _jobs(trace, synthetic, seed, trace_format)
+    jobs = _jobs(trace, synthetic, seed, trace_format, status)
     artifact = load_artifact(model) if model is not None else None
     result = run_evaluation(jobs, train_share, TrainParams(threads=threads), artifact)
     typer.echo(format_evaluation(result))

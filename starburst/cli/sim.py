@@ -48,6 +48,8 @@ def simulate(
     order: Annotated[str, Opt(help="fifo|sjf|edf")] = "fifo",
     placement: Annotated[str, Opt(help="first-fit|best-fit")] = "first-fit",
     trace_format: Annotated[str, Opt("--format", help="auto|csv|philly|helios")] = "auto",
+    status: Annotated[str | None, Opt(help="Keep only jobs with these final statuses, "
+                                      "comma-separated (e.g. Pass; COMPLETED,TIMEOUT)")] = None,
     price: Annotated[float, Opt(help="Cloud price per GPU-hour ($)")] = 2.5,
     startup_delay: Annotated[float, Opt(help="Cloud start-up delay (s), added to JCT")] = 0.0,
     estimate_error: Annotated[float, Opt(help="Relative runtime-estimate error, e.g. 0.5")] = 0.0,
@@ -62,7 +64,7 @@ def simulate(
     from starburst.core.policy import WaitPolicy, calibrate, parse_policy
     from starburst.sim.engine import SimOptions, perturb_estimates
     from starburst.sim.engine import simulate as run
-    from starburst.sim.loading import load
+    from starburst.sim.loading import load, parse_statuses
 
     kind = parse_policy(policy)
     if coefficient is not None and budget is not None:
@@ -71,7 +73,7 @@ def simulate(
         raise ConfigError("--queue-cap must be ≥ 0")
     node_list = _nodes(nodes, gpus_per_node, cpus_per_node, cluster)
     SimOptions(price, startup_delay, estimate_error, seed)  # validates the knobs up front
-    loaded = load(trace, trace_format)
+    loaded = load(trace, trace_format, parse_statuses(status))
     if loaded.skipped:
         typer.echo(loaded.describe(), err=True)
     jobs = perturb_estimates(loaded.jobs, estimate_error, seed)

@@ -2,9 +2,12 @@
 
 - **Philly** (msr-fiddle/philly-traces, ``cluster_job_log``): one JSON list of jobs, each
   ``{"jobid", "user", "vc", "status", "submitted_time": "YYYY-MM-DD HH:MM:SS", "attempts":
-  [{"start_time", "end_time", "detail": [{"ip", "gpus": ["gpu0", ...]}]}]}``. A job's GPUs are
-  the most any attempt held (Σ over its ``detail`` machines); its runtime is the sum of its
-  attempts' durations (retries are work a scheduler must place too).
+  [{"start_time", "end_time", "detail": [{"ip", "gpus": ["gpu0", ...]}]}]}``. Converted as the
+  published pipelines do (the Philly analysis notebook, the Starburst artifact): the runtime is
+  the last attempt's end − the first attempt's start (so retries and the gaps between them
+  count), and the GPUs are the last attempt's (Σ over its ``detail`` machines). A job whose
+  first attempt has no start or whose last has no end is skipped; the times of the attempts in
+  between are not needed.
 - **Helios** (S-Lab-System-Group/HeliosData, e.g. Venus ``cluster_log.csv``): CSV with the
   columns ``job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,
   duration,queue``; ``duration`` is end − start in seconds. The runtime is ``duration``, or
@@ -140,10 +143,9 @@ def _philly_job(path: Path, number: int, record: Any,
         raise TraceError(path, "'attempts' must be a list of objects", record=number)
     if not attempts:
         raise _Skip(NO_ATTEMPTS)
-    last = len(attempts) - 1
-    runtime = math.fsum(_attempt_seconds(path, number, a, i == last)
-                        for i, a in enumerate(attempts))
-    gpus = max(_attempt_gpus(path, number, a) for a in attempts)
+    gpus_each = [_attempt_gpus(path, number, a) for a in attempts]  # checks every attempt
+    runtime = _span_seconds(path, number, attempts[0], attempts[-1])
+    gpus = gpus_each[-1]
     if gpus == 0:
         raise _Skip(NO_GPUS)
     vc = record.get("vc")
@@ -161,9 +163,11 @@ def _required(path: Path, number: int, record: Mapping[str, Any], key: str) -> A
     return value
 
 
-def _attempt_seconds(path: Path, number: int, attempt: Mapping[str, Any], last: bool) -> float:
-    start, end = attempt.get("start_time"), attempt.get("end_time")
-    if start and not end and last:
+def _span_seconds(path: Path, number: int, first: Mapping[str, Any],
+                  last: Mapping[str, Any]) -> float:
+    """First attempt's start → last attempt's end (the reference pipelines' runtime)."""
+    start, end = first.get("start_time"), last.get("end_time")
+    if last.get("start_time") and not end:
         raise _Skip(RUNNING)
     if not start or not end:
         raise _Skip(NO_TIMES)

@@ -29,8 +29,8 @@ def test_philly_jobs_in_project_units() -> None:
     trace = load_philly(PHILLY)
     assert [(j.id[-5:], j.submit_time, j.gpus, j.runtime) for j in trace.jobs] == [
         ("10001", 0.0, 2, 1800.0),  # two machines with one GPU each
-        ("14199", 699.0, 8, 74.0 + 193182.0),  # both attempts count
-        ("10006", 3600.0, 1, 600.0 + 1800.0),
+        ("14199", 699.0, 8, 74.0 + 7.0 + 193182.0),  # first start → last end, gap included
+        ("10006", 3600.0, 1, 3000.0),  # 02:00 → 02:50 (attempts 10 + 30 min, 10 min apart)
     ]
     first = trace.jobs[0]
     assert (first.user, first.team, first.extra["status"]) == ("6c6d4a", "b436b2", "Killed")
