@@ -128,12 +128,15 @@ def sweep(
     seed: Annotated[int, Opt(help="Synthetic workload seed")] = 0,
     price: Annotated[float, Opt(help="Cloud price per GPU-hour ($)")] = 2.5,
     processes: Annotated[int | None, Opt(help="Worker processes (default: all cores)")] = None,
+    max_jct_increase: Annotated[str, Opt(help="JCT tolerance of the recommendation, e.g. 5%")]
+    = "5%",
     out: Annotated[Path, Opt(help="Output folder for results.csv and pareto.png")]
     = Path("out/sweep"),
 ) -> None:
-    """Policies × budgets (× loads) on every core; writes a results table and a Pareto plot."""
+    """Policies × budgets (× loads) on every core; writes a results table and a Pareto plot,
+    and recommends the cheapest setting within the JCT tolerance and the Pareto knee."""
     from starburst.core.policy import parse_policy
-    from starburst.sim import pareto, table
+    from starburst.sim import notes, pareto, recommend, table
     from starburst.sim.engine import SimOptions
     from starburst.sim.shape import uniform
     from starburst.sim.sweep import Source
@@ -142,6 +145,7 @@ def sweep(
 
     kinds = [parse_policy(p) for p in policies.split(",") if p.strip()]
     budget_list = [_positive(b, "budget") for b in budgets.split(",") if b.strip()]
+    tolerance = recommend.parse_tolerance(max_jct_increase)
     node_list = uniform(nodes, gpus_per_node)
     sources: list[tuple[float | None, Source]]
     if trace is not None:
@@ -151,9 +155,15 @@ def sweep(
                    for load in (_positive(x, "load") for x in loads.split(",") if x.strip())]
     started = time.perf_counter()
     rows = run_sweep(sources, node_list, kinds, budget_list, SimOptions(price), processes)
+    rows = notes.explain(recommend.add_changes(rows), tolerance)
     typer.echo(table.render(rows))
+    marks: dict[str, str] = {}
+    for load, group in recommend.by_load(rows).items():
+        rec = recommend.recommend(group, tolerance)
+        typer.echo("\n" + ("" if load is None else f"load {load:g}, ") + recommend.render(rec))
+        marks.update(recommend.highlights(rec))
     table.write_csv(rows, out / "results.csv")
-    pareto.plot(rows, out / "pareto.png")
+    pareto.plot(rows, out / "pareto.png", highlights=marks if len(sources) == 1 else None)
     typer.echo(f"\n{len(rows)} runs in {time.perf_counter() - started:.1f} s; wrote "
                f"{out / 'results.csv'} and {out / 'pareto.png'}")
 

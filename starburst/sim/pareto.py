@@ -1,18 +1,34 @@
 """The Pareto plot admins choose a waiting budget from: cloud cost against mean JCT.
 
-Each policy is one series (its points are budgets, labelled); the points no other point beats
-on both cost and JCT form the Pareto front, drawn as a step line. matplotlib is imported only
-here, with the non-interactive Agg backend, so plotting works on a headless server.
+Each series (a policy run one way, named as the tables name it: "Starburst", "Star-Wait",
+see ``naming``) is one line whose points are budgets, labelled "b=…"; the points no other
+point beats on both cost and JCT form the Pareto front, drawn as a step line. Settings worth
+pointing at (today's, the recommendation, the knee) get a ring and a caption.
+
+Labels are placed greedily: each tries a few offsets around its point and takes the first
+whose box overlaps no label placed before it and no highlighted point (else the least
+overlapping one), so labels near No-Wait do not pile up. matplotlib is imported only here,
+with the non-interactive Agg backend, so plotting works on a headless server.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from starburst.core.errors import ConfigError
 
 Row = dict[str, float | int | str]
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels
+
+#: label offsets tried in order, in points from the data point
+#: (rows 12 points apart: a label is 8.4 points high)
+_OFFSETS = ((4, 3), (4, -9), (-4, 3), (-4, -9), (4, 15), (-4, 15), (4, -21), (-4, -21),
+            (4, 27), (-4, 27), (4, -33), (-4, -33))
+_FONT = 7
+#: colours of highlighted settings, by caption prefix
+_RING = {"today": "tab:red", "recommended": "tab:green", "knee": "tab:purple"}
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -26,7 +42,9 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, flo
     return front
 
 
-def plot(rows: Sequence[Row], path: Path, title: str = "Cloud cost vs mean JCT") -> Path:
+def plot(rows: Sequence[Row], path: Path, title: str = "Cloud cost vs mean JCT",
+         highlights: Mapping[str, str] | None = None) -> Path:
+    """Write the plot; ``highlights`` maps a row's label to a caption ("today", …)."""
     try:
         import matplotlib
 
@@ -39,38 +57,96 @@ def plot(rows: Sequence[Row], path: Path, title: str = "Cloud cost vs mean JCT")
     loads: list[float | None] = [*sorted({float(r["load"]) for r in rows if "load" in r})]
     if not loads:
         loads = [None]
-    fig, axes = plt.subplots(1, len(loads), figsize=(6.5 * len(loads), 5), squeeze=False)
+    fig, axes = plt.subplots(1, len(loads), figsize=(7.5 * len(loads), 5.5), squeeze=False)
     for ax, load in zip(axes[0], loads, strict=True):
         subset = [r for r in rows if load is None or float(r.get("load", -1)) == load]
-        _draw(ax, subset)
         ax.set_title(title if load is None else f"{title} (load {load:g})")
+        _draw(fig, ax, subset, highlights or {})
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def _draw(ax: object, rows: Sequence[Row]) -> None:
-    by_policy: dict[str, list[Row]] = {}
+def _series(row: Row) -> str:
+    return str(row.get("series") or row["policy"])
+
+
+def _xy(row: Row) -> tuple[float, float]:
+    return float(row["cloud_cost_usd"]), float(row["mean_jct_s"]) / 3600.0
+
+
+def _draw(fig: Any, ax: Any, rows: Sequence[Row], highlights: Mapping[str, str]) -> None:
+    by_series: dict[str, list[Row]] = {}
     for row in rows:
-        by_policy.setdefault(str(row["policy"]), []).append(row)
-    for policy, series in sorted(by_policy.items()):
+        by_series.setdefault(_series(row), []).append(row)
+    for name, series in sorted(by_series.items()):
         series = sorted(series, key=lambda r: float(r["cloud_cost_usd"]))
-        xs = [float(r["cloud_cost_usd"]) for r in series]
-        ys = [float(r["mean_jct_s"]) / 3600.0 for r in series]
-        ax.plot(xs, ys, marker="o", label=policy)  # type: ignore[attr-defined]
-        for r, x, y in zip(series, xs, ys, strict=True):
-            if r.get("budget") not in ("", None):
-                ax.annotate(f"b={float(r['budget']):g}", (x, y), fontsize=7,  # type: ignore[attr-defined]
-                            xytext=(3, 3), textcoords="offset points")
-    front = pareto_front([(float(r["cloud_cost_usd"]), float(r["mean_jct_s"]) / 3600.0)
-                          for r in rows])
+        xs, ys = zip(*(_xy(r) for r in series), strict=True)
+        ax.plot(xs, ys, marker="o", markersize=4, label=name)
+    front = pareto_front([_xy(r) for r in rows])
     if front:
         fx, fy = zip(*front, strict=True)
-        ax.step(fx, fy, where="post", color="black", linestyle="--", linewidth=1,  # type: ignore[attr-defined]
+        ax.step(fx, fy, where="post", color="black", linestyle="--", linewidth=1,
                 label="Pareto front")
-    ax.set_xlabel("cloud cost ($)")  # type: ignore[attr-defined]
-    ax.set_ylabel("mean JCT (hours)")  # type: ignore[attr-defined]
-    ax.grid(True, alpha=0.3)  # type: ignore[attr-defined]
-    ax.legend(fontsize=8)  # type: ignore[attr-defined]
+    marked = [(r, highlights[str(r["label"])]) for r in rows if str(r["label"]) in highlights]
+    for row, caption in marked:
+        colour = _RING.get(caption.split()[0], "tab:gray")
+        ax.scatter(*_xy(row), s=160, facecolors="none", edgecolors=colour, linewidths=2,
+                   zorder=5, label=f"{caption}: {row['label']}")
+    ax.set_xlabel("cloud cost ($)")
+    ax.set_ylabel("mean JCT (hours)")
+    ax.grid(True, alpha=0.3)
+    ax.autoscale_view()
+    _place_labels(fig, ax, rows, [r for r, _ in marked])
+    ax.legend(fontsize=7, loc="best")
+
+
+def _place_labels(fig: Any, ax: Any, rows: Sequence[Row], marked: Sequence[Row]) -> None:
+    """Budget labels, placed greedily so that no two boxes overlap where avoidable."""
+    to_px = ax.transData.transform
+    scale = fig.dpi / 72.0
+    rings: list[Box] = []
+    for row in marked:  # keep the rings clear
+        x, y = to_px(_xy(row))
+        rings.append((x - 8 * scale, y - 8 * scale, x + 8 * scale, y + 8 * scale))
+    labelled = sorted((r for r in rows if r.get("budget") not in ("", None)), key=_xy)
+    texts = [f"b={float(r['budget']):g}" for r in labelled]
+    anchors = [(*to_px(_xy(r)), t) for r, t in zip(labelled, texts, strict=True)]
+    for row, text, ((dx, dy), _) in zip(labelled, texts, place_labels(anchors, rings, scale),
+                                        strict=True):
+        ax.annotate(text, _xy(row), fontsize=_FONT, xytext=(dx, dy), textcoords="offset points",
+                    ha="left" if dx >= 0 else "right", va="bottom")
+
+
+def place_labels(anchors: Sequence[tuple[float, float, str]], taken: Sequence[Box] = (),
+                 scale: float = 1.0) -> list[tuple[tuple[int, int], Box]]:
+    """For each (x, y, text) anchor in display pixels: the offset (points) and box chosen.
+
+    Greedy in the given order: the first offset whose box overlaps nothing placed so far
+    (nor ``taken``), else the offset with the least overlapping area.
+    """
+    boxes = list(taken)
+    chosen = []
+    for px, py, text in anchors:
+        width, height = len(text) * _FONT * 0.6 * scale, _FONT * 1.2 * scale
+        best: tuple[float, tuple[int, int], Box] | None = None
+        for dx, dy in _OFFSETS:
+            x0 = px + dx * scale if dx >= 0 else px + dx * scale - width
+            box = (x0, py + dy * scale, x0 + width, py + dy * scale + height)
+            overlap = sum(_overlap(box, other) for other in boxes)
+            if best is None or overlap < best[0]:
+                best = (overlap, (dx, dy), box)
+            if overlap == 0:
+                break
+        assert best is not None
+        boxes.append(best[2])
+        chosen.append((best[1], best[2]))
+    return chosen
+
+
+def _overlap(a: Box, b: Box) -> float:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    return w * h if w > 0 and h > 0 else 0.0

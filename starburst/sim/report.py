@@ -83,6 +83,7 @@ class SimResult:
             "config": self.config,
             "jobs": len(outs),
             "burst_jobs": sum(1 for o in outs if o.cloud_gpu_seconds > 0),
+            "pulled_back": sum(1 for o in outs if o.where.startswith("cloud+")),
             "cloud_gpu_hours": cloud_gpu_h,
             "cloud_cost_usd": cloud_gpu_h * self.price_per_gpu_hour,
             "mean_jct_s": math.fsum(jcts) / len(jcts) if jcts else 0.0,

@@ -18,12 +18,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from starburst.core.capacity import Node
+from starburst.core.capacity import Node, PlacementStrategy
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import PolicyKind, WaitPolicy, calibrate
 from starburst.sim.engine import SimOptions, simulate
+from starburst.sim.naming import label as setting_label
+from starburst.sim.naming import series_name
 from starburst.sim.synthetic import Workload, generate
 
 Row = dict[str, float | int | str]
@@ -38,13 +40,20 @@ class RunSpec:
     out_of_order: bool = False
     queue_cap: int | None = None
     order: QueueOrder = QueueOrder.FIFO
+    placement: PlacementStrategy = PlacementStrategy.FIRST_FIT
+
+    @property
+    def series(self) -> str:
+        """The plot series and table name of this policy and mode (``naming``)."""
+        return series_name(self.policy, self.out_of_order)
 
     def config(self, jobs: Sequence[Job]) -> SchedulerConfig:
         if self.coefficient is not None:
             policy = WaitPolicy(self.policy, self.coefficient)
         else:
             policy = WaitPolicy(self.policy, calibrate(self.policy, self.budget or 0.0, jobs))
-        return SchedulerConfig(policy, self.out_of_order, self.queue_cap, self.order)
+        return SchedulerConfig(policy, self.out_of_order, self.queue_cap, self.order,
+                               self.placement)
 
 
 Source = Path | Workload
@@ -89,9 +98,12 @@ def run_task(task: Task) -> Row:
     jobs = _jobs(task.source)
     config = task.spec.config(jobs)
     summary = simulate(jobs, task.nodes, config, task.options).summary()
-    row: Row = {"label": task.spec.label, "policy": task.spec.policy.value,
-                "budget": task.spec.budget if task.spec.budget is not None else "",
-                "coefficient": config.policy.coefficient}
+    spec = task.spec
+    row: Row = {"label": spec.label, "series": spec.series, "policy": spec.policy.value,
+                "budget": spec.budget if spec.budget is not None else "",
+                "coefficient": config.policy.coefficient,
+                "out_of_order": int(spec.out_of_order),
+                "queue_cap": spec.queue_cap if spec.queue_cap is not None else ""}
     if task.load_label is not None:
         row["load"] = task.load_label
     row.update(summary)
@@ -161,15 +173,14 @@ def sweep(
                 [None] if kind in (PolicyKind.NO_WAIT, PolicyKind.INFINITE) else list(budgets)
             )
             for b in budgets_for:
-                spec = RunSpec(_label(kind, b), kind, b)
+                spec = RunSpec("", kind, b)
                 if kind is PolicyKind.COMPUTE:
                     spec = replace(spec, out_of_order=out_of_order, queue_cap=queue_cap)
                 elif kind is PolicyKind.STAR:  # as in ``standard_specs``: in order it blocks
                     spec = replace(spec, out_of_order=True)
+                spec = replace(spec, label=setting_label(kind, spec.out_of_order, b))
                 if kind is not PolicyKind.NO_WAIT:
                     tasks.append(Task(source, tuple(nodes), spec, opts, load))
     return add_savings(run_tasks(tasks, processes))
 
 
-def _label(kind: PolicyKind, budget: float | None) -> str:
-    return kind.value if budget is None else f"{kind.value} b={budget:g}"

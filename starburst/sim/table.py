@@ -15,12 +15,16 @@ _COLUMNS = (
     ("cloud_gpu_hours", "cloud GPU-h", "{:,.0f}"),
     ("burst_jobs", "burst", "{}"),
     ("savings", "saved vs No-Wait", "{:.1%}"),
+    ("saving_vs_today", "vs today", "{:+.1%}"),
     ("mean_jct_s", "mean JCT", "{:.3f}h"),
     ("jct_change", "JCT vs No-Wait", "{:+.1%}"),
+    ("p90_jct_change", "p90 vs No-Wait", "{:+.1%}"),
     ("mean_wait_s", "mean wait", "{:.3f}h"),
     ("cluster_utilization", "util", "{:.1%}"),
+    ("note", "note", "{}"),
 )
 _HOURS = {"mean_jct_s", "mean_wait_s"}
+_LEFT = {"label", "note"}
 
 
 def render(rows: Sequence[Row]) -> str:
@@ -35,11 +39,12 @@ def render(rows: Sequence[Row]) -> str:
                 continue
             line.append(fmt.format(float(value) / 3600.0 if key in _HOURS else value))
         cells.append(line)
-    widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
+    widths = [len(c[1]) if c[0] == "note" else max(len(r[i]) for r in cells)
+              for i, c in enumerate(cols)]
     lines = []
     for n, line in enumerate(cells):
-        parts = [v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(line, widths,
-                                                                                     strict=True))]
+        parts = [v.ljust(w) if cols[i][0] in _LEFT else v.rjust(w)
+                 for i, (v, w) in enumerate(zip(line, widths, strict=True))]
         lines.append("  ".join(parts).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))

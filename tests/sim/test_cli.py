@@ -116,8 +116,14 @@ def test_sweep_writes_a_table_and_a_pareto_png(tmp_path: Path, capsys) -> None: 
                         "--processes", "2", "--out", str(tmp_path)], capsys)
     assert code == 0
     rows = list(csv.DictReader((tmp_path / "results.csv").read_text().splitlines()))
-    assert {r["label"] for r in rows} == {"No-Wait", "compute b=0.1", "compute b=0.5",
-                                          "constant b=0.1", "constant b=0.5"}
+    assert {r["label"] for r in rows} == {"No-Wait", "Starburst b=0.1", "Starburst b=0.5",
+                                          "Constant-Wait b=0.1", "Constant-Wait b=0.5"}
     png = (tmp_path / "pareto.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert "saved vs No-Wait" in out
+    assert "cheapest within tolerance" in out and "knee of the Pareto front" in out
+
+
+def test_sweep_refuses_a_bad_tolerance(capsys) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = run(["sweep", "--jobs", "50", "--max-jct-increase", "lots"], capsys)
+    assert code == 2 and "JCT tolerance 'lots' is not a number" in err

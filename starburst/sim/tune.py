@@ -1,0 +1,114 @@
+"""``tune``: replay a workload's own history under candidate settings and recommend one.
+
+Terms:
+- *deployed* (today's) setting: the policy, waiting budget b (or an explicit coefficient),
+  mode (in or out of order), queue cap, order and placement the controller runs now.
+- *candidates*: each policy of ``policies`` × each budget × both modes, all with the deployed
+  queue cap, order and placement (``--apply`` changes only policy, budget and mode), plus
+  No-Wait (the reference for savings and JCT change) and today's setting.
+- The replay runs the simulator — the controller's own decision core — over the trace with
+  its ``estimate`` column, the runtimes the controller predicted, so a candidate's wait
+  budgets are the ones it would have given then (not the oracle's); the coefficient of a
+  budget is calibrated on those estimates, as the controller's recalibration does.
+
+Invariant: every row replays the same jobs on the same nodes with the same options; today's
+setting is replayed like any candidate, so "vs today" compares like with like.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from starburst.core.capacity import Node, PlacementStrategy
+from starburst.core.ordering import QueueOrder
+from starburst.core.policy import PolicyKind
+from starburst.sim import notes, recommend
+from starburst.sim.engine import SimOptions
+from starburst.sim.naming import label
+from starburst.sim.sweep import RunSpec, Source, Task, add_savings, run_tasks
+
+Row = dict[str, float | int | str]
+
+DEFAULT_POLICIES = (PolicyKind.COMPUTE, PolicyKind.CONSTANT, PolicyKind.RUNTIME,
+                    PolicyKind.RESOURCE, PolicyKind.STAR)
+DEFAULT_BUDGETS = (0.05, 0.1, 0.25, 0.5, 1.0)
+_BUDGETLESS = (PolicyKind.NO_WAIT, PolicyKind.INFINITE)
+
+
+@dataclass(frozen=True, slots=True)
+class Deployed:
+    """Today's setting, as the controller runs it."""
+
+    policy: PolicyKind = PolicyKind.COMPUTE
+    budget: float = 0.25
+    coefficient: float | None = None
+    out_of_order: bool = True
+    queue_cap: int | None = 30
+    order: QueueOrder = QueueOrder.FIFO
+    placement: PlacementStrategy = PlacementStrategy.FIRST_FIT
+
+    def spec(self) -> RunSpec:
+        budget = None if self.policy in _BUDGETLESS or self.coefficient is not None \
+            else self.budget
+        return RunSpec(label(self.policy, self.out_of_order, budget, self.coefficient),
+                       self.policy, budget, self.coefficient, self.out_of_order,
+                       self.queue_cap, self.order, self.placement)
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    rows: list[Row]
+    recommendation: recommend.Recommendation
+
+
+def candidates(deployed: Deployed, policies: Sequence[PolicyKind],
+               budgets: Sequence[float]) -> list[RunSpec]:
+    """No-Wait, then each policy × budget × mode with the deployed cap, order, placement."""
+    base = RunSpec("", PolicyKind.NO_WAIT, None, None, False, deployed.queue_cap,
+                   deployed.order, deployed.placement)
+    specs = [replace(base, label=label(PolicyKind.NO_WAIT, False, None))]
+    for kind in policies:
+        if kind is PolicyKind.NO_WAIT:
+            continue
+        if kind is PolicyKind.INFINITE:
+            for ooo in (False, True):
+                specs.append(replace(base, label=label(kind, ooo, None), policy=kind,
+                                     out_of_order=ooo))
+            continue
+        for b in budgets:
+            for ooo in (False, True):
+                specs.append(replace(base, label=label(kind, ooo, b), policy=kind, budget=b,
+                                     out_of_order=ooo))
+    return specs
+
+
+def tune(
+    source: Source,
+    nodes: Sequence[Node],
+    deployed: Deployed,
+    policies: Sequence[PolicyKind] = DEFAULT_POLICIES,
+    budgets: Sequence[float] = DEFAULT_BUDGETS,
+    tolerance: float = 0.05,
+    options: SimOptions | None = None,
+    processes: int | None = None,
+) -> Tuning:
+    """Replay every candidate and today's setting; rows in candidate order, today's marked."""
+    specs = candidates(deployed, policies, budgets)
+    today = deployed.spec()
+    same = [i for i, s in enumerate(specs) if _same_setting(s, today)]
+    if not same:
+        specs.append(today)
+        same = [len(specs) - 1]
+    opts = options or SimOptions()
+    rows = run_tasks([Task(source, tuple(nodes), s, opts) for s in specs], processes)
+    for i in same:
+        rows[i] = {**rows[i], "role": "today", "label": f"{rows[i]['label']} (today)"}
+    rows = add_savings(rows)
+    rows = recommend.add_changes(rows)
+    rows = notes.explain(rows, tolerance)
+    return Tuning(rows, recommend.recommend(rows, tolerance))
+
+
+def _same_setting(a: RunSpec, b: RunSpec) -> bool:
+    return replace(a, label="") == replace(b, label="")
