@@ -260,5 +260,7 @@ def test_the_core_places_on_the_adapters_snapshot(kube, batch, cluster):
     placement = cluster.snapshot().capacity.place(job, PlacementStrategy.FIRST_FIT)
     assert placement is not None
     cluster.start(job, placement, "gang of two")
-    assert sorted(p["spec"]["nodeName"] for p in kube.pods_of("default", "big")) == ["n1", "n2"]
+    # the pods are gated, then released onto their nodes by the adapter's pod watch
+    assert eventually(lambda: sorted(p["spec"].get("nodeName") or "-" for p in
+                                     kube.pods_of("default", "big")) == ["n1", "n2"])
     assert cluster.snapshot().capacity.free_gpus == 0

@@ -14,6 +14,7 @@ import pytest
 from starburst.adapters.kubernetes import conversion as conv
 from starburst.adapters.kubernetes.quantity import quantity
 from starburst.core.capacity import Part
+from starburst.testing.kubeapi import validation
 from starburst.testing.kubeapi.quantity import parse_quantity
 from tests.kube.adapter_support import eventually, on, queued_job
 
@@ -48,13 +49,32 @@ def test_the_pin_joins_every_existing_node_selector_term():
     obj = {"metadata": {"name": "j", "resourceVersion": "7"}, "spec": {"template": {"spec": {
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": user_terms}}}}}}}
-    patch = conv.start_patch(obj, (Part(0, "n2", 8, 0, 0), Part(1, "n1", 8, 0, 0)), "r", 0.0)
-    terms = (patch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    patch = conv.start_patch(obj, (Part(0, "n2", 8, 0, 0), Part(1, "n1", 8, 0, 0)), "r", 0.0,
+                             {"n1": "host-1", "n2": "host-2"})
+    template = patch["spec"]["template"]["spec"]
+    terms = (template["affinity"]["nodeAffinity"]
              ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"])
-    assert [t["matchExpressions"] for t in terms] == [t["matchExpressions"] for t in user_terms]
-    pin = {"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}
-    assert all(t["matchFields"] == [pin] for t in terms)
+    # the node set, by hostname label, ANDed into each of the user's (ORed) terms; no node
+    # field selector with several values (a real API server refuses it: 422)
+    pin = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["host-1", "host-2"]}
+    assert [t["matchExpressions"] for t in terms] == [
+        [*t["matchExpressions"], pin] for t in user_terms]
+    assert all("matchFields" not in t for t in terms)
+    assert validation.node_field_selector_errors(template, "spec") == []
+    # several nodes: the pods wait behind Starburst's gate until it picks each one's node
+    assert template["schedulingGates"] == [{"name": "starburst.io/placement"}]
     assert patch["metadata"]["resourceVersion"] == "7" and patch["spec"]["suspend"] is False
+    one = conv.start_patch(obj, (Part(0, "n2", 8, 0, 0),), "r", 0.0)["spec"]["template"]
+    assert "schedulingGates" not in one["spec"]  # one node: nothing to count
+
+
+def test_the_old_multi_value_field_pin_is_what_a_real_server_refuses():
+    spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]}]}}}}
+    (error,) = validation.node_field_selector_errors(spec, "spec.template.spec")
+    assert error.endswith("matchFields[0].values: Required value: must be only one value when "
+                          "`operator` is 'In' or 'NotIn' for node field selector")
 
 
 def test_the_users_own_node_affinity_survives_the_start(kube, batch, cluster):

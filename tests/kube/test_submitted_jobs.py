@@ -50,7 +50,9 @@ def test_the_manifest_carries_the_spec_the_pin_and_the_identity() -> None:
     assert container["resources"]["requests"] == {"nvidia.com/gpu": "2", "cpu": "4",
                                                   "memory": "8192Mi"}
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert terms["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["n1", "n2"]
+    assert terms["nodeSelectorTerms"] == [{"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1", "n2"]}]}]
+    assert pod["schedulingGates"] == [{"name": "starburst.io/placement"}]
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "A100"}
     # read back as the watches will: the same job, already running
     assert job_id(body) == "5f2c"

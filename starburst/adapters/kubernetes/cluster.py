@@ -35,6 +35,7 @@ from starburst.adapters.kubernetes.informer import Informer, Obj
 from starburst.adapters.kubernetes.manifest import job_manifest, job_name
 from starburst.adapters.kubernetes.pod_logs import job_output
 from starburst.adapters.kubernetes.retry import Backoff, status_of, translate
+from starburst.adapters.kubernetes.ungating import Release, Ungater
 from starburst.core.capacity import CapacityIndex, Node, Part, Placement
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job
@@ -79,6 +80,8 @@ class KubernetesCluster:
         self._ended: list[JobEnded] = []
         self._reported: set[str] = set()
         self._nodes: dict[str, Node] = {}
+        self._hostnames: dict[str, str] = {}  # node name -> its kubernetes.io/hostname label
+        self._ungater = Ungater(self._placement_of)
         self._pods: dict[tuple[str, str], tuple[str, float, float, float, str]] = {}
         #: called from the watch threads when a Job ends or a new one is queued; the controller
         #: sets it to run a pass promptly (it must be quick and must not call back in here)
@@ -114,20 +117,43 @@ class KubernetesCluster:
             name = obj["metadata"]["name"]
             if kind == "DELETED":
                 self._nodes.pop(name, None)
+                self._hostnames.pop(name, None)
             else:
                 self._nodes[name] = conv.node_from_k8s(obj, self.settings.conventions)
+                labels = obj["metadata"].get("labels") or {}
+                self._hostnames[name] = labels.get("kubernetes.io/hostname", name)
 
     def _on_pod(self, kind: str, obj: Obj, old: Obj | None) -> None:
         key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
         usage = None if kind == "DELETED" else conv.pod_usage(obj)
+        labels = obj["metadata"].get("labels") or {}
+        owner = labels.get("batch.kubernetes.io/controller-uid") or labels.get(
+            "controller-uid", "")
         with self._lock:
             if usage is None:
                 self._pods.pop(key, None)
             else:
-                labels = obj["metadata"].get("labels") or {}
-                owner = labels.get("batch.kubernetes.io/controller-uid") or labels.get(
-                    "controller-uid", "")
                 self._pods[key] = (*usage, owner)
+            self._ungater.observe(kind, obj, owner, self._hostnames)
+        self._release()
+
+    def _release(self) -> None:
+        """Send the releases of gated pods that can go now (``pinning``); never under the lock."""
+        with self._lock:
+            releases = self._ungater.decide(self._hostnames)
+        if releases:
+            self._ungater.send(self._core, releases, self._undo)
+
+    def _undo(self, release: Release) -> None:
+        with self._lock:
+            self._ungater.undo(release)
+
+    def _placement_of(self, uid: str) -> tuple[list[tuple[str, int]], int] | None:
+        """The multi-node placement and GPUs per pod of the Job ``uid`` Starburst started."""
+        for started in self._running.values():
+            if started.uid == uid and len(started.parts) > 1:
+                return started.parts, started.job.split_unit if started.job.gpus else 0
+        return None
 
     def _on_job(self, kind: str, obj: Obj, old: Obj | None) -> None:
         jid = conv.job_id(obj)
@@ -142,6 +168,7 @@ class KubernetesCluster:
                 return
             self._jobs[jid] = obj
             self._classify(jid, obj)
+        self._release()  # gated pods seen before their Job was known to be ours
 
     def _classify(self, jid: str, obj: Obj) -> None:
         state, ended = conv.job_state(obj), conv.finished(obj)
@@ -234,6 +261,7 @@ class KubernetesCluster:
         with self._lock:
             self._jobs[job.id] = result
             self._running[job.id] = self._started(result)
+        self._release()
         self._event(result, "Started", reason)
 
     def _create(self, job: Job, placement: Placement, reason: str) -> Obj:
@@ -244,8 +272,10 @@ class KubernetesCluster:
             raise PermanentError(f"job {job.id} is not a queued Kubernetes Job, and has no "
                                  "command to create one from")
         namespace = self.settings.namespace or "default"
+        with self._lock:
+            hostnames = dict(self._hostnames)
         body = job_manifest(job, placement, reason, self._clock.now(), namespace,
-                            self.settings.conventions)
+                            self.settings.conventions, hostnames)
         try:
             return _json(self._batch.create_namespaced_job(namespace, body,
                                                            _preload_content=False))
@@ -266,7 +296,9 @@ class KubernetesCluster:
         whose size changed must go back to the scheduler (``TransientError``).
         """
         for attempt in (1, 2):
-            patch = conv.start_patch(obj, placement, reason, self._clock.now())
+            with self._lock:
+                hostnames = dict(self._hostnames)
+            patch = conv.start_patch(obj, placement, reason, self._clock.now(), hostnames)
             try:
                 return self._patch(obj["metadata"], patch)
             except Exception as err:

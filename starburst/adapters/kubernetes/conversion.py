@@ -15,21 +15,22 @@ Terms and conventions (the contract with users' Job manifests):
   else admitted it): it is never queued or started again.
 - A *schedulable node*: Ready, not cordoned, and without NoSchedule/NoExecute taints other
   than the tolerated ones (``nvidia.com/gpu`` by default, the GPU operator's usual taint).
-- *Pinning*: ``start_patch`` is one strategic-merge patch that unsuspends the Job, adds a
-  required node-affinity ``matchFields`` term ``metadata.name In [nodes]`` to every existing
-  node-selector term of the template (as Kueue injects its flavors' selectors), writes the
+- *Pinning*: ``start_patch`` is one strategic-merge patch that unsuspends the Job, ANDs a
+  required node-affinity ``kubernetes.io/hostname In [nodes]`` into every existing
+  node-selector term of the template (as Kueue injects its flavors' selectors), gates its pods
+  when it spans several nodes (``pinning.py``: why, and how the counts are kept), writes the
   annotations, and carries the resourceVersion the decision was made on, so a concurrent
   change makes it fail with 409 instead of starting a Job twice.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from starburst.adapters.kubernetes.pinning import pinned_scheduling
 from starburst.adapters.kubernetes.quantity import quantity
 from starburst.core.capacity import Node, Placement, describe_placement
 from starburst.core.job import Job
@@ -187,25 +188,21 @@ def parse_placement(text: str) -> list[tuple[str, int]]:
     return parts
 
 
-def start_patch(obj: Obj, placement: Placement, reason: str, now: float) -> dict[str, Any]:
-    nodes = sorted({part.node_name for part in placement})
-    pin = {"key": "metadata.name", "operator": "In", "values": nodes}
+def start_patch(obj: Obj, placement: Placement, reason: str, now: float,
+                hostnames: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The patch that pins a queued Job to ``placement`` and unsuspends it (``pinning``);
+    ``hostnames`` maps node names to their ``kubernetes.io/hostname`` labels."""
+    names = hostnames or {}
+    hosts = [names.get(part.node_name, part.node_name) for part in placement]
     pod_spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
-    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    terms = copy.deepcopy(required.get("nodeSelectorTerms") or [{}])
-    for term in terms:
-        fields = [f for f in term.get("matchFields") or () if f.get("key") != "metadata.name"]
-        term["matchFields"] = [*fields, pin]
     return {
         "metadata": {
             "resourceVersion": obj["metadata"]["resourceVersion"],
             "annotations": {STATE: "running", PLACEMENT: describe_placement(placement),
                             REASON: reason, "starburst.io/started-at": rfc3339(now)},
         },
-        "spec": {"suspend": False, "template": {"spec": {"affinity": {"nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms},
-        }}}}},
+        "spec": {"suspend": False,
+                 "template": {"spec": pinned_scheduling(pod_spec, hosts)}},
     }
 
 

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from starburst.adapters.kubernetes import conversion as conv
+from starburst.adapters.kubernetes.pinning import pinned_scheduling
 from starburst.core.capacity import Placement, describe_placement
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job, job_env
@@ -50,7 +52,7 @@ def label_value(value: str | None) -> str | None:
 
 def job_manifest(
     job: Job, placement: Placement, reason: str, now: float, namespace: str,
-    conventions: conv.Conventions,
+    conventions: conv.Conventions, hostnames: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The started ``batch/v1`` Job that runs ``job`` on ``placement``."""
     command = job.extra.get("command", "").strip()
@@ -65,7 +67,7 @@ def job_manifest(
                        (conv.TEAM_LABEL, job.team)):
         if (checked := label_value(value)) is not None:
             labels[key] = checked
-    nodes = sorted({part.node_name for part in placement})
+    names = hostnames or {}
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "containers": [{
@@ -73,10 +75,7 @@ def job_manifest(
             "env": [{"name": k, "value": v} for k, v in _env(job).items()],
             "resources": _resources(job, pods),
         }],
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchFields": [
-                {"key": "metadata.name", "operator": "In", "values": nodes}]}],
-        }}},
+        **pinned_scheduling({}, [names.get(p.node_name, p.node_name) for p in placement]),
         "tolerations": [{"key": key, "operator": "Exists"}
                         for key in sorted(conventions.tolerated_taints)],
     }

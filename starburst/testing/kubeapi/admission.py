@@ -15,7 +15,10 @@ Update validation (422 Invalid):
   except that a *suspended Job that never started* (no ``status.startTime``) may change the
   template's node affinity, node selector, tolerations, scheduling gates, labels and
   annotations — the rule Kueue (and Starburst) rely on to pin pods before unsuspending.
-- a Pod's spec may change only in container images and added tolerations.
+- a Pod's spec may change only in container images and added tolerations, and, while it is
+  gated, in its scheduling gates (removed) and node selector (keys added) (``validation``).
+
+Validation shared by create and update (node field selectors) is in ``validation``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 from starburst.testing.kubeapi.resources import ResourceType
 from starburst.testing.kubeapi.status import invalid
+from starburst.testing.kubeapi.validation import gated_pod_update, validate_object
 
 _SCHEDULING_DIRECTIVES = ("affinity", "nodeSelector", "tolerations", "schedulingGates")
 
@@ -37,6 +41,7 @@ def default_on_create(rt: ResourceType, obj: dict[str, Any]) -> None:
     elif rt.key == "namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj["status"] = {"phase": "Active"}
+    validate_object(rt.kind, obj)
 
 
 def _default_pod(obj: dict[str, Any]) -> None:
@@ -83,6 +88,7 @@ def validate_update(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) 
         _validate_job_update(old, new)
     elif rt.key == "pods":
         _validate_pod_update(old, new)
+    validate_object(rt.kind, new)
 
 
 def _without_directives(template: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +118,9 @@ def _validate_job_update(old: dict[str, Any], new: dict[str, Any]) -> None:
 
 
 def _validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> None:
-    before, after = copy.deepcopy(old.get("spec") or {}), copy.deepcopy(new.get("spec") or {})
+    gated = gated_pod_update(old, new)
+    before, after = gated or (copy.deepcopy(old.get("spec") or {}),
+                              copy.deepcopy(new.get("spec") or {}))
     for spec in (before, after):
         for container in spec.get("containers") or []:
             container.pop("image", None)

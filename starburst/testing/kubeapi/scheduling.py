@@ -1,6 +1,7 @@
 """The stand-in's kube-scheduler: binds pending Pods to Nodes with room.
 
-A Pod is *pending* while it has no ``spec.nodeName``. A Node is *eligible* for it when the
+A Pod is *pending* while it has no ``spec.nodeName`` and no scheduling gate (a gated Pod
+waits, as ``SchedulingGated``, until its last gate is removed). A Node is *eligible* for it when the
 node is Ready, not cordoned (``spec.unschedulable``), every NoSchedule/NoExecute taint is
 tolerated, ``nodeSelector`` matches its labels, the required node affinity
 (``nodeSelectorTerms``: any term, all of a term's ``matchExpressions``/``matchFields``, with
@@ -104,6 +105,10 @@ def affinity_allows(pod: Obj, node: Obj) -> bool:
     return False
 
 
+def _gated(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("schedulingGates"))
+
+
 def node_ready(node: Obj) -> bool:
     conditions = (node.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
@@ -124,7 +129,9 @@ class Scheduler:
                 meta = new["metadata"]
                 self.pending[(meta["namespace"], meta["name"])] = None
             frees = _holds_room(change.old) and not _holds_room(new)
-            if frees or change.type == "ADDED":
+            ungated = change.old is not None and _gated(change.old) and new is not None \
+                and not _gated(new)
+            if frees or ungated or change.type == "ADDED":
                 self.schedule()
         elif change.rt is NODES:
             self.schedule()
@@ -133,6 +140,7 @@ class Scheduler:
     def _is_pending(pod: Obj) -> bool:
         spec = pod.get("spec") or {}
         return (not spec.get("nodeName") and not pod["metadata"].get("deletionTimestamp")
+                and not _gated(pod)
                 and spec.get("schedulerName", "default-scheduler") == "default-scheduler"
                 and (pod.get("status") or {}).get("phase", "Pending") == "Pending")
 

@@ -1,0 +1,100 @@
+"""Object validation the stand-in shares with a real API server, ported from Kubernetes.
+
+Rules (each answers 422 ``Invalid`` with Kubernetes' own field path and message):
+- *node field selectors* (``ValidateNodeFieldSelectorRequirement``): a ``matchFields``
+  requirement of a required node affinity term must use ``In`` or ``NotIn`` with exactly one
+  value, on the key ``metadata.name``; checked on Pods and on Job pod templates, at create and
+  at update.
+- *scheduling gates of a Pod* (``validatePodSchedulingGates`` and the update rules of "mutable
+  pod scheduling directives", GA in 1.30): gates may be removed after creation, never added;
+  while a Pod is still gated, ``nodeSelector`` may gain keys (never change or lose one) and
+  its node affinity may be set when it had none.
+
+PodSecurity (``podsecurity.py``) is admission, not validation: a refused object is 403.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from starburst.testing.kubeapi.status import ApiError, invalid
+
+Obj = dict[str, Any]
+_AFFINITY = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+ONE_VALUE = "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"
+
+
+def _error(kind: str, name: str, message: str) -> ApiError:
+    return invalid(kind, name, message)
+
+
+def node_field_selector_errors(pod_spec: Obj, path: str) -> list[str]:
+    """Kubernetes' messages for every invalid ``matchFields`` requirement of ``pod_spec``."""
+    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    errors = []
+    for t, term in enumerate(required.get("nodeSelectorTerms") or ()):
+        for f, req in enumerate(term.get("matchFields") or ()):
+            where = f"{path}.{_AFFINITY}.nodeSelectorTerms[{t}].matchFields[{f}]"
+            op = req.get("operator")
+            if op in ("In", "NotIn"):
+                if len(req.get("values") or ()) != 1:
+                    errors.append(f"{where}.values: Required value: {ONE_VALUE}")
+            else:
+                errors.append(f'{where}.operator: Invalid value: "{op}": not a valid selector '
+                              "operator")
+            if req.get("key") != "metadata.name":
+                errors.append(f'{where}.key: Invalid value: "{req.get("key")}": not a valid '
+                              "field selector key")
+    return errors
+
+
+def validate_object(kind: str, obj: Obj) -> None:
+    """The rules that hold for an object whatever the write (create or update)."""
+    name = obj["metadata"].get("name", "")
+    if kind == "Pod":
+        errors = node_field_selector_errors(obj.get("spec") or {}, "spec")
+        what = "Pod"
+    elif kind == "Job":
+        template = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+        errors = node_field_selector_errors(template, "spec.template.spec")
+        what = "Job.batch"
+    else:
+        return
+    if errors:
+        raise _error(what, name, ", ".join(errors) if len(errors) == 1 else
+                     "[" + ", ".join(errors) + "]")
+
+
+def gated_pod_update(old: Obj, new: Obj) -> tuple[Obj, Obj] | None:
+    """The two pod specs with the changes a (formerly) gated Pod may make taken out, or None
+    when the update touches no scheduling gate; 422 for a forbidden gate or selector change."""
+    before, after = old.get("spec") or {}, new.get("spec") or {}
+    gates_before = [g.get("name") for g in before.get("schedulingGates") or ()]
+    gates_after = [g.get("name") for g in after.get("schedulingGates") or ()]
+    if not gates_before and not gates_after:
+        return None
+    name = old["metadata"]["name"]
+    if any(g not in gates_before for g in gates_after):
+        raise _error("Pod", name, "spec.schedulingGates: Forbidden: only deletion is allowed, "
+                     "but found new scheduling gate")
+    before, after = copy.deepcopy(before), copy.deepcopy(after)
+    for spec in (before, after):
+        spec.pop("schedulingGates", None)
+    _take(before, after, "nodeSelector", _adds_keys, name)
+    _take(before, after, "affinity", lambda b, a: not b, name)
+    return before, after
+
+
+def _adds_keys(before: Obj, after: Obj) -> bool:
+    return all(after.get(k) == v for k, v in before.items())
+
+
+def _take(before: Obj, after: Obj, key: str, allowed: Callable[[Any, Any], bool],
+          name: str) -> None:
+    old, new = before.pop(key, None) or {}, after.pop(key, None) or {}
+    if old != new and not allowed(old, new):
+        raise _error("Pod", name, f"spec.{key}: Invalid value: only additions to "
+                     f"spec.{key} are allowed while the pod is gated")
