@@ -1,0 +1,100 @@
+"""Bad values fail ``helm template`` (as they fail ``helm install``) with the field named.
+
+The schema is strict (``additionalProperties: false`` everywhere), so a misspelt key is an
+error, not a silently ignored value; combinations the schema cannot express fail in the
+templates with a message naming the fields to set.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from starburst.settings import Settings
+from tests.helm.conftest import CHART, DB, run_helm
+
+BAD: list[tuple[dict[str, Any], str]] = [
+    ({"database": DB, "controler": {"replicas": 2}}, "controler"),
+    ({"database": DB, "controller": {"replicas": "two"}}, "controller.replicas"),
+    ({"database": DB, "controller": {"replicas": 0}}, "controller.replicas"),
+    ({"database": DB, "settings": {"polcy": "compute"}}, "polcy"),
+    ({"database": DB, "settings": {"policy": "cheapest"}}, "settings.policy"),
+    ({"database": DB, "settings": {"budget": -1}}, "settings.budget"),
+    ({"database": DB, "settings": {"cluster": "local"}}, "cluster"),
+    ({"database": DB, "cloud": {"provider": "aws"}}, "cloud.provider"),
+    ({"database": {"url": "mysql://db/starburst"}}, "database.url"),
+    ({"database": DB, "bootstrapAdmin": {"token": "guessable"}}, "bootstrapAdmin.token"),
+    ({"database": DB, "ingress": {"enabled": "yes"}}, "ingress.enabled"),
+    ({"database": DB, "image": {"pullPolicy": "Sometimes"}}, "image.pullPolicy"),
+    ({"database": DB, "port": 80}, "port"),
+    ({}, "database.url"),
+    (
+        {"database": DB, "cloud": {"skypilot": {"credentials": {"existingSecret": "c"}}}},
+        "cloud.skypilot.credentials.files",
+    ),
+]
+
+
+@pytest.mark.parametrize(("values", "field"), BAD, ids=[field for _, field in BAD])
+def test_bad_values_fail_naming_the_field(
+    values: dict[str, Any], field: str, helm: Path, tmp_path: Path
+) -> None:
+    done = run_helm(helm, "template", "sb", str(CHART), values=values, tmp=tmp_path)
+    assert done.returncode != 0
+    assert field in done.stderr, done.stderr
+
+
+def _objects(node: Any, where: str = "") -> list[tuple[str, dict[str, Any]]]:
+    if not isinstance(node, dict):
+        return []
+    found = [(where, node)] if node.get("type") == "object" and "properties" in node else []
+    for key, child in node.get("properties", {}).items():
+        found += _objects(child, f"{where}.{key}")
+    return found
+
+
+def test_every_object_of_the_schema_is_closed() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    for where, node in _objects(schema):
+        assert node.get("additionalProperties") is False, where or "(root)"
+
+
+def test_settings_keys_are_real_settings_the_chart_does_not_set_itself() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    keys = set(schema["properties"]["settings"]["properties"])
+    assert keys <= set(Settings.model_fields)
+    chart_owned = {
+        "cluster",
+        "cloud",
+        "api_host",
+        "api_port",
+        "leader_election",
+        "leader_name",
+        "lease_namespace",
+        "state_dir",
+        "price_table",
+        "database_url",
+        "kubeconfig",
+    }
+    assert not keys & chart_owned
+
+
+def test_values_yaml_documents_every_line() -> None:
+    """Every key has a comment line above it; requests/limits explain themselves."""
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    parents: list[tuple[int, str]] = []  # (indent, key) of the enclosing keys
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "- ")):
+            continue
+        indent = len(line) - len(line.lstrip())
+        while parents and parents[-1][0] >= indent:
+            parents.pop()
+        key = stripped.split(":", 1)[0]
+        inside_resources = bool(parents) and parents[-1][1] == "resources"
+        if not inside_resources and not lines[number - 2].strip().startswith("#"):
+            pytest.fail(f"values.yaml:{number} has no comment above it: {stripped}")
+        parents.append((indent, key))
