@@ -1,24 +1,30 @@
 """``starburst admin``: accounts, tokens and budgets, run locally against the database.
 
-These verbs need no running server and no token: whoever can open the database
-(``--url`` / ``$STARBURST_DATABASE_URL`` / the embedded SQLite file) is an admin. Create the
-schema first with ``starburst db upgrade``.
+These verbs need no running server and no token: whoever can open the database is an admin.
+The database is ``--url``, else the settings' ``database_url``, read like every command's
+(``$STARBURST_DATABASE_URL``, the YAML file of ``--config`` / ``$STARBURST_CONFIG``, the
+embedded SQLite file). Create the schema first with ``starburst db upgrade``.
 
     starburst admin users add alice --team ml
     starburst admin tokens issue alice --role user      # prints the secret, once
     starburst admin tokens revoke 3
     starburst admin budgets set ml 5000 --currency USD
     starburst admin budgets show ml
+    STARBURST_BOOTSTRAP_TOKEN=sb_... starburst admin bootstrap   # deployments (the Helm hook)
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from starburst.cli.config import ConfigOption, database_url
 
 if TYPE_CHECKING:
     from starburst.adapters.db.store import SqlStore
@@ -35,16 +41,17 @@ app.add_typer(tokens, name="tokens")
 app.add_typer(budgets, name="budgets")
 
 UrlOption = Annotated[str | None, typer.Option(
-    "--url", help="Database URL (default: $STARBURST_DATABASE_URL, else the SQLite file "
-    "~/.local/share/starburst/starburst.db).", show_default=False)]
+    "--url", help="Database URL (default: the settings' database_url: $STARBURST_DATABASE_URL, "
+    "else the --config file, else ~/.local/share/starburst/starburst.db).", show_default=False)]
 ROLES = ("user", "finance", "admin")
+BOOTSTRAP_ENV = "STARBURST_BOOTSTRAP_TOKEN"
 
 
 @contextmanager
-def _store(url: str | None) -> Iterator[SqlStore]:
+def _store(url: str | None, config: Path | None) -> Iterator[SqlStore]:
     from starburst.adapters.db.store import SqlStore
 
-    store = SqlStore.open(url)
+    store = SqlStore.open(database_url(url, config))
     try:
         yield store
     finally:
@@ -57,17 +64,19 @@ def add_user(
     team: Annotated[str | None, typer.Option(help="The user's team (created if new).")] = None,
     email: Annotated[str | None, typer.Option()] = None,
     url: UrlOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Create a user, or update their team and e-mail."""
-    with _store(url) as store:
+    with _store(url, config) as store:
         user = store.save_user(name, team=team, email=email)
     typer.echo(f"user {user.name} (team {user.team or '-'})")
 
 
 @users.command("show")
-def show_user(name: str, url: UrlOption = None) -> None:
+def show_user(name: str, url: UrlOption = None,
+        config: ConfigOption = None) -> None:
     """Show a user."""
-    with _store(url) as store:
+    with _store(url, config) as store:
         user = store.user(name)
     if user is None:
         typer.echo(f"error: no user {name}", err=True)
@@ -76,9 +85,10 @@ def show_user(name: str, url: UrlOption = None) -> None:
 
 
 @teams.command("add")
-def add_team(name: str, url: UrlOption = None) -> None:
+def add_team(name: str, url: UrlOption = None,
+        config: ConfigOption = None) -> None:
     """Create a team."""
-    with _store(url) as store:
+    with _store(url, config) as store:
         store.ensure_team(name)
     typer.echo(f"team {name}")
 
@@ -91,6 +101,7 @@ def issue(
     expires_in: Annotated[str | None, typer.Option(
         "--expires-in", help="Lifetime such as 30d or 12h (default: no expiry).")] = None,
     url: UrlOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Issue an API token for an existing user and print its secret (shown only now)."""
     import time
@@ -101,7 +112,7 @@ def issue(
     if role not in ROLES:
         raise typer.BadParameter(f"{role!r}: choose {', '.join(ROLES)}", param_hint="--role")
     expires = time.time() + parse_duration(expires_in) if expires_in else None
-    with _store(url) as store:
+    with _store(url, config) as store:
         issued = store.issue_token(user, Role(role), label=label, expires_at=expires)
     typer.echo(issued.secret)
     typer.echo(f"token {issued.id} for {issued.user} ({issued.role.value}); the secret above "
@@ -109,9 +120,10 @@ def issue(
 
 
 @tokens.command("revoke")
-def revoke(token_id: int, url: UrlOption = None) -> None:
+def revoke(token_id: int, url: UrlOption = None,
+        config: ConfigOption = None) -> None:
     """Revoke a token by its id."""
-    with _store(url) as store:
+    with _store(url, config) as store:
         done = store.revoke_token(token_id)
     if not done:
         typer.echo(f"error: no live token {token_id}", err=True)
@@ -125,6 +137,7 @@ def set_budget(
     monthly_limit: Annotated[str, typer.Argument(help="Cloud money per UTC month.")],
     currency: Annotated[str, typer.Option()] = "USD",
     url: UrlOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Set a team's monthly cloud budget (the team is created if new)."""
     try:
@@ -132,17 +145,50 @@ def set_budget(
     except InvalidOperation:
         raise typer.BadParameter(f"{monthly_limit!r} is not an amount such as 5000 or 2500.50",
                                  param_hint="MONTHLY_LIMIT") from None
-    with _store(url) as store:
+    with _store(url, config) as store:
         budget = store.set_team_budget(team, amount, currency=currency.upper())
     typer.echo(f"team {budget.team}: {budget.monthly_limit} {budget.currency} per month")
 
 
 @budgets.command("show")
-def show_budget(team: str, url: UrlOption = None) -> None:
+def show_budget(team: str, url: UrlOption = None,
+        config: ConfigOption = None) -> None:
     """Show a team's monthly cloud budget."""
-    with _store(url) as store:
+    with _store(url, config) as store:
         budget = store.team_budget(team)
     if budget is None:
         typer.echo(f"error: team {team} has no budget", err=True)
         raise typer.Exit(1)
     typer.echo(f"team {budget.team}: {budget.monthly_limit} {budget.currency} per month")
+
+
+@app.command()
+def bootstrap(
+    user: Annotated[str, typer.Option(help="The admin user (created if new).")] = "admin",
+    url: UrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Register the admin token in $STARBURST_BOOTSTRAP_TOKEN for USER (idempotent).
+
+    For deployments whose first admin token lives in a secret store (the Helm chart's
+    migration Job runs this): the secret never appears on a command line or in the output.
+    """
+    from starburst.adapters.db.records import Role
+
+    secret = os.environ.get(BOOTSTRAP_ENV, "").strip()
+    if not secret:
+        typer.echo(f"error: set {BOOTSTRAP_ENV} to the admin token to register", err=True)
+        raise typer.Exit(1)
+    with _store(url, config) as store:
+        if store.user(user) is None:
+            store.save_user(user)
+        holder = store.authenticate(secret)
+        if holder is None:
+            issued = store.issue_token(user, Role.ADMIN, label="bootstrap", secret=secret)
+            typer.echo(f"token {issued.id} registered for {user} (admin)")
+        elif holder.user == user and holder.role is Role.ADMIN:
+            typer.echo(f"token {holder.token_id} of {user} (admin) already registered")
+        else:
+            typer.echo(f"error: {BOOTSTRAP_ENV} is token {holder.token_id} of {holder.user} "
+                       f"({holder.role.value}), not an admin token of {user}", err=True)
+            raise typer.Exit(1)

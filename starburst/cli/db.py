@@ -1,8 +1,9 @@
 """``starburst db``: create and migrate Starburst's database (an admin verb, run locally).
 
-The database is ``--url``, else ``$STARBURST_DATABASE_URL``, else the embedded SQLite file
-``~/.local/share/starburst/starburst.db`` (created on first use). ``postgresql://`` URLs use
-the psycopg 3 driver. Messages never show the URL's password.
+The database is ``--url``, else the settings' ``database_url`` read like every command's
+(``$STARBURST_DATABASE_URL``, else the YAML file of ``--config`` / ``$STARBURST_CONFIG``, else
+the embedded SQLite file ``~/.local/share/starburst/starburst.db``, created on first use).
+``postgresql://`` URLs use the psycopg 3 driver. Messages never show the URL's password.
 
     starburst db upgrade                 # to the newest revision
     starburst db downgrade --to base     # remove every Starburst table
@@ -15,6 +16,8 @@ from typing import Annotated
 
 import typer
 
+from starburst.cli.config import ConfigOption, database_url
+
 app = typer.Typer(
     help="Create and migrate the database (PostgreSQL or SQLite).",
     no_args_is_help=True,
@@ -25,28 +28,23 @@ UrlOption = Annotated[
     str | None,
     typer.Option(
         "--url",
-        help="Database URL (default: $STARBURST_DATABASE_URL, else "
-        "sqlite:///~/.local/share/starburst/starburst.db).",
+        help="Database URL (default: the settings' database_url: $STARBURST_DATABASE_URL, "
+        "else the --config file, else sqlite:///~/.local/share/starburst/starburst.db).",
         show_default=False,
     ),
 ]
-
-
-def _resolve(url: str | None) -> str:
-    from starburst.adapters.db.engine import default_url
-
-    return url or default_url()
 
 
 @app.command()
 def upgrade(
     url: UrlOption = None,
     to: Annotated[str, typer.Option("--to", help="Target revision.")] = "head",
+    config: ConfigOption = None,
 ) -> None:
     """Migrate the database up (creating it if needed)."""
     from starburst.adapters.db import migrate
 
-    target = _resolve(url)
+    target = database_url(url, config)
     migrate.upgrade(target, to)
     _say_revision(target)
 
@@ -55,11 +53,12 @@ def upgrade(
 def downgrade(
     url: UrlOption = None,
     to: Annotated[str, typer.Option("--to", help="Target revision ('base': empty).")] = "-1",
+    config: ConfigOption = None,
 ) -> None:
     """Migrate the database down one revision (or to --to)."""
     from starburst.adapters.db import migrate
 
-    target = _resolve(url)
+    target = database_url(url, config)
     migrate.downgrade(target, to)
     _say_revision(target)
 
@@ -72,12 +71,12 @@ def _say_revision(target: str) -> None:
 
 
 @app.command()
-def current(url: UrlOption = None) -> None:
+def current(url: UrlOption = None, config: ConfigOption = None) -> None:
     """Show the database's revision and the newest one available."""
     from starburst.adapters.db import migrate
     from starburst.adapters.db.engine import redact
 
-    target = _resolve(url)
+    target = database_url(url, config)
     typer.echo(
         f"{redact(target)}: revision {migrate.current(target) or 'base'} "
         f"(newest: {migrate.head()})"

@@ -11,9 +11,9 @@ Opt = typer.Option
 
 
 def _settings(config: Path | None, **overrides: object):  # type: ignore[no-untyped-def]
-    from starburst.settings import load_settings
+    from starburst.cli.config import settings_for  # the one settings rule of every command
 
-    return load_settings(config, **overrides)
+    return settings_for(config, **overrides)
 
 
 def server(

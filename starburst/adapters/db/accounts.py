@@ -75,10 +75,17 @@ class AccountsStore(StoreBase):
 
     def issue_token(
         self, user: str, role: Role, *, label: str | None = None,
-        expires_at: float | None = None, at: float | None = None,
+        expires_at: float | None = None, at: float | None = None, secret: str | None = None,
     ) -> IssuedToken:
-        """A new API token for an existing user; the returned secret is not stored."""
-        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        """A new API token for an existing user; the returned secret is not stored.
+
+        ``secret`` registers a secret chosen outside (a deployment's bootstrap token kept in a
+        Kubernetes Secret); it must look like a generated one: ``sb_`` and 32+ characters.
+        """
+        if secret is None:
+            secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        elif not secret.startswith(TOKEN_PREFIX) or len(secret) < len(TOKEN_PREFIX) + 32:
+            raise ConfigError(f"a token must be {TOKEN_PREFIX!r} followed by 32+ characters")
         now = to_time(self._now(at))
 
         def write(conn: sa.Connection) -> IssuedToken:

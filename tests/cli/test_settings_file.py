@@ -1,0 +1,137 @@
+"""``starburst db`` and ``starburst admin`` read settings like every other command.
+
+The bug this guards: with ``database_url`` pointing at PostgreSQL in the YAML settings file
+(``--config`` or ``$STARBURST_CONFIG``), ``db upgrade``/``db current`` and the ``admin`` verbs
+used the default SQLite file instead, so tokens and budgets landed in the wrong database.
+Each case runs the real ``starburst`` command in a child process whose home directory is
+empty, and checks both that PostgreSQL got the data and that no SQLite file appeared.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from starburst.adapters.db.store import SqlStore
+
+pytestmark = pytest.mark.postgres
+
+
+def starburst(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("STARBURST_")}
+    clean.update(HOME=str(home), **env)
+    return subprocess.run(
+        [sys.executable, "-m", "starburst.cli", *args],
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def settings_file(tmp_path: Path, postgres_database: str) -> Path:
+    path = tmp_path / "settings.yaml"
+    path.write_text(f"database_url: {postgres_database}\npolicy: compute\n")
+    return path
+
+
+def no_sqlite_in(home: Path) -> bool:
+    return not list(home.rglob("*.db"))
+
+
+@pytest.mark.parametrize("how", ["--config", "STARBURST_CONFIG"])
+def test_db_and_admin_use_the_database_of_the_settings_file(
+    how: str, tmp_path: Path, settings_file: Path, postgres_database: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    opts = ["--config", str(settings_file)] if how == "--config" else []
+    env = {} if opts else {"STARBURST_CONFIG": str(settings_file)}
+    for args in (
+        ["db", "upgrade"],
+        ["admin", "users", "add", "alice", "--team", "ml"],
+        ["admin", "budgets", "set", "ml", "5000"],
+    ):
+        done = starburst(home, *args, *opts, **env)
+        assert done.returncode == 0, done.stderr
+    current = starburst(home, "db", "current", *opts, **env)
+    assert current.stdout.startswith("postgresql+psycopg://"), current.stdout
+    shown = starburst(home, "admin", "users", "show", "alice", *opts, **env)
+    assert "team ml" in shown.stdout, shown.stderr
+    store = SqlStore.open(postgres_database)
+    try:
+        user = store.user("alice")
+        budget = store.team_budget("ml")
+    finally:
+        store.close()
+    assert user is not None and user.team == "ml"
+    assert budget is not None and budget.monthly_limit == 5000
+    assert no_sqlite_in(home), "a command fell back to the default SQLite file"
+
+
+def test_url_option_and_environment_still_win_over_the_file(
+    tmp_path: Path, settings_file: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    done = starburst(home, "db", "upgrade", "--config", str(settings_file), "--url", other)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "other.db").exists()
+    env_url = f"sqlite:///{tmp_path / 'env.db'}"
+    done = starburst(
+        home, "db", "upgrade", "--config", str(settings_file), STARBURST_DATABASE_URL=env_url
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "env.db").exists()
+
+
+def test_a_bad_settings_file_is_one_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "settings.yaml"
+    bad.write_text("database_url: not-a-url\n")
+    done = starburst(tmp_path, "admin", "users", "show", "alice", "--config", str(bad))
+    assert done.returncode == 2
+    assert "database_url" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bootstrap_registers_the_token_once(tmp_path: Path, postgres_database: str) -> None:
+    token = "sb_" + "b" * 40
+    assert starburst(tmp_path, "db", "upgrade", "--url", postgres_database).returncode == 0
+    first = starburst(
+        tmp_path, "admin", "bootstrap", "--url", postgres_database, STARBURST_BOOTSTRAP_TOKEN=token
+    )
+    again = starburst(
+        tmp_path, "admin", "bootstrap", "--url", postgres_database, STARBURST_BOOTSTRAP_TOKEN=token
+    )
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    assert "already registered" in again.stdout
+    assert token not in first.stdout + first.stderr + again.stdout + again.stderr
+    store = SqlStore.open(postgres_database)
+    try:
+        holder = store.authenticate(token)
+    finally:
+        store.close()
+    assert holder is not None and (holder.user, holder.role.value) == ("admin", "admin")
+
+
+def test_bootstrap_without_a_token_or_with_a_weak_one_fails(
+    tmp_path: Path, postgres_database: str
+) -> None:
+    assert starburst(tmp_path, "db", "upgrade", "--url", postgres_database).returncode == 0
+    missing = starburst(tmp_path, "admin", "bootstrap", "--url", postgres_database)
+    assert missing.returncode == 1 and "STARBURST_BOOTSTRAP_TOKEN" in missing.stderr
+    weak = starburst(
+        tmp_path,
+        "admin",
+        "bootstrap",
+        "--url",
+        postgres_database,
+        STARBURST_BOOTSTRAP_TOKEN="hunter2",
+    )
+    assert weak.returncode == 2 and "32+" in weak.stderr and "Traceback" not in weak.stderr
