@@ -185,8 +185,9 @@ def test_a_dropped_life_leaves_its_jobs_running_without_leaks_or_zombies(tmp_pat
     import gc
     import warnings
 
+    stop = tmp_path / "stop"  # the job runs until the test says so: no race with a slow machine
     first = LocalCluster(tmp_path / "state", gpus=2)
-    first.start(job("left", "sleep 1"), on_local(1), "fits")
+    first.start(job("left", f"while [ ! -e {stop} ]; do sleep 0.05; done"), on_local(1), "fits")
     pid = first.process("left").pid  # type: ignore[union-attr]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -195,6 +196,7 @@ def test_a_dropped_life_leaves_its_jobs_running_without_leaks_or_zombies(tmp_pat
     ours = f"subprocess {pid} "  # (other tests' garbage may be collected here too)
     assert not [w for w in caught if ours in str(w.message)]
     assert not gone(pid)
+    stop.touch()
     eventually(lambda: gone(pid))  # ended: a zombie until someone reaps it
     second = LocalCluster(tmp_path / "other", gpus=1)
     second.start(job("next", "true"), on_local(1), "fits")  # a spawn reaps ended children
