@@ -10,6 +10,7 @@ Invalid values fail at start-up with one message per field (``SettingsError``), 
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -45,6 +46,13 @@ class Settings(BaseSettings):
     cluster: Literal["local", "kubernetes"] = "local"
     local_gpus: int = Field(default=4, ge=0, description="GPU slots of the local cluster.")
     local_gpu_type: str = "gpu"
+    local_run_as: str | None = Field(
+        default="nobody", description="OS user (name or uid) local jobs run as when the "
+        "controller runs as root; empty: as the controller's own user (jobs can then read "
+        "what it can).")
+    local_work_dir: Path = Field(
+        default=Path(tempfile.gettempdir()) / "starburst-jobs",
+        description="Where jobs run as local_run_as get their own working directories.")
     kubeconfig: str | None = Field(default=None, description="Kubeconfig (in-cluster if unset).")
     cloud: Literal["emulated", "skypilot", "none"] = "emulated"
     price_table: Path | None = Field(default=None, description="YAML price table override.")

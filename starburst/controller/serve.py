@@ -6,6 +6,7 @@ controller finishes its pass and releases the leader lock before the process exi
 from __future__ import annotations
 
 import logging
+import os
 import signal
 from typing import Any
 
@@ -93,6 +94,7 @@ def run(settings: Settings, mode: str) -> None:
     from starburst.controller.wiring import build_controller
 
     logs.configure(settings.log_format)
+    os.umask(0o077)  # every file this process writes (database, model, job state) is 0600
     _absorb_stop_signals()
     if mode == "api":
         from starburst.adapters.db.store import SqlStore

@@ -31,6 +31,7 @@ from starburst.settings import Settings
 from starburst.wallclock import WallClock
 
 if TYPE_CHECKING:
+    from starburst.adapters.local.isolation import RunAs
     from starburst.controller.joblogs import JobLogs
 
 log = logging.getLogger("starburst.controller")
@@ -43,7 +44,8 @@ def build_cluster(settings: Settings, clock: Clock, *, watch: bool = True) -> Cl
         from starburst.adapters.local import LocalCluster
 
         return LocalCluster(settings.state_dir / "cluster", settings.local_gpus,
-                            gpu_type=settings.local_gpu_type, clock=clock)
+                            gpu_type=settings.local_gpu_type, clock=clock,
+                            run_as=run_as_of(settings))
     from starburst.adapters.kubernetes.cluster import KubernetesCluster
 
     cluster = KubernetesCluster(kube_api_client(settings), clock)
@@ -53,6 +55,21 @@ def build_cluster(settings: Settings, clock: Clock, *, watch: bool = True) -> Cl
     if not cluster.wait_synced(timeout=60):
         raise ConfigError("the Kubernetes API did not answer the initial list within 60 s")
     return cluster
+
+
+def run_as_of(settings: Settings) -> RunAs | None:
+    """Who local jobs run as: ``local_run_as`` when this process is root (``isolation.py``)."""
+    from starburst.adapters.local.isolation import resolve_run_as
+
+    return resolve_run_as(settings.local_run_as, settings.local_work_dir)
+
+
+def secure_state_dir(settings: Settings) -> None:
+    """The state directory 0700 (created if missing), so no job (or other OS user) reads the
+    SQLite file, spawn records or job output in it; ``serve.run`` also sets the umask."""
+    from starburst.adapters.local.isolation import private_dir
+
+    private_dir(Path(settings.state_dir))
 
 
 def kube_api_client(settings: Settings) -> Any:
@@ -91,7 +108,8 @@ def build_cloud(settings: Settings, clock: Clock) -> Cloud | None:
     if settings.cloud == "emulated":
         from starburst.adapters.local import EmulatedCloud
 
-        return EmulatedCloud(settings.state_dir / "cloud", prices, clock=clock)
+        return EmulatedCloud(settings.state_dir / "cloud", prices, clock=clock,
+                             run_as=run_as_of(settings))
     from starburst.adapters.skypilot import SkyPilotCloud
 
     return SkyPilotCloud(clock, prices)
@@ -132,7 +150,7 @@ def build_estimator(settings: Settings, store: SqlStore) -> RuntimeEstimator:
 def build_controller(settings: Settings, store: SqlStore | None = None,
                      clock: Clock | None = None) -> Controller:
     clock = clock or WallClock()
-    Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
+    secure_state_dir(settings)
     store = store or SqlStore.open(settings.database_url, clock=clock,
                                    leader_name=settings.leader_name)
     cluster = build_cluster(settings, clock)

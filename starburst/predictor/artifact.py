@@ -8,13 +8,18 @@ and a snapshot of the training history (so it can predict without a store).
 Invariants: ``load_artifact`` either returns an artifact whose format, schema version and
 scikit-learn version match this code, or raises ``ModelLoadError`` with a message saying what
 is wrong and what to do — never a bare unpickling exception and never a half-usable model.
-Loading unpickles code: only load artifacts you (or your own ``starburst predictor train``)
-wrote.
+Loading unpickles code, so a model file is trusted only as far as its *digest*: ``save_artifact``
+writes the file 0600 with a sidecar ``<file>.sha256`` (0600) holding its SHA-256, and
+``load_artifact`` unpickles nothing unless the sidecar exists, both files are owned by this
+user (or root) and writable by no one else, and the digest matches. A job or another OS user
+that swaps the model file therefore gets a ``ModelLoadError``, never code execution.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -71,9 +76,57 @@ def save_artifact(artifact: ModelArtifact, path: str | Path) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     joblib.dump(artifact, tmp, compress=3)
+    digest_tmp = out.with_name(out.name + ".sha256.tmp")
+    digest_tmp.unlink(missing_ok=True)
+    fd = os.open(digest_tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as sidecar:
+        sidecar.write(f"{_sha256(tmp)}\n")
+    digest_tmp.replace(digest_path(out))
     tmp.replace(out)
     return out
+
+
+def digest_path(path: str | Path) -> Path:
+    """The sidecar holding the SHA-256 of the model file ``path``."""
+    src = Path(path)
+    return src.with_name(src.name + ".sha256")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_trusted(src: Path) -> None:
+    """Refuse before unpickling a file that is not exactly what ``save_artifact`` wrote."""
+    sidecar = digest_path(src)
+    if not sidecar.is_file():
+        raise ModelLoadError(
+            f"model file {src} is corrupt or not a Starburst model: it has no digest file "
+            f"{sidecar.name}; retrain with `starburst predictor train`"
+        )
+    me = os.geteuid()
+    for file in (src, sidecar):
+        info = file.stat()
+        if info.st_uid not in (me, 0) or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise ModelLoadError(
+                f"model file {file} is owned by another user or writable by others; not "
+                "loading it (it would run as this process). Retrain with `starburst "
+                "predictor train`"
+            )
+    expected = sidecar.read_text(encoding="utf-8", errors="replace").strip()
+    if _sha256(src) != expected:
+        raise ModelLoadError(
+            f"model file {src} is corrupt or was changed after it was written: its SHA-256 "
+            f"does not match {sidecar.name}; not loading it. Retrain with `starburst "
+            "predictor train`"
+        )
 
 
 def load_artifact(path: str | Path) -> ModelArtifact:
@@ -85,6 +138,7 @@ def load_artifact(path: str | Path) -> ModelArtifact:
     src = Path(path)
     if not src.is_file():
         raise ModelLoadError(f"no model file at {src}; train one with `starburst predictor train`")
+    _check_trusted(src)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", InconsistentVersionWarning)

@@ -69,7 +69,9 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
     env = {**os.environ, "STARBURST_DATABASE_URL": url, "STARBURST_STATE_DIR": str(tmp_path),
            "STARBURST_LOCAL_GPUS": "8", "STARBURST_CLOUD": "emulated",
            "STARBURST_PASS_INTERVAL_S": "0.2", "STARBURST_API_PORT": str(free_port()),
-           "STARBURST_BUDGET": "0.5", "STARBURST_QUEUE_CAP": "40"}
+           "STARBURST_BUDGET": "0.5", "STARBURST_QUEUE_CAP": "40",
+           # jobs append to a file in this root-only temporary directory: run them as root
+           "STARBURST_LOCAL_RUN_AS": ""}
     log = tmp_path / "controller.log"
     for _ in range(KILLS):
         proc = start_controller(env, log)

@@ -97,8 +97,9 @@ def _free_port() -> int:
 class ThrowawayPostgres:
     """A PostgreSQL cluster in a temporary directory; ``start()`` then ``stop()``."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, password: str | None = None) -> None:
         self.bindir = bindir
+        self.password = password  # set: every connection must give it (scram-sha-256)
         self.root = Path(tempfile.mkdtemp(prefix="starburst-pg-"))
         self.data = self.root / "data"
         self.port = _free_port()
@@ -107,7 +108,8 @@ class ThrowawayPostgres:
 
     @property
     def url(self) -> str:
-        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+        who = f"postgres:{self.password}" if self.password else "postgres"
+        return f"postgresql+psycopg://{who}@127.0.0.1:{self.port}/postgres"
 
     def _run(self, *args: str) -> None:
         cmd = [str(self.bindir / args[0]), *args[1:]]
@@ -121,7 +123,14 @@ class ThrowawayPostgres:
         if self._user is not None:
             owner = pwd.getpwnam(self._user)
             os.chown(self.root, owner.pw_uid, owner.pw_gid)
-        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres",
+        auth = ["-A", "trust"]
+        if self.password:
+            pwfile = self.root / "pwfile"
+            pwfile.write_text(self.password + "\n")
+            if self._user is not None:
+                os.chown(pwfile, owner.pw_uid, owner.pw_gid)
+            auth = ["-A", "scram-sha-256", f"--pwfile={pwfile}"]
+        self._run("initdb", "-D", str(self.data), *auth, "-U", "postgres",
                   "-E", "UTF8", "--no-sync")
         self._serve()
         self._started = True

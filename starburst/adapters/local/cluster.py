@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from starburst.adapters.local.isolation import RunAs
 from starburst.adapters.local.processes import JobProcess, adopt, spawn, spawn_record
 from starburst.adapters.local.statedir import job_dirname, job_from_json, job_to_json
 from starburst.adapters.local.watch import EndWatch
@@ -80,6 +81,7 @@ class LocalCluster:
         devices: Sequence[str] | None = None,
         clock: Clock | None = None,
         grace: float = 5.0,
+        run_as: RunAs | None = None,
     ) -> None:
         if gpus < 0:
             raise PermanentError("a local cluster cannot have a negative number of GPU slots")
@@ -90,6 +92,7 @@ class LocalCluster:
         self._devices = list(devices) if devices is not None else [str(i) for i in range(gpus)]
         self._clock: Clock = clock or WallClock()
         self._grace = grace
+        self._run_as = run_as
         self._slots: list[str | None] = [None] * gpus
         self._running: dict[str, _Running] = {}
         self._done: dict[str, JobProcess] = {}
@@ -144,7 +147,7 @@ class LocalCluster:
             "spawned_at": started.started_at,
         }
         env = {"CUDA_VISIBLE_DEVICES": visible}
-        process = spawn(job, self.state_dir, env, header, record, self._grace)
+        process = spawn(job, self.state_dir, env, header, record, self._grace, self._run_as)
         self._track(started, process, slots)
 
     def cancel(self, job_id: str) -> None:

@@ -3,8 +3,9 @@
 Terms:
 - *command*: the job's shell command (``Job.extra["command"]``), run by ``/bin/sh -c``.
 - *env*: extra environment variables (``Job.extra["env"]``, a JSON object of strings), laid
-  over this process's environment. ``Job.extra["image"]`` is recorded in the log header but
-  not used: local execution runs on the host, not in a container.
+  over a minimal base, never over this process's environment (``isolation.py``).
+  ``Job.extra["image"]`` is recorded in the log header but not used: local execution runs on
+  the host, not in a container.
 - *wrapper*: the shell that runs the command. It records its own pid first, runs the command
   (as a child, not ``exec``, so it outlives it), then records the command's exit status
   atomically and exits with it. So the outcome is on disk even if no controller was alive
@@ -48,6 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from starburst.adapters.local import procfs
+from starburst.adapters.local.isolation import (
+    PRIVATE_FILE,
+    RunAs,
+    job_environment,
+    private_dir,
+    work_dir,
+)
 from starburst.adapters.local.statedir import (
     CANCELLED,
     EXIT_CODE,
@@ -69,11 +77,14 @@ _UNREAPED_LOCK = threading.Lock()
 CANCELLED_EXIT = -int(signal.SIGTERM)
 LOST = "the job's process disappeared without an exit status"
 
-# $1 is the command. Not `exec`: the wrapper must outlive the command to record its status.
-# `command -p`: the default PATH, whatever PATH the job sets.
+# $1 is the job's working directory, the rest the argv that runs the command (with a run-as
+# user, through `setpriv`). Not `exec`: the wrapper must outlive the command to record its
+# status. `command -p`: the default PATH, whatever PATH the job sets.
 WRAPPER = (
+    'umask 077\n'
     'printf "%s\\n" "$$" > .pid.tmp && command -p mv -f .pid.tmp pid\n'
-    '/bin/sh -c "$1"\n'
+    'dir=$1; shift\n'
+    '(cd "$dir" && umask 022 && exec "$@")\n'
     "code=$?\n"
     'printf "%s\\n" "$code" > .exit_code.tmp && command -p mv -f .exit_code.tmp exit_code\n'
     'exit "$code"\n'
@@ -233,28 +244,33 @@ def spawn(
     header: str,
     record: Mapping[str, Any],
     grace: float = 5.0,
+    run_as: RunAs | None = None,
 ) -> JobProcess:
-    """Record the spawn (``record`` plus a fresh token), then start the job's wrapper."""
+    """Record the spawn (``record`` plus a fresh token), then start the job's wrapper.
+
+    The job sees only ``isolation.job_environment``; with ``run_as`` it runs as that user in
+    its own working directory, else in its state-directory entry.
+    """
     command = command_of(job)
+    job_vars = env_of(job)
     reap_ended_children()
     token = uuid.uuid4().hex
-    env = {
-        **os.environ,
-        **env_of(job),
-        **extra_env,
-        "STARBURST_JOB_ID": job.id,
-        procfs.TOKEN_VAR: token,
-    }
-    directory = state_dir / job_dirname(job.id)
-    directory.mkdir(parents=True, exist_ok=True)
+    private_dir(state_dir)
+    directory = private_dir(state_dir / job_dirname(job.id))
+    workdir = work_dir(run_as, f"{job_dirname(job.id)}-{token[:16]}") if run_as else directory
+    fixed = {**extra_env, "STARBURST_JOB_ID": job.id, procfs.TOKEN_VAR: token}
+    env = job_environment(job_vars, workdir, fixed)
+    prefix = run_as.command_prefix() if run_as else []
     for stale in (PID, EXIT_CODE, CANCELLED):  # left by an attempt that never ran
         (directory / stale).unlink(missing_ok=True)
     write_atomically(directory / SPAWN, json.dumps({**record, "token": token}, sort_keys=True))
-    with (directory / LOG).open("wb") as log:
+    fd = os.open(directory / LOG, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(fd, "wb") as log:
         log.write(f"{header}\n".encode())
         log.flush()
         popen = subprocess.Popen(
-            ["/bin/sh", "-c", WRAPPER, "starburst-job", command],
+            ["/bin/sh", "-c", WRAPPER, "starburst-job", str(workdir), *prefix,
+             "/bin/sh", "-c", command],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

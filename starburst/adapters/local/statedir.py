@@ -19,8 +19,9 @@ watch, bill and cancel them is therefore on disk, one directory per job (``job_d
 - ``cancelled`` — written before a cancel signals the group, so a later life knows the end
   was a cancel.
 
-Invariant: every file is written atomically (a temporary file renamed over the name), so a
-reader sees either nothing or the whole content, never a torn write.
+Invariants: every file is written atomically (a temporary file renamed over the name), so a
+reader sees either nothing or the whole content, never a torn write; the state directory and
+each job's entry are 0700 and every file 0600 (``isolation.py``), whoever the job runs as.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ def job_dirname(job_id: str) -> str:
 def write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` so readers never see a partial file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
     os.replace(tmp, path)
 
 
