@@ -10,12 +10,13 @@ Invalid values fail at start-up with one message per field (``SettingsError``), 
 
 from __future__ import annotations
 
+import ipaddress
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from starburst.core.capacity import PlacementStrategy
@@ -81,6 +82,9 @@ class Settings(BaseSettings):
     api_port: int = Field(default=8080, ge=0, le=65535)
     auth: bool = Field(default=False, description="Require bearer tokens (off for the "
                        "single-machine default, which listens on 127.0.0.1 only).")
+    allow_insecure_no_auth: bool = Field(
+        default=False, description="Allow auth: false on an api_host other than loopback "
+        "(every caller is then admin and can run commands through the local cluster).")
     log_format: Literal["json", "text"] = "json"
     # leadership
     leader_name: str = "controller"
@@ -98,6 +102,19 @@ class Settings(BaseSettings):
             raise ValueError("must be a URL such as sqlite:///path.db or postgresql://host/db")
         return value
 
+    @model_validator(mode="after")
+    def _auth_off_only_on_loopback(self) -> Settings:
+        if not self.auth and not is_loopback(self.api_host) and not self.allow_insecure_no_auth:
+            raise ValueError(
+                f"auth is off but api_host {self.api_host!r} is not a loopback address: every "
+                "caller would be admin (and could run commands on this machine). Turn auth "
+                "on, listen on 127.0.0.1, or set allow_insecure_no_auth: true to accept that")
+        return self
+
+    def insecure_no_auth(self) -> bool:
+        """True when the API is open to other machines without authentication."""
+        return not self.auth and not is_loopback(self.api_host)
+
     def scheduler_config(self, reference: Sequence[Job] = ()) -> SchedulerConfig:
         """The core config; the coefficient is explicit or calibrated on ``reference`` jobs."""
         if self.coefficient is not None:
@@ -111,6 +128,16 @@ class Settings(BaseSettings):
             coefficient = calibrate(self.policy, self.budget, [prior])
         return SchedulerConfig(WaitPolicy(self.policy, coefficient), self.out_of_order,
                                self.queue_cap, self.order, self.placement)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

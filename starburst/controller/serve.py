@@ -89,12 +89,21 @@ def _absorb_stop_signals() -> None:
         signal.signal(sig, note)
 
 
+def warn_if_insecure(settings: Settings) -> None:
+    """A loud warning when ``allow_insecure_no_auth`` opens the API to the network."""
+    if settings.insecure_no_auth():
+        log.warning(
+            "INSECURE: auth is off and the API listens on %s (allow_insecure_no_auth): anyone "
+            "who reaches it is admin and can run commands on this machine", settings.api_host)
+
+
 def run(settings: Settings, mode: str) -> None:
     from starburst.controller import logs
     from starburst.controller.wiring import build_controller
 
     logs.configure(settings.log_format)
     os.umask(0o077)  # every file this process writes (database, model, job state) is 0600
+    warn_if_insecure(settings)
     _absorb_stop_signals()
     if mode == "api":
         from starburst.adapters.db.store import SqlStore

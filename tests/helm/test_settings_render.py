@@ -46,6 +46,7 @@ def test_values_reach_the_settings(render: Render, tmp_path: Path) -> None:
             "queue_cap": "none",
             "pass_interval_s": 5,
             "auth": False,
+            "allow_insecure_no_auth": True,  # the chart listens on 0.0.0.0
         },
     }
     path = tmp_path / "settings.yaml"
