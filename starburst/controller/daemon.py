@@ -32,6 +32,7 @@ from typing import Any
 from starburst.adapters.db.leader import LeaderLock, leader_lock
 from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
+from starburst.controller import logs
 from starburst.controller.budgets import BudgetGate
 from starburst.controller.metrics import ControllerMetrics
 from starburst.controller.report import PassReport
@@ -245,8 +246,4 @@ class Controller:
             job.modify(next_run_time=when)
 
     def _log(self, report: PassReport, seconds: float) -> None:
-        if report.admitted or report.started or report.burst or report.finished:
-            log.info("pass", extra={
-                "admitted": report.admitted, "started": report.started, "burst": report.burst,
-                "finished": report.finished, "pulled_back": report.pulled_back,
-                "queue": report.queue_length, "seconds": round(seconds, 4)})
+        logs.log_pass(log, report, seconds, self.settings.pass_interval_s)
