@@ -113,6 +113,11 @@ class CapacityIndex:
         return sum(n.gpus for n in self.nodes if n.schedulable)
 
     @property
+    def has_schedulable_nodes(self) -> bool:
+        """False while no node takes work (none seen yet, or all cordoned)."""
+        return bool(self._all_types)
+
+    @property
     def free_gpus(self) -> int:
         """Free GPUs on schedulable nodes, kept as a running total."""
         return self._free_total

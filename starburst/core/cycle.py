@@ -4,7 +4,9 @@ Order of work at one instant (DESIGN.md):
 1. burst queued jobs whose budget has expired (a budget that expires at the very instant GPUs
    free up still bursts: the caller finishes completed jobs *before* calling the pass, and
    expiry is checked before scheduling);
-2. admit new arrivals (merged into the queue in order);
+2. admit new arrivals (merged into the queue in order); an arrival that could never fit the
+   private cluster, even empty (more GPUs than it has, a GPU type none of its nodes has, a pod
+   larger than every node), bursts at once whatever its budget: waiting cannot help it;
 3. schedule: *in order* starts jobs from the head while they fit and stops at the first that
    does not; *out of order* scans the whole queue once and starts every job that fits;
 4. burst arrivals with a zero budget that did not fit (they burst in the same instant);
@@ -102,6 +104,8 @@ def schedule_pass(
             result.bursts.append(Burst(entry.job, _expired_reason(entry, now)))
         else:
             kept.append(entry)
+    if arrivals:
+        arrivals = _burst_never_fitting(arrivals, capacity, result, held)
     ordered = merge(kept, arrivals, config.order) if arrivals else kept
     if capacity.free_gpus == 0 and not _may_need_a_look(ordered):
         waiting = ordered  # a full cluster starts nothing: skip the scan
@@ -121,6 +125,26 @@ def _held(entry: QueuedJob, held: Mapping[str, str], result: PassResult) -> bool
     if all(job_id != entry.id for job_id, _ in result.held):
         result.held.append((entry.id, reason))
     return True
+
+
+def _burst_never_fitting(
+    arrivals: Sequence[QueuedJob],
+    capacity: CapacityIndex,
+    result: PassResult,
+    held: Mapping[str, str],
+) -> Sequence[QueuedJob]:
+    """Arrivals the empty cluster could not hold burst now (a held team's wait instead).
+    A cluster with no schedulable node at all (not seen yet, or every node cordoned) proves
+    nothing about the future, so then everyone waits as usual."""
+    if not capacity.has_schedulable_nodes or all(capacity.could_ever_fit(a.job) for a in arrivals):
+        return arrivals
+    admitted: list[QueuedJob] = []
+    for entry in arrivals:
+        if capacity.could_ever_fit(entry.job) or _held(entry, held, result):
+            admitted.append(entry)
+        else:
+            result.bursts.append(Burst(entry.job, _cannot_fit_reason(entry.job, capacity)))
+    return admitted
 
 
 def _may_need_a_look(ordered: list[QueuedJob]) -> bool:
@@ -208,6 +232,18 @@ def _start_reason(placement: Placement, skipped: list[QueuedJob]) -> str:
 
 def _expired_reason(entry: QueuedJob, now: float) -> str:
     return f"waited {human(now - entry.queued_at)} of a {human(entry.budget)} budget"
+
+
+def _cannot_fit_reason(job: Job, capacity: CapacityIndex) -> str:
+    largest = capacity.largest_node(job)
+    if job.gpu_type is not None and largest == 0:
+        why = f"no node of the private cluster has {job.gpu_type} GPUs"
+    elif job.gpus > capacity.total_gpus:
+        why = f"the private cluster has {capacity.total_gpus} GPUs in all"
+    else:
+        why = f"no set of its nodes can hold it (largest node {largest} GPUs)"
+    kind = f" {job.gpu_type}" if job.gpu_type else ""
+    return f"needs {job.gpus}{kind} GPUs and {why}: bursts at once instead of waiting its budget"
 
 
 def _never_fits_reason(job: Job, capacity: CapacityIndex) -> str:

@@ -85,6 +85,12 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
         where = "cloud+cloud" if job.id in pulled else "cloud"
         out[job.id] = RefOutcome(job.id, where, t, t + runtime, cloud[job.id], ())
 
+    def never_fits(job: Job) -> bool:
+        if not any(n.schedulable for n in nodes):
+            return False  # no node takes work: nothing is proven about the future
+        empty = [n.gpus if n.schedulable else 0 for n in nodes]
+        return _place(job, nodes, empty, [n.cpus for n in nodes], best_fit) is None
+
     while pending or running or queue or pullbacks:
         candidates = [e[3] for e in queue if math.isfinite(e[3])]
         candidates += [r[0] for r in running] + [p[0] for p in pullbacks]
@@ -104,10 +110,16 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
         for at, job in sorted([p for p in pullbacks if p[0] <= t], key=lambda p: p[1].id):
             pullbacks.remove((at, job))
             pulled.add(job.id)
+            if never_fits(job):
+                burst(job, t)
+                continue
             budget = policy.star_requeue_budget(job, at)
             arrived.append((at, job.id, job, at + budget))
         while pending and pending[0].submit_time <= t:
             job = pending.pop(0)
+            if never_fits(job):  # waiting cannot help a job the empty cluster cannot hold
+                burst(job, t)
+                continue
             budget = policy.budget(job)
             arrived.append((t, job.id, job, t + budget if math.isfinite(budget) else math.inf))
         queue = sorted(queue + arrived)

@@ -97,10 +97,10 @@ def test_utilisation_and_offered_load() -> None:
     assert summary["offered_load"] == pytest.approx(8 / (8 * 1))  # submits span 1 h
 
 
-def test_a_job_larger_than_the_whole_cluster_bursts_when_its_budget_expires() -> None:
-    jobs = [make_job("giant", gpus=64, runtime=H, submit=0)]
+def test_a_job_larger_than_the_whole_cluster_bursts_on_arrival_not_after_its_budget() -> None:
+    jobs = [make_job("giant", gpus=64, runtime=H, submit=30)]
     out = by_id(simulate(jobs, nodes(2, 8), config(PolicyKind.CONSTANT, 600)))
-    assert out["giant"].where == "cloud" and out["giant"].start == 600
+    assert out["giant"].where == "cloud" and out["giant"].start == 30
 
 
 def test_the_same_trace_and_seed_give_the_same_outcomes() -> None:

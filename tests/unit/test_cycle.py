@@ -2,7 +2,7 @@
 
 import math
 
-from starburst.core.capacity import CapacityIndex, Part
+from starburst.core.capacity import CapacityIndex, Node, Part
 from starburst.core.cycle import admit, schedule_pass
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import PolicyKind, WaitPolicy
@@ -141,8 +141,40 @@ def test_a_never_fitting_job_under_a_never_bursting_policy_bursts_with_the_reaso
     small = admit(make_job("small", gpus=1, submit=0.5), WaitPolicy(PolicyKind.INFINITE), 0.5)
     result = schedule_pass(1, [], [giant, small], index, config(PolicyKind.INFINITE))
     assert ids(result.bursts) == ["giant"]
-    assert "more than the private cluster can ever offer" in result.bursts[0].reason
+    assert "the private cluster has 16 GPUs in all" in result.bursts[0].reason
     assert ids(result.starts) == ["small"]  # the giant does not block the in-order queue
+
+
+def test_an_arrival_the_empty_cluster_cannot_hold_bursts_at_once_whatever_its_budget() -> None:
+    index = CapacityIndex([Node(f"n{i}", 8, gpu_type="a100") for i in range(2)])
+    busy(index, 0, 8)
+    busy(index, 1, 8)  # full: a job that could fit later waits its budget
+    compute = WaitPolicy(PolicyKind.COMPUTE, coefficient=1.0)
+    arrivals = [admit(make_job("giant", gpus=1000), compute, 0),
+                admit(make_job("h100", gpus=8, gpu_type="h100"), compute, 0),
+                admit(make_job("fits-later", gpus=8), compute, 0)]
+    result = schedule_pass(0, [], arrivals, index, config(PolicyKind.COMPUTE))
+    assert ids(result.bursts) == ["giant", "h100"]
+    assert result.bursts[0].reason == (
+        "needs 1000 GPUs and the private cluster has 16 GPUs in all: bursts at once instead "
+        "of waiting its budget")
+    assert "no node of the private cluster has h100 GPUs" in result.bursts[1].reason
+    assert ids(result.waiting) == ["fits-later"]
+
+
+def test_a_never_fitting_arrival_of_a_held_team_waits_with_the_hold_reason() -> None:
+    index = CapacityIndex(nodes(1, 8))
+    entry = admit(make_job("giant", gpus=64, team="vision"), WaitPolicy(PolicyKind.NO_WAIT), 0)
+    result = schedule_pass(0, [], [entry], index, config(), hold={"vision": "budget spent"})
+    assert result.bursts == [] and ids(result.waiting) == ["giant"]
+    assert result.held == [("giant", "budget spent")]
+
+
+def test_a_cluster_with_no_schedulable_node_proves_nothing_so_arrivals_wait() -> None:
+    index = CapacityIndex([Node("n0", 8, schedulable=False)])  # cordoned for maintenance
+    entry = admit(make_job("a", gpus=64), WaitPolicy(PolicyKind.CONSTANT, coefficient=H), 0)
+    result = schedule_pass(0, [], [entry], index, config(PolicyKind.CONSTANT))
+    assert result.bursts == [] and ids(result.waiting) == ["a"]
 
 
 def test_waiting_decisions_say_how_long_of_the_budget_has_passed() -> None:
