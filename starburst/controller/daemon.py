@@ -17,6 +17,11 @@ token, so a deposed leader's writes are refused. A database outage is a *transie
 the pass fails, readiness turns false with the reason, leadership is dropped, and the next
 pass reconnects and re-acquires it.
 
+An unexpected exception in a pass (a bug, not a port's translated error) is counted in
+``starburst_pass_errors`` and logged with its stack; after ``DEGRADED_AFTER`` such passes in a
+row ``/readyz`` reports the controller degraded until a pass succeeds. A job a backend cannot
+start fails on its own (``scheduling``), so it never makes passes fail.
+
 ``stop`` (SIGTERM): no new passes, the running pass finishes, the lock is released.
 """
 
@@ -45,6 +50,8 @@ from starburst.wallclock import WallClock
 
 log = logging.getLogger("starburst.controller")
 
+#: passes in a row that fail with an unexpected error before readiness turns false
+DEGRADED_AFTER = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +94,7 @@ class Controller:
         self._stopping = threading.Event()
         self._poked = threading.Event()
         self.last_report: PassReport | None = None
+        self._failed_passes = 0  # unexpected errors in a row
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -155,6 +163,10 @@ class Controller:
                 self._health = Health(False, f"pass failed: {exc}")
                 log.error("pass failed: %s", exc)
                 return None
+            except Exception as exc:  # a bug: counted, logged with its stack, then degraded
+                self._unexpected_pass_error(exc)
+                return None
+            self._failed_passes = 0
             seconds = time.perf_counter() - started
             self.metrics.observe(report, seconds)
             self._health = Health(True, "leading")
@@ -164,6 +176,18 @@ class Controller:
             if self._poked.is_set():  # poked during the pass: go again now
                 self._run_soon(datetime.now(UTC))
             return report
+
+    def _unexpected_pass_error(self, exc: Exception) -> None:
+        """An exception no port translated: the metric counts it, the log has its stack (the
+        job ids and the error only, no commands or env), and once ``DEGRADED_AFTER`` passes
+        in a row failed, readiness says so with the error's type."""
+        self.metrics.pass_errors.inc()
+        self._failed_passes += 1
+        log.error("pass failed: %s", type(exc).__name__, exc_info=exc,
+                  extra={"failed_passes": self._failed_passes})
+        if self._failed_passes >= DEGRADED_AFTER:
+            self._health = Health(False, f"degraded: the last {self._failed_passes} passes "
+                                  f"failed ({type(exc).__name__}); see the controller log")
 
     def recalibrate(self) -> None:
         """Refit the coefficient on the recent window: Σ budgets = b × Σ predicted runtimes."""

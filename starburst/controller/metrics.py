@@ -23,6 +23,7 @@ class ControllerMetrics:
     cloud_spend_rate: Gauge
     utilization: Gauge
     pass_errors: Counter
+    unstartable: Counter
     wait_budgets: Histogram
 
     @classmethod
@@ -46,6 +47,9 @@ class ControllerMetrics:
             utilization=Gauge("starburst_cluster_utilization",
                               "Busy share of on-prem GPUs", registry=r),
             pass_errors=Counter("starburst_pass_errors", "Passes that failed", registry=r),
+            unstartable=Counter("starburst_unstartable_jobs",
+                                "Jobs failed because their backend could not start them",
+                                registry=r),
             wait_budgets=Histogram("starburst_wait_budget_seconds",
                                    "Wait budgets given to admitted jobs", registry=r,
                                    buckets=(60, 300, 900, 1800, 3600, 7200, 14400, 43200,
@@ -58,6 +62,7 @@ class ControllerMetrics:
         self.starts.inc(len(report.started))
         self.bursts.inc(len(report.burst))
         self.pull_backs.inc(len(report.pulled_back))
+        self.unstartable.inc(len(report.unstartable))
         self.held.set(len(report.held))
         self.pass_seconds.observe(seconds)
         self.utilization.set(report.utilization)

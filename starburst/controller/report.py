@@ -19,6 +19,8 @@ class PassReport:
     burst: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
     pulled_back: list[str] = field(default_factory=list)
+    #: jobs failed because their backend could not start them (with the reason)
+    unstartable: list[str] = field(default_factory=list)
     held: list[tuple[str, str]] = field(default_factory=list)
     queue_length: int = 0
     budgets: list[float] = field(default_factory=list)  # wait budgets given at admission

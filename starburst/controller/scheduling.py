@@ -15,7 +15,9 @@ A pass, in DESIGN.md's order of work:
 
 Invariants: a job changes state only through the store (one transition table); a deposed
 leader's writes are refused by the store (``StaleLeader``) before any side effect; no port
-call blocks (a cloud launch returns a handle, later passes poll it).
+call blocks (a cloud launch returns a handle, later passes poll it); a job a backend cannot
+start (a permanent error, or any unexpected exception from the port) fails once with the
+reason and the pass goes on — one bad job never jams the queue or a new leader's reconcile.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class SchedulingLoop(CloudSide):
         self._pending_starts: dict[str, tuple[Placement, str]] = {}
         self.view = QueueView(store)
         self.admissions_per_pass = admissions_per_pass
+        self.failed_to_start: list[str] = []  # since the last report (reconcile included)
 
     # -- the pass ------------------------------------------------------------------------------
     def run_pass(self) -> PassReport:
@@ -102,6 +105,7 @@ class SchedulingLoop(CloudSide):
                                snapshot.capacity, self.config, hold)
         self._apply(now, result, token, report)
         report.queue_length = len(result.waiting)
+        report.unstartable, self.failed_to_start = self.failed_to_start, []
         report.held = result.held
         total = capacity.total_gpus
         started = sum(p.gpus for st in result.starts for p in st.placement)
@@ -143,9 +147,11 @@ class SchedulingLoop(CloudSide):
         resumed = 0
         for stored in self._all(JobState.RUNNING_ONPREM):
             if stored.id not in running:
-                self.cluster.start(backend_job(stored), self.store.placement(stored.id),
-                                   "resumed by a new controller leader")
-                resumed += 1
+                placement = self.store.placement(stored.id)
+                if self._carry_out_start(stored.id, placement,
+                                         "resumed by a new controller leader", self._token(),
+                                         now):
+                    resumed += 1
         if self.cloud is None:
             return resumed
         for state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
@@ -156,8 +162,14 @@ class SchedulingLoop(CloudSide):
                 # the active launch's attempt; none recorded: the leader died between the
                 # launch and its record, so this is the attempt after the recorded ones
                 attempt = active[-1] + 1 if active else len(launches) + 1
-                handle = self.cloud.launch(cloud_job(job, attempt),
-                                           "resumed by a new controller leader")
+                try:
+                    handle = self.cloud.launch(cloud_job(job, attempt),
+                                               "resumed by a new controller leader")
+                except TransientError:
+                    raise
+                except Exception as exc:
+                    self._unstartable(job.id, "in the cloud", exc, self._token(), now)
+                    continue
                 self._handles[job.id] = handle
                 if all(launch.name != handle.name for launch in launches):
                     self._record_launch(job, handle, now, self._token())
@@ -255,16 +267,33 @@ class SchedulingLoop(CloudSide):
         a transient one is retried on the next passes (the store already says it runs)."""
         try:
             self.cluster.start(backend_job(self.store.get(job_id)), placement, reason)
-        except PermanentError as exc:
-            self._pending_starts.pop(job_id, None)
-            self._move(job_id, JobState.FAILED, f"cannot start on-prem: {exc}", token, now)
-            return False
         except TransientError as exc:
             log.warning("starting %s failed, will retry: %s", job_id, exc)
             self._pending_starts[job_id] = (placement, reason)
             return True
+        except Exception as exc:  # permanent, or a backend bug: fail this job, not the pass
+            self._pending_starts.pop(job_id, None)
+            self._unstartable(job_id, "on-prem", exc, token, now)
+            return False
         self._pending_starts.pop(job_id, None)
         return True
+
+    def _unstartable(self, job_id: str, where: str, exc: Exception, token: int | None,
+                     now: float) -> None:
+        """Fail a job its backend cannot start, once, with the reason; the pass goes on.
+
+        The log line names the job and the error (with the stack for an unexpected one),
+        never the job's command or environment.
+        """
+        if isinstance(exc, PermanentError):
+            reason = f"cannot start {where}: {exc}"
+            log.warning("job %s cannot start %s: %s", job_id, where, exc)
+        else:
+            reason = f"cannot start {where}: internal error ({type(exc).__name__})"
+            log.error("starting job %s %s raised %s", job_id, where, type(exc).__name__,
+                      exc_info=exc)
+        if self._move(job_id, JobState.FAILED, reason, token, now):
+            self.failed_to_start.append(job_id)
 
     def _retry_starts(self, token: int | None, now: float) -> None:
         for job_id, (placement, reason) in list(self._pending_starts.items()):
@@ -278,13 +307,25 @@ class SchedulingLoop(CloudSide):
             return False
         stored = self.store.get(burst.job_id)
         job = backend_job(stored)
-        quote = self.cloud.quote(job)
+        try:
+            quote = self.cloud.quote(job)
+        except TransientError:
+            raise
+        except Exception as exc:
+            self._unstartable(job.id, "in the cloud", exc, token, now)
+            return False
         reason = f"{burst.reason}: burst to {quote.where} ({quote.accelerators}, " \
                  f"${quote.price_per_hour:.2f}/h)"
         if not self._move(burst.job_id, JobState.BURSTING, reason, token, now):
             return False
         attempt = len(self.store.launches(job.id)) + 1
-        handle = self.cloud.launch(cloud_job(job, attempt), reason)
+        try:
+            handle = self.cloud.launch(cloud_job(job, attempt), reason)
+        except TransientError:
+            raise
+        except Exception as exc:
+            self._unstartable(job.id, "in the cloud", exc, token, now)
+            return False
         self._record_launch(job, handle, now, token)
         self._handles[job.id] = handle
         annotate = getattr(self.cluster, "burst", None)

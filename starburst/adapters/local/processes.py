@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -268,19 +269,35 @@ def spawn(
     with os.fdopen(fd, "wb") as log:
         log.write(f"{header}\n".encode())
         log.flush()
-        popen = subprocess.Popen(
-            ["/bin/sh", "-c", WRAPPER, "starburst-job", str(workdir), *prefix,
-             "/bin/sh", "-c", command],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=directory,
-            start_new_session=True,
-        )
+        try:
+            popen = subprocess.Popen(
+                ["/bin/sh", "-c", WRAPPER, "starburst-job", str(workdir), *prefix,
+                 "/bin/sh", "-c", command],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=directory,
+                start_new_session=True,
+            )
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            # nothing ran: forget the attempt, and never retry what cannot start
+            (directory / SPAWN).unlink(missing_ok=True)
+            raise PermanentError(f"job {job.id} cannot start: {_unstartable(exc)}") from None
     _register(popen)
     write_atomically(directory / PID, f"{popen.pid}\n")
     return JobProcess(job.id, directory, popen.pid, token, grace, popen)
+
+
+def _unstartable(exc: BaseException) -> str:
+    """Why ``Popen`` refused, without the command or environment it was given."""
+    if isinstance(exc, ValueError) and "null byte" in str(exc):
+        return "its command or environment holds a NUL byte"
+    if isinstance(exc, OSError) and exc.errno == errno.E2BIG:
+        return "its command or environment is too large for the operating system"
+    if isinstance(exc, OSError):
+        return f"{type(exc).__name__}: {exc.strerror or exc.errno}"
+    return type(exc).__name__
 
 
 def spawn_record(state_dir: Path, job_id: str) -> dict[str, Any] | None:
