@@ -20,11 +20,13 @@ GROUPS: dict[str, str] = {
     "db": "starburst.cli.db:app",
     "predictor": "starburst.cli.predictor:app",
     "admin": "starburst.cli.admin:app",
+    "history": "starburst.cli.history:app",
 }
 #: top-level commands → "module:function".
 COMMANDS: dict[str, str] = {
     "simulate": "starburst.cli.sim:simulate",
     "sweep": "starburst.cli.sim:sweep",
+    "tune": "starburst.cli.tune:tune",
     "demo": "starburst.cli.sim:demo",
     "synth": "starburst.cli.sim:synth",
     "server": "starburst.cli.serve:server",

@@ -42,6 +42,7 @@ from starburst.controller.budgets import BudgetGate
 from starburst.controller.metrics import ControllerMetrics
 from starburst.controller.report import PassReport
 from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.tuning import TuningHooks
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import StarburstError, TransientError
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
@@ -75,7 +76,8 @@ class Controller:
         metrics: ControllerMetrics | None = None,
         lock: LeaderLock | None = None,
     ) -> None:
-        self.settings = settings
+        self.tuning = TuningHooks(store)
+        self.settings = settings = self.tuning.settings_in_force(settings)
         self.store = store
         self.cluster = cluster
         self.clock = clock or WallClock()
@@ -151,6 +153,10 @@ class Controller:
             try:
                 if not self._lead():
                     return None
+                applied = self.tuning.follow(self.settings, self.clock.now())
+                if applied is not None:  # ``starburst tune --apply``: no restart needed
+                    self.settings = applied
+                    self._refit(force=True)
                 self._ingest()
                 report = self.loop.run_pass()
             except TransientError as exc:
@@ -191,20 +197,28 @@ class Controller:
 
     def recalibrate(self) -> None:
         """Refit the coefficient on the recent window: Σ budgets = b × Σ predicted runtimes."""
-        if self.settings.coefficient is not None or self._stopping.is_set():
+        if self._stopping.is_set():
             return
-        try:
-            recent = [h.job for h in self.store.history(limit=self.settings.calibration_window)]
-        except TransientError as exc:
-            log.warning("recalibration skipped: %s", exc)
-            return
-        if not recent:
-            return
-        config = self.settings.scheduler_config(recent)
         with self._pass_lock:
-            self.config = config
-            self.loop.config = config
-        log.info("recalibrated", extra={"policy": config.describe(), "window": len(recent)})
+            self._refit()
+
+    def _refit(self, force: bool = False) -> None:
+        """(Holding the pass lock.) The configuration from the settings in force, the
+        coefficient fitted on the recent window (``force``: even on no history, from the
+        prior); recorded for ``starburst tune``."""
+        recent = []
+        if self.settings.coefficient is None:
+            try:
+                recent = [h.job for h in
+                          self.store.history(limit=self.settings.calibration_window)]
+            except TransientError as exc:
+                log.warning("recalibration skipped: %s", exc)
+                return
+        if recent or force or self.settings.coefficient is not None:
+            self.config = self.loop.config = self.settings.scheduler_config(recent)
+            log.info("recalibrated", extra={"policy": self.config.describe(),
+                                            "window": len(recent)})
+        self.tuning.record(self.cluster, self.config, self.settings, self.clock.now())
 
     def retrain(self) -> None:
         """Retrain the runtime model on the store's history (one thread: the loop keeps its
@@ -236,6 +250,7 @@ class Controller:
             self._health = Health(True, "standby: another replica leads")
             return False
         resumed = self.loop.reconcile()
+        self.tuning.record(self.cluster, self.config, self.settings, self.clock.now())
         log.info("became leader", extra={"fencing_token": token, "resumed": resumed})
         return True
 

@@ -17,7 +17,7 @@ class SimCloud:
     def __init__(self, clock: Clock, price_per_gpu_hour: float, startup_delay: float = 0.0,
                  runtimes: Mapping[str, float] | None = None) -> None:
         self._clock = clock
-        self._runtimes = runtimes or {}
+        self._runtimes = runtimes if runtimes is not None else {}
         self.price_per_gpu_hour = price_per_gpu_hour
         self.startup_delay = startup_delay
         self._launches: dict[str, tuple[float, float]] = {}  # name → (launched, run seconds)

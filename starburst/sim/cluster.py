@@ -23,7 +23,7 @@ class SimCluster:
         """``runtimes`` supplies the trace runtime of jobs that arrive without one (the live
         controller's jobs, when it is driven over a trace)."""
         self.capacity = CapacityIndex(nodes)
-        self._runtimes = runtimes or {}
+        self._runtimes = runtimes if runtimes is not None else {}
         self._clock = clock
         self._running: dict[str, RunningJob] = {}
         self._ends: list[tuple[float, str]] = []

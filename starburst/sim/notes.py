@@ -73,7 +73,9 @@ def _twin(row: Row, peers: Sequence[Row]) -> str | None:
                 and "savings" in other
                 and float(other["savings"]) >= float(row["savings"]) + TWIN_MARGIN):
             mode = "out of order" if int(other.get("out_of_order", 0) or 0) else "in order"
-            return f"{mode} it saves {float(other['savings']):.0%} ({other['label']})"
+            saving = float(other["savings"])
+            said = f"saves {saving:.0%} vs" if saving >= 0 else f"costs {-saving:.0%} more than"
+            return f"{mode} it {said} No-Wait ({other['label']})"
     return None
 
 

@@ -10,6 +10,7 @@ Nodes are numbered in file order; first-fit placement follows that order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,19 @@ def _group(path: Path, n: int, group: Any, offset: int) -> list[Node]:
     gpu_type = str(group.get("gpu_type", "gpu"))
     prefix = str(group.get("name", f"{gpu_type}-node"))
     return [Node(f"{prefix}-{offset + i}", gpus, cpus, mem, gpu_type) for i in range(count)]
+
+
+def write_shape(nodes: Sequence[Node], path: Path) -> None:
+    """Write ``nodes`` as a cluster file: runs of identical nodes become one group."""
+    import yaml
+
+    groups: list[dict[str, Any]] = []
+    for node in nodes:
+        group = {"gpus": node.gpus, "cpus": node.cpus, "memory_mb": node.memory_mb,
+                 "gpu_type": node.gpu_type}
+        if groups and {k: v for k, v in groups[-1].items() if k != "count"} == group:
+            groups[-1]["count"] += 1
+        else:
+            groups.append({"count": 1, **group})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({"nodes": groups}, sort_keys=False), encoding="utf-8")

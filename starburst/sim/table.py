@@ -15,7 +15,7 @@ _COLUMNS = (
     ("cloud_gpu_hours", "cloud GPU-h", "{:,.0f}"),
     ("burst_jobs", "burst", "{}"),
     ("savings", "saved vs No-Wait", "{:.1%}"),
-    ("saving_vs_today", "vs today", "{:+.1%}"),
+    ("saving_vs_today", "saved vs today", "{:+.1%}"),
     ("mean_jct_s", "mean JCT", "{:.3f}h"),
     ("jct_change", "JCT vs No-Wait", "{:+.1%}"),
     ("p90_jct_change", "p90 vs No-Wait", "{:+.1%}"),

@@ -2,7 +2,8 @@
 
 Required columns: ``job_id, submit_time, runtime, gpus, cpus``. Optional columns with a
 meaning: ``estimate`` (the runtime the policy sees, if not the true one), ``memory_mb``,
-``gpu_type``, ``user``, ``team``, ``name``, ``deadline``. Any other column is carried through
+``gpu_type``, ``user``, ``team``, ``name``, ``deadline``, ``pods`` (the job runs as that many
+equal pods, each kept whole on a node). Any other column is carried through
 in ``Job.extra``.
 
 Invariants: a trace that loads is valid — every number parses, nothing is negative, GPUs are
@@ -21,7 +22,7 @@ from starburst.core.job import Job
 from starburst.sim.trace_errors import TraceError
 
 REQUIRED = ("job_id", "submit_time", "runtime", "gpus", "cpus")
-_NUMERIC_OPTIONAL = ("estimate", "memory_mb", "deadline")
+_NUMERIC_OPTIONAL = ("estimate", "memory_mb", "deadline", "pods")
 _TEXT_OPTIONAL = ("gpu_type", "user", "team", "name")
 KNOWN = (*REQUIRED, *_NUMERIC_OPTIONAL, *_TEXT_OPTIONAL)
 
@@ -86,6 +87,9 @@ def _job(name: str, line: int, row: dict[str, str]) -> Job:
     gpus = nums["gpus"] or 0.0
     if gpus != int(gpus):
         raise TraceError(name, f"gpus must be a whole number, got {gpus:g}", line=line)
+    pods = nums["pods"]
+    if pods is not None and (pods != int(pods) or pods < 1):
+        raise TraceError(name, f"pods must be a whole number ≥ 1, got {pods:g}", line=line)
     text = {c: (row.get(c) or "").strip() or None for c in _TEXT_OPTIONAL}
     extra = {k: v for k, v in row.items() if k not in KNOWN and v is not None}
     return Job(
@@ -93,7 +97,7 @@ def _job(name: str, line: int, row: dict[str, str]) -> Job:
         cpus=nums["cpus"] or 0.0, memory_mb=nums["memory_mb"] or 0.0,
         gpu_type=text["gpu_type"], runtime=nums["runtime"], estimate=nums["estimate"],
         user=text["user"], team=text["team"], name=text["name"], deadline=nums["deadline"],
-        extra=extra,
+        pods=None if pods is None else int(pods), extra=extra,
     )
 
 
@@ -110,7 +114,8 @@ def write_trace(jobs: Iterable[Job], path: str | Path) -> None:
             values = [getattr(j, c) for c in optional]
             writer.writerow([
                 j.id, _fmt(j.submit_time), _fmt(j.runtime), j.gpus, _fmt(j.cpus),
-                *("" if v is None else _fmt(v) if isinstance(v, float) else v for v in values),
+                *("" if v is None else _fmt(v) if isinstance(v, float) else str(v)
+                  for v in values),
                 *(j.extra.get(k, "") for k in extras),
             ])
 

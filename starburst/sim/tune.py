@@ -41,7 +41,8 @@ class Deployed:
     """Today's setting, as the controller runs it."""
 
     policy: PolicyKind = PolicyKind.COMPUTE
-    budget: float = 0.25
+    budget: float | None = 0.25
+    #: the coefficient it runs with, when known (it wins over the budget in the replay)
     coefficient: float | None = None
     out_of_order: bool = True
     queue_cap: int | None = 30
@@ -49,10 +50,10 @@ class Deployed:
     placement: PlacementStrategy = PlacementStrategy.FIRST_FIT
 
     def spec(self) -> RunSpec:
-        budget = None if self.policy in _BUDGETLESS or self.coefficient is not None \
-            else self.budget
-        return RunSpec(label(self.policy, self.out_of_order, budget, self.coefficient),
-                       self.policy, budget, self.coefficient, self.out_of_order,
+        budget = None if self.policy in _BUDGETLESS else self.budget
+        shown = label(self.policy, self.out_of_order, budget,
+                      self.coefficient if budget is None else None)
+        return RunSpec(shown, self.policy, budget, self.coefficient, self.out_of_order,
                        self.queue_cap, self.order, self.placement)
 
 
@@ -102,8 +103,10 @@ def tune(
         same = [len(specs) - 1]
     opts = options or SimOptions()
     rows = run_tasks([Task(source, tuple(nodes), s, opts) for s in specs], processes)
+    ran_with = "" if today.coefficient is None or today.budget is None \
+        else f", c={today.coefficient:.3g}"  # the coefficient it really ran with
     for i in same:
-        rows[i] = {**rows[i], "role": "today", "label": f"{rows[i]['label']} (today)"}
+        rows[i] = {**rows[i], "role": "today", "label": f"{rows[i]['label']} (today{ran_with})"}
     rows = add_savings(rows)
     rows = recommend.add_changes(rows)
     rows = notes.explain(rows, tolerance)

@@ -79,7 +79,7 @@ def test_notes_explain_rows_that_cost_more_than_no_wait_from_their_figures() -> 
            notes.explain([base, pulled, blocked, twin, fine], tolerance=0.05)}
     assert "9 jobs were pulled back" in str(out["P"]) and "head" in str(out["P"])
     assert "head-of-line blocking" in str(out["B"]) and "60% busy vs 70%" in str(out["B"])
-    assert "out of order it saves 40% (B ooo)" in str(out["B"])
+    assert "out of order it saves 40% vs No-Wait (B ooo)" in str(out["B"])
     assert "over the +5% tolerance" in str(out["F"])
     assert out["No-Wait"] == "" and out["B ooo"] == ""
 

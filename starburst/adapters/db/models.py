@@ -264,3 +264,31 @@ class LeaderTermRow(Base):
     token: Mapped[int] = mapped_column(BigInteger)
     holder: Mapped[str] = mapped_column(String(256))
     acquired_at: Mapped[datetime] = mapped_column(UtcTime)
+
+
+class PolicySettingRow(Base):
+    """Policy settings applied at run time (``starburst tune --apply``): append-only, so the
+    table is also the audit log; the newest row is in force."""
+
+    __tablename__ = "policy_settings"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime] = mapped_column(UtcTime)
+    actor: Mapped[str] = mapped_column(String(128))
+    policy: Mapped[str] = mapped_column(String(16))
+    budget: Mapped[float | None] = mapped_column(Float)
+    coefficient: Mapped[float | None] = mapped_column(Float)
+    out_of_order: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str] = mapped_column(Text)
+    evidence: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class ControllerStateRow(Base):
+    """What the controller last saw and ran, for tools that replay its history: the
+    cluster's shape (``cluster_shape``) and its scheduler configuration (``scheduler``)."""
+
+    __tablename__ = "controller_state"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[dict[str, Any]] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(UtcTime)

@@ -1,0 +1,86 @@
+"""``starburst history export``: the store's finished jobs as a simulator trace, locally.
+
+    starburst history export --since 30d -o trace.csv --cluster cluster.yaml
+    starburst simulate trace.csv --cluster cluster.yaml --policy compute --budget 0.1 ...
+
+Reads the database directly (``--url`` / ``$STARBURST_DATABASE_URL`` / the settings file),
+read-only. See ``starburst.sim.history`` for what the columns hold.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from starburst.adapters.db.store import SqlStore
+    from starburst.settings import Settings
+
+app = typer.Typer(help="The controller's history, for the simulator (runs locally).",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+
+Opt = typer.Option
+UrlOption = Annotated[str | None, Opt(
+    "--url", help="Database URL (default: $STARBURST_DATABASE_URL, the settings file, else the "
+    "SQLite file ~/.local/share/starburst/starburst.db).", show_default=False)]
+ConfigOption = Annotated[Path | None, Opt("--config", help="Settings YAML file.")]
+SinceOption = Annotated[str, Opt(help="How far back: jobs submitted in the last 30d, 12h, …")]
+
+
+def window(since: str, until: str | None = None) -> tuple[float, float]:
+    """(since, until) epochs from durations back from now, e.g. ``30d`` and ``1d``."""
+    from starburst.cli.jobs import parse_duration
+
+    now = time.time()
+    back = parse_duration(since)
+    end = now - parse_duration(until) if until else now
+    if back <= 0:
+        raise typer.BadParameter(f"{since!r}: give a positive duration such as 30d",
+                                 param_hint="--since")
+    return now - back, end
+
+
+def settings_for(config: Path | None, url: str | None) -> Settings:
+    from starburst.settings import load_settings
+
+    return load_settings(config, database_url=url)
+
+
+@contextmanager
+def open_store(settings: Settings) -> Iterator[SqlStore]:
+    from starburst.adapters.db.store import SqlStore
+
+    store = SqlStore.open(settings.database_url)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@app.command("export")
+def export(
+    out: Annotated[Path, Opt("-o", "--out", help="Trace CSV to write.")],
+    since: SinceOption = "30d",
+    cluster: Annotated[Path | None, Opt(help="Also write the cluster's shape (YAML) here.")]
+    = None,
+    url: UrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Write finished jobs as a trace (submit time, measured runtime, GPUs, CPUs, GPU type,
+    user, team, and the controller's runtime estimate) and the cluster's shape."""
+    from starburst.sim.history import load_history, write_history
+
+    start, end = window(since)
+    with open_store(settings_for(config, url)) as store:
+        history = load_history(store, start, end)
+    write_history(history, out, cluster)
+    typer.echo(f"wrote {history.describe()} to {out}")
+    if cluster is not None and history.nodes:
+        gpus = sum(n.gpus for n in history.nodes)
+        typer.echo(f"wrote the cluster's shape ({len(history.nodes)} nodes, {gpus} GPUs) "
+                   f"to {cluster}")

@@ -1,0 +1,156 @@
+"""``starburst tune``: replay the cluster's own history under candidate settings, recommend
+one, and (``--apply``) hand it to the running controller — no restart.
+
+    starburst tune --since 30d --max-jct-increase 5%
+    starburst tune --since 30d --apply                 # the cheapest within the tolerance
+    starburst tune --trace trace.csv --cluster cluster.yaml   # offline, on an export
+
+Runs locally on the database (``--url`` / ``$STARBURST_DATABASE_URL`` / the settings file).
+Writes ``results.csv``, ``pareto.png``, ``trace.csv`` and ``cluster.yaml`` under ``--out``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from starburst.cli.history import ConfigOption, UrlOption, open_store, settings_for, window
+from starburst.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from starburst.settings import Settings
+    from starburst.sim.history import TuneRequest
+    from starburst.sim.tune import Deployed, Tuning
+
+Opt = typer.Option
+CHOICES = ("cheapest", "knee")
+
+
+def tune(
+    since: Annotated[str, Opt(help="History window: jobs submitted in the last 30d, 12h, …")]
+    = "30d",
+    budgets: Annotated[str, Opt(help="Comma-separated waiting budgets to try")]
+    = "0.05,0.1,0.25,0.5,1",
+    policies: Annotated[str, Opt(help="Comma-separated policies to try (each in and out of "
+                                      "order)")] = "compute,constant,runtime,resource,star",
+    max_jct_increase: Annotated[str, Opt(help="Mean-JCT tolerance over No-Wait, e.g. 5%")]
+    = "5%",
+    price: Annotated[float | None, Opt(help="$ per GPU-hour (default: the metered price)")]
+    = None,
+    apply: Annotated[bool, Opt("--apply", help="Write the recommendation to the controller")]
+    = False,
+    choose: Annotated[str, Opt(help="What --apply writes: cheapest (within the tolerance) "
+                                    "or knee")] = "cheapest",
+    trace: Annotated[Path | None, Opt(help="Tune on this exported trace instead of the store")]
+    = None,
+    cluster: Annotated[Path | None, Opt(help="Cluster file for --trace")] = None,
+    processes: Annotated[int | None, Opt(help="Worker processes (default: all cores)")] = None,
+    out: Annotated[Path, Opt(help="Folder for results.csv, pareto.png and the export")]
+    = Path("out/tune"),
+    url: UrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Replay history under each candidate setting and recommend the cheapest within the JCT
+    tolerance (and the knee of the Pareto front); --apply writes it for the controller."""
+    from starburst.cli.sim import _positive
+    from starburst.core.policy import parse_policy
+    from starburst.sim.history import TuneRequest
+    from starburst.sim.recommend import parse_tolerance
+
+    if choose not in CHOICES:
+        raise ConfigError(f"--choose {choose!r}: choose one of {', '.join(CHOICES)}")
+    if (trace is None) != (cluster is None):
+        raise ConfigError("give --trace and --cluster together (an exported history)")
+    if apply and trace is not None:
+        raise ConfigError("--apply tunes on the store's own history; drop --trace/--cluster")
+    if price is not None and price < 0:
+        raise ConfigError("--price must be ≥ 0")
+    kinds = tuple(parse_policy(p) for p in policies.split(",") if p.strip())
+    budget_list = tuple(_positive(b, "budget") for b in budgets.split(",") if b.strip())
+    if not kinds or not budget_list:
+        raise ConfigError("give at least one policy and one budget")
+    start, end = window(since)
+    request = TuneRequest(start, end, kinds, budget_list, parse_tolerance(max_jct_increase),
+                          price, processes)
+    settings = settings_for(config, url)
+    began = time.perf_counter()
+    if trace is not None and cluster is not None:
+        result = _offline(trace, cluster, request, _fallback(settings, None))
+        _report(result, out, began)
+        return
+    from starburst.sim.history import tune_history
+
+    with open_store(settings) as store:
+        from starburst.adapters.db.tuning import TuningRecords
+
+        records = TuningRecords(store)
+        result, history = tune_history(store, request, _fallback(settings, records), out)
+        typer.echo(f"replayed {history.describe()} from the last {since}, on "
+                   f"{len(history.nodes or [])} nodes, at "
+                   f"${price if price is not None else history.price_per_gpu_hour:.2f}/GPU-h\n")
+        _report(result, out, began)
+        if apply:
+            _apply(records, result, choose, request, history)
+
+
+def _offline(trace: Path, cluster: Path, request: TuneRequest, fallback: Deployed) -> Tuning:
+    from starburst.sim.engine import SimOptions
+    from starburst.sim.shape import load_shape
+    from starburst.sim.tune import tune as run
+
+    nodes = load_shape(cluster)
+    price = request.price if request.price is not None else 2.5
+    return run(trace, nodes, fallback, request.policies, request.budgets, request.tolerance,
+               SimOptions(price), request.processes)
+
+
+def _fallback(settings: Settings, records: Any) -> Deployed:
+    """Today's setting from the settings and the newest applied setting (when the
+    controller recorded none)."""
+    from starburst.sim.tune import Deployed
+
+    s = settings
+    applied = records.setting_in_force() if records is not None else None
+    policy, budget, coefficient, ooo = s.policy, s.budget, s.coefficient, s.out_of_order
+    if applied is not None:
+        a = applied.setting
+        policy, coefficient, ooo = a.policy, a.coefficient, a.out_of_order
+        budget = a.budget if a.budget is not None else budget
+    return Deployed(policy, None if coefficient is not None else budget, coefficient, ooo,
+                    s.queue_cap, s.order, s.placement)
+
+
+def _report(result: Tuning, out: Path, began: float) -> None:
+    from starburst.sim import pareto, recommend, table
+
+    typer.echo(table.render(result.rows))
+    typer.echo("\n" + recommend.render(result.recommendation))
+    table.write_csv(result.rows, out / "results.csv")
+    plot = pareto.plot(result.rows, out / "pareto.png", "Cloud cost vs mean JCT on history",
+                       highlights=recommend.highlights(result.recommendation))
+    typer.echo(f"\n{len(result.rows)} replays in {time.perf_counter() - began:.1f} s; wrote "
+               f"{out / 'results.csv'} and {plot}")
+
+
+def _apply(records: Any, result: Tuning, choose: str, request: TuneRequest,
+           history: Any) -> None:
+    from starburst.sim.history import evidence, setting_of
+
+    rec = result.recommendation
+    row = rec.cheapest if choose == "cheapest" else rec.knee
+    if row is None:
+        raise ConfigError(f"no {choose} setting to apply (too few settings on the front)")
+    if row.get("role") == "today":
+        typer.echo(f"\n{row['label']} is already in force: nothing to apply")
+        return
+    setting = setting_of(row)
+    reason = (f"starburst tune: {choose} setting within {request.tolerance:+.1%} mean JCT "
+              f"on {len(history.jobs)} jobs")
+    applied = records.apply_setting(setting, actor=f"cli:{getpass.getuser()}", reason=reason,
+                                    evidence=evidence(row, request, history))
+    typer.echo(f"\napplied {setting.describe()} (setting {applied.id}); the controller "
+               "picks it up on its next pass")

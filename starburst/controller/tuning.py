@@ -1,0 +1,96 @@
+"""The controller's side of ``starburst tune``: follow applied settings, record what it sees.
+
+- *Applied settings* (``starburst tune --apply``, or ``POST /v1/tuning/apply``) are rows in
+  the store's append-only ``policy_settings`` log; the newest is in force. The controller
+  reads it at start-up and then at most every ``ttl_s`` seconds during its passes; a newer
+  one replaces the policy, budget (or coefficient) and mode of its settings and the
+  coefficient is refitted at once — no restart. Jobs already queued keep the budgets they
+  were admitted with; new arrivals get the new ones.
+- *Observed state*: the cluster's shape (the nodes the controller can schedule on) and the
+  scheduler configuration it runs are written to the store whenever they change, checked
+  when the controller becomes leader, when it recalibrates and when a setting is applied;
+  ``starburst history export`` turns them into the simulator's cluster file and today's
+  setting.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starburst.adapters.db.store import SqlStore
+from starburst.adapters.db.tuning import SCHEDULER, AppliedSetting, TuningRecords, node_json
+from starburst.core.cycle import SchedulerConfig
+from starburst.core.errors import StarburstError, TransientError
+from starburst.core.ports import Cluster
+from starburst.settings import Settings
+
+log = logging.getLogger("starburst.controller")
+
+
+def with_setting(settings: Settings, applied: AppliedSetting) -> Settings:
+    s = applied.setting
+    return settings.model_copy(update={
+        "policy": s.policy, "out_of_order": s.out_of_order, "coefficient": s.coefficient,
+        "budget": s.budget if s.budget is not None else settings.budget,
+    })
+
+
+class TuningHooks:
+    def __init__(self, store: SqlStore, ttl_s: float = 10.0) -> None:
+        self.records = TuningRecords(store)
+        self.ttl_s = ttl_s
+        self._seen: int | None = None
+        self._checked_at = float("-inf")
+        self._recorded: dict[str, Any] = {}
+
+    def settings_in_force(self, settings: Settings) -> Settings:
+        """``settings`` with the newest applied setting, if any (at start-up)."""
+        try:
+            applied = self.records.setting_in_force()
+        except StarburstError as exc:  # e.g. a database not migrated yet: the static settings
+            log.warning("could not read the applied policy setting: %s", exc)
+            return settings
+        if applied is None:
+            return settings
+        self._seen = applied.id
+        return with_setting(settings, applied)
+
+    def follow(self, settings: Settings, now: float) -> Settings | None:
+        """New settings if a setting was applied since the last look, else None."""
+        if now - self._checked_at < self.ttl_s:
+            return None
+        self._checked_at = now
+        try:
+            applied = self.records.setting_in_force()
+        except TransientError:
+            raise  # the database is down: the pass fails and is retried
+        except StarburstError as exc:
+            log.warning("could not read the applied policy setting: %s", exc)
+            return None
+        if applied is None or applied.id == self._seen:
+            return None
+        self._seen = applied.id
+        log.info("applied policy setting %d: %s (by %s: %s)", applied.id,
+                 applied.setting.describe(), applied.actor, applied.reason)
+        return with_setting(settings, applied)
+
+    def record(self, cluster: Cluster, config: SchedulerConfig, settings: Settings,
+               now: float) -> None:
+        """Write the cluster's shape and the running configuration if either changed."""
+        try:
+            nodes = [n for n in cluster.snapshot().capacity.nodes if n.schedulable]
+            shape = {"nodes": [node_json(n) for n in nodes]}
+            scheduler = {
+                "policy": config.policy.kind.value, "coefficient": config.policy.coefficient,
+                "budget": settings.budget if settings.coefficient is None else None,
+                "out_of_order": config.out_of_order, "queue_cap": config.queue_cap,
+                "order": config.order.value, "placement": config.placement.value,
+                "setting_id": self._seen,
+            }
+            for name, value in (("cluster_shape", shape), (SCHEDULER, scheduler)):
+                if self._recorded.get(name) != value:
+                    self.records.record_state(name, value, at=now)
+                    self._recorded[name] = value
+        except StarburstError as exc:  # a courtesy to ``tune``: never fatal to the controller
+            log.warning("could not record the controller's state: %s", exc)

@@ -1,0 +1,142 @@
+"""The live store's history as the simulator's input: a trace, a cluster and today's setting.
+
+``load_history`` reads, through the store's API only (``adapters.db.tuning``), the finished
+jobs submitted in a window (measured runtimes, the controller's estimates, user, team, GPUs,
+CPUs, GPU type), the cloud money they were metered, the cluster's shape the controller last
+recorded and the scheduler configuration it runs. Submit times become seconds from the
+window's first submission (the trace format's convention); nothing else is changed.
+
+Terms:
+- *today's setting* (``deployed``): the recorded scheduler configuration when the controller
+  wrote one — its coefficient is the one it ran with, so replaying it reproduces the live
+  run — else the static settings with the newest applied setting.
+- *metered price*: the history's cloud dollars ÷ cloud GPU-hours, the $/GPU-hour a replay
+  charges unless told otherwise (the simulator prices every GPU-hour alike).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from starburst.adapters.db.store import SqlStore
+from starburst.adapters.db.tuning import SCHEDULER, CloudSpend, TuningRecords
+from starburst.core.capacity import Node, PlacementStrategy
+from starburst.core.errors import ConfigError
+from starburst.core.job import Job
+from starburst.core.ordering import QueueOrder
+from starburst.core.policy import PolicyKind
+from starburst.core.setting import PolicySetting
+from starburst.sim.engine import SimOptions
+from starburst.sim.shape import write_shape
+from starburst.sim.trace import write_trace
+from starburst.sim.tune import Deployed, Tuning, tune
+
+DEFAULT_PRICE = 2.5
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    jobs: list[Job]
+    origin: float  # epoch of the first submission; trace times are relative to it
+    nodes: list[Node] | None
+    scheduler: Mapping[str, Any] | None
+    spend: CloudSpend
+
+    @property
+    def price_per_gpu_hour(self) -> float:
+        if self.spend.gpu_hours > 0:
+            return self.spend.amount / self.spend.gpu_hours
+        return DEFAULT_PRICE
+
+    def describe(self) -> str:
+        cloud = sum(1 for j in self.jobs if j.extra.get("ran_on") == "cloud")
+        return (f"{len(self.jobs)} finished jobs ({cloud} ran in the cloud, "
+                f"${self.spend.amount:,.2f} metered for {self.spend.gpu_hours:,.1f} GPU-h)")
+
+
+def load_history(store: SqlStore, since: float, until: float) -> History:
+    records = TuningRecords(store)
+    raw = records.finished_jobs(since, until)
+    origin = min((j.submit_time for j in raw), default=since)
+    jobs = [replace(j, submit_time=j.submit_time - origin,
+                    deadline=None if j.deadline is None else j.deadline - origin) for j in raw]
+    return History(jobs, origin, records.cluster_shape(), records.state(SCHEDULER),
+                   records.cloud_spend([j.id for j in raw]))
+
+
+def write_history(history: History, trace: Path, cluster: Path | None = None) -> None:
+    if not history.jobs:
+        raise ConfigError("no finished jobs in that window: nothing to export")
+    trace.parent.mkdir(parents=True, exist_ok=True)
+    write_trace(history.jobs, trace)
+    if cluster is not None:
+        write_shape(require_nodes(history), cluster)
+
+
+def require_nodes(history: History) -> list[Node]:
+    if not history.nodes:
+        raise ConfigError("the store has no cluster shape yet: it is recorded by a running "
+                          "controller (this version or later); give --cluster FILE instead")
+    return history.nodes
+
+
+def deployed(scheduler: Mapping[str, Any] | None, fallback: Deployed) -> Deployed:
+    """Today's setting: the recorded configuration (its coefficient included), else
+    ``fallback`` (the static settings with the applied setting)."""
+    if not scheduler:
+        return fallback
+    cap = scheduler.get("queue_cap")
+    return Deployed(
+        PolicyKind(scheduler["policy"]),
+        float(scheduler["budget"]) if scheduler.get("budget") is not None else None,
+        float(scheduler["coefficient"]) if scheduler.get("coefficient") is not None else None,
+        bool(scheduler.get("out_of_order", fallback.out_of_order)),
+        int(cap) if cap is not None else None,
+        QueueOrder(scheduler.get("order", fallback.order.value)),
+        PlacementStrategy(scheduler.get("placement", fallback.placement.value)),
+    )
+
+
+def setting_of(row: Mapping[str, Any]) -> PolicySetting:
+    """The setting a result row stands for (what ``--apply`` writes)."""
+    budget = row.get("budget")
+    return PolicySetting(PolicyKind(str(row["policy"])),
+                         float(budget) if budget not in ("", None) else None, None,
+                         bool(int(row.get("out_of_order", 0) or 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class TuneRequest:
+    """What to replay: the window, the candidates and the tolerance."""
+
+    since: float
+    until: float
+    policies: tuple[PolicyKind, ...]
+    budgets: tuple[float, ...]
+    tolerance: float = 0.05
+    price: float | None = None  # $/GPU-hour; None: the metered price
+    processes: int | None = None
+
+
+def tune_history(store: SqlStore, request: TuneRequest, fallback: Deployed,
+                 workdir: Path) -> tuple[Tuning, History]:
+    """Export the window to ``workdir`` (trace.csv, cluster.yaml) and replay it."""
+    history = load_history(store, request.since, request.until)
+    nodes = require_nodes(history)
+    trace = workdir / "trace.csv"
+    write_history(history, trace, workdir / "cluster.yaml")
+    price = request.price if request.price is not None else history.price_per_gpu_hour
+    result = tune(trace, nodes, deployed(history.scheduler, fallback), request.policies,
+                  request.budgets, request.tolerance, SimOptions(price), request.processes)
+    return result, history
+
+
+def evidence(row: Mapping[str, Any], request: TuneRequest, history: History) -> dict[str, Any]:
+    """What an applied setting was chosen on, for the audit log."""
+    keys = ("label", "cloud_cost_usd", "savings", "saving_vs_today", "jct_change",
+            "p90_jct_change", "burst_jobs")
+    return {**{k: row[k] for k in keys if k in row}, "since": request.since,
+            "until": request.until, "jobs": len(history.jobs), "tolerance": request.tolerance}
