@@ -30,7 +30,7 @@ from fastapi import FastAPI
 from starburst.adapters.db.store import SqlStore
 from starburst.api import errors
 from starburst.api.context import ApiContext, Clock, HealthProbe
-from starburst.api.routes import accounts, costs, jobs
+from starburst.api.routes import accounts, costs, jobs, tuning
 from starburst.api.routes import health as health_routes
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
@@ -59,6 +59,6 @@ def create_app(
         health=health, registry=metrics_registry, prices=prices, job_logs=job_logs,
     )
     errors.install(app)
-    for module in (jobs, costs, accounts, health_routes):
+    for module in (jobs, costs, accounts, tuning, health_routes):
         app.include_router(module.router)
     return app

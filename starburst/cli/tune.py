@@ -22,7 +22,6 @@ from starburst.cli.history import ConfigOption, UrlOption, open_store, settings_
 from starburst.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from starburst.settings import Settings
     from starburst.sim.history import TuneRequest
     from starburst.sim.tune import Deployed, Tuning
 
@@ -58,7 +57,7 @@ def tune(
     tolerance (and the knee of the Pareto front); --apply writes it for the controller."""
     from starburst.cli.sim import _positive
     from starburst.core.policy import parse_policy
-    from starburst.sim.history import TuneRequest
+    from starburst.sim.history import TuneRequest, fallback
     from starburst.sim.recommend import parse_tolerance
 
     if choose not in CHOICES:
@@ -79,7 +78,7 @@ def tune(
     settings = settings_for(config, url)
     began = time.perf_counter()
     if trace is not None and cluster is not None:
-        result = _offline(trace, cluster, request, _fallback(settings, None))
+        result = _offline(trace, cluster, request, fallback(settings, None))
         _report(result, out, began)
         return
     from starburst.sim.history import tune_history
@@ -88,7 +87,8 @@ def tune(
         from starburst.adapters.db.tuning import TuningRecords
 
         records = TuningRecords(store)
-        result, history = tune_history(store, request, _fallback(settings, records), out)
+        result, history = tune_history(store, request,
+                                       fallback(settings, records.setting_in_force()), out)
         typer.echo(f"replayed {history.describe()} from the last {since}, on "
                    f"{len(history.nodes or [])} nodes, at "
                    f"${price if price is not None else history.price_per_gpu_hour:.2f}/GPU-h\n")
@@ -108,22 +108,6 @@ def _offline(trace: Path, cluster: Path, request: TuneRequest, fallback: Deploye
                SimOptions(price), request.processes)
 
 
-def _fallback(settings: Settings, records: Any) -> Deployed:
-    """Today's setting from the settings and the newest applied setting (when the
-    controller recorded none)."""
-    from starburst.sim.tune import Deployed
-
-    s = settings
-    applied = records.setting_in_force() if records is not None else None
-    policy, budget, coefficient, ooo = s.policy, s.budget, s.coefficient, s.out_of_order
-    if applied is not None:
-        a = applied.setting
-        policy, coefficient, ooo = a.policy, a.coefficient, a.out_of_order
-        budget = a.budget if a.budget is not None else budget
-    return Deployed(policy, None if coefficient is not None else budget, coefficient, ooo,
-                    s.queue_cap, s.order, s.placement)
-
-
 def _report(result: Tuning, out: Path, began: float) -> None:
     from starburst.sim import pareto, recommend, table
 
@@ -138,19 +122,12 @@ def _report(result: Tuning, out: Path, began: float) -> None:
 
 def _apply(records: Any, result: Tuning, choose: str, request: TuneRequest,
            history: Any) -> None:
-    from starburst.sim.history import evidence, setting_of
+    from starburst.sim.history import apply_choice
 
-    rec = result.recommendation
-    row = rec.cheapest if choose == "cheapest" else rec.knee
-    if row is None:
-        raise ConfigError(f"no {choose} setting to apply (too few settings on the front)")
-    if row.get("role") == "today":
-        typer.echo(f"\n{row['label']} is already in force: nothing to apply")
+    applied = apply_choice(records, result, choose, request, history,
+                           f"cli:{getpass.getuser()}")
+    if applied is None:
+        typer.echo("\nthe recommended setting is already in force: nothing to apply")
         return
-    setting = setting_of(row)
-    reason = (f"starburst tune: {choose} setting within {request.tolerance:+.1%} mean JCT "
-              f"on {len(history.jobs)} jobs")
-    applied = records.apply_setting(setting, actor=f"cli:{getpass.getuser()}", reason=reason,
-                                    evidence=evidence(row, request, history))
-    typer.echo(f"\napplied {setting.describe()} (setting {applied.id}); the controller "
-               "picks it up on its next pass")
+    typer.echo(f"\napplied {applied.setting.describe()} (setting {applied.id}); the "
+               "controller picks it up on its next pass")

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from starburst.adapters.db.store import SqlStore
-from starburst.adapters.db.tuning import SCHEDULER, CloudSpend, TuningRecords
+from starburst.adapters.db.tuning import SCHEDULER, AppliedSetting, CloudSpend, TuningRecords
 from starburst.core.capacity import Node, PlacementStrategy
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import PolicyKind
 from starburst.core.setting import PolicySetting
+from starburst.settings import Settings
 from starburst.sim.engine import SimOptions
 from starburst.sim.shape import write_shape
 from starburst.sim.trace import write_trace
@@ -125,9 +126,9 @@ def tune_history(store: SqlStore, request: TuneRequest, fallback: Deployed,
                  workdir: Path) -> tuple[Tuning, History]:
     """Export the window to ``workdir`` (trace.csv, cluster.yaml) and replay it."""
     history = load_history(store, request.since, request.until)
-    nodes = require_nodes(history)
     trace = workdir / "trace.csv"
     write_history(history, trace, workdir / "cluster.yaml")
+    nodes = require_nodes(history)
     price = request.price if request.price is not None else history.price_per_gpu_hour
     result = tune(trace, nodes, deployed(history.scheduler, fallback), request.policies,
                   request.budgets, request.tolerance, SimOptions(price), request.processes)
@@ -140,3 +141,32 @@ def evidence(row: Mapping[str, Any], request: TuneRequest, history: History) -> 
             "p90_jct_change", "burst_jobs")
     return {**{k: row[k] for k in keys if k in row}, "since": request.since,
             "until": request.until, "jobs": len(history.jobs), "tolerance": request.tolerance}
+
+
+def fallback(settings: Settings, applied: AppliedSetting | None) -> Deployed:
+    """Today's setting from the static settings and the newest applied setting (used when
+    the controller recorded no configuration)."""
+    s = settings
+    policy, budget, coefficient, ooo = s.policy, s.budget, s.coefficient, s.out_of_order
+    if applied is not None:
+        a = applied.setting
+        policy, coefficient, ooo = a.policy, a.coefficient, a.out_of_order
+        budget = a.budget if a.budget is not None else budget
+    return Deployed(policy, None if coefficient is not None else budget, coefficient, ooo,
+                    s.queue_cap, s.order, s.placement)
+
+
+def apply_choice(records: TuningRecords, result: Tuning, choose: str, request: TuneRequest,
+                 history: History, actor: str) -> AppliedSetting | None:
+    """Append the chosen row's setting (``cheapest`` or ``knee``) to the log, unless it is
+    today's; None when nothing had to change."""
+    rec = result.recommendation
+    row = rec.cheapest if choose == "cheapest" else rec.knee
+    if row is None:
+        raise ConfigError(f"no {choose} setting to apply (too few settings on the front)")
+    if row.get("role") == "today":
+        return None
+    reason = (f"starburst tune: {choose} setting within {request.tolerance:+.1%} mean JCT "
+              f"on {len(history.jobs)} jobs")
+    return records.apply_setting(setting_of(row), actor=actor, reason=reason,
+                                 evidence=evidence(row, request, history))
