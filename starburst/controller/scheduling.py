@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from starburst.adapters.db.records import Move, StoredJob
+from starburst.adapters.db.records import JobNotFound, Move, StoredJob
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.cloudside import CloudSide, cloud_job
 from starburst.controller.queue_view import QueueView, read_all
@@ -36,7 +36,7 @@ from starburst.core.capacity import Placement
 from starburst.core.cycle import PassResult, SchedulerConfig, schedule_pass
 from starburst.core.decisions import Burst, Start
 from starburst.core.errors import PermanentError, TransientError
-from starburst.core.job import Job, QueuedJob
+from starburst.core.job import Job, QueuedJob, cloud_blocker
 from starburst.core.lifecycle import IllegalTransition, JobState
 from starburst.core.ordering import in_order
 from starburst.core.ports import (
@@ -222,6 +222,8 @@ class SchedulingLoop(CloudSide):
                 job = job.with_estimate(estimate)
             budget = self.config.policy.budget(job)
             reason = f"queued with a {_budget_text(budget)} wait budget"
+            if (blocker := cloud_blocker(job)) is not None:
+                budget, reason = math.inf, f"queued to run on-prem only: {blocker}"
             move = Move(job.id, reason, wait_budget=budget)
             admitted[job.id] = (QueuedJob(job, stored.queued_at, budget), move, estimate)
         # one transaction for the whole page; a job cancelled meanwhile is skipped
@@ -307,6 +309,9 @@ class SchedulingLoop(CloudSide):
             return False
         stored = self.store.get(burst.job_id)
         job = backend_job(stored)
+        blocker = cloud_blocker(job)
+        if blocker is not None:
+            return self._refuse_burst(stored, burst, blocker, token, now)
         try:
             quote = self.cloud.quote(job)
         except TransientError:
@@ -334,6 +339,28 @@ class SchedulingLoop(CloudSide):
                           quote.price_per_hour)
         return True
 
+    def _refuse_burst(self, stored: StoredJob, burst: Burst, why: str, token: int | None,
+                      now: float) -> bool:
+        """A job that cannot run in the cloud (``cloud_blocker``) waits on-prem instead with
+        an infinite budget (the one admission gave it), or fails with both reasons if it can
+        never fit on-prem."""
+        job = stored.job
+        if not self.cluster.snapshot().capacity.could_ever_fit(job):
+            self._move(job.id, JobState.FAILED, f"{burst.reason}, and it cannot burst: {why}",
+                       token, now)
+            return False
+        if stored.wait_budget == math.inf:  # queued on-prem only at admission: keep waiting
+            self.view.add(QueuedJob(job, stored.queued_at, math.inf))
+            return False
+        reason = f"cannot burst: {why}; waits for room on-prem"
+        self._move(job.id, JobState.BURSTING, burst.reason, token, now)
+        if self._move(job.id, JobState.QUEUED, reason, token, now, wait_budget=math.inf):
+            self.view.add(QueuedJob(job, now, math.inf))
+            note = getattr(self.cluster, "note_waiting", None)
+            if note is not None:
+                self._quietly(note, job.id, math.inf, stored.predicted_runtime, reason)
+        return False
+
     def _record_predictions(self, jobs: list[Job], estimates: list[Estimate],
                             now: float) -> None:
         """Every prediction is stored with its source and the model version it came from."""
@@ -356,7 +383,7 @@ class SchedulingLoop(CloudSide):
         try:
             self.store.transition(job_id, state, reason=reason, actor=ACTOR,
                                   fencing_token=token, at=at, wait_budget=wait_budget)
-        except IllegalTransition as exc:
+        except (IllegalTransition, JobNotFound) as exc:
             log.info("skipped: %s", exc)  # e.g. cancelled by a user meanwhile
             return False
         return True

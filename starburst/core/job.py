@@ -12,6 +12,10 @@ Terms:
   node whole pods. ``None`` (trace jobs, the paper's model): any split of the GPUs is allowed.
 - *env*: extra environment variables for the job's command, ``extra["env"]``, a JSON object
   of strings (``job_env`` parses it for every backend; a malformed one is a ``PermanentError``).
+- *cloud blocker*: ``extra["cloud_blocker"]``, why the job cannot run in a cloud, set by the
+  cluster adapter that knows (a Kubernetes pod template with several containers, env from a
+  Secret, a persistent volume...). Such a job never bursts: it waits for room on-prem, and
+  fails with the reason if it can never fit there (``cloud_blocker`` reads it).
 
 Invariants: jobs are immutable values; a job is identified by its ``id`` everywhere (ties in
 every ordering end in the id, so the same input always gives the same decisions).
@@ -62,6 +66,14 @@ class Job:
 
     def with_estimate(self, estimate: float) -> Job:
         return replace(self, estimate=estimate)
+
+
+CLOUD_BLOCKER = "cloud_blocker"
+
+
+def cloud_blocker(job: Job) -> str | None:
+    """Why the job cannot run in a cloud, or None if nothing is known against it."""
+    return job.extra.get(CLOUD_BLOCKER) or None
 
 
 def job_env(job: Job) -> dict[str, str]:

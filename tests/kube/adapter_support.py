@@ -46,7 +46,8 @@ def queued_job(name: str, gpus: int = 1, pods: int = 1, gpu_type: str | None = N
                ) -> dict[str, Any]:
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
-        "containers": [{"name": "main", "image": "trainer:1", "resources": {
+        "containers": [{"name": "main", "image": "trainer:1",
+                        "command": ["python", "train.py"], "resources": {
             "requests": {"nvidia.com/gpu": str(gpus), "cpu": cpu, "memory": memory},
             "limits": {"nvidia.com/gpu": str(gpus)}}}],
     }

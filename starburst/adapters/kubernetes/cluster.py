@@ -23,8 +23,8 @@ ends as failed ("deleted").
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +36,7 @@ from starburst.adapters.kubernetes.manifest import job_manifest, job_name
 from starburst.adapters.kubernetes.pod_logs import job_output
 from starburst.adapters.kubernetes.retry import Backoff, status_of, translate
 from starburst.adapters.kubernetes.ungating import Release, Ungater
+from starburst.adapters.kubernetes.writes import Writes
 from starburst.core.capacity import CapacityIndex, Node, Part, Placement
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job
@@ -43,6 +44,10 @@ from starburst.core.ports import Clock, ClusterSnapshot, JobEnded, RunningJob
 
 log = logging.getLogger(__name__)
 UNFINISHED = "status.phase!=Succeeded,status.phase!=Failed"
+REFUSED = "involvedObject.kind=Job,reason=FailedCreate"  # a Job's pod create was refused
+DELETED = "its Kubernetes Job was deleted"
+SUSPENDED = ("its Kubernetes Job was suspended by someone else (spec.suspend: true), which "
+             "stopped its pods")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +77,10 @@ class KubernetesCluster:
         self._clock = clock
         self._batch = client.BatchV1Api(api_client)
         self._core = client.CoreV1Api(api_client)
+        self._io = Writes(self._batch, self._core, clock)
+        #: writes a watch handler decided, sent after it let go of the lock (``_flush``)
+        self._followups: list[Callable[[], None]] = []
+        self._refused: dict[str, str] = {}  # Job uid -> why a pod create was refused
         self._lock = threading.RLock()
         self._jobs: dict[str, Obj] = {}
         self._offered: set[str] = set()
@@ -89,6 +98,8 @@ class KubernetesCluster:
         s = self.settings
         jobs = (self._batch.list_job_for_all_namespaces if s.namespace is None else
                 _bound(self._batch.list_namespaced_job, s.namespace))
+        events = (self._core.list_event_for_all_namespaces if s.namespace is None else
+                  _bound(self._core.list_namespaced_event, s.namespace))
         common: dict[str, Any] = {"page_size": s.page_size, "watch_timeout": s.watch_timeout,
                   "backoff": s.backoff}
         self.informers = (
@@ -96,6 +107,7 @@ class KubernetesCluster:
             Informer("pods", self._core.list_pod_for_all_namespaces, self._on_pod,
                      field_selector=UNFINISHED, **common),
             Informer("jobs", jobs, self._on_job, label_selector=conv.QUEUE_LABEL, **common),
+            Informer("events", events, self._on_event, field_selector=REFUSED, **common),
         )
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -162,25 +174,85 @@ class KubernetesCluster:
             if known is not None and kind != "DELETED" and _older(obj, known):
                 return  # our own patch's answer already told us more
             if kind == "DELETED":
-                self._jobs.pop(jid, None)
-                if self._running.pop(jid, None) is not None:
-                    self._report(JobEnded(jid, self._clock.now(), False, "deleted"))
+                self._deleted(jid, obj)
                 return
             self._jobs[jid] = obj
             self._classify(jid, obj)
+        self._flush()
         self._release()  # gated pods seen before their Job was known to be ours
+
+    def _deleted(self, jid: str, obj: Obj) -> None:
+        """A deleted Job ends its job's record, whatever its state (caller holds the lock);
+        one not handed to the controller yet is simply forgotten."""
+        self._jobs.pop(jid, None)
+        pending = [j for j in self._submissions if j.id != jid]
+        handed_out = len(pending) == len(self._submissions) and jid in self._offered
+        self._submissions = pending
+        ours = self._running.pop(jid, None) is not None or conv.job_state(obj) == "burst"
+        if handed_out or ours:
+            self._report(JobEnded(jid, self._clock.now(), False, DELETED))
+
+    def _on_event(self, kind: str, event: Obj, old: Obj | None) -> None:
+        """A Job Starburst started had a pod create refused (quota, PodSecurity, a webhook):
+        its pods cannot all run, so the job ends with the reason and the Job is suspended
+        (which also frees what pods it did get)."""
+        uid = (event.get("involvedObject") or {}).get("uid")
+        if kind == "DELETED" or not uid:
+            return
+        with self._lock:
+            # kept: the refusal may come before the start that caused it is recorded here
+            self._refused[uid] = str(event.get("message") or "").removeprefix("Error creating: ")
+            self._check_refused(uid)
+        self._flush()
+
+    def _check_refused(self, uid: str) -> None:
+        """Give up the started Job ``uid`` if a pod create of it was refused (under the lock)."""
+        message = self._refused.get(uid)
+        jid = next((j for j, s in self._running.items() if s.uid == uid), None)
+        obj = self._jobs.get(jid) if jid is not None else None
+        if message is None or jid is None or obj is None or self._complete(uid, obj):
+            return
+        self._give_up(jid, obj, f"its pods were refused: {message}", suspend=True)
+
+    def _complete(self, uid: str, obj: Obj) -> bool:
+        """Whether every pod of the Job exists (a refusal was retried with success)."""
+        wanted = int((obj.get("spec") or {}).get("parallelism") or 1)
+        return sum(1 for p in self._pods.values() if p[4] == uid) >= wanted
+
+    def _give_up(self, jid: str, obj: Obj, reason: str, suspend: bool) -> None:
+        """End a job Starburst started and mark its Job ``failed`` with the reason (the write
+        waits for ``_flush``); caller holds the lock."""
+        self._running.pop(jid, None)
+        if jid in self._reported:
+            return
+        self._report(JobEnded(jid, self._clock.now(), False, reason))
+        self._followups.append(lambda: self._mark(obj, {conv.STATE: "failed"}, "Stopped",
+                                                  reason, suspend))
+
+    def _flush(self) -> None:
+        with self._lock:
+            todo, self._followups = self._followups, []
+        for write in todo:
+            write()
 
     def _classify(self, jid: str, obj: Obj) -> None:
         state, ended = conv.job_state(obj), conv.finished(obj)
-        if ended is not None and state == "running":
+        if ended is not None and state in ("running", "suspended"):
             self._running.pop(jid, None)
             self._report(JobEnded(jid, ended[1], ended[0], ended[2]))
+        elif state == "suspended":
+            self._give_up(jid, obj, SUSPENDED, suspend=False)
+        elif state == "failed":  # given up earlier (maybe by a previous controller life)
+            self._running.pop(jid, None)
+            reason = (obj["metadata"].get("annotations") or {}).get(conv.REASON, "failed")
+            self._report(JobEnded(jid, self._clock.now(), False, reason))
         elif state == "queued" and jid not in self._offered:
             self._offered.add(jid)
             self._submissions.append(conv.job_from_k8s(obj, self.settings.conventions))
             self._notify()
-        elif state == "running" and jid not in self._running:
-            self._running[jid] = self._started(obj)
+        elif state == "running" and jid not in self._running and jid not in self._reported:
+            self._running[jid] = started = self._started(obj)
+            self._check_refused(started.uid)
         elif state in ("burst", "cancelled"):
             self._running.pop(jid, None)
 
@@ -252,6 +324,10 @@ class KubernetesCluster:
             if job.id in self._running or (obj is not None and conv.job_state(obj) != "queued"):
                 return
         _check_pod_sizes(job, placement)
+        if obj is None and job.extra.get("k8s_name"):  # a user's Job, deleted meanwhile
+            with self._lock:
+                self._report(JobEnded(job.id, self._clock.now(), False, DELETED))
+            return
         if obj is None:  # submitted through Starburst: create its Job, already started
             result: Obj | None = self._create(job, placement, reason)
         else:
@@ -260,9 +336,11 @@ class KubernetesCluster:
             return
         with self._lock:
             self._jobs[job.id] = result
-            self._running[job.id] = self._started(result)
+            self._running[job.id] = started = self._started(result)
+            self._check_refused(started.uid)
+        self._flush()
         self._release()
-        self._event(result, "Started", reason)
+        self._io.event(result, "Started", reason)
 
     def _create(self, job: Job, placement: Placement, reason: str) -> Obj:
         """Create the started Job of a Starburst submission (``manifest.py``). Its name is
@@ -277,12 +355,11 @@ class KubernetesCluster:
         body = job_manifest(job, placement, reason, self._clock.now(), namespace,
                             self.settings.conventions, hostnames)
         try:
-            return _json(self._batch.create_namespaced_job(namespace, body,
-                                                           _preload_content=False))
+            return self._io.create(namespace, body)
         except Exception as err:
             if status_of(err) != 409:
                 raise translate(err, f"creating the Kubernetes Job of {job.id}") from err
-        existing = self._read(body["metadata"])
+        existing = self._io.read(body["metadata"])
         if conv.job_id(existing) != job.id:
             raise PermanentError(f"job {job.id}: a Kubernetes Job named "
                                  f"{body['metadata']['name']} exists and is not this job's")
@@ -300,7 +377,7 @@ class KubernetesCluster:
                 hostnames = dict(self._hostnames)
             patch = conv.start_patch(obj, placement, reason, self._clock.now(), hostnames)
             try:
-                return self._patch(obj["metadata"], patch)
+                return self._io.patch(obj["metadata"], patch)
             except Exception as err:
                 if status_of(err) != 409 or attempt == 2:
                     raise translate(err, f"starting job {job.id}") from err
@@ -314,7 +391,7 @@ class KubernetesCluster:
 
     def _fresh(self, meta: Obj) -> Obj:
         try:
-            fresh = self._read(meta)
+            fresh = self._io.read(meta)
         except Exception as err:
             raise translate(err, f"re-reading job {meta['name']}") from err
         with self._lock:
@@ -359,7 +436,7 @@ class KubernetesCluster:
 
     def note_waiting(self, job_id: str, budget: float, predicted_runtime: float | None,
                      reason: str) -> None:
-        notes = {conv.WAIT_BUDGET: f"{budget:.0f}"}
+        notes = {conv.WAIT_BUDGET: f"{budget:.0f}" if math.isfinite(budget) else "never"}
         if predicted_runtime is not None:
             notes[conv.PREDICTED_RUNTIME] = f"{predicted_runtime:.0f}"
         self._annotate(job_id, notes, "Waiting", reason)
@@ -375,41 +452,28 @@ class KubernetesCluster:
         if suspend:
             patch["spec"] = {"suspend": True}
         try:
-            result = self._patch(obj["metadata"], patch)
+            result = self._io.patch(obj["metadata"], patch)
         except Exception as err:
             raise translate(err, f"annotating job {job_id}") from err
         with self._lock:
             self._jobs[job_id] = result
             self._classify(job_id, result)
-        self._event(result, event, reason)
+        self._flush()
+        self._io.event(result, event, reason)
 
-    # -- API calls -------------------------------------------------------------------------
-    def _patch(self, meta: Obj, body: dict[str, Any]) -> Obj:
-        return _json(self._batch.patch_namespaced_job(
-            meta["name"], meta["namespace"], body, _preload_content=False))
-
-    def _read(self, meta: Obj) -> Obj:
-        return _json(self._batch.read_namespaced_job(
-            meta["name"], meta["namespace"], _preload_content=False))
-
-    def _event(self, obj: Obj, reason: str, message: str) -> None:
-        body = conv.event_body(obj, reason, message, self._clock.now())
+    def _mark(self, obj: Obj, notes: dict[str, str], event: str, reason: str,
+              suspend: bool) -> None:
+        """Annotate (and maybe suspend) a Job Starburst gave up, with a Warning Event; a
+        failure is logged (the job's record has already ended)."""
+        patch: dict[str, Any] = {"metadata": {"annotations": {**notes, conv.REASON: reason}}}
+        if suspend:
+            patch["spec"] = {"suspend": True}
         try:
-            _json(self._core.create_namespaced_event(obj["metadata"]["namespace"], body,
-                                                     _preload_content=False))
-        except Exception:  # an Event is a courtesy: the decision itself is already recorded
-            log.warning("could not record the %s event on %s", reason,
-                        obj["metadata"]["name"], exc_info=True)
-
-
-def _json(response: Any) -> Obj:
-    """The body of a raw (``_preload_content=False``) response, read fully before the
-    connection goes back to the pool (a half-read one would corrupt the next request)."""
-    try:
-        result: Obj = json.loads(response.data)
-    finally:
-        response.release_conn()
-    return result
+            result = self._io.patch(obj["metadata"], patch)
+        except Exception as err:
+            log.warning("could not mark job %s: %r", obj["metadata"]["name"], err)
+            result = obj
+        self._io.event(result, event, reason, "Warning")
 
 
 def _bound(fn: Any, namespace: str) -> Any:

@@ -8,9 +8,12 @@ Terms and conventions (the contract with users' Job manifests):
 - *Size*: GPUs = the pod template's ``nvidia.com/gpu`` request (a limit stands in for a
   missing request) × ``parallelism``; CPUs and memory likewise. GPU type: the template's
   ``nodeSelector`` on the GPU-type label (``nvidia.com/gpu.product`` by default). Owner: the
-  ``starburst.io/user`` label; team: ``starburst.io/team``, else the namespace.
+  ``starburst.io/user`` label; team: ``starburst.io/team``, else the namespace. What it
+  runs (image, command, env) comes from the template too (``podtask.py``), so it can burst.
 - *State* on the Job, written by Starburst: ``starburst.io/state`` = ``running`` (started
-  on-prem, with ``starburst.io/placement`` = "node×gpus, …"), ``burst`` or ``cancelled``.
+  on-prem, with ``starburst.io/placement`` = "node×gpus, …"), ``burst``, ``cancelled`` or
+  ``failed`` (Starburst gave it up: suspended by someone else, pods refused; the reason is in
+  ``starburst.io/reason``).
   A labelled Job that is not suspended counts as running even without the annotation (someone
   else admitted it): it is never queued or started again.
 - A *schedulable node*: Ready, not cordoned, and without NoSchedule/NoExecute taints other
@@ -31,6 +34,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from starburst.adapters.kubernetes.pinning import pinned_scheduling
+from starburst.adapters.kubernetes.podtask import cloud_fields
 from starburst.adapters.kubernetes.quantity import quantity
 from starburst.core.capacity import Node, Placement, describe_placement
 from starburst.core.job import Job
@@ -111,7 +115,8 @@ def job_from_k8s(obj: Obj, conv: Conventions) -> Job:
         name=meta["name"],
         pods=max(width, 1),
         extra={"namespace": meta.get("namespace", ""), "k8s_name": meta["name"],
-               "uid": meta.get("uid", ""), "queue": labels.get(QUEUE_LABEL, "")},
+               "uid": meta.get("uid", ""), "queue": labels.get(QUEUE_LABEL, ""),
+               **cloud_fields(pod_spec)},
     )
 
 
@@ -129,14 +134,21 @@ def finished(obj: Obj) -> tuple[bool, float, str] | None:
 
 
 def job_state(obj: Obj) -> str | None:
-    """queued | running | burst | cancelled | None (not a Starburst Job)."""
+    """queued | running | suspended | burst | cancelled | failed | None (not a Starburst Job).
+
+    ``suspended``: Starburst started it, and someone else set ``spec.suspend: true`` since
+    (``kubectl apply`` of the original manifest, Kueue): ``spec.suspend`` is the truth about
+    whether it runs, not the state annotation."""
     meta = obj["metadata"]
     if QUEUE_LABEL not in (meta.get("labels") or {}):
         return None
     state = (meta.get("annotations") or {}).get(STATE)
-    if state in ("burst", "cancelled", "running"):
+    suspended = bool((obj.get("spec") or {}).get("suspend"))
+    if state in ("burst", "cancelled", "failed"):
         return str(state)
-    return "queued" if (obj.get("spec") or {}).get("suspend") else "running"
+    if state == "running":
+        return "suspended" if suspended else "running"
+    return "queued" if suspended else "running"
 
 
 def schedulable(node: Obj, conv: Conventions) -> bool:

@@ -13,6 +13,8 @@ Job controller (batch/v1 semantics, NonIndexed completion mode):
   ``backoffLimit`` Pods failed. Finished Jobs are left alone.
 - Suspending deletes the active Pods, clears ``startTime`` and sets ``Suspended=True``;
   resuming sets ``Suspended=False`` (``JobResumed``) and a new ``startTime``.
+- A refused pod create (PodSecurity, ...) records a Warning Event ``FailedCreate`` ("Error
+  creating: <why>") on the Job, as the real controller does; the next sync tries again.
 
 Kubelet: ``kubelet_report`` moves a bound Pod to Running, Succeeded or Failed (container
 states and the Ready condition included); an unbound Pod cannot run.
@@ -29,6 +31,7 @@ from starburst.testing.kubeapi.store import Change, Obj, Store
 
 PODS = BY_PATH[("", "v1", "pods")]
 JOBS = BY_PATH[("batch", "v1", "jobs")]
+EVENTS = BY_PATH[("", "v1", "events")]
 TERMINAL = ("Succeeded", "Failed")
 
 
@@ -119,8 +122,24 @@ class JobController:
             self._delete(active[wanted:])
             active = active[:wanted]
         while len(active) < wanted:
-            active.append(self._create_pod(job))
+            try:
+                active.append(self._create_pod(job))
+            except ApiError as err:  # refused (PodSecurity, quota, a webhook): say so, retry later
+                self._failed_create(job, err)
+                break
         return active
+
+    def _failed_create(self, job: Obj, err: ApiError) -> None:
+        """The Warning Event a real Job controller records when a pod create is refused."""
+        meta, now = job["metadata"], timestamp(self.store.now())
+        self.store.create(EVENTS, meta["namespace"], {
+            "metadata": {"generateName": f"{meta['name']}."},
+            "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
+                               "namespace": meta["namespace"], "uid": meta["uid"]},
+            "reason": "FailedCreate", "type": "Warning", "count": 1,
+            "message": f"Error creating: {err.message}", "source": {"component": "job-controller"},
+            "firstTimestamp": now, "lastTimestamp": now,
+        })
 
     def _create_pod(self, job: Obj) -> Obj:
         meta, template = job["metadata"], job["spec"]["template"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from starburst.testing.kubeapi import admission
+from starburst.testing.kubeapi import admission, podsecurity
 from starburst.testing.kubeapi.metadata import (
     check_finalizers,
     check_labels,
@@ -165,6 +165,8 @@ class Store:
                 meta["generation"] = 1
             obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
             admission.default_on_create(rt, obj)
+            if rt.key == "pods":
+                podsecurity.admit_pod(obj, self._objects["namespaces"].get(("", ns)))
             self._put(rt, obj, None, "ADDED")
         self._drain()
         return obj

@@ -1,0 +1,54 @@
+"""The adapter's calls that change the cluster: Job creates, patches and reads, and Events.
+
+Bodies go out and come back as plain JSON dicts (``_preload_content=False``; no model
+(de)serialisation). Every response is read fully before its connection goes back to the pool
+(a half-read one would corrupt the next request on it). Events are a courtesy: a failure to
+write one is logged, never raised (the decision itself is already recorded).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from starburst.adapters.kubernetes import conversion as conv
+from starburst.core.ports import Clock
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+
+def read_json(response: Any) -> Obj:
+    """The body of a raw response, read fully before the connection goes back to the pool."""
+    try:
+        result: Obj = json.loads(response.data)
+    finally:
+        response.release_conn()
+    return result
+
+
+class Writes:
+    def __init__(self, batch: Any, core: Any, clock: Clock) -> None:
+        self._batch, self._core, self._clock = batch, core, clock
+
+    def create(self, namespace: str, body: Obj) -> Obj:
+        return read_json(self._batch.create_namespaced_job(namespace, body,
+                                                           _preload_content=False))
+
+    def patch(self, meta: Obj, body: Obj) -> Obj:
+        return read_json(self._batch.patch_namespaced_job(
+            meta["name"], meta["namespace"], body, _preload_content=False))
+
+    def read(self, meta: Obj) -> Obj:
+        return read_json(self._batch.read_namespaced_job(
+            meta["name"], meta["namespace"], _preload_content=False))
+
+    def event(self, obj: Obj, reason: str, message: str, kind: str = "Normal") -> None:
+        body = conv.event_body(obj, reason, message, self._clock.now(), kind)
+        try:
+            read_json(self._core.create_namespaced_event(obj["metadata"]["namespace"], body,
+                                                         _preload_content=False))
+        except Exception:  # an Event is a courtesy: the decision itself is already recorded
+            log.warning("could not record the %s event on %s", reason,
+                        obj["metadata"]["name"], exc_info=True)

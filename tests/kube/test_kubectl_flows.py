@@ -1,0 +1,179 @@
+"""Jobs as users handle them with kubectl, with the controller on top (issue 11).
+
+Each scenario failed before its fix: a kubectl Job could not burst (no command; it stayed
+``bursting`` forever), a Job deleted while waiting kept its record queued, a Job suspended by
+someone else stayed ``running_onprem`` holding its GPUs, and pods refused at creation left a
+"started" Job without pods holding its placement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.store import SqlStore
+from starburst.adapters.skypilot.task import build_task, launch_options
+from starburst.controller.daemon import Controller
+from starburst.core.job import Job
+from starburst.core.lifecycle import JobState
+from starburst.core.ports import CloudHandle
+from starburst.pricing import default_price_table
+from starburst.settings import Settings
+from starburst.sim.cloud import SimCloud
+from tests.cloud.fake_sky import FakeSky
+from tests.kube.adapter_support import eventually, queued_job
+
+
+class RecordingCloud(SimCloud):
+    """The simulator's cloud, remembering the jobs it was asked to launch."""
+
+    def __init__(self, clock: object, price: float) -> None:
+        super().__init__(clock, price)  # type: ignore[arg-type]
+        self.launched: list[Job] = []
+
+    def launch(self, job: Job, reason: str = "", run_for: float | None = None) -> CloudHandle:
+        self.launched.append(job)
+        return super().launch(job, reason, run_for)
+
+
+@dataclass
+class World:
+    kube: object
+    batch: client.BatchV1Api
+    core: client.CoreV1Api
+    store: SqlStore
+    controller: Controller
+    cloud: RecordingCloud
+    clock: object
+
+    def run(self) -> None:
+        self.clock.t += 1  # type: ignore[attr-defined]
+        assert self.controller.run_pass() is not None
+
+    def state(self, job_id: str) -> JobState:
+        return self.store.get(job_id).state
+
+    def reasons(self, job_id: str) -> list[str]:
+        return [e.reason for e in self.store.events(job_id)]
+
+    def events(self, name: str) -> list[tuple[str, str, str]]:
+        items = self.core.list_namespaced_event(
+            "default", field_selector=f"involvedObject.name={name}").items
+        return [(e.type, e.reason, e.message) for e in items]
+
+
+@pytest.fixture
+def world(kube, make_cluster, clock, batch, core, tmp_path: Path) -> Iterator[World]:
+    kube.add_node("gpu-a", gpus=8)
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    store = SqlStore.open(url, clock=clock)
+    cluster = make_cluster()
+    eventually(lambda: cluster.snapshot().capacity.nodes)
+    settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
+    cloud = RecordingCloud(clock, 2.5)
+    controller = Controller(settings, store, cluster, cloud, clock=clock)
+    try:
+        yield World(kube, batch, core, store, controller, cloud, clock)
+    finally:
+        controller.stop()
+        store.close()
+
+
+def _known(store: SqlStore, job_id: str) -> bool:
+    try:
+        store.get(job_id)
+    except Exception:
+        return False
+    return True
+
+
+def test_a_kubectl_job_bursts_with_its_image_command_and_env(world: World) -> None:
+    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
+    body = queued_job("q3", gpus=4, gpu_type="A100")
+    body["spec"]["template"]["spec"]["containers"][0].update(
+        image="ghcr.io/lab/train:7", command=["python", "train.py"], args=["--epochs", "3"],
+        env=[{"name": "SEED", "value": "7"}])
+    world.batch.create_namespaced_job("default", body)
+    eventually(lambda: world.controller.run_pass() is not None
+               and _known(world.store, "default/q3")
+               and world.state("default/q3") is JobState.BURSTING)
+    (launched,) = [j for j in world.cloud.launched if j.id == "default/q3"]
+    option = launch_options(launched, default_price_table())[0]
+    task = build_task(FakeSky(), launched, option, "n")
+    assert task.kwargs["run"] == "python train.py --epochs 3"
+    assert task.kwargs["envs"] == {"SEED": "7", "STARBURST_JOB_ID": "default/q3"}
+    assert task.kwargs["resources"].kwargs["image_id"] == "docker:ghcr.io/lab/train:7"
+    job = world.batch.read_namespaced_job("q3", "default")
+    assert job.spec.suspend is True and job.metadata.annotations["starburst.io/state"] == "burst"
+
+
+def test_a_job_a_cloud_cannot_run_waits_on_prem_with_the_reason(world: World) -> None:
+    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
+    eventually(lambda: world.controller.run_pass() is not None
+               and _known(world.store, "default/fill")
+               and world.state("default/fill") is JobState.RUNNING_ONPREM)
+    two = queued_job("sidecar", gpus=2)
+    two["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
+    world.batch.create_namespaced_job("default", two)
+    eventually(lambda: world.controller.run_pass() is not None
+               and _known(world.store, "default/sidecar"))
+    for _ in range(3):
+        world.run()
+    stored = world.store.get("default/sidecar")
+    assert stored.state is JobState.QUEUED and stored.wait_budget == math.inf
+    assert not [j for j in world.cloud.launched if j.id == "default/sidecar"]
+    why = "the pod template has 2 containers (main, log); a cloud task runs one"
+    assert any(why in r for r in world.reasons("default/sidecar"))
+    assert any(why in message for _, _, message in world.events("sidecar"))
+    # too big for the cluster as well: it fails with both reasons instead of waiting forever
+    big = queued_job("huge", gpus=16)
+    big["spec"]["template"]["spec"]["containers"][0]["command"] = None
+    world.batch.create_namespaced_job("default", big)
+    eventually(lambda: world.controller.run_pass() is not None
+               and _known(world.store, "default/huge")
+               and world.state("default/huge") is JobState.FAILED)
+    (last,) = world.reasons("default/huge")[-1:]
+    assert "cannot burst" in last and "sets no command" in last
+
+
+def test_deleting_a_waiting_job_ends_its_record(world: World) -> None:
+    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
+    body = queued_job("later", gpus=2)
+    body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
+    world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
+    eventually(lambda: world.controller.run_pass() is not None
+               and _known(world.store, "default/later")
+               and world.state("default/later") is JobState.QUEUED)
+    world.batch.delete_namespaced_job("later", "default")
+    eventually(lambda: world.controller.run_pass() is not None
+               and world.state("default/later") is JobState.FAILED)
+    assert "its Kubernetes Job was deleted" in world.reasons("default/later")[-1]
+
+
+def test_a_job_suspended_by_someone_else_ends_and_frees_its_gpus(world: World) -> None:
+    world.batch.create_namespaced_job("default", queued_job("mine", gpus=8))
+    eventually(lambda: world.controller.run_pass() is not None
+               and _known(world.store, "default/mine")
+               and world.state("default/mine") is JobState.RUNNING_ONPREM)
+    # `kubectl apply` of the original manifest (suspend: true), or Kueue, suspends it
+    world.batch.patch_namespaced_job("mine", "default", {"spec": {"suspend": True}})
+    eventually(lambda: world.controller.run_pass() is not None
+               and world.state("default/mine") is JobState.FAILED)
+    assert "suspended by someone else" in world.reasons("default/mine")[-1]
+    assert world.controller.cluster.snapshot().capacity.free_gpus == 8
+    job = eventually(lambda: (j := world.batch.read_namespaced_job("mine", "default"))
+                     .metadata.annotations["starburst.io/state"] == "failed" and j)
+    assert "suspended by someone else" in job.metadata.annotations["starburst.io/reason"]
+    assert eventually(lambda: [e for e in world.events("mine") if e[:2] == ("Warning", "Stopped")])
+    # a new Job queued after it gets the GPUs
+    world.batch.create_namespaced_job("default", queued_job("next", gpus=8))
+    eventually(lambda: world.controller.run_pass() is not None
+               and _known(world.store, "default/next")
+               and world.state("default/next") is JobState.RUNNING_ONPREM)
