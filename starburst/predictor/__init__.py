@@ -5,8 +5,10 @@ job's runtime before the job runs. This package learns it from the cluster's own
 
 Modules (each one concept):
 - ``history``: leak-free look-ups of what a user / job family ran before an instant.
-- ``features``: the submit-time feature matrix (schema version 1).
-- ``model``: three quantile gradient-boosting models (p10, p50, p90) and conformal calibration.
+- ``features``: the submit-time feature matrix (schema version 2).
+- ``model``: quantile gradient-boosting models (p10, p50, p90, residual) and conformal
+  calibration; ``forms``: which of model, residual, blend or baseline the estimate uses, chosen
+  on the most recent held-out slice of the training jobs.
 - ``training`` / ``artifact``: completed jobs → a versioned joblib artifact and back.
 - ``estimator``: the ``RuntimeEstimator`` port — the model, and the cold-start fallback chain
   (declared → user history → global median → default prior), with ``Estimate.source``.

@@ -59,8 +59,14 @@ class ModelArtifact:
             f"feature schema     v{self.schema_version} ({len(self.model.encoder.names)} columns)",
             f"scikit-learn       {self.sklearn_version}",
             f"band widening      {self.model.widen:+.3f} (log space, conformal)",
+            f"chosen form        {self.model.form.describe()}",
         ]
-        lines += [f"metric {k:<22} {v:.4g}" for k, v in sorted(self.metrics.items())]
+        plain = {k: v for k, v in self.metrics.items() if not k.startswith("val_malr[")}
+        lines += [f"metric {k:<22} {v:.4g}" for k, v in sorted(plain.items())]
+        for segment, scores in sorted(self.model.form.scores.items()):
+            ranked = sorted(scores.items(), key=lambda kv: kv[1])
+            lines.append(f"validation MALR ({segment} users): "
+                         + ", ".join(f"{name} {v:.3f}" for name, v in ranked))
         return "\n".join(lines)
 
 

@@ -1,9 +1,12 @@
-"""Submit-time features of a job, as one dense numpy matrix (feature schema version 1).
+"""Submit-time features of a job, as one dense numpy matrix (feature schema version 2).
 
 Only what is known when a job is submitted goes in: its resources (GPUs, CPUs, memory, GPU
 type), who submits it (user, team), what it runs (image; command and job-name tokens), when
 (hour of day, day of week), what the user declared (``extra["declared_runtime"]``) and the
-leak-free history of the user and of the user's job family (``history.HistoryIndex``).
+leak-free history (``history.HistoryIndex``) of the user (at windows of 3, 10 and 30 jobs), of
+the user's job family, of the team, of the user's jobs at the same GPU count, the job's GPUs
+relative to the user's usual, and the in-flight GPUs (cluster load) at submit. Version 2 added
+the team, same-GPU, window, usual-GPU and load columns: what a bare public trace carries.
 
 Terms:
 - *vocabulary*: the categories of a column seen often enough in training (most frequent first,
@@ -35,7 +38,7 @@ import numpy as np
 from starburst.core.job import Job
 from starburst.predictor.history import HistoryIndex, KeyStats, submit_times
 
-FEATURE_SCHEMA_VERSION = 1
+FEATURE_SCHEMA_VERSION = 2
 #: at most this many known values per categorical column, plus one "other" code: the
 #: boosting's ``max_bins`` (63) bounds a native categorical column's cardinality.
 MAX_CATEGORIES = 62
@@ -50,6 +53,10 @@ HISTORY = (
     *(f"{scope}_{stat}" for scope in ("user", "family")
       for stat in ("log_count", "median", "last", "mean", "spread")),
     "recent_median", "recent_spread",
+    "user_median_3", "user_median_30", "user_spread_30",
+    *(f"{scope}_{stat}" for scope in ("team", "same_gpus")
+      for stat in ("log_count", "median", "last", "spread")),
+    "gpus_vs_user", "log_load",
 )
 
 
@@ -189,11 +196,26 @@ class FeatureEncoder:
         ]
         hist = [*_stats(history.users(jobs, submit)), *_stats(history.families(jobs, submit))]
         recent = history.recent(jobs, submit)
+        hist += [recent.median, recent.spread, *_context(jobs, submit, history)]
         cats = [self.vocabularies[c].encode(categories(jobs, c)) for c in CATEGORICAL]
-        dense = np.column_stack([*numeric, *hist, recent.median, recent.spread, *cats])
+        dense = np.column_stack([*numeric, *hist, *cats])
         bags = [_bag(commands, self.buckets), _bag([j.name or "" for j in jobs], self.buckets)]
         return np.hstack([dense, *bags])
 
 
 def _stats(s: KeyStats) -> list[np.ndarray]:
     return [np.log1p(s.count), s.median, s.last, s.mean, s.spread]
+
+
+def _context(jobs: Sequence[Job], submit: np.ndarray, history: HistoryIndex) -> list[np.ndarray]:
+    """Schema-2 columns: user windows, team, same GPU count, usual GPUs, load at submit."""
+    users = [j.user for j in jobs]
+    short = history.user_short.lookup(users, submit)
+    long = history.user_long.lookup(users, submit)
+    usual = history.user_gpus.lookup(users, submit)
+    log_gpus = np.log(np.fromiter((max(j.gpus, 1) for j in jobs), dtype=float, count=len(jobs)))
+    scoped = []
+    for stats in (history.teams(jobs, submit), history.at_same_gpus(jobs, submit)):
+        scoped += [np.log1p(stats.count), stats.median, stats.last, stats.spread]
+    return [short.median, long.median, long.spread, *scoped, log_gpus - usual.median,
+            np.log1p(history.load.at(submit))]

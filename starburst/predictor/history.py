@@ -6,6 +6,13 @@ Terms:
 - *key*: what history is grouped by — the user, or the user's *job family* (``user|name`` with
   digit runs folded to ``#``, so ``bert-ft-017`` and ``bert-ft-018`` share a family).
 - *window*: the last ``window`` finished jobs of a key (median and spread are taken over it).
+  The user is looked up at three windows (3, 10, 30 jobs); the team (virtual cluster) and the
+  user's jobs *at the same GPU count* (key ``user|gpus``) at the default one.
+- *usual GPUs*: the median log GPU count of the user's last finished jobs.
+- *in-flight GPUs at t* (the cluster load a job is submitted into): GPUs of the indexed jobs
+  submitted before t and not finished before t, plus those of ``in_flight`` jobs (running or
+  queued now, finish unknown) submitted before t. A trace knows every finish, so its load is
+  exact; live, pass the running and queued jobs as ``in_flight``, or the load reads low.
 
 Invariant (leak-freedom): a look-up at time t sees only jobs whose finish time is strictly
 before t. Times are compared in whole milliseconds, finish rounded up and t rounded down, so
@@ -29,6 +36,13 @@ _SHIFT = np.int64(41)  # 2**41 ms ≈ 69 years of trace time per key
 _MAX_MS = (1 << 41) - 1
 _DIGITS = re.compile(r"\d+")
 DEFAULT_WINDOW = 10
+SHORT_WINDOW = 3
+LONG_WINDOW = 30
+
+
+def gpus_key(user: str | None, gpus: int) -> str | None:
+    """The user's jobs at one GPU count (``None`` without a user)."""
+    return None if user is None else f"{user}|{gpus}"
 
 
 @lru_cache(maxsize=1 << 16)
@@ -146,7 +160,8 @@ class HistoryIndex:
     Build it from completed jobs (each with a ``runtime``); jobs without a runtime are ignored.
     """
 
-    def __init__(self, jobs: Sequence[Job], window: int = DEFAULT_WINDOW) -> None:
+    def __init__(self, jobs: Sequence[Job], window: int = DEFAULT_WINDOW,
+                 in_flight: Sequence[Job] = ()) -> None:
         done = [j for j in jobs if j.runtime is not None and j.runtime > 0]
         finish = np.fromiter((finish_time(j) for j in done), dtype=float, count=len(done))
         logr = np.log(np.fromiter((float(j.runtime or 1.0) for j in done), dtype=float,
@@ -157,6 +172,16 @@ class HistoryIndex:
         self.family = KeyedHistory([family_key(j.user, j.name) for j in done], finish, logr,
                                    window)
         self.everyone = KeyedHistory(["*"] * len(done), finish, logr, 3 * window)
+        users = [j.user for j in done]
+        self.user_short = KeyedHistory(users, finish, logr, SHORT_WINDOW)
+        self.user_long = KeyedHistory(users, finish, logr, LONG_WINDOW)
+        self.team = KeyedHistory([j.team for j in done], finish, logr, window)
+        self.same_gpus = KeyedHistory([gpus_key(j.user, j.gpus) for j in done], finish, logr,
+                                      window)
+        log_gpus = np.log(np.fromiter((max(j.gpus, 1) for j in done), dtype=float,
+                                      count=len(done)))
+        self.user_gpus = KeyedHistory(users, finish, log_gpus, window)
+        self.load = InFlight(done, finish, in_flight)
         self.global_median: float | None = None
         self.global_low: float | None = None
         self.global_high: float | None = None
@@ -173,9 +198,47 @@ class HistoryIndex:
         at = submit_times(jobs) if at is None else at
         return self.family.lookup([family_key(j.user, j.name) for j in jobs], at)
 
+    def teams(self, jobs: Sequence[Job], at: np.ndarray | None = None) -> KeyStats:
+        at = submit_times(jobs) if at is None else at
+        return self.team.lookup([j.team for j in jobs], at)
+
+    def at_same_gpus(self, jobs: Sequence[Job], at: np.ndarray | None = None) -> KeyStats:
+        """The user's history at the job's own GPU count."""
+        at = submit_times(jobs) if at is None else at
+        return self.same_gpus.lookup([gpus_key(j.user, j.gpus) for j in jobs], at)
+
     def recent(self, jobs: Sequence[Job], at: np.ndarray | None = None) -> KeyStats:
         at = submit_times(jobs) if at is None else at
         return self.everyone.lookup("*", at)
+
+
+class InFlight:
+    """GPUs submitted and not yet finished at an instant (see *in-flight GPUs* above)."""
+
+    def __init__(self, done: Sequence[Job], finish: np.ndarray,
+                 in_flight: Sequence[Job] = ()) -> None:
+        gpus = np.fromiter((j.gpus for j in done), dtype=float, count=len(done))
+        submit = submit_times(done)
+        by_submit = np.argsort(submit, kind="stable")
+        by_finish = np.argsort(finish, kind="stable")
+        self._submit = submit[by_submit]
+        self._submitted = np.concatenate(([0.0], np.cumsum(gpus[by_submit])))
+        self._finish = np.asarray(finish, dtype=float)[by_finish]
+        self._finished = np.concatenate(([0.0], np.cumsum(gpus[by_finish])))
+        open_submit = submit_times(in_flight)
+        order = np.argsort(open_submit, kind="stable")
+        self._open = open_submit[order]
+        open_gpus = np.fromiter((j.gpus for j in in_flight), dtype=float, count=len(in_flight))
+        self._opened = np.concatenate(([0.0], np.cumsum(open_gpus[order])))
+
+    def at(self, t: np.ndarray) -> np.ndarray:
+        """In-flight GPUs just before each instant of ``t`` (strictly earlier events only)."""
+        t = np.asarray(t, dtype=float)
+        submitted = self._submitted[np.searchsorted(self._submit, t, "left")]
+        finished = self._finished[np.searchsorted(self._finish, t, "left")]
+        opened = self._opened[np.searchsorted(self._open, t, "left")]
+        out: np.ndarray = np.maximum(submitted - finished, 0.0) + opened
+        return out
 
 
 def submit_times(jobs: Sequence[Job]) -> np.ndarray:

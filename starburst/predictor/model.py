@@ -1,15 +1,19 @@
-"""The runtime model: gradient-boosted quantile regression of log runtime, conformally calibrated.
+"""The runtime model: gradient-boosted quantile regression of log runtime, in a chosen *form*.
 
 Three ``HistGradientBoostingRegressor(loss="quantile")`` models predict the p10, p50 and p90 of
 log runtime from the submit-time features (``features.FeatureEncoder``); user, team, image and
-GPU type are native categorical splits. The point estimate is the p50 (the median minimises the
-absolute log-ratio error the evaluation reports).
+GPU type are native categorical splits. A fourth, small and slow, predicts the *residual* of
+log runtime over the user's recent median. How these and the history baselines combine into
+the estimate is the model's *form* (``forms``): the boosted p50, the residual over the user's
+median, a blend, or a plain baseline — whichever the held-out slice says, so that on a bare
+trace the predictor is not worse than the user's own history.
 
 Terms:
-- *calibration split*: the most recent ``calibration_share`` of the training jobs (by submit
-  time) is held out of the fit; the band is widened (or narrowed) there by conformalised
-  quantile regression (CQR: the (1−α) quantile of max(p10 − y, y − p90)), so the p10–p90 band
-  covers ≈ 80% of *recent* jobs even when the quantile models are over- or under-confident.
+- *held-out slice*: the most recent ``calibration_share`` of the training jobs (by submit
+  time), held out of a first fit. On it the form is chosen and the band is calibrated by
+  conformalised quantile regression (CQR: the (1−α) quantile of max(p10 − y, y − p90)), so
+  the p10–p90 band covers ≈ 80% of *recent* jobs. Then the trees are refitted on every
+  training job, the most recent ones being the most telling on a drifting workload.
 - *training window*: first and last submit time of the training jobs.
 
 Invariants: features of training jobs come from a ``HistoryIndex`` over the training jobs
@@ -23,7 +27,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,11 +35,22 @@ import numpy as np
 from starburst.core.errors import StarburstError
 from starburst.core.job import Job
 from starburst.predictor.features import MAX_CATEGORIES, FeatureEncoder
+from starburst.predictor.forms import (
+    SEGMENTS,
+    Baselines,
+    FormChoice,
+    apply,
+    baseline_scores,
+    centres,
+    choose,
+)
 from starburst.predictor.history import HistoryIndex
 
 QUANTILES = (0.1, 0.5, 0.9)
 COVERAGE = 0.8
 MIN_TRAINING_JOBS = 50
+#: at least this many held-out jobs choose the form and calibrate the band
+MIN_HOLDOUT = 30
 #: rows per prediction thread at least, and at most this many threads.
 PARALLEL_ROWS = 2000
 MAX_PREDICT_THREADS = 4
@@ -58,10 +73,17 @@ class TrainParams:
     band_iter: int = 15
     band_learning_rate: float = 0.4
     max_leaf_nodes: int = 31
+    #: the residual model over the user's median (``forms``) is kept small and slow: on a
+    #: bare trace it has little signal to find and much noise to overfit
+    residual_iter: int = 100
+    residual_learning_rate: float = 0.03
+    residual_leaf_nodes: int = 8
     min_samples_leaf: int = 20
     #: 63 bins (not 255) halves training time at no cost in accuracy on the workloads tried.
     max_bins: int = 63
-    calibration_share: float = 0.1
+    #: the most recent share of the training jobs held out to choose the form and
+    #: calibrate the band (``forms``)
+    calibration_share: float = 0.25
     seed: int = 0
     #: OpenMP threads for boosting (None: all cores). A daemon retraining next to its
     #: scheduling loop, or a shared test machine, should pass 1.
@@ -82,71 +104,62 @@ class RuntimeModel:
     encoder: FeatureEncoder
     regressors: tuple[Any, Any, Any]
     widen: float
+    #: the residual model over the user's recent median (``forms``), None if unused
+    residual: Any = None
+    form: FormChoice = field(default_factory=lambda: FormChoice({s: "model" for s in SEGMENTS}))
+    global_log: float = 0.0
 
-    def predict_log(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Log-space (low, median, high), clipped, with low ≤ median ≤ high."""
-        return self._bounded(self._raw(features))
+    def _active(self) -> list[Any]:
+        return [*self.regressors, *([self.residual] if self.form.needs_residual else [])]
 
-    def _bounded(self, raw: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        low, mid, high = (np.clip(q, LOG_FLOOR, LOG_CEIL) for q in raw)
-        low = np.minimum(low - self.widen, mid)
-        high = np.maximum(high + self.widen, mid)
-        return low, mid, high
+    def predict_log(self, jobs: Sequence[Job], history: HistoryIndex
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Log-space (low, centre, high) under the chosen form, clipped, low ≤ centre ≤ high."""
+        return self._bounded(self._outputs(jobs, history), jobs, history)
 
-    def _raw(self, features: np.ndarray) -> list[np.ndarray]:
-        """The three models' outputs, rows split over Python threads of one OpenMP thread each.
+    def _bounded(self, raw: list[np.ndarray], jobs: Sequence[Job], history: HistoryIndex,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        low, mid, high = (np.clip(q, LOG_FLOOR, LOG_CEIL) for q in raw[:3])
+        base = Baselines.of(jobs, history, self.global_log)
+        residual = raw[3] if len(raw) > 3 else None
+        centre = np.clip(apply(self.form, centres(mid, residual, base, self.global_log),
+                               base.known), LOG_FLOOR, LOG_CEIL)
+        lower = np.maximum(mid - low, 0.0) + self.widen
+        upper = np.maximum(high - mid, 0.0) + self.widen
+        return (np.minimum(centre - lower, centre), centre, np.maximum(centre + upper, centre))
 
-        scikit-learn parallelises each tree with OpenMP; a 10,000-row batch then pays a thread
-        barrier per tree, which costs 3–5× the work when another process holds a core. Row
-        chunks on plain threads (the tree walk releases the GIL) are as fast when the machine
-        is idle and degrade gracefully when it is not.
-        """
-        from concurrent.futures import ThreadPoolExecutor
-
+    def _outputs(self, jobs: Sequence[Job], history: HistoryIndex) -> list[np.ndarray]:
+        """A large batch is split over threads that each build their rows' features and run
+        the trees: one thread's feature building (Python, holding the GIL) overlaps the other's
+        tree walk (native, releasing it), and each tree walk uses one OpenMP thread (a
+        10,000-row batch would otherwise pay a thread barrier per tree, 3–5× the work when
+        another process holds a core). Rows are independent, so the result is the same."""
         from threadpoolctl import ThreadpoolController
 
         controller = ThreadpoolController()
+        active = self._active()
 
-        def run(chunk: np.ndarray) -> list[np.ndarray]:
+        def run(chunk: Sequence[Job]) -> list[np.ndarray]:
+            features = self.encoder.transform(chunk, history)
             with controller.limit(limits=1, user_api="openmp"):
-                return [r.predict(chunk) for r in self.regressors]
+                return [r.predict(features) for r in active]
 
-        parts = min(os.cpu_count() or 1, MAX_PREDICT_THREADS, len(features) // PARALLEL_ROWS)
+        parts = min(os.cpu_count() or 1, MAX_PREDICT_THREADS, len(jobs) // PARALLEL_ROWS)
         if parts <= 1:
-            return run(features)
-        chunks = np.array_split(features, parts)
-        with ThreadPoolExecutor(parts) as pool:
+            return run(jobs)
+        from concurrent.futures import ThreadPoolExecutor
+
+        size = -(-len(jobs) // parts)
+        chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+        with ThreadPoolExecutor(len(chunks)) as pool:
             outs = list(pool.map(run, chunks))
-        return [np.concatenate([o[k] for o in outs]) for k in range(len(self.regressors))]
+        return [np.concatenate([o[k] for o in outs]) for k in range(len(active))]
 
     def predict(self, jobs: Sequence[Job], history: HistoryIndex) -> Prediction:
-        """A large batch is split over threads that each build their rows' features and run
-        the trees: one thread's feature building (Python, holding the GIL) overlaps the other's
-        tree walk (native, releasing it). Rows are independent, so the result is the same."""
         if not jobs:
             empty = np.zeros(0)
             return Prediction(empty, empty, empty)
-        parts = min(os.cpu_count() or 1, MAX_PREDICT_THREADS, len(jobs) // PARALLEL_ROWS)
-        if parts <= 1:
-            raw = self._raw(self.encoder.transform(jobs, history))
-        else:
-            from concurrent.futures import ThreadPoolExecutor
-
-            from threadpoolctl import ThreadpoolController
-
-            controller = ThreadpoolController()
-
-            def run(chunk: Sequence[Job]) -> list[np.ndarray]:
-                features = self.encoder.transform(chunk, history)
-                with controller.limit(limits=1, user_api="openmp"):
-                    return [r.predict(features) for r in self.regressors]
-
-            size = -(-len(jobs) // parts)
-            chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
-            with ThreadPoolExecutor(len(chunks)) as pool:
-                outs = list(pool.map(run, chunks))
-            raw = [np.concatenate([o[k] for o in outs]) for k in range(len(self.regressors))]
-        low, mid, high = self._bounded(raw)
+        low, mid, high = self.predict_log(jobs, history)
         return Prediction(np.exp(mid), np.exp(low), np.exp(high))
 
 
@@ -168,9 +181,24 @@ def fit_model(jobs: Sequence[Job], params: TrainParams | None = None) -> Runtime
         return _fit(jobs, params)
 
 
-def _fit(jobs: Sequence[Job], params: TrainParams) -> RuntimeModel:
+def _regressor(params: TrainParams, encoder: FeatureEncoder, q: float, iters: int,
+               rate: float, leaf: int) -> Any:
     from sklearn.ensemble import HistGradientBoostingRegressor
 
+    return HistGradientBoostingRegressor(
+        loss="quantile", quantile=q, max_iter=iters, learning_rate=rate,
+        max_leaf_nodes=params.max_leaf_nodes, max_bins=params.max_bins, min_samples_leaf=leaf,
+        early_stopping=False, categorical_features=encoder.categorical_mask,
+        random_state=params.seed,
+    )
+
+
+def holdout_start(n: int, params: TrainParams) -> int:
+    """Index of the first held-out (most recent) training job."""
+    return n - max(int(n * params.calibration_share), MIN_HOLDOUT)
+
+
+def _fit(jobs: Sequence[Job], params: TrainParams) -> RuntimeModel:
     done = completed(jobs)
     if len(done) < MIN_TRAINING_JOBS:
         raise TrainingError(
@@ -178,31 +206,50 @@ def _fit(jobs: Sequence[Job], params: TrainParams) -> RuntimeModel:
             f"got {len(done)}"
         )
     encoder = FeatureEncoder.fit(done)
-    features = encoder.transform(done, HistoryIndex(done))
+    history = HistoryIndex(done)
+    features = encoder.transform(done, history)
     # A column no training job has (no declarations, no commands in a bare trace) is constant
     # to the boosting; scikit-learn's binning cannot take an all-missing numeric column.
     features[:, np.isnan(features).all(axis=0)] = 0.0
     target = np.log(np.array([j.runtime for j in done], dtype=float))
-    cut = len(done) - max(int(len(done) * params.calibration_share), 20)
-    regressors = tuple(
-        HistGradientBoostingRegressor(
-            loss="quantile", quantile=q,
-            max_iter=params.max_iter if q == 0.5 else params.band_iter,
-            learning_rate=params.learning_rate if q == 0.5 else params.band_learning_rate,
-            max_leaf_nodes=params.max_leaf_nodes, max_bins=params.max_bins,
-            min_samples_leaf=params.min_samples_leaf, early_stopping=False,
-            categorical_features=encoder.categorical_mask, random_state=params.seed,
-        ).fit(features[:cut], target[:cut])
-        for q in QUANTILES
-    )
-    model = RuntimeModel(encoder, (regressors[0], regressors[1], regressors[2]), 0.0)
-    model.widen = conformal_widening(model, features[cut:], target[cut:])
+    cut = holdout_start(len(done), params)
+    global_log = float(np.median(target[:cut]))
+    base = Baselines.of(done, history, global_log)
+    first = _regressors(params, encoder, features[:cut], target[:cut], base.user[:cut])
+    held = Baselines(base.user[cut:], base.shrunk[cut:], base.known[cut:])
+    mid = np.clip(first[1].predict(features[cut:]), LOG_FLOOR, LOG_CEIL)
+    candidates = centres(mid, first[3].predict(features[cut:]), held, global_log)
+    choice = choose(candidates, target[cut:], held.known,
+                    baseline_scores(base, target, global_log))
+    model = RuntimeModel(encoder, first[:3], 0.0, first[3], choice, global_log)
+    model.widen = conformal_widening(model, done[cut:], history, target[cut:])
+    # The form and the band are settled on the slice; the trees are refitted on every job,
+    # because the most recent jobs are the most telling on a drifting workload.
+    final = _regressors(params, encoder, features, target, base.user)
+    model.regressors = final[:3]
+    model.residual = final[3] if choice.needs_residual else None
     return model
 
 
-def conformal_widening(model: RuntimeModel, features: np.ndarray, target: np.ndarray) -> float:
+def _regressors(params: TrainParams, encoder: FeatureEncoder, features: np.ndarray,
+                target: np.ndarray, user: np.ndarray) -> tuple[Any, Any, Any, Any]:
+    """The p10, p50 and p90 models of log runtime and the residual model over ``user``."""
+    low, mid, high = (
+        _regressor(params, encoder, q, params.max_iter if q == 0.5 else params.band_iter,
+                   params.learning_rate if q == 0.5 else params.band_learning_rate,
+                   params.min_samples_leaf).fit(features, target)
+        for q in QUANTILES
+    )
+    residual = _regressor(replace(params, max_leaf_nodes=params.residual_leaf_nodes), encoder,
+                          0.5, params.residual_iter, params.residual_learning_rate,
+                          2 * params.min_samples_leaf).fit(features, target - user)
+    return low, mid, high, residual
+
+
+def conformal_widening(model: RuntimeModel, jobs: Sequence[Job], history: HistoryIndex,
+                       target: np.ndarray) -> float:
     """CQR: how much to widen the p10–p90 band (log space) for ``COVERAGE`` on held-out rows."""
-    low, _, high = model.predict_log(features)
+    low, _, high = model.predict_log(jobs, history)
     scores = np.maximum(low - target, target - high)
     n = len(scores)
     level = min(1.0, math.ceil((n + 1) * COVERAGE) / n)

@@ -5,9 +5,10 @@ The store (``starburst.adapters.db``) and trace files both feed the same narrow 
 (and ``extra["finish_time"]`` when known). Nothing here reads a database or a clock: the
 caller passes ``trained_at``.
 
-Held-out metrics come from the calibration split (the most recent tenth of the training jobs,
+Held-out metrics come from the held-out split (the most recent fifth of the training jobs,
 which the boosting never saw): median absolute log-ratio, share within 2×, and p10–p90
-coverage (≈ 0.8 by construction, since the band is calibrated there).
+coverage (≈ 0.8 by construction, since the band is calibrated there), and every candidate
+form's MALR per segment (``val_malr[segment:form]``), from which the form was chosen.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from starburst.core.job import Job
 from starburst.predictor.artifact import ModelArtifact, model_version
 from starburst.predictor.history import HistoryIndex
-from starburst.predictor.model import TrainParams, completed, fit_model
+from starburst.predictor.model import TrainParams, completed, fit_model, holdout_start
 
 
 def train_artifact(
@@ -36,7 +37,7 @@ def train_artifact(
     done = completed(jobs)
     model = fit_model(done, params)
     history = HistoryIndex(done)
-    cut = len(done) - max(int(len(done) * params.calibration_share), 20)
+    cut = holdout_start(len(done), params)
     held = done[cut:]
     pred = model.predict(held, history)
     truth = np.array([j.runtime for j in held], dtype=float)
@@ -47,6 +48,8 @@ def train_artifact(
         "within_2x": float(np.mean(ratio <= np.log(2.0))),
         "p10_p90_coverage": float(np.mean((pred.low <= truth) & (truth <= pred.high))),
     }
+    for segment, scores in model.form.scores.items():
+        metrics.update({f"val_malr[{segment}:{name}]": v for name, v in scores.items()})
     when = trained_at or datetime.now(UTC)
     window = (done[0].submit_time, done[-1].submit_time)
     return ModelArtifact(

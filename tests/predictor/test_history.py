@@ -34,8 +34,11 @@ def test_features_equal_those_computed_from_only_the_past(workload: list[Job]) -
     for i in rng.choice(len(workload), 25, replace=False):
         probe = workload[int(i)]
         past = [j for j in workload if finish_time(j) < probe.submit_time]
-        for a, b in ((full.users([probe]), HistoryIndex(past).users([probe])),
-                     (full.families([probe]), HistoryIndex(past).families([probe]))):
+        before = HistoryIndex(past)
+        for a, b in ((full.users([probe]), before.users([probe])),
+                     (full.families([probe]), before.families([probe])),
+                     (full.teams([probe]), before.teams([probe])),
+                     (full.at_same_gpus([probe]), before.at_same_gpus([probe]))):
             np.testing.assert_array_equal(a.count, b.count)
             np.testing.assert_allclose(a.median, b.median, equal_nan=True)
             np.testing.assert_allclose(a.last, b.last, equal_nan=True)
@@ -92,3 +95,28 @@ def test_families_fold_digits_and_finish_time_prefers_the_record() -> None:
     assert finish_time(job(0, 10.0, 5.0, finish_time="100")) == 100.0
     assert finish_time(job(0, 10.0, 5.0, finish_time="garbage")) == 15.0
     assert finish_time(job(0, 10.0, 5.0, finish_time="1")) == 15.0  # never before submit+runtime
+
+
+def test_team_same_gpus_windows_and_usual_gpus() -> None:
+    done = [Job(id=f"d{i}", submit_time=float(i), gpus=g, runtime=r, user="ann", team="vc1")
+            for i, (g, r) in enumerate([(1, 10.0), (8, 1000.0), (1, 30.0), (8, 3000.0)])]
+    index = HistoryIndex(done)
+    probe = [Job(id="p", submit_time=1e6, gpus=8, user="ann", team="vc1"),
+             Job(id="q", submit_time=1e6, gpus=2, user="bob", team="vc1")]
+    same = index.at_same_gpus(probe)
+    assert same.count.tolist()[0] == 2 and same.last[0] == math.log(3000.0)
+    assert same.count[1] == 0  # bob has no jobs at any GPU count
+    assert index.teams(probe).count.tolist() == [4, 4]  # the team sees everyone in vc1
+    short = index.user_short.lookup(["ann"], np.array([1e6]))
+    assert short.median[0] == math.log(1000.0)  # last three: 1000, 30, 3000
+    usual = index.user_gpus.lookup(["ann"], np.array([1e6]))
+    assert math.isclose(math.exp(usual.median[0]), math.sqrt(8))  # median of 1, 8, 1, 8
+
+
+def test_in_flight_gpus_count_only_submitted_and_unfinished_jobs() -> None:
+    done = [Job(id="a", submit_time=0.0, gpus=4, runtime=100.0),  # in flight during [0, 100)
+            Job(id="b", submit_time=50.0, gpus=2, runtime=100.0)]  # during [50, 150)
+    running = [Job(id="c", submit_time=120.0, gpus=8)]  # live: still running, finish unknown
+    load = HistoryIndex(done, in_flight=running).load
+    assert load.at(np.array([0.0, 1.0, 50.0, 60.0, 100.0, 101.0, 121.0, 200.0])).tolist() == [
+        0, 4, 4, 6, 6, 2, 10, 8]
