@@ -218,8 +218,8 @@ class SchedulingLoop(CloudSide):
         for i, stored in enumerate(submitted):
             job = stored.job
             estimate = estimates[i].value if estimates is not None else None
-            if estimate is not None:
-                job = job.with_estimate(estimate)
+            if estimates is not None:  # the band too: compute-expected budgets from it
+                job = job.with_estimate(estimates[i].value, estimates[i].low, estimates[i].high)
             budget = self.config.policy.budget(job)
             reason = f"queued with a {_budget_text(budget)} wait budget"
             if (blocker := cloud_blocker(job)) is not None:

@@ -5,6 +5,10 @@ Terms:
   to the live system until the job ends.
 - *estimate*: the runtime the waiting policy sees: the trace runtime (oracle), a perturbed
   oracle, or a prediction. Budgets are always computed from the estimate.
+- *band*: ``estimate_low`` … ``estimate_high``, the predictor's p10 … p90 (both or neither).
+  *Expected runtime*: the mean of the log-normal distribution with the estimate as its median
+  and the band as its p10/p90, exp(μ + σ²/2) with σ = ln(high/low) / (2 × 1.2816), σ capped at
+  ``MAX_SIGMA``; without a band it is the believed runtime.
 - *wait budget*: the longest a job may wait in the queue before it bursts; ``deadline`` is
   ``queued_at + budget`` (``inf`` for a job that never bursts).
 - *pods*: the job runs as ``pods`` equal tasks (the Pods of one Kubernetes Job), each with
@@ -30,6 +34,11 @@ from dataclasses import dataclass, field, replace
 
 from starburst.core.errors import PermanentError
 
+#: the standard normal's 90th percentile: a p10–p90 band is ±Z90 σ in log space
+Z90 = 1.2815515655446004
+#: a band wider than this σ (p90/p10 ≈ 170×) says "unknown", not "enormous mean"
+MAX_SIGMA = 2.0
+
 
 @dataclass(frozen=True, slots=True)
 class Job:
@@ -49,6 +58,8 @@ class Job:
     deadline: float | None = None
     pods: int | None = None
     extra: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    estimate_low: float | None = None
+    estimate_high: float | None = None
 
     @property
     def believed_runtime(self) -> float:
@@ -64,8 +75,19 @@ class Job:
             return max(self.gpus // self.pods, 1)
         return 1
 
-    def with_estimate(self, estimate: float) -> Job:
-        return replace(self, estimate=estimate)
+    @property
+    def expected_runtime(self) -> float:
+        """Mean runtime under the estimate's band (see *expected runtime* above)."""
+        mid, low, high = self.believed_runtime, self.estimate_low, self.estimate_high
+        if low is None or high is None or not 0 < low <= high or mid <= 0:
+            return mid
+        sigma = min(math.log(high / low) / (2 * Z90), MAX_SIGMA)
+        return mid * math.exp(sigma * sigma / 2)
+
+    def with_estimate(self, estimate: float, low: float | None = None,
+                      high: float | None = None) -> Job:
+        """This job with an estimate (and its band, when the estimator gives one)."""
+        return replace(self, estimate=estimate, estimate_low=low, estimate_high=high)
 
 
 CLOUD_BLOCKER = "cloud_blocker"

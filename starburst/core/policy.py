@@ -9,10 +9,18 @@
 | resource   | c × gpus                       | seconds per GPU         |
 | compute    | c × gpus × runtime             | unitless (per GPU)      |
 | star       | 0 on arrival; see ``star_requeue_budget`` | seconds per GPU |
+| compute-expected | c × gpus × expected runtime | unitless (per GPU)     |
 
 "runtime" is the job's estimate (``Job.believed_runtime``). The admin may give the coefficient c
 directly or a *waiting budget* b; then c makes Σ w(j) = b × Σ runtime(j) over a reference
 workload (``calibrate``). An explicit c always overrides b.
+
+``compute-expected`` is not the paper's: it is Compute-Wait over the predicted *distribution*
+(``Job.expected_runtime``, the log-normal mean of the estimate and its p10–p90 band) instead of
+the point estimate, so a job whose runtime is uncertain — which may well be long — waits
+longer rather than bursting at once on a low median. Its calibration uses the expected
+runtime on both sides (the expected total budget is b × the expected total runtime). A job
+without a band gets plain Compute-Wait. The paper's policies are untouched by it.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ class PolicyKind(StrEnum):
     RESOURCE = "resource"
     COMPUTE = "compute"
     STAR = "star"
+    COMPUTE_EXPECTED = "compute-expected"
 
 
 #: Star-Wait defaults from the paper: the cloud stint threshold L and the re-queue factor r.
@@ -53,7 +62,8 @@ def calibrate(kind: PolicyKind, budget: float, jobs: Sequence[Job]) -> float:
     """The coefficient that makes Σ w(j) = budget × Σ runtime(j) over ``jobs``.
 
     Closed forms (DESIGN.md): constant c = b·mean(runtime); runtime c = b; resource and star
-    c = b·mean(runtime)/mean(gpus); compute c = b·Σruntime/Σ(gpus·runtime).
+    c = b·mean(runtime)/mean(gpus); compute c = b·Σruntime/Σ(gpus·runtime); compute-expected
+    the same over expected runtimes.
     """
     if budget < 0 or not math.isfinite(budget):
         raise ConfigError(f"waiting budget must be a finite number ≥ 0, got {budget}")
@@ -69,7 +79,11 @@ def calibrate(kind: PolicyKind, budget: float, jobs: Sequence[Job]) -> float:
     if kind in (PolicyKind.RESOURCE, PolicyKind.STAR):
         total_gpus = sum(j.gpus for j in jobs)
         return budget * total_runtime / total_gpus if total_gpus else 0.0
-    compute = math.fsum(j.gpus * j.believed_runtime for j in jobs)
+    if kind is PolicyKind.COMPUTE_EXPECTED:
+        total_runtime = math.fsum(j.expected_runtime for j in jobs)
+        compute = math.fsum(j.gpus * j.expected_runtime for j in jobs)
+    else:
+        compute = math.fsum(j.gpus * j.believed_runtime for j in jobs)
     return budget * total_runtime / compute if compute else 0.0
 
 
@@ -95,6 +109,8 @@ class WaitPolicy:
         kind, c = self.kind, self.coefficient
         if kind is PolicyKind.COMPUTE:
             return c * job.gpus * job.believed_runtime
+        if kind is PolicyKind.COMPUTE_EXPECTED:
+            return c * job.gpus * job.expected_runtime
         if kind is PolicyKind.NO_WAIT or kind is PolicyKind.STAR:
             return 0.0
         if kind is PolicyKind.INFINITE:

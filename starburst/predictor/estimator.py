@@ -152,7 +152,9 @@ def load_estimator(path: str | Path | None,
 
 def with_estimates(jobs: Sequence[Job], estimates: Sequence[Estimate],
                    use: str = "value") -> list[Job]:
-    """Jobs whose ``estimate`` (what the waiting policy sees) is the chosen quantile."""
+    """Jobs whose ``estimate`` (what the waiting policy sees) is the chosen quantile, with the
+    estimate's band (``compute-expected`` reads it; the other policies ignore it)."""
     if use not in ("value", "low", "high"):
         raise StarburstError(f"use must be value, low or high, not {use!r}")
-    return [j.with_estimate(getattr(e, use)) for j, e in zip(jobs, estimates, strict=True)]
+    return [j.with_estimate(getattr(e, use), e.low, e.high)
+            for j, e in zip(jobs, estimates, strict=True)]

@@ -43,13 +43,19 @@ def test_scheduling_comparison(workload: list[Job]) -> None:
     cmp = compare_scheduling(workload[:1000], train_share=0.7, load=2.0, params=SMALL)
     labels = [r.label for r in cmp.rows]
     assert labels == ["No-Wait", "Starburst, oracle runtimes", "Starburst, predicted runtimes",
+                      "Starburst, predicted p90", "compute-expected, predicted",
                       "Star-Wait (no estimate)"]
     assert cmp.jobs == 300 and 1.5 < cmp.offered_load < 2.5
-    nowait, oracle, predicted, _ = cmp.rows
+    nowait, oracle, predicted, p90, expected, _ = cmp.rows
     assert nowait.savings == 0.0 and oracle.savings > 0.0
     assert math.isclose(cmp.kept, predicted.savings / oracle.savings)
+    assert math.isclose(cmp.kept_by(expected.label), expected.savings / oracle.savings)
+    assert math.isclose(cmp.jct_change(p90.label), p90.mean_jct_s / nowait.mean_jct_s - 1)
     assert predicted.savings > 0.5 * oracle.savings
-    assert "keep" in format_comparison(cmp)
+    # the band changes the decisions: budgets from the distribution are not the p50's
+    assert (expected.cost_usd, expected.mean_jct_s) != (predicted.cost_usd, predicted.mean_jct_s)
+    text = format_comparison(cmp)
+    assert "keeps" in text and "compute-expected" in text
 
 
 def test_bare_trace_without_users_or_declarations() -> None:

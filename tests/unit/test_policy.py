@@ -69,3 +69,34 @@ def test_unknown_policy_and_bad_budgets_are_clear_errors() -> None:
         calibrate(PolicyKind.CONSTANT, 0.25, [])
     with pytest.raises(ConfigError):
         WaitPolicy(PolicyKind.CONSTANT, -5)
+
+
+def test_expected_runtime_is_the_log_normal_mean_of_the_band() -> None:
+    z90 = 1.2815515655446004
+    sigma = 0.5
+    low, high = H * math.exp(-z90 * sigma), H * math.exp(z90 * sigma)
+    job = make_job(gpus=2, runtime=10 * H, estimate=H).with_estimate(H, low, high)
+    assert job.expected_runtime == pytest.approx(H * math.exp(sigma**2 / 2))
+    assert make_job(runtime=H, estimate=H).expected_runtime == H  # no band: the estimate
+    huge = make_job(runtime=H).with_estimate(H, 1.0, 1e9)  # "unknown" is capped, not infinite
+    assert huge.expected_runtime == pytest.approx(H * math.exp(2.0**2 / 2))
+
+
+def test_compute_expected_waits_longer_for_uncertain_jobs_and_paper_compute_ignores_bands() -> None:
+    sure = make_job("sure", gpus=2, runtime=H).with_estimate(H, 0.9 * H, 1.1 * H)
+    unsure = make_job("unsure", gpus=2, runtime=H).with_estimate(H, 0.05 * H, 20 * H)
+    expected = WaitPolicy(PolicyKind.COMPUTE_EXPECTED, 0.5)
+    assert expected.budget(unsure) > 3 * expected.budget(sure) > 3 * H
+    compute = WaitPolicy(PolicyKind.COMPUTE, 0.5)
+    assert compute.budget(sure) == compute.budget(unsure) == pytest.approx(H)
+    assert parse_policy(" Compute-Expected ") is PolicyKind.COMPUTE_EXPECTED
+
+
+def test_compute_expected_calibration_adds_up_over_expected_runtimes() -> None:
+    jobs = [JOBS[0].with_estimate(H, 0.2 * H, 5 * H), JOBS[1].with_estimate(3 * H, 2 * H, 4 * H)]
+    policy = WaitPolicy.from_budget(PolicyKind.COMPUTE_EXPECTED, 0.4, jobs)
+    total_wait = sum(policy.budget(j) for j in jobs)
+    assert total_wait == pytest.approx(0.4 * sum(j.expected_runtime for j in jobs))
+    # without bands it is Compute-Wait exactly
+    assert calibrate(PolicyKind.COMPUTE_EXPECTED, 0.25, JOBS) == calibrate(
+        PolicyKind.COMPUTE, 0.25, JOBS)
