@@ -77,6 +77,15 @@ class Settings(BaseSettings):
     metering_interval_s: float = Field(default=30.0, gt=0)
     recalibrate_interval_s: float = Field(default=600.0, gt=0)
     retrain_interval_s: float = Field(default=3600.0, gt=0)
+    # finance
+    onprem_rates: dict[str, float] = Field(
+        default_factory=dict, description="Internal price of on-prem GPUs for showback, "
+        "$/GPU-hour per GPU type ('*': any other type), e.g. {\"A100\": 1.1, \"*\": 0.6}.")
+    budget_alerts: list[float] = Field(
+        default_factory=lambda: [0.8, 1.0], description="Budget shares (0.8 = 80%) that "
+        "raise an alert once per month per team: a log line, a metric, a Kubernetes Event.")
+    budget_webhook: str | None = Field(
+        default=None, description="URL that budget alerts are POSTed to as JSON.")
     # serving
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8080, ge=0, le=65535)
@@ -94,6 +103,21 @@ class Settings(BaseSettings):
     lease_namespace: str = Field(default="default", description="Namespace of the Lease.")
     lease_duration_s: float = Field(default=15.0, ge=1.0,
                                     description="A dead leader is replaced within this long.")
+
+    @field_validator("onprem_rates")
+    @classmethod
+    def _rates_not_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = [k for k, v in value.items() if v < 0]
+        if bad:
+            raise ValueError(f"the rate of {bad[0]!r} is negative")
+        return value
+
+    @field_validator("budget_alerts")
+    @classmethod
+    def _shares(cls, value: list[float]) -> list[float]:
+        if any(v <= 0 for v in value):
+            raise ValueError("alert thresholds are positive shares of a budget, e.g. 0.8")
+        return sorted(set(value))
 
     @field_validator("database_url")
     @classmethod

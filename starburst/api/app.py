@@ -15,6 +15,8 @@ Keywords:
 - ``clock``: supplies "now" for budgets, waits and cost so far (default: the wall clock).
 - ``prices``: the price table for savings (default: ``settings.price_table`` or the shipped
   defaults, read when first needed).
+- ``quote``: a callable returning the burst's price rule (the cloud port's ``quote``) that
+  savings reuse (default: the cloud the settings name, built on first use).
 - ``job_logs``: a callable returning the reader behind ``GET /v1/jobs/{id}/logs`` (see
   ``ApiContext``); None: the route answers 409 saying this API serves no job output.
 
@@ -30,6 +32,7 @@ from fastapi import FastAPI
 from starburst.adapters.db.store import SqlStore
 from starburst.api import errors
 from starburst.api.context import ApiContext, Clock, HealthProbe
+from starburst.api.finance import burst_quote
 from starburst.api.routes import accounts, costs, jobs, tuning
 from starburst.api.routes import health as health_routes
 from starburst.settings import Settings
@@ -42,7 +45,7 @@ __all__ = ["HealthProbe", "create_app"]
 def create_app(
     settings: Settings, store: SqlStore, *, health: HealthProbe | None = None,
     metrics_registry: Any = None, auth: bool = True, clock: Clock | None = None,
-    prices: Any = None, job_logs: Any = None,
+    prices: Any = None, job_logs: Any = None, quote: Any = None,
 ) -> FastAPI:
     """A new FastAPI app serving ``store``; see the module docstring for the keywords."""
     if metrics_registry is None:
@@ -57,6 +60,7 @@ def create_app(
     app.state.starburst = ApiContext(
         settings=settings, store=store, clock=clock or WallClock(), auth=auth,
         health=health, registry=metrics_registry, prices=prices, job_logs=job_logs,
+        quote=quote or burst_quote(settings, clock or WallClock(), prices),
     )
     errors.install(app)
     for module in (jobs, costs, accounts, tuning, health_routes):

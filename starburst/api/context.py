@@ -14,6 +14,8 @@ Terms:
 - *job logs*: a callable returning the ``starburst.controller.joblogs.JobLogs`` that reads job
   output through the backends (the controller's own in ``starburst server``; built on first
   use from the settings in ``starburst api``); None: this API serves no job output.
+- *quote*: a callable returning the cloud port's ``quote`` (the burst's own price rule,
+  which the savings counterfactual must reuse), or None when no cloud is configured.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class ApiContext:
     registry: Any = None
     prices: Any = None  # a starburst.pricing.PriceTable, loaded on first use when None
     job_logs: Callable[[], Any] | None = None
+    quote: Callable[[], Any] | None = None  # returns the burst's quote function, or None
     anonymous: Principal = field(
         default_factory=lambda: Principal(token_id=0, user="local", team=None, role=Role.ADMIN)
     )

@@ -9,13 +9,14 @@ embedded SQLite file). Create the schema first with ``starburst db upgrade``.
     starburst admin tokens issue alice --role user      # prints the secret, once
     starburst admin tokens revoke 3
     starburst admin budgets set ml 5000 --currency USD
-    starburst admin budgets show ml
+    starburst admin budgets show            # every team: spent, remaining, forecast
     STARBURST_BOOTSTRAP_TOKEN=sb_... starburst admin bootstrap   # deployments (the Helm hook)
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
@@ -145,21 +146,41 @@ def set_budget(
     except InvalidOperation:
         raise typer.BadParameter(f"{monthly_limit!r} is not an amount such as 5000 or 2500.50",
                                  param_hint="MONTHLY_LIMIT") from None
+    from starburst.adapters.db.holds import budget_states
+
     with _store(url, config) as store:
         budget = store.set_team_budget(team, amount, currency=currency.upper())
+        states = budget_states(store, time.time(), team)
     typer.echo(f"team {budget.team}: {budget.monthly_limit} {budget.currency} per month")
+    if states and states[0].spent > states[0].limit:
+        typer.echo(f"warning: team {team} already spent {states[0].spent:.2f} "
+                   f"{budget.currency} in {states[0].month_name}, more than the new limit: "
+                   "its jobs stop bursting now", err=True)
 
 
 @budgets.command("show")
-def show_budget(team: str, url: UrlOption = None,
-        config: ConfigOption = None) -> None:
-    """Show a team's monthly cloud budget."""
+def show_budget(
+    team: Annotated[str | None, typer.Argument(help="One team (default: every team).")] = None,
+    url: UrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Teams' monthly cloud budgets: limit, spent, remaining and month-end forecast."""
+    from starburst.adapters.db.holds import budget_states
+    from starburst.cli.jobs import table
+
     with _store(url, config) as store:
-        budget = store.team_budget(team)
-    if budget is None:
-        typer.echo(f"error: team {team} has no budget", err=True)
+        states = budget_states(store, time.time(), team)
+        fired = store.budget_alerts(states[0].month) if states else {}
+    if not states:
+        typer.echo(f"error: team {team} has no budget" if team else "no team has a budget",
+                   err=True)
         raise typer.Exit(1)
-    typer.echo(f"team {budget.team}: {budget.monthly_limit} {budget.currency} per month")
+    rows = [[s.team, f"{s.limit:.2f}", f"{s.spent:.2f}", f"{s.remaining:.2f}",
+             f"{s.forecast:.2f}", s.currency, f"{min(s.used, 99.99):.0%}",
+             ",".join(f"{a:.0%}" for a in fired.get(s.team, [])) or "-"] for s in states]
+    typer.echo(f"budgets for {states[0].month_name}")
+    typer.echo(table(["TEAM", "LIMIT", "SPENT", "REMAINING", "FORECAST", "CURRENCY", "USED",
+                      "ALERTS"], rows))
 
 
 @app.command()

@@ -1,4 +1,5 @@
-"""Researchers' commands: ``submit``, ``jobs``, ``status``, ``explain``, ``cancel``, ``costs``.
+"""Researchers' commands: ``submit``, ``jobs``, ``status``, ``explain``, ``cancel``
+(``costs`` is in ``starburst.cli.costs``).
 
 They talk to the REST API over HTTP (``httpx``, imported only when a command runs) at
 ``--server`` / ``$STARBURST_SERVER`` (default http://127.0.0.1:8080) with the token
@@ -7,7 +8,6 @@ They talk to the REST API over HTTP (``httpx``, imported only when a command run
     starburst submit --gpus 2 --image pytorch:2.4 --runtime 2h -- python train.py --lr 3e-4
     starburst jobs --state queued
     starburst explain 3f2a...
-    starburst costs --by team,month --since 2026-11-01
 
 Failures are one line on stderr, never a traceback: an unreachable server exits 2 (with a
 hint to start ``starburst server``); an error the server reports (4xx) prints its ``detail``
@@ -121,6 +121,7 @@ def submit(
     gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="e.g. A100.")] = None,
     env: Annotated[list[str] | None, typer.Option(help="NAME=VALUE, repeatable.")] = None,
     team: Annotated[str | None, typer.Option(help="Charge this team.")] = None,
+    project: Annotated[str | None, typer.Option(help="Project for cost reports.")] = None,
     key: Annotated[str | None, typer.Option(
         "--idempotency-key", help="Submitting twice with one key makes one job.")] = None,
     server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
@@ -134,7 +135,7 @@ def submit(
         variables[name_] = value
     body = {"image": image, "command": command, "gpus": gpus, "name": name, "cpus": cpus,
             "memory_mb": memory_mb, "gpu_type": gpu_type, "env": variables, "team": team,
-            "declared_runtime_s": parse_duration(runtime) if runtime else None}
+            "project": project, "declared_runtime_s": parse_duration(runtime) if runtime else None}
     job = call(server, token, "POST", "/v1/jobs", headers={"Idempotency-Key": key} if key else {},
                json={k: v for k, v in body.items() if v is not None})
     typer.echo(f"{job['id']}  {job['state']}")
@@ -246,43 +247,3 @@ def cancel(
     """Cancel a waiting or running job (the controller stops it on its next pass)."""
     job = call(server, token, "POST", f"/v1/jobs/{job_id}/cancel")
     typer.echo(f"{job['id']}  {job['state']}")
-
-
-def costs(
-    by: Annotated[str, typer.Option(help="Group by: user, team, cloud, day, month.")] = "team",
-    since: Annotated[str | None, typer.Option(help="From (ISO date); default: this month.")]
-    = None,
-    until: Annotated[str | None, typer.Option(help="Until (ISO date, exclusive).")] = None,
-    team: Annotated[str | None, typer.Option()] = None,
-    user: Annotated[str | None, typer.Option()] = None,
-    cloud: Annotated[str | None, typer.Option()] = None,
-    savings: Annotated[bool, typer.Option(
-        "--savings", help="Also compare with bursting every job at once (finance).")] = False,
-    as_json: JsonOption = False, server: ServerOption = DEFAULT_SERVER,
-    token: TokenOption = None,
-) -> None:
-    """Cloud spending grouped by team, user, cloud, day or month."""
-    params = {k: v for k, v in {"by": by, "since": since, "until": until, "team": team,
-                                "user": user, "cloud": cloud}.items() if v is not None}
-    report = call(server, token, "GET", "/v1/costs", params=params)
-    saved = None
-    if savings:
-        window = {k: v for k, v in {"since": since, "until": until}.items() if v is not None}
-        saved = call(server, token, "GET", "/v1/costs/savings", params=window)
-    if as_json:
-        typer.echo(json.dumps({"report": report, "savings": saved} if savings else report,
-                              indent=2))
-        return
-    keys = report["by"]
-    rows = [[*(r["key"].get(k) or "-" for k in keys), r["amount"], r["currency"],
-             f"{r['gpu_hours']:.2f}", str(r["entries"])] for r in report["rows"]]
-    rows += [["total", *["" for _ in keys[1:]], t["amount"], t["currency"],
-              f"{t['gpu_hours']:.2f}", ""] for t in report["totals"]]
-    typer.echo(f"costs from {_time(report['since'])} until {_time(report['until'])}")
-    typer.echo(table([k.upper() for k in keys] + ["AMOUNT", "CURRENCY", "GPU-H", "ENTRIES"],
-                     rows))
-    if saved is not None:
-        fraction = saved["saved_fraction"]
-        typer.echo(f"bursting everything (No-Wait) would have cost {saved['no_wait']} "
-                   f"{saved['currency']}; spent {saved['actual']}; saved {saved['saved']}"
-                   + (f" ({fraction:.0%})" if fraction is not None else ""))

@@ -39,7 +39,7 @@ COMMANDS: dict[str, str] = {
     "explain": "starburst.cli.jobs:explain",
     "logs": "starburst.cli.jobs:logs",
     "cancel": "starburst.cli.jobs:cancel",
-    "costs": "starburst.cli.jobs:costs",
+    "costs": "starburst.cli.costs:costs",
 }
 
 

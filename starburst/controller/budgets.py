@@ -1,17 +1,132 @@
-"""The controller's view of team cloud budgets: the teams held on-prem, refreshed at most
-every ``ttl_s`` so a pass does not aggregate the ledger each time (see ``adapters.db.holds``).
+"""The controller's view of team cloud budgets: which teams are held on-prem, and alerts
+before (and when) a budget is spent.
+
+Terms:
+- *hold*: a team whose month's cloud spend reached its limit bursts no more
+  (``adapters.db.holds``); the gate is refreshed at most every ``ttl_s`` so a pass does not
+  aggregate the ledger each time.
+- *alert*: a team's spend crossed a threshold (a share of its limit, e.g. 0.8 and 1.0,
+  ``Settings.budget_alerts``). It fires once per team, month and threshold — the store
+  claims it (``claim_budget_alert``), so a restart or a second replica never repeats it — as
+  a log line, a metric, a Kubernetes Event (when the cluster can carry one: ``BudgetNotes``)
+  and, when ``Settings.budget_webhook`` is set, a JSON POST made off the scheduling loop.
 """
 
 from __future__ import annotations
 
-from starburst.adapters.db.holds import team_holds
+import json
+import logging
+import threading
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Protocol, runtime_checkable
+
+from starburst.adapters.db.holds import BudgetState, budget_states, team_holds
 from starburst.adapters.db.store import SqlStore
+
+log = logging.getLogger("starburst.controller")
+CENT = Decimal("0.01")
+
+
+@runtime_checkable
+class BudgetNotes(Protocol):
+    """A cluster that can record a team's budget alert where its users look (a Kubernetes
+    Event)."""
+
+    def note_budget(self, team: str, reason: str, message: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetAlert:
+    threshold: float
+    state: BudgetState
+
+    @property
+    def message(self) -> str:
+        s = self.state
+        return (f"team {s.team} spent {s.spent:,.2f} of its {s.limit:,.2f} {s.currency} cloud "
+                f"budget for {s.month_name} ({s.used:.0%}, alert at {self.threshold:.0%}); "
+                f"month-end forecast {s.forecast:,.2f} {s.currency}")
+
+    def as_json(self) -> dict[str, Any]:
+        s = self.state
+        return {"team": s.team, "month": s.month, "threshold": self.threshold,
+                "spent": str(s.spent.quantize(CENT)), "limit": str(s.limit.quantize(CENT)),
+                "forecast": str(s.forecast.quantize(CENT)), "currency": s.currency,
+                "message": self.message}
+
+
+def post_json(url: str, body: dict[str, Any], timeout: float = 10.0) -> None:
+    """POST ``body`` as JSON; failures are logged (an alert is a courtesy)."""
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            answer.read()
+    except (OSError, ValueError) as exc:
+        log.warning("budget webhook %s: %s", url, exc)
+
+
+class BudgetAlerts:
+    """Fires each crossed threshold once per team and month (see the module terms)."""
+
+    def __init__(
+        self, store: SqlStore, thresholds: Sequence[float], *, metrics: Any = None,
+        notes: BudgetNotes | None = None, webhook: str | None = None,
+        post: Callable[[str, dict[str, Any]], None] = post_json,
+    ) -> None:
+        self.store, self.thresholds = store, sorted(thresholds)
+        self.metrics, self.notes, self.webhook, self._post = metrics, notes, webhook, post
+        self._fired: set[tuple[str, str, float]] = set()
+        self.senders: list[threading.Thread] = []
+
+    def check(self, now: float) -> list[BudgetAlert]:
+        fired = []
+        for state in budget_states(self.store, now):
+            if self.metrics is not None:
+                self.metrics.budget_used.labels(team=state.team).set(min(state.used, 1e9))
+            for threshold in self.thresholds:
+                key = (state.team, state.month, threshold)
+                if state.used < threshold or key in self._fired:
+                    continue
+                self._fired.add(key)
+                if self.store.claim_budget_alert(state.team, state.month, threshold,
+                                                 state.spent, at=now):
+                    alert = BudgetAlert(threshold, state)
+                    self._fire(alert)
+                    fired.append(alert)
+        return fired
+
+    def _fire(self, alert: BudgetAlert) -> None:
+        log.warning("budget alert: %s", alert.message,
+                    extra={"team": alert.state.team, "threshold": alert.threshold})
+        if self.metrics is not None:
+            self.metrics.budget_alerts.labels(team=alert.state.team,
+                                              threshold=f"{alert.threshold:g}").inc()
+        if self.notes is not None:
+            try:
+                self.notes.note_budget(alert.state.team, "BudgetAlert", alert.message)
+            except Exception as exc:  # an Event is a courtesy: never fatal to the pass
+                log.warning("could not record the budget event of %s: %s",
+                            alert.state.team, exc)
+        if self.webhook:
+            sender = threading.Thread(target=self._post, args=(self.webhook, alert.as_json()),
+                                      name="budget-webhook", daemon=True)
+            sender.start()  # never block the scheduling loop on someone else's server
+            self.senders = [t for t in self.senders if t.is_alive()] + [sender]
 
 
 class BudgetGate:
-    def __init__(self, store: SqlStore, ttl_s: float = 30.0) -> None:
+    """``hold(now)`` for the scheduling loop: the teams held on-prem; refreshing it also
+    checks the alerts."""
+
+    def __init__(self, store: SqlStore, ttl_s: float = 30.0,
+                 alerts: BudgetAlerts | None = None) -> None:
         self.store = store
         self.ttl_s = ttl_s
+        self.alerts = alerts
         self._cached: tuple[float, dict[str, str]] | None = None
 
     def __call__(self, now: float) -> dict[str, str]:
@@ -19,4 +134,6 @@ class BudgetGate:
             return self._cached[1]
         held = team_holds(self.store, now)
         self._cached = (now, held)
+        if self.alerts is not None:
+            self.alerts.check(now)
         return held

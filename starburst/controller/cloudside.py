@@ -18,6 +18,7 @@ from starburst.adapters.db.records import CloudLaunch, CostEntry, StoredJob
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.queue_view import QueueView
 from starburst.controller.report import PassReport
+from starburst.core.billing import charges
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job, QueuedJob
@@ -42,6 +43,7 @@ class CloudSide:
     _pulled_back: set[str]
     _chunk: float
     _token: Callable[[], int | None]
+    cost_observer: Callable[[list[CostEntry]], None] | None = None
 
     def _move(self, job_id: str, state: JobState, reason: str, token: int | None, at: float,
               wait_budget: float | None = None) -> bool:
@@ -161,24 +163,22 @@ class CloudSide:
 
     # -- cost metering -----------------------------------------------------------------------
     def _meter(self, launch: CloudLaunch, now: float, final: bool) -> None:
-        """Cost entries in fixed chunks from the launch (provisioning included), idempotent:
+        """Ledger entries of a launch by the one billing rule (``core.billing.charges``):
+        fixed chunks from the launch (provisioning included), one entry per chunk, so
         re-metering writes the same (job, source, start) rows, which the store ignores."""
-        entries = []
-        start = launch.launched_at
-        price = launch.hourly_price
-        while start < now:
-            end = start + self._chunk
-            if end > now and not final:
-                break
-            end = min(end, now)
-            hours = Decimal(str(end - start)) / Decimal(3600)
-            gpus = gpus_in(launch.accelerators)
-            entries.append(CostEntry(launch.job_id, start, end, (price * hours).quantize(
-                Decimal("0.000001")), launch.provider, gpu_hours=float(hours) * gpus,
-                region=launch.region, source="cloud", launch_id=launch.id))
-            start = end
+        gpus = gpus_in(launch.accelerators)
+        gpu_type = launch.accelerators.partition(":")[0] or None
+        entries = [
+            CostEntry(launch.job_id, c.start, c.end, c.amount, launch.provider,
+                      gpu_hours=c.gpu_hours, region=launch.region, source="cloud",
+                      launch_id=launch.id, currency=launch.currency, gpu_type=gpu_type)
+            for c in charges(launch.launched_at, now, launch.hourly_price, gpus,
+                             chunk=self._chunk, final=final)
+        ]
         if entries:
             self.store.record_costs(entries)
+        if self.cost_observer is not None and entries:
+            self.cost_observer(entries)
 
     def _record_launch(self, job: Job, handle: CloudHandle, now: float,
                        token: int | None) -> None:

@@ -38,7 +38,7 @@ from starburst.adapters.db.leader import LeaderLock, leader_lock
 from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.controller import logs
-from starburst.controller.budgets import BudgetGate
+from starburst.controller.budgets import BudgetAlerts, BudgetGate, BudgetNotes
 from starburst.controller.metrics import ControllerMetrics
 from starburst.controller.report import PassReport
 from starburst.controller.scheduling import SchedulingLoop
@@ -84,9 +84,13 @@ class Controller:
         self.metrics = metrics or ControllerMetrics.create()
         self._lock = lock or leader_lock(store.engine, settings.leader_name)
         self.config: SchedulerConfig = settings.scheduler_config()
+        alerts = BudgetAlerts(
+            store, settings.budget_alerts, metrics=self.metrics, webhook=settings.budget_webhook,
+            notes=cluster if isinstance(cluster, BudgetNotes) else None)
         self.loop = SchedulingLoop(store, cluster, cloud, self.clock, self.config,
                                    estimator=estimator, fencing_token=lambda: self._lock.token,
-                                   hold=BudgetGate(store))
+                                   hold=BudgetGate(store, alerts=alerts))
+        self.metrics.follow_ledger(store)
         for backend in (cluster, cloud):  # backends that can say when a job ends or arrives
             if backend is not None and hasattr(backend, "on_change"):
                 backend.on_change = self.poke

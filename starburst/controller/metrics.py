@@ -1,10 +1,19 @@
-"""Prometheus metrics of the controller, on a registry of its own (no global state)."""
+"""Prometheus metrics of the controller, on a registry of its own (no global state).
+
+Cost counters follow the ledger (``LedgerCounters``): ``starburst_cloud_cost_total`` (money,
+by team, location and currency) and ``starburst_gpu_seconds_total`` (by team and location;
+on-prem runs are located at ``onprem``) are the sums of the ledger's entries, read
+incrementally on each scrape, so they agree with every cost report and survive restarts.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
 
 from starburst.controller.report import PassReport
 
@@ -25,6 +34,8 @@ class ControllerMetrics:
     pass_errors: Counter
     unstartable: Counter
     wait_budgets: Histogram
+    budget_used: Gauge
+    budget_alerts: Counter
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> ControllerMetrics:
@@ -54,7 +65,19 @@ class ControllerMetrics:
                                    "Wait budgets given to admitted jobs", registry=r,
                                    buckets=(60, 300, 900, 1800, 3600, 7200, 14400, 43200,
                                             86400, float("inf"))),
+            budget_used=Gauge("starburst_budget_used_ratio",
+                              "Share of the team's monthly cloud budget spent", ["team"],
+                              registry=r),
+            budget_alerts=Counter("starburst_budget_alerts",
+                                  "Budget alert thresholds crossed (once per month each)",
+                                  ["team", "threshold"], registry=r),
         )
+
+    def follow_ledger(self, store: Any) -> LedgerCounters:
+        """Serve the ledger's cost counters from ``store`` on this registry."""
+        counters = LedgerCounters(store)
+        self.registry.register(counters)
+        return counters
 
     def observe(self, report: PassReport, seconds: float) -> None:
         self.queue_length.set(report.queue_length)
@@ -69,3 +92,39 @@ class ControllerMetrics:
         self.cloud_spend_rate.set(report.spend_rate)
         for budget in report.budgets:
             self.wait_budgets.observe(budget)
+
+
+class LedgerCounters:
+    """A collector whose counters are the ledger's sums (see the module docstring)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._after = 0
+        self._money: dict[tuple[str, str, str], float] = {}
+        self._gpu_seconds: dict[tuple[str, str], float] = {}
+
+    def describe(self) -> list[Metric]:
+        return []  # nothing read at registration: the ledger is read on scrape
+
+    def collect(self) -> Iterator[Metric]:
+        self._after, rows = self.store.ledger_totals_after(self._after)
+        for team, location, source, currency, micros, gpu_hours in rows:
+            team = team or ""
+            if source != "onprem":
+                key = (team, location, currency)
+                self._money[key] = self._money.get(key, 0.0) + int(micros or 0) / 1e6
+            where = (team, location)
+            self._gpu_seconds[where] = self._gpu_seconds.get(where, 0.0) + \
+                float(gpu_hours or 0.0) * 3600
+        yield from self._families()
+
+    def _families(self) -> tuple[CounterMetricFamily, CounterMetricFamily]:
+        money = CounterMetricFamily("starburst_cloud_cost", "Cloud money metered",
+                                    labels=["team", "location", "currency"])
+        for (team, location, currency), value in sorted(self._money.items()):
+            money.add_metric([team, location, currency], value)
+        seconds = CounterMetricFamily("starburst_gpu_seconds", "GPU-seconds used",
+                                      labels=["team", "location"])
+        for (team, location), value in sorted(self._gpu_seconds.items()):
+            seconds.add_metric([team, location], value)
+        return money, seconds

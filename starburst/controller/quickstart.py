@@ -14,7 +14,6 @@ import random
 import tempfile
 import time
 from collections.abc import Callable
-from decimal import Decimal
 from pathlib import Path
 
 from starburst.adapters.db import migrate
@@ -96,20 +95,23 @@ def _narrate(store: object, started: float, echo: Callable[[str], object],
 
 def _report(store: object, controller: object, started: float,
             echo: Callable[[str], object]) -> None:
+    """Where the jobs ran, the ledger's cloud spend, and the savings against No-Wait as the
+    API reports them (``starburst.savings``: the burst's own price rule)."""
+    from starburst.savings import compare_with_no_wait, fraction_saved
+
     jobs = [store.find_by_key(f"quickstart-{n}") for n, _, _ in SAMPLE]  # type: ignore[attr-defined]
     cloud = controller.loop.cloud  # type: ignore[attr-defined]
-    rows = store.cost_report(started - 60, time.time() + 60, by=("team",))  # type: ignore[attr-defined]
-    spent = sum((r.amount for r in rows), Decimal(0))
-    everything = Decimal(0)
-    for stored in jobs:
-        runtime = stored.job.runtime or 0.0
-        quote = cloud.quote(stored.job)
-        everything += Decimal(str(quote.price_per_hour * runtime / 3600))
+    figures = compare_with_no_wait(store, started - 60, time.time() + 60,
+                                   cloud.quote if cloud is not None else None)
     onprem = sum(1 for s in jobs if s.ran_on == "onprem")
     burst = sum(1 for s in jobs if s.ran_on == "cloud")
     echo(f"\n{onprem} jobs ran on-prem, {burst} burst to the emulated cloud, "
          f"{len(jobs) - onprem - burst} other")
-    echo(f"cloud spend (emulated prices): ${spent:.4f}")
-    echo(f"bursting everything would have cost: ${everything:.4f}")
-    if everything > 0:
-        echo(f"saved {1 - float(spent / everything):.0%} against bursting everything")
+    echo(f"cloud spend (emulated prices): ${figures.actual:.4f}")
+    echo(f"bursting everything (No-Wait) would have cost: ${figures.no_wait:.4f}")
+    fraction = fraction_saved(figures)
+    if fraction is not None:
+        echo(f"saved ${figures.no_wait - figures.actual:.4f} ({fraction:.0%}) against "
+             "bursting everything")
+    for item in figures.unpriced:
+        echo(f"not counted: {item.job}: {item.reason}")

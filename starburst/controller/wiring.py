@@ -33,6 +33,7 @@ from starburst.wallclock import WallClock
 if TYPE_CHECKING:
     from starburst.adapters.local.isolation import RunAs
     from starburst.controller.joblogs import JobLogs
+    from starburst.pricing import PriceTable
 
 log = logging.getLogger("starburst.controller")
 
@@ -99,12 +100,16 @@ def build_leader_lock(settings: Settings, store: SqlStore) -> LeaderLock:
     )
 
 
-def build_cloud(settings: Settings, clock: Clock) -> Cloud | None:
+def build_cloud(settings: Settings, clock: Clock, prices: PriceTable | None = None
+                ) -> Cloud | None:
+    """The cloud the settings name, pricing from ``prices`` (default: the settings' price
+    table, else the shipped one)."""
     if settings.cloud == "none":
         return None
     from starburst.pricing import load_price_table
 
-    prices = load_price_table(settings.price_table) if settings.price_table else None
+    if prices is None and settings.price_table:
+        prices = load_price_table(settings.price_table)
     if settings.cloud == "emulated":
         from starburst.adapters.local import EmulatedCloud
 

@@ -132,7 +132,8 @@ def build_api(db_url: str, store: Any, clock: ManualClock, resources: ExitStack,
     from starburst.settings import Settings
 
     options.setdefault("prices", parse_price_table(PRICES))
-    app = create_app(Settings(database_url=db_url), store, clock=clock, **options)
+    settings = Settings(database_url=db_url, **options.pop("settings", {}))
+    app = create_app(settings, store, clock=clock, **options)
     api = Api(serve(app).url, db_url, store, clock, resources)
     for name, team, role in (("alice", "ml", Role.USER), ("bob", "vision", Role.USER),
                              ("fin", None, Role.FINANCE), ("root", None, Role.ADMIN)):
@@ -162,6 +163,13 @@ def pg_template(postgres_url: str, templates: MigratedTemplates) -> Iterator[str
 
 
 @pytest.fixture
+def api_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Keywords for ``create_app`` (``settings``: Settings fields); tests set them with
+    ``parametrize("api_options", [...], indirect=True)``."""
+    return dict(getattr(request, "param", {}))
+
+
+@pytest.fixture
 def api(db_url: str, clock: ManualClock, resources: ExitStack, open_store: Callable[[str], Any],
-        serve: Callable[[Any], LiveServer]) -> Api:
-    return build_api(db_url, open_store(db_url), clock, resources, serve)
+        serve: Callable[[Any], LiveServer], api_options: dict[str, Any]) -> Api:
+    return build_api(db_url, open_store(db_url), clock, resources, serve, **api_options)

@@ -80,7 +80,8 @@ def test_team_budget_shows_the_months_spending(api):  # type: ignore[no-untyped-
     budget = api.client("alice").get("/v1/teams/ml/budget").json()
     assert budget == {"team": "ml", "monthly_limit": "100.00", "currency": "USD",
                       "month": budget["month"], "spent": "30.50", "remaining": "69.50",
-                      "exhausted": False}
+                      "exhausted": False, "forecast": budget["forecast"],
+                      "used_fraction": 0.305, "alerts": [], "warning": None}
     assert api.client("bob").get("/v1/teams/ml/budget").status_code == 403
     assert api.client("fin").get("/v1/teams/ml/budget").status_code == 200
     negative = root.put("/v1/teams/ml/budget", json={"monthly_limit": "-5"})

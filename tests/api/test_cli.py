@@ -78,9 +78,10 @@ def test_costs_prints_the_report_and_tokens_decide_what_is_seen(api):  # type: i
                   "--token", api.tokens["fin"]])
     assert report.exit_code == 0, report.stderr
     lines = report.stdout.splitlines()
-    assert lines[1].split() == ["TEAM", "CLOUD", "AMOUNT", "CURRENCY", "GPU-H", "ENTRIES"]
-    assert lines[2].split() == ["ml", "aws", "12.50", "USD", "1.00", "1"]
-    assert lines[3].split() == ["total", "12.50", "USD", "1.00"]
+    assert lines[1].split() == ["TEAM", "CLOUD", "AMOUNT", "CURRENCY", "GPU-H", "ONPREM-GPU-H",
+                                "SHOWBACK", "ENTRIES"]
+    assert lines[2].split() == ["ml", "aws", "12.50", "USD", "1.00", "0.00", "0.00", "1"]
+    assert lines[3].split() == ["total", "12.50", "USD", "1.00", "0.00", "0.00"]
     nobody = run(["costs", "--server", api.url, "--token", "sb_wrong"])
     assert nobody.exit_code == 1
     assert nobody.stderr == "error: invalid, expired or revoked API token (HTTP 401)\n"

@@ -1,4 +1,5 @@
-"""``/v1/costs``: grouped reports (decimal strings, per currency), scopes, and savings."""
+"""``/v1/costs``: reports read from the ledger (every grouping, CSV, on-prem showback),
+scopes, and savings, on SQLite and on a real PostgreSQL, against hand-computed figures."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from starburst.core.lifecycle import JobState
 
 BOTH = pytest.mark.parametrize(
     "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True)
+WINDOW = {"since": "2026-10-01", "until": "2026-12-01"}
+RATES = {"onprem_rates": {"A100": 1.5, "*": 0.5}}
 
 
 def _epoch(text: str) -> float:
@@ -19,30 +22,34 @@ def _epoch(text: str) -> float:
 
 
 def _spend(store):  # type: ignore[no-untyped-def]
-    a = store.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    """Four cloud entries of two jobs (hand-checked figures in the tests below)."""
+    a = store.submit(JobSpec(gpus=1, user="alice", team="ml", gpu_type="A100",
+                             extra={"project": "llm"})).job.id
     b = store.submit(JobSpec(gpus=2, user="bob", team="vision")).job.id
     hour = 3600
     store.record_costs([
         CostEntry(a, _epoch("2026-10-03T10:00"), _epoch("2026-10-03T11:00"), Decimal("4.10"),
-                  "aws", gpu_hours=1.0),
+                  "aws", gpu_hours=1.0, region="us-east-1"),
         CostEntry(a, _epoch("2026-11-02T10:00"), _epoch("2026-11-02T12:00"), Decimal("8.20"),
-                  "aws", gpu_hours=2.0),
+                  "aws", gpu_hours=2.0, region="us-east-1"),
         CostEntry(b, _epoch("2026-11-05T00:00"), _epoch("2026-11-05T00:00") + hour,
-                  Decimal("0.333333"), "gcp", gpu_hours=2.0),
+                  Decimal("0.333333"), "gcp", gpu_hours=2.0, gpu_type="T4"),
         CostEntry(b, _epoch("2026-11-06T00:00"), _epoch("2026-11-06T00:00") + hour,
-                  Decimal("7"), "gcp", gpu_hours=2.0, currency="EUR"),
+                  Decimal("7"), "gcp", gpu_hours=2.0, currency="EUR", gpu_type="T4"),
     ])
+    return a, b
+
+
+def _rows(report, *fields):  # type: ignore[no-untyped-def]
+    return [(r["key"], *(r[f] for f in fields)) for r in report["rows"]]
 
 
 @BOTH
 def test_finance_reads_costs_grouped_by_team_and_month(api):  # type: ignore[no-untyped-def]
     _spend(api.store)
     fin = api.client("fin")
-    report = fin.get("/v1/costs", params={"since": "2026-10-01", "until": "2026-12-01",
-                                          "by": "team,month"}).json()
-    rows = [(r["key"], r["amount"], r["currency"], r["gpu_hours"], r["entries"])
-            for r in report["rows"]]
-    assert rows == [
+    report = fin.get("/v1/costs", params={**WINDOW, "by": "team,month"}).json()
+    assert _rows(report, "amount", "currency", "gpu_hours", "entries") == [
         ({"team": "ml", "month": "2026-10"}, "4.10", "USD", 1.0, 1),
         ({"team": "ml", "month": "2026-11"}, "8.20", "USD", 2.0, 1),
         ({"team": "vision", "month": "2026-11"}, "7.00", "EUR", 2.0, 1),
@@ -50,16 +57,126 @@ def test_finance_reads_costs_grouped_by_team_and_month(api):  # type: ignore[no-
     ]
     assert [(t["currency"], t["amount"]) for t in report["totals"]] == [("EUR", "7.00"),
                                                                         ("USD", "12.63")]
-    by_cloud = fin.get("/v1/costs", params={"since": "2026-11-01", "until": "2026-12-01",
-                                            "by": "cloud", "cloud": "aws"}).json()["rows"]
-    assert [(r["key"], r["amount"]) for r in by_cloud] == [({"cloud": "aws"}, "8.20")]
+    assert report["scope"] == "all"
+    by_cloud = fin.get("/v1/costs", params={**WINDOW, "by": "cloud", "cloud": "aws"}).json()
+    assert _rows(by_cloud, "amount") == [({"cloud": "aws"}, "12.30")]
 
 
-def test_users_read_only_their_own_costs(api):  # type: ignore[no-untyped-def]
+@BOTH
+def test_every_grouping_key_and_a_zoned_window(api):  # type: ignore[no-untyped-def]
+    a, b = _spend(api.store)
+    fin = api.client("fin")
+
+    def by(keys: str, **more: str) -> list[tuple[object, ...]]:
+        answer = fin.get("/v1/costs", params={**WINDOW, "by": keys, **more})
+        assert answer.status_code == 200, answer.text
+        return _rows(answer.json(), "amount", "currency")
+
+    assert by("project") == [({"project": None}, "7.00", "EUR"),
+                             ({"project": None}, "0.33", "USD"),
+                             ({"project": "llm"}, "12.30", "USD")]
+    assert by("label", project="llm") == [({"label": "llm"}, "12.30", "USD")]
+    assert by("gpu_type,user") == [({"gpu_type": "A100", "user": "alice"}, "12.30", "USD"),
+                                   ({"gpu_type": "T4", "user": "bob"}, "7.00", "EUR"),
+                                   ({"gpu_type": "T4", "user": "bob"}, "0.33", "USD")]
+    assert [k for k, *_ in by("location")] == [{"location": "aws:us-east-1"},
+                                               {"location": "gcp"}, {"location": "gcp"}]
+    assert by("region,cloud")[0] == ({"region": None, "cloud": "gcp"}, "7.00", "EUR")
+    assert by("job", team="ml") == [({"job": a}, "12.30", "USD")]
+    assert by("job,job,team", team="vision")[1] == ({"job": b, "team": "vision"}, "0.33",
+                                                    "USD")  # a key named twice counts once
+    # 2026-11-02 is a Monday; 11-05 (Thu) and 11-06 (Fri) are in the same ISO week
+    assert by("week", cloud="gcp") == [({"week": "2026-11-02"}, "7.00", "EUR"),
+                                       ({"week": "2026-11-02"}, "0.33", "USD")]
+    assert by("day", user="alice") == [({"day": "2026-10-03"}, "4.10", "USD"),
+                                       ({"day": "2026-11-02"}, "8.20", "USD")]
+    # 2026-11-05T00:00Z is 01:00 at +01:00: a window starting there leaves it out
+    zoned = by("team", since="2026-11-05T01:00:01+01:00", until="2026-11-07T00:00:00+01:00")
+    assert zoned == [({"team": "vision"}, "7.00", "EUR")]
+
+
+@BOTH
+def test_csv_by_format_or_accept_header(api):  # type: ignore[no-untyped-def]
     _spend(api.store)
-    window = {"since": "2026-10-01", "until": "2026-12-01", "by": "user"}
-    mine = api.client("alice").get("/v1/costs", params=window).json()["rows"]
-    assert [(r["key"], r["amount"]) for r in mine] == [({"user": "alice"}, "12.30")]
+    fin = api.client("fin")
+    params = {**WINDOW, "by": "team,month"}
+    by_param = fin.get("/v1/costs", params={**params, "format": "csv"})
+    by_header = fin.get("/v1/costs", params=params, headers={"Accept": "text/csv"})
+    for answer in (by_param, by_header):
+        assert answer.status_code == 200
+        assert answer.headers["content-type"].startswith("text/csv")
+        assert "attachment" in answer.headers["content-disposition"]
+    assert by_param.text == by_header.text == (
+        "team,month,currency,amount,gpu_hours,onprem_gpu_hours,onprem_amount,entries\n"
+        "ml,2026-10,USD,4.10,1.0,0.0,0.00,1\n"
+        "ml,2026-11,USD,8.20,2.0,0.0,0.00,1\n"
+        "vision,2026-11,EUR,7.00,2.0,0.0,0.00,1\n"
+        "vision,2026-11,USD,0.33,2.0,0.0,0.00,1\n"
+    )
+    bad = fin.get("/v1/costs", params={**params, "format": "xlsx"})
+    assert bad.status_code == 422 and "not json or csv" in bad.json()["detail"]
+
+
+def _run_onprem(store, clock, spec, seconds):  # type: ignore[no-untyped-def]
+    job_id = store.submit(spec).job.id
+    store.transition(job_id, JobState.QUEUED, reason="t", actor="c")
+    store.transition(job_id, JobState.RUNNING_ONPREM, reason="t", actor="c")
+    clock.advance(seconds)
+    store.transition(job_id, JobState.SUCCEEDED, reason="done", actor="c")
+    return job_id
+
+
+@BOTH
+@pytest.mark.parametrize("api_options", [{"settings": RATES}], indirect=True)
+def test_onprem_showback_beside_cloud_spend(api):  # type: ignore[no-untyped-def]
+    store, clock = api.store, api.clock
+    clock.t = _epoch("2026-11-10T00:00")
+    _run_onprem(store, clock, JobSpec(gpus=4, user="alice", team="ml", gpu_type="A100",
+                                      extra={"project": "llm"}), 1800)  # 2 GPU-h at 1.5
+    _run_onprem(store, clock, JobSpec(gpus=2, user="bob", team="vision"), 5400)  # 3 at 0.5
+    store.record_costs([CostEntry(_run_onprem(store, clock, JobSpec(gpus=0, user="bob"), 60),
+                                  clock.now() - 60, clock.now(), Decimal("0.01"), "aws")])
+    report = api.client("fin").get("/v1/costs", params={**WINDOW, "by": "team"}).json()
+    assert _rows(report, "amount", "gpu_hours", "onprem_gpu_hours", "onprem_amount") == [
+        ({"team": None}, "0.01", 0.0, 0.0, "0.00"),
+        ({"team": "ml"}, "0.00", 0.0, 2.0, "3.00"),
+        ({"team": "vision"}, "0.00", 0.0, 3.0, "1.50"),
+    ]
+    assert report["totals"] == [{"amount": "0.01", "currency": "USD", "gpu_hours": 0.0,
+                                 "onprem_gpu_hours": 5.0, "onprem_amount": "4.50"}]
+    assert report["onprem_rates"] == {"*": "0.5", "A100": "1.5"}
+    by_source = api.client("fin").get(
+        "/v1/costs", params={**WINDOW, "by": "location,project"}).json()
+    assert _rows(by_source, "onprem_gpu_hours")[1:] == [
+        ({"location": "onprem", "project": None}, 3.0),
+        ({"location": "onprem", "project": "llm"}, 2.0)]
+
+
+@BOTH
+def test_per_job_costs_sum_to_every_report_total(api):  # type: ignore[no-untyped-def]
+    a, b = _spend(api.store)
+    fin = api.client("fin")
+    jobs = {j: Decimal(fin.get(f"/v1/jobs/{j}").json()["cost_so_far"]) for j in (a, b)}
+    assert jobs == {a: Decimal("12.30"), b: Decimal("7.33")}  # its own view: the ledger
+    total = sum(jobs.values())
+    for keys in ("team", "user", "project", "cloud", "region", "location", "gpu_type", "job",
+                 "day", "week", "month", "team,user,week"):
+        report = fin.get("/v1/costs", params={**WINDOW, "by": keys}).json()
+        rows = sum(Decimal(r["amount"]) for r in report["rows"])
+        totals = sum(Decimal(t["amount"]) for t in report["totals"])
+        # rows are rounded to cents each: they may differ from the total by < 1 cent per row
+        assert abs(rows - total) < Decimal("0.01") * len(report["rows"]), keys
+        assert totals == Decimal("12.63") + Decimal("7.00"), keys
+    # 0.333333 rounds to 0.33 in a row; the exact job sums agree with the exact totals
+    assert total == Decimal("19.63")
+
+
+def test_users_read_only_their_own_costs_labelled_as_theirs(api):  # type: ignore[no-untyped-def]
+    _spend(api.store)
+    window = {**WINDOW, "by": "user"}
+    report = api.client("alice").get("/v1/costs", params=window).json()
+    assert _rows(report, "amount") == [({"user": "alice"}, "12.30")]
+    assert report["scope"] == "user alice"
     denied = api.client("alice").get("/v1/costs", params={**window, "user": "bob"})
     assert denied.status_code == 403 and "finance" in denied.json()["detail"]
     assert api.client("alice").get("/v1/costs/savings").status_code == 403
@@ -79,30 +196,35 @@ def test_bad_report_parameters_are_422_and_say_what_is_wrong(api):  # type: igno
     assert "must be after since" in details[2]
 
 
-def test_savings_compare_spending_with_bursting_every_finished_job(api):  # type: ignore[no-untyped-def]
+@BOTH
+def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore[no-untyped-def]
     store, clock = api.store, api.clock
     clock.t = _epoch("2026-11-10T00:00")
     local = store.submit(JobSpec(gpus=2, user="alice", gpu_type="A100")).job.id
     cloud = store.submit(JobSpec(gpus=1, user="bob", gpu_type="A100")).job.id
     odd = store.submit(JobSpec(gpus=1, user="bob", gpu_type="TPU-v9")).job.id
+    untyped = store.submit(JobSpec(gpus=1, user="bob")).job.id  # bursts as the default, A100
+    never = store.submit(JobSpec(gpus=1, user="bob")).job.id
     for job_id, where in ((local, JobState.RUNNING_ONPREM), (cloud, JobState.BURSTING),
-                          (odd, JobState.RUNNING_ONPREM)):
+                          (odd, JobState.RUNNING_ONPREM), (untyped, JobState.RUNNING_ONPREM)):
         store.transition(job_id, JobState.QUEUED, reason="t", actor="c")
         if where is JobState.BURSTING:
             store.transition(job_id, where, reason="t", actor="c")
             where = JobState.RUNNING_CLOUD
         store.transition(job_id, where, reason="t", actor="c")
     clock.advance(3600)
-    for job_id in (local, cloud, odd):
-        store.transition(job_id, JobState.SUCCEEDED, reason="done", actor="c")
-    store.record_costs([CostEntry(cloud, clock.now() - 3600, clock.now(), Decimal("3.00"),
-                                  "gcp", gpu_hours=1.0)])
-    window = {"since": "2026-11-01", "until": "2026-12-01"}
-    saved = api.client("fin").get("/v1/costs/savings", params=window).json()
-    # The cheapest A100 in the test price table is $3/GPU-h: No-Wait = 2 × 3 + 1 × 3.
-    assert (saved["no_wait"], saved["actual"], saved["saved"]) == ("9.00", "3.00", "6.00")
-    assert saved["saved_fraction"] == pytest.approx(2 / 3)
-    assert (saved["jobs"], saved["unpriced_jobs"], saved["gpu_hours"]) == (2, 1, 3.0)
-    priced = api.client("fin").get("/v1/costs/savings",
-                                   params={**window, "default_gpu": "A100"}).json()
-    assert (priced["no_wait"], priced["unpriced_jobs"]) == ("12.00", 0)
+    for job_id in (local, cloud, odd, untyped, never):
+        store.transition(job_id, JobState.CANCELLED if job_id == never else JobState.SUCCEEDED,
+                         reason="done", actor="c")
+    store.record_costs([CostEntry(cloud, clock.now() - 3700, clock.now(), Decimal("3.10"),
+                                  "gcp", gpu_hours=1.0)])  # provisioning billed too
+    saved = api.client("fin").get("/v1/costs/savings", params=WINDOW).json()
+    # The cheapest A100 in the test price table is $3/GPU-h. No-Wait: the burst job as it
+    # was billed (3.10), 2 + 1 on-prem A100 GPU-hours at 3 (9.00).
+    assert (saved["no_wait"], saved["actual"], saved["saved"]) == ("12.10", "3.10", "9.00")
+    assert saved["onprem_cloud_value"] == "9.00" and saved["onprem_gpu_hours"] == 3.0
+    assert saved["saved_fraction"] == pytest.approx(9 / 12.1)
+    assert (saved["jobs"], saved["burst_jobs"], saved["onprem_jobs"]) == (3, 1, 2)
+    reasons = {u["job"]: u["reason"] for u in saved["unpriced"]}
+    assert saved["unpriced_jobs"] == 2 and set(reasons) == {odd, never}
+    assert "TPU-v9" in reasons[odd] and reasons[never].startswith("never ran (cancelled")

@@ -113,12 +113,27 @@ def test_status_shows_budget_placement_and_cloud_cost_so_far(api):  # type: igno
         hourly_price=Decimal("8.00"), region="us-east-1", launched_at=api.clock.now(),
         started_at=api.clock.now()))
     api.clock.advance(1800)
+
+    def meter(final: bool) -> None:  # as the controller does: the one billing rule
+        from starburst.adapters.db.records import CostEntry
+        from starburst.core.billing import charges
+
+        api.store.record_costs([
+            CostEntry(job_id, c.start, c.end, c.amount, "aws", gpu_hours=c.gpu_hours,
+                      launch_id=launched.id)
+            for c in charges(launched.launched_at, api.clock.now(), Decimal("8.00"), 2,
+                             chunk=600, final=final)])
+
+    meter(final=False)
     running = alice.get(f"/v1/jobs/{job_id}").json()
     assert running["cost_so_far"] == "4.00" and running["currency"] == "USD"
     assert running["cloud"][0]["provider"] == "aws" and running["ran_on"] == "cloud"
+    assert running["cloud"][0]["cost"] == "4.00"
     assert running["budget_expires_at"] is None
-    api.store.update_launch(launched.id, ended_at=api.clock.now() - 900)
-    assert alice.get(f"/v1/jobs/{job_id}").json()["cost_so_far"] == "2.00"
+    api.clock.advance(300)
+    meter(final=True)
+    api.store.update_launch(launched.id, ended_at=api.clock.now())
+    assert alice.get(f"/v1/jobs/{job_id}").json()["cost_so_far"] == "4.67"  # 8 $/h × 35 min
 
 
 def test_status_shows_the_on_prem_placement(api):  # type: ignore[no-untyped-def]

@@ -6,13 +6,14 @@ keeps its original launch time and quote, and ends when the process really ended
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from starburst.adapters.local import EmulatedCloud
+from starburst.core.billing import charges
 from starburst.core.ports import CloudHandle, CloudStatus
-from starburst.metering import CostMeter, total_cost
 from starburst.pricing import load_price_table
 from tests.local.lives import ManualClock, appends, earlier_life, eventually, gone, job, lines
 
@@ -48,13 +49,13 @@ def test_a_running_launch_is_adopted_and_billed_from_its_start(tmp_path: Path) -
     billed = second.billed_launch(handle)
     assert billed.launched_at == 100.0 and billed.emulated
     assert billed == first.billed_launch(handle)
-    meter = CostMeter()
-    meter.open(billed)
     clock.t = 1_900.0
     assert finished(second, handle) is CloudStatus.SUCCEEDED
     assert second.ended_at(handle) == 1_900.0
-    entries = meter.finish(handle.name, 1_900.0)
-    assert total_cost(entries) == pytest.approx(billed.price_per_hour * 1_800.0 / 3600)
+    entries = charges(billed.launched_at, 1_900.0, Decimal(str(billed.price_per_hour)), 1,
+                      chunk=600, final=True)
+    assert float(sum(e.amount for e in entries)) == pytest.approx(
+        billed.price_per_hour * 1_800.0 / 3600)
     assert lines(runs) == ["run e"]
     assert finished(first, handle) is CloudStatus.SUCCEEDED  # the first life reaps its child
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from starburst.adapters.skypilot import (
@@ -12,10 +14,10 @@ from starburst.adapters.skypilot import (
     launch_name,
     launch_options,
 )
+from starburst.core.billing import charges
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job
 from starburst.core.ports import CloudHandle, CloudStatus
-from starburst.metering import CostMeter, total_cost
 from starburst.pricing import PriceTable, load_price_table
 from tests.cloud.fake_sky import ApiServerConnectionError, FakeSky, InvalidCloudCredentials
 
@@ -286,25 +288,23 @@ def test_cost_entries_add_up_to_price_times_billed_time(
     fake: FakeSky, clock: ManualClock, prices: PriceTable
 ) -> None:
     cloud = make_cloud(fake, clock, prices)
-    meter = CostMeter()
     j = job()
     handle = cloud.launch(j, "burst")
-    entries = []
+    billed = None
     for _ in range(3):
         passes(cloud, handle, clock, 1)
-        billed = cloud.billed_launch(handle)
-        if billed is not None:
-            meter.open(billed)
+        billed = billed or cloud.billed_launch(handle)
+    assert billed is not None
     fake.set_status(1, "RUNNING")
     for _ in range(5):
         clock.t += 600.0
         cloud.poll(handle)
-        entries += meter.accrue(clock.t)
     fake.set_status(1, "SUCCEEDED")
     assert passes(cloud, handle, clock) == "succeeded"
     launch = cloud.launch_of(j.id)
     assert launch is not None and launch.launched_at is not None and launch.ended_at is not None
-    entries += meter.finish(handle.name, launch.ended_at)
+    assert billed.launched_at == launch.launched_at  # provisioning is billed
+    entries = charges(billed.launched_at, launch.ended_at, Decimal(str(billed.price_per_hour)),
+                      1, chunk=600, final=True)
     billed_hours = (launch.ended_at - launch.launched_at) / 3600
-    assert total_cost(entries) == pytest.approx(3.40 * billed_hours)
-    assert entries[-1].final and not any(e.final for e in entries[:-1])
+    assert float(sum(e.amount for e in entries)) == pytest.approx(3.40 * billed_hours)

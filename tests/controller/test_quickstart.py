@@ -19,7 +19,10 @@ def test_quickstart_shows_waiting_out_of_order_bursting_and_the_savings() -> Non
     assert "out of order: fits on local" in out
     assert "burst to emulated" in out
     assert "succeeded" in out
-    assert "saved " in out and "against bursting everything" in out
+    assert "saved $" in out and "against bursting everything" in out
+    saved = re.search(r"saved \$(-?[\d.]+) \((-?\d+)%\)", out)
+    assert saved is not None and float(saved[1]) > 0 and int(saved[2]) > 0, out[-600:]
+    assert "not counted" not in out  # every job priced, on the default settings
     assert "timed out" not in out
     assert "Traceback" not in done.stderr
     # the timeline tells each job's story in order: queued first, finished last

@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from starburst.adapters.local import EmulatedCloud, LocalCluster
+from starburst.core.billing import charges
 from starburst.core.capacity import Part, Placement
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job
 from starburst.core.ports import CloudStatus, JobEnded
-from starburst.metering import CostMeter, total_cost
 from starburst.pricing import load_price_table
 from tests.local.lives import ManualClock, eventually
 
@@ -119,14 +120,14 @@ def test_emulated_cloud_runs_locally_and_meters_at_cloud_prices(tmp_path: Path) 
 
     handle = cloud.launch(burst, "waited 30m of a 30m budget")
     assert cloud.launch(burst, "retry") == handle  # one launch per job
-    meter = CostMeter()
-    meter.open(cloud.billed_launch(handle))
+    billed = cloud.billed_launch(handle)
     clock.t = 1800.0
     status = eventually(lambda: (s := cloud.poll(handle)) is not CloudStatus.RUNNING and s)
     assert status is CloudStatus.SUCCEEDED
-    entries = meter.finish(handle.name, clock.t)
-    assert total_cost(entries) == pytest.approx(quote.price_per_hour / 2)
-    assert all(e.emulated for e in entries) and "[emulated]" in entries[0].describe
+    entries = charges(billed.launched_at, clock.t, Decimal(str(billed.price_per_hour)), 1,
+                      chunk=600, final=True)
+    assert float(sum(e.amount for e in entries)) == pytest.approx(quote.price_per_hour / 2)
+    assert billed.emulated
     logs = cloud.logs(handle)
     assert logs.startswith("# emulated cloud") and "gpus=[] emulated=1" in logs
 

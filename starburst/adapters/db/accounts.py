@@ -7,6 +7,8 @@ Invariants:
 - A revoked or expired token authenticates nobody.
 - A team's budget is a monthly cloud limit in one currency; what was spent comes from the
   cost entries (``cost_report``), never from a running counter.
+- A budget alert is claimed once per (team, month, threshold): the first claim wins, so an
+  alert fires once per period even across restarts and replicas.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from starburst.core.errors import ConfigError
 from .base import StoreBase, new_id
 from .convert import from_micros, maybe_time, to_epoch, to_micros, to_time
 from .engine import run
-from .models import ApiTokenRow, TeamBudgetRow, TeamRow, UserRow, table
+from .models import ApiTokenRow, BudgetAlertRow, TeamBudgetRow, TeamRow, UserRow, table
 from .records import IssuedToken, Principal, Role, TeamBudget, User
 
 TEAMS = table(TeamRow)
 USERS = table(UserRow)
 TOKENS = table(ApiTokenRow)
 BUDGETS = table(TeamBudgetRow)
+ALERTS = table(BudgetAlertRow)
 TOKEN_PREFIX = "sb_"
 
 
@@ -149,6 +152,35 @@ class AccountsStore(StoreBase):
             return TeamBudget(team, from_micros(micros), currency)
 
         return run(self._engine, write)
+
+    def team_budgets(self) -> list[TeamBudget]:
+        """Every team's budget, by team name."""
+        query = sa.select(BUDGETS).order_by(BUDGETS.c.team_name)
+        rows = run(self._engine, lambda c: c.execute(query).mappings().all())
+        return [TeamBudget(r["team_name"], from_micros(r["monthly_limit_micros"]),
+                           r["currency"]) for r in rows]
+
+    def claim_budget_alert(self, team: str, month: str, threshold: float, spent: Decimal, *,
+                           at: float | None = None) -> bool:
+        """Record that ``team`` crossed ``threshold`` (a share of its limit) in ``month``;
+        True only for the first claim, so an alert fires once per period."""
+        statement = self._insert(ALERTS).values(
+            team_name=team, month=month, threshold_permille=round(threshold * 1000),
+            spent_micros=to_micros(spent), fired_at=to_time(self._now(at)),
+        ).on_conflict_do_nothing(
+            index_elements=["team_name", "month", "threshold_permille"]
+        ).returning(ALERTS.c.team_name)  # rowcount is not reliable here on every driver
+        return run(self._engine, lambda c: c.execute(statement).first() is not None)
+
+    def budget_alerts(self, month: str) -> dict[str, list[float]]:
+        """The thresholds each team crossed in ``month`` (``YYYY-MM``)."""
+        query = sa.select(ALERTS.c.team_name, ALERTS.c.threshold_permille).where(
+            ALERTS.c.month == month).order_by(ALERTS.c.team_name, ALERTS.c.threshold_permille)
+        rows = run(self._engine, lambda c: c.execute(query).all())
+        out: dict[str, list[float]] = {}
+        for team, permille in rows:
+            out.setdefault(team, []).append(permille / 1000)
+        return out
 
     def team_budget(self, team: str) -> TeamBudget | None:
         query = sa.select(BUDGETS).where(BUDGETS.c.team_name == team)

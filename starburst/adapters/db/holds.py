@@ -1,16 +1,48 @@
-"""Team cloud budgets read from the ledger: which teams may not burst now, and why.
+"""Team cloud budgets read from the ledger: where each team stands this month, and which
+teams may not burst now, and why.
 
-A team is *held* when its metered cloud spend in the current UTC calendar month has reached
-its monthly limit; its jobs then wait on-prem. Spend is aggregated in SQL.
+Terms: a team is *held* when its metered cloud spend in the current UTC calendar month has
+reached its monthly limit; its jobs then wait on-prem. *Forecast*: the month-end spend at the
+rate so far (``core.billing.month_end_forecast``). Spend is aggregated in SQL.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 
-from starburst.metering.budget import month_window
+from starburst.core.billing import month_end_forecast, month_window
 
 from .store import SqlStore
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetState:
+    """A team's budget this month: limit, spent, what is left and the forecast."""
+
+    team: str
+    limit: Decimal
+    currency: str
+    month: str  # "2026-11"
+    month_name: str  # "November 2026"
+    spent: Decimal
+    forecast: Decimal
+
+    @property
+    def remaining(self) -> Decimal:
+        return max(Decimal(0), self.limit - self.spent)
+
+    @property
+    def used(self) -> float:
+        """Spent as a share of the limit (``inf`` for a zero limit with spend)."""
+        if self.limit > 0:
+            return float(self.spent / self.limit)
+        return float("inf") if self.spent > 0 else 0.0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.spent >= self.limit
 
 
 def hold_reason(team: str, spent: Decimal, limit: Decimal, month: str) -> str:
@@ -18,17 +50,27 @@ def hold_reason(team: str, spent: Decimal, limit: Decimal, month: str) -> str:
             "its jobs wait on-prem until the budget resets or is raised")
 
 
+def budget_states(store: SqlStore, now: float, team: str | None = None) -> list[BudgetState]:
+    """Every team with a budget (or just ``team``), with this month's spend."""
+    start, end, name = month_window(now)
+    month = datetime.fromtimestamp(start, UTC).strftime("%Y-%m")
+    budgets = store.team_budgets() if team is None else [
+        b for b in [store.team_budget(team)] if b is not None]
+    if not budgets:
+        return []
+    spent: dict[tuple[str | None, str], Decimal] = {
+        (r.key.get("team"), r.currency): r.amount
+        for r in store.cost_report(start, end, by=("team",), team=team)
+    }
+    return [
+        BudgetState(b.team, b.monthly_limit, b.currency, month, name,
+                    spent.get((b.team, b.currency), Decimal(0)),
+                    month_end_forecast(spent.get((b.team, b.currency), Decimal(0)), now))
+        for b in budgets
+    ]
+
+
 def team_holds(store: SqlStore, now: float, team: str | None = None) -> dict[str, str]:
     """Teams over their monthly cloud budget at ``now`` (or just ``team``), with the reason."""
-    start, end, month = month_window(now)
-    held: dict[str, str] = {}
-    for row in store.cost_report(start, end, by=("team",), team=team):
-        name = row.key.get("team")
-        if name is None:
-            continue
-        budget = store.team_budget(name)
-        if budget is None or budget.currency != row.currency:
-            continue
-        if row.amount >= budget.monthly_limit:
-            held[name] = hold_reason(name, row.amount, budget.monthly_limit, month)
-    return held
+    return {s.team: hold_reason(s.team, s.spent, s.limit, s.month_name)
+            for s in budget_states(store, now, team) if s.exhausted and s.spent > 0}

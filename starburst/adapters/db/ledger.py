@@ -1,19 +1,15 @@
-"""Where jobs ran and what they cost: placements, cloud launches, cost entries and reports.
+"""Where jobs ran: on-prem placements and cloud launches (their cost is in ``costs``).
 
 Invariants:
 - A placement is recorded as one row per node part under a new ``attempt`` number; the
   current placement of a job is its highest attempt.
-- Cost entries are idempotent per ``(job, source, period_start)``: a meter that re-sends an
-  interval after a crash or a retry does not double-count it.
-- Reports are aggregated by the database (``GROUP BY``), never by looping over rows in Python;
-  an entry belongs to the period its ``period_start`` falls in (UTC days and months), and a
-  range ``[since, until)`` selects entries by ``period_start``.
+- A cloud launch is recorded when the burst is decided (``launched_at``, billed from then on)
+  and updated as polling learns more; ``ended_at`` set means it bills no more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,32 +17,19 @@ import sqlalchemy as sa
 from starburst.core.capacity import Part, Placement
 from starburst.core.errors import ConfigError
 
-from .base import StoreBase, T, chunks, in_chunks, new_id
-from .convert import (
-    from_micros,
-    launch_columns,
-    maybe_time,
-    to_launch,
-    to_micros,
-    to_time,
-)
+from .base import StoreBase, T, new_id
+from .convert import launch_columns, maybe_time, to_launch, to_time
 from .engine import run
-from .models import CloudLaunchRow, CostEntryRow, JobRow, PlacementRow, table
-from .records import CloudLaunch, CostEntry, CostTotal, JobNotFound
+from .models import CloudLaunchRow, JobRow, PlacementRow, table
+from .records import CloudLaunch, JobNotFound
 
 PLACEMENTS = table(PlacementRow)
 LAUNCHES = table(CloudLaunchRow)
-COSTS = table(CostEntryRow)
 JOBS = table(JobRow)
-
-#: Grouping keys a cost report understands.
-REPORT_KEYS = ("user", "team", "cloud", "day", "month")
-_COLUMNS = {"user": COSTS.c.user_name, "team": COSTS.c.team_name, "cloud": COSTS.c.cloud}
-_FORMATS = {"day": "%Y-%m-%d", "month": "%Y-%m"}
 
 
 class LedgerStore(StoreBase):
-    """Placements, launches and costs; mixed into ``SqlStore``."""
+    """Placements and launches; mixed into ``SqlStore``."""
 
     # ---- on-prem placements -----------------------------------------------------------
     def record_placement(
@@ -137,71 +120,6 @@ class LedgerStore(StoreBase):
             query = query.where(LAUNCHES.c.ended_at.is_(None))
         return run(self._engine, lambda c: [to_launch(r) for r in c.execute(query).mappings()])
 
-    # ---- cost entries -----------------------------------------------------------------
-    def record_costs(self, entries: Sequence[CostEntry]) -> None:
-        """Record metered costs in one transaction; an interval already recorded (same job,
-        source and start) is skipped, so retries never double-count."""
-
-        def write(conn: sa.Connection) -> None:
-            owners: dict[str, Any] = {}
-            ids = {e.job_id for e in entries}
-            for clause in in_chunks(JOBS.c.id, ids):
-                query = sa.select(JOBS.c.id, JOBS.c.user_name, JOBS.c.team_name).where(clause)
-                owners.update({r.id: r for r in conn.execute(query)})
-            missing = ids - owners.keys()
-            if missing:
-                raise JobNotFound(sorted(missing)[0])
-            statement = self._insert(COSTS).on_conflict_do_nothing(
-                index_elements=["job_id", "source", "period_start"]
-            )
-            rows = [_cost_row(e, owners[e.job_id]) for e in entries]
-            for part in chunks(rows):
-                conn.execute(statement, list(part))
-
-        run(self._engine, write)
-
-    def cost_report(
-        self, since: float, until: float, by: Sequence[str] = ("team",), *,
-        team: str | None = None, user: str | None = None, cloud: str | None = None,
-    ) -> list[CostTotal]:
-        """Totals over ``[since, until)`` grouped by ``by`` (any of user, team, cloud, day,
-        month) and currency, sorted by key."""
-        unknown = [k for k in by if k not in REPORT_KEYS]
-        if unknown:
-            raise ConfigError(f"cannot group costs by {unknown[0]!r}; use {', '.join(REPORT_KEYS)}")
-        keys = [self._group_expr(k).label(k) for k in by]
-        query = (
-            sa.select(
-                *keys, COSTS.c.currency, sa.func.sum(COSTS.c.amount_micros).label("micros"),
-                sa.func.sum(COSTS.c.gpu_hours).label("gpu_hours"),
-                sa.func.count().label("entries"),
-            )
-            .where(COSTS.c.period_start >= to_time(since), COSTS.c.period_start < to_time(until))
-            .group_by(*keys, COSTS.c.currency)
-        )
-        for column, value in ((COSTS.c.team_name, team), (COSTS.c.user_name, user),
-                              (COSTS.c.cloud, cloud)):
-            if value is not None:
-                query = query.where(column == value)
-        rows = run(self._engine, lambda c: c.execute(query).mappings().all())
-        totals = [
-            CostTotal(
-                key={k: _period_text(r[k], k) for k in by}, currency=r["currency"],
-                amount=from_micros(r["micros"]), gpu_hours=float(r["gpu_hours"] or 0.0),
-                entries=int(r["entries"]),
-            )
-            for r in rows
-        ]
-        return sorted(totals, key=lambda t: (tuple(v or "" for v in t.key.values()), t.currency))
-
-    def _group_expr(self, key: str) -> sa.ColumnElement[Any]:
-        if key in _COLUMNS:
-            return _COLUMNS[key]
-        if self.is_postgres:
-            utc = sa.func.timezone("UTC", COSTS.c.period_start)
-            return sa.func.date_trunc(key, utc)
-        return sa.func.strftime(_FORMATS[key], COSTS.c.period_start)
-
     def _fk_guard(
         self, job_id: str, work: Callable[[sa.Connection], T]
     ) -> Callable[[sa.Connection], T]:
@@ -215,21 +133,3 @@ class LedgerStore(StoreBase):
             return work(conn)
 
         return guarded
-
-
-def _cost_row(entry: CostEntry, owner: Any) -> dict[str, Any]:
-    if entry.end < entry.start:
-        raise ConfigError(f"cost interval of job {entry.job_id} ends before it starts")
-    return {
-        "job_id": entry.job_id, "launch_id": entry.launch_id, "source": entry.source,
-        "user_name": owner.user_name, "team_name": owner.team_name, "cloud": entry.cloud,
-        "region": entry.region, "period_start": to_time(entry.start),
-        "period_end": to_time(entry.end), "gpu_hours": entry.gpu_hours,
-        "amount_micros": to_micros(entry.amount), "currency": entry.currency,
-    }
-
-
-def _period_text(value: Any, key: str) -> str | None:
-    if isinstance(value, datetime):
-        return value.strftime(_FORMATS[key])
-    return None if value is None else str(value)

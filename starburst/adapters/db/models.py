@@ -13,14 +13,17 @@ Tables and their invariants:
   ``attempt`` (a job re-queued by Star-Wait may be placed again).
 - ``cloud_launches``: cloud runs of a job (provider, region, instance, accelerators, hourly
   price, SkyPilot request and job ids, launch/start/end times).
-- ``cost_entries``: metered money over an interval ``[period_start, period_end)``, in integer
-  micro-units of ``currency`` (exact sums in SQL). ``user_name``/``team_name``/``cloud`` are
-  copied from the job when metered: a cost is a fact of its time. ``(job_id, source,
+- ``cost_entries``: the ledger: metered money and GPU-hours over an interval ``[period_start,
+  period_end)``, in integer micro-units of ``currency`` (exact sums in SQL); ``source`` is
+  ``cloud`` (a launch's chunk) or ``onprem`` (a run on the private cluster: GPU-hours, no
+  money). ``user_name``/``team_name``/``project``/``gpu_type``/``cloud`` are copied from the
+  job and launch when metered: a cost is a fact of its time. ``(job_id, source,
   period_start)`` is unique, so metering the same interval twice cannot double-count.
 - ``predictions`` and ``model_versions``: runtime estimates (value, band, quantiles) and the
   model that made them.
 - ``users``, ``teams``, ``api_tokens`` (SHA-256 of the secret only; a role each),
-  ``team_budgets`` (monthly cloud budget per team).
+  ``team_budgets`` (monthly cloud budget per team), ``budget_alerts`` (the alert thresholds
+  each team crossed per month: an alert fires once).
 - ``leader_terms``: per lock name, the last fencing token handed out (monotonic).
 
 Times are timezone-aware UTC ``DateTime`` columns (stored naive-UTC on SQLite).
@@ -116,6 +119,18 @@ class TeamBudgetRow(Base):
     monthly_limit_micros: Mapped[int] = mapped_column(BigInteger)
     currency: Mapped[str] = mapped_column(String(3))
     updated_at: Mapped[datetime] = mapped_column(UtcTime)
+
+
+class BudgetAlertRow(Base):
+    """A budget alert that fired: one per team, month and threshold (‰ of the limit)."""
+
+    __tablename__ = "budget_alerts"
+
+    team_name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    month: Mapped[str] = mapped_column(String(7), primary_key=True)
+    threshold_permille: Mapped[int] = mapped_column(Integer, primary_key=True)
+    spent_micros: Mapped[int] = mapped_column(BigInteger)
+    fired_at: Mapped[datetime] = mapped_column(UtcTime)
 
 
 class JobRow(Base):
@@ -222,6 +237,8 @@ class CostEntryRow(Base):
     team_name: Mapped[str | None] = mapped_column(String(128))
     cloud: Mapped[str] = mapped_column(String(64))
     region: Mapped[str | None] = mapped_column(String(64))
+    project: Mapped[str | None] = mapped_column(String(128))
+    gpu_type: Mapped[str | None] = mapped_column(String(64))
     period_start: Mapped[datetime] = mapped_column(UtcTime)
     period_end: Mapped[datetime] = mapped_column(UtcTime)
     gpu_hours: Mapped[float] = mapped_column(Float)

@@ -199,18 +199,26 @@ class CostEntry:
     region: str | None = None
     source: str = "cloud"
     launch_id: int | None = None
+    gpu_type: str | None = None  # None: the job's own GPU type
 
 
 @dataclass(frozen=True, slots=True)
 class CostTotal:
     """One row of a cost report: the group's key values (e.g. ``{"team": "ml",
-    "month": "2026-11"}``) and its totals in ``currency``."""
+    "month": "2026-11"}``) and its totals in ``currency``: cloud money and cloud GPU-hours,
+    and the GPU-hours used on-prem by GPU type (``onprem_by_type``; priced for showback by
+    the caller, at the admin's internal rates)."""
 
     key: Mapping[str, str | None]
     currency: str
     amount: Decimal
     gpu_hours: float
     entries: int
+    onprem_by_type: Mapping[str | None, float] = field(default_factory=dict)
+
+    @property
+    def onprem_gpu_hours(self) -> float:
+        return sum(self.onprem_by_type.values())
 
 
 @dataclass(frozen=True, slots=True)

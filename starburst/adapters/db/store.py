@@ -3,7 +3,8 @@
 One object, one engine, many short transactions: every public method runs in its own
 transaction and either commits all its writes or none (a dropped connection raises
 ``DatabaseUnavailable`` and leaves nothing half-written). Its parts live in concept modules:
-``jobs`` (submission, queue, lifecycle), ``ledger`` (placements, launches, costs),
+``jobs`` (submission, queue, lifecycle), ``ledger`` (placements, launches), ``costs`` (the
+ledger of metered cost entries and its reports),
 ``accounts`` (users, tokens, budgets) and ``learning`` (history, predictions, models).
 
 The schema is created by the Alembic migrations (``starburst db upgrade``);
@@ -18,6 +19,7 @@ from starburst.core.ports import Store
 
 from .accounts import AccountsStore
 from .base import Clock
+from .costs import CostsStore
 from .engine import create_engine, translate_errors
 from .jobs import JobsStore
 from .learning import LearningStore
@@ -26,7 +28,8 @@ from .models import Base
 from .transitions import TransitionsStore
 
 
-class SqlStore(JobsStore, TransitionsStore, LedgerStore, AccountsStore, LearningStore):
+class SqlStore(JobsStore, TransitionsStore, LedgerStore, CostsStore, AccountsStore,
+               LearningStore):
     """The store over a SQLAlchemy engine.
 
     ``SqlStore(engine, clock=..., leader_name="controller")``: ``clock`` supplies "now" for

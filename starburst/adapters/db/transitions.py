@@ -8,6 +8,8 @@ Invariants:
 - ``transition_many`` moves a batch in one transaction (rows locked ``FOR UPDATE`` on
   PostgreSQL): the same rule, version bump and event per job; a job whose state no longer
   allows the move (e.g. cancelled meanwhile) is skipped and named, the others move.
+- A job leaving ``running_onprem`` has its run entered in the ledger (``costs``) in the same
+  transaction as the state change.
 - ``claim`` takes the head of a state's queue with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL,
   so concurrent claimers never take the same job; SQLite serialises writers instead.
 """
@@ -24,6 +26,7 @@ from starburst.core.lifecycle import ALLOWED, JobState, check_transition
 
 from .base import StoreBase, chunks, in_chunks
 from .convert import to_epoch, to_stored_job, to_time
+from .costs import COSTS, onprem_usage_row
 from .engine import run
 from .jobs import EVENTS, JOBS
 from .records import JobNotFound, Move, Moved, StaleVersion, StoredJob
@@ -64,6 +67,7 @@ class TransitionsStore(StoreBase):
                 job_id=job_id, at=now, from_state=row["state"], to_state=to_state.value,
                 reason=reason, actor=actor, fencing_token=fencing_token,
             ))
+            self._enter_onprem_run(conn, [row], to_state, now)
             return to_stored_job({**row, **values})
 
         return run(self._engine, move)
@@ -87,6 +91,7 @@ class TransitionsStore(StoreBase):
             moved: list[StoredJob] = []
             skipped: list[str] = []
             events: list[dict[str, Any]] = []
+            ended: list[Any] = []
             for m in moves:
                 row = rows.pop(m.job_id, None)  # a job named twice moves once
                 if row is None or to_state not in ALLOWED[JobState(row["state"])]:
@@ -108,8 +113,10 @@ class TransitionsStore(StoreBase):
                     "fencing_token": fencing_token,
                 })
                 moved.append(to_stored_job({**row, **values}))
+                ended.append(row)
             for part in chunks(events):
                 conn.execute(sa.insert(EVENTS), list(part))
+            self._enter_onprem_run(conn, ended, to_state, now)
             return Moved(moved, skipped)
 
         return run(self._engine, move_all)
@@ -146,6 +153,18 @@ class TransitionsStore(StoreBase):
             return [to_stored_job(r) for r in claimed]
 
         return run(self._engine, take)
+
+    def _enter_onprem_run(self, conn: sa.Connection, rows: Sequence[Any], to_state: JobState,
+                          now: datetime) -> None:
+        """Jobs leaving ``running_onprem`` have their run entered in the ledger (GPU-hours)
+        in the same transaction, so it is entered exactly once."""
+        if to_state is JobState.RUNNING_ONPREM:
+            return
+        usage = [u for r in rows if r["state"] == JobState.RUNNING_ONPREM.value
+                 and (u := onprem_usage_row(r, now)) is not None]
+        if usage:
+            conn.execute(self._insert(COSTS).on_conflict_do_nothing(
+                index_elements=["job_id", "source", "period_start"]), usage)
 
     def set_estimates(
         self, job_id: str, *, predicted_runtime: float | None = None,

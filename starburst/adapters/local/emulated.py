@@ -44,10 +44,10 @@ from starburst.adapters.local.isolation import RunAs
 from starburst.adapters.local.processes import JobProcess, Outcome, adopt, spawn, spawn_record
 from starburst.adapters.local.statedir import LOG, job_dirname
 from starburst.adapters.local.watch import EndWatch
+from starburst.core.billing import BilledLaunch
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job
 from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
-from starburst.metering import BilledLaunch
 from starburst.pricing import PriceTable, default_price_table
 from starburst.wallclock import WallClock
 

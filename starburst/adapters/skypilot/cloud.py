@@ -53,10 +53,10 @@ from starburst.adapters.skypilot.task import (
     launch_options,
     option_of,
 )
+from starburst.core.billing import BilledLaunch
 from starburst.core.errors import PermanentError, StarburstError, TransientError
 from starburst.core.job import Job
 from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
-from starburst.metering import BilledLaunch
 from starburst.pricing import PriceTable, default_price_table
 
 

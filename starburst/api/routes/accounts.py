@@ -6,16 +6,17 @@ members, finance and admins. The store has no listing of users or teams, so ther
 ``GET /v1/users`` (yet).
 
 Budget month: the calendar month in UTC holding "now"; ``spent`` sums the team's cost entries
-whose period starts inside it (in the budget's currency).
+whose period starts inside it (in the budget's currency); ``forecast`` extrapolates it to the
+month's end at the rate so far (``adapters.db.holds``).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from decimal import Decimal
 
 from fastapi import APIRouter, HTTPException, Response
 
+from starburst.adapters.db.holds import BudgetState, budget_states
 from starburst.adapters.db.records import Role
 from starburst.api.deps import AdminDep, CallerDep, ContextDep
 from starburst.api.schemas.accounts import (
@@ -83,28 +84,37 @@ def revoke_token(token_id: int, _admin: AdminDep, ctx: ContextDep) -> Response:
 
 @router.put("/teams/{team}/budget", response_model=BudgetOut)
 def set_budget(team: str, body: BudgetIn, _admin: AdminDep, ctx: ContextDep) -> BudgetOut:
+    """Set the monthly limit; ``warning`` says so when the team already spent more."""
     ctx.store.set_team_budget(team, body.monthly_limit, currency=body.currency.upper(),
                               at=ctx.clock.now())
-    return get_budget(team, _admin, ctx)
+    out = get_budget(team, _admin, ctx)
+    if Decimal(out.spent) > Decimal(out.monthly_limit):
+        out.warning = budget_warning(out)
+    return out
 
 
 @router.get("/teams/{team}/budget", response_model=BudgetOut)
 def get_budget(team: str, caller: CallerDep, ctx: ContextDep) -> BudgetOut:
-    """The team's monthly limit, what it spent this UTC month and what is left."""
+    """The team's monthly limit, what it spent this UTC month, what is left and the
+    month-end forecast at the rate so far."""
     if caller.role is Role.USER and caller.team != team:
         raise HTTPException(403, f"{caller.user} is not in team {team}")
-    budget = ctx.store.team_budget(team)
-    if budget is None:
+    states = budget_states(ctx.store, ctx.clock.now(), team)
+    if not states:
         raise HTTPException(404, f"team {team} has no budget (set one with PUT)")
-    now = datetime.fromtimestamp(ctx.clock.now(), UTC)
-    start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    end = start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
-    rows = ctx.store.cost_report(start.timestamp(), end.timestamp(), (), team=team)
-    spent = sum((r.amount for r in rows if r.currency == budget.currency), Decimal(0))
+    return budget_out(states[0], ctx.store.budget_alerts(states[0].month).get(team, []))
+
+
+def budget_out(state: BudgetState, alerts: list[float]) -> BudgetOut:
     return BudgetOut(
-        team=team, monthly_limit=str(budget.monthly_limit.quantize(CENT)),
-        currency=budget.currency, month=start.strftime("%Y-%m"),
-        spent=str(spent.quantize(CENT)),
-        remaining=str(max(Decimal(0), budget.monthly_limit - spent).quantize(CENT)),
-        exhausted=spent >= budget.monthly_limit,
+        team=state.team, monthly_limit=str(state.limit.quantize(CENT)),
+        currency=state.currency, month=state.month, spent=str(state.spent.quantize(CENT)),
+        remaining=str(state.remaining.quantize(CENT)), exhausted=state.exhausted,
+        forecast=str(state.forecast.quantize(CENT)),
+        used_fraction=round(min(state.used, 1e9), 4), alerts=alerts,
     )
+
+
+def budget_warning(out: BudgetOut) -> str:
+    return (f"team {out.team} already spent {out.spent} {out.currency} this month, more "
+            f"than the new limit of {out.monthly_limit}: its jobs stop bursting now")

@@ -1,17 +1,16 @@
-"""``/v1/costs``: who spent what, where and when, and what the policy saved.
+"""``/v1/costs``: who spent what, where and when, what the private cluster was used for, and
+what the policy saved. Every figure is read from the ledger (``starburst.api.finance``).
 
-Terms: a range ``[since, until)`` selects cost entries by the start of their period (the
-store's rule); ``since``/``until`` accept ISO dates or datetimes (UTC when no zone is given)
-and default to the current UTC month up to now.
+Terms: a range ``[since, until)`` selects ledger entries by the start of their period (the
+store's rule); ``since``/``until`` accept ISO dates or datetimes with a zone offset (UTC when
+none is given) and default to the current UTC month up to now. Periods (day, week, month) are
+UTC.
+
+Formats: JSON by default; CSV with ``format=csv`` or ``Accept: text/csv``.
 
 Roles: finance and admins read every report; a user reads only their own spending (the
-``user`` filter is forced to them).
-
-Savings: the counterfactual "No-Wait" bill prices every job that ended in the range at the
-cheapest on-demand cloud rate for its GPU type and count (the same price table bursts use),
-for its measured runtime. Its limits: cloud start-up delays and spot prices are ignored, and
-jobs with a GPU type the table does not know are priced as ``default_gpu`` when given, else
-left out and counted in ``unpriced_jobs``.
+``user`` filter is forced to them, and the report's ``scope`` says so). Savings need finance
+or admin.
 """
 
 from __future__ import annotations
@@ -20,17 +19,23 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 
+from starburst.adapters.db.holds import budget_states
 from starburst.adapters.db.records import Principal, Role
+from starburst.api import finance
 from starburst.api.context import ApiContext
 from starburst.api.deps import CallerDep, ContextDep
-from starburst.api.schemas.costs import CostReport, CostRow, CostTotal, Savings
+from starburst.api.routes.accounts import budget_out
+from starburst.api.schemas.accounts import BudgetOut
+from starburst.api.schemas.costs import CostReport, CostTotal, Savings, UnpricedJob
 from starburst.core.errors import ConfigError
-from starburst.core.lifecycle import TERMINAL
+from starburst.savings import compare_with_no_wait, fraction_saved
 
 router = APIRouter(prefix="/v1/costs", tags=["costs"])
-CENT = Decimal("0.01")
+CENT = finance.CENT
+KEYS_HELP = ("Comma-separated, any of: team, user, project (or label), cloud, region, "
+             "location, gpu_type, source, job, day, week, month.")
 
 
 def parse_when(text: str | None, default: datetime, name: str) -> datetime:
@@ -40,11 +45,11 @@ def parse_when(text: str | None, default: datetime, name: str) -> datetime:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ConfigError(f"{name}: {text!r} is not a date or datetime such as 2026-11-01 "
-                          "or 2026-11-01T12:00:00Z") from None
+                          "or 2026-11-01T12:00:00+01:00") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _window(ctx: ApiContext, since: str | None, until: str | None) -> tuple[datetime, datetime]:
+def window(ctx: ApiContext, since: str | None, until: str | None) -> tuple[datetime, datetime]:
     now = datetime.fromtimestamp(ctx.clock.now(), UTC)
     month = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     start, end = parse_when(since, month, "since"), parse_when(until, now, "until")
@@ -53,7 +58,7 @@ def _window(ctx: ApiContext, since: str | None, until: str | None) -> tuple[date
     return start, end
 
 
-def _scope(caller: Principal, user: str | None) -> str | None:
+def scope_of(caller: Principal, user: str | None) -> str | None:
     if caller.role in (Role.ADMIN, Role.FINANCE):
         return user
     if user not in (None, caller.user):
@@ -62,69 +67,114 @@ def _scope(caller: Principal, user: str | None) -> str | None:
     return caller.user
 
 
-@router.get("", response_model=CostReport)
-def report(
-    caller: CallerDep, ctx: ContextDep,
-    since: str | None = None, until: str | None = None,
-    by: Annotated[str, Query(description="Comma-separated: user, team, cloud, day, month.")]
-    = "team",
-    team: str | None = None, user: str | None = None, cloud: str | None = None,
+def wants_csv(request: Request, fmt: str | None) -> bool:
+    if fmt is not None:
+        if fmt not in ("json", "csv"):
+            raise ConfigError(f"format: {fmt!r} is not json or csv")
+        return fmt == "csv"
+    return "text/csv" in request.headers.get("accept", "")
+
+
+def build_report(
+    ctx: ApiContext, caller: Principal, since: str | None, until: str | None, by: str,
+    *, team: str | None = None, user: str | None = None, cloud: str | None = None,
+    project: str | None = None, job: str | None = None, top: int | None = None,
 ) -> CostReport:
-    """Spending in ``[since, until)`` grouped by ``by``, with totals per currency."""
-    keys = [k.strip() for k in by.split(",") if k.strip()]
-    start, end = _window(ctx, since, until)
-    rows = ctx.store.cost_report(start.timestamp(), end.timestamp(), keys, team=team,
-                                 user=_scope(caller, user), cloud=cloud)
-    totals: dict[str, tuple[Decimal, float]] = {}
-    for row in rows:
-        amount, hours = totals.get(row.currency, (Decimal(0), 0.0))
-        totals[row.currency] = (amount + row.amount, hours + row.gpu_hours)
+    """The report as the route and the dashboard serve it."""
+    keys = [k.strip() for k in by.split(",")]
+    start, end = window(ctx, since, until)
+    user = scope_of(caller, user)
+    totals = ctx.store.cost_report(start.timestamp(), end.timestamp(), keys, team=team,
+                                   user=user, cloud=cloud, project=project, job=job)
+    rates = ctx.settings.onprem_rates
+    rows = [finance.report_row(t, rates) for t in totals]
+    if top is not None:
+        rows = sorted(rows, key=lambda r: (-Decimal(r.amount), -r.gpu_hours))[:top]
+    money: dict[str, tuple[Decimal, Decimal]] = {}
+    used: dict[str, tuple[float, float]] = {}
+    for t in totals:
+        cloud_money, shown = money.get(t.currency, (Decimal(0), Decimal(0)))
+        money[t.currency] = (cloud_money + t.amount, shown + finance.showback(t, rates))
+        cloud_hours, onprem_hours = used.get(t.currency, (0.0, 0.0))
+        used[t.currency] = (cloud_hours + t.gpu_hours, onprem_hours + t.onprem_gpu_hours)
+    scope = f"user {user}" if user else f"team {team}" if team else "all"
     return CostReport(
-        since=start, until=end, by=keys,
-        rows=[CostRow(key=dict(r.key), amount=str(r.amount.quantize(CENT)), currency=r.currency,
-                      gpu_hours=r.gpu_hours, entries=r.entries) for r in rows],
-        totals=[CostTotal(amount=str(a.quantize(CENT)), currency=c, gpu_hours=h)
-                for c, (a, h) in sorted(totals.items())],
+        since=start, until=end, by=[k for k in keys if k], scope=scope, rows=rows,
+        totals=[CostTotal(amount=finance.money(a), currency=c,
+                          gpu_hours=finance.hours(used[c][0]),
+                          onprem_gpu_hours=finance.hours(used[c][1]),
+                          onprem_amount=finance.money(shown))
+                for c, (a, shown) in sorted(money.items())],
+        onprem_rates={k: str(v) for k, v in sorted(rates.items())},
+    )
+
+
+@router.get("", response_model=CostReport,
+            responses={200: {"content": {"text/csv": {}}}})
+def report(
+    request: Request, caller: CallerDep, ctx: ContextDep,
+    since: str | None = None, until: str | None = None,
+    by: Annotated[str, Query(description=KEYS_HELP)] = "team",
+    team: str | None = None, user: str | None = None, cloud: str | None = None,
+    project: str | None = None, job: str | None = None,
+    top: Annotated[int | None, Query(ge=1, le=10_000, description=(
+        "Only the N rows of highest cloud spend."))] = None,
+    format: Annotated[str | None, Query(description="json (default) or csv.")] = None,
+) -> CostReport | Response:
+    """Cloud spend and on-prem use in ``[since, until)`` grouped by ``by``, with totals per
+    currency; on-prem GPU-hours are priced at the internal rates (showback)."""
+    csv = wants_csv(request, format)
+    built = build_report(ctx, caller, since, until, by, team=team, user=user, cloud=cloud,
+                         project=project, job=job, top=top)
+    if csv:
+        name = f"starburst-costs-{built.since:%Y%m%d}-{built.until:%Y%m%d}.csv"
+        return Response(finance.report_csv(built.by, built.rows), media_type="text/csv",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return built
+
+
+def build_savings(ctx: ApiContext, since: str | None, until: str | None) -> Savings:
+    start, end = window(ctx, since, until)
+    quote = ctx.quote() if ctx.quote is not None else None
+    figures = compare_with_no_wait(ctx.store, start.timestamp(), end.timestamp(), quote)
+    return Savings(
+        since=start, until=end, jobs=figures.jobs, burst_jobs=figures.burst_jobs,
+        onprem_jobs=figures.onprem_jobs, gpu_hours=finance.hours(figures.gpu_hours),
+        onprem_gpu_hours=finance.hours(figures.onprem_gpu_hours),
+        onprem_cloud_value=finance.money(figures.onprem_cloud_value),
+        actual=finance.money(figures.actual), no_wait=finance.money(figures.no_wait),
+        saved=finance.money(figures.no_wait - figures.actual),
+        saved_fraction=fraction_saved(figures), currency=figures.currency,
+        unpriced_jobs=len(figures.unpriced),
+        unpriced=[UnpricedJob(job=u.job, reason=u.reason)
+                  for u in figures.unpriced[:finance.MAX_LISTED]],
+        assumptions="Jobs that ended in the range. Actual: their cloud spend in the ledger. "
+        "No-Wait: each burst job at what its launches cost, each on-prem job's runtime at "
+        "the price its burst would have had (same GPU type default, cheapest offer, "
+        "multi-node shape); cloud start-up delays are not added, so savings are not "
+        "overstated.",
     )
 
 
 @router.get("/savings", response_model=Savings)
 def savings(
     caller: CallerDep, ctx: ContextDep, since: str | None = None, until: str | None = None,
-    default_gpu: Annotated[str | None, Query(
-        description="Price jobs of unknown GPU type as this GPU (e.g. A100).")] = None,
 ) -> Savings:
-    """Actual spending against bursting every job at once (No-Wait), same range."""
+    """Actual cloud spend of the jobs that ended in the range against bursting every one of
+    them at once (No-Wait)."""
     if caller.role not in (Role.ADMIN, Role.FINANCE):
         raise HTTPException(403, f"{caller.user} has role {caller.role.value}; "
                             "savings need finance or admin")
-    from starburst.pricing import load_price_table
+    return build_savings(ctx, since, until)
 
-    prices = ctx.prices or load_price_table(ctx.settings.price_table)
-    start, end = _window(ctx, since, until)
-    finished = ctx.store.history(since=start.timestamp(), until=end.timestamp(),
-                                 states=sorted(TERMINAL))
-    no_wait, hours, unpriced, currency = Decimal(0), 0.0, 0, "USD"
-    for done in finished:
-        job = done.job
-        runtime = job.runtime or 0.0
-        try:
-            option = prices.price(job.gpu_type or default_gpu or "", max(job.gpus, 1))
-        except ConfigError:
-            if default_gpu is None:
-                unpriced += 1
-                continue
-            option = prices.price(default_gpu, max(job.gpus, 1))
-        hours += job.gpus * runtime / 3600
-        no_wait += Decimal(str(option.price_per_hour)) * Decimal(str(runtime)) / Decimal(3600)
-    actual = sum((r.amount for r in ctx.store.cost_report(
-        start.timestamp(), end.timestamp(), ()) if r.currency == currency), Decimal(0))
-    return Savings(
-        since=start, until=end, jobs=len(finished) - unpriced, gpu_hours=hours,
-        actual=str(actual.quantize(CENT)), no_wait=str(no_wait.quantize(CENT)),
-        saved=str((no_wait - actual).quantize(CENT)),
-        saved_fraction=float(1 - actual / no_wait) if no_wait > 0 else None,
-        currency=currency, unpriced_jobs=unpriced,
-        assumptions="No-Wait prices every finished job at the cheapest on-demand cloud rate "
-        "for its GPUs and measured runtime; start-up delays and spot prices are ignored.",
-    )
+
+@router.get("/budgets", response_model=list[BudgetOut])
+def budgets(caller: CallerDep, ctx: ContextDep) -> list[BudgetOut]:
+    """Every team's budget this month with spent, remaining and forecast (a user: their
+    team's only)."""
+    team = None if caller.role in (Role.ADMIN, Role.FINANCE) else caller.team
+    if team is None and caller.role is Role.USER:
+        return []
+    states = budget_states(ctx.store, ctx.clock.now(), team)
+    fired = ctx.store.budget_alerts(states[0].month) if states else {}
+    return [budget_out(s, fired.get(s.team, [])) for s in states]

@@ -53,20 +53,20 @@ def _visible(ctx: ApiContext, job_id: str, caller: Principal) -> StoredJob:
 
 
 def _cloud_runs(ctx: ApiContext, stored: StoredJob) -> tuple[list[CloudRun], Decimal, str]:
-    """The job's cloud launches and what they cost so far (hourly price × billed time)."""
-    runs, total, currency = [], Decimal(0), "USD"
-    now = ctx.clock.now()
+    """The job's cloud launches and what the ledger metered for each (the one cost path:
+    every report sums the same entries)."""
+    metered = ctx.store.job_costs([stored.id]).get(stored.id, {})
+    runs, currency = [], "USD"
     for launch in ctx.store.launches(stored.id):
         currency = launch.currency
-        if launch.started_at is not None:
-            seconds = max(0.0, (launch.ended_at or now) - launch.started_at)
-            total += launch.hourly_price * Decimal(str(seconds)) / Decimal(3600)
         runs.append(CloudRun(
             provider=launch.provider, region=launch.region, accelerators=launch.accelerators,
             hourly_price=str(launch.hourly_price), currency=launch.currency, spot=launch.spot,
-            status=launch.status, started_at=when(launch.started_at),
-            ended_at=when(launch.ended_at),
+            status=launch.status, launched_at=when(launch.launched_at),
+            started_at=when(launch.started_at), ended_at=when(launch.ended_at),
+            cost=str(metered.get(launch.id, Decimal(0)).quantize(Decimal("0.01"))),
         ))
+    total = sum(metered.values(), Decimal(0))
     return runs, total.quantize(Decimal("0.01")), currency
 
 

@@ -71,3 +71,10 @@ class BudgetOut(BaseModel):
     spent: str
     remaining: str
     exhausted: bool
+    forecast: str = Field(default="0.00",
+                          description="Month-end spend at this month's rate so far.")
+    used_fraction: float = Field(default=0.0, description="Spent ÷ limit.")
+    alerts: list[float] = Field(default_factory=list,
+                                description="Alert thresholds crossed this month.")
+    warning: str | None = Field(default=None,
+                                description="Set when a new limit is already spent.")

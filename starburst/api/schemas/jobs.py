@@ -43,6 +43,8 @@ class JobSubmit(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     team: Name | None = None
     user: Name | None = None
+    project: Annotated[str, Field(min_length=1, max_length=128)] | None = Field(
+        default=None, description="Cost reports group by it (by=project).")
 
     @field_validator("command")
     @classmethod
@@ -67,6 +69,8 @@ class JobSubmit(BaseModel):
         extra = {"image": self.image, "command": self.command_line()}
         if self.env:
             extra["env"] = json.dumps(self.env, sort_keys=True)
+        if self.project:
+            extra["project"] = self.project
         return JobSpec(
             gpus=self.gpus, name=self.name, user=user, team=team, image=self.image,
             command=self.command_line(), cpus=self.cpus, memory_mb=self.memory_mb,
@@ -136,8 +140,11 @@ class CloudRun(BaseModel):
     currency: str
     spot: bool
     status: str
+    launched_at: datetime | None = Field(
+        default=None, description="When it was requested: billing starts here.")
     started_at: datetime | None
     ended_at: datetime | None
+    cost: str = Field(default="0.00", description="Metered in the ledger for this launch.")
 
 
 class JobDetail(JobSummary):
@@ -153,7 +160,9 @@ class JobDetail(JobSummary):
     version: int
     placement: list[PlacementPart]
     cloud: list[CloudRun]
-    cost_so_far: str
+    cost_so_far: str = Field(description=(
+        "Cloud money metered in the ledger for this job (launch to end, provisioning "
+        "included; a running launch is metered in whole chunks)."))
     currency: str
 
 

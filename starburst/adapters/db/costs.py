@@ -1,0 +1,259 @@
+"""The ledger: metered cost entries and every report read from them.
+
+Terms:
+- *entry*: one row of ``cost_entries``. ``source = "cloud"``: a chunk of a cloud launch's
+  billed time (money and GPU-hours); ``source = "onprem"``: one run on the private cluster
+  (GPU-hours, no money), written in the same transaction as the state change that ends the
+  run (``onprem_usage_row``), so a run is entered once and never lost.
+- *report*: totals over ``[since, until)`` grouped by any of ``REPORT_KEYS``. An entry belongs
+  to the period its ``period_start`` falls in (UTC days, ISO weeks starting Monday — named
+  by that Monday's date — and months).
+- *location*: ``cloud:region`` (or just ``cloud``); on-prem usage is located at ``onprem``.
+
+Invariants:
+- Entries are idempotent per ``(job, source, period_start)``: a meter that re-sends an
+  interval after a crash or a retry does not double-count it; ``record_costs`` returns only
+  the entries that were new (for counters).
+- Reports are aggregated by the database (``GROUP BY``), never by looping over entries in
+  Python; the Python side only folds the few (group, GPU type, source) rows the SQL returns.
+- Every cost view (job detail, reports, budgets, savings) reads these entries; nothing else
+  computes what a job cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+
+from starburst.core.errors import ConfigError
+from starburst.core.lifecycle import TERMINAL
+
+from .base import StoreBase, chunks, in_chunks
+from .convert import from_micros, to_epoch, to_micros, to_stored_job, to_time
+from .engine import run
+from .models import CostEntryRow, JobRow, table
+from .records import CostEntry, CostTotal, JobNotFound, StoredJob
+
+COSTS = table(CostEntryRow)
+JOBS = table(JobRow)
+
+#: Grouping keys a cost report understands (``label`` is another name for ``project``).
+REPORT_KEYS = ("team", "user", "project", "label", "cloud", "region", "location", "gpu_type",
+               "source", "job", "day", "week", "month")
+PERIODS = ("day", "week", "month")
+_FORMATS = {"day": "%Y-%m-%d", "week": "%Y-%m-%d", "month": "%Y-%m"}
+ONPREM = "onprem"
+
+
+def _columns() -> dict[str, sa.ColumnElement[Any]]:
+    c = COSTS.c
+    location = sa.case((c.region.is_(None), c.cloud), else_=c.cloud + ":" + c.region)
+    return {"team": c.team_name, "user": c.user_name, "project": c.project,
+            "label": c.project, "cloud": c.cloud, "region": c.region, "location": location,
+            "gpu_type": c.gpu_type, "source": c.source, "job": c.job_id}
+
+
+def report_keys(by: Iterable[str]) -> list[str]:
+    """``by`` checked and deduplicated, in the order given."""
+    keys: list[str] = []
+    for key in (k.strip().lower() for k in by):
+        if key and key not in REPORT_KEYS:
+            raise ConfigError(f"cannot group costs by {key!r}; use any of "
+                              f"{', '.join(REPORT_KEYS)}")
+        if key and key not in keys:
+            keys.append(key)
+    return keys
+
+
+class CostsStore(StoreBase):
+    """The ledger's writes and reads; mixed into ``SqlStore``."""
+
+    def record_costs(self, entries: Sequence[CostEntry]) -> list[tuple[CostEntry, str | None]]:
+        """Record metered entries in one transaction; an interval already recorded (same job,
+        source and start) is skipped, so retries never double-count. Returns the new
+        entries with their job's team."""
+
+        def write(conn: sa.Connection) -> list[tuple[CostEntry, str | None]]:
+            owners: dict[str, Any] = {}
+            ids = {e.job_id for e in entries}
+            for clause in in_chunks(JOBS.c.id, ids):
+                query = sa.select(JOBS.c.id, JOBS.c.user_name, JOBS.c.team_name,
+                                  JOBS.c.gpu_type, JOBS.c.extra).where(clause)
+                owners.update({r.id: r for r in conn.execute(query)})
+            missing = ids - owners.keys()
+            if missing:
+                raise JobNotFound(sorted(missing)[0])
+            known = self._recorded(conn, entries)
+            fresh = [e for e in entries
+                     if (e.job_id, e.source, to_time(e.start)) not in known]
+            statement = self._insert(COSTS).on_conflict_do_nothing(
+                index_elements=["job_id", "source", "period_start"]
+            )
+            rows = [_cost_row(e, owners[e.job_id]) for e in fresh]
+            for part in chunks(rows):
+                conn.execute(statement, list(part))
+            return [(e, owners[e.job_id].team_name) for e in fresh]
+
+        return run(self._engine, write)
+
+    @staticmethod
+    def _recorded(conn: sa.Connection, entries: Sequence[CostEntry]) -> set[Any]:
+        if not entries:
+            return set()
+        first = to_time(min(e.start for e in entries))
+        known: set[Any] = set()
+        for clause in in_chunks(COSTS.c.job_id, {e.job_id for e in entries}):
+            query = sa.select(COSTS.c.job_id, COSTS.c.source, COSTS.c.period_start).where(
+                clause, COSTS.c.period_start >= first)
+            known.update((r.job_id, r.source, to_time(to_epoch(r.period_start)))
+                         for r in conn.execute(query))
+        return known
+
+    def cost_report(
+        self, since: float, until: float, by: Sequence[str] = ("team",), *,
+        team: str | None = None, user: str | None = None, cloud: str | None = None,
+        project: str | None = None, job: str | None = None, source: str | None = None,
+    ) -> list[CostTotal]:
+        """Totals over ``[since, until)`` grouped by ``by`` (see ``REPORT_KEYS``) and
+        currency, sorted by key; filters narrow the entries first."""
+        keys = report_keys(by)
+        groups = [self._group_expr(k).label(k) for k in keys]
+        c = COSTS.c
+        query = (
+            sa.select(
+                *groups, c.currency, c.source, c.gpu_type,
+                sa.func.sum(c.amount_micros).label("micros"),
+                sa.func.sum(c.gpu_hours).label("gpu_hours"), sa.func.count().label("entries"),
+            )
+            .where(c.period_start >= to_time(since), c.period_start < to_time(until))
+            .group_by(*groups, c.currency, c.source, c.gpu_type)
+        )
+        filters = ((c.team_name, team), (c.user_name, user), (c.cloud, cloud),
+                   (c.project, project), (c.job_id, job), (c.source, source))
+        for column, value in filters:
+            if value is not None:
+                query = query.where(column == value)
+        rows = run(self._engine, lambda conn: conn.execute(query).mappings().all())
+        return _fold(rows, keys)
+
+    def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[int | None, Decimal]]:
+        """Money metered for each job, per launch id (``None``: entries of no launch),
+        over all time; jobs without entries are absent."""
+        c = COSTS.c
+        out: dict[str, dict[int | None, Decimal]] = {}
+
+        def read(conn: sa.Connection) -> None:
+            for clause in in_chunks(c.job_id, set(job_ids)):
+                query = (sa.select(c.job_id, c.launch_id, sa.func.sum(c.amount_micros))
+                         .where(clause, c.source != ONPREM).group_by(c.job_id, c.launch_id))
+                for job_id, launch_id, micros in conn.execute(query):
+                    out.setdefault(job_id, {})[launch_id] = from_micros(micros)
+
+        run(self._engine, read)
+        return out
+
+    def ledger_totals_after(self, after_id: int) -> tuple[int, list[Any]]:
+        """Entries with an id above ``after_id`` summed by team, location, source and
+        currency: ``(highest id read, rows of (team, location, source, currency, micros,
+        gpu_hours))``; for counters that follow the ledger."""
+        c = COSTS.c
+        location = _columns()["location"]
+
+        def read(conn: sa.Connection) -> tuple[int, list[Any]]:
+            top = conn.execute(sa.select(sa.func.max(c.id))).scalar()
+            if top is None or int(top) <= after_id:
+                return after_id, []
+            query = (sa.select(c.team_name, location, c.source, c.currency,
+                               sa.func.sum(c.amount_micros), sa.func.sum(c.gpu_hours))
+                     .where(c.id > after_id, c.id <= top)
+                     .group_by(c.team_name, location, c.source, c.currency))
+            return int(top), [tuple(r) for r in conn.execute(query)]
+
+        return run(self._engine, read)
+
+    def ended_jobs(self, since: float, until: float) -> list[StoredJob]:
+        """Jobs that ended in ``[since, until)`` (any final state), oldest end first."""
+        query = (sa.select(JOBS)
+                 .where(JOBS.c.ended_at >= to_time(since), JOBS.c.ended_at < to_time(until),
+                        JOBS.c.state.in_([s.value for s in TERMINAL]))
+                 .order_by(JOBS.c.ended_at, JOBS.c.id))
+        return run(self._engine,
+                   lambda conn: [to_stored_job(r) for r in conn.execute(query).mappings()])
+
+    def _group_expr(self, key: str) -> sa.ColumnElement[Any]:
+        columns = _columns()
+        if key in columns:
+            return columns[key]
+        start = COSTS.c.period_start
+        if self.is_postgres:
+            return sa.func.date_trunc(key, sa.func.timezone("UTC", start))
+        if key == "week":  # the Monday on or before the day
+            return sa.func.date(start, "weekday 0", "-6 days")
+        return sa.func.strftime(_FORMATS[key], start)
+
+
+def onprem_usage_row(job: Mapping[str, Any], now: datetime) -> dict[str, Any] | None:
+    """The ledger row of an on-prem run of ``job`` (a ``jobs`` row) that ends at ``now``."""
+    started = job["started_at"]
+    if started is None or job["gpus"] <= 0:
+        return None
+    seconds = max(0.0, to_epoch(now) - to_epoch(started))
+    return {
+        "job_id": job["id"], "launch_id": None, "source": ONPREM, "user_name": job["user_name"],
+        "team_name": job["team_name"], "project": _project(job["extra"]), "cloud": ONPREM,
+        "region": None, "gpu_type": job["gpu_type"], "period_start": started,
+        "period_end": now, "gpu_hours": job["gpus"] * seconds / 3600.0, "amount_micros": 0,
+        "currency": "USD",
+    }
+
+
+def _project(extra: Any) -> str | None:
+    value = (extra or {}).get("project") if isinstance(extra, dict) else None
+    return str(value) if value else None
+
+
+def _cost_row(entry: CostEntry, owner: Any) -> dict[str, Any]:
+    if entry.end < entry.start:
+        raise ConfigError(f"cost interval of job {entry.job_id} ends before it starts")
+    return {
+        "job_id": entry.job_id, "launch_id": entry.launch_id, "source": entry.source,
+        "user_name": owner.user_name, "team_name": owner.team_name,
+        "project": _project(owner.extra), "cloud": entry.cloud, "region": entry.region,
+        "gpu_type": entry.gpu_type or owner.gpu_type, "period_start": to_time(entry.start),
+        "period_end": to_time(entry.end), "gpu_hours": entry.gpu_hours,
+        "amount_micros": to_micros(entry.amount), "currency": entry.currency,
+    }
+
+
+def _fold(rows: Sequence[Any], keys: list[str]) -> list[CostTotal]:
+    """(group, currency, source, GPU type) rows → one ``CostTotal`` per (group, currency)."""
+    acc: dict[tuple[tuple[str | None, ...], str], dict[str, Any]] = {}
+    for r in rows:
+        key = tuple(_period_text(r[k], k) for k in keys)
+        slot = acc.setdefault((key, r["currency"]), {
+            "micros": 0, "hours": 0.0, "entries": 0, "onprem": {}})
+        slot["micros"] += int(r["micros"] or 0)
+        slot["entries"] += int(r["entries"])
+        hours = float(r["gpu_hours"] or 0.0)
+        if r["source"] == ONPREM:
+            onprem = slot["onprem"]
+            onprem[r["gpu_type"]] = onprem.get(r["gpu_type"], 0.0) + hours
+        else:
+            slot["hours"] += hours
+    totals = [
+        CostTotal(key=dict(zip(keys, key, strict=True)), currency=currency,
+                  amount=from_micros(s["micros"]), gpu_hours=s["hours"], entries=s["entries"],
+                  onprem_by_type=s["onprem"])
+        for (key, currency), s in acc.items()
+    ]
+    return sorted(totals, key=lambda t: (tuple(v or "" for v in t.key.values()), t.currency))
+
+
+def _period_text(value: Any, key: str) -> str | None:
+    if isinstance(value, datetime):
+        return value.strftime(_FORMATS[key])
+    return None if value is None else str(value)

@@ -1,0 +1,82 @@
+"""Finance views over the ledger for the API: report rows with on-prem showback, CSV, and
+the burst's quote the savings reuse (``starburst.savings``). Every figure is a sum of ledger
+entries (``adapters.db.costs``).
+
+Terms:
+- *showback*: on-prem GPU-hours priced at the admin's internal rate for their GPU type
+  (``Settings.onprem_rates``, $/GPU-hour; ``*`` for any other type). Not money paid to anyone.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+from starburst.adapters.db.records import CostTotal
+from starburst.api.schemas.costs import GPU_HOURS_DIGITS, CostRow
+from starburst.savings import Quoter
+
+CENT = Decimal("0.01")
+MAX_LISTED = 100
+
+
+def money(amount: Decimal) -> str:
+    return str(amount.quantize(CENT))
+
+
+def hours(value: float) -> float:
+    return round(value, GPU_HOURS_DIGITS)
+
+
+def rate_for(rates: Mapping[str, float], gpu_type: str | None) -> Decimal:
+    """The internal $/GPU-hour of ``gpu_type`` (case-insensitive; ``*`` for any other)."""
+    lowered = {k.lower(): v for k, v in rates.items()}
+    value = lowered.get((gpu_type or "").lower(), lowered.get("*", 0.0))
+    return Decimal(str(value))
+
+
+def showback(total: CostTotal, rates: Mapping[str, float]) -> Decimal:
+    return sum((rate_for(rates, t) * Decimal(str(h)) for t, h in total.onprem_by_type.items()),
+               Decimal(0))
+
+
+def report_row(total: CostTotal, rates: Mapping[str, float]) -> CostRow:
+    return CostRow(key=dict(total.key), amount=money(total.amount), currency=total.currency,
+                   gpu_hours=hours(total.gpu_hours),
+                   onprem_gpu_hours=hours(total.onprem_gpu_hours),
+                   onprem_amount=money(showback(total, rates)), entries=total.entries)
+
+
+CSV_FIELDS = ("currency", "amount", "gpu_hours", "onprem_gpu_hours", "onprem_amount",
+              "entries")
+
+
+def report_csv(keys: Sequence[str], rows: Sequence[CostRow]) -> str:
+    """The report as CSV: one column per grouping key, then the figures (money as decimal
+    strings, GPU-hours rounded)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*keys, *CSV_FIELDS])
+    for r in rows:
+        writer.writerow([*(r.key.get(k) or "" for k in keys), r.currency, r.amount,
+                         r.gpu_hours, r.onprem_gpu_hours, r.onprem_amount, r.entries])
+    return out.getvalue()
+
+
+def burst_quote(settings: Any, clock: Any, prices: Any = None) -> Callable[[], Quoter | None]:
+    """The cloud port's ``quote`` of the cloud ``settings`` name, built on first use (the
+    same adapter and price table the controller bursts with)."""
+    built: list[Quoter | None] = []
+
+    def get() -> Quoter | None:
+        if not built:
+            from starburst.controller.wiring import build_cloud
+
+            cloud = build_cloud(settings, clock, prices)
+            built.append(cloud.quote if cloud is not None else None)
+        return built[0]
+
+    return get

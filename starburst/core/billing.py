@@ -1,0 +1,95 @@
+"""Billing: the one rule that turns a cloud launch into money, and the calendar it is read in.
+
+Terms:
+- *launch*: one cloud run of one job, billed from ``launched_at`` (the burst decision's launch
+  request, so provisioning is included: the cloud bills while instances exist) at an hourly
+  ``price_per_hour`` for all its GPUs and nodes.
+- *charge*: ``price × (end − start)`` for one interval of a launch, with its GPU-hours. A
+  launch's charges are fixed chunks of ``chunk`` seconds counted from ``launched_at``, so
+  charging it again (after a crash, on the next pass) yields the very same intervals, which
+  the ledger stores once. Before the end only whole chunks are charged; the final call also
+  charges the partial last one.
+- *billing month*: the UTC calendar month holding an instant; budgets reset at its start.
+- *forecast*: month-end spend extrapolated from the spend rate so far this month
+  (``spent × month length ÷ elapsed``); never below what is spent.
+
+Invariants: pure — time comes in as arguments; amounts are ``Decimal`` rounded to millionths
+(the ledger's unit), so Σ charges = price × billed time up to one micro-unit per chunk.
+``starburst.controller.cloudside`` meters with ``charges``; nothing else prices a launch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+
+MICRO = Decimal("0.000001")
+_HOUR = Decimal(3600)
+
+
+@dataclass(frozen=True, slots=True)
+class BilledLaunch:
+    """What a cloud backend says it bills for one launch (read after a restart)."""
+
+    launch: str
+    job_id: str
+    team: str | None
+    where: str
+    accelerators: str
+    price_per_hour: float
+    launched_at: float
+    emulated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """Money and GPU-hours for billing ``[start, end)`` of one launch."""
+
+    start: float
+    end: float
+    amount: Decimal
+    gpu_hours: float
+
+
+def charges(
+    launched_at: float, until: float, price_per_hour: Decimal, gpus: int, *,
+    chunk: float, final: bool,
+) -> list[Charge]:
+    """The charges of a launch from ``launched_at`` up to ``until`` (see the module terms)."""
+    if chunk <= 0:
+        raise ValueError("chunk must be positive")
+    out: list[Charge] = []
+    start = launched_at
+    while start < until:
+        end = start + chunk
+        if end > until and not final:
+            break
+        end = min(end, until)
+        hours = Decimal(str(end - start)) / _HOUR
+        out.append(Charge(start, end, (price_per_hour * hours).quantize(MICRO),
+                          float(hours) * gpus))
+        start = end
+    return out
+
+
+def month_window(now: float) -> tuple[float, float, str]:
+    """Start and end (epoch seconds) of the UTC calendar month holding ``now``, and its name
+    (``"November 2026"``)."""
+    moment = datetime.fromtimestamp(now, UTC)
+    start = moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    if start.month == 12:
+        end = start.replace(year=start.year + 1, month=1)
+    else:
+        end = start.replace(month=start.month + 1)
+    return start.timestamp(), end.timestamp(), start.strftime("%B %Y")
+
+
+def month_end_forecast(spent: Decimal, now: float) -> Decimal:
+    """Spend at the end of ``now``'s month if it goes on at this month's rate so far."""
+    start, end, _ = month_window(now)
+    elapsed = max(now - start, 0.0)
+    if elapsed <= 0 or spent <= 0:
+        return spent
+    rate = spent / Decimal(str(elapsed))
+    return max(spent, (rate * Decimal(str(end - start))).quantize(MICRO))
