@@ -58,6 +58,14 @@ def _reason(exc: Exception) -> str:
     return "connection refused" if "refused" in text.lower() else (text or type(exc).__name__)
 
 
+def job_path(job_id: str, suffix: str = "") -> str:
+    """The API path of a job: ids may hold slashes (``<namespace>/<name>``, kept as path
+    separators, which the API accepts) and any other character (percent-encoded)."""
+    from urllib.parse import quote
+
+    return f"/v1/jobs/{quote(job_id, safe='/')}" + (f"/{suffix}" if suffix else "")
+
+
 def call(server: str, token: str | None, method: str, path: str, *, text: bool = False,
          tolerate: tuple[int, ...] = (), **kwargs: Any) -> Any:
     """One request to the API; the decoded JSON answer (the body as text with ``text``), None
@@ -173,7 +181,7 @@ def status(
     server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
 ) -> None:
     """A job's state, times, estimate, wait budget, placement and cost so far."""
-    job = call(server, token, "GET", f"/v1/jobs/{job_id}")
+    job = call(server, token, "GET", job_path(job_id))
     if as_json:
         typer.echo(json.dumps(job, indent=2))
         return
@@ -201,7 +209,7 @@ def explain(
     server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
 ) -> None:
     """Why a job is where it is: its history with the reason for every decision."""
-    answer = call(server, token, "GET", f"/v1/jobs/{job_id}/explain")
+    answer = call(server, token, "GET", job_path(job_id, "explain"))
     if as_json:
         typer.echo(json.dumps(answer, indent=2))
         return
@@ -221,7 +229,7 @@ def logs(
     server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
 ) -> None:
     """What a job printed, from where it ran (on-prem, or its latest cloud launch)."""
-    path = f"/v1/jobs/{job_id}/logs"
+    path = job_path(job_id, "logs")
     if not follow:
         output = call(server, token, "GET", path, text=True, params={"tail": tail} if tail else {})
         typer.echo(output, nl=not output.endswith("\n") and bool(output))
@@ -229,7 +237,7 @@ def logs(
     from starburst.cli.follow import follow as follow_output
 
     def ended() -> bool:
-        state = call(server, token, "GET", f"/v1/jobs/{job_id}")["state"]
+        state = call(server, token, "GET", job_path(job_id))["state"]
         return state in ("succeeded", "failed", "cancelled")
 
     def fetch() -> str | None:  # 409: not started yet
@@ -245,5 +253,5 @@ def cancel(
     server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
 ) -> None:
     """Cancel a waiting or running job (the controller stops it on its next pass)."""
-    job = call(server, token, "POST", f"/v1/jobs/{job_id}/cancel")
+    job = call(server, token, "POST", job_path(job_id, "cancel"))
     typer.echo(f"{job['id']}  {job['state']}")

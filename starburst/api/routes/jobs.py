@@ -8,6 +8,10 @@ Invariants:
   (ids are not enumerable). Finance and admins see every job; only owners and admins cancel.
 - The API never schedules: a cancel is a state change with the reason
   ``cancelled by <user>``; the controller stops the job on its next pass.
+- Job ids may contain slashes (a Kubernetes Job's id is ``<namespace>/<name>``): every
+  ``/v1/jobs/{id}...`` route takes the id as a path, plain (``/v1/jobs/ml/q3/explain``) or
+  encoded (``ml%2Fq3``). The one exception: ``GET /v1/jobs/{id}`` of an id whose last part
+  is ``explain`` or ``logs`` answers that suffix route for the shorter id.
 """
 
 from __future__ import annotations
@@ -144,7 +148,6 @@ def list_jobs(
     return _page(ctx, state or list(JobState), limit, cursor, user, team)
 
 
-@router.get("/{job_id}", response_model=JobDetail)
 def status(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
     """State, times, estimate, wait budget, where it runs and what it has cost."""
     return detail(ctx, _visible(ctx, job_id, caller))
@@ -175,7 +178,7 @@ def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str,
     return f"{stored.state.value}: {last_reason}", None
 
 
-@router.get("/{job_id}/explain", response_model=Explanation)
+@router.get("/{job_id:path}/explain", response_model=Explanation)
 def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
     """The job's history with each decision's reason, and where its wait budget stands."""
     stored = _visible(ctx, job_id, caller)
@@ -190,7 +193,7 @@ def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
     )
 
 
-@router.post("/{job_id}/cancel", response_model=JobDetail)
+@router.post("/{job_id:path}/cancel", response_model=JobDetail)
 def cancel(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
     """Cancel a waiting or running job; 409 if it already ended."""
     for _ in range(3):
@@ -211,7 +214,7 @@ def cancel(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
     raise HTTPException(409, f"job {job_id} keeps changing; try again")
 
 
-@router.get("/{job_id}/logs", response_class=PlainTextResponse)
+@router.get("/{job_id:path}/logs", response_class=PlainTextResponse)
 def job_logs(
     job_id: str, ctx: ContextDep, caller: CallerDep,
     tail: Annotated[int | None, Query(ge=0, le=1_000_000, description=(
@@ -224,3 +227,8 @@ def job_logs(
                                  "`starburst server` or of a `starburst api` with backends")
     reader = ctx.job_logs()
     return PlainTextResponse(reader.read(stored, ctx.store.launches(stored.id), tail))
+
+
+# Registered last: ``{job_id:path}`` also matches "<id>/explain" and "<id>/logs", which the
+# routes above must get first.
+router.get("/{job_id:path}", response_model=JobDetail)(status)
