@@ -119,6 +119,13 @@ class Settings(BaseSettings):
             raise ValueError("alert thresholds are positive shares of a budget, e.g. 0.8")
         return sorted(set(value))
 
+    @field_validator("budget_webhook")
+    @classmethod
+    def _webhook_is_http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _url_has_a_scheme(cls, value: str) -> str:

@@ -20,6 +20,8 @@ Keywords:
 - ``job_logs``: a callable returning the reader behind ``GET /v1/jobs/{id}/logs`` (see
   ``ApiContext``); None: the route answers 409 saying this API serves no job output.
 
+Besides ``/v1``, the app serves the cost dashboard at ``/ui`` (``starburst.api.ui``).
+
 The caller owns ``store`` and closes it; the app never closes what it was given.
 """
 
@@ -30,7 +32,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from starburst.adapters.db.store import SqlStore
-from starburst.api import errors
+from starburst.api import errors, ui
 from starburst.api.context import ApiContext, Clock, HealthProbe
 from starburst.api.finance import burst_quote
 from starburst.api.routes import accounts, costs, jobs, tuning
@@ -63,6 +65,6 @@ def create_app(
         quote=quote or burst_quote(settings, clock or WallClock(), prices),
     )
     errors.install(app)
-    for module in (jobs, costs, accounts, tuning, health_routes):
+    for module in (jobs, costs, accounts, tuning, health_routes, ui):
         app.include_router(module.router)
     return app

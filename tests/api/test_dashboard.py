@@ -1,0 +1,141 @@
+"""The cost dashboard (``/ui``) in a real headless Chromium over a real PostgreSQL: with a
+finance token it shows the very figures the REST report gives, downloads the report's CSV,
+loads nothing from outside the API, and a user sees only their own costs. A screenshot is
+written to ``bench/out/dashboard.png`` for review."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from starburst.adapters.db.records import CostEntry, JobSpec
+from starburst.core.lifecycle import JobState
+from tests.support.browser import ARGS, chromium_path
+
+PG = pytest.mark.parametrize("db_url", [pytest.param("postgresql", marks=pytest.mark.postgres)],
+                             indirect=True)
+SCREENSHOT = Path(__file__).resolve().parents[2] / "bench" / "out" / "dashboard.png"
+NOV20 = datetime(2026, 11, 20, tzinfo=UTC).timestamp()
+DAY = 86400.0
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    path = chromium_path()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=path, args=ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+def _month_of_spending(store: Any, clock: Any) -> None:
+    """Two teams, two clouds, an on-prem run, a budget: a month a finance analyst reads."""
+    clock.t = NOV20
+    store.set_team_budget("ml", Decimal("500"), at=NOV20)
+    store.set_team_budget("vision", Decimal("50"), at=NOV20)
+    for day in range(1, 6):
+        at = NOV20 - day * DAY
+        a = store.submit(JobSpec(gpus=8, user="alice", team="ml", gpu_type="A100",
+                                 name=f"train-{day}"), at=at).job.id
+        b = store.submit(JobSpec(gpus=1, user="bob", team="vision", gpu_type="T4"),
+                         at=at).job.id
+        store.record_costs([
+            CostEntry(a, at, at + 3600, Decimal("32.80") * day / 2, "aws",
+                      region="us-east-1", gpu_hours=8.0),
+            CostEntry(b, at, at + 1800, Decimal("0.35") * day, "gcp", region="us-central1",
+                      gpu_hours=0.5)])
+    burst = store.submit(JobSpec(gpus=2, user="alice", team="ml", gpu_type="A100"),
+                         at=NOV20 - 2 * DAY).job.id
+    for state in (JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD,
+                  JobState.SUCCEEDED):
+        store.transition(burst, state, reason="t", actor="c", at=NOV20 - 2 * DAY + 3600)
+    store.record_costs([CostEntry(burst, NOV20 - 2 * DAY, NOV20 - 2 * DAY + 3600,
+                                  Decimal("20.00"), "azure", region="eastus", gpu_hours=2.0)])
+    local = store.submit(JobSpec(gpus=4, user="alice", team="ml", gpu_type="A100"),
+                         at=NOV20 - 3 * DAY).job.id
+    store.transition(local, JobState.QUEUED, reason="t", actor="c", at=NOV20 - 3 * DAY)
+    store.transition(local, JobState.RUNNING_ONPREM, reason="t", actor="c", at=NOV20 - 3 * DAY)
+    store.transition(local, JobState.SUCCEEDED, reason="t", actor="c",
+                     at=NOV20 - 3 * DAY + 7200)
+
+
+@PG
+@pytest.mark.parametrize("api_options", [{"settings": {"onprem_rates": {"A100": 1.25}}}],
+                         indirect=True)
+def test_finance_sees_the_rest_figures_and_downloads_the_csv(  # type: ignore[no-untyped-def]
+    api, browser, tmp_path
+) -> None:
+    _month_of_spending(api.store, api.clock)
+    fin = api.client("fin")
+    report = fin.get("/v1/costs", params={"by": "team,day"}).json()
+    savings = fin.get("/v1/costs/savings").json()
+    top = fin.get("/v1/costs", params={"by": "job", "top": 10}).json()["rows"]
+    csv_text = fin.get("/v1/costs", params={"by": "team", "format": "csv"}).text
+    (total,) = report["totals"]
+    assert total["amount"] == "271.25"  # 32.80 × (1+…+5)/2 + 0.35 × 15 + 20, by hand
+    assert total["onprem_gpu_hours"] == 8.0  # 4 GPUs × 2 h
+    assert total["onprem_amount"] == "10.00"  # at 1.25 $/GPU-h
+    # No-Wait: the burst job as billed (20) + 8 on-prem A100 GPU-h at the burst's $3
+    assert (savings["no_wait"], savings["actual"], savings["saved"]) == ("44.00", "20.00",
+                                                                         "24.00")
+
+    context = browser.new_context(accept_downloads=True)
+    page = context.new_page()
+    outside: list[str] = []
+    page.on("request", lambda r: None if r.url.startswith(api.url) else outside.append(r.url))
+    page.goto(f"{api.url}/ui#token={api.tokens['fin']}")
+    page.wait_for_selector("body[data-loaded='true']", timeout=30_000)
+    text = page.inner_text
+    assert text("#cloud-total") == "271.25 USD"
+    assert text("#onprem-gpu-hours") == "8 GPU-h"
+    assert text("#onprem-amount") == "10.00 USD"
+    assert text("#saved") == "24.00 USD (55%)"
+    assert text("#no-wait") == f"{savings['no_wait']} USD"
+    assert text("#actual") == f"{savings['actual']} USD"
+    assert text("#whoami") == "signed in as fin (finance)"
+    budgets = page.locator("#budgets tbody tr")
+    assert budgets.count() == 2
+    assert budgets.nth(1).inner_text().split("\t")[:3] == ["vision", "50.00 USD", "5.25 USD"]
+    jobs = page.locator("#top-jobs tbody tr")
+    assert jobs.count() == len(top)
+    assert jobs.nth(0).inner_text().split("\t")[:2] == [top[0]["key"]["job"],
+                                                        f"{top[0]['amount']} USD"]
+    assert page.evaluate("Object.keys(Chart.instances).length") == 4  # the vendored charts
+    page.select_option("#csv-by", "team")
+    with page.expect_download() as download_info:
+        page.click("#download-csv")
+    saved_csv = tmp_path / "report.csv"
+    download_info.value.save_as(saved_csv)
+    assert saved_csv.read_text() == csv_text
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": 1280, "height": 1600})
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    assert outside == []  # no CDN: it works offline
+    context.close()
+
+
+@PG
+def test_a_user_sees_their_own_costs_and_a_bad_token_is_told(  # type: ignore[no-untyped-def]
+    api, browser
+) -> None:
+    _month_of_spending(api.store, api.clock)
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{api.url}/ui#token={api.tokens['bob']}")
+    page.wait_for_selector("body[data-loaded='true']", timeout=30_000)
+    assert page.inner_text("#cloud-total") == "5.25 USD"  # bob's spending only
+    assert "showing the costs of user bob" in page.inner_text("#whoami")
+    assert page.inner_text("#savings-note") == "savings need the finance role"
+    assert page.locator("#budgets tbody tr").count() == 1  # his team's
+    page.fill("#token", "sb_not-a-token")
+    page.click("#token-form button[type=submit]")
+    page.wait_for_selector("body[data-loaded='error']", timeout=30_000)
+    assert "enter a valid API token" in page.inner_text("#error")
+    context.close()
