@@ -102,6 +102,21 @@ def _discovery(parts: list[str]) -> dict[str, Any]:
     return found
 
 
+def audit_entry(method: str, r: Route, query: dict[str, str], agent: str
+                ) -> tuple[str, str, str, str, str]:
+    """(verb, API group, resource[/subresource], namespace, User-Agent) as RBAC and the audit
+    log name a request: GET is get, list or watch; POST create; PUT update; PATCH patch;
+    DELETE delete or deletecollection."""
+    if method == "GET":
+        verb = "get" if r.name else ("watch" if _flag(query.get("watch")) else "list")
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, "delete")
+        if method == "DELETE" and not r.name:
+            verb = "deletecollection"
+    resource = f"{r.rt.plural}/{r.sub}" if r.sub else r.rt.plural
+    return verb, r.rt.group, resource, r.ns or "", agent
+
+
 class ApiHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms stalls
@@ -154,6 +169,8 @@ class ApiHandler(BaseHTTPRequestHandler):
                 return
             if query.get("dryRun"):
                 raise bad_request("dryRun is not supported by the stand-in")
+            agent = self.headers.get("User-Agent") or ""
+            self.standin.audit.append(audit_entry(method, target, query, agent))
             body = self._json(raw) if raw else None
             self._dispatch(method, target, query, body)
         except ApiError as err:

@@ -92,6 +92,9 @@ class KubeApiServer:
         self.bookmark_interval = bookmark_interval
         self.max_watch_seconds = max_watch_seconds
         self.requests = 0  # served so far (benchmarks check that a pass does not hit the API)
+        #: every API request as (verb, group, resource[/sub], namespace, User-Agent): what
+        #: RBAC must grant to whoever sent it
+        self.audit: list[tuple[str, str, str, str, str]] = []
         self.pod_logs: dict[tuple[str, str], str] = {}  # (namespace, pod) -> its output
         self.connections: set[socket.socket] = set()
         self.watches: set[object] = set()
