@@ -62,10 +62,16 @@ def load_history(store: SqlStore, since: float, until: float) -> History:
     records = TuningRecords(store)
     raw = records.finished_jobs(since, until)
     origin = min((j.submit_time for j in raw), default=since)
-    jobs = [replace(j, submit_time=j.submit_time - origin,
-                    deadline=None if j.deadline is None else j.deadline - origin) for j in raw]
+    jobs = [replace(j, submit_time=round(j.submit_time - origin, 6), runtime=_us(j.runtime),
+                    deadline=None if j.deadline is None else _us(j.deadline - origin))
+            for j in raw]
     return History(jobs, origin, records.cluster_shape(), records.state(SCHEDULER),
                    records.cloud_spend([j.id for j in raw]))
+
+
+def _us(seconds: float | None) -> float | None:
+    """To the microsecond the store keeps (drops float noise from epoch arithmetic)."""
+    return None if seconds is None else round(seconds, 6)
 
 
 def write_history(history: History, trace: Path, cluster: Path | None = None) -> None:

@@ -1,9 +1,10 @@
 """The Pareto plot admins choose a waiting budget from: cloud cost against mean JCT.
 
 Each series (a policy run one way, named as the tables name it: "Starburst", "Star-Wait",
-see ``naming``) is one line whose points are budgets, labelled "b=…"; the points no other
-point beats on both cost and JCT form the Pareto front, drawn as a step line. Settings worth
-pointing at (today's, the recommendation, the knee) get a ring and a caption.
+see ``naming``) is one line whose points are budgets, labelled "b=…": one colour per policy,
+solid out of order, dashed in order. The points no other point beats on both cost and JCT
+form the Pareto front, drawn as a dotted step line. Settings worth pointing at (today's, the
+recommendation, the knee) get a ring and a caption; the legend sits outside the axes.
 
 Labels are placed greedily: each tries a few offsets around its point and takes the first
 whose box overlaps no label placed before it and no highlighted point (else the least
@@ -29,6 +30,10 @@ _OFFSETS = ((4, 3), (4, -9), (-4, 3), (-4, -9), (4, 15), (-4, 15), (4, -21), (-4
 _FONT = 7
 #: colours of highlighted settings, by caption prefix
 _RING = {"today": "tab:red", "recommended": "tab:green", "knee": "tab:purple"}
+#: one colour per policy (none a ring's); the line style tells the mode apart
+_COLOUR = {"compute": "tab:blue", "constant": "tab:orange", "runtime": "tab:cyan",
+           "resource": "tab:brown", "star": "tab:olive", "no-wait": "tab:gray",
+           "infinite": "tab:pink"}
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -57,7 +62,7 @@ def plot(rows: Sequence[Row], path: Path, title: str = "Cloud cost vs mean JCT",
     loads: list[float | None] = [*sorted({float(r["load"]) for r in rows if "load" in r})]
     if not loads:
         loads = [None]
-    fig, axes = plt.subplots(1, len(loads), figsize=(7.5 * len(loads), 5.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(loads), figsize=(10 * len(loads), 5.5), squeeze=False)
     for ax, load in zip(axes[0], loads, strict=True):
         subset = [r for r in rows if load is None or float(r.get("load", -1)) == load]
         ax.set_title(title if load is None else f"{title} (load {load:g})")
@@ -84,11 +89,14 @@ def _draw(fig: Any, ax: Any, rows: Sequence[Row], highlights: Mapping[str, str])
     for name, series in sorted(by_series.items()):
         series = sorted(series, key=lambda r: float(r["cloud_cost_usd"]))
         xs, ys = zip(*(_xy(r) for r in series), strict=True)
-        ax.plot(xs, ys, marker="o", markersize=4, label=name)
+        first = series[0]
+        in_order = str(first.get("out_of_order", "")) in ("0", "False")
+        ax.plot(xs, ys, marker="o", markersize=4, label=name,
+                color=_COLOUR.get(str(first["policy"])), linestyle="--" if in_order else "-")
     front = pareto_front([_xy(r) for r in rows])
     if front:
         fx, fy = zip(*front, strict=True)
-        ax.step(fx, fy, where="post", color="black", linestyle="--", linewidth=1,
+        ax.step(fx, fy, where="post", color="black", linestyle=":", linewidth=1.5,
                 label="Pareto front")
     marked = [(r, highlights[str(r["label"])]) for r in rows if str(r["label"]) in highlights]
     for row, caption in marked:
@@ -100,7 +108,7 @@ def _draw(fig: Any, ax: Any, rows: Sequence[Row], highlights: Mapping[str, str])
     ax.grid(True, alpha=0.3)
     ax.autoscale_view()
     _place_labels(fig, ax, rows, [r for r, _ in marked])
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
 def _place_labels(fig: Any, ax: Any, rows: Sequence[Row], marked: Sequence[Row]) -> None:
