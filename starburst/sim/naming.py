@@ -19,16 +19,17 @@ _NAMES = {
     PolicyKind.RESOURCE: "Resource-Wait",
     PolicyKind.COMPUTE: "Compute-Wait",
     PolicyKind.STAR: "Star-Wait",
+    PolicyKind.COMPUTE_EXPECTED: "Compute-Expected-Wait",
 }
 #: policies normally run out of order (the rest normally run in order)
-_OUT_OF_ORDER_BY_DEFAULT = {PolicyKind.COMPUTE, PolicyKind.STAR}
+_OUT_OF_ORDER_BY_DEFAULT = {PolicyKind.COMPUTE, PolicyKind.STAR, PolicyKind.COMPUTE_EXPECTED}
 _BUDGETLESS = {PolicyKind.NO_WAIT, PolicyKind.INFINITE}
 
 
 def series_name(kind: PolicyKind, out_of_order: bool) -> str:
     if kind is PolicyKind.COMPUTE and out_of_order:
         return "Starburst"
-    name = _NAMES[kind]
+    name = _NAMES.get(kind, kind.value)
     if kind in _BUDGETLESS or out_of_order == (kind in _OUT_OF_ORDER_BY_DEFAULT):
         return name
     return f"{name} ({'out of order' if out_of_order else 'in order'})"

@@ -33,7 +33,7 @@ _RING = {"today": "tab:red", "recommended": "tab:green", "knee": "tab:purple"}
 #: one colour per policy (none a ring's); the line style tells the mode apart
 _COLOUR = {"compute": "tab:blue", "constant": "tab:orange", "runtime": "tab:cyan",
            "resource": "tab:brown", "star": "tab:olive", "no-wait": "tab:gray",
-           "infinite": "tab:pink"}
+           "infinite": "tab:pink", "compute-expected": "navy"}
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:

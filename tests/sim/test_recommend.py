@@ -34,6 +34,8 @@ def test_names_match_the_papers_and_spell_out_only_the_unusual_mode() -> None:
     assert series_name(PolicyKind.RESOURCE, True) == "Resource-Wait (out of order)"
     assert label(PolicyKind.CONSTANT, False, 0.25) == "Constant-Wait b=0.25"
     assert label(PolicyKind.NO_WAIT, True, 0.25) == "No-Wait"
+    for kind in PolicyKind:  # every policy has a name
+        assert series_name(kind, True) and series_name(kind, False)
 
 
 def test_the_cheapest_setting_within_the_tolerance_is_recommended() -> None:
