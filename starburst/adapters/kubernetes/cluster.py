@@ -441,6 +441,12 @@ class KubernetesCluster:
             notes[conv.PREDICTED_RUNTIME] = f"{predicted_runtime:.0f}"
         self._annotate(job_id, notes, "Waiting", reason)
 
+    def note_budget(self, team: str, reason: str, message: str) -> None:
+        """Record a team's budget alert as an Event in the namespace of the team's name
+        (where ``kubectl get events -n TEAM`` shows it); a team that is no namespace gets it
+        in the adapter's own namespace."""
+        self._io.namespace_event(team, self.settings.namespace or "default", reason, message)
+
     def _annotate(self, job_id: str, notes: dict[str, str], event: str, reason: str,
                   suspend: bool = False) -> None:
         with self._lock:

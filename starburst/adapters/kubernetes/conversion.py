@@ -218,6 +218,20 @@ def start_patch(obj: Obj, placement: Placement, reason: str, now: float,
     }
 
 
+def namespace_event_body(namespace: str, reason: str, message: str, now: float,
+                         kind: str = "Warning") -> dict[str, Any]:
+    """An Event about a whole namespace (a team's budget), recorded in that namespace."""
+    stamp = rfc3339(now)
+    return {
+        "metadata": {"generateName": "starburst-budget.", "namespace": namespace},
+        "involvedObject": {"apiVersion": "v1", "kind": "Namespace", "name": namespace},
+        "reason": reason, "message": message[:1024], "type": kind,
+        "source": {"component": "starburst"}, "reportingComponent": "starburst.io/controller",
+        "reportingInstance": "starburst", "firstTimestamp": stamp, "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
 def event_body(obj: Obj, reason: str, message: str, now: float, kind: str = "Normal"
                ) -> dict[str, Any]:
     meta = obj["metadata"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 from starburst.adapters.kubernetes import conversion as conv
@@ -17,6 +18,8 @@ from starburst.core.ports import Clock
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
+#: What a namespace may be named (an RFC 1123 label).
+NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def read_json(response: Any) -> Obj:
@@ -52,3 +55,17 @@ class Writes:
         except Exception:  # an Event is a courtesy: the decision itself is already recorded
             log.warning("could not record the %s event on %s", reason,
                         obj["metadata"]["name"], exc_info=True)
+
+    def namespace_event(self, namespace: str, fallback: str, reason: str,
+                        message: str) -> None:
+        """An Event about a whole namespace (a team's budget) in ``namespace``, or in
+        ``fallback`` when the name cannot be a namespace or the namespace is not there."""
+        for where in ([namespace] if NAMESPACE.fullmatch(namespace) else []) + [fallback]:
+            body = conv.namespace_event_body(where, reason, message, self._clock.now())
+            try:
+                read_json(self._core.create_namespaced_event(where, body,
+                                                             _preload_content=False))
+                return
+            except Exception:  # an Event is a courtesy: the alert is logged and counted
+                log.warning("could not record the %s event in %s", reason, where,
+                            exc_info=True)

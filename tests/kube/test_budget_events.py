@@ -1,0 +1,38 @@
+"""A team's budget alert becomes a Kubernetes Event in the team's namespace (through the
+adapter's write path), so `kubectl get events -n TEAM` shows it."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.records import CostEntry, JobSpec
+from starburst.adapters.db.store import SqlStore
+from starburst.controller.budgets import BudgetAlerts, BudgetNotes
+
+NOW = 1_795_000_000.0  # 2026-11-18
+
+
+def test_budget_alerts_are_events_in_the_team_namespace(core, cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert isinstance(cluster, BudgetNotes)  # resolved so at the composition root
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    migrate.upgrade(url)
+    store = SqlStore.open(url)
+    store.submit(JobSpec(id="j", gpus=1, team="default"), at=NOW - 3600)
+    store.submit(JobSpec(id="k", gpus=1, team="Data Science"), at=NOW - 3600)
+    store.record_costs([CostEntry("j", NOW - 3600, NOW, Decimal("90"), "aws"),
+                        CostEntry("k", NOW - 3600, NOW, Decimal("5"), "aws")])
+    store.set_team_budget("default", Decimal("100"))
+    store.set_team_budget("Data Science", Decimal("5"))
+    fired = BudgetAlerts(store, [0.8, 1.0], notes=cluster).check(NOW)
+    store.close()
+    assert sorted((a.state.team, a.threshold) for a in fired) == [
+        ("Data Science", 0.8), ("Data Science", 1.0), ("default", 0.8)]
+    events = core.list_namespaced_event("default", field_selector="reason=BudgetAlert").items
+    messages = sorted(e.message for e in events)
+    assert len(messages) == 3  # "Data Science" is no namespace name: in the adapter's own
+    assert messages[0].startswith("team Data Science spent 5.00 of its 5.00 USD")
+    assert any(m.startswith("team default spent 90.00 of its 100.00 USD") for m in messages)
+    assert {e.involved_object.kind for e in events} == {"Namespace"}
+    assert {e.type for e in events} == {"Warning"}
