@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from starburst.core.capacity import PlacementStrategy
@@ -57,6 +57,17 @@ class Settings(BaseSettings):
     kubeconfig: str | None = Field(default=None, description="Kubeconfig (in-cluster if unset).")
     cloud: Literal["emulated", "skypilot", "none"] = "emulated"
     price_table: Path | None = Field(default=None, description="YAML price table override.")
+    use_spot: bool = Field(default=False, description="Burst on spot GPUs unless a job says "
+                           "otherwise (extra use_spot); SkyPilot managed jobs recover them.")
+    # a team's shared SkyPilot API server (cloud: skypilot); unset: SkyPilot's own default
+    skypilot_api_server: str | None = Field(
+        default=None, description="URL of the SkyPilot API server (http[s]://host[:port]); "
+        "basic-auth credentials may be inline (https://user:pass@host).")
+    skypilot_api_token: SecretStr | None = Field(
+        default=None, description="SkyPilot service-account token (sky_...), e.g. from a "
+        "Secret through STARBURST_SKYPILOT_API_TOKEN.")
+    skypilot_api_token_file: Path | None = Field(
+        default=None, description="File holding that token (a mounted Secret); read at start.")
     # policy
     policy: PolicyKind = PolicyKind.COMPUTE
     budget: float = Field(default=0.25, ge=0, description="Waiting budget b.")
@@ -145,6 +156,32 @@ class Settings(BaseSettings):
     def insecure_no_auth(self) -> bool:
         """True when the API is open to other machines without authentication."""
         return not self.auth and not is_loopback(self.api_host)
+
+    @field_validator("skypilot_api_server")
+    @classmethod
+    def _endpoint_is_http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL of a SkyPilot API server")
+        return value
+
+    @model_validator(mode="after")
+    def _token_is_readable(self) -> Settings:
+        self.skypilot_token()
+        return self
+
+    def skypilot_token(self) -> str | None:
+        """The service-account token: the setting, else the file's first line (checked)."""
+        token = self.skypilot_api_token.get_secret_value() if self.skypilot_api_token else None
+        source = "skypilot_api_token"
+        if token is None and self.skypilot_api_token_file is not None:
+            source = f"skypilot_api_token_file {self.skypilot_api_token_file}"
+            try:
+                token = self.skypilot_api_token_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ValueError(f"{source}: cannot read it ({exc.strerror})") from None
+        if token is not None and not token.startswith("sky_"):
+            raise ValueError(f"{source}: a SkyPilot service-account token starts with sky_")
+        return token
 
     def scheduler_config(self, reference: Sequence[Job] = ()) -> SchedulerConfig:
         """The core config; the coefficient is explicit or calibrated on ``reference`` jobs."""

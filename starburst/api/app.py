@@ -48,6 +48,7 @@ def create_app(
     settings: Settings, store: SqlStore, *, health: HealthProbe | None = None,
     metrics_registry: Any = None, auth: bool = True, clock: Clock | None = None,
     prices: Any = None, job_logs: Any = None, quote: Any = None,
+    degraded: HealthProbe | None = None,
 ) -> FastAPI:
     """A new FastAPI app serving ``store``; see the module docstring for the keywords."""
     if metrics_registry is None:
@@ -63,6 +64,7 @@ def create_app(
         settings=settings, store=store, clock=clock or WallClock(), auth=auth,
         health=health, registry=metrics_registry, prices=prices, job_logs=job_logs,
         quote=quote or burst_quote(settings, clock or WallClock(), prices),
+        degraded=degraded,
     )
     errors.install(app)
     for module in (jobs, costs, accounts, tuning, health_routes, ui):

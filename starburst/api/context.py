@@ -11,6 +11,9 @@ Terms:
 - *health probe*: a callable the controller supplies for ``/readyz``; it returns ``None``
   when this process is ready, else the reason it is not ("not leader", "database
   unavailable").
+- *degraded probe*: a callable returning why this process, though ready, runs degraded (the
+  cloud side cannot burst: "no cloud enabled in SkyPilot: run `sky check`"), else ``None``;
+  ``/readyz`` reports it under ``cloud`` and stays 200.
 - *job logs*: a callable returning the ``starburst.controller.joblogs.JobLogs`` that reads job
   output through the backends (the controller's own in ``starburst server``; built on first
   use from the settings in ``starburst api``); None: this API serves no job output.
@@ -42,6 +45,7 @@ class ApiContext:
     clock: Clock
     auth: bool = True
     health: HealthProbe | None = None
+    degraded: HealthProbe | None = None
     registry: Any = None
     prices: Any = None  # a starburst.pricing.PriceTable, loaded on first use when None
     job_logs: Callable[[], Any] | None = None

@@ -75,7 +75,7 @@ class CloudSide:
         assert self.cloud is not None
         for name, handle in list(self._draining.items()):
             try:
-                done = self.cloud.poll(handle) in _ENDED
+                done = self.cloud.poll(handle) in (*_ENDED, CloudStatus.REFUSED)
             except (TransientError, PermanentError):
                 done = True
             if done:
@@ -100,7 +100,11 @@ class CloudSide:
         except PermanentError as exc:
             status = CloudStatus.FAILED
             log.warning("polling %s: %s", launch.name, exc)
-        self._meter(launch, now, final=False)
+        if status is CloudStatus.REFUSED:
+            self._refused(job, launch, handle, now, token)
+            return
+        if self._launched(handle):  # a launch still looking for an earlier one costs nothing
+            self._meter(launch, now, final=False)
         if status in _ENDED:
             end = self._end_of(handle, now)
             reason = "finished in the cloud" if status is CloudStatus.SUCCEEDED else \
@@ -114,6 +118,25 @@ class CloudSide:
                        token, now)
             self.store.update_launch(launch.id or 0, status="running", started_at=now)
         self._maybe_pull_back(job, launch, handle, now, report, token)
+
+    def _refused(self, job: StoredJob, launch: CloudLaunch, handle: CloudHandle, now: float,
+                 token: int | None) -> None:
+        """The cloud side could not launch (no cloud enabled, …): nothing ran, nothing is
+        billed; the job waits on-prem again, its budget spent, held there while the cloud
+        side says it is degraded (``CloudGate``), so it is not burst again in a loop."""
+        why = getattr(self.cloud, "reason", lambda h: "the cloud refused the launch")(handle)
+        if self._move(job.id, JobState.QUEUED, f"cloud launch refused: {why}; waiting on-prem",
+                      token, now, wait_budget=0.0):
+            self.view.add(QueuedJob(job.job, now, 0.0))
+        self._stop_cloud(launch, handle, launch.launched_at, "refused", cancel=False)
+
+    def _launched(self, handle: CloudHandle) -> bool:
+        """Whether the backend launched anything to bill yet (one that cannot say: yes)."""
+        billed = getattr(self.cloud, "billed_launch", None)
+        try:
+            return billed is None or billed(handle) is not None
+        except (TransientError, PermanentError):
+            return True
 
     def _attempt_of(self, launch: CloudLaunch) -> int:
         """1 for a job's first launch, 2 for the one after a Star-Wait pull-back, …"""
@@ -187,8 +210,9 @@ class CloudSide:
         provider, _, region = quote.where.partition(":")
         launched_at = now
         billed = getattr(self.cloud, "billed_launch", None)
-        if billed is not None:  # the backend knows when it really launched (a restart)
-            launched_at = billed(handle).launched_at
+        known = billed(handle) if billed is not None else None
+        if known is not None:  # the backend knows when it really launched (a restart)
+            launched_at = known.launched_at
         self.store.record_launch(CloudLaunch(
             job_id=job.id, name=handle.name, provider=provider, accelerators=quote.accelerators,
             hourly_price=Decimal(str(round(quote.price_per_hour, 6))), region=region or None,

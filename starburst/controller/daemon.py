@@ -39,6 +39,7 @@ from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.controller import logs
 from starburst.controller.budgets import BudgetAlerts, BudgetGate, BudgetNotes
+from starburst.controller.cloudgate import CloudGate
 from starburst.controller.metrics import ControllerMetrics
 from starburst.controller.report import PassReport
 from starburst.controller.scheduling import SchedulingLoop
@@ -59,6 +60,7 @@ DEGRADED_AFTER = 3
 class Health:
     ready: bool
     detail: str
+    degraded: str | None = None  # ready, but the cloud side cannot burst (why)
 
 
 class Controller:
@@ -87,9 +89,10 @@ class Controller:
         alerts = BudgetAlerts(
             store, settings.budget_alerts, metrics=self.metrics, webhook=settings.budget_webhook,
             notes=cluster if isinstance(cluster, BudgetNotes) else None)
+        budgets, self.cloud_gate = BudgetGate(store, alerts=alerts), CloudGate(cloud)
         self.loop = SchedulingLoop(store, cluster, cloud, self.clock, self.config,
                                    estimator=estimator, fencing_token=lambda: self._lock.token,
-                                   hold=BudgetGate(store, alerts=alerts))
+                                   hold=lambda now: {**budgets(now), **self.cloud_gate(now)})
         self.metrics.follow_ledger(store)
         for backend in (cluster, cloud):  # backends that can say when a job ends or arrives
             if backend is not None and hasattr(backend, "on_change"):
@@ -179,7 +182,7 @@ class Controller:
             self._failed_passes = 0
             seconds = time.perf_counter() - started
             self.metrics.observe(report, seconds)
-            self._health = Health(True, "leading")
+            self._health = Health(True, "leading", self.cloud_gate.reason)
             self.last_report = report
             self._log(report, seconds)
             self._wake_at(report.next_wakeup)

@@ -33,7 +33,7 @@ from starburst.controller.cloudside import CloudSide, cloud_job
 from starburst.controller.queue_view import QueueView, read_all
 from starburst.controller.report import PassReport, backend_job
 from starburst.core.capacity import Placement
-from starburst.core.cycle import PassResult, SchedulerConfig, schedule_pass
+from starburst.core.cycle import HOLD_ALL, PassResult, SchedulerConfig, schedule_pass
 from starburst.core.decisions import Burst, Start
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job, QueuedJob, cloud_blocker
@@ -111,7 +111,8 @@ class SchedulingLoop(CloudSide):
         started = sum(p.gpus for st in result.starts for p in st.placement)
         report.utilization = (total - capacity.free_gpus + started) / total if total else 0.0
         self._announce_held(result.held)
-        deadlines = [q.deadline for q in result.waiting if q.job.team not in hold]
+        deadlines = [] if HOLD_ALL in hold else \
+            [q.deadline for q in result.waiting if q.job.team not in hold]
         report.next_wakeup = min([*deadlines, *self._pull_backs_due()], default=math.inf)
         if report.admitted == self.admissions_per_pass:
             report.next_wakeup = now  # more submissions wait: come back at once

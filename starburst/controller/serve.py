@@ -40,7 +40,8 @@ def server_app(settings: Settings, controller: Controller) -> Any:
     reader = JobLogs(controller.cluster, controller.loop.cloud)
     app = create_app(settings, controller.store, health=_probe(controller),
                      metrics_registry=controller.metrics.registry, auth=settings.auth,
-                     clock=controller.clock, job_logs=lambda: reader)
+                     clock=controller.clock, job_logs=lambda: reader,
+                     degraded=lambda: controller.health().degraded)
 
     @app.middleware("http")
     async def wake_on_submit(request: Any, call_next: Any) -> Any:
@@ -67,7 +68,9 @@ def probes_app(controller: Controller) -> Any:
     @app.get("/readyz")
     def readyz() -> JSONResponse:
         health = controller.health()
-        body = {"status": "ready" if health.ready else "not ready", "detail": health.detail}
+        status = "degraded" if health.ready and health.degraded else \
+            "ready" if health.ready else "not ready"
+        body = {"status": status, "detail": health.degraded or health.detail}
         return JSONResponse(body, status_code=200 if health.ready else 503)
 
     @app.get("/metrics")

@@ -115,9 +115,11 @@ def build_cloud(settings: Settings, clock: Clock, prices: PriceTable | None = No
 
         return EmulatedCloud(settings.state_dir / "cloud", prices, clock=clock,
                              run_as=run_as_of(settings))
-    from starburst.adapters.skypilot import SkyPilotCloud
+    from starburst.adapters.skypilot import SkyPilotCloud, load_sky
 
-    return SkyPilotCloud(clock, prices)
+    endpoint, token = settings.skypilot_api_server, settings.skypilot_token()
+    return SkyPilotCloud(clock, prices, spot=settings.use_spot,
+                         connect=lambda: load_sky(endpoint, token))
 
 
 def job_logs_from(settings: Settings) -> Callable[[], JobLogs]:

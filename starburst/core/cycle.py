@@ -35,6 +35,9 @@ from starburst.core.job import Job, QueuedJob
 from starburst.core.ordering import QueueOrder, merge
 from starburst.core.policy import WaitPolicy
 
+# A ``hold`` key that holds every job, whatever its team (no team is named "*").
+HOLD_ALL = "*"
+
 
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
@@ -94,7 +97,8 @@ def schedule_pass(
 
     ``queue`` is the previous pass's ``waiting`` (already in order); ``arrivals`` are entries
     admitted since (see ``admit``), in any order. ``hold`` maps teams that may not burst now
-    (their cloud budget is spent) to the reason: their jobs keep waiting on-prem instead.
+    (their cloud budget is spent) to the reason: their jobs keep waiting on-prem instead;
+    the key ``HOLD_ALL`` holds every job (the cloud side itself cannot burst).
     """
     result = PassResult()
     held = hold or {}
@@ -120,6 +124,7 @@ def schedule_pass(
 def _held(entry: QueuedJob, held: Mapping[str, str], result: PassResult) -> bool:
     """Whether a job that would burst must wait on-prem instead (recorded with the reason)."""
     reason = held.get(entry.job.team) if entry.job.team is not None else None
+    reason = reason or held.get(HOLD_ALL)
     if reason is None:
         return False
     if all(job_id != entry.id for job_id, _ in result.held):

@@ -85,6 +85,16 @@ class CloudStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    # The cloud side (not the job) cannot launch, e.g. no cloud is enabled: nothing ran,
+    # nothing is billed, and the job waits on-prem instead.
+    REFUSED = "refused"
+
+
+@runtime_checkable
+class CloudHealth(Protocol):
+    """A cloud that can say why it cannot burst right now (None: it can)."""
+
+    def degraded(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,17 @@ at once; a request runs when ``api_status`` is next asked about it (unless the t
 it); ``get`` on an unfinished request fails the test (the real one would block the scheduling
 loop); managed jobs live in a table whose statuses the test drives (STARTING → RUNNING →
 RECOVERING → ...). ``test_sdk_drift.py`` checks these signatures against the installed SDK.
+
+Where a real API server behaves in a way one would not guess, the fake does the same (each
+checked against a real server by ``tests/skypilot_real/test_fake_agrees.py``):
+- ``jobs.queue_v2`` and ``jobs.cancel`` fail with ``ClusterNotUpError`` ("No in-progress
+  managed jobs.") while the jobs controller is down: before the first launch, or after the
+  test sets ``controller_up = False`` (SkyPilot stops an idle controller);
+- ``jobs.launch`` validates synchronously: ``validate_errors`` are raised by the call itself;
+- with no cloud enabled (``enabled = []``) a launch request fails with
+  ``NoCloudAccessError``, whose message carries terminal colour codes as the real one does;
+- ``jobs.tail_logs(follow=False)`` returns None and writes nothing for an unknown job;
+- ``enabled_clouds`` answers SkyPilot's cloud names (``AWS``, ``GCP``, ``Kubernetes``).
 """
 
 from __future__ import annotations
@@ -30,6 +41,22 @@ class InvalidCloudCredentials(Exception):
     """Same name as ``sky.exceptions.InvalidCloudCredentials``."""
 
 
+class ClusterNotUpError(Exception):
+    """Same name as ``sky.exceptions.ClusterNotUpError``."""
+
+
+class NoCloudAccessError(Exception):
+    """Same name as ``sky.exceptions.NoCloudAccessError``."""
+
+
+class CloudError(Exception):
+    """Same name as ``sky.exceptions.CloudError`` (a failed validation, e.g. offline)."""
+
+
+NOT_UP = "No in-progress managed jobs."
+NO_CLOUD_ACCESS = "Cloud access is not set up. Run: \x1b[1msky check\x1b[0m"
+
+
 @dataclass
 class FakeResources:
     kwargs: dict[str, Any]
@@ -47,7 +74,7 @@ class FakeTask:
     def clouds(self) -> set[str]:
         resources = self.kwargs["resources"]
         items = resources if isinstance(resources, set) else {resources}
-        return {r.kwargs["infra"].split("/")[0] for r in items}
+        return {r.kwargs.get("infra", "").split("/")[0] for r in items}
 
 
 @dataclass
@@ -91,9 +118,11 @@ class FakeJobs:
         _need_confirmation: bool = False,
     ) -> str:
         assert name is not None and task.name == name
+        if self._sky.validate_errors:  # the real call validates before it returns an id
+            raise self._sky.validate_errors.pop(0)
         self._sky.calls.launches.append((name, task))
         body = json.dumps({"task": "<yaml>", "name": name})
-        return self._sky.submit("jobs.launch", lambda: self._sky.run_launch(task, name), body)
+        return self._sky.submit("sky.jobs.launch", lambda: self._sky.run_launch(task, name), body)
 
     def queue_v2(
         self,
@@ -114,10 +143,11 @@ class FakeJobs:
         self._sky.calls.queues += 1
 
         def run() -> tuple[list[dict[str, Any]], int, dict[str, int], int]:
+            self._sky.require_controller()
             rows = [dict(r) for r in self._sky.managed if (name_match or "") in r["job_name"]]
             return rows, len(rows), {}, len(rows)
 
-        return self._sky.submit("jobs.queue_v2", run)
+        return self._sky.submit("sky.jobs.queue_v2", run)
 
     def cancel(
         self,
@@ -134,11 +164,12 @@ class FakeJobs:
         self._sky.calls.cancels.append(ids)
 
         def run() -> None:
+            self._sky.require_controller()
             for row in self._sky.managed:
                 if row["job_id"] in ids and row["status"] not in TERMINAL:
                     row["status"] = "CANCELLING"
 
-        return self._sky.submit("jobs.cancel", run)
+        return self._sky.submit("sky.jobs.cancel", run)
 
     def tail_logs(
         self,
@@ -153,11 +184,11 @@ class FakeJobs:
         task: int | str | None = None,
         *,
         preload_content: bool = True,
-    ) -> int:
+    ) -> int | None:
         assert not follow, "following logs would block"
         assert output_stream is not None
         output_stream.write(self._sky.logs.get(job_id or -1, ""))
-        return 0
+        return None
 
 
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "FAILED_NO_RESOURCE", "FAILED_SETUP"}
@@ -175,6 +206,9 @@ class FakeSky:
         self.no_capacity: set[str] = set()  # clouds whose launches raise at once
         self.errors: list[BaseException] = []  # next launch requests fail with these
         self.hold_launches = False
+        self.enabled: list[str] = ["AWS", "Azure", "GCP"]  # what `sky check` enabled
+        self.validate_errors: list[BaseException] = []  # next launch calls raise these
+        self.controller_up = False  # SkyPilot's jobs controller: up from the first launch
         self._ids = itertools.count(1)
         self._job_ids = itertools.count(1)
 
@@ -207,8 +241,15 @@ class FakeSky:
                 continue  # the server forgot it (restarted)
             if request.status == "PENDING" and not request.hold:
                 self._execute(request)
-            found.append(Payload(rid, request.status if not request.hold else "RUNNING"))
+            status = request.status if not request.hold else "RUNNING"
+            found.append(Payload(rid, status, request.name, request.body))
         return found
+
+    def api_info(self) -> dict[str, str]:
+        return {"status": "healthy", "version": "fake"}
+
+    def enabled_clouds(self, workspace: str | None = None, expand: bool = False) -> str:
+        return self.submit("sky.enabled_clouds", lambda: list(self.enabled))
 
     def Task(self, name: str | None = None, **kwargs: Any) -> FakeTask:
         return FakeTask(name, kwargs)
@@ -219,7 +260,7 @@ class FakeSky:
     # -- the server side, driven by tests ------------------------------------------------------
     def submit(self, name: str, run: Callable[[], Any], body: str = "{}") -> str:
         rid = f"req-{next(self._ids)}"
-        hold = self.hold_launches and name == "jobs.launch"
+        hold = self.hold_launches and name == "sky.jobs.launch"
         self.requests[rid] = FakeRequest(rid, name, run, body, hold=hold)
         return rid
 
@@ -228,9 +269,16 @@ class FakeSky:
         for request in self.requests.values():
             request.hold = False
 
+    def require_controller(self) -> None:
+        if not self.controller_up:
+            raise ClusterNotUpError(NOT_UP)
+
     def run_launch(self, task: FakeTask, name: str) -> tuple[list[int], None]:
         if self.errors:
             raise self.errors.pop(0)
+        if not self.enabled:
+            raise NoCloudAccessError(NO_CLOUD_ACCESS)
+        self.controller_up = True
         if task.clouds & self.no_capacity:
             raise ResourcesUnavailableError(f"no {sorted(task.clouds)[0]} capacity")
         job_id = next(self._job_ids)

@@ -15,10 +15,18 @@ from typing import Any
 
 import pytest
 
-from starburst.adapters.skypilot import SkyJobsApi, build_task, launch_name, launch_options
+from starburst.adapters.skypilot import (
+    SkyJobsApi,
+    build_task,
+    launch_name,
+    launch_options,
+    load_sky,
+)
 from starburst.adapters.skypilot.outcomes import (
     MANAGED_STATUS,
     NO_CAPACITY_ERRORS,
+    NO_CLOUD_ERRORS,
+    NOT_UP_ERRORS,
     TRANSIENT_ERRORS,
     FailureKind,
     classify,
@@ -63,6 +71,15 @@ def test_fake_matches_the_real_request_sdk(sky: ModuleType, call: str) -> None:
     assert shape(getattr(FakeSky, call)) == real
 
 
+def test_fake_matches_the_real_cloud_and_server_calls(sky: ModuleType) -> None:
+    from sky.client import sdk
+
+    assert shape(FakeSky.enabled_clouds) == shape(sdk.enabled_clouds)
+    assert shape(FakeSky.api_info) == shape(sky.api_info)
+    loaded = load_sky()
+    assert loaded.enabled_clouds is sdk.enabled_clouds and loaded.jobs is sky.jobs
+
+
 def test_calls_return_request_ids_at_once(sky: ModuleType) -> None:
     for call in ("launch", "queue_v2", "cancel"):
         returned = str(inspect.signature(getattr(sky.jobs, call)).return_annotation)
@@ -86,7 +103,7 @@ def test_every_managed_job_status_is_mapped(sky: ModuleType) -> None:
 
 
 def test_classified_error_names_exist_in_the_sdk(sky: ModuleType) -> None:
-    for name in TRANSIENT_ERRORS | NO_CAPACITY_ERRORS:
+    for name in TRANSIENT_ERRORS | NO_CAPACITY_ERRORS | NO_CLOUD_ERRORS | NOT_UP_ERRORS:
         assert isinstance(getattr(sky.exceptions, name), type), name
     no_capacity = sky.exceptions.ResourcesUnavailableError("no A100 in us-east-1")
     assert classify(no_capacity).kind is FailureKind.NO_CAPACITY

@@ -131,7 +131,7 @@ def test_restart_while_the_launch_request_is_still_in_flight_adopts_it(
     fake.hold_launches = True
     before = make_cloud(fake, clock, prices)
     passes(before, before.launch(job(), "burst"), clock)
-    (request_id,) = [r for r in fake.requests if fake.requests[r].name == "jobs.launch"]
+    (request_id,) = [r for r in fake.requests if fake.requests[r].name == "sky.jobs.launch"]
     # restart: the managed job is not in the queue yet, but its launch request is on the server
     after = make_cloud(fake, clock, prices)
     handle = after.launch(job(), "burst (resumed after restart)")

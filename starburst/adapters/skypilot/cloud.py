@@ -10,6 +10,7 @@ LOOKUP ──(an earlier launch of this job is in the queue)──────�
                        └─(transient error)──→ WAITING ──(backoff over)──→ LOOKUP
 TRACKING ──(queue: FAILED_NO_RESOURCE and options left)──→ LAUNCHING (option k+1)
 TRACKING ──(queue: terminal)──→ ENDED
+LOOKUP ──(no enabled cloud offers the job's options)──→ ENDED (REFUSED)
 ```
 
 Terms:
@@ -20,6 +21,13 @@ Terms:
 - *option*: cloud × on-demand/spot from the price table, cheapest first; option k is tried
   only after option k-1 had no capacity.
 - *billed from*: the first launch request; provisioning, recovery and failover are billed.
+- *refused*: the cloud side, not the job, cannot launch: SkyPilot has no cloud enabled (or
+  none of those the job's options are priced on). Nothing was launched, nothing is billed;
+  ``poll`` says REFUSED with the reason, so the controller keeps the job on-prem, and
+  ``degraded()`` says why the cloud side cannot burst until ``sky check`` enables a cloud.
+  A later ``launch`` of a refused job starts afresh.
+- *enabled clouds*: asked alongside the first lookup and then every ``clouds_ttl`` seconds
+  (``clouds.py``); an option on a cloud that is not enabled is skipped, never launched.
 
 Invariants: every SDK call returns a request id at once and is resolved on a later pass
 (``requests.py``); ``poll``, ``launch`` and ``cancel`` never block on a cloud; a job is never
@@ -32,12 +40,15 @@ reason (``reason(handle)``), or ``TransientError``/``PermanentError`` from ``log
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 from starburst.adapters.skypilot.api import SkyApi, load_sky
 from starburst.adapters.skypilot.backoff import Backoff
+from starburst.adapters.skypilot.clouds import EnabledClouds
 from starburst.adapters.skypilot.launch import TERMINAL, Launch, Phase
 from starburst.adapters.skypilot.outcomes import (
     NO_CAPACITY_STATUSES,
+    NO_CLOUD,
     Failure,
     FailureKind,
     classify,
@@ -74,10 +85,13 @@ class SkyPilotCloud:
         backoff: Backoff | None = None,
         sync_interval: float = 2.0,
         log_lines: int = 1000,
+        clouds_ttl: float = 60.0,
+        connect: Callable[[], SkyApi] = load_sky,
     ) -> None:
         self._clock = clock
         self._prices = prices
         self._api = api
+        self._connect = connect
         self._requests: Requests | None = None
         self.default_gpu = default_gpu
         self.spot = spot
@@ -87,6 +101,8 @@ class SkyPilotCloud:
         self._launches: dict[str, Launch] = {}
         self._synced_at: float | None = None
         self._in_flight: dict[str, str] | None = None
+        self._clouds: EnabledClouds | None = None
+        self.clouds_ttl = clouds_ttl
 
     # -- the Cloud port ----------------------------------------------------------------------
     def quote(self, job: Job) -> Quote:
@@ -94,12 +110,14 @@ class SkyPilotCloud:
         return Quote(best.price.price_per_hour, best.where, best.price.shape)
 
     def launch(self, job: Job, reason: str) -> CloudHandle:
-        if job.id not in self._launches:
+        earlier = self._launches.get(job.id)
+        if earlier is None or earlier.status is CloudStatus.REFUSED:
             requests = self._reqs()
             self._launches[job.id] = Launch(
                 job, self._options(job), Phase.LOOKUP, requests.next_seq
             )
             requests.request_queue()
+            self._enabled().refresh(self._clock.now())
         return self.handle(job.id)
 
     def poll(self, handle: CloudHandle) -> CloudStatus:
@@ -151,6 +169,18 @@ class SkyPilotCloud:
     def launch_of(self, job_id: str) -> Launch | None:
         return self._launches.get(job_id)
 
+    def ended_at(self, handle: CloudHandle) -> float | None:
+        """When the launch ended as SkyPilot reports it (None while it runs)."""
+        launch = self._launches.get(handle.job_id)
+        return launch.ended_at if launch is not None else None
+
+    def degraded(self) -> str | None:
+        """Why the cloud side cannot burst now (None: it can, as far as is known). Asks the
+        API server again, without waiting, when its last answer is older than ``clouds_ttl``."""
+        clouds = self._enabled()
+        clouds.refresh(self._clock.now())
+        return clouds.degraded()
+
     def reason(self, handle: CloudHandle) -> str:
         launch = self._launches.get(handle.job_id)
         return launch.reason if launch is not None else "not launched by this controller"
@@ -180,6 +210,7 @@ class SkyPilotCloud:
         if not any(lau.phase is not Phase.ENDED for lau in self._launches.values()):
             return
         requests = self._reqs()
+        self._enabled().refresh(now)
         self._in_flight = None  # read at most once per pass, and only when a lookup needs it
         for done in requests.resolve().values():
             self._on_request(done)
@@ -246,6 +277,30 @@ class SkyPilotCloud:
         elif launch.cancel_wanted:
             self._end(launch, CloudStatus.CANCELLED, "cancelled before anything was launched")
         else:
+            self._launch_on_enabled(launch)
+
+    def _launch_on_enabled(self, launch: Launch) -> None:
+        """Launch the first option from the current one on whose cloud SkyPilot can launch."""
+        enabled = self._enabled().known
+        if enabled is None:
+            return  # not answered yet: next pass
+        usable = [
+            k
+            for k in range(launch.option, len(launch.options))
+            if launch.options[k].price.cloud in enabled
+        ]
+        if not enabled:
+            self._refuse(launch, NO_CLOUD)
+        elif not usable:
+            priced = sorted({o.price.cloud for o in launch.options})
+            self._refuse(
+                launch,
+                f"none of the clouds priced for this job ({', '.join(priced)}) "
+                f"is enabled in SkyPilot (enabled: {', '.join(sorted(enabled))}): "
+                "run `sky check`",
+            )
+        else:
+            launch.option = usable[0]
             self._send_launch(launch)
 
     def _on_record(self, launch: Launch, record: object) -> None:
@@ -273,7 +328,7 @@ class SkyPilotCloud:
         for launch in self._launches.values():
             if done.request_id == launch.cancel_request:
                 launch.cancel_request = None
-                if done.failure is not None:
+                if done.failure is not None and not done.failure.no_managed_jobs:
                     launch.reason = f"cancel failed ({done.failure.reason}); retrying"
                     self._send_cancel(launch)
             elif done.request_id == launch.request_id and launch.phase is Phase.LAUNCHING:
@@ -295,7 +350,9 @@ class SkyPilotCloud:
                 self._send_cancel(launch)
 
     def _on_failure(self, launch: Launch, failure: Failure) -> None:
-        if failure.kind is FailureKind.NO_CAPACITY:
+        if failure.no_cloud:
+            self._refuse(launch, failure.reason)
+        elif failure.kind is FailureKind.NO_CAPACITY:
             self._fail_over(launch, f"{launch.current.where}: {failure.reason}")
         elif failure.kind is FailureKind.TRANSIENT:
             launch.failures += 1
@@ -354,6 +411,10 @@ class SkyPilotCloud:
         launch.phase, launch.lookup_after, launch.reason = Phase.LOOKUP, requests.next_seq, why
         requests.request_queue()
 
+    def _refuse(self, launch: Launch, why: str) -> None:
+        """Nothing runs and nothing is billed: the launch ends where it started."""
+        self._end(launch, CloudStatus.REFUSED, why, launch.launched_at)
+
     def _end(self, launch: Launch, status: CloudStatus, why: str, at: float | None = None) -> None:
         launch.phase, launch.status, launch.reason = Phase.ENDED, status, why
         launch.ended_at = at if at is not None else self._clock.now()
@@ -364,8 +425,13 @@ class SkyPilotCloud:
 
     def _sky(self) -> SkyApi:
         if self._api is None:
-            self._api = load_sky()
+            self._api = self._connect()
         return self._api
+
+    def _enabled(self) -> EnabledClouds:
+        if self._clouds is None:
+            self._clouds = EnabledClouds(self._sky(), self.clouds_ttl)
+        return self._clouds
 
     def _reqs(self) -> Requests:
         if self._requests is None:

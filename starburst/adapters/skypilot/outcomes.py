@@ -8,6 +8,12 @@ Terms:
   fails with the last reason.
 - *permanent*: retrying cannot help (bad credentials, invalid task, the user's program
   failed). The job fails and the reason is shown to the user.
+- *no cloud*: a permanent failure of the cloud side, not of the job: SkyPilot has no cloud
+  enabled (``NoCloudAccessError``). The reason is always ``NO_CLOUD``; the job is refused
+  by the cloud and stays on-prem (see ``cloud.py``).
+- *controller not up*: SkyPilot's jobs controller is down because no managed job is in
+  progress; queue and cancel requests then fail with ``ClusterNotUpError``, which means "no
+  managed jobs" (``is_no_managed_jobs``).
 
 Errors are matched by exception *class name* along the MRO, so this module does not import
 ``sky``; a test checks that every name listed here exists in the installed SDK, and that every
@@ -16,6 +22,7 @@ Errors are matched by exception *class name* along the MRO, so this module does 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -32,6 +39,22 @@ class FailureKind(StrEnum):
 class Failure:
     kind: FailureKind
     reason: str
+    error: str = ""  # the SDK exception's class name
+
+    @property
+    def no_cloud(self) -> bool:
+        return self.error in NO_CLOUD_ERRORS
+
+    @property
+    def no_managed_jobs(self) -> bool:
+        """The jobs controller is not up: no managed job is in progress."""
+        return self.error in NOT_UP_ERRORS
+
+
+NO_CLOUD = "no cloud enabled in SkyPilot: run `sky check`"
+NO_CLOUD_ERRORS = frozenset({"NoCloudAccessError"})
+NOT_UP_ERRORS = frozenset({"ClusterNotUpError"})
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 TRANSIENT_ERRORS = frozenset(
@@ -54,12 +77,15 @@ _TRANSIENT_BUILTINS = (ConnectionError, TimeoutError)
 def classify(exc: BaseException) -> Failure:
     """Translate an SDK exception into a Starburst failure kind with a readable reason."""
     names = {cls.__name__ for cls in type(exc).__mro__}
-    reason = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+    error = type(exc).__name__
+    reason = _ANSI.sub("", f"{error}: {exc}").strip().rstrip(":")
+    if names & NO_CLOUD_ERRORS:
+        return Failure(FailureKind.PERMANENT, NO_CLOUD, error)
     if names & NO_CAPACITY_ERRORS:
-        return Failure(FailureKind.NO_CAPACITY, reason)
+        return Failure(FailureKind.NO_CAPACITY, reason, error)
     if names & TRANSIENT_ERRORS or isinstance(exc, _TRANSIENT_BUILTINS):
-        return Failure(FailureKind.TRANSIENT, reason)
-    return Failure(FailureKind.PERMANENT, reason)
+        return Failure(FailureKind.TRANSIENT, reason, error)
+    return Failure(FailureKind.PERMANENT, reason, error)
 
 
 # ManagedJobStatus value → what Starburst reports. CANCELLING maps to RUNNING here, and the

@@ -12,6 +12,8 @@ Terms:
 - *queue snapshot*: the managed-jobs table (``jobs.queue_v2``) restricted to Starburst's names,
   indexed by job name. Snapshots are numbered by the pass that *requested* them, so a caller
   can insist on a snapshot taken after some event ("after the restart", "after my launch").
+  While SkyPilot's jobs controller is down (no managed job in progress) the queue request
+  fails with ``ClusterNotUpError``: that is an empty snapshot.
 
 Invariants: no method waits for a request to finish; a request id the server no longer knows
 is reported as lost (``Resolved.lost``), never silently dropped; one queue request at most is
@@ -28,7 +30,7 @@ from typing import Any
 from starburst.adapters.skypilot.api import REQUEST_FINISHED, SkyApi
 from starburst.adapters.skypilot.outcomes import Failure, FailureKind, classify
 
-LAUNCH_REQUEST = "jobs.launch"  # the API server's name for sky.jobs.launch requests
+LAUNCH_REQUEST = "sky.jobs.launch"  # the API server's name for jobs.launch requests
 QUEUE_FIELDS = (
     "job_id",
     "job_name",
@@ -154,6 +156,8 @@ class Requests:
 
     def _take_queue(self, result: Resolved) -> None:
         self._queue_request = None
+        if result.failure is not None and result.failure.no_managed_jobs:
+            result = Resolved(result.request_id, value=[])  # the jobs controller is not up
         if result.failure is not None or result.lost:
             self.last_error = result.failure or Failure(FailureKind.TRANSIENT, "queue lost")
             return

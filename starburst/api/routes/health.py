@@ -3,7 +3,8 @@
 - ``/healthz``: 200 while the process serves requests (a liveness probe; it touches nothing).
 - ``/readyz``: 200 when the database answers and the health probe (if any) has no objection;
   otherwise 503 with ``detail`` naming every problem ("database ... is unavailable: ...",
-  "not leader").
+  "not leader"). A ready process whose cloud side cannot burst answers 200 with status
+  ``degraded`` and the reason under ``checks.cloud``.
 - ``/metrics``: the Prometheus text exposition of the registry given to ``create_app``.
 """
 
@@ -41,6 +42,10 @@ def readyz(ctx: ContextDep) -> JSONResponse:
     problems = [v for v in checks.values() if v != "ok"]
     if problems:
         return JSONResponse({"detail": "; ".join(problems), "checks": checks}, status_code=503)
+    degraded = ctx.degraded() if ctx.degraded is not None else None
+    if degraded:
+        checks["cloud"] = degraded
+        return JSONResponse({"status": "degraded", "detail": degraded, "checks": checks})
     return JSONResponse({"status": "ready", "checks": checks})
 
 

@@ -1,0 +1,25 @@
+"""The cloud side's health as a hold: while the cloud cannot burst, every job waits on-prem.
+
+``CloudGate(cloud)`` asks a cloud that can tell (``CloudHealth``: SkyPilot says "no cloud
+enabled in SkyPilot: run `sky check`" or that its API server does not answer) once per pass;
+while it is degraded the pass holds every job (``HOLD_ALL``) with that reason instead of
+bursting it, and ``reason`` is what readiness reports as the cloud side's degradation. A cloud
+that cannot tell is never held here.
+"""
+
+from __future__ import annotations
+
+from starburst.core.cycle import HOLD_ALL
+from starburst.core.ports import Cloud, CloudHealth
+
+
+class CloudGate:
+    def __init__(self, cloud: Cloud | None) -> None:
+        self._health = cloud if isinstance(cloud, CloudHealth) else None
+        self.reason: str | None = None
+
+    def __call__(self, now: float) -> dict[str, str]:
+        self.reason = self._health.degraded() if self._health is not None else None
+        if self.reason is None:
+            return {}
+        return {HOLD_ALL: f"the cloud side cannot burst ({self.reason}); waiting on-prem"}
