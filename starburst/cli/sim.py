@@ -38,7 +38,8 @@ def simulate(
     gpus_per_node: Annotated[int | None, Opt(help="GPUs per node")] = None,
     cpus_per_node: Annotated[float, Opt(help="CPUs per node (0: not tracked)")] = 0.0,
     cluster: Annotated[Path | None, Opt(help="YAML file describing heterogeneous nodes")] = None,
-    policy: Annotated[str, Opt(help="no-wait|infinite|constant|runtime|resource|compute|star")]
+    policy: Annotated[str, Opt(help="no-wait|infinite|constant|runtime|resource|compute|star|"
+                                     "compute-expected")]
     = "compute",
     coefficient: Annotated[float | None, Opt(help="Policy coefficient (seconds for constant, "
                                                    "seconds per GPU for resource/star)")] = None,

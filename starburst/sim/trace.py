@@ -1,7 +1,8 @@
 """The project's own trace format: one CSV row per job, times in seconds.
 
 Required columns: ``job_id, submit_time, runtime, gpus, cpus``. Optional columns with a
-meaning: ``estimate`` (the runtime the policy sees, if not the true one), ``memory_mb``,
+meaning: ``estimate`` (the runtime the policy sees, if not the true one), ``estimate_low`` and
+``estimate_high`` (its p10–p90 band, read by ``compute-expected``), ``memory_mb``,
 ``gpu_type``, ``user``, ``team``, ``name``, ``deadline``, ``pods`` (the job runs as that many
 equal pods, each kept whole on a node). Any other column is carried through
 in ``Job.extra``.
@@ -22,7 +23,8 @@ from starburst.core.job import Job
 from starburst.sim.trace_errors import TraceError
 
 REQUIRED = ("job_id", "submit_time", "runtime", "gpus", "cpus")
-_NUMERIC_OPTIONAL = ("estimate", "memory_mb", "deadline", "pods")
+_NUMERIC_OPTIONAL = ("estimate", "memory_mb", "deadline", "pods", "estimate_low",
+                     "estimate_high")
 _TEXT_OPTIONAL = ("gpu_type", "user", "team", "name")
 KNOWN = (*REQUIRED, *_NUMERIC_OPTIONAL, *_TEXT_OPTIONAL)
 
@@ -98,6 +100,7 @@ def _job(name: str, line: int, row: dict[str, str]) -> Job:
         gpu_type=text["gpu_type"], runtime=nums["runtime"], estimate=nums["estimate"],
         user=text["user"], team=text["team"], name=text["name"], deadline=nums["deadline"],
         pods=None if pods is None else int(pods), extra=extra,
+        estimate_low=nums["estimate_low"], estimate_high=nums["estimate_high"],
     )
 
 

@@ -145,3 +145,19 @@ def test_the_real_philly_log_loads_by_content_and_matches_its_csv() -> None:
     by_id = {j.id: j for j in csv.jobs}
     assert all((j.gpus, j.runtime) == (by_id[j.id].gpus, by_id[j.id].runtime)
                for j in passed.jobs)
+
+
+def test_a_band_in_the_trace_drives_compute_expected(tmp_path: Path) -> None:
+    from starburst.core.policy import PolicyKind, WaitPolicy
+    from starburst.sim.trace import load_trace, write_trace
+
+    path = tmp_path / "band.csv"
+    path.write_text("job_id,submit_time,runtime,gpus,cpus,estimate,estimate_low,estimate_high\n"
+                    "a,0,3600,2,0,3600,360,36000\nb,1,3600,2,0,3600,,\n")
+    banded, bare = load_trace(path)
+    assert (banded.estimate_low, banded.estimate_high) == (360.0, 36000.0)
+    policy = WaitPolicy(PolicyKind.COMPUTE_EXPECTED, 0.25)
+    assert policy.budget(banded) > 2 * policy.budget(bare) == 2 * 0.25 * 2 * 3600
+    again = tmp_path / "again.csv"
+    write_trace([banded, bare], again)
+    assert load_trace(again) == [banded, bare]
