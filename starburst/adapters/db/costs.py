@@ -206,7 +206,10 @@ def onprem_usage_row(job: Mapping[str, Any], now: datetime) -> dict[str, Any] | 
         "job_id": job["id"], "launch_id": None, "source": ONPREM, "user_name": job["user_name"],
         "team_name": job["team_name"], "project": _project(job["extra"]), "cloud": ONPREM,
         "region": None, "gpu_type": job["gpu_type"], "period_start": started,
-        "period_end": now, "gpu_hours": job["gpus"] * seconds / 3600.0, "amount_micros": 0,
+        # an end reported by another clock (a Kubernetes Job's completionTime) may come before
+        # the start this process recorded: the run is then empty, not negative
+        "period_end": now if seconds > 0 else started, "gpu_hours": job["gpus"] * seconds / 3600.0,
+        "amount_micros": 0,
         "currency": "USD",
     }
 
