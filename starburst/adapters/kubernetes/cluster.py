@@ -1,11 +1,14 @@
 """``KubernetesCluster``: the core's ``Cluster`` port on a Kubernetes cluster.
 
-Three informers keep local caches current (``informer.py``): the labelled Jobs (all
-namespaces, or one), the Nodes, and the unfinished Pods (field selector
-``status.phase!=Succeeded,status.phase!=Failed``). Everything the scheduling pass asks —
-``snapshot``, ``submissions``, ``ended`` — reads those caches under one lock: a pass never
-lists the cluster and never waits on the network. Only ``start``, ``burst``, ``cancel`` and
-``note_waiting`` write (one patch each, plus a best-effort Event).
+Four informers keep local caches current (``informer.py``): the labelled Jobs (all
+namespaces, or one), the Nodes, the unfinished Pods (field selector
+``status.phase!=Succeeded,status.phase!=Failed``) and the ``FailedCreate`` Events of Jobs
+(pods refused at creation). What the Jobs say lives in the Job book (``jobbook.py``: queued,
+running, ended, given up). Everything the scheduling pass asks — ``snapshot``,
+``submissions``, ``ended`` — reads those caches under one lock: a pass never lists the cluster
+and never waits on the network. ``start``, ``burst``, ``cancel`` and ``note_waiting`` write
+(one patch or create each, plus a best-effort Event); the watch threads write only to release
+gated pods (``pinning.py``) and to mark Jobs Starburst gave up, after letting go of the lock.
 
 Free capacity = node allocatable − requests of bound, unfinished Pods, except that a Job
 Starburst started is counted by its *placement* (the ``starburst.io/placement`` annotation)
@@ -17,8 +20,8 @@ Invariants: ``start`` is idempotent — a Job that is running, was started by an
 suspended), burst or cancelled is never patched again, and the start patch carries the
 resourceVersion it was decided on, so two racing controllers cannot both start it; each
 Job's end is reported once per process (at-least-once across restarts: a Job that finished
-while the controller was down is reported after the first sync); a Job deleted while running
-ends as failed ("deleted").
+while the controller was down is reported after the first sync); a deleted Job, or one
+someone else suspended, ends as failed with the reason (``jobbook.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 
 from starburst.adapters.kubernetes import conversion as conv
 from starburst.adapters.kubernetes.informer import Informer, Obj
+from starburst.adapters.kubernetes.jobbook import DELETED, JobBook, Started
 from starburst.adapters.kubernetes.manifest import job_manifest, job_name
 from starburst.adapters.kubernetes.pod_logs import job_output
 from starburst.adapters.kubernetes.retry import Backoff, status_of, translate
@@ -45,9 +49,6 @@ from starburst.core.ports import Clock, ClusterSnapshot, JobEnded, RunningJob
 log = logging.getLogger(__name__)
 UNFINISHED = "status.phase!=Succeeded,status.phase!=Failed"
 REFUSED = "involvedObject.kind=Job,reason=FailedCreate"  # a Job's pod create was refused
-DELETED = "its Kubernetes Job was deleted"
-SUSPENDED = ("its Kubernetes Job was suspended by someone else (spec.suspend: true), which "
-             "stopped its pods")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,14 +62,6 @@ class Settings:
     backoff: Backoff = field(default_factory=Backoff)
 
 
-@dataclass(slots=True)
-class _Started:
-    job: Job
-    parts: list[tuple[str, int]]
-    started_at: float
-    uid: str
-
-
 class KubernetesCluster:
     def __init__(self, api_client: Any, clock: Clock, settings: Settings | None = None) -> None:
         from kubernetes import client
@@ -78,19 +71,12 @@ class KubernetesCluster:
         self._batch = client.BatchV1Api(api_client)
         self._core = client.CoreV1Api(api_client)
         self._io = Writes(self._batch, self._core, clock)
-        #: writes a watch handler decided, sent after it let go of the lock (``_flush``)
-        self._followups: list[Callable[[], None]] = []
-        self._refused: dict[str, str] = {}  # Job uid -> why a pod create was refused
         self._lock = threading.RLock()
-        self._jobs: dict[str, Obj] = {}
-        self._offered: set[str] = set()
-        self._submissions: list[Job] = []
-        self._running: dict[str, _Started] = {}
-        self._ended: list[JobEnded] = []
-        self._reported: set[str] = set()
+        self._book = JobBook(clock, self.settings.conventions, self._notify, self._pods_of,
+                             self._mark)
         self._nodes: dict[str, Node] = {}
         self._hostnames: dict[str, str] = {}  # node name -> its kubernetes.io/hostname label
-        self._ungater = Ungater(self._placement_of)
+        self._ungater = Ungater(self._book.placement_of)
         self._pods: dict[tuple[str, str], tuple[str, float, float, float, str]] = {}
         #: called from the watch threads when a Job ends or a new one is queued; the controller
         #: sets it to run a pass promptly (it must be quick and must not call back in here)
@@ -160,117 +146,30 @@ class KubernetesCluster:
         with self._lock:
             self._ungater.undo(release)
 
-    def _placement_of(self, uid: str) -> tuple[list[tuple[str, int]], int] | None:
-        """The multi-node placement and GPUs per pod of the Job ``uid`` Starburst started."""
-        for started in self._running.values():
-            if started.uid == uid and len(started.parts) > 1:
-                return started.parts, started.job.split_unit if started.job.gpus else 0
-        return None
-
     def _on_job(self, kind: str, obj: Obj, old: Obj | None) -> None:
-        jid = conv.job_id(obj)
         with self._lock:
-            known = self._jobs.get(jid)
-            if known is not None and kind != "DELETED" and _older(obj, known):
-                return  # our own patch's answer already told us more
-            if kind == "DELETED":
-                self._deleted(jid, obj)
-                return
-            self._jobs[jid] = obj
-            self._classify(jid, obj)
+            self._book.on_job(kind, obj)
         self._flush()
         self._release()  # gated pods seen before their Job was known to be ours
 
-    def _deleted(self, jid: str, obj: Obj) -> None:
-        """A deleted Job ends its job's record, whatever its state (caller holds the lock);
-        one not handed to the controller yet is simply forgotten."""
-        self._jobs.pop(jid, None)
-        pending = [j for j in self._submissions if j.id != jid]
-        handed_out = len(pending) == len(self._submissions) and jid in self._offered
-        self._submissions = pending
-        ours = self._running.pop(jid, None) is not None or conv.job_state(obj) == "burst"
-        if handed_out or ours:
-            self._report(JobEnded(jid, self._clock.now(), False, DELETED))
-
     def _on_event(self, kind: str, event: Obj, old: Obj | None) -> None:
-        """A Job Starburst started had a pod create refused (quota, PodSecurity, a webhook):
-        its pods cannot all run, so the job ends with the reason and the Job is suspended
-        (which also frees what pods it did get)."""
+        """A pod create of a Job was refused (``jobbook``: a Job Starburst started gives up)."""
         uid = (event.get("involvedObject") or {}).get("uid")
         if kind == "DELETED" or not uid:
             return
         with self._lock:
-            # kept: the refusal may come before the start that caused it is recorded here
-            self._refused[uid] = str(event.get("message") or "").removeprefix("Error creating: ")
-            self._check_refused(uid)
+            self._book.on_refusal(uid, str(event.get("message") or ""))
         self._flush()
 
-    def _check_refused(self, uid: str) -> None:
-        """Give up the started Job ``uid`` if a pod create of it was refused (under the lock)."""
-        message = self._refused.get(uid)
-        jid = next((j for j, s in self._running.items() if s.uid == uid), None)
-        obj = self._jobs.get(jid) if jid is not None else None
-        if message is None or jid is None or obj is None or self._complete(uid, obj):
-            return
-        self._give_up(jid, obj, f"its pods were refused: {message}", suspend=True)
-
-    def _complete(self, uid: str, obj: Obj) -> bool:
-        """Whether every pod of the Job exists (a refusal was retried with success)."""
-        wanted = int((obj.get("spec") or {}).get("parallelism") or 1)
-        return sum(1 for p in self._pods.values() if p[4] == uid) >= wanted
-
-    def _give_up(self, jid: str, obj: Obj, reason: str, suspend: bool) -> None:
-        """End a job Starburst started and mark its Job ``failed`` with the reason (the write
-        waits for ``_flush``); caller holds the lock."""
-        self._running.pop(jid, None)
-        if jid in self._reported:
-            return
-        self._report(JobEnded(jid, self._clock.now(), False, reason))
-        self._followups.append(lambda: self._mark(obj, {conv.STATE: "failed"}, "Stopped",
-                                                  reason, suspend))
+    def _pods_of(self, uid: str) -> int:
+        return sum(1 for p in self._pods.values() if p[4] == uid)
 
     def _flush(self) -> None:
+        """Send the writes the Job book decided (never under the lock)."""
         with self._lock:
-            todo, self._followups = self._followups, []
+            todo = self._book.take_followups()
         for write in todo:
             write()
-
-    def _classify(self, jid: str, obj: Obj) -> None:
-        state, ended = conv.job_state(obj), conv.finished(obj)
-        if ended is not None and state in ("running", "suspended"):
-            self._running.pop(jid, None)
-            self._report(JobEnded(jid, ended[1], ended[0], ended[2]))
-        elif state == "suspended":
-            self._give_up(jid, obj, SUSPENDED, suspend=False)
-        elif state == "failed":  # given up earlier (maybe by a previous controller life)
-            self._running.pop(jid, None)
-            reason = (obj["metadata"].get("annotations") or {}).get(conv.REASON, "failed")
-            self._report(JobEnded(jid, self._clock.now(), False, reason))
-        elif state == "queued" and jid not in self._offered:
-            self._offered.add(jid)
-            self._submissions.append(conv.job_from_k8s(obj, self.settings.conventions))
-            self._notify()
-        elif state == "running" and jid not in self._running and jid not in self._reported:
-            self._running[jid] = started = self._started(obj)
-            self._check_refused(started.uid)
-        elif state in ("burst", "cancelled"):
-            self._running.pop(jid, None)
-
-    def _started(self, obj: Obj) -> _Started:
-        annotations = obj["metadata"].get("annotations") or {}
-        return _Started(
-            conv.job_from_k8s(obj, self.settings.conventions),
-            conv.parse_placement(annotations.get(conv.PLACEMENT, "")),
-            conv.parse_time(annotations.get("starburst.io/started-at")
-                            or (obj.get("status") or {}).get("startTime")),
-            obj["metadata"].get("uid", ""),
-        )
-
-    def _report(self, end: JobEnded) -> None:
-        if end.job_id not in self._reported:
-            self._reported.add(end.job_id)
-            self._ended.append(end)
-            self._notify()
 
     def _notify(self) -> None:
         """Tell the controller something worth a pass happened (a Job ended or arrived)."""
@@ -282,13 +181,13 @@ class KubernetesCluster:
     def submissions(self) -> list[Job]:
         """Queued Jobs seen since the last call (each Job once per process), in FIFO order."""
         with self._lock:
-            new, self._submissions = self._submissions, []
+            new, self._book.submissions = self._book.submissions, []
         return sorted(new, key=lambda j: (j.submit_time, j.id))
 
     def queued(self) -> list[Job]:
         """Every Job currently waiting in the cluster (for reconciling at start-up)."""
         with self._lock:
-            objs = [o for o in self._jobs.values() if conv.job_state(o) == "queued"]
+            objs = [o for o in self._book.jobs.values() if conv.job_state(o) == "queued"]
         jobs = [conv.job_from_k8s(o, self.settings.conventions) for o in objs]
         return sorted(jobs, key=lambda j: (j.submit_time, j.id))
 
@@ -297,18 +196,18 @@ class KubernetesCluster:
             nodes = [self._nodes[name] for name in sorted(self._nodes)]
             index = {n.name: i for i, n in enumerate(nodes)}
             capacity = CapacityIndex(nodes)
-            placed = {s.uid for s in self._running.values() if s.parts}
+            placed = {s.uid for s in self._book.running.values() if s.parts}
             for node, gpus, cpus, mem, owner in self._pods.values():
                 if owner not in placed and node in index:
                     _take(capacity, index[node], node, gpus, cpus, mem)
             running = []
-            for started in self._running.values():
+            for started in self._book.running.values():
                 parts = self._parts(started, index, capacity)
                 running.append(RunningJob(started.job, parts, started.started_at))
         return ClusterSnapshot(capacity, running, self._clock.now())
 
     @staticmethod
-    def _parts(started: _Started, index: dict[str, int], capacity: CapacityIndex) -> Placement:
+    def _parts(started: Started, index: dict[str, int], capacity: CapacityIndex) -> Placement:
         job, parts = started.job, []
         for name, gpus in started.parts:
             if name not in index:
@@ -320,13 +219,14 @@ class KubernetesCluster:
 
     def start(self, job: Job, placement: Placement, reason: str) -> None:
         with self._lock:
-            obj = self._jobs.get(job.id)
-            if job.id in self._running or (obj is not None and conv.job_state(obj) != "queued"):
+            obj = self._book.jobs.get(job.id)
+            if job.id in self._book.running or (obj is not None and
+                                                conv.job_state(obj) != "queued"):
                 return
         _check_pod_sizes(job, placement)
         if obj is None and job.extra.get("k8s_name"):  # a user's Job, deleted meanwhile
             with self._lock:
-                self._report(JobEnded(job.id, self._clock.now(), False, DELETED))
+                self._book.report(JobEnded(job.id, self._clock.now(), False, DELETED))
             return
         if obj is None:  # submitted through Starburst: create its Job, already started
             result: Obj | None = self._create(job, placement, reason)
@@ -335,9 +235,7 @@ class KubernetesCluster:
         if result is None:
             return
         with self._lock:
-            self._jobs[job.id] = result
-            self._running[job.id] = started = self._started(result)
-            self._check_refused(started.uid)
+            self._book.record_start(job.id, result)
         self._flush()
         self._release()
         self._io.event(result, "Started", reason)
@@ -395,19 +293,19 @@ class KubernetesCluster:
         except Exception as err:
             raise translate(err, f"re-reading job {meta['name']}") from err
         with self._lock:
-            self._jobs[conv.job_id(fresh)] = fresh
-            self._classify(conv.job_id(fresh), fresh)
+            self._book.on_job("MODIFIED", fresh)
+        self._flush()
         return fresh
 
     def cancel(self, job_id: str) -> None:
         self._annotate(job_id, {conv.STATE: "cancelled"}, "Cancelled", "cancelled",
                        suspend=True)
         with self._lock:
-            self._running.pop(job_id, None)
+            self._book.running.pop(job_id, None)
 
     def ended(self) -> Sequence[JobEnded]:
         with self._lock:
-            out, self._ended = self._ended, []
+            out, self._book.ended = self._book.ended, []
         return out
 
     def job_logs(self, job: Job, tail: int | None = None) -> str:
@@ -417,7 +315,7 @@ class KubernetesCluster:
         namespace, name = job.extra.get("namespace"), job.extra.get("k8s_name")
         if not namespace or not name:
             with self._lock:
-                obj = self._jobs.get(job.id)
+                obj = self._book.jobs.get(job.id)
             if obj is not None:
                 namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
             else:  # a Job Starburst created: its name follows from the id
@@ -450,7 +348,7 @@ class KubernetesCluster:
     def _annotate(self, job_id: str, notes: dict[str, str], event: str, reason: str,
                   suspend: bool = False) -> None:
         with self._lock:
-            obj = self._jobs.get(job_id)
+            obj = self._book.jobs.get(job_id)
         if obj is None:  # submitted through Starburst and not started here: no Job to mark
             log.debug("no Kubernetes Job for %s to annotate (%s)", job_id, event)
             return
@@ -462,16 +360,16 @@ class KubernetesCluster:
         except Exception as err:
             raise translate(err, f"annotating job {job_id}") from err
         with self._lock:
-            self._jobs[job_id] = result
-            self._classify(job_id, result)
+            self._book.jobs[job_id] = result
+            self._book.classify(job_id, result)
         self._flush()
         self._io.event(result, event, reason)
 
-    def _mark(self, obj: Obj, notes: dict[str, str], event: str, reason: str,
-              suspend: bool) -> None:
-        """Annotate (and maybe suspend) a Job Starburst gave up, with a Warning Event; a
-        failure is logged (the job's record has already ended)."""
-        patch: dict[str, Any] = {"metadata": {"annotations": {**notes, conv.REASON: reason}}}
+    def _mark(self, obj: Obj, reason: str, suspend: bool) -> None:
+        """Mark (and maybe suspend) a Job Starburst gave up, with a Warning Event; a failure
+        is logged (the job's record has already ended)."""
+        patch: dict[str, Any] = {"metadata": {"annotations": {conv.STATE: "failed",
+                                                              conv.REASON: reason}}}
         if suspend:
             patch["spec"] = {"suspend": True}
         try:
@@ -479,7 +377,7 @@ class KubernetesCluster:
         except Exception as err:
             log.warning("could not mark job %s: %r", obj["metadata"]["name"], err)
             result = obj
-        self._io.event(result, event, reason, "Warning")
+        self._io.event(result, "Stopped", reason, "Warning")
 
 
 def _bound(fn: Any, namespace: str) -> Any:
@@ -502,13 +400,6 @@ def _check_pod_sizes(job: Job, placement: Placement) -> None:
 
 def _size(job: Job) -> tuple[int, float, float, str | None]:
     return job.gpus, job.cpus, job.memory_mb, job.gpu_type
-
-
-def _older(new: Obj, known: Obj) -> bool:
-    try:
-        return int(new["metadata"]["resourceVersion"]) < int(known["metadata"]["resourceVersion"])
-    except (KeyError, ValueError):
-        return False
 
 
 def _take(capacity: CapacityIndex, i: int, name: str, gpus: float, cpus: float,
