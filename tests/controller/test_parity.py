@@ -48,6 +48,24 @@ class Oracle:
                 for j in jobs]
 
 
+def band_factor(job_id: str) -> float:
+    """A job-specific p90/p50 ratio (1.5 … 7.5), so the band changes budgets job by job."""
+    return 1.5 + 2.0 * (sum(map(ord, job_id)) % 4)
+
+
+class BandedOracle(Oracle):
+    """The true runtime with a band around it: what ``compute-expected`` budgets from."""
+
+    def estimate(self, jobs: list[Job]) -> list[Estimate]:  # type: ignore[override]
+        return [Estimate(self.runtimes[j.id], self.runtimes[j.id] / band_factor(j.id),
+                         self.runtimes[j.id] * band_factor(j.id), "banded") for j in jobs]
+
+
+def banded(job: Job) -> Job:
+    runtime, factor = job.runtime or 0.0, band_factor(job.id)
+    return job.with_estimate(runtime, runtime / factor, runtime * factor)
+
+
 def trace(seed: int) -> list[Job]:
     raw = generate(Workload(120, 24, load=1.3, cv=2.0, mean_runtime=1800, seed=seed))
     # millisecond times: the store keeps microseconds; instants are compared to 0.1 ms, the
@@ -56,7 +74,8 @@ def trace(seed: int) -> list[Job]:
             for j in raw]
 
 
-def drive(jobs: list[Job], config: SchedulerConfig, tmp: Path) -> dict[str, tuple]:  # type: ignore[type-arg]
+def drive(jobs: list[Job], config: SchedulerConfig, tmp: Path,  # type: ignore[type-arg]
+          oracle: type[Oracle] = Oracle) -> dict[str, tuple]:
     url = f"sqlite:///{tmp / 'parity.db'}"
     migrate.upgrade(url)
     clock = SteppedClock()
@@ -64,7 +83,7 @@ def drive(jobs: list[Job], config: SchedulerConfig, tmp: Path) -> dict[str, tupl
     runtimes = {j.id: j.runtime or 0.0 for j in jobs}
     cluster = SimCluster(uniform_nodes(3, 8), clock, runtimes)
     cloud = SimCloud(clock, 2.5, runtimes=runtimes)
-    loop = SchedulingLoop(store, cluster, cloud, clock, config, estimator=Oracle(runtimes))
+    loop = SchedulingLoop(store, cluster, cloud, clock, config, estimator=oracle(runtimes))
     pending = sorted(jobs, key=lambda j: (j.submit_time, j.id))
     decisions: dict[str, tuple] = {}  # type: ignore[type-arg]
     wake = math.inf
@@ -93,8 +112,10 @@ def drive(jobs: list[Job], config: SchedulerConfig, tmp: Path) -> dict[str, tupl
         store.close()
 
 
-def expected(jobs: list[Job], config: SchedulerConfig) -> dict[str, tuple]:  # type: ignore[type-arg]
+def expected(jobs: list[Job], config: SchedulerConfig,  # type: ignore[type-arg]
+             band: bool = False) -> dict[str, tuple]:
     shifted = [Job(j.id, j.submit_time - EPOCH, j.gpus, runtime=j.runtime) for j in jobs]
+    shifted = [banded(j) for j in shifted] if band else shifted
     out = {}
     for o in simulate(shifted, uniform_nodes(3, 8), config).outcomes:
         if o.where.endswith("onprem"):
@@ -126,3 +147,15 @@ def test_controller_decisions_match_the_simulator(name: str, tmp_path: Path) -> 
     assert not mismatched
     assert any(d[0] == "cloud" for d in sim.values()) and any(d[0] == "onprem"
                                                              for d in sim.values())
+
+
+def test_controller_passes_the_estimate_band_to_compute_expected(tmp_path: Path) -> None:
+    jobs = trace(seed=7)
+    config = SchedulerConfig(
+        WaitPolicy.from_budget(PolicyKind.COMPUTE_EXPECTED, 0.25, [banded(j) for j in jobs]),
+        out_of_order=True, queue_cap=6)
+    live = drive(jobs, config, tmp_path, BandedOracle)
+    sim = expected(jobs, config, band=True)
+    assert live == sim
+    # the band matters: without it (plain Compute-Wait budgets) the decisions differ
+    assert sim != expected(jobs, config)
