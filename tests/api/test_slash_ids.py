@@ -49,3 +49,13 @@ def test_every_cli_command_takes_an_id_with_a_slash(api, k8s_job):  # type: igno
     assert cancelled.exit_code == 0 and cancelled.stdout.split() == ["ml/q3", "cancelled"]
     odd = run(["status", "ml/q3?x=1#y"], env)  # other characters are sent encoded
     assert odd.exit_code == 1 and odd.stderr == "error: no job ml/q3?x=1#y (HTTP 404)\n"
+
+
+def test_explain_says_why_a_job_never_bursts(api):  # type: ignore[no-untyped-def]
+    blocker = "the pod template has 2 containers (main, log); a cloud task runs one"
+    api.store.submit(JobSpec(gpus=2, id="ml/duo", user="alice", extra={"cloud_blocker": blocker}),
+                     idempotency_key="cluster:ml/duo", actor="cluster")
+    api.store.transition("ml/duo", JobState.QUEUED, reason=f"queued to run on-prem only: "
+                         f"{blocker}", actor="controller", wait_budget=float("inf"))
+    summary = api.client("alice").get("/v1/jobs/ml/duo/explain").json()["summary"]
+    assert summary == f"waiting 0s; never bursts ({blocker})"

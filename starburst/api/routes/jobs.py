@@ -40,6 +40,7 @@ from starburst.api.schemas.jobs import (
     when,
 )
 from starburst.core.duration import human
+from starburst.core.job import cloud_blocker
 from starburst.core.lifecycle import JobState
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -160,7 +161,8 @@ def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str,
         if stored.wait_budget is None:
             return f"waiting {human(waited)}; no wait budget yet (not yet admitted)", waited
         if math.isinf(stored.wait_budget):
-            return f"waiting {human(waited)}; never bursts (cluster-only policy)", waited
+            why = cloud_blocker(stored.job) or "cluster-only policy"
+            return f"waiting {human(waited)}; never bursts ({why})", waited
         left = stored.queued_at + stored.wait_budget - now
         team = stored.job.team
         if left <= 0 and team is not None:
