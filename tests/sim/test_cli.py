@@ -127,3 +127,10 @@ def test_sweep_writes_a_table_and_a_pareto_png(tmp_path: Path, capsys) -> None: 
 def test_sweep_refuses_a_bad_tolerance(capsys) -> None:  # type: ignore[no-untyped-def]
     code, _, err = run(["sweep", "--jobs", "50", "--max-jct-increase", "lots"], capsys)
     assert code == 2 and "JCT tolerance 'lots' is not a number" in err
+
+
+def test_demo_recommends_over_its_sweep_and_rings_it(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run(["demo", "--jobs", "200", "--out", str(tmp_path)], capsys)
+    assert code == 0
+    assert "Star-Wait (in order)" in out and "cheapest within tolerance" in out
+    assert (tmp_path / "pareto.png").read_bytes()[:4] == b"\x89PNG"
