@@ -24,12 +24,18 @@ def test_synth_train_show_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture
     code, out, _ = run(["predictor", "show", "--model", str(model), "--trace", str(trace),
                         "--limit", "3"], capsys)
     assert code == 0 and out.count("(model:rt-") == 3
+    assert "chosen form        new users: " in out and "validation MALR (all users): " in out
     code, out, _ = run(["predictor", "evaluate", "--trace", str(trace), "--schedule",
                         "--load", "2", "--threads", "1"], capsys)
     assert code == 0
     for expected in ("global median", "user's recent median", "declared by user", "No-Wait",
-                     "Starburst, oracle runtimes", "Starburst, predicted runtimes", "Star-Wait"):
+                     "Starburst, oracle runtimes", "Starburst, predicted runtimes", "Star-Wait",
+                     "Starburst, predicted p90", "compute-expected, predicted"):
         assert expected in out
+    # --status keeps only the listed final statuses (a trace without the column says so)
+    code, _, err = run(["predictor", "evaluate", "--trace", str(trace), "--status", "Pass"],
+                       capsys)
+    assert code == 2 and "needs a 'status' or 'state' column" in err
 
 
 def test_show_a_corrupt_model_explains_the_fallback(
