@@ -5,9 +5,12 @@ Backends:
   runtime, so ``finish`` advances the clock);
 - ``kubernetes``: ``KubernetesCluster`` on the project's Kubernetes API stand-in, driven through
   the official client (``finish`` reports the Job's Pods Succeeded, as a kubelet would);
-- ``kubernetes-real``: the same adapter on a real cluster when ``STARBURST_TEST_KUBECONFIG``
-  names a kubeconfig (skipped otherwise, and the skip says so). A real cluster's nodes and
-  kubelets cannot be scripted, so only the scenarios that need neither run there.
+- ``kubernetes-real``: the same adapter on a real control plane: by default the one the test
+  set-up builds and starts (``tests.support.controlplane``: real etcd, kube-apiserver, Job
+  controller and scheduler; its nodes and pod phases come from ``tests.support.kubelet``), in a
+  fresh namespace that enforces PodSecurity ``restricted``. With ``STARBURST_TEST_KUBECONFIG``
+  naming a kubeconfig, a cluster of your own instead: its nodes and kubelets cannot be
+  scripted, so only the scenarios that need neither run there.
 
 The contract: the snapshot shows every node and its free GPUs; ``start`` takes the placement's
 GPUs at once and is idempotent; a finished job is reported by ``ended`` exactly once and gives
@@ -87,14 +90,24 @@ class SimHarness:
         return tuple(Part(i, NODES[i].name, g, 0.0, 0.0) for i, g in parts)
 
 
+#: what PodSecurity ``restricted`` asks of every container (the real tier enforces it)
+RESTRICTED_CONTAINER = {
+    "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
+                        "runAsUser": 65534, "capabilities": {"drop": ["ALL"]},
+                        "seccompProfile": {"type": "RuntimeDefault"}}}
+
+
 class KubeHarness:
-    def __init__(self, api_client: Any, kube: Any = None) -> None:
+    def __init__(self, api_client: Any, kube: Any = None, namespace: str | None = None) -> None:
+        """``kube``: something with ``add_node``/``pods_of``/``set_pod_phase`` (the stand-in,
+        or the real control plane's fake kubelet); None for a cluster of one's own."""
         from starburst.adapters.kubernetes import KubernetesCluster, Settings
         from starburst.adapters.kubernetes.retry import Backoff
 
         self.kube, self.api_client = kube, api_client
         self.scriptable = kube is not None
-        self.namespace = "default" if kube is not None else f"sb-contract-{uuid.uuid4().hex[:6]}"
+        self.namespace = namespace or (
+            "default" if kube is not None else f"sb-contract-{uuid.uuid4().hex[:6]}")
         from kubernetes import client
 
         self.batch = client.BatchV1Api(api_client)
@@ -124,6 +137,7 @@ class KubeHarness:
                      "backoffLimit": 0, "template": {"spec": {
                          "restartPolicy": "Never",
                          "containers": [{"name": "main", "image": "busybox",
+                                         **RESTRICTED_CONTAINER,
                                          "command": ["sleep", str(int(runtime))],
                                          "resources": {"limits": {
                                              "nvidia.com/gpu": str(per_pod)}}}]}}},
@@ -138,6 +152,14 @@ class KubeHarness:
 
     def finish(self, job: Job) -> None:
         assert self.kube is not None
+        if hasattr(self.kube, "finish_job"):  # a real cluster: pods come moments later
+
+            def running() -> bool:
+                pods = self.kube.pods_of(self.namespace, job.name)
+                return len(pods) == (job.pods or 1) and all(
+                    p["status"].get("phase") == "Running" for p in pods)
+
+            _wait(running, timeout=60)
         for pod in self.kube.pods_of(self.namespace, job.name):
             self.kube.set_pod_phase(self.namespace, pod["metadata"]["name"], "Succeeded")
 
@@ -161,9 +183,10 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
     if request.param == "sim":
         yield SimHarness()
         return
+    if request.param == "kubernetes-real" and not REAL:
+        yield from _real_control_plane(request)
+        return
     if request.param == "kubernetes-real":
-        if not REAL:
-            pytest.skip("STARBURST_TEST_KUBECONFIG is not set: no real cluster to run against")
         from kubernetes import config
 
         api_client = config.new_client_from_config(config_file=REAL)
@@ -183,6 +206,22 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
             yield h
         finally:
             h.close()
+            api_client.close()
+
+
+def _real_control_plane(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    from tests.support.controlplane import RealKube
+
+    real: RealKube = request.getfixturevalue("real_kube")
+    namespace = real.create_namespace("contract")
+    api_client = real.api_client()
+    with real.kubelet() as kubelet:
+        h = KubeHarness(api_client, kubelet, namespace)
+        try:
+            yield h
+        finally:
+            h.close()
+            real.delete_namespace(namespace)  # its pods gone before the nodes go
             api_client.close()
 
 

@@ -1,0 +1,157 @@
+"""The controller end to end on the real control plane, as the ServiceAccount it ships RBAC for.
+
+Suspended Jobs are created as users create them; the controller (real ``Controller.run_pass``
+on the adapter, SQL store on SQLite, simulated cloud edge) admits them; the real scheduler
+places their pods, the fake kubelet runs them, the real Job controller completes the Job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.store import SqlStore
+from starburst.adapters.kubernetes import KubernetesCluster
+from starburst.adapters.kubernetes import Settings as KubeSettings
+from starburst.adapters.kubernetes.retry import Backoff
+from starburst.controller.daemon import Controller
+from starburst.core.lifecycle import JobState
+from starburst.settings import Settings
+from starburst.sim.cloud import SimCloud
+from tests.kube.adapter_support import ManualClock
+from tests.realkube.jobs import condition, suspended_job
+from tests.support.controlplane import RealKube
+from tests.support.kubelet import FakeKubelet
+from tests.support.waiting import wait_for
+
+
+def shipped_cluster_role() -> dict[str, Any]:
+    text = resources.files("starburst.adapters.kubernetes").joinpath("rbac.yaml").read_text()
+    return next(d for d in yaml.safe_load_all(text) if d and d.get("kind") == "ClusterRole")
+
+
+@dataclass
+class Rig:
+    controller: Controller
+    store: SqlStore
+    cluster: KubernetesCluster
+    clock: ManualClock
+    namespace: str
+    real: RealKube
+    user: str
+
+    def denied(self) -> list[str]:
+        """The requests the controller's ServiceAccount was refused (403), from the audit log."""
+        return [
+            f"{e['verb']} {e['objectRef'].get('resource')}"
+            for e in self.real.audit_events(user=self.user)
+            if e["responseStatus"]["code"] == 403
+        ]
+
+    def passes_until(self, check: Any) -> bool:
+        def once() -> bool:
+            self.clock.t += 1
+            self.controller.run_pass()
+            return bool(check())
+
+        return wait_for(once, timeout=60)
+
+
+@pytest.fixture
+def rig(
+    real_kube: RealKube, real_namespace: str, kubelet: FakeKubelet, tmp_path: Path
+) -> Iterator[Rig]:
+    kubelet.add_node("gpu-a", gpus=8)
+    kubelet.add_node("gpu-b", gpus=8)
+    role = shipped_cluster_role()
+    real_kube.apply_cluster_role(role)
+    creds = real_kube.service_account(
+        real_namespace, "starburst", cluster_role=role["metadata"]["name"]
+    )
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    clock = ManualClock()
+    store = SqlStore.open(url, clock=clock)
+    api = real_kube.api_client(creds.token)
+    cluster = KubernetesCluster(
+        api, clock, KubeSettings(namespace=real_namespace, backoff=Backoff(base=0.05, cap=0.5))
+    ).start_watching()
+    assert cluster.wait_synced(30)
+    settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
+    controller = Controller(settings, store, cluster, SimCloud(clock, 2.5), clock=clock)
+    try:
+        yield Rig(controller, store, cluster, clock, real_namespace, real_kube, creds.username)
+    finally:
+        controller.stop()
+        cluster.close()
+        store.close()
+        api.close()
+
+
+def pinned_nodes(job: Any) -> set[str]:
+    """The nodes a Job's pods are pinned to (required node affinity on the hostname)."""
+    affinity = job.spec.template.spec.affinity.node_affinity
+    terms = affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
+    return {
+        v
+        for t in terms
+        for e in t.match_expressions or []
+        if e.key == "kubernetes.io/hostname"
+        for v in e.values or []
+    }
+
+
+def test_a_suspended_job_is_pinned_started_run_and_completed(
+    rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api
+) -> None:
+    ns = rig.namespace
+    batch.create_namespaced_job(ns, suspended_job("solo", gpus=4))
+    assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+    report = rig.controller.run_pass()
+    assert report is not None and report.started == [f"{ns}/solo"]
+    job = batch.read_namespaced_job("solo", ns)
+    assert job.spec.suspend is False
+    (node,) = pinned_nodes(job)
+    assert wait_for(
+        lambda: (
+            [
+                (p["spec"].get("nodeName"), p["status"].get("phase"))
+                for p in kubelet.pods_of(ns, "solo")
+            ]
+            == [(node, "Running")]
+        )
+    )
+    assert rig.store.get(f"{ns}/solo").state is JobState.RUNNING_ONPREM
+    kubelet.finish_job(ns, "solo")
+    assert rig.passes_until(lambda: rig.store.get(f"{ns}/solo").state is JobState.SUCCEEDED)
+    assert condition(batch.read_namespaced_job("solo", ns), "Complete")
+    assert rig.denied() == []
+
+
+def test_a_job_split_over_two_nodes_runs_its_pods_on_both(
+    rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api
+) -> None:
+    ns = rig.namespace
+    batch.create_namespaced_job(ns, suspended_job("gang", gpus=8, pods=2))
+    assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+    report = rig.controller.run_pass()
+    assert report is not None and report.started == [f"{ns}/gang"]
+    assert wait_for(
+        lambda: (
+            sorted(
+                (p["spec"].get("nodeName"), p["status"].get("phase"))
+                for p in kubelet.pods_of(ns, "gang")
+            )
+            == [("gpu-a", "Running"), ("gpu-b", "Running")]
+        )
+    )
+    assert rig.store.get(f"{ns}/gang").state is JobState.RUNNING_ONPREM
+    assert rig.denied() == []
