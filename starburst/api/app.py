@@ -37,6 +37,7 @@ from starburst.api.context import ApiContext, Clock, HealthProbe
 from starburst.api.finance import burst_quote
 from starburst.api.routes import accounts, costs, jobs, tuning
 from starburst.api.routes import health as health_routes
+from starburst.api.submissions import SubmissionBatcher
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
 
@@ -65,6 +66,7 @@ def create_app(
         health=health, registry=metrics_registry, prices=prices, job_logs=job_logs,
         quote=quote or burst_quote(settings, clock or WallClock(), prices),
         degraded=degraded,
+        submissions=SubmissionBatcher(store),
     )
     errors.install(app)
     for module in (jobs, costs, accounts, tuning, health_routes, ui):

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from starburst.adapters.db.records import Principal, Role
 from starburst.adapters.db.store import SqlStore
+from starburst.api.submissions import SubmissionBatcher
 from starburst.settings import Settings
 
 HealthProbe = Callable[[], "str | None"]
@@ -50,6 +51,8 @@ class ApiContext:
     prices: Any = None  # a starburst.pricing.PriceTable, loaded on first use when None
     job_logs: Callable[[], Any] | None = None
     quote: Callable[[], Any] | None = None  # returns the burst's quote function, or None
+    #: group commit for submissions; ``create_app`` builds one
+    submissions: SubmissionBatcher | None = None
     anonymous: Principal = field(
         default_factory=lambda: Principal(token_id=0, user="local", team=None, role=Role.ADMIN)
     )

@@ -34,6 +34,8 @@ TOKENS = table(ApiTokenRow)
 BUDGETS = table(TeamBudgetRow)
 ALERTS = table(BudgetAlertRow)
 TOKEN_PREFIX = "sb_"
+#: ``last_used_at`` is kept to this many seconds: at most one write per token per minute.
+LAST_USED_RESOLUTION_S = 60.0
 
 
 def hash_secret(secret: str) -> str:
@@ -104,7 +106,8 @@ class AccountsStore(StoreBase):
         return run(self._engine, write)
 
     def authenticate(self, secret: str, *, at: float | None = None) -> Principal | None:
-        """Who holds this secret, if it is a live token (and note when it was used)."""
+        """Who holds this secret, if it is a live token (and note when it was used, to the
+        minute: a busy client's every request would otherwise be a write)."""
         now_epoch = self._now(at)
 
         def read(conn: sa.Connection) -> Principal | None:
@@ -118,8 +121,10 @@ class AccountsStore(StoreBase):
                 return None
             if row["expires_at"] is not None and to_epoch(row["expires_at"]) <= now_epoch:
                 return None
-            conn.execute(sa.update(TOKENS).where(TOKENS.c.id == row["id"])
-                         .values(last_used_at=to_time(now_epoch)))
+            last = row["last_used_at"]
+            if last is None or now_epoch - to_epoch(last) >= LAST_USED_RESOLUTION_S:
+                conn.execute(sa.update(TOKENS).where(TOKENS.c.id == row["id"])
+                             .values(last_used_at=to_time(now_epoch)))
             return Principal(row["id"], row["user_name"], row["team_name"], Role(row["role"]))
 
         return run(self._engine, read)

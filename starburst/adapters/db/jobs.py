@@ -72,17 +72,26 @@ class JobsStore(StoreBase):
     ) -> list[Submission]:
         """Submit a batch in one transaction (all or nothing); results in input order."""
         pairs = [item if isinstance(item, tuple) else (item, None) for item in items]
+        return self.submit_batch([(spec, key, actor) for spec, key in pairs], at=at)
+
+    def submit_batch(
+        self, items: Sequence[tuple[JobSpec, str | None, str | None]], *, at: float | None = None,
+    ) -> list[Submission]:
+        """``submit_many`` with an actor per item ``(spec, idempotency_key, actor)``: the
+        API commits concurrent requests of different callers together."""
+        triples = list(items)
         now = to_time(self._now(at))
-        return run(self._engine, lambda conn: self._submit(conn, pairs, actor, now))
+        return run(self._engine, lambda conn: self._submit(conn, triples, now))
 
     def _submit(
-        self, conn: sa.Connection, pairs: list[tuple[JobSpec, str | None]],
-        actor: str | None, now: datetime,
+        self, conn: sa.Connection, triples: list[tuple[JobSpec, str | None, str | None]],
+        now: datetime,
     ) -> list[Submission]:
-        self._ensure_owners(conn, [spec for spec, _ in pairs], now)
+        self._ensure_owners(conn, [spec for spec, _, _ in triples], now)
         rows: list[dict[str, Any]] = []
         by_key: dict[str, dict[str, Any]] = {}
-        for spec, key in pairs:
+        actor_of: dict[int, str | None] = {}  # id(row) → who submitted it
+        for spec, key, actor in triples:
             if key is not None and key in by_key:
                 rows.append(by_key[key])  # repeated within the batch: the first one wins
                 continue
@@ -93,10 +102,11 @@ class JobsStore(StoreBase):
                 "runtime": None, "predicted_runtime": None, "wait_budget": None, "ran_on": None,
             }
             rows.append(row)
+            actor_of[id(row)] = actor
             if key is not None:
                 by_key[key] = row
         fresh = list({id(row): row for row in rows}.values())
-        given = [spec.id for spec, _ in pairs if spec.id is not None]
+        given = [spec.id for spec, _, _ in triples if spec.id is not None]
         taken = self._existing_id(conn, given) if given else None
         if taken is not None:
             raise DuplicateJob(taken)
@@ -118,7 +128,7 @@ class JobsStore(StoreBase):
         )
         events = [{
             "job_id": r["id"], "at": now, "from_state": None, "to_state": r["state"],
-            "reason": "submitted", "actor": actor or r["user_name"] or "unknown",
+            "reason": "submitted", "actor": actor_of[id(r)] or r["user_name"] or "unknown",
             "fencing_token": None,
         } for r in created]
         for part in chunks(events):
@@ -207,15 +217,22 @@ class JobsStore(StoreBase):
 
     def queue(
         self, *, limit: int = 100, cursor: str | None = None,
-        states: Sequence[JobState] = (JobState.QUEUED,),
+        states: Sequence[JobState] = (JobState.QUEUED,), user: str | None = None,
+        team: str | None = None,
     ) -> QueuePage:
-        """Jobs in ``states`` in FIFO order (``queued_at``, then id), one page at a time."""
+        """Jobs in ``states`` in FIFO order (``queued_at``, then id), one page at a time;
+        ``user``/``team`` narrow it in the database, so a page is one query however few of
+        the jobs are theirs."""
         if limit < 1:
             raise ConfigError(f"page limit must be at least 1, got {limit}")
         query = (
             sa.select(JOBS).where(JOBS.c.state.in_([s.value for s in states]))
             .order_by(JOBS.c.queued_at, JOBS.c.id).limit(limit + 1)
         )
+        if user is not None:
+            query = query.where(JOBS.c.user_name == user)
+        if team is not None:
+            query = query.where(JOBS.c.team_name == team)
         if cursor is not None:
             when, job_id = decode_cursor(cursor)
             query = query.where(sa.tuple_(JOBS.c.queued_at, JOBS.c.id) > sa.tuple_(when, job_id))

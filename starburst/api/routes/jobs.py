@@ -45,8 +45,6 @@ from starburst.core.lifecycle import JobState
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
-#: A filtered listing reads at most this many pages of jobs before returning a short page.
-SCAN_PAGES = 20
 _WAITING = (JobState.SUBMITTED, JobState.QUEUED)
 
 
@@ -75,10 +73,13 @@ def _cloud_runs(ctx: ApiContext, stored: StoredJob) -> tuple[list[CloudRun], Dec
     return runs, total.quantize(Decimal("0.01")), currency
 
 
-def detail(ctx: ApiContext, stored: StoredJob) -> JobDetail:
-    runs, cost, currency = _cloud_runs(ctx, stored)
+def detail(ctx: ApiContext, stored: StoredJob, *, fresh: bool = False) -> JobDetail:
+    """The job's full view; ``fresh``: just created, so it has no launch or placement to
+    read yet (two queries saved on every submission)."""
+    runs, cost, currency = ([], Decimal(0), "USD") if fresh else _cloud_runs(ctx, stored)
+    placement = [] if fresh else ctx.store.placement(stored.id)
     parts = [PlacementPart(node=p.node, node_name=p.node_name, gpus=p.gpus, cpus=p.cpus,
-                           memory_mb=p.memory_mb) for p in ctx.store.placement(stored.id)]
+                           memory_mb=p.memory_mb) for p in placement]
     job = stored.job
     return JobDetail(
         **summary_fields(stored), command=stored.command, cpus=job.cpus,
@@ -113,25 +114,22 @@ def submit(
     """Submit a job; it waits in ``submitted`` until the controller admits it."""
     user, team = _owner(ctx, body, caller)
     key = f"{user}/{idempotency_key}" if idempotency_key else None
-    result = ctx.store.submit(body.to_spec(user, team), idempotency_key=key, actor=caller.user)
+    spec = body.to_spec(user, team)
+    if ctx.submissions is not None:  # committed together with concurrent submissions
+        result = ctx.submissions.submit(spec, key, caller.user)
+    else:
+        result = ctx.store.submit(spec, idempotency_key=key, actor=caller.user)
     if not result.created:
         response.status_code = 200
-    return detail(ctx, result.job)
+        return detail(ctx, result.job)
+    return detail(ctx, result.job, fresh=True)
 
 
 def _page(ctx: ApiContext, states: list[JobState], limit: int, cursor: str | None,
           user: str | None, team: str | None) -> JobPage:
-    """Keyset pages of the store, filtered by owner; the cursor stays the store's, taken
-    after a whole store page, so no job is skipped or repeated."""
-    found: list[StoredJob] = []
-    for _ in range(SCAN_PAGES):
-        page = ctx.store.queue(limit=limit - len(found), cursor=cursor, states=states)
-        found += [s for s in page.jobs if (user is None or s.job.user == user)
-                  and (team is None or s.job.team == team)]
-        cursor = page.next_cursor
-        if cursor is None or len(found) >= limit:
-            break
-    return JobPage(jobs=[JobSummary.of(s) for s in found], next_cursor=cursor)
+    """One keyset page of the store, filtered by owner in the database."""
+    page = ctx.store.queue(limit=limit, cursor=cursor, states=states, user=user, team=team)
+    return JobPage(jobs=[JobSummary.of(s) for s in page.jobs], next_cursor=page.next_cursor)
 
 
 @router.get("", response_model=JobPage)

@@ -367,3 +367,38 @@ def test_states_of_many_jobs_in_one_read(store):  # type: ignore[no-untyped-def]
     assert store.states_of(many) == {ids[0]: JobState.SUBMITTED, ids[1]: JobState.CANCELLED,
                                      ids[2]: JobState.SUBMITTED}
     assert store.states_of([]) == {}
+
+
+def test_a_queue_page_of_one_owner_is_filtered_in_the_database(store, clock):  # type: ignore[no-untyped-def]
+    mine = queued(store, 3, user="ann", team="ml", clock=clock)
+    queued(store, 120, user="bob", team="nlp", clock=clock)  # many pages of other people's jobs
+    mine += queued(store, 2, user="ann", team="ml", clock=clock)
+    seen, cursor = [], None
+    for _ in range(3):
+        page = store.queue(limit=2, cursor=cursor, user="ann")
+        seen += [j.id for j in page.jobs]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == mine and cursor is None
+    assert [j.job.team for j in store.queue(limit=500, team="ml").jobs] == ["ml"] * 5
+    assert store.queue(limit=10, user="ann", team="nlp").jobs == []
+
+
+def test_a_token_in_steady_use_is_written_at_most_once_a_minute(store, clock, engine):  # type: ignore[no-untyped-def]
+    import sqlalchemy as sa
+
+    store.save_user("ann", team="ml")
+    issued = store.issue_token("ann", Role.USER)
+
+    def last_used() -> object:
+        with engine.connect() as conn:
+            return conn.execute(sa.text("SELECT last_used_at FROM api_tokens")).scalar_one()
+
+    store.authenticate(issued.secret)
+    first = last_used()
+    assert first is not None
+    clock.advance(59)
+    assert store.authenticate(issued.secret) is not None and last_used() == first
+    clock.advance(2)
+    assert store.authenticate(issued.secret) is not None and last_used() != first

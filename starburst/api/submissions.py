@@ -1,0 +1,126 @@
+"""Group commit for ``POST /v1/jobs``: concurrent submissions share one transaction.
+
+A lab's sweep script submits thousands of jobs at once. One transaction per request spends
+most of each request in round trips and commits; the store's ``submit_batch`` writes hundreds
+of jobs in one. ``SubmissionBatcher`` joins the two: each request thread hands its submission
+to one committer thread and waits; the committer takes everything that arrived while the
+previous batch was being written and commits it as the next batch. Nothing waits on a timer,
+so a lone request is committed at once and batches grow only with concurrency.
+
+Invariants:
+- A request is answered only after its batch committed: a 201 means the job is stored.
+- One bad submission never fails its neighbours: a batch that raises is retried one
+  submission at a time, so each request gets its own result or its own error.
+- Idempotency holds inside a batch as across batches (``submit_batch``: the first request
+  with a key creates the job, a repeat gets it with ``created`` false).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+
+from starburst.adapters.db.records import JobSpec, Submission
+from starburst.adapters.db.store import SqlStore
+
+#: The most submissions one transaction carries.
+MAX_BATCH = 500
+#: An idle committer thread ends after this long (the next submission starts another).
+IDLE_S = 5.0
+
+
+@dataclass(slots=True)
+class _Pending:
+    spec: JobSpec
+    key: str | None
+    actor: str | None
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Submission | None = None
+    error: BaseException | None = None
+
+
+class SubmissionBatcher:
+    """Commits submissions from many request threads in shared transactions."""
+
+    def __init__(self, store: SqlStore, max_batch: int = MAX_BATCH) -> None:
+        self._store = store
+        self._max_batch = max_batch
+        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def submit(self, spec: JobSpec, key: str | None, actor: str | None) -> Submission:
+        """Store one submission (blocking until its batch committed)."""
+        pending = _Pending(spec, key, actor)
+        self._queue.put(pending)  # first: a committer ending now sees it and stays
+        self._ensure_running()
+        pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        assert pending.result is not None
+        return pending.result
+
+    def close(self) -> None:
+        """Stop the committer after the submissions already handed to it."""
+        with self._start_lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join()
+
+    def _ensure_running(self) -> None:
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, daemon=True, name="starburst-submissions"
+                )
+                self._thread.start()
+
+    def _idle_exit(self) -> bool:
+        """End the committer if nothing waits (under the lock ``_ensure_running`` takes)."""
+        with self._start_lock:
+            if not self._queue.empty():
+                return False
+            self._thread = None
+            return True
+
+    def _run(self) -> None:
+        while True:
+            try:
+                first = self._queue.get(timeout=IDLE_S)
+            except queue.Empty:
+                if self._idle_exit():
+                    return
+                continue
+            if first is None:
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < self._max_batch:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                batch.append(more)
+            self._commit(batch)
+            if stop:
+                return
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        try:
+            results = self._store.submit_batch([(p.spec, p.key, p.actor) for p in batch])
+        except BaseException as exc:  # handed to the waiting request, never lost here
+            if len(batch) > 1:
+                for pending in batch:  # find whose submission it was
+                    self._commit([pending])
+                return
+            batch[0].error = exc
+            batch[0].done.set()
+            return
+        for pending, result in zip(batch, results, strict=True):
+            pending.result = result
+            pending.done.set()

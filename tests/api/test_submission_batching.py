@@ -1,0 +1,118 @@
+"""Group commit of submissions: concurrent requests share transactions, each keeps its answer.
+
+The store is the real one (SQLite and PostgreSQL); ``GatedStore`` holds the first batch in
+``submit_batch`` until the test releases it, so what arrives meanwhile must form the next batch:
+the batching is observed, not timed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from starburst.adapters.db.records import DuplicateJob, JobSpec, Submission
+from starburst.api.submissions import SubmissionBatcher
+from tests.support.waiting import wait_for
+
+
+class GatedStore:
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.sizes: list[int] = []
+        self.gate = threading.Event()
+
+    def submit_batch(self, items: list[Any], **kw: Any) -> list[Submission]:
+        self.sizes.append(len(items))
+        if len(self.sizes) == 1:
+            assert self.gate.wait(20), "the test never released the first batch"
+        return self.store.submit_batch(items, **kw)  # type: ignore[no-any-return]
+
+
+class Calls:
+    """Each call on its own thread; ``results()`` joins them: values or raised exceptions."""
+
+    def __init__(self, calls: list[Callable[[], object]]) -> None:
+        self._out: list[object] = [None] * len(calls)
+        self._threads = [threading.Thread(target=self._one, args=(i, c))
+                         for i, c in enumerate(calls)]
+        for thread in self._threads:
+            thread.start()
+
+    def _one(self, i: int, call: Callable[[], object]) -> None:
+        try:
+            self._out[i] = call()
+        except Exception as exc:  # the test inspects it
+            self._out[i] = exc
+
+    def results(self) -> list[object]:
+        for thread in self._threads:
+            thread.join(20)
+        return self._out
+
+
+def spec(**kw: Any) -> JobSpec:
+    return JobSpec(**{"gpus": 1, "command": "true", **kw})
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
+def test_concurrent_submissions_share_a_transaction_and_each_gets_its_own_job(
+        db_url: str, open_store: Callable[[str], Any]) -> None:
+    gated = GatedStore(open_store(db_url))
+    batcher = SubmissionBatcher(gated)  # type: ignore[arg-type]
+    specs = [spec(user=f"u{i % 3}", name=f"j{i}") for i in range(40)]
+    calls = Calls([lambda s=s, i=i: batcher.submit(s, f"key-{i}", f"actor-{i}")  # type: ignore[misc]
+                   for i, s in enumerate(specs)])
+    held = lambda: len(gated.sizes) == 1 and gated.sizes[0] + batcher._queue.qsize() == 40  # noqa: E731
+    assert wait_for(held)
+    gated.gate.set()
+    results = calls.results()
+    batcher.close()
+    first = gated.sizes[0]  # those that arrived during the first commit form one batch:
+    assert gated.sizes == [first, 40 - first] and first < 40
+    assert all(isinstance(r, Submission) and r.created for r in results)
+    jobs = [r.job for r in results]  # type: ignore[union-attr]
+    assert [j.job.name for j in jobs] == [s.name for s in specs]
+    assert len({j.id for j in jobs}) == 40
+    assert gated.store.find_by_key("key-7").id == jobs[7].id
+    assert gated.store.events(jobs[7].id)[0].actor == "actor-7"  # each its own submitter
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
+def test_one_bad_submission_fails_alone_and_a_repeated_key_gets_the_same_job(
+        db_url: str, open_store: Callable[[str], Any]) -> None:
+    gated = GatedStore(open_store(db_url))
+    gated.store.submit(spec(id="taken", command="original"))
+    batcher = SubmissionBatcher(gated)  # type: ignore[arg-type]
+    first = Calls([lambda: batcher.submit(spec(), "first", None)])
+    assert wait_for(lambda: gated.sizes == [1])
+    rest = Calls([lambda: batcher.submit(spec(), "same", "a"),
+                  lambda: batcher.submit(spec(id="taken", command="x"), None, "b"),
+                  lambda: batcher.submit(spec(), "same", "c"),
+                  lambda: batcher.submit(spec(gpus=2), "other", "d")])
+    assert wait_for(lambda: batcher._queue.qsize() == 4)
+    gated.gate.set()
+    same_a, dup, same_c, other = rest.results()
+    (ok,) = first.results()
+    batcher.close()
+    assert isinstance(ok, Submission) and ok.created
+    assert isinstance(dup, DuplicateJob)  # only the request that reused an id fails
+    assert isinstance(same_a, Submission) and isinstance(same_c, Submission)
+    assert same_a.job.id == same_c.job.id
+    assert sorted([same_a.created, same_c.created]) == [False, True]
+    assert isinstance(other, Submission) and other.created and other.job.job.gpus == 2
+    assert gated.store.get("taken").command == "original"  # nothing stored is changed
+
+
+def test_an_idle_committer_ends_and_the_next_submission_starts_another(
+        db_url: str, open_store: Callable[[str], Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from starburst.api import submissions
+
+    monkeypatch.setattr(submissions, "IDLE_S", 0.05)
+    batcher = SubmissionBatcher(open_store(db_url))
+    assert batcher.submit(spec(), None, None).created
+    assert wait_for(lambda: batcher._thread is None)
+    assert batcher.submit(spec(), None, None).created  # a new committer takes it
+    batcher.close()
