@@ -1,0 +1,250 @@
+"""Issue 11's cluster bugs, on the real control plane, as the ServiceAccount ``rbac.yaml`` makes.
+
+The same scenarios as the stand-in tests (``tests/kube/test_kubectl_flows.py``,
+``test_refused_pods.py``, ``test_standin_validation.py``), now against a real kube-apiserver
+(validation, PodSecurity ``restricted`` admission, RBAC), the real Job controller and the real
+kube-scheduler; the fake kubelet runs the pods it binds. Each failed on the code before the fix:
+the multi-node pin was refused (422), kubectl Jobs could not burst, a Job suspended by someone
+else kept its GPUs, a deleted waiting Job kept its record, pods refused at creation left a
+started Job holding its placement.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.store import SqlStore
+from starburst.adapters.kubernetes import KubernetesCluster
+from starburst.adapters.kubernetes import Settings as KubeSettings
+from starburst.adapters.kubernetes.retry import Backoff
+from starburst.adapters.skypilot.task import build_task, launch_options
+from starburst.controller.daemon import Controller
+from starburst.core.job import Job
+from starburst.core.lifecycle import JobState
+from starburst.core.ports import CloudHandle
+from starburst.pricing import default_price_table
+from starburst.settings import Settings
+from starburst.sim.cloud import SimCloud
+from starburst.testing.kubeapi import KubeApiServer
+from starburst.testing.kubeapi.validation import ONE_VALUE
+from tests.cloud.fake_sky import FakeSky
+from tests.kube.adapter_support import ManualClock
+from tests.realkube.jobs import suspended_job
+from tests.support.controlplane import RealKube
+from tests.support.kubelet import FakeKubelet
+from tests.support.waiting import wait_for
+
+
+class RecordingCloud(SimCloud):
+    """The simulator's cloud, remembering the jobs it was asked to launch."""
+
+    def __init__(self, clock: Any, price: float) -> None:
+        super().__init__(clock, price)
+        self.launched: list[Job] = []
+
+    def launch(self, job: Job, reason: str = "", run_for: float | None = None) -> CloudHandle:
+        self.launched.append(job)
+        return super().launch(job, reason, run_for)
+
+
+@dataclass
+class Rig:
+    controller: Controller
+    store: SqlStore
+    cluster: KubernetesCluster
+    cloud: RecordingCloud
+    clock: ManualClock
+    ns: str
+    real: RealKube
+    user: str
+
+    def passes_until(self, check: Any) -> bool:
+        def once() -> bool:
+            self.clock.t += 1
+            self.controller.run_pass()
+            return bool(check())
+
+        return wait_for(once, timeout=60)
+
+    def state(self, name: str) -> JobState | None:
+        try:
+            return self.store.get(f"{self.ns}/{name}").state
+        except Exception:
+            return None
+
+    def reasons(self, name: str) -> list[str]:
+        return [e.reason for e in self.store.events(f"{self.ns}/{name}")]
+
+    def denied(self) -> list[str]:
+        """Requests the controller's ServiceAccount was refused (403), from the audit log."""
+        return [f"{e['verb']} {e['objectRef'].get('resource')}"
+                for e in self.real.audit_events(user=self.user)
+                if e["responseStatus"]["code"] == 403]
+
+
+def shipped_cluster_role() -> dict[str, Any]:
+    text = resources.files("starburst.adapters.kubernetes").joinpath("rbac.yaml").read_text()
+    return next(d for d in yaml.safe_load_all(text) if d and d.get("kind") == "ClusterRole")
+
+
+@pytest.fixture
+def rig(real_kube: RealKube, real_namespace: str, kubelet: FakeKubelet,
+        tmp_path: Path) -> Iterator[Rig]:
+    kubelet.add_node("gpu-a", gpus=8)
+    kubelet.add_node("gpu-b", gpus=8)
+    role = shipped_cluster_role()
+    real_kube.apply_cluster_role(role)
+    creds = real_kube.service_account(real_namespace, "starburst",
+                                      cluster_role=role["metadata"]["name"])
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    clock = ManualClock()
+    store = SqlStore.open(url, clock=clock)
+    api = real_kube.api_client(creds.token)
+    cluster = KubernetesCluster(api, clock, KubeSettings(
+        namespace=real_namespace, backoff=Backoff(base=0.05, cap=0.5))).start_watching()
+    assert cluster.wait_synced(30)
+    settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
+    cloud = RecordingCloud(clock, 2.5)
+    controller = Controller(settings, store, cluster, cloud, clock=clock)
+    try:
+        yield Rig(controller, store, cluster, cloud, clock, real_namespace, real_kube,
+                  creds.username)
+    finally:
+        controller.stop()
+        cluster.close()
+        store.close()
+        api.close()
+
+
+def placed(kubelet: FakeKubelet, ns: str, name: str) -> list[str]:
+    return sorted(p["spec"].get("nodeName") or "-" for p in kubelet.pods_of(ns, name))
+
+
+def test_the_old_multi_node_pin_is_refused_as_the_stand_in_refuses_it(
+        real_namespace: str, batch: client.BatchV1Api) -> None:
+    batch.create_namespaced_job(real_namespace, suspended_job("old", gpus=1))
+    pin = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["gpu-a", "gpu-b"]}]}]}}}
+    patch = {"spec": {"suspend": False, "template": {"spec": {"affinity": pin}}}}
+    with pytest.raises(client.ApiException) as caught:
+        batch.patch_namespaced_job("old", real_namespace, patch)
+    assert caught.value.status == 422
+    real = json.loads(caught.value.body)["message"]
+    assert ONE_VALUE in real
+    with KubeApiServer() as standin:  # the stand-in answers the same, word for word
+        api = standin.api_client()
+        try:
+            standin_batch = client.BatchV1Api(api)
+            standin_batch.create_namespaced_job("default", suspended_job("old", gpus=1))
+            with pytest.raises(client.ApiException) as again:
+                standin_batch.patch_namespaced_job("old", "default", patch)
+        finally:
+            api.close()
+    assert again.value.status == 422
+    assert json.loads(again.value.body)["message"] == real
+
+
+def test_an_unequal_multi_node_split_lands_in_the_placements_counts(
+        rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api) -> None:
+    """3 pods of 3 GPUs on two 8-GPU nodes: the core places 2 + 1; the real scheduler binds
+    each released pod to exactly the node Starburst chose for it."""
+    batch.create_namespaced_job(rig.ns, suspended_job("trio", gpus=3, pods=3))
+    assert rig.passes_until(lambda: rig.state("trio") is JobState.RUNNING_ONPREM)
+    assert any("gpu-a×6, gpu-b×3" in r for r in rig.reasons("trio"))
+    assert wait_for(lambda: placed(kubelet, rig.ns, "trio") == ["gpu-a", "gpu-a", "gpu-b"])
+    # and the capacity the snapshot sees is the truth: 2 GPUs left on a, 5 on b
+    batch.create_namespaced_job(rig.ns, suspended_job("five", gpus=5))
+    assert rig.passes_until(lambda: rig.state("five") is JobState.RUNNING_ONPREM)
+    assert wait_for(lambda: placed(kubelet, rig.ns, "five") == ["gpu-b"])
+    assert rig.denied() == []
+
+
+def test_a_kubectl_job_bursts_with_what_its_template_runs(
+        rig: Rig, batch: client.BatchV1Api) -> None:
+    batch.create_namespaced_job(rig.ns, suspended_job("fill-a", gpus=8))
+    batch.create_namespaced_job(rig.ns, suspended_job("fill-b", gpus=8))
+    body = suspended_job("q3", gpus=4)
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "A100"}
+    body["spec"]["template"]["spec"]["containers"][0].update(
+        image="ghcr.io/lab/train:7", args=["--epochs", "3"], env=[{"name": "SEED",
+                                                                   "value": "7"}])
+    batch.create_namespaced_job(rig.ns, body)
+    assert rig.passes_until(lambda: rig.state("q3") is JobState.BURSTING)
+    (launched,) = [j for j in rig.cloud.launched if j.id == f"{rig.ns}/q3"]
+    task = build_task(FakeSky(), launched, launch_options(launched, default_price_table())[0],
+                      "n")
+    assert task.kwargs["run"] == "python train.py --epochs 3"
+    assert task.kwargs["envs"] == {"SEED": "7", "STARBURST_JOB_ID": f"{rig.ns}/q3"}
+    assert task.kwargs["resources"].kwargs["image_id"] == "docker:ghcr.io/lab/train:7"
+    assert batch.read_namespaced_job("q3", rig.ns).spec.suspend is True
+    assert rig.denied() == []
+
+
+def test_suspension_by_someone_else_and_deletion_end_the_job(
+        rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api,
+        core: client.CoreV1Api) -> None:
+    batch.create_namespaced_job(rig.ns, suspended_job("mine", gpus=8))
+    assert rig.passes_until(lambda: rig.state("mine") is JobState.RUNNING_ONPREM)
+    assert wait_for(lambda: placed(kubelet, rig.ns, "mine") == ["gpu-a"])
+    batch.patch_namespaced_job("mine", rig.ns, {"spec": {"suspend": True}})  # kubectl, Kueue
+    assert rig.passes_until(lambda: rig.state("mine") is JobState.FAILED)
+    assert "suspended by someone else" in rig.reasons("mine")[-1]
+    assert wait_for(lambda: (batch.read_namespaced_job("mine", rig.ns).metadata.annotations
+                             or {}).get("starburst.io/state") == "failed")
+    events = core.list_namespaced_event(rig.ns, field_selector="involvedObject.name=mine")
+    assert ("Warning", "Stopped") in {(e.type, e.reason) for e in events.items}
+    # its GPUs are free again: a 16-GPU gang fits both nodes
+    batch.create_namespaced_job(rig.ns, suspended_job("gang", gpus=8, pods=2))
+    assert rig.passes_until(lambda: rig.state("gang") is JobState.RUNNING_ONPREM)
+    # a waiting Job deleted with kubectl ends its record
+    body = suspended_job("later", gpus=2)
+    body["spec"]["template"]["spec"]["containers"].append(
+        {**body["spec"]["template"]["spec"]["containers"][0], "name": "sidecar"})
+    batch.create_namespaced_job(rig.ns, body)  # cannot burst (two containers): waits
+    assert rig.passes_until(lambda: rig.state("later") is JobState.QUEUED)
+    batch.delete_namespaced_job("later", rig.ns)
+    assert rig.passes_until(lambda: rig.state("later") is JobState.FAILED)
+    assert "its Kubernetes Job was deleted" in rig.reasons("later")[-1]
+    assert rig.denied() == []
+
+
+def test_pods_refused_by_podsecurity_end_the_job_and_free_its_gpus(
+        rig: Rig, batch: client.BatchV1Api) -> None:
+    body = suspended_job("open", gpus=8)
+    del body["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+    batch.create_namespaced_job(rig.ns, body)  # a Job is admitted; its pods will not be
+    assert rig.passes_until(lambda: rig.state("open") is JobState.FAILED)
+    last = rig.reasons("open")[-1]
+    assert "its pods were refused" in last and "violates PodSecurity" in last
+    assert wait_for(lambda: batch.read_namespaced_job("open", rig.ns).spec.suspend is True)
+    assert rig.cluster.snapshot().capacity.free_gpus == 16
+    assert rig.denied() == []
+
+
+def test_a_job_starburst_creates_passes_restricted_and_runs_split(
+        rig: Rig, kubelet: FakeKubelet) -> None:
+    job = Job("sub-1", 0.0, 16, pods=2, extra={"command": "python train.py",
+                                               "image": "pytorch/pytorch:2.4"})
+    snap = rig.cluster.snapshot()
+    index = {n.name: i for i, n in enumerate(snap.capacity.nodes)}
+    from starburst.core.capacity import Part
+
+    placement = tuple(Part(index[n], n, 8, 0.0, 0.0) for n in ("gpu-a", "gpu-b"))
+    rig.cluster.start(job, placement, "fits on gpu-a×8, gpu-b×8")
+    from starburst.adapters.kubernetes.manifest import job_name
+
+    assert wait_for(lambda: placed(kubelet, rig.ns, job_name("sub-1")) == ["gpu-a", "gpu-b"])
+    assert not rig.cluster.ended()
+    assert rig.denied() == []
