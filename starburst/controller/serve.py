@@ -128,6 +128,9 @@ def run(settings: Settings, mode: str) -> None:
     logs.configure(settings.log_format)
     os.umask(0o077)  # every file this process writes (database, model, job state) is 0600
     warn_if_insecure(settings)
+    from starburst.adapters.db.migrate import require_schema
+
+    require_schema(settings.database_url)
     _absorb_stop_signals()
     if mode == "api":
         from starburst.adapters.db.store import SqlStore

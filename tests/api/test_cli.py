@@ -149,3 +149,25 @@ def test_admin_errors_for_people_exit_2_without_a_traceback(db_url) -> None:  # 
     with pytest.raises(SystemExit) as stopped:
         main(["admin", "tokens", "issue", "ghost", "--url", db_url])
     assert stopped.value.code == 2
+
+
+def test_serving_a_database_without_the_schema_says_to_run_db_upgrade(tmp_path: Path) -> None:
+    env = {"STARBURST_DATABASE_URL": f"sqlite:///{tmp_path / 'empty.db'}",
+           "STARBURST_STATE_DIR": str(tmp_path / "state"), "STARBURST_API_PORT": "0",
+           "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([str(Path(sys.executable).parent / "starburst"), "server"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "has no Starburst schema yet: run `starburst db upgrade` first" in done.stderr
+
+
+def test_serving_a_database_behind_the_newest_schema_names_both_revisions(
+        tmp_path: Path) -> None:
+    from starburst.adapters.db import migrate
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    migrate.upgrade(url, "0001")
+    with pytest.raises(Exception, match=r"schema revision 0001.*run `starburst db upgrade`"):
+        migrate.require_schema(url)
+    migrate.upgrade(url)
+    migrate.require_schema(url)  # at head: nothing to say

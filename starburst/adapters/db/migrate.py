@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 
 from starburst.core.errors import ConfigError
 
-from .engine import create_engine, translate_errors
+from .engine import create_engine, redact, translate_errors
 
 ENV_DIR = "STARBURST_MIGRATIONS_DIR"
 
@@ -90,3 +90,19 @@ def head() -> str | None:
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     return ScriptDirectory.from_config(config).get_current_head()
+
+
+def require_schema(url: str) -> None:
+    """Refuse to serve a database whose schema is missing or older than this Starburst's,
+    with the command that fixes it (instead of "no such table: jobs" on the first query)."""
+    found = current(url)
+    if found is None:
+        raise ConfigError(f"the database {redact(url)} has no Starburst schema yet: "
+                          "run `starburst db upgrade` first")
+    try:
+        wanted = head()
+    except Exception:  # no migration scripts beside this install: only the emptiness check
+        return
+    if wanted is not None and found != wanted:
+        raise ConfigError(f"the database {redact(url)} is at schema revision {found}, this "
+                          f"Starburst needs {wanted}: run `starburst db upgrade`")
