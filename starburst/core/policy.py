@@ -20,7 +20,9 @@ workload (``calibrate``). An explicit c always overrides b.
 the point estimate, so a job whose runtime is uncertain — which may well be long — waits
 longer rather than bursting at once on a low median. Its calibration uses the expected
 runtime on both sides (the expected total budget is b × the expected total runtime). A job
-without a band gets plain Compute-Wait. The paper's policies are untouched by it.
+without a band gets plain Compute-Wait. The paper's policies are untouched by it. Calibrated
+on jobs without bands (the live recalibration reads stored history, which keeps no band), c
+is Compute-Wait's, and budgets exceed b × Σ runtime by the mean band factor.
 """
 
 from __future__ import annotations
