@@ -73,3 +73,28 @@ def kube_pods():
     from starburst.testing.kubeapi.resources import BY_PATH
 
     return BY_PATH[("", "v1", "pods")]
+
+
+def test_a_refusal_retried_with_success_is_not_a_failure(kube, core, batch, make_cluster):
+    """A webhook timed out once, then the Job controller made every pod: the job runs on."""
+    kube.add_node("n1", gpus=8)
+    cluster = make_cluster()
+    batch.create_namespaced_job("default", queued_job("flaky", gpus=2, pods=2))
+    (job,) = eventually(cluster.submissions)
+    eventually(lambda: cluster.snapshot().capacity.nodes)
+    cluster.start(job, on(cluster.snapshot(), ("n1", 4)), "fits")
+    eventually(lambda: len(kube.pods_of("default", "flaky")) == 2)
+    first = kube.pods_of("default", "flaky")[0]["metadata"]["name"]
+    kube.set_pod_phase("default", first, "Succeeded")  # one pod done: one unfinished left
+    uid = batch.read_namespaced_job("flaky", "default").metadata.uid
+    core.create_namespaced_event("default", {
+        "metadata": {"generateName": "flaky."}, "reason": "FailedCreate", "type": "Warning",
+        "message": "Error creating: Internal error occurred: failed calling webhook: timeout",
+        "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": "flaky",
+                           "namespace": "default", "uid": uid}})
+    events = next(i for i in cluster.informers if i.name == "events")
+    eventually(lambda: events.cache)  # this life saw the Event...
+    restarted = make_cluster()  # ...and a new controller life reads it in its first list
+    eventually(lambda: restarted.snapshot().running)
+    assert not cluster.ended() and not restarted.ended()
+    assert [r.job.id for r in restarted.snapshot().running] == ["default/flaky"]

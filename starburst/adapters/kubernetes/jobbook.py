@@ -91,8 +91,10 @@ class JobBook:
         obj = self.jobs.get(jid) if jid is not None else None
         if message is None or jid is None or obj is None:
             return
-        if self._pods_of(uid) >= int((obj.get("spec") or {}).get("parallelism") or 1):
-            return  # every pod exists: the refusal was retried with success
+        status = obj.get("status") or {}
+        made = sum(int(status.get(k) or 0) for k in ("active", "succeeded", "failed"))
+        if max(made, self._pods_of(uid)) >= int((obj.get("spec") or {}).get("parallelism") or 1):
+            return  # every pod was made: the refusal was retried with success
         self._give_up(jid, obj, f"its pods were refused: {message}", suspend=True)
 
     def _give_up(self, jid: str, obj: Obj, reason: str, suspend: bool) -> None:
