@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from starburst.core import defaults
 from starburst.core.capacity import PlacementStrategy
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import ConfigError
@@ -69,13 +70,13 @@ class Settings(BaseSettings):
     skypilot_api_token_file: Path | None = Field(
         default=None, description="File holding that token (a mounted Secret); read at start.")
     # policy
-    policy: PolicyKind = PolicyKind.COMPUTE
-    budget: float = Field(default=0.25, ge=0, description="Waiting budget b.")
+    policy: PolicyKind = defaults.POLICY
+    budget: float = Field(default=defaults.BUDGET, ge=0, description="Waiting budget b.")
     coefficient: float | None = Field(default=None, ge=0, description="Overrides the budget.")
-    out_of_order: bool = True
-    queue_cap: int | None = Field(default=30, ge=0)
-    order: QueueOrder = QueueOrder.FIFO
-    placement: PlacementStrategy = PlacementStrategy.FIRST_FIT
+    out_of_order: bool = defaults.OUT_OF_ORDER
+    queue_cap: int | None = Field(default=defaults.QUEUE_CAP, ge=0)
+    order: QueueOrder = defaults.ORDER
+    placement: PlacementStrategy = defaults.PLACEMENT
     default_runtime_s: float = Field(default=3600.0, gt=0,
                                      description="Prior runtime before any history exists.")
     model_path: Path | None = Field(default=None,

@@ -11,12 +11,36 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from starburst.core import defaults
 from starburst.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from starburst.core.capacity import Node
+    from starburst.core.policy import PolicyKind
 
 Opt = typer.Option
+
+
+def policy_kind(name: str) -> PolicyKind:
+    """A policy name, or a preset's (``starburst`` is Compute-Wait; its order and queue cap
+    are the commands' defaults)."""
+    from starburst.core.policy import parse_policy
+
+    preset = defaults.PRESETS.get(name.strip().lower())
+    return preset.policy if preset is not None else parse_policy(name)
+
+
+def parse_queue_cap(text: str) -> int | None:
+    """``--queue-cap``: a position ≥ 0, or ``none`` for no cap."""
+    if text.strip().lower() in ("none", "off", ""):
+        return None
+    try:
+        cap = int(text)
+    except ValueError:
+        raise ConfigError(f"--queue-cap {text!r} is not a whole number or 'none'") from None
+    if cap < 0:
+        raise ConfigError("--queue-cap must be ≥ 0")
+    return cap
 
 
 def _nodes(nodes: int | None, gpus_per_node: int | None, cpus_per_node: float,
@@ -38,15 +62,19 @@ def simulate(
     gpus_per_node: Annotated[int | None, Opt(help="GPUs per node")] = None,
     cpus_per_node: Annotated[float, Opt(help="CPUs per node (0: not tracked)")] = 0.0,
     cluster: Annotated[Path | None, Opt(help="YAML file describing heterogeneous nodes")] = None,
-    policy: Annotated[str, Opt(help="no-wait|infinite|constant|runtime|resource|compute|star|"
-                                     "compute-expected")]
-    = "compute",
+    policy: Annotated[str, Opt(help="starburst (the controller's default: compute, out of "
+                                     "order, queue cap 30) or one of no-wait|infinite|constant|"
+                                     "runtime|resource|compute|star|compute-expected")]
+    = "starburst",
     coefficient: Annotated[float | None, Opt(help="Policy coefficient (seconds for constant, "
                                                    "seconds per GPU for resource/star)")] = None,
     budget: Annotated[float | None, Opt(help="Waiting budget b (default 0.25)")] = None,
-    out_of_order: Annotated[bool, Opt("--out-of-order/--in-order")] = False,
-    queue_cap: Annotated[int | None, Opt(help="Burst jobs beyond this queue position")] = None,
-    order: Annotated[str, Opt(help="fifo|sjf|edf")] = "fifo",
+    out_of_order: Annotated[bool, Opt("--out-of-order/--in-order",
+                                      help="Default: as the controller (out of order)")]
+    = defaults.OUT_OF_ORDER,
+    queue_cap: Annotated[str, Opt(help="Burst jobs beyond this queue position; 'none' for no "
+                                       "cap")] = str(defaults.QUEUE_CAP),
+    order: Annotated[str, Opt(help="fifo|sjf|edf")] = defaults.ORDER.value,
     placement: Annotated[str, Opt(help="first-fit|best-fit")] = "first-fit",
     trace_format: Annotated[str, Opt("--format", help="auto|csv|philly|helios")] = "auto",
     status: Annotated[str | None, Opt(help="Keep only jobs with these final statuses, "
@@ -62,16 +90,15 @@ def simulate(
     from starburst.core.capacity import parse_placement
     from starburst.core.cycle import SchedulerConfig
     from starburst.core.ordering import parse_order
-    from starburst.core.policy import WaitPolicy, calibrate, parse_policy
+    from starburst.core.policy import WaitPolicy, calibrate
     from starburst.sim.engine import SimOptions, perturb_estimates
     from starburst.sim.engine import simulate as run
     from starburst.sim.loading import load, parse_statuses
 
-    kind = parse_policy(policy)
+    kind = policy_kind(policy)
+    cap = parse_queue_cap(queue_cap)
     if coefficient is not None and budget is not None:
         raise ConfigError("give either --coefficient or --budget, not both")
-    if queue_cap is not None and queue_cap < 0:
-        raise ConfigError("--queue-cap must be ≥ 0")
     node_list = _nodes(nodes, gpus_per_node, cpus_per_node, cluster)
     SimOptions(price, startup_delay, estimate_error, seed)  # validates the knobs up front
     loaded = load(trace, trace_format, parse_statuses(status))
@@ -81,8 +108,8 @@ def simulate(
     if not jobs:
         raise ConfigError(f"{trace}: the trace has no jobs")
     coef = coefficient if coefficient is not None else calibrate(
-        kind, 0.25 if budget is None else budget, jobs)
-    config = SchedulerConfig(WaitPolicy(kind, coef), out_of_order, queue_cap,
+        kind, defaults.BUDGET if budget is None else budget, jobs)
+    config = SchedulerConfig(WaitPolicy(kind, coef), out_of_order, cap,
                              parse_order(order), parse_placement(placement))
     started = time.perf_counter()
     result = run(jobs, node_list, config, SimOptions(price, startup_delay, 0.0, seed))
@@ -129,6 +156,13 @@ def sweep(
     seed: Annotated[int, Opt(help="Synthetic workload seed")] = 0,
     price: Annotated[float, Opt(help="Cloud price per GPU-hour ($)")] = 2.5,
     processes: Annotated[int | None, Opt(help="Worker processes (default: all cores)")] = None,
+    out_of_order: Annotated[bool, Opt("--out-of-order/--in-order",
+                                      help="How Compute-Wait (Starburst) rows schedule")]
+    = defaults.OUT_OF_ORDER,
+    queue_cap: Annotated[str, Opt(help="Queue cap of the Starburst rows; 'none' for no cap")]
+    = str(defaults.QUEUE_CAP),
+    order: Annotated[str, Opt(help="Queue order of every row: fifo|sjf|edf")]
+    = defaults.ORDER.value,
     max_jct_increase: Annotated[str, Opt(help="JCT tolerance of the recommendation, e.g. 5%")]
     = "5%",
     out: Annotated[Path, Opt(help="Output folder for results.csv and pareto.png")]
@@ -136,7 +170,7 @@ def sweep(
 ) -> None:
     """Policies × budgets (× loads) on every core; writes a results table and a Pareto plot,
     and recommends the cheapest setting within the JCT tolerance and the Pareto knee."""
-    from starburst.core.policy import parse_policy
+    from starburst.core.ordering import parse_order
     from starburst.sim import notes, pareto, recommend, table
     from starburst.sim.engine import SimOptions
     from starburst.sim.shape import uniform
@@ -144,7 +178,9 @@ def sweep(
     from starburst.sim.sweep import sweep as run_sweep
     from starburst.sim.synthetic import Workload
 
-    kinds = [parse_policy(p) for p in policies.split(",") if p.strip()]
+    kinds = [policy_kind(p) for p in policies.split(",") if p.strip()]
+    cap = parse_queue_cap(queue_cap)
+    queue_order = parse_order(order)
     budget_list = [_positive(b, "budget") for b in budgets.split(",") if b.strip()]
     tolerance = recommend.parse_tolerance(max_jct_increase)
     node_list = uniform(nodes, gpus_per_node)
@@ -155,7 +191,8 @@ def sweep(
         sources = [(load, Workload(jobs, len(node_list) * gpus_per_node, load, cv, seed=seed))
                    for load in (_positive(x, "load") for x in loads.split(",") if x.strip())]
     started = time.perf_counter()
-    rows = run_sweep(sources, node_list, kinds, budget_list, SimOptions(price), processes)
+    rows = run_sweep(sources, node_list, kinds, budget_list, SimOptions(price), processes,
+                     out_of_order=out_of_order, queue_cap=cap, order=queue_order)
     rows = notes.explain(recommend.add_changes(rows), tolerance)
     typer.echo(table.render(rows))
     marks: dict[str, str] = {}

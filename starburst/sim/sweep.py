@@ -160,20 +160,22 @@ def sweep(
     processes: int | None = None,
     out_of_order: bool = True,
     queue_cap: int | None = 30,
+    order: QueueOrder = QueueOrder.FIFO,
 ) -> list[Row]:
     """policies × budgets (× loads). Compute-Wait rows are Starburst (out of order, queue cap);
-    Star-Wait runs out of order; the other baselines run in order, as in the paper."""
+    Star-Wait runs out of order; the other baselines run in order, as in the paper. ``order``
+    sorts every row's queue."""
     opts = options or SimOptions()
     tasks = []
     for load, source in sources:
-        tasks.append(Task(source, tuple(nodes), RunSpec("No-Wait", PolicyKind.NO_WAIT, None),
-                          opts, load))
+        tasks.append(Task(source, tuple(nodes),
+                          RunSpec("No-Wait", PolicyKind.NO_WAIT, None, order=order), opts, load))
         for kind in policies:
             budgets_for: list[float | None] = (
                 [None] if kind in (PolicyKind.NO_WAIT, PolicyKind.INFINITE) else list(budgets)
             )
             for b in budgets_for:
-                spec = RunSpec("", kind, b)
+                spec = RunSpec("", kind, b, order=order)
                 if kind is PolicyKind.COMPUTE:
                     spec = replace(spec, out_of_order=out_of_order, queue_cap=queue_cap)
                 elif kind is PolicyKind.STAR:  # as in ``standard_specs``: in order it blocks

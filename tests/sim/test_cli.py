@@ -68,6 +68,8 @@ def test_per_job_file_says_where_each_job_ran_and_why(trace: Path, tmp_path: Pat
         (["--coefficient", "1", "--budget", "0.2"], "either --coefficient or --budget"),
         (["--order", "lifo"], "unknown queue order 'lifo'"),
         (["--placement", "worst-fit"], "unknown placement 'worst-fit'"),
+        (["--queue-cap", "thirty"], "--queue-cap 'thirty' is not a whole number or 'none'"),
+        (["--queue-cap", "-1"], "--queue-cap must be ≥ 0"),
     ],
 )
 def test_bad_options_are_one_line_errors(trace: Path, capsys, args: list[str],  # type: ignore[no-untyped-def]
@@ -134,3 +136,38 @@ def test_demo_recommends_over_its_sweep_and_rings_it(tmp_path: Path, capsys) -> 
     assert code == 0
     assert "Star-Wait (in order)" in out and "cheapest within tolerance" in out
     assert (tmp_path / "pareto.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def simulate_json(trace: Path, capsys, *args: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    code, out, err = run(["simulate", str(trace), "--nodes", "4", "--gpus-per-node", "8",
+                          "--json", *args], capsys)
+    assert code == 0, err
+    summary = json.loads(out)
+    summary.pop("simulation_seconds")
+    return summary  # type: ignore[no-any-return]
+
+
+def test_simulate_defaults_are_the_controllers(trace: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from starburst.settings import Settings
+
+    plain = simulate_json(trace, capsys)
+    spelled = simulate_json(trace, capsys, "--policy", "compute", "--budget", "0.25",
+                            "--out-of-order", "--queue-cap", "30", "--order", "fifo")
+    assert plain == spelled == simulate_json(trace, capsys, "--policy", "starburst")
+    settings = Settings()  # what `starburst server` runs with no settings at all
+    assert (settings.policy.value, settings.budget, settings.out_of_order,
+            settings.queue_cap) == ("compute", 0.25, True, 30)
+    assert plain["config"] == spelled["config"]
+    uncapped = simulate_json(trace, capsys, "--in-order", "--queue-cap", "none")
+    assert uncapped["config"] != plain["config"]
+
+
+def test_sweep_takes_the_order_and_the_queue_cap(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = run(["sweep", "--jobs", "100", "--nodes", "2", "--policies", "compute",
+                        "--budgets", "0.25", "--processes", "1", "--order", "sjf",
+                        "--queue-cap", "none", "--in-order", "--out", str(tmp_path)], capsys)
+    assert code == 0, err
+    rows = list(csv.DictReader((tmp_path / "results.csv").read_text().splitlines()))
+    starburst = next(r for r in rows if r["policy"] == "compute")
+    assert (starburst["queue_cap"], starburst["out_of_order"]) == ("", "0")
+    assert "sjf" in starburst["config"]
