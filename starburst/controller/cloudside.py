@@ -208,6 +208,8 @@ class CloudSide:
         assert self.cloud is not None
         quote = self.cloud.quote(job)
         provider, _, region = quote.where.partition(":")
+        spot = quote.where.endswith(" (spot)")
+        provider, region = provider.removesuffix(" (spot)"), region.removesuffix(" (spot)")
         launched_at = now
         billed = getattr(self.cloud, "billed_launch", None)
         known = billed(handle) if billed is not None else None
@@ -217,7 +219,7 @@ class CloudSide:
             job_id=job.id, name=handle.name, provider=provider, accelerators=quote.accelerators,
             hourly_price=Decimal(str(round(quote.price_per_hour, 6))), region=region or None,
             request_id=handle.request_id, cloud_job_id=handle.cloud_job_id,
-            launched_at=launched_at,
+            launched_at=launched_at, spot=spot,
         ), fencing_token=token)
 
 

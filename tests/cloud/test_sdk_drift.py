@@ -173,6 +173,8 @@ def test_regions_become_any_of_and_spot_is_passed(sky: ModuleType) -> None:
         ("aws", "us-west-2"),
     }
     assert all(r.use_spot and r.accelerators == {"A100-80GB": 8} for r in task.resources)
+    # SkyPilot's managed-job recovery, as the real Resources keeps it
+    assert all(r.job_recovery["strategy"] == "EAGER_NEXT_REGION" for r in task.resources)
     assert "any_of" in task.to_yaml_config()["resources"]
     mixed = job(regions="aws/us-east-1,gcp/us-central1")
     assert {o.price.cloud for o in launch_options(mixed, load_price_table())} == {"aws", "gcp"}

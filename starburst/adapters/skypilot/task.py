@@ -6,7 +6,10 @@ Job fields travel in ``Job.extra`` (strings, as Kubernetes annotations carry the
 - ``clouds``: comma-separated clouds allowed (``aws,gcp``), default every cloud priced;
 - ``regions``: comma-separated ``cloud/region`` (``aws/us-east-1,gcp/us-central1``); when
   given, only those clouds and regions are used (SkyPilot ``any_of`` across the regions);
-- ``spot``: ``true`` to rent spot GPUs (managed jobs recover from preemption);
+- ``use_spot`` (or ``spot``): ``true``/``false`` to rent spot GPUs or not, overriding the
+  ``use_spot`` setting. A spot task carries SkyPilot's managed-job recovery strategy
+  (``job_recovery``: ``EAGER_NEXT_REGION``): a preempted job is relaunched, in another
+  region if its own has no capacity left, and keeps its managed-job id and name;
 - ``disk_gb``: boot disk size. ``Job.cpus`` and ``memory_mb`` become minimums (``8+``).
 
 Terms:
@@ -34,6 +37,7 @@ from starburst.core.job import Job, job_env
 from starburst.pricing import PriceOption, PriceTable, canonical_gpu
 
 NAME_PREFIX = "starburst-"
+SPOT_RECOVERY = {"strategy": "EAGER_NEXT_REGION"}  # SkyPilot's managed-job recovery
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +79,7 @@ def launch_options(
     gpu = job.gpu_type or default_gpu
     if job.gpus < 1 or gpu is None:
         raise PermanentError(f"job {job.id}: bursting needs a GPU count and a GPU type")
-    want_spot = _flag(job, "spot", spot)
+    want_spot = _flag(job, "use_spot", _flag(job, "spot", spot))
     regions = _regions(job)
     clouds = _list(job, "clouds") or sorted(regions)
     options = [
@@ -103,6 +107,8 @@ def build_task(api: SkyApi, job: Job, option: LaunchOption, name: str) -> Any:
         "accelerators": option.price.accelerators,
         "use_spot": option.price.spot,
     }
+    if option.price.spot:
+        common["job_recovery"] = dict(SPOT_RECOVERY)
     if job.cpus:
         common["cpus"] = f"{job.cpus:g}+"
     if job.memory_mb:

@@ -1,0 +1,125 @@
+"""Spot bursts: chosen per job or by the ``use_spot`` setting, priced and metered at the price
+table's spot price, recovered by SkyPilot's managed jobs after a preemption and billed for the
+whole run, recovery included, as one launch. Fake SDK, virtual time."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.records import JobSpec
+from starburst.adapters.db.store import SqlStore
+from starburst.adapters.local import LocalCluster
+from starburst.adapters.skypilot import SkyPilotCloud
+from starburst.adapters.skypilot.task import SPOT_RECOVERY
+from starburst.controller.daemon import Controller
+from starburst.core.job import Job
+from starburst.core.lifecycle import JobState
+from starburst.pricing import load_price_table
+from starburst.settings import Settings
+from tests.cloud.fake_sky import FakeSky
+
+# A100:1 spot in the default table, cheapest first: gcp 1.10, azure 1.36, aws 1.64;
+# on-demand: azure 3.40.
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.t = 10_000.0
+
+    def now(self) -> float:
+        return self.t
+
+
+def a100(**extra: str) -> Job:
+    return Job("t/spot", 0.0, 1, gpu_type="A100", extra={"command": "python train.py", **extra})
+
+
+@pytest.mark.parametrize(
+    ("setting", "extra", "price", "where"),
+    [
+        (False, {}, 3.40, "azure:eastus"),
+        (True, {}, 1.10, "gcp:us-central1 (spot)"),
+        (False, {"use_spot": "true"}, 1.10, "gcp:us-central1 (spot)"),
+        (True, {"use_spot": "false"}, 3.40, "azure:eastus"),
+        (False, {"spot": "yes"}, 1.10, "gcp:us-central1 (spot)"),
+    ],
+)
+def test_spot_per_job_or_by_policy_is_quoted_at_the_spot_price(
+    setting: bool, extra: dict[str, str], price: float, where: str
+) -> None:
+    cloud = SkyPilotCloud(ManualClock(), load_price_table(), FakeSky(), spot=setting)  # type: ignore[arg-type]
+    quote = cloud.quote(a100(**extra))
+    assert (quote.price_per_hour, quote.where) == (price, where)
+
+
+def test_a_spot_task_asks_for_managed_job_recovery() -> None:
+    fake, clock = FakeSky(), ManualClock()
+    cloud = SkyPilotCloud(clock, load_price_table(), fake, sync_interval=0.0, spot=True)  # type: ignore[arg-type]
+    handle = cloud.launch(a100(), "burst")
+    for _ in range(3):
+        clock.t += 1
+        cloud.poll(handle)
+    ((_, task),) = fake.calls.launches
+    resources = task.kwargs["resources"].kwargs
+    assert resources["use_spot"] is True and resources["job_recovery"] == SPOT_RECOVERY
+
+
+def test_a_preempted_and_recovered_spot_job_is_metered_as_one_run(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    clock, fake = ManualClock(), FakeSky()
+    settings = Settings(
+        database_url=url,
+        state_dir=tmp_path,
+        cloud="skypilot",
+        policy="no-wait",
+        local_gpus=0,
+        use_spot=True,
+    )
+    store = SqlStore.open(url, clock=clock)
+    cloud = SkyPilotCloud(clock, load_price_table(), fake, sync_interval=0.0, spot=True)  # type: ignore[arg-type]
+    controller = Controller(
+        settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), cloud, clock=clock
+    )
+    job = store.submit(JobSpec(gpus=1, gpu_type="A100", command="python train.py")).job.id
+
+    def run(seconds: float, step: float = 5.0) -> None:
+        end = clock.t + seconds
+        while clock.t < end:
+            clock.t += step
+            controller.run_pass()
+
+    try:
+        run(30)
+        (record,) = store.launches(job)
+        assert record.spot and record.region == "us-central1" and record.provider == "gcp"
+        assert record.hourly_price == Decimal("1.1")
+        (managed,) = fake.managed
+        fake.set_status(managed["job_id"], "RUNNING")
+        run(1200)
+        assert store.get(job).state is JobState.RUNNING_CLOUD
+        fake.set_status(managed["job_id"], "RECOVERING")  # the spot VM was preempted
+        run(600)
+        assert store.get(job).state is JobState.RUNNING_CLOUD  # not re-burst, not failed
+        assert cloud.reason(cloud.handle(job)) == "gcp:us-central1 (spot): recovering"
+        fake.set_status(managed["job_id"], "RUNNING", recovery_count=1)
+        run(600)
+        assert "recovered 1× from preemption" in cloud.reason(cloud.handle(job))
+        fake.set_status(managed["job_id"], "SUCCEEDED", end_at=clock.t)
+        run(10)
+        assert store.get(job).state is JobState.SUCCEEDED
+        (record,) = store.launches(job)  # one launch: recovery is SkyPilot's, not a relaunch
+        assert len(fake.calls.launches) == 1 and record.ended_at is not None
+        billed_s = record.ended_at - record.launched_at
+        assert billed_s >= 2400  # running, the recovery, and running again
+        (total,) = store.cost_report(0, clock.t + 60, by=("cloud",))
+        assert total.amount == pytest.approx(
+            Decimal("1.1") * Decimal(billed_s) / 3600, abs=Decimal("0.0001")
+        )  # micro-dollar rounding per chunk
+        assert total.gpu_hours == pytest.approx(billed_s / 3600)
+    finally:
+        store.close()
