@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "logs": "starburst.cli.jobs:logs",
     "cancel": "starburst.cli.jobs:cancel",
     "costs": "starburst.cli.costs:costs",
+    "doctor": "starburst.cli.doctor:doctor",
 }
 
 

@@ -5,7 +5,9 @@ collection is ``.../namespaces/<ns>/<plural>``, a cluster-scoped one ``.../<plur
 ``.../<plural>/<name>``, its status ``.../<plural>/<name>/status``. Verbs: GET (get, list,
 ``watch=true``), POST (create), PUT (update), PATCH (merge/JSON/strategic-merge by
 Content-Type), DELETE (delete, and deletecollection on a collection). Discovery (``/api``,
-``/apis``, ``/version``) answers what ``kubectl`` asks first.
+``/apis``, ``/version``) answers what ``kubectl`` asks first. ``POST`` of a
+SelfSubjectAccessReview answers ``allowed`` unless the test denied that verb
+(``standin.denied``).
 
 Invariants: every failure answers with a ``Status`` body and its code; HTTP/1.1 keep-alive
 (the official client pools connections); a watch is a chunked stream of JSON lines that ends
@@ -36,6 +38,7 @@ from starburst.testing.kubeapi.watch import Watcher
 if TYPE_CHECKING:
     from starburst.testing.kubeapi.server import KubeApiServer
 
+_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 _NOT_FOUND = ApiError(404, "NotFound", "the server could not find the requested resource")
 _PATCHES = {
     "application/merge-patch+json": patch.merge_patch,
@@ -161,6 +164,9 @@ class ApiHandler(BaseHTTPRequestHandler):
             injected = self.standin.faults.take(_flag(query.get("watch")))
             if injected is not None:
                 raise injected
+            if method == "POST" and url.path == _ACCESS_REVIEWS:
+                self._send(201, self._access_review(self._json(raw) if raw else {}))
+                return
             target = route(url.path)
             if isinstance(target, dict):
                 if method != "GET":
@@ -180,6 +186,17 @@ class ApiHandler(BaseHTTPRequestHandler):
         except Exception as err:  # the stand-in must answer, never hang the client
             traceback.print_exc()
             self._send(500, ApiError(500, "InternalError", repr(err)).status())
+
+    def _access_review(self, review: Any) -> dict[str, Any]:
+        """A SelfSubjectAccessReview, answered from ``standin.denied``."""
+        attrs = ((review or {}).get("spec") or {}).get("resourceAttributes") or {}
+        resource = attrs.get("resource", "")
+        if attrs.get("subresource"):
+            resource += "/" + attrs["subresource"]
+        allowed = (attrs.get("group", ""), resource, attrs.get("verb", "")) \
+            not in self.standin.denied
+        return {**review, "status": {"allowed": allowed, **({} if allowed else {
+            "reason": "denied by the stand-in's test settings"})}}
 
     @staticmethod
     def _json(raw: bytes) -> Any:

@@ -96,6 +96,9 @@ class KubeApiServer:
         #: RBAC must grant to whoever sent it
         self.audit: list[tuple[str, str, str, str, str]] = []
         self.pod_logs: dict[tuple[str, str], str] = {}  # (namespace, pod) -> its output
+        #: (group, resource[/subresource], verb) a SelfSubjectAccessReview answers "not
+        #: allowed" for (no RBAC is enforced: every request is served; tests deny verbs here)
+        self.denied: set[tuple[str, str, str]] = set()
         self.connections: set[socket.socket] = set()
         self.watches: set[object] = set()
         self.cut: set[object] = set()
