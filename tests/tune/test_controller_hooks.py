@@ -1,0 +1,63 @@
+"""The controller's side of tune on the local backend: it records the GPU slots it runs on
+and its configuration, and follows applied settings from the moment it starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.store import SqlStore
+from starburst.adapters.db.tuning import TuningRecords
+from starburst.adapters.local import LocalCluster
+from starburst.controller.daemon import Controller
+from starburst.controller.metrics import ControllerMetrics
+from starburst.core.policy import PolicyKind
+from starburst.core.setting import PolicySetting
+from starburst.settings import Settings
+from tests.support.databases import ManualClock
+
+
+def controller(tmp: Path, clock: ManualClock) -> Controller:
+    url = f"sqlite:///{tmp / 'sb.db'}"
+    migrate.upgrade(url)
+    settings = Settings(database_url=url, state_dir=tmp, local_gpus=3, cloud="none",
+                        local_gpu_type="l4", queue_cap=12)
+    store = SqlStore.open(url, clock=clock)
+    return Controller(settings, store, LocalCluster(tmp / "cluster", 3, gpu_type="l4",
+                                                    clock=clock),
+                      None, clock=clock, metrics=ControllerMetrics.create())
+
+
+def test_the_local_cluster_records_its_gpu_slots_and_configuration(tmp_path: Path) -> None:
+    clock = ManualClock()
+    c = controller(tmp_path, clock)
+    try:
+        assert c.run_pass() is not None
+        records = TuningRecords(c.store)
+        assert [(n.gpus, n.gpu_type) for n in records.cluster_shape() or []] == [(3, "l4")]
+        scheduler = records.state("scheduler")
+        assert scheduler is not None
+        assert (scheduler["policy"], scheduler["budget"], scheduler["queue_cap"]) == \
+            ("compute", 0.25, 12)
+        assert scheduler["coefficient"] == c.config.policy.coefficient
+    finally:
+        c.stop()
+        c.store.close()
+
+
+def test_a_setting_applied_before_start_is_in_force_at_once(tmp_path: Path) -> None:
+    clock = ManualClock()
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    store = SqlStore.open(url, clock=clock)
+    TuningRecords(store).apply_setting(PolicySetting(PolicyKind.CONSTANT, None, 120.0, False),
+                                       actor="t", reason="before the restart")
+    store.close()
+    c = controller(tmp_path, clock)
+    try:
+        assert c.config.policy.kind is PolicyKind.CONSTANT
+        assert c.config.policy.coefficient == 120.0 and not c.config.out_of_order
+        assert c.config.queue_cap == 12  # what tune does not change stays as deployed
+    finally:
+        c.stop()
+        c.store.close()
