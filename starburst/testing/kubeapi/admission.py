@@ -40,6 +40,8 @@ def default_on_create(rt: ResourceType, obj: dict[str, Any]) -> None:
         _default_job(obj)
     elif rt.key == "namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        name = obj["metadata"]["name"]  # the label a real server sets on every namespace
+        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
         obj["status"] = {"phase": "Active"}
     validate_object(rt.kind, obj)
 
@@ -62,13 +64,14 @@ def _default_job(obj: dict[str, Any]) -> None:
     name, uid = meta.get("name", ""), meta["uid"]
     template = spec.setdefault("template", {})
     pod_spec = template.setdefault("spec", {})
-    if pod_spec.get("restartPolicy") not in ("Never", "OnFailure"):
-        raise invalid(
-            "Job", name,
-            'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"',
-        )
+    errors = []  # all of them, in the real server's order
     if not pod_spec.get("containers"):
-        raise invalid("Job", name, "spec.template.spec.containers: Required value")
+        errors.append("spec.template.spec.containers: Required value")
+    if pod_spec.get("restartPolicy") not in ("Never", "OnFailure"):
+        errors.append(
+            'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"')
+    if errors:
+        raise invalid("Job", name, errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
     if spec.get("parallelism") is None and spec.get("completions") is None:
         spec["completions"] = 1
     spec.setdefault("parallelism", 1)

@@ -8,6 +8,7 @@ into ``ApiException`` and that a watch carries inside an ``ERROR`` event.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -66,10 +67,41 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
+#: the API group of the kinds the stand-in validates (a real server names them ``Kind.group``)
+_GROUPS = {"Job": "batch", "Lease": "coordination.k8s.io"}
+#: field error types as Kubernetes words them in a message, and their ``causes`` reasons
+_CAUSES = {"Invalid value": "FieldValueInvalid", "Required value": "FieldValueRequired",
+           "Forbidden": "FieldValueForbidden", "Unsupported value": "FieldValueNotSupported",
+           "Duplicate value": "FieldValueDuplicate", "Not found": "FieldValueNotFound",
+           "Too long": "FieldValueTooLong", "Too many": "FieldValueTooMany"}
+_FIELD_ERROR = re.compile(r"(?:^|, )([A-Za-z][\w.\[\]/-]*): (" + "|".join(_CAUSES) + ")")
+
+
+def causes(message: str) -> list[dict[str, str]]:
+    """``details.causes`` of a 422 as a real server lists them: one per field error in
+    ``message`` (``field: Type: detail``, several inside ``[...]`` separated by ``, ``)."""
+    text = message[1:-1] if message.startswith("[") and message.endswith("]") else message
+    found = list(_FIELD_ERROR.finditer(text))
+    out = []
+    for i, match in enumerate(found):
+        end = found[i + 1].start() if i + 1 < len(found) else len(text)
+        detail = text[match.start(2):end]
+        out.append({"reason": _CAUSES[match.group(2)], "message": detail,
+                    "field": match.group(1)})
+    return out
+
+
 def invalid(kind: str, name: str, message: str) -> ApiError:
-    return ApiError(
-        422, "Invalid", f'{kind} "{name}" is invalid: {message}', {"name": name, "kind": kind}
-    )
+    """422 Invalid for ``kind`` (bare, or already ``Kind.group``) with its field causes."""
+    bare, _, group = kind.partition(".")
+    group = group or _GROUPS.get(bare, "")
+    qualified = f"{bare}.{group}" if group else bare
+    details: dict[str, Any] = {"name": name, "kind": bare}
+    if group:
+        details["group"] = group
+    if found := causes(message):
+        details["causes"] = found
+    return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {message}', details)
 
 
 def expired(message: str) -> ApiError:

@@ -61,6 +61,9 @@ Ref = tuple[str, str, str]  # (resource key, namespace, name)
 _MODIFIED = "the object has been modified; please apply your changes to the latest version " \
     "and try again"
 
+#: kinds with a status subresource whose objects a real server gives no generation
+_NO_GENERATION = ("namespaces", "nodes")
+
 
 @dataclass(frozen=True, slots=True)
 class Change:
@@ -161,7 +164,7 @@ class Store:
                 meta["namespace"] = ns
             else:
                 meta.pop("namespace", None)
-            if rt.status_subresource:
+            if rt.status_subresource and rt.key not in _NO_GENERATION:
                 meta["generation"] = 1
             obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
             admission.default_on_create(rt, obj)
@@ -236,7 +239,8 @@ class Store:
         merged["kind"], merged["apiVersion"] = rt.kind, rt.api_version
         new_meta = merged["metadata"]
         check_finalizers(rt, old, new_meta)
-        if rt.status_subresource and merged.get("spec") != old.get("spec"):
+        if (rt.status_subresource and rt.key not in _NO_GENERATION
+                and merged.get("spec") != old.get("spec")):
             new_meta["generation"] = old["metadata"].get("generation", 1) + 1
         if not new_meta.get("finalizers"):
             new_meta.pop("finalizers", None)

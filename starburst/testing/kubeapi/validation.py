@@ -10,6 +10,11 @@ Rules (each answers 422 ``Invalid`` with Kubernetes' own field path and message)
   while a Pod is still gated, ``nodeSelector`` may gain keys (never change or lose one) and
   its node affinity may be set when it had none.
 
+- *counts* (``ValidateJobSpec``, ``ValidateLeaseSpec``): a Job's ``parallelism``,
+  ``completions`` and ``backoffLimit`` are not negative; a Lease's ``leaseDurationSeconds`` is
+  positive and its ``leaseTransitions`` not negative.
+
+Every 422 lists its field errors as ``details.causes`` (``status.invalid``), as a real server's.
 PodSecurity (``podsecurity.py``) is admission, not validation: a refused object is 403.
 """
 
@@ -51,16 +56,30 @@ def node_field_selector_errors(pod_spec: Obj, path: str) -> list[str]:
     return errors
 
 
+def _bounds(spec: Obj, path: str, keys: tuple[str, ...], least: int) -> list[str]:
+    """Kubernetes' messages for integer fields below their minimum (``ValidateNonnegativeField``
+    for 0, "must be greater than 0" for 1)."""
+    bound = "greater than or equal to 0" if least == 0 else "greater than 0"
+    return [f"{path}.{key}: Invalid value: {spec[key]}: must be {bound}" for key in keys
+            if isinstance(spec.get(key), int) and spec[key] < least]
+
+
 def validate_object(kind: str, obj: Obj) -> None:
     """The rules that hold for an object whatever the write (create or update)."""
     name = obj["metadata"].get("name", "")
+    spec = obj.get("spec") or {}
     if kind == "Pod":
-        errors = node_field_selector_errors(obj.get("spec") or {}, "spec")
+        errors = node_field_selector_errors(spec, "spec")
         what = "Pod"
     elif kind == "Job":
-        template = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
-        errors = node_field_selector_errors(template, "spec.template.spec")
+        errors = _bounds(spec, "spec", ("parallelism", "completions", "backoffLimit"), 0)
+        template = (spec.get("template") or {}).get("spec") or {}
+        errors += node_field_selector_errors(template, "spec.template.spec")
         what = "Job.batch"
+    elif kind == "Lease":
+        errors = _bounds(spec, "spec", ("leaseDurationSeconds",), 1)
+        errors += _bounds(spec, "spec", ("leaseTransitions",), 0)
+        what = "Lease.coordination.k8s.io"
     else:
         return
     if errors:
