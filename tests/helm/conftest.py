@@ -134,3 +134,11 @@ def named(objects: list[dict[str, Any]], kind: str, suffix: str) -> dict[str, An
     found = [o for o in by_kind(objects, kind) if o["metadata"]["name"].endswith(suffix)]
     assert len(found) == 1, f"{kind} *{suffix}: {[o['metadata']['name'] for o in found]}"
     return found[0]
+
+
+# The session's throwaway PostgreSQL and real control plane (re-exported for pytest).
+from tests.support import postgres as _postgres  # noqa: E402
+
+postgres_url = _postgres.postgres_url
+postgres_database = _postgres.postgres_database
+from tests.support.controlplane import real_kube, real_namespace  # noqa: E402, F401
