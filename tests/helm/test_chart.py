@@ -136,4 +136,13 @@ def test_evaluation_postgresql_migrates_from_the_pods(render: Render) -> None:
     assert named(objects, "StatefulSet", "-postgresql")
     assert not by_kind(objects, "Job"), "no database exists before install: no pre-install hook"
     spec = named(objects, "Deployment", "-controller")["spec"]["template"]["spec"]
-    assert spec["initContainers"][0]["args"] == ["db", "upgrade"]
+    assert [c["args"] for c in spec["initContainers"]] == [
+        ["db", "upgrade"],
+        ["admin", "bootstrap", "--user", "admin"],
+    ]
+    token = next(
+        e for e in spec["initContainers"][1]["env"] if e["name"] == "STARBURST_BOOTSTRAP_TOKEN"
+    )
+    assert token["valueFrom"]["secretKeyRef"] == {"name": "sb-starburst", "key": "admin-token"}
+    api = named(objects, "Deployment", "-api")["spec"]["template"]["spec"]
+    assert [c["args"] for c in api["initContainers"]] == [["db", "upgrade"]]

@@ -296,3 +296,24 @@ prices.yaml: |
 {{- fail "cloud.skypilot.credentials.existingSecret: name the Secret holding cloud.skypilot.credentials.files" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The admin bootstrap as an init container of the controller (in-chart PostgreSQL). */}}
+{{- define "starburst.bootstrapInitContainer" -}}
+- name: bootstrap-admin
+  image: {{ include "starburst.image" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  args: ["admin", "bootstrap", "--user", {{ .Values.bootstrapAdmin.user | quote }}]
+  env:
+    {{- include "starburst.env" (dict "root" .) | nindent 4 }}
+    - name: STARBURST_BOOTSTRAP_TOKEN
+      valueFrom:
+        secretKeyRef:
+          name: {{ include "starburst.adminSecretName" . }}
+          key: {{ include "starburst.adminSecretKey" . }}
+  resources:
+    {{- toYaml .Values.migration.resources | nindent 4 }}
+  securityContext:
+    {{- include "starburst.containerSecurityContext" . | nindent 4 }}
+  volumeMounts:
+    {{- include "starburst.volumeMounts" . | nindent 4 }}
+{{- end -}}
