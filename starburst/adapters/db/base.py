@@ -62,6 +62,10 @@ class StoreBase:
         return self._engine
 
     @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
     def is_postgres(self) -> bool:
         return self._engine.dialect.name == "postgresql"
 

@@ -72,12 +72,12 @@ class CloudSpend:
     gpu_hours: float
 
 
-class TuningRecords:
-    """Read-mostly access for ``tune``; ``TuningRecords(store)`` shares the store's engine."""
+class TuningRecords(StoreBase):
+    """Read-mostly access for ``tune``; ``TuningRecords(store)`` shares the store's engine,
+    clock and leader name."""
 
     def __init__(self, store: StoreBase) -> None:
-        self._store = store
-        self._engine = store.engine
+        super().__init__(store.engine, clock=store.clock, leader_name=store.leader_name)
 
     # -- history -----------------------------------------------------------------------------
     def finished_jobs(self, since: float, until: float) -> list[Job]:
@@ -122,10 +122,10 @@ class TuningRecords:
 
     # -- controller state --------------------------------------------------------------------
     def record_state(self, name: str, value: Mapping[str, Any], at: float | None = None) -> None:
-        row = {"name": name, "value": dict(value), "updated_at": to_time(self._store._now(at))}
+        row = {"name": name, "value": dict(value), "updated_at": to_time(self._now(at))}
 
         def write(conn: sa.Connection) -> None:
-            statement = self._store._insert(STATE).values(**row)
+            statement = self._insert(STATE).values(**row)
             conn.execute(statement.on_conflict_do_update(
                 index_elements=["name"],
                 set_={"value": statement.excluded.value,
@@ -155,7 +155,7 @@ class TuningRecords:
                       at: float | None = None) -> AppliedSetting:
         """Append ``setting`` to the audit log; from now on it is the one in force."""
         values = {
-            "created_at": to_time(self._store._now(at)), "actor": actor,
+            "created_at": to_time(self._now(at)), "actor": actor,
             "policy": setting.policy.value, "budget": setting.budget,
             "coefficient": setting.coefficient, "out_of_order": setting.out_of_order,
             "reason": reason, "evidence": dict(evidence or {}),
