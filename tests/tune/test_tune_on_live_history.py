@@ -4,8 +4,9 @@ A real controller runs two months of a known workload on virtual time: the first
 to build history; then it recalibrates (the daemon's tick) and runs the second with that
 coefficient. ``starburst history export`` and ``starburst tune`` then read the store like an
 admin would: replaying today's setting must reproduce the live run's metered cloud cost and
-mean JCT within 1%, the recommendation must meet the JCT tolerance, and ``--apply`` must
-reach the running controller without a restart, with an audit-log entry.
+mean JCT within 1% and the recommendation must meet the JCT tolerance. ``--apply`` must reach
+a running controller (another, smaller run: the first stays read-only) without a restart,
+with an audit-log entry, and the next job must get the new setting's budget.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.tuning import TuningRecords
 from starburst.core.capacity import uniform_nodes
 from starburst.core.lifecycle import JobState
-from starburst.core.policy import PolicyKind
 from starburst.sim.shape import load_shape
 from starburst.sim.trace import load_trace
 from tests.builders import run_cli
@@ -97,29 +98,35 @@ def test_tune_reproduces_the_live_run_and_recommends_within_the_tolerance(
 
 
 def test_apply_reaches_the_running_controller_without_a_restart(
-        live: tuple[LiveRun, list[str], str], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    run, _, since = live
-    code, out, err = run_cli(["tune", "--since", since, "--policies", "compute,constant",
+        tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    first = round(time.time()) - 10 * DAY
+    run = start_controller(tmp_path, SETTINGS, uniform_nodes(2, 8), first)  # its own store
+    run.run(workload("a", first, 40, 16, seed=5))
+    code, out, err = run_cli(["tune", "--since", "20d", "--policies", "compute,constant",
                               "--budgets", "0.1,1", "--max-jct-increase", "50%", "--apply",
-                              "--processes", "1", "--out", str(tmp_path),
+                              "--processes", "1", "--out", str(tmp_path / "out"),
                               "--url", str(run.store.engine.url)], capsys)
     assert code == 0, err
     applied = TuningRecords(run.store).setting_in_force()
     assert applied is not None and "applied" in out
     assert applied.actor.startswith("cli:") and "within +50.0% mean JCT" in applied.reason
-    assert applied.evidence["jobs"] == 120 and "cloud_cost_usd" in applied.evidence
+    assert applied.evidence["jobs"] == 40 and "cloud_cost_usd" in applied.evidence
     before = run.controller.config
     run.clock.t += 60  # past the follower's look-up interval
     assert run.controller.run_pass() is not None
     after = run.controller.config
-    assert after.policy.kind is applied.setting.policy
-    assert after.out_of_order is applied.setting.out_of_order
-    assert after != before
+    assert (after.policy.kind, after.out_of_order) == (applied.setting.policy,
+                                                      applied.setting.out_of_order)
+    assert after != before and after.queue_cap == before.queue_cap
     scheduler = TuningRecords(run.store).state("scheduler")
     assert scheduler is not None and scheduler["setting_id"] == applied.id
-    # a job submitted now is admitted under the new setting
-    new = run.run(workload("c", run.clock.t + 1, 1, 24, seed=9))
-    assert new >= run.clock.t
-    [job] = [s for s in run.store.history() if s.job.id.startswith("c")]
-    assert job.state is JobState.SUCCEEDED
-    assert applied.setting.policy in (PolicyKind.COMPUTE, PolicyKind.CONSTANT)
+    # a job submitted now is admitted with the budget the new setting gives it
+    run.runtimes["late"] = 7200.0
+    run.store.submit(JobSpec(id="late", gpus=4), at=run.clock.t)
+    assert run.controller.run_pass() is not None
+    late = run.store.get("late")
+    assert late.state is not JobState.SUBMITTED and late.predicted_runtime is not None
+    assert late.wait_budget == pytest.approx(after.policy.budget(
+        late.job.with_estimate(late.predicted_runtime)))
+    assert late.wait_budget != pytest.approx(before.policy.budget(
+        late.job.with_estimate(late.predicted_runtime)))
