@@ -4,14 +4,15 @@ entries (``adapters.db.costs``).
 
 Terms:
 - *showback*: on-prem GPU-hours priced at the admin's internal rate for their GPU type
-  (``Settings.onprem_rates``, $/GPU-hour; ``*`` for any other type). Not money paid to anyone.
+  (``Settings.onprem_rates``, $/GPU-hour; ``*`` for any other type), by the store's report.
+  Not money paid to anyone.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -31,23 +32,11 @@ def hours(value: float) -> float:
     return round(value, GPU_HOURS_DIGITS)
 
 
-def rate_for(rates: Mapping[str, float], gpu_type: str | None) -> Decimal:
-    """The internal $/GPU-hour of ``gpu_type`` (case-insensitive; ``*`` for any other)."""
-    lowered = {k.lower(): v for k, v in rates.items()}
-    value = lowered.get((gpu_type or "").lower(), lowered.get("*", 0.0))
-    return Decimal(str(value))
-
-
-def showback(total: CostTotal, rates: Mapping[str, float]) -> Decimal:
-    return sum((rate_for(rates, t) * Decimal(str(h)) for t, h in total.onprem_by_type.items()),
-               Decimal(0))
-
-
-def report_row(total: CostTotal, rates: Mapping[str, float]) -> CostRow:
+def report_row(total: CostTotal) -> CostRow:
     return CostRow(key=dict(total.key), amount=money(total.amount), currency=total.currency,
                    gpu_hours=hours(total.gpu_hours),
                    onprem_gpu_hours=hours(total.onprem_gpu_hours),
-                   onprem_amount=money(showback(total, rates)), entries=total.entries)
+                   onprem_amount=money(total.onprem_amount), entries=total.entries)
 
 
 CSV_FIELDS = ("currency", "amount", "gpu_hours", "onprem_gpu_hours", "onprem_amount",

@@ -43,7 +43,6 @@ class CloudSide:
     _pulled_back: set[str]
     _chunk: float
     _token: Callable[[], int | None]
-    cost_observer: Callable[[list[CostEntry]], None] | None = None
 
     def _move(self, job_id: str, state: JobState, reason: str, token: int | None, at: float,
               wait_budget: float | None = None) -> bool:
@@ -200,8 +199,6 @@ class CloudSide:
         ]
         if entries:
             self.store.record_costs(entries)
-        if self.cost_observer is not None and entries:
-            self.cost_observer(entries)
 
     def _record_launch(self, job: Job, handle: CloudHandle, now: float,
                        token: int | None) -> None:

@@ -184,8 +184,9 @@ def test_users_read_only_their_own_costs_labelled_as_theirs(api):  # type: ignor
 
 def test_bad_report_parameters_are_422_and_say_what_is_wrong(api):  # type: ignore[no-untyped-def]
     fin = api.client("fin")
-    cases = {"by": "team,colour"}, {"since": "yesterday"}, {"since": "2026-11-02",
-                                                              "until": "2026-11-01"}
+    cases = ({"by": "team,colour"}, {"since": "yesterday"},
+             {"since": "2026-11-02", "until": "2026-11-01"},
+             {"since": "0001-01-01T00:00:00+01:00"}, {"top": "0"})
     details = []
     for params in cases:
         answer = fin.get("/v1/costs", params=params)
@@ -194,6 +195,8 @@ def test_bad_report_parameters_are_422_and_say_what_is_wrong(api):  # type: igno
     assert "cannot group costs by 'colour'" in details[0]
     assert details[1].startswith("since: 'yesterday' is not a date")
     assert "must be after since" in details[2]
+    assert details[3] == "since: '0001-01-01T00:00:00+01:00' is out of range"
+    assert "top" in details[4]
 
 
 @BOTH

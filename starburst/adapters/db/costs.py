@@ -12,10 +12,9 @@ Terms:
 
 Invariants:
 - Entries are idempotent per ``(job, source, period_start)``: a meter that re-sends an
-  interval after a crash or a retry does not double-count it; ``record_costs`` returns only
-  the entries that were new (for counters).
-- Reports are aggregated by the database (``GROUP BY``), never by looping over entries in
-  Python; the Python side only folds the few (group, GPU type, source) rows the SQL returns.
+  interval after a crash or a retry does not double-count it.
+- Reports are aggregated by the database (``GROUP BY`` the keys and currency, one row per
+  group, showback priced in the same pass), never by looping over entries in Python.
 - Every cost view (job detail, reports, budgets, savings) reads these entries; nothing else
   computes what a job cost.
 """
@@ -29,6 +28,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from starburst.core.billing import MICRO
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import TERMINAL
 
@@ -46,6 +46,7 @@ REPORT_KEYS = ("team", "user", "project", "label", "cloud", "region", "location"
                "source", "job", "day", "week", "month")
 PERIODS = ("day", "week", "month")
 _FORMATS = {"day": "%Y-%m-%d", "week": "%Y-%m-%d", "month": "%Y-%m"}
+_PG_FORMATS = {"day": "YYYY-MM-DD", "week": "YYYY-MM-DD", "month": "YYYY-MM"}
 ONPREM = "onprem"
 
 
@@ -72,12 +73,11 @@ def report_keys(by: Iterable[str]) -> list[str]:
 class CostsStore(StoreBase):
     """The ledger's writes and reads; mixed into ``SqlStore``."""
 
-    def record_costs(self, entries: Sequence[CostEntry]) -> list[tuple[CostEntry, str | None]]:
+    def record_costs(self, entries: Sequence[CostEntry]) -> None:
         """Record metered entries in one transaction; an interval already recorded (same job,
-        source and start) is skipped, so retries never double-count. Returns the new
-        entries with their job's team."""
+        source and start) is skipped, so retries never double-count."""
 
-        def write(conn: sa.Connection) -> list[tuple[CostEntry, str | None]]:
+        def write(conn: sa.Connection) -> None:
             owners: dict[str, Any] = {}
             ids = {e.job_id for e in entries}
             for clause in in_chunks(JOBS.c.id, ids):
@@ -87,58 +87,66 @@ class CostsStore(StoreBase):
             missing = ids - owners.keys()
             if missing:
                 raise JobNotFound(sorted(missing)[0])
-            known = self._recorded(conn, entries)
-            fresh = [e for e in entries
-                     if (e.job_id, e.source, to_time(e.start)) not in known]
             statement = self._insert(COSTS).on_conflict_do_nothing(
                 index_elements=["job_id", "source", "period_start"]
             )
-            rows = [_cost_row(e, owners[e.job_id]) for e in fresh]
+            rows = [_cost_row(e, owners[e.job_id]) for e in entries]
             for part in chunks(rows):
                 conn.execute(statement, list(part))
-            return [(e, owners[e.job_id].team_name) for e in fresh]
 
-        return run(self._engine, write)
-
-    @staticmethod
-    def _recorded(conn: sa.Connection, entries: Sequence[CostEntry]) -> set[Any]:
-        if not entries:
-            return set()
-        first = to_time(min(e.start for e in entries))
-        known: set[Any] = set()
-        for clause in in_chunks(COSTS.c.job_id, {e.job_id for e in entries}):
-            query = sa.select(COSTS.c.job_id, COSTS.c.source, COSTS.c.period_start).where(
-                clause, COSTS.c.period_start >= first)
-            known.update((r.job_id, r.source, to_time(to_epoch(r.period_start)))
-                         for r in conn.execute(query))
-        return known
+        run(self._engine, write)
 
     def cost_report(
         self, since: float, until: float, by: Sequence[str] = ("team",), *,
         team: str | None = None, user: str | None = None, cloud: str | None = None,
         project: str | None = None, job: str | None = None, source: str | None = None,
+        rates: Mapping[str, float] | None = None,
     ) -> list[CostTotal]:
         """Totals over ``[since, until)`` grouped by ``by`` (see ``REPORT_KEYS``) and
-        currency, sorted by key; filters narrow the entries first."""
+        currency, sorted by key; filters narrow the entries first. On-prem GPU-hours are
+        priced at ``rates`` ($/GPU-hour per GPU type, case-insensitive; ``*``: any other)."""
         keys = report_keys(by)
         groups = [self._group_expr(k).label(k) for k in keys]
         c = COSTS.c
+        onprem = c.source == ONPREM
         query = (
             sa.select(
-                *groups, c.currency, c.source, c.gpu_type,
-                sa.func.sum(c.amount_micros).label("micros"),
-                sa.func.sum(c.gpu_hours).label("gpu_hours"), sa.func.count().label("entries"),
+                *groups, c.currency, sa.func.sum(c.amount_micros).label("micros"),
+                sa.func.sum(sa.case((onprem, 0.0), else_=c.gpu_hours)).label("cloud_hours"),
+                sa.func.sum(sa.case((onprem, c.gpu_hours), else_=0.0)).label("onprem_hours"),
+                sa.func.sum(sa.case((onprem, c.gpu_hours * _rate(rates or {})), else_=0.0))
+                .label("onprem_value"),
+                sa.func.count().label("entries"),
             )
             .where(c.period_start >= to_time(since), c.period_start < to_time(until))
-            .group_by(*groups, c.currency, c.source, c.gpu_type)
+            .group_by(*groups, c.currency)
         )
         filters = ((c.team_name, team), (c.user_name, user), (c.cloud, cloud),
                    (c.project, project), (c.job_id, job), (c.source, source))
         for column, value in filters:
             if value is not None:
                 query = query.where(column == value)
-        rows = run(self._engine, lambda conn: conn.execute(query).mappings().all())
-        return _fold(rows, keys)
+        rows = run(self._engine, lambda conn: self._aggregate(conn, query))
+        totals = [
+            CostTotal(key={k: _period_text(v, k) for k, v in zip(keys, r, strict=False)},
+                      currency=r.currency, amount=from_micros(r.micros),
+                      gpu_hours=float(r.cloud_hours or 0.0), entries=int(r.entries),
+                      onprem_gpu_hours=float(r.onprem_hours or 0.0),
+                      onprem_amount=Decimal(str(r.onprem_value or 0)).quantize(MICRO))
+            for r in rows
+        ]
+        return sorted(totals, key=lambda t: (tuple(v or "" for v in t.key.values()), t.currency))
+
+    def _aggregate(self, conn: sa.Connection, query: sa.Select[Any]) -> list[Any]:
+        """Run a report query. On PostgreSQL, in this transaction only: hash the groups
+        (the planner cannot estimate how few groups there are — a project × week has no
+        statistics — and would sort a million rows on disk instead), without JIT
+        compilation (a quarter of a second for a query that runs once)."""
+        if self.is_postgres:
+            for setting in ("SET LOCAL enable_sort = off", "SET LOCAL jit = off",
+                            "SET LOCAL work_mem = '64MB'"):
+                conn.execute(sa.text(setting))
+        return list(conn.execute(query).all())
 
     def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[int | None, Decimal]]:
         """Money metered for each job, per launch id (``None``: entries of no launch),
@@ -189,8 +197,9 @@ class CostsStore(StoreBase):
         if key in columns:
             return columns[key]
         start = COSTS.c.period_start
-        if self.is_postgres:
-            return sa.func.date_trunc(key, sa.func.timezone("UTC", start))
+        if self.is_postgres:  # the text, so the rows need no formatting in Python
+            return sa.func.to_char(sa.func.date_trunc(key, sa.func.timezone("UTC", start)),
+                                   _PG_FORMATS[key])
         if key == "week":  # the Monday on or before the day
             return sa.func.date(start, "weekday 0", "-6 days")
         return sa.func.strftime(_FORMATS[key], start)
@@ -232,28 +241,15 @@ def _cost_row(entry: CostEntry, owner: Any) -> dict[str, Any]:
     }
 
 
-def _fold(rows: Sequence[Any], keys: list[str]) -> list[CostTotal]:
-    """(group, currency, source, GPU type) rows → one ``CostTotal`` per (group, currency)."""
-    acc: dict[tuple[tuple[str | None, ...], str], dict[str, Any]] = {}
-    for r in rows:
-        key = tuple(_period_text(r[k], k) for k in keys)
-        slot = acc.setdefault((key, r["currency"]), {
-            "micros": 0, "hours": 0.0, "entries": 0, "onprem": {}})
-        slot["micros"] += int(r["micros"] or 0)
-        slot["entries"] += int(r["entries"])
-        hours = float(r["gpu_hours"] or 0.0)
-        if r["source"] == ONPREM:
-            onprem = slot["onprem"]
-            onprem[r["gpu_type"]] = onprem.get(r["gpu_type"], 0.0) + hours
-        else:
-            slot["hours"] += hours
-    totals = [
-        CostTotal(key=dict(zip(keys, key, strict=True)), currency=currency,
-                  amount=from_micros(s["micros"]), gpu_hours=s["hours"], entries=s["entries"],
-                  onprem_by_type=s["onprem"])
-        for (key, currency), s in acc.items()
-    ]
-    return sorted(totals, key=lambda t: (tuple(v or "" for v in t.key.values()), t.currency))
+def _rate(rates: Mapping[str, float]) -> sa.ColumnElement[Any]:
+    """The internal rate of an entry's GPU type as a SQL expression (bound values)."""
+    lowered = {k.lower(): float(v) for k, v in rates.items()}
+    default = sa.literal(lowered.pop("*", 0.0), sa.Float)
+    if not lowered:
+        return default
+    kind = sa.func.lower(sa.func.coalesce(COSTS.c.gpu_type, ""))
+    return sa.case({k: sa.literal(v, sa.Float) for k, v in lowered.items()}, value=kind,
+                   else_=default)
 
 
 def _period_text(value: Any, key: str) -> str | None:

@@ -206,19 +206,15 @@ class CostEntry:
 class CostTotal:
     """One row of a cost report: the group's key values (e.g. ``{"team": "ml",
     "month": "2026-11"}``) and its totals in ``currency``: cloud money and cloud GPU-hours,
-    and the GPU-hours used on-prem by GPU type (``onprem_by_type``; priced for showback by
-    the caller, at the admin's internal rates)."""
+    the GPU-hours used on-prem, and those priced at the internal rates (showback)."""
 
     key: Mapping[str, str | None]
     currency: str
     amount: Decimal
     gpu_hours: float
     entries: int
-    onprem_by_type: Mapping[str | None, float] = field(default_factory=dict)
-
-    @property
-    def onprem_gpu_hours(self) -> float:
-        return sum(self.onprem_by_type.values())
+    onprem_gpu_hours: float = 0.0
+    onprem_amount: Decimal = Decimal(0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,11 @@ def parse_when(text: str | None, default: datetime, name: str) -> datetime:
     except ValueError:
         raise ConfigError(f"{name}: {text!r} is not a date or datetime such as 2026-11-01 "
                           "or 2026-11-01T12:00:00+01:00") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise ConfigError(f"{name}: {text!r} is out of range") from None
 
 
 def window(ctx: ApiContext, since: str | None, until: str | None) -> tuple[datetime, datetime]:
@@ -84,17 +88,18 @@ def build_report(
     keys = [k.strip() for k in by.split(",")]
     start, end = window(ctx, since, until)
     user = scope_of(caller, user)
-    totals = ctx.store.cost_report(start.timestamp(), end.timestamp(), keys, team=team,
-                                   user=user, cloud=cloud, project=project, job=job)
     rates = ctx.settings.onprem_rates
-    rows = [finance.report_row(t, rates) for t in totals]
+    totals = ctx.store.cost_report(start.timestamp(), end.timestamp(), keys, team=team,
+                                   user=user, cloud=cloud, project=project, job=job,
+                                   rates=rates)
+    rows = [finance.report_row(t) for t in totals]
     if top is not None:
         rows = sorted(rows, key=lambda r: (-Decimal(r.amount), -r.gpu_hours))[:top]
     money: dict[str, tuple[Decimal, Decimal]] = {}
     used: dict[str, tuple[float, float]] = {}
     for t in totals:
         cloud_money, shown = money.get(t.currency, (Decimal(0), Decimal(0)))
-        money[t.currency] = (cloud_money + t.amount, shown + finance.showback(t, rates))
+        money[t.currency] = (cloud_money + t.amount, shown + t.onprem_amount)
         cloud_hours, onprem_hours = used.get(t.currency, (0.0, 0.0))
         used[t.currency] = (cloud_hours + t.gpu_hours, onprem_hours + t.onprem_gpu_hours)
     scope = f"user {user}" if user else f"team {team}" if team else "all"

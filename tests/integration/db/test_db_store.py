@@ -244,8 +244,8 @@ def test_cost_report_groups_in_sql_and_never_double_counts(store, clock):  # typ
         CostEntry(b, t0 + 31 * DAY, t0 + 31 * DAY + 60, Decimal("0.000001"), "aws"),
         CostEntry(b, t0 - 1, t0 + 10, Decimal("99"), "aws"),  # before the range
     ]
-    assert [e for e, _ in store.record_costs(entries)] == entries
-    assert store.record_costs(entries[:2]) == []  # a retried meter: ignored
+    store.record_costs(entries)
+    store.record_costs(entries[:2])  # a retried meter: ignored
     by_team = store.cost_report(t0, t0 + 60 * DAY, by=("team", "month"))
     assert [(t.key["team"], t.key["month"], t.amount, t.entries) for t in by_team] == [
         ("cv", "2026-02", Decimal("0.000001"), 1), ("ml", "2026-01", Decimal("15.25"), 2)]
