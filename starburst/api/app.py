@@ -35,7 +35,7 @@ from starburst.adapters.db.store import SqlStore
 from starburst.api import errors, ui
 from starburst.api.context import ApiContext, Clock, HealthProbe
 from starburst.api.finance import burst_quote
-from starburst.api.routes import accounts, costs, jobs, tuning, tuning_page
+from starburst.api.routes import accounts, costs, jobs, queue, tuning, tuning_page
 from starburst.api.routes import health as health_routes
 from starburst.api.submissions import SubmissionBatcher
 from starburst.settings import Settings
@@ -69,6 +69,6 @@ def create_app(
         submissions=SubmissionBatcher(store),
     )
     errors.install(app)
-    for module in (jobs, costs, accounts, tuning, tuning_page, health_routes, ui):
+    for module in (jobs, queue, costs, accounts, tuning, tuning_page, health_routes, ui):
         app.include_router(module.router)
     return app

@@ -149,33 +149,6 @@ def submit(
     typer.echo(f"{job['id']}  {job['state']}")
 
 
-def jobs(
-    state: Annotated[list[str] | None, typer.Option(help="Only these states (repeatable).")]
-    = None,
-    user: Annotated[str | None, typer.Option(help="Only this user's jobs.")] = None,
-    team: Annotated[str | None, typer.Option(help="Only this team's jobs.")] = None,
-    limit: Annotated[int, typer.Option(help="Jobs per page.")] = 50,
-    cursor: Annotated[str | None, typer.Option(help="Continue after a previous page.")] = None,
-    as_json: JsonOption = False, server: ServerOption = DEFAULT_SERVER,
-    token: TokenOption = None,
-) -> None:
-    """List jobs in queue order."""
-    params: dict[str, Any] = {"limit": limit, "state": state or [], "user": user, "team": team,
-                              "cursor": cursor}
-    page = call(server, token, "GET", "/v1/jobs",
-                params={k: v for k, v in params.items() if v not in (None, [])})
-    if as_json:
-        typer.echo(json.dumps(page, indent=2))
-        return
-    rows = [[j["id"], j["name"] or "-", j["user"] or "-", j["state"], str(j["gpus"]),
-             _time(j["submitted_at"]), _seconds(j["wait_budget_s"]), j["ran_on"] or "-"]
-            for j in page["jobs"]]
-    typer.echo(table(["ID", "NAME", "USER", "STATE", "GPUS", "SUBMITTED", "BUDGET", "WHERE"],
-                     rows))
-    if page["next_cursor"]:
-        typer.echo(f"(more: starburst jobs --cursor {page['next_cursor']})")
-
-
 def status(
     job_id: Annotated[str, typer.Argument(metavar="JOB")], as_json: JsonOption = False,
     server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,

@@ -41,8 +41,8 @@ def test_submit_jobs_explain_status_cancel_through_the_server(api):  # type: ign
     listed = run(["jobs"], env)
     assert listed.exit_code == 0
     header, row = listed.stdout.splitlines()
-    assert header.split()[:4] == ["ID", "NAME", "USER", "STATE"]
-    assert row.split()[:5] == [job_id, "resnet", "alice", "submitted", "2"]
+    assert header.split()[:5] == ["POS", "ID", "NAME", "USER", "STATE"]
+    assert row.split()[:6] == ["1", job_id, "resnet", "alice", "submitted", "2"]
 
     api.store.transition(job_id, JobState.QUEUED, reason="admitted: budget 40m",
                          actor="controller", wait_budget=2400)

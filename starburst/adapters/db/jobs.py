@@ -55,6 +55,12 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     return (when if when.tzinfo else when.replace(tzinfo=UTC)), job_id
 
 
+def glob_to_like(pattern: str) -> str:
+    """A shell glob (``*``, ``?``) as a SQL LIKE pattern escaped with a backslash."""
+    escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped.replace("*", "%").replace("?", "_")
+
+
 class JobsStore(StoreBase):
     """Submission, queue and lifecycle; mixed into ``SqlStore``."""
 
@@ -218,11 +224,11 @@ class JobsStore(StoreBase):
     def queue(
         self, *, limit: int = 100, cursor: str | None = None,
         states: Sequence[JobState] = (JobState.QUEUED,), user: str | None = None,
-        team: str | None = None,
+        team: str | None = None, name: str | None = None,
     ) -> QueuePage:
         """Jobs in ``states`` in FIFO order (``queued_at``, then id), one page at a time;
-        ``user``/``team`` narrow it in the database, so a page is one query however few of
-        the jobs are theirs."""
+        ``user``/``team`` and ``name`` (a shell glob: ``sweep-*``) narrow it in the database,
+        so a page is one query however few of the jobs are theirs."""
         if limit < 1:
             raise ConfigError(f"page limit must be at least 1, got {limit}")
         query = (
@@ -233,6 +239,8 @@ class JobsStore(StoreBase):
             query = query.where(JOBS.c.user_name == user)
         if team is not None:
             query = query.where(JOBS.c.team_name == team)
+        if name is not None:
+            query = query.where(JOBS.c.name.ilike(glob_to_like(name), escape="\\"))
         if cursor is not None:
             when, job_id = decode_cursor(cursor)
             query = query.where(sa.tuple_(JOBS.c.queued_at, JOBS.c.id) > sa.tuple_(when, job_id))

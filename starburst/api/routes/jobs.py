@@ -42,6 +42,7 @@ from starburst.api.schemas.jobs import (
 from starburst.core.duration import human
 from starburst.core.job import cloud_blocker
 from starburst.core.lifecycle import JobState
+from starburst.core.state_filter import parse_states
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -126,25 +127,30 @@ def submit(
 
 
 def _page(ctx: ApiContext, states: list[JobState], limit: int, cursor: str | None,
-          user: str | None, team: str | None) -> JobPage:
-    """One keyset page of the store, filtered by owner in the database."""
-    page = ctx.store.queue(limit=limit, cursor=cursor, states=states, user=user, team=team)
+          user: str | None, team: str | None, name: str | None) -> JobPage:
+    """One keyset page of the store, filtered by owner and name in the database."""
+    page = ctx.store.queue(limit=limit, cursor=cursor, states=states, user=user, team=team,
+                           name=name)
     return JobPage(jobs=[JobSummary.of(s) for s in page.jobs], next_cursor=page.next_cursor)
 
 
 @router.get("", response_model=JobPage)
 def list_jobs(
     caller: CallerDep, ctx: ContextDep,
-    state: Annotated[list[JobState] | None, Query(description="Repeat for several.")] = None,
+    state: Annotated[list[str] | None, Query(description=(
+        "Repeat for several; a state or a group: running, waiting, active, ended."))] = None,
     user: str | None = None, team: str | None = None,
+    name: Annotated[str | None, Query(description="A glob on the job name: sweep-*")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50, cursor: str | None = None,
 ) -> JobPage:
-    """Jobs in queue order (queued time, then id), all states unless ``state`` is given."""
+    """Jobs in queue order (queued time, then id), all states unless ``state`` is given
+    (an unknown state is 400 listing the valid ones)."""
+    states = parse_states(state or []) or list(JobState)
     if not is_privileged(caller):
         if user not in (None, caller.user):
             raise HTTPException(403, f"{caller.user} can list only their own jobs")
         user = caller.user
-    return _page(ctx, state or list(JobState), limit, cursor, user, team)
+    return _page(ctx, states, limit, cursor, user, team, name)
 
 
 def status(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:

@@ -1,0 +1,108 @@
+"""``/v1/queue``: the waiting line, redacted, for "why am I waiting" with context.
+
+Invariants:
+- Any authenticated caller may read it; a user's view ends at their own last waiting job
+  (what is ahead of them), finance and admins see it whole. Other users' entries are
+  redacted (``starburst.api.schemas.queue``): ids, sizes and budgets, never commands or env.
+- Positions count every waiting job, so a user's position is the same number an admin sees.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from starburst.adapters.db.records import Principal, StoredJob
+from starburst.adapters.db.store import SqlStore
+from starburst.api.deps import CallerDep, ContextDep, is_privileged
+from starburst.api.schemas.jobs import when
+from starburst.api.schemas.queue import QueueEntry, QueueView
+from starburst.core.duration import precise
+from starburst.core.lifecycle import JobState
+
+router = APIRouter(prefix="/v1/queue", tags=["jobs"])
+
+WAITING = (JobState.SUBMITTED, JobState.QUEUED)
+_PAGE = 1000
+
+
+def plan(stored: StoredJob, now: float) -> tuple[str, float | None]:
+    """Where a job goes next, in words, and the seconds left of its wait budget (None without
+    a finite budget). Shared by ``/v1/queue`` and the job listing."""
+    state, budget = stored.state, stored.wait_budget
+    if state is JobState.RUNNING_ONPREM:
+        return "running on-prem", None
+    if state is JobState.BURSTING:
+        return "launching in the cloud", None
+    if state is JobState.RUNNING_CLOUD:
+        return "running in the cloud", None
+    if state.terminal:
+        return f"{state.value} ({stored.ran_on or 'never started'})", None
+    if budget is None:
+        return "on-prem when GPUs free (budget set on admission)", None
+    if math.isinf(budget):
+        return "on-prem only: never bursts", None
+    left = max(0.0, stored.queued_at + budget - now)
+    if left <= 0:
+        return "the cloud on the next pass (budget spent)", 0.0
+    return f"on-prem when GPUs free, else the cloud in {precise(left)}", left
+
+
+def entry(stored: StoredJob, position: int, caller: Principal, now: float) -> QueueEntry:
+    mine = stored.job.user == caller.user
+    shown = mine or is_privileged(caller)
+    words, left = plan(stored, now)
+    budget = stored.wait_budget
+    finite = budget is not None and math.isfinite(budget)
+    return QueueEntry(
+        position=position,
+        id=stored.id,
+        mine=mine,
+        user=stored.job.user if shown else None,
+        name=stored.job.name if shown else None,
+        state=stored.state,
+        gpus=stored.job.gpus,
+        gpu_type=stored.job.gpu_type,
+        queued_at=datetime.fromtimestamp(stored.queued_at, UTC),
+        waited_s=max(0.0, now - stored.queued_at),
+        wait_budget_s=budget if finite else None,
+        never_bursts=budget is not None and not finite,
+        budget_left_s=left,
+        budget_expires_at=when(stored.queued_at + budget)
+        if budget is not None and finite
+        else None,
+        plan=words,
+    )
+
+
+def waiting_jobs(store: SqlStore) -> list[StoredJob]:
+    """Every waiting job in queue order."""
+    jobs: list[StoredJob] = []
+    cursor: str | None = None
+    while True:
+        page = store.queue(limit=_PAGE, cursor=cursor, states=WAITING)
+        jobs += page.jobs
+        cursor = page.next_cursor
+        if cursor is None:
+            return jobs
+
+
+@router.get("", response_model=QueueView)
+def queue(
+    caller: CallerDep,
+    ctx: ContextDep,
+    limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
+) -> QueueView:
+    """Waiting jobs in queue order with their position, budget left and plan."""
+    now = ctx.clock.now()
+    jobs = waiting_jobs(ctx.store)
+    shown = jobs
+    if not is_privileged(caller):
+        own = [i for i, s in enumerate(jobs) if s.job.user == caller.user]
+        shown = jobs[: own[-1] + 1] if own else []
+    return QueueView(
+        total=len(jobs), jobs=[entry(s, i + 1, caller, now) for i, s in enumerate(shown[:limit])]
+    )

@@ -1,0 +1,45 @@
+"""Queue schemas: the waiting line as any authenticated user may see it.
+
+Terms:
+- *position*: 1-based rank among waiting jobs (``submitted`` and ``queued``) in FIFO order
+  (``queued_at``, then id), the order the controller considers them in.
+- *plan*: where the job goes next, in words ("on-prem when GPUs free, else the cloud in 12m").
+- *redacted*: another user's entry carries its id, size and budget only; its owner, name,
+  image, command and environment are never in it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from starburst.core.lifecycle import JobState
+
+
+class QueueEntry(BaseModel):
+    position: int
+    id: str
+    mine: bool = Field(description="The caller's own job (its owner and name are shown).")
+    user: str | None = Field(description="Null for other users' jobs (redacted).")
+    name: str | None = Field(description="Null for other users' jobs (redacted).")
+    state: JobState
+    gpus: int
+    gpu_type: str | None
+    queued_at: datetime
+    waited_s: float
+    wait_budget_s: float | None
+    never_bursts: bool
+    budget_left_s: float | None = Field(
+        description="Seconds until it bursts; 0 when spent; null without a finite budget."
+    )
+    budget_expires_at: datetime | None
+    plan: str
+
+
+class QueueView(BaseModel):
+    """``GET /v1/queue``: users see the queue up to their last waiting job; finance and
+    admins see all of it (up to ``limit``)."""
+
+    total: int = Field(description="Waiting jobs in the whole queue.")
+    jobs: list[QueueEntry]

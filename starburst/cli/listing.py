@@ -1,0 +1,253 @@
+"""``starburst jobs`` and ``starburst queue``: what is waiting and running, and where it goes.
+
+``jobs`` shows the caller's active jobs by default (submitted, queued, bursting, running),
+newest last, each with its queue position, the wait budget left and its plan (where it goes
+next); ``--all`` or ``--state`` widen it, ``--user``/``--team``/``--name`` (a glob) narrow it.
+``queue`` shows the waiting line ahead of the caller's last job, other users' entries
+redacted by the server (ids, sizes, budgets only).
+
+Output: ``-o table`` (default), ``wide`` (full ids, team, submitted time, image),
+``json`` and ``yaml`` (the rows as data). ``--watch N`` redraws every N seconds until
+interrupted (``--watch-count``, hidden, stops after that many drawings: tests use it).
+
+Terms: *position* is the rank among all waiting jobs (``GET /v1/queue``); *budget left* is
+the time until the job bursts to the cloud unless GPUs free up on-prem first.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from starburst.cli.jobs import (
+    DEFAULT_SERVER,
+    ServerOption,
+    TokenOption,
+    _time,
+    call,
+    table,
+)
+from starburst.core.duration import precise
+
+_PAGE = 500
+_WHERE = {
+    "running_onprem": "running on-prem",
+    "running_cloud": "running in the cloud",
+    "bursting": "launching in the cloud",
+}
+
+
+class Output(StrEnum):
+    TABLE = "table"
+    WIDE = "wide"
+    JSON = "json"
+    YAML = "yaml"
+
+
+OutputOption = Annotated[
+    Output, typer.Option("--output", "-o", help="table, wide, json or yaml.", case_sensitive=False)
+]
+WatchOption = Annotated[
+    float | None,
+    typer.Option(
+        "--watch", "-w", min=0.01, help="Redraw every N seconds until Ctrl-C.", show_default=False
+    ),
+]
+WatchCountOption = Annotated[
+    int | None, typer.Option("--watch-count", envvar="STARBURST_WATCH_COUNT", hidden=True, min=1)
+]
+
+
+def _all_pages(server: str, token: str | None, params: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        page = call(
+            server,
+            token,
+            "GET",
+            "/v1/jobs",
+            params={**params, "limit": _PAGE, **({"cursor": cursor} if cursor else {})},
+        )
+        found += page["jobs"]
+        cursor = page["next_cursor"]
+        if not cursor:
+            return found
+
+
+def _row(job: dict[str, Any], place: dict[str, Any] | None) -> dict[str, Any]:
+    """A job as one listing row: its summary plus position, budget left and plan."""
+    plan = place["plan"] if place else _WHERE.get(job["state"], job["ran_on"] or "-")
+    if place is None and job["state"] in ("submitted", "queued"):
+        plan = "on-prem only: never bursts" if job["never_bursts"] else "waiting"
+    return {
+        **job,
+        "position": place["position"] if place else None,
+        "budget_left_s": place["budget_left_s"] if place else None,
+        "waited_s": place["waited_s"] if place else None,
+        "plan": plan,
+    }
+
+
+def collect(
+    server: str,
+    token: str | None,
+    states: list[str],
+    user: str | None,
+    team: str | None,
+    name: str | None,
+    limit: int,
+) -> tuple[list[dict[str, Any]], int]:
+    """The rows to show (newest last, at most ``limit``; 0: all) and how many were left out."""
+    params = {"state": states, "user": user, "team": team, "name": name}
+    found = _all_pages(server, token, {k: v for k, v in params.items() if v not in (None, [])})
+    hidden = max(0, len(found) - limit) if limit else 0
+    shown = found[hidden:]
+    places: dict[str, dict[str, Any]] = {}
+    if any(j["state"] in ("submitted", "queued") for j in shown):
+        places = {e["id"]: e for e in call(server, token, "GET", "/v1/queue")["jobs"]}
+    return [_row(j, places.get(j["id"])) for j in shown], hidden
+
+
+def _budget(row: dict[str, Any]) -> str:
+    if row.get("never_bursts"):
+        return "never bursts"
+    left = row.get("budget_left_s")
+    if left is None:
+        return "-"
+    return "spent" if left <= 0 else precise(left)
+
+
+def render(rows: list[dict[str, Any]], output: Output, hidden: int = 0) -> str:
+    """The rows in the chosen format."""
+    if output is Output.JSON:
+        return json.dumps(rows, indent=2)
+    if output is Output.YAML:
+        import yaml
+
+        return yaml.safe_dump(rows, sort_keys=False).rstrip("\n")
+    if not rows:
+        return "no jobs (use --all for finished ones)" if not hidden else ""
+    wide = output is Output.WIDE
+    headers = ["POS", "ID", "NAME", "USER", "STATE", "GPUS", "WAITED", "BUDGET LEFT", "WHERE"]
+    if wide:
+        headers[4:4] = ["TEAM"]
+        headers += ["SUBMITTED", "IMAGE"]
+    lines = []
+    for r in rows:
+        cells = [
+            str(r["position"] or "-"),
+            r["id"],
+            r.get("name") or "-",
+            r.get("user") or "-",
+            r["state"],
+            str(r["gpus"]) + (f" {r['gpu_type']}" if r.get("gpu_type") else ""),
+            precise(r["waited_s"]) if r.get("waited_s") is not None else "-",
+            _budget(r),
+            r["plan"],
+        ]
+        if wide:
+            cells[4:4] = [r.get("team") or "-"]
+            cells += [_time(r.get("submitted_at")), r.get("image") or "-"]
+        lines.append(cells)
+    text = table(headers, lines)
+    if hidden:
+        text = f"({hidden} older jobs not shown; --limit 0 shows all)\n" + text
+    return text
+
+
+def repeat(
+    draw: Callable[[], str],
+    every: float | None,
+    count: int | None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Print ``draw()`` once, or every ``every`` seconds (``count`` times, else until Ctrl-C),
+    clearing the terminal between drawings when there is one."""
+    if every is None and count is None:
+        typer.echo(draw())
+        return
+    drawn = 0
+    try:
+        while True:
+            text = draw()
+            if sys.stdout.isatty():
+                typer.echo("\x1b[H\x1b[2J", nl=False)
+            elif drawn:
+                typer.echo("")
+            stamp = time.strftime("%H:%M:%S %Z")
+            typer.echo(f"every {every or 0:g}s, {stamp} (Ctrl-C to stop)\n{text}")
+            drawn += 1
+            if count is not None and drawn >= count:
+                return
+            sleep(every or 0)
+    except KeyboardInterrupt:
+        return
+
+
+def jobs(
+    all_: Annotated[bool, typer.Option("--all", "-a", help="Every state, ended jobs too.")] = False,
+    state: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--state",
+            "-s",
+            help=(
+                "Only these states (repeatable or comma-separated): a state, or running, waiting, "
+                "active, ended."
+            ),
+        ),
+    ] = None,
+    user: Annotated[str | None, typer.Option(help="Only this user's jobs.")] = None,
+    team: Annotated[str | None, typer.Option(help="Only this team's jobs.")] = None,
+    name: Annotated[str | None, typer.Option(help="Only names matching this glob: sweep-*")] = None,
+    limit: Annotated[int, typer.Option(min=0, help="Show the newest N (0: all).")] = 200,
+    output: OutputOption = Output.TABLE,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as -o json.")] = False,
+    watch: WatchOption = None,
+    watch_count: WatchCountOption = None,
+    server: ServerOption = DEFAULT_SERVER,
+    token: TokenOption = None,
+) -> None:
+    """Your active jobs, newest last: queue position, wait budget left, where each goes."""
+    from starburst.core.state_filter import ACTIVE, UnknownState, parse_states
+
+    try:
+        chosen = parse_states(state or [])
+    except UnknownState as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    states = [s.value for s in chosen] if chosen else ([] if all_ else [s.value for s in ACTIVE])
+    fmt = Output.JSON if as_json else output
+
+    def draw() -> str:
+        rows, hidden = collect(server, token, states, user, team, name, limit)
+        return render(rows, fmt, hidden)
+
+    repeat(draw, watch, watch_count)
+
+
+def queue(
+    output: OutputOption = Output.TABLE,
+    watch: WatchOption = None,
+    watch_count: WatchCountOption = None,
+    server: ServerOption = DEFAULT_SERVER,
+    token: TokenOption = None,
+) -> None:
+    """The waiting line up to your last waiting job (others' jobs: id, size and budget)."""
+
+    def draw() -> str:
+        view = call(server, token, "GET", "/v1/queue")
+        rows = [{**e, "plan": e["plan"] + (" (yours)" if e["mine"] else "")} for e in view["jobs"]]
+        if output in (Output.JSON, Output.YAML):
+            return render(view["jobs"], output)
+        text = render(rows, output) if rows else "none of your jobs is waiting"
+        return f"{view['total']} waiting in all\n{text}"
+
+    repeat(draw, watch, watch_count)
