@@ -32,9 +32,10 @@ from typing import Any
 from fastapi import FastAPI
 
 from starburst.adapters.db.store import SqlStore
-from starburst.api import errors, ui
+from starburst.api import errors, openapi, ui
 from starburst.api.context import ApiContext, Clock, HealthProbe
 from starburst.api.finance import burst_quote
+from starburst.api.limits import RequestLimits
 from starburst.api.routes import accounts, costs, jobs, queue, tuning, tuning_page
 from starburst.api.routes import health as health_routes
 from starburst.api.submissions import SubmissionBatcher
@@ -68,7 +69,9 @@ def create_app(
         degraded=degraded,
         submissions=SubmissionBatcher(store),
     )
+    app.add_middleware(RequestLimits)  # inside the catch-all of errors.install
     errors.install(app)
     for module in (jobs, queue, costs, accounts, tuning, tuning_page, health_routes, ui):
         app.include_router(module.router)
+    openapi.install(app)
     return app

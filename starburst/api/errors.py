@@ -11,7 +11,7 @@ Mapping (first match wins, most specific first):
 | other ``PermanentError``                | 409    |
 | other ``StarburstError``                | 400    |
 | request validation (pydantic)           | 422, naming each field |
-| anything else                           | 500, the error's type only (the log has the rest) |
+| anything else                           | 500, the error's type (the log has the rest, once) |
 
 Invariant: no response body ever carries a traceback or a database password (the store's
 messages name URLs through ``redact``).
@@ -20,6 +20,7 @@ messages name URLs through ``redact``).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -72,14 +73,48 @@ def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
 
 
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error in %s %s", request.method, request.url.path)
+    # the handler runs outside the ``except`` that caught ``exc``: pass it explicitly, or the
+    # log line would read "NoneType: None"
+    log.error("unhandled error in %s %s: %s", request.method, request.url.path,
+              type(exc).__name__, exc_info=exc)
     return JSONResponse(
         {"detail": f"internal error ({type(exc).__name__}); the server log has the details"},
         status_code=500,
     )
 
 
+class CatchUnexpected:
+    """ASGI middleware answering any exception the routes let through with the 500 above.
+
+    Starlette's own handler for ``Exception`` answers and then re-raises, so the server
+    drops the keep-alive connection and logs the traceback a second time; this one answers
+    (if nothing was sent yet), logs once, and keeps the connection.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Any) -> None:
+            nonlocal started
+            started = started or message.get("type") == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if started:
+                raise
+            response = _unexpected(Request(scope), exc)
+            await response(scope, receive, send)
+
+
 def install(app: FastAPI) -> None:
     app.add_exception_handler(StarburstError, _starburst_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(Exception, _unexpected)
+    app.add_middleware(CatchUnexpected)

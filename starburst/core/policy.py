@@ -28,6 +28,7 @@ is Compute-Wait's, and budgets exceed b × Σ runtime by the mean band factor.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -75,18 +76,40 @@ def calibrate(kind: PolicyKind, budget: float, jobs: Sequence[Job]) -> float:
         return budget
     if not jobs:
         raise ConfigError("cannot derive a coefficient from a waiting budget without jobs")
-    total_runtime = math.fsum(j.believed_runtime for j in jobs)
+    # Never overflows: jobs without a finite runtime are left out; when the plain sums
+    # overflow (a 1e308 declared runtime once made recalibration raise), they are taken over
+    # runtimes scaled by the largest one (the ratios do not change); the result is capped at
+    # the largest float.
+    expected = kind is PolicyKind.COMPUTE_EXPECTED
+    pairs = [(float(j.gpus), j.expected_runtime if expected else j.believed_runtime)
+             for j in jobs]
+    finite = [(g, r) for g, r in pairs if math.isfinite(r) and r >= 0]
+    if not finite:
+        return 0.0
+    try:
+        value = _closed_form(kind, budget, finite, 1.0)
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        value = _closed_form(kind, budget, finite, max(r for _, r in finite))
+    return min(value, sys.float_info.max)
+
+
+def _closed_form(kind: PolicyKind, budget: float, jobs: list[tuple[float, float]],
+                 scale: float) -> float:
+    """The closed forms over (gpus, runtime) pairs, with runtimes divided by ``scale``."""
+    if scale == 0.0:
+        return 0.0
+    runtime = math.fsum(r / scale for _, r in jobs)
     if kind is PolicyKind.CONSTANT:
-        return budget * total_runtime / len(jobs)
+        return budget * (scale * (runtime / len(jobs)))
     if kind in (PolicyKind.RESOURCE, PolicyKind.STAR):
-        total_gpus = sum(j.gpus for j in jobs)
-        return budget * total_runtime / total_gpus if total_gpus else 0.0
-    if kind is PolicyKind.COMPUTE_EXPECTED:
-        total_runtime = math.fsum(j.expected_runtime for j in jobs)
-        compute = math.fsum(j.gpus * j.expected_runtime for j in jobs)
-    else:
-        compute = math.fsum(j.gpus * j.believed_runtime for j in jobs)
-    return budget * total_runtime / compute if compute else 0.0
+        gpus = math.fsum(g for g, _ in jobs)
+        return budget * (scale * (runtime / gpus)) if gpus else 0.0
+    compute = math.fsum(g * (r / scale) for g, r in jobs)  # compute and compute-expected
+    if math.isinf(compute) and scale == 1.0:
+        return math.inf  # retried scaled
+    return budget * (runtime / compute) if compute else 0.0
 
 
 @dataclass(frozen=True, slots=True)

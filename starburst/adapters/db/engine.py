@@ -91,7 +91,8 @@ def create_engine(url: str | None = None, *, check: bool = True, **kwargs: Any) 
     """An engine for ``url`` (default: ``default_url()``); with ``check``, connect once so an
     unreachable database fails here with a clear ``DatabaseUnavailable``."""
     parsed = normalize_url(url or default_url())
-    options: dict[str, Any] = {}
+    # no statement parameters in errors or logs: they hold users' commands and env values
+    options: dict[str, Any] = {"hide_parameters": True}
     if parsed.drivername.startswith("sqlite"):
         if parsed.database in (None, "", ":memory:"):
             options["poolclass"] = sa.StaticPool

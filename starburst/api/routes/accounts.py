@@ -13,8 +13,9 @@ month's end at the rate so far (``adapters.db.holds``).
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Response
+from fastapi import APIRouter, HTTPException, Path, Response
 
 from starburst.adapters.db.holds import BudgetState, budget_states
 from starburst.adapters.db.records import Role
@@ -30,6 +31,7 @@ from starburst.api.schemas.accounts import (
     UserOut,
     WhoAmI,
 )
+from starburst.api.schemas.fields import INT64_MAX
 
 router = APIRouter(prefix="/v1", tags=["accounts"])
 CENT = Decimal("0.01")
@@ -76,7 +78,8 @@ def issue_token(body: TokenIn, _admin: AdminDep, ctx: ContextDep) -> TokenOut:
 
 
 @router.delete("/tokens/{token_id}", status_code=204)
-def revoke_token(token_id: int, _admin: AdminDep, ctx: ContextDep) -> Response:
+def revoke_token(token_id: Annotated[int, Path(ge=1, le=INT64_MAX)], _admin: AdminDep,
+                 ctx: ContextDep) -> Response:
     if not ctx.store.revoke_token(token_id, at=ctx.clock.now()):
         raise HTTPException(404, f"no live token {token_id}")
     return Response(status_code=204)

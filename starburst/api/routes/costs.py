@@ -85,7 +85,7 @@ def build_report(
     project: str | None = None, job: str | None = None, top: int | None = None,
 ) -> CostReport:
     """The report as the route and the dashboard serve it."""
-    keys = [k.strip() for k in by.split(",")]
+    keys = list(dict.fromkeys(k.strip() for k in by.split(",")))  # by=team,team: once
     start, end = window(ctx, since, until)
     user = scope_of(caller, user)
     rates = ctx.settings.onprem_rates

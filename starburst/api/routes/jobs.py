@@ -101,8 +101,10 @@ def _owner(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[str, st
     if user != caller.user:
         known = ctx.store.user(user)
         team = known.team if known is not None else None
-    if body.team is not None and body.team != team and team is not None and not admin:
-        raise HTTPException(403, f"{user} is in team {team}, not {body.team}")
+    if body.team is not None and body.team != team and not admin:
+        # a user without a team may not pick one: teams (and their budgets) are assigned
+        where = f"in team {team}" if team is not None else "in no team (an admin assigns one)"
+        raise HTTPException(403, f"{user} is {where}, not {body.team}")
     return user, body.team or team
 
 

@@ -3,21 +3,19 @@ response that issues it; nothing else ever returns it."""
 
 from __future__ import annotations
 
-from decimal import Decimal
-from typing import Annotated
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from starburst.adapters.db.records import Role
+from starburst.api.schemas.fields import MAX_EXPIRES_S, AccountName, Label128, Label256, Money
 
-Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.@-]+$")]
+Name = AccountName
 
 
 class UserIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
     team: Name | None = None
-    email: str | None = Field(default=None, max_length=256)
+    email: Label256 | None = None
 
 
 class UserOut(BaseModel):
@@ -39,8 +37,9 @@ class TokenIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     user: Name
     role: Role = Role.USER
-    label: str | None = Field(default=None, max_length=128)
-    expires_in_s: float | None = Field(default=None, gt=0)
+    label: Label128 | None = None
+    expires_in_s: float | None = Field(default=None, gt=0, le=MAX_EXPIRES_S,
+                                       allow_inf_nan=False, strict=True)
 
 
 class TokenOut(BaseModel):
@@ -59,8 +58,8 @@ class WhoAmI(BaseModel):
 
 class BudgetIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    monthly_limit: Decimal = Field(ge=0, max_digits=18, decimal_places=6)
-    currency: str = Field(default="USD", min_length=3, max_length=3)
+    monthly_limit: Money
+    currency: str = Field(default="USD", pattern=r"^[A-Za-z]{3}$")
 
 
 class BudgetOut(BaseModel):
