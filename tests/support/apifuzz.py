@@ -9,7 +9,8 @@ broke the document (a body or status it does not declare) and how many failed an
 
 Allowed, and counted apart (``semantic``): a 422 for schema-valid input whose problem the
 document cannot express — an opaque ``cursor`` that is not one this API issued, a ``since``
-that is not a date or not before ``until``, an unknown ``by`` key. These operations are
+that is not a date or not before ``until``, an unknown ``by`` key, a tuning run over a
+window without finished jobs. These operations are
 listed in ``SEMANTIC_422``; anywhere else a rejected valid request is a failure.
 
 A ``DELETE /v1/tokens/{id}`` may revoke the fuzzer's own token: it takes a fresh one after
@@ -24,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-SEMANTIC_422 = {"GET /v1/jobs", "GET /v1/costs", "GET /v1/costs/savings"}
+SEMANTIC_422 = {"GET /v1/jobs", "GET /v1/costs", "GET /v1/costs/savings",
+                "POST /v1/tuning/runs"}
 SCHEMA_FAILURES = {"JsonSchemaError", "UndefinedStatusCode", "UndefinedContentType",
                    "MissingHeaders", "MalformedJson", "MissingContentType"}
 

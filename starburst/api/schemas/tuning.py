@@ -6,23 +6,24 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from starburst.api.limits import NO_CONTROL
 from starburst.core.policy import PolicyKind
 
-Budget = Annotated[float, Field(ge=0, le=100)]
+Budget = Annotated[float, Field(ge=0, le=100, strict=True)]
 
 
 class TuneIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    since_s: float = Field(default=30 * 86_400.0, gt=0, le=10 * 365 * 86_400.0,
+    since_s: float = Field(default=30 * 86_400.0, gt=0, le=10 * 365 * 86_400.0, strict=True,
                            description="History window: jobs submitted in the last since_s.")
     budgets: list[Budget] = Field(default=[0.05, 0.1, 0.25, 0.5, 1.0], min_length=1,
                                   max_length=20)
     policies: list[PolicyKind] = Field(
         default=[PolicyKind.COMPUTE, PolicyKind.CONSTANT, PolicyKind.RUNTIME,
                  PolicyKind.RESOURCE, PolicyKind.STAR], min_length=1, max_length=7)
-    max_jct_increase: float = Field(default=0.05, ge=0, lt=100,
+    max_jct_increase: float = Field(default=0.05, ge=0, lt=100, strict=True,
                                     description="Mean-JCT tolerance over No-Wait (0.05: 5%).")
-    price_per_gpu_hour: float | None = Field(default=None, ge=0)
+    price_per_gpu_hour: float | None = Field(default=None, ge=0, le=1e6, strict=True)
     apply: bool = False
     choose: Literal["cheapest", "knee"] = "cheapest"
 
@@ -31,9 +32,9 @@ class SettingIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     policy: PolicyKind
     budget: Budget | None = None
-    coefficient: float | None = Field(default=None, ge=0, le=1e9)
+    coefficient: float | None = Field(default=None, ge=0, le=1e9, strict=True)
     out_of_order: bool = True
-    reason: str = Field(min_length=1, max_length=500)
+    reason: str = Field(min_length=1, max_length=500, pattern=NO_CONTROL)
 
 
 class AppliedOut(BaseModel):
