@@ -46,7 +46,6 @@ REPORT_KEYS = ("team", "user", "project", "label", "cloud", "region", "location"
                "source", "job", "day", "week", "month")
 PERIODS = ("day", "week", "month")
 _FORMATS = {"day": "%Y-%m-%d", "week": "%Y-%m-%d", "month": "%Y-%m"}
-_PG_FORMATS = {"day": "YYYY-MM-DD", "week": "YYYY-MM-DD", "month": "YYYY-MM"}
 ONPREM = "onprem"
 
 
@@ -197,9 +196,8 @@ class CostsStore(StoreBase):
         if key in columns:
             return columns[key]
         start = COSTS.c.period_start
-        if self.is_postgres:  # the text, so the rows need no formatting in Python
-            return sa.func.to_char(sa.func.date_trunc(key, sa.func.timezone("UTC", start)),
-                                   _PG_FORMATS[key])
+        if self.is_postgres:  # formatted in Python: to_char would run on every entry
+            return sa.func.date_trunc(key, sa.func.timezone("UTC", start))
         if key == "week":  # the Monday on or before the day
             return sa.func.date(start, "weekday 0", "-6 days")
         return sa.func.strftime(_FORMATS[key], start)
