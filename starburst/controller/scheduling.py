@@ -144,6 +144,7 @@ class SchedulingLoop(CloudSide):
         """
         now = self.clock.now()
         self.view.invalidate()  # a new term trusts nothing it remembered
+        self._end_vanished(now)
         running = {r.job.id for r in self.cluster.snapshot().running}
         resumed = 0
         for stored in self._all(JobState.RUNNING_ONPREM):
@@ -176,6 +177,17 @@ class SchedulingLoop(CloudSide):
                     self._record_launch(job, handle, now, self._token())
                 resumed += 1
         return resumed
+
+    def _end_vanished(self, now: float) -> None:
+        """Jobs whose object in the cluster was deleted while no leader watched (a Kubernetes
+        Job deleted with kubectl) end with that reason instead of starting or bursting."""
+        vanished = getattr(self.cluster, "vanished", None)
+        if vanished is None:
+            return
+        states = (JobState.SUBMITTED, JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD)
+        for job_id in vanished([backend_job(s) for state in states for s in self._all(state)]):
+            self._move(job_id, JobState.FAILED, "its Kubernetes Job was deleted", self._token(),
+                       now)
 
     def _all(self, state: JobState) -> list[StoredJob]:
         return read_all(self.store, state)

@@ -177,3 +177,26 @@ def test_a_job_suspended_by_someone_else_ends_and_frees_its_gpus(world: World) -
     eventually(lambda: world.controller.run_pass() is not None
                and _known(world.store, "default/next")
                and world.state("default/next") is JobState.RUNNING_ONPREM)
+
+
+def test_a_job_deleted_while_no_controller_watched_ends_at_the_next_start(
+        world: World, make_cluster, tmp_path: Path) -> None:
+    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
+    body = queued_job("orphan", gpus=2)
+    body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
+    world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
+    eventually(lambda: world.controller.run_pass() is not None
+               and _known(world.store, "default/orphan")
+               and world.state("default/orphan") is JobState.QUEUED)
+    world.controller.stop()
+    world.batch.delete_namespaced_job("orphan", "default")  # while nobody watches
+    settings = Settings(database_url=str(world.store.engine.url), state_dir=tmp_path,
+                        policy="no-wait", cloud="none")
+    again = Controller(settings, world.store, make_cluster(), world.cloud, clock=world.clock)
+    try:
+        assert again.run_pass() is not None  # leads, reconciles
+        assert world.state("default/orphan") is JobState.FAILED
+        assert world.reasons("default/orphan")[-1] == "its Kubernetes Job was deleted"
+        assert world.state("default/fill") is JobState.RUNNING_ONPREM  # the others stay
+    finally:
+        again.stop()

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -302,6 +302,15 @@ class KubernetesCluster:
                        suspend=True)
         with self._lock:
             self._book.running.pop(job_id, None)
+
+    def vanished(self, jobs: Iterable[Job]) -> list[str]:
+        """Of ``jobs`` found in this cluster earlier (``extra["k8s_name"]``), those whose Job is
+        gone now (deleted while no controller watched); call it after ``wait_synced``."""
+        scope = self.settings.namespace
+        with self._lock:
+            return [j.id for j in jobs if j.extra.get("k8s_name")
+                    and scope in (None, j.extra.get("namespace"))
+                    and j.id not in self._book.jobs and j.id not in self._book.reported]
 
     def ended(self) -> Sequence[JobEnded]:
         with self._lock:
