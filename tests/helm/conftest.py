@@ -136,9 +136,9 @@ def named(objects: list[dict[str, Any]], kind: str, suffix: str) -> dict[str, An
     return found[0]
 
 
-# The session's throwaway PostgreSQL and real control plane (re-exported for pytest).
+# The session's throwaway PostgreSQL (re-exported for pytest); the real control plane comes
+# from tests/conftest.py, so the whole run shares one.
 from tests.support import postgres as _postgres  # noqa: E402
 
 postgres_url = _postgres.postgres_url
 postgres_database = _postgres.postgres_database
-from tests.support.controlplane import real_kube, real_namespace  # noqa: E402, F401
