@@ -1,5 +1,7 @@
-"""Researchers' commands: ``submit``, ``jobs``, ``status``, ``explain``, ``cancel``
-(``costs`` is in ``starburst.cli.costs``).
+"""Researchers' commands: ``submit``, ``status``, ``explain``, ``logs`` (``jobs`` and
+``queue`` are in ``starburst.cli.listing``, ``cancel`` in ``starburst.cli.cancel``, ``costs``
+in ``starburst.cli.costs``). A JOB is an id, a unique id prefix or the name of one of your
+jobs; the server resolves it.
 
 They talk to the REST API over HTTP (``httpx``, imported only when a command runs) at
 ``--server`` / ``$STARBURST_SERVER`` (default http://127.0.0.1:8080) with the token
@@ -219,12 +221,3 @@ def logs(
 
     follow_output(fetch, ended, lambda part: typer.echo(part, nl=False),
                   first_tail=tail or None, interval=interval)
-
-
-def cancel(
-    job_id: Annotated[str, typer.Argument(metavar="JOB")],
-    server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
-) -> None:
-    """Cancel a waiting or running job (the controller stops it on its next pass)."""
-    job = call(server, token, "POST", job_path(job_id, "cancel"))
-    typer.echo(f"{job['id']}  {job['state']}")

@@ -17,6 +17,7 @@ the time until the job bursts to the cloud unless GPUs free up on-prem first.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -64,7 +65,7 @@ WatchCountOption = Annotated[
 ]
 
 
-def _all_pages(server: str, token: str | None, params: dict[str, Any]) -> list[dict[str, Any]]:
+def all_pages(server: str, token: str | None, params: dict[str, Any]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     cursor: str | None = None
     while True:
@@ -106,13 +107,19 @@ def collect(
 ) -> tuple[list[dict[str, Any]], int]:
     """The rows to show (newest last, at most ``limit``; 0: all) and how many were left out."""
     params = {"state": states, "user": user, "team": team, "name": name}
-    found = _all_pages(server, token, {k: v for k, v in params.items() if v not in (None, [])})
+    found = all_pages(server, token, {k: v for k, v in params.items() if v not in (None, [])})
     hidden = max(0, len(found) - limit) if limit else 0
     shown = found[hidden:]
     places: dict[str, dict[str, Any]] = {}
     if any(j["state"] in ("submitted", "queued") for j in shown):
         places = {e["id"]: e for e in call(server, token, "GET", "/v1/queue")["jobs"]}
     return [_row(j, places.get(j["id"])) for j in shown], hidden
+
+
+def short(job_id: str) -> str:
+    """The id as people type it: a generated 32-hex id cut to 8 characters (the server
+    resolves unique prefixes), any other id (``namespace/name``) whole."""
+    return job_id[:8] if re.fullmatch(r"[0-9a-f]{32}", job_id) else job_id
 
 
 def _budget(row: dict[str, Any]) -> str:
@@ -143,7 +150,7 @@ def render(rows: list[dict[str, Any]], output: Output, hidden: int = 0) -> str:
     for r in rows:
         cells = [
             str(r["position"] or "-"),
-            r["id"],
+            r["id"] if wide else short(r["id"]),
             r.get("name") or "-",
             r.get("user") or "-",
             r["state"],

@@ -39,7 +39,7 @@ COMMANDS: dict[str, str] = {
     "status": "starburst.cli.jobs:status",
     "explain": "starburst.cli.jobs:explain",
     "logs": "starburst.cli.jobs:logs",
-    "cancel": "starburst.cli.jobs:cancel",
+    "cancel": "starburst.cli.cancel:cancel",
     "costs": "starburst.cli.costs:costs",
     "doctor": "starburst.cli.doctor:doctor",
 }

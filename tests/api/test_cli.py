@@ -42,7 +42,7 @@ def test_submit_jobs_explain_status_cancel_through_the_server(api):  # type: ign
     assert listed.exit_code == 0
     header, row = listed.stdout.splitlines()
     assert header.split()[:5] == ["POS", "ID", "NAME", "USER", "STATE"]
-    assert row.split()[:6] == ["1", job_id, "resnet", "alice", "submitted", "2"]
+    assert row.split()[:6] == ["1", job_id[:8], "resnet", "alice", "submitted", "2"]
 
     api.store.transition(job_id, JobState.QUEUED, reason="admitted: budget 40m",
                          actor="controller", wait_budget=2400)

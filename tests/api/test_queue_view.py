@@ -79,29 +79,31 @@ def test_jobs_shows_active_jobs_newest_last_with_position_budget_and_plan(api) -
     header, *rows = listed.stdout.splitlines()
     assert header.split()[:3] == ["POS", "ID", "NAME"] and "WHERE" in header
     ids = [r.split()[1] for r in rows]
-    assert ids == [running, queued, fresh]  # active only, newest last, only alice's
-    by_id = dict(zip(ids, rows, strict=True))
+    assert ids == [j[:8] for j in (running, queued, fresh)]  # active, newest last, alice's
+    by_id = dict(zip((running, queued, fresh), rows, strict=True))
     assert by_id[running].split()[0] == "-" and "running on-prem" in by_id[running]
     # position counts bob's job ahead; 2400 s budget, queued 30 s ago (three jobs since)
     assert by_id[queued].split()[0] == "2"
     assert "  30s  " in by_id[queued] and "else the cloud in 39m30s" in by_id[queued]
     assert by_id[fresh].split()[0] == "3" and "budget set on admission" in by_id[fresh]
-    assert done not in listed.stdout and "secret" not in listed.stdout
+    assert done[:8] not in listed.stdout and "secret" not in listed.stdout
 
     every = run(["jobs", "--all"], env_of(api))
-    assert [r.split()[1] for r in every.stdout.splitlines()[1:]] == [done, running, queued, fresh]
+    assert [r.split()[1] for r in every.stdout.splitlines()[1:]] == [
+        j[:8] for j in (done, running, queued, fresh)
+    ]
     newest = run(["jobs", "--all", "--limit", "2"], env_of(api))
     assert newest.stdout.splitlines()[0] == "(2 older jobs not shown; --limit 0 shows all)"
-    assert [r.split()[1] for r in newest.stdout.splitlines()[2:]] == [queued, fresh]
+    assert [r.split()[1] for r in newest.stdout.splitlines()[2:]] == [queued[:8], fresh[:8]]
 
 
 @BOTH
 def test_state_groups_names_and_output_formats(api) -> None:  # type: ignore[no-untyped-def]
     _, _, running, queued, fresh, _ = _scene(api)
     only = run(["jobs", "--state", "running"], env_of(api))
-    assert [r.split()[1] for r in only.stdout.splitlines()[1:]] == [running]
+    assert [r.split()[1] for r in only.stdout.splitlines()[1:]] == [running[:8]]
     both = run(["jobs", "-s", "queued,running"], env_of(api))
-    assert [r.split()[1] for r in both.stdout.splitlines()[1:]] == [running, queued]
+    assert [r.split()[1] for r in both.stdout.splitlines()[1:]] == [running[:8], queued[:8]]
 
     named = run(["jobs", "--name", "sweep-*", "-o", "json"], env_of(api))
     rows = json.loads(named.stdout)
@@ -116,6 +118,7 @@ def test_state_groups_names_and_output_formats(api) -> None:  # type: ignore[no-
     assert run(["jobs", "--name", "sweep_*"], env_of(api)).stdout.startswith("no jobs")
     wide = run(["jobs", "-o", "wide"], env_of(api)).stdout.splitlines()
     assert "TEAM" in wide[0] and "SUBMITTED" in wide[0] and " ml " in wide[1]
+    assert wide[1].split()[1] == running  # the full id
 
 
 def test_an_unknown_state_lists_the_valid_ones(api) -> None:  # type: ignore[no-untyped-def]
@@ -144,8 +147,8 @@ def test_a_user_sees_the_queue_ahead_redacted_and_admins_see_it_all(api) -> None
     shown = run(["queue"], env_of(api))
     assert shown.exit_code == 0, shown.stderr
     assert shown.stdout.splitlines()[0] == "4 waiting in all"
-    assert ahead in shown.stdout and "bobs" not in shown.stdout and "secret" not in shown.stdout
-    assert behind not in shown.stdout
+    assert ahead[:8] in shown.stdout and "bobs" not in shown.stdout and "secret" not in shown.stdout
+    assert behind[:8] not in shown.stdout
     root = api.client("root").get("/v1/queue").json()
     assert [e["id"] for e in root["jobs"]] == [ahead, queued, fresh, behind]
     assert root["jobs"][0]["user"] == "bob"

@@ -55,10 +55,14 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     return (when if when.tzinfo else when.replace(tzinfo=UTC)), job_id
 
 
+def like_literal(text: str) -> str:
+    """``text`` matched literally by SQL LIKE (escaped with a backslash)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def glob_to_like(pattern: str) -> str:
     """A shell glob (``*``, ``?``) as a SQL LIKE pattern escaped with a backslash."""
-    escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped.replace("*", "%").replace("?", "_")
+    return like_literal(pattern).replace("*", "%").replace("?", "_")
 
 
 class JobsStore(StoreBase):
@@ -199,6 +203,19 @@ class JobsStore(StoreBase):
             return to_stored_job(row)
 
         return run(self._engine, read)
+
+    def lookup(self, text: str, *, owner: str, everyone: bool = False,
+               limit: int = 10) -> list[StoredJob]:
+        """Jobs whose id starts with ``text`` (``owner``'s only, unless ``everyone``) or
+        ``owner``'s jobs named ``text``, oldest first, at most ``limit``: how a typed prefix
+        or name is resolved."""
+        by_id: sa.ColumnElement[bool] = JOBS.c.id.like(like_literal(text) + "%", escape="\\")
+        if not everyone:
+            by_id = sa.and_(by_id, JOBS.c.user_name == owner)
+        by_name = sa.and_(JOBS.c.name == text, JOBS.c.user_name == owner)
+        query = (sa.select(JOBS).where(sa.or_(by_id, by_name))
+                 .order_by(JOBS.c.queued_at, JOBS.c.id).limit(limit))
+        return run(self._engine, lambda c: [to_stored_job(r) for r in c.execute(query).mappings()])
 
     def states_of(self, job_ids: Iterable[str]) -> dict[str, JobState]:
         """The state of each of ``job_ids`` the store knows (unknown ids are left out)."""

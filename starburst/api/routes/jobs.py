@@ -47,13 +47,30 @@ from starburst.core.state_filter import parse_states
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 _WAITING = (JobState.SUBMITTED, JobState.QUEUED)
+_SHOWN = 5  # candidates listed for an ambiguous prefix or name
 
 
 def _visible(ctx: ApiContext, job_id: str, caller: Principal) -> StoredJob:
-    stored = ctx.store.get(job_id)
-    if not is_privileged(caller) and stored.job.user != caller.user:
+    """The job ``job_id`` names for ``caller``: its exact id, else a unique id prefix (of a
+    job the caller may see) or the name of one of the caller's own jobs; several matches are
+    409 listing them."""
+    privileged = is_privileged(caller)
+    try:
+        stored = ctx.store.get(job_id)
+        if privileged or stored.job.user == caller.user:
+            return stored
+    except JobNotFound:
+        pass
+    found = ctx.store.lookup(job_id, owner=caller.user, everyone=privileged, limit=_SHOWN + 1)
+    if not found:
         raise JobNotFound(job_id)
-    return stored
+    if len(found) > 1:
+        listed = "; ".join(f"{s.id} ({s.job.name or '-'}, {s.state.value})"
+                           for s in found[:_SHOWN])
+        more = " and more" if len(found) > _SHOWN else ""
+        raise HTTPException(409, f"{job_id!r} matches several jobs: {listed}{more}; "
+                                 "give more of the id")
+    return found[0]
 
 
 def _cloud_runs(ctx: ApiContext, stored: StoredJob) -> tuple[list[CloudRun], Decimal, str]:
@@ -190,7 +207,7 @@ def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str,
 def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
     """The job's history with each decision's reason, and where its wait budget stands."""
     stored = _visible(ctx, job_id, caller)
-    events = ctx.store.events(job_id)
+    events = ctx.store.events(stored.id)
     summary, waited = _summary(ctx, stored, events[-1].reason if events else "")
     fields = summary_fields(stored)
     return Explanation(
@@ -206,6 +223,7 @@ def cancel(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
     """Cancel a waiting or running job; 409 if it already ended."""
     for _ in range(3):
         stored = _visible(ctx, job_id, caller)
+        job_id = stored.id  # a prefix or a name, resolved
         if stored.job.user != caller.user and caller.role is not Role.ADMIN:
             raise HTTPException(403, f"only {stored.job.user} or an admin can cancel {job_id}")
         if stored.state.terminal:
