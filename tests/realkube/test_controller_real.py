@@ -155,3 +155,22 @@ def test_a_job_split_over_two_nodes_runs_its_pods_on_both(
     )
     assert rig.store.get(f"{ns}/gang").state is JobState.RUNNING_ONPREM
     assert rig.denied() == []
+
+
+def test_a_failed_pod_fails_the_job_and_frees_its_gpus(
+    rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api
+) -> None:
+    ns = rig.namespace
+    batch.create_namespaced_job(ns, suspended_job("doomed", gpus=8))
+    assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+    report = rig.controller.run_pass()
+    assert report is not None and report.started == [f"{ns}/doomed"]
+    assert wait_for(
+        lambda: [p["status"].get("phase") for p in kubelet.pods_of(ns, "doomed")] == ["Running"]
+    )
+    assert rig.cluster.snapshot().capacity.free_gpus == 8
+    kubelet.finish_job(ns, "doomed", succeeded=False)
+    assert rig.passes_until(lambda: rig.store.get(f"{ns}/doomed").state is JobState.FAILED)
+    assert condition(batch.read_namespaced_job("doomed", ns), "Failed")
+    assert wait_for(lambda: rig.cluster.snapshot().capacity.free_gpus == 16)
+    assert rig.denied() == []

@@ -184,6 +184,12 @@ def test_conflicts_answer_alike(pair: Pair) -> None:
         pair.real.call("PUT", f"{leases}/c", stale_b),
     )
     pair.same("PATCH", f"{leases}/c", {"metadata": {"resourceVersion": "1"}}, MERGE)
+    # delete options come from the body when there is one (the query is then ignored)
+    wrong = {"preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}}
+    pair.same("DELETE", f"{leases}/c?gracePeriodSeconds=0", wrong)
+    pair.same("DELETE", f"{leases}/c", {"preconditions": {"resourceVersion": "1"}})
+    pair.same("DELETE", f"{leases}/c")
+    pair.same("DELETE", f"{leases}/c")  # 404
     assert_no_differences(pair)
 
 

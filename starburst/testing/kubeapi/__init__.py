@@ -29,8 +29,9 @@ requests to it and to a real kube-apiserver (``tests.support.controlplane``) and
 answers. Fixed from its findings: 422s list their field errors as ``details.causes`` and name
 ``Kind.group``; a Job's negative counts and a Lease's non-positive duration are refused; a Job
 without containers and restart policy reports both; namespaces get the
-``kubernetes.io/metadata.name`` label and, like nodes, no ``generation``. Known and accepted
-differences (the test's ``KNOWN``): error messages are worded differently (codes, reasons and
+``kubernetes.io/metadata.name`` label and, like nodes, no ``generation``; a delete whose
+precondition fails answers as a real server does (``Kind.group`` and both values). Known and
+accepted differences (the test's ``KNOWN``): error messages are worded differently (codes, reasons and
 the fields of the causes agree); the defaults a real server fills into a Job and its pod
 template (``manualSelector``, ``podReplacementPolicy``, ``dnsPolicy``, ``schedulerName``,
 ``securityContext``, ``terminationGracePeriodSeconds``, a container's ``imagePullPolicy``,

@@ -65,6 +65,16 @@ _MODIFIED = "the object has been modified; please apply your changes to the late
 _NO_GENERATION = ("namespaces", "nodes")
 
 
+def _precondition_failed(rt: ResourceType, name: str, field: str, wanted: str, actual: str,
+                         tail: str) -> ApiError:
+    """A delete's precondition that does not hold, in a real server's words (409)."""
+    kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {kind} "{name}": the '
+                    f"{field} in the precondition ({wanted}) does not match the {field} in "
+                    f"record ({actual}). The object might have been {tail}",
+                    {"name": name, "group": rt.group, "kind": rt.kind})
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     rv: int
@@ -260,12 +270,11 @@ class Store:
         with self.lock:
             obj = self.get(rt, ns, name)
             pre = preconditions or {}
-            if pre.get("uid") not in (None, "", obj["metadata"]["uid"]):
-                raise conflict(rt.plural, rt.group, name, "Precondition failed: UID in "
-                               f"precondition: {pre['uid']}, UID in object meta: "
-                               f"{obj['metadata']['uid']}")
-            if pre.get("resourceVersion") not in (None, "", obj["metadata"]["resourceVersion"]):
-                raise conflict(rt.plural, rt.group, name, _MODIFIED)
+            for key, field, tail in (("uid", "UID", "deleted and then recreated"),
+                                     ("resourceVersion", "ResourceVersion", "modified")):
+                if pre.get(key) not in (None, "", obj["metadata"][key]):
+                    raise _precondition_failed(rt, name, field, pre[key], obj["metadata"][key],
+                                               tail)
             policy = propagation or ("Orphan" if rt.key == "jobs.batch" else "Background")
             if policy not in ("Orphan", "Background", "Foreground"):
                 raise bad_request(f"unsupported propagationPolicy {policy!r}")
