@@ -31,14 +31,14 @@ answers. Fixed from its findings: 422s list their field errors as ``details.caus
 without containers and restart policy reports both; namespaces get the
 ``kubernetes.io/metadata.name`` label and, like nodes, no ``generation``; a delete whose
 precondition fails answers as a real server does (``Kind.group`` and both values). Known and
-accepted differences (the test's ``KNOWN``): error messages are worded differently (codes, reasons and
-the fields of the causes agree); the defaults a real server fills into a Job and its pod
-template (``manualSelector``, ``podReplacementPolicy``, ``dnsPolicy``, ``schedulerName``,
-``securityContext``, ``terminationGracePeriodSeconds``, a container's ``imagePullPolicy``,
-``resources`` and ``terminationMessage*``) are left out; its Job controller keeps less status
-(no ``terminating``/``uncountedTerminatedPods``; a ``status.active`` written through the
-status subresource is recomputed at once); a failed JSON-patch ``test`` has no empty
-``details``.
+accepted differences (the test's ``KNOWN``): error messages are worded differently (codes,
+reasons and the fields of the causes agree); the defaults a real server fills into a Job and
+its pod template (``manualSelector``, ``podReplacementPolicy``, ``dnsPolicy``,
+``schedulerName``, ``securityContext``, ``terminationGracePeriodSeconds``, a container's
+``imagePullPolicy``, ``resources`` and ``terminationMessage*``) are left out; its Job
+controller keeps less status (no ``terminating``/``uncountedTerminatedPods``; a
+``status.active`` written through the status subresource is recomputed at once); a failed JSON-
+patch ``test`` has no empty ``details``.
 """
 
 from starburst.testing.kubeapi.server import KubeApiServer, Taint
