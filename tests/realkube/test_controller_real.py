@@ -47,6 +47,15 @@ class Rig:
     namespace: str
     real: RealKube
     user: str
+    api: Any
+    settings: Settings
+
+    def restart(self) -> None:
+        """The controller process dies and a new one starts: new adapter, same store."""
+        self.controller.stop()
+        self.cluster.close()
+        self.cluster = _adapter(self.api, self.clock, self.namespace)
+        self.controller = _controller(self.settings, self.store, self.cluster, self.clock)
 
     def denied(self) -> list[str]:
         """The requests the controller's ServiceAccount was refused (403), from the audit log."""
@@ -81,19 +90,30 @@ def rig(
     clock = ManualClock()
     store = SqlStore.open(url, clock=clock)
     api = real_kube.api_client(creds.token)
-    cluster = KubernetesCluster(
-        api, clock, KubeSettings(namespace=real_namespace, backoff=Backoff(base=0.05, cap=0.5))
-    ).start_watching()
-    assert cluster.wait_synced(30)
+    cluster = _adapter(api, clock, real_namespace)
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
-    controller = Controller(settings, store, cluster, SimCloud(clock, 2.5), clock=clock)
+    rig = Rig(_controller(settings, store, cluster, clock), store, cluster, clock,
+              real_namespace, real_kube, creds.username, api, settings)  # fmt: skip
     try:
-        yield Rig(controller, store, cluster, clock, real_namespace, real_kube, creds.username)
+        yield rig
     finally:
-        controller.stop()
-        cluster.close()
+        rig.controller.stop()
+        rig.cluster.close()
         store.close()
         api.close()
+
+
+def _adapter(api: Any, clock: ManualClock, namespace: str) -> KubernetesCluster:
+    settings = KubeSettings(namespace=namespace, backoff=Backoff(base=0.05, cap=0.5))
+    cluster = KubernetesCluster(api, clock, settings).start_watching()
+    assert cluster.wait_synced(30)
+    return cluster
+
+
+def _controller(
+    settings: Settings, store: SqlStore, cluster: KubernetesCluster, clock: ManualClock
+) -> Controller:
+    return Controller(settings, store, cluster, SimCloud(clock, 2.5), clock=clock)
 
 
 def pinned_nodes(job: Any) -> set[str]:
@@ -173,4 +193,30 @@ def test_a_failed_pod_fails_the_job_and_frees_its_gpus(
     assert rig.passes_until(lambda: rig.store.get(f"{ns}/doomed").state is JobState.FAILED)
     assert condition(batch.read_namespaced_job("doomed", ns), "Failed")
     assert wait_for(lambda: rig.cluster.snapshot().capacity.free_gpus == 16)
+    assert rig.denied() == []
+
+
+def test_a_controller_restarted_mid_run_adopts_its_job_and_sees_it_end(
+    rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api
+) -> None:
+    ns = rig.namespace
+    batch.create_namespaced_job(ns, suspended_job("steady", gpus=4, pods=2))
+    assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+    report = rig.controller.run_pass()
+    assert report is not None and report.started == [f"{ns}/steady"]
+    assert wait_for(
+        lambda: (
+            [p["status"].get("phase") for p in kubelet.pods_of(ns, "steady")]
+            == ["Running", "Running"]
+        )
+    )
+    pods = {p["metadata"]["uid"] for p in kubelet.pods_of(ns, "steady")}
+    rig.restart()
+    report = rig.controller.run_pass()
+    assert report is not None and report.started == []  # not started twice
+    assert rig.store.get(f"{ns}/steady").state is JobState.RUNNING_ONPREM
+    assert rig.cluster.snapshot().capacity.free_gpus == 8  # its GPUs stay taken
+    assert {p["metadata"]["uid"] for p in kubelet.pods_of(ns, "steady")} == pods
+    kubelet.finish_job(ns, "steady")
+    assert rig.passes_until(lambda: rig.store.get(f"{ns}/steady").state is JobState.SUCCEEDED)
     assert rig.denied() == []
