@@ -36,7 +36,7 @@ class SettingsError(ConfigError):
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="STARBURST_", extra="forbid",
-                                      validate_default=True)
+                                      validate_default=True, allow_inf_nan=False)
 
     # state
     database_url: str = Field(

@@ -19,7 +19,9 @@ and exits 1; a server-side failure (5xx, e.g. its database is down) exits 2.
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -119,15 +121,27 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def finite(limit: float) -> Callable[[float], float]:
+    """A typer callback refusing NaN, infinities, negatives and values above ``limit``
+    (a usage error, exit 2, before anything is sent)."""
+    def check(value: float) -> float:
+        if not math.isfinite(value) or not 0 <= value <= limit:
+            raise typer.BadParameter(f"must be a finite number from 0 to {limit:g}, got {value}")
+        return value
+
+    return check
+
+
 def submit(
     command: Annotated[list[str], typer.Argument(help="The command to run, after `--`.")],
     image: Annotated[str, typer.Option(help="Container image.")],
-    gpus: Annotated[int, typer.Option(help="GPUs (all start together).")] = 1,
+    gpus: Annotated[int, typer.Option(help="GPUs (all start together).", min=0, max=4096)] = 1,
     name: Annotated[str | None, typer.Option(help="A name for the job.")] = None,
     runtime: Annotated[str | None, typer.Option(
         help="Your runtime estimate: 90m, 2h, 1h30m (the policy may predict its own).")] = None,
-    cpus: Annotated[float, typer.Option(help="CPUs.")] = 0.0,
-    memory_mb: Annotated[float, typer.Option("--memory-mb", help="Memory in MiB.")] = 0.0,
+    cpus: Annotated[float, typer.Option(help="CPUs.", callback=finite(100_000))] = 0.0,
+    memory_mb: Annotated[float, typer.Option("--memory-mb", help="Memory in MiB.",
+                                             callback=finite(1e9))] = 0.0,
     gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="e.g. A100.")] = None,
     env: Annotated[list[str] | None, typer.Option(help="NAME=VALUE, repeatable.")] = None,
     team: Annotated[str | None, typer.Option(help="Charge this team.")] = None,

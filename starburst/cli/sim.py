@@ -14,6 +14,11 @@ import typer
 from starburst.core import defaults
 from starburst.core.errors import ConfigError
 
+#: the largest uniform cluster the simulator is asked for (a typo like --nodes 99999999999
+#: is refused at once instead of building nodes for minutes)
+MAX_NODES = 100_000
+MAX_GPUS_PER_NODE = 1024
+
 if TYPE_CHECKING:
     from starburst.core.capacity import Node
     from starburst.core.policy import PolicyKind
@@ -58,8 +63,10 @@ def _nodes(nodes: int | None, gpus_per_node: int | None, cpus_per_node: float,
 
 def simulate(
     trace: Annotated[Path, typer.Argument(help="Trace (project CSV, Philly JSON, Helios CSV)")],
-    nodes: Annotated[int | None, Opt(help="Number of nodes (uniform cluster)")] = None,
-    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node")] = None,
+    nodes: Annotated[int | None, Opt(help="Number of nodes (uniform cluster)", min=1,
+                                     max=MAX_NODES)] = None,
+    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node", min=0,
+                                             max=MAX_GPUS_PER_NODE)] = None,
     cpus_per_node: Annotated[float, Opt(help="CPUs per node (0: not tracked)")] = 0.0,
     cluster: Annotated[Path | None, Opt(help="YAML file describing heterogeneous nodes")] = None,
     policy: Annotated[str, Opt(help="starburst (the controller's default: compute, out of "
@@ -145,8 +152,8 @@ def _print_summary(summary: dict[str, Any], per_job: Path | None) -> None:
 def sweep(
     trace: Annotated[Path | None, typer.Argument(help="Trace file; omit for synthetic loads")]
     = None,
-    nodes: Annotated[int, Opt(help="Number of nodes")] = 8,
-    gpus_per_node: Annotated[int, Opt(help="GPUs per node")] = 8,
+    nodes: Annotated[int, Opt(help="Number of nodes", min=1, max=MAX_NODES)] = 8,
+    gpus_per_node: Annotated[int, Opt(help="GPUs per node", min=0, max=MAX_GPUS_PER_NODE)] = 8,
     policies: Annotated[str, Opt(help="Comma-separated policies")]
     = "no-wait,constant,runtime,resource,compute,star",
     budgets: Annotated[str, Opt(help="Comma-separated waiting budgets")] = "0.05,0.1,0.25,0.5,1",

@@ -241,6 +241,11 @@ def _helios_runtime(path: Path, line: int, row: Mapping[str, str]) -> float:
     return seconds
 
 
+#: no trace number may exceed this (timestamps in seconds, durations, GPU counts), so sums
+#: over a whole trace stay finite
+MAX_VALUE = 1e10
+
+
 def _number(path: Path, line: int, row: Mapping[str, str], column: str) -> float:
     text = row.get(column, "").strip()
     try:
@@ -249,6 +254,8 @@ def _number(path: Path, line: int, row: Mapping[str, str], column: str) -> float
         raise TraceError(path, f"{column} must be a number, got {text!r}", line=line) from None
     if value < 0 or not math.isfinite(value):
         raise TraceError(path, f"{column} must be a finite number ≥ 0, got {text}", line=line)
+    if value > MAX_VALUE:
+        raise TraceError(path, f"{column} {text} is beyond the limit of {MAX_VALUE:g}", line=line)
     if column == "gpu_num" and not value.is_integer():
         raise TraceError(path, f"gpu_num must be a whole number, got {text}", line=line)
     return value

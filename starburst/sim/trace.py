@@ -29,6 +29,12 @@ _TEXT_OPTIONAL = ("gpu_type", "user", "team", "name")
 KNOWN = (*REQUIRED, *_NUMERIC_OPTIONAL, *_TEXT_OPTIONAL)
 
 
+#: the largest value a column may hold (times and durations: ``MAX_SECONDS``, a century), so
+#: that sums over a whole trace stay finite (a runtime of 1e308 once overflowed the run)
+MAX_SECONDS = 100 * 365 * 86400.0
+LIMITS = {"gpus": 1e6, "cpus": 1e7, "memory_mb": 1e12, "pods": 1e6}
+
+
 def load_trace(path: str | Path) -> list[Job]:
     path = Path(path)
     try:
@@ -78,6 +84,9 @@ def _number(name: str, line: int, row: dict[str, str], column: str) -> float | N
         raise TraceError(name, f"{column} {raw!r} is not a number", line=line) from None
     if not math.isfinite(value) or value < 0:
         raise TraceError(name, f"{column} must be a finite number ≥ 0, got {raw}", line=line)
+    limit = LIMITS.get(column, MAX_SECONDS)
+    if value > limit:
+        raise TraceError(name, f"{column} {raw} is beyond the limit of {limit:g}", line=line)
     return value
 
 

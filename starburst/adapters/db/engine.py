@@ -61,6 +61,10 @@ def normalize_url(url: str) -> sa.URL:
         raise DatabaseConfigError(f"not a database URL: {redact(url)}") from None
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
+    if not parsed.drivername.startswith(("postgresql", "sqlite")):
+        raise DatabaseConfigError(
+            f"cannot use database {redact(parsed)}: Starburst supports PostgreSQL and SQLite "
+            "only (postgresql://user:password@host/db or sqlite:///path)")
     return parsed
 
 
