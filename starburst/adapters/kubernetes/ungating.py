@@ -14,17 +14,19 @@ started, None for others (their pods are left alone, gated or not).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from starburst.adapters.kubernetes import pinning
-from starburst.adapters.kubernetes.retry import status_of
+from starburst.adapters.kubernetes.retry import is_transient, status_of
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 Key = tuple[str, str]
 #: owner uid -> (node parts, GPUs per pod), None if Starburst did not start that Job
+ATTEMPTS = 3
 PlacementOf = Callable[[str], tuple[list[tuple[str, int]], int] | None]
 
 
@@ -94,18 +96,31 @@ class Ungater:
             self._gated[release.key] = release.pod
 
     def send(self, core: Any, releases: list[Release], undo: Callable[[Release], None]) -> None:
-        """Write the releases (no lock held); a failed one is undone."""
+        """Write the releases (no lock held). A transient failure is retried a few times at
+        once (a pod left gated has no event to bring it back soon); one that still fails is
+        undone."""
         for release in releases:
-            namespace, name = release.key
-            try:
-                response = core.patch_namespaced_pod(name, namespace, release.patch,
-                                                     _preload_content=False)
-                try:
-                    response.read()  # a half-read body would corrupt the pooled connection
-                finally:
-                    response.release_conn()
-            except Exception as err:
-                if status_of(err) != 404:
-                    log.warning("could not release pod %s/%s onto %s: %r", namespace, name,
-                                release.node, err)
+            for attempt in range(1, ATTEMPTS + 1):
+                error = self._send_one(core, release)
+                if error is None or status_of(error) == 404 or not is_transient(error):
+                    break
+                time.sleep(0.1 * attempt)
+            if error is not None:
+                if status_of(error) != 404:
+                    log.warning("could not release pod %s/%s onto %s: %r", *release.key,
+                                release.node, error)
                 undo(release)
+
+    @staticmethod
+    def _send_one(core: Any, release: Release) -> BaseException | None:
+        namespace, name = release.key
+        try:
+            response = core.patch_namespaced_pod(name, namespace, release.patch,
+                                                 _preload_content=False)
+            try:
+                response.read()  # a half-read body would corrupt the pooled connection
+            finally:
+                response.release_conn()
+        except Exception as err:
+            return err
+        return None
