@@ -248,3 +248,63 @@ def test_a_job_starburst_creates_passes_restricted_and_runs_split(
     assert wait_for(lambda: placed(kubelet, rig.ns, job_name("sub-1")) == ["gpu-a", "gpu-b"])
     assert not rig.cluster.ended()
     assert rig.denied() == []
+
+
+def test_every_request_the_adapter_makes_is_granted_by_the_shipped_role(
+        rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api) -> None:
+    """The real audit log of the ServiceAccount, through everything the adapter does: every
+    (verb, resource) it used is a rule of rbac.yaml's ClusterRole, and none was refused."""
+    from starburst.adapters.kubernetes.lease import LeaseLock
+    from starburst.core.capacity import Part
+
+    ns, cluster = rig.ns, rig.cluster
+    batch.create_namespaced_job(ns, suspended_job("multi", gpus=4, pods=2))
+    batch.create_namespaced_job(ns, suspended_job("away", gpus=2))
+    batch.create_namespaced_job(ns, suspended_job("gone", gpus=1))
+    open_body = suspended_job("refused", gpus=1)
+    del open_body["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+    batch.create_namespaced_job(ns, open_body)
+    assert wait_for(lambda: len(cluster.queued()) == 4)
+    jobs = {j.name: j for j in cluster.queued()}
+    index = {n.name: i for i, n in enumerate(cluster.snapshot().capacity.nodes)}
+
+    def on(*parts: tuple[str, int]) -> tuple[Part, ...]:
+        return tuple(Part(index[n], n, g, 0.0, 0.0) for n, g in parts)
+
+    cluster.start(jobs["multi"], on(("gpu-a", 4), ("gpu-b", 4)), "fits")
+    assert wait_for(lambda: placed(kubelet, ns, "multi") == ["gpu-a", "gpu-b"])
+    cluster.note_waiting(jobs["away"].id, 60.0, 600.0, "waiting 0s of a 1m budget")
+    cluster.burst(jobs["away"].id, "aws:us-east-1", "budget spent", "sky-1", 3.2)
+    cluster.start(jobs["gone"], on(("gpu-a", 1)), "fits")
+    cluster.cancel(jobs["gone"].id)
+    cluster.start(jobs["refused"], on(("gpu-b", 1)), "fits")
+    assert wait_for(lambda: batch.read_namespaced_job("refused", ns).spec.suspend is True)
+    cluster.start(Job("sub-1", 0.0, 1, extra={"command": "python x.py", "image": "py:3"}),
+                  on(("gpu-a", 1)), "fits")
+    cluster.job_logs(jobs["gone"])  # lists its pods (none left)
+    lock = LeaseLock(cluster._core.api_client, ns, "starburst-leader", "me", lambda: 1,
+                     duration=5.0)
+    assert lock.try_acquire() == 1
+    lock.release()
+    lock.close()
+
+    granted = {(verb, group, resource) for rule in shipped_cluster_role()["rules"]
+               for group in rule["apiGroups"] for resource in rule["resources"]
+               for verb in rule["verbs"]}
+
+    def used() -> set[tuple[str, str, str]]:
+        out = set()
+        for event in rig.real.audit_events(user=rig.user):
+            ref = event.get("objectRef") or {}
+            resource = ref.get("resource", "")
+            if ref.get("subresource"):
+                resource += "/" + ref["subresource"]
+            out.add((event["verb"], ref.get("apiGroup", ""), resource))
+        return out
+
+    assert wait_for(lambda: ("update", "coordination.k8s.io", "leases") in used())
+    assert sorted(used() - granted) == []
+    # and every grant was used, but re-reading a Job after a 409 (not forced here) and the
+    # pods' output (the fake kubelet serves none)
+    assert sorted(granted - used()) == [("get", "", "pods/log"), ("get", "batch", "jobs")]
+    assert rig.denied() == []
