@@ -26,6 +26,8 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+from starburst.core.failure import cause_of, tail_of
+
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 
 ServerOption = Annotated[str, typer.Option(
@@ -190,7 +192,12 @@ def status(
         ("placement", where or "-"), ("cloud", cloud or "-"),
         ("cost so far", f"{job['cost_so_far']} {job['currency']}"),
     ]
-    typer.echo("\n".join(f"{k + ':':<13}{v}" for k, v in fields))
+    if job.get("failure"):
+        cause, tail = cause_of(job["failure"]), tail_of(job["failure"])
+        code = job.get("exit_code")
+        fields += [("exit code", "-" if code is None else str(code)), ("failure", cause)]
+        fields += [("", line) for line in tail.splitlines()]
+    typer.echo("\n".join(f"{k + ':' if k else '':<13}{v}" for k, v in fields))
 
 
 def explain(
@@ -203,9 +210,12 @@ def explain(
         typer.echo(json.dumps(answer, indent=2))
         return
     typer.echo(f"{answer['id']}: {answer['summary']}")
-    rows = [[_time(e["at"]), f"{e['from_state'] or '-'} → {e['to_state']}", e["reason"],
-             e["actor"]] for e in answer["events"]]
+    rows = [[_time(e["at"]), f"{e['from_state'] or '-'} → {e['to_state']}",
+             cause_of(e["reason"]), e["actor"]] for e in answer["events"]]
     typer.echo(table(["WHEN", "CHANGE", "REASON", "BY"], rows))
+    tail = tail_of(answer.get("failure") or "")
+    if tail:
+        typer.echo("last output:\n" + "\n".join(f"  {line}" for line in tail.splitlines()))
 
 
 def logs(
@@ -217,7 +227,9 @@ def logs(
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between looks (-f).")] = 2.0,
     server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
 ) -> None:
-    """What a job printed, from where it ran (on-prem, or its latest cloud launch)."""
+    """What a job printed, from where it ran (on-prem, or its latest cloud launch). With
+    ``-f``: ends with the job's final state on stderr and exits with its exit code (a
+    failure without one: 1; cancelled: 130)."""
     path = job_path(job_id, "logs")
     if not follow:
         output = call(server, token, "GET", path, text=True, params={"tail": tail} if tail else {})
@@ -225,13 +237,35 @@ def logs(
         return
     from starburst.cli.follow import follow as follow_output
 
+    final: dict[str, Any] = {}
+
     def ended() -> bool:
-        state = call(server, token, "GET", job_path(job_id))["state"]
-        return state in ("succeeded", "failed", "cancelled")
+        final.update(call(server, token, "GET", job_path(job_id)))
+        return final["state"] in ("succeeded", "failed", "cancelled")
 
     def fetch() -> str | None:  # 409: not started yet
         output: str | None = call(server, token, "GET", path, text=True, tolerate=(409,))
         return output
 
-    follow_output(fetch, ended, lambda part: typer.echo(part, nl=False),
-                  first_tail=tail or None, interval=interval)
+    printed: list[str] = []
+
+    def emit(part: str) -> None:
+        printed.append(part)
+        typer.echo(part, nl=False)
+
+    follow_output(fetch, ended, emit, first_tail=tail or None, interval=interval)
+    if printed and not printed[-1].endswith("\n"):
+        typer.echo("")
+    raise typer.Exit(final_line(final))
+
+
+def final_line(job: dict[str, Any]) -> int:
+    """Print an ended job's final state on stderr; its exit code for the shell."""
+    state, code = job["state"], job.get("exit_code")
+    cause = cause_of(job.get("failure") or "")
+    typer.echo(f"job {job['id']} {state}" + (f": {cause}" if cause else ""), err=True)
+    if state == "succeeded":
+        return 0
+    if state == "cancelled":
+        return 130
+    return code if code else 1

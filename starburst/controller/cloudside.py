@@ -21,6 +21,7 @@ from starburst.controller.report import PassReport
 from starburst.core.billing import charges
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import PermanentError, TransientError
+from starburst.core.failure import OUTPUT_MARK, with_output
 from starburst.core.job import Job, QueuedJob
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import Cloud, CloudHandle, CloudStatus
@@ -107,7 +108,7 @@ class CloudSide:
         if status in _ENDED:
             end = self._end_of(handle, now)
             reason = "finished in the cloud" if status is CloudStatus.SUCCEEDED else \
-                f"cloud run {status.value}"
+                self._failure(handle, status)
             if self._move(launch.job_id, _ENDED[status], reason, token, now):  # state first:
                 report.finished.append(launch.job_id)  # a crash next is mended by _follow
             self._stop_cloud(launch, handle, end, status.value, cancel=False)
@@ -117,6 +118,20 @@ class CloudSide:
                        token, now)
             self.store.update_launch(launch.id or 0, status="running", started_at=now)
         self._maybe_pull_back(job, launch, handle, now, report, token)
+
+    def _failure(self, handle: CloudHandle, status: CloudStatus) -> str:
+        """Why a cloud run did not succeed: the backend's reason (its exit code) and, for a
+        failure, the last lines of output (``starburst.core.failure``)."""
+        why = getattr(self.cloud, "reason", None)
+        cause = f"cloud run {status.value}" + (f": {why(handle)}" if why is not None else "")
+        if status is not CloudStatus.FAILED or OUTPUT_MARK in cause:
+            return cause
+        assert self.cloud is not None
+        try:
+            return with_output(cause, self.cloud.logs(handle))
+        except (TransientError, PermanentError) as exc:
+            log.warning("reading the output of %s: %s", handle.name, exc)
+            return cause
 
     def _refused(self, job: StoredJob, launch: CloudLaunch, handle: CloudHandle, now: float,
                  token: int | None) -> None:

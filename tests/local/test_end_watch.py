@@ -9,6 +9,7 @@ from pathlib import Path
 
 from starburst.adapters.local import EmulatedCloud, LocalCluster, procfs
 from starburst.adapters.local.watch import EndWatch
+from starburst.core.failure import exit_code_in
 from starburst.core.ports import CloudStatus
 from starburst.pricing import load_price_table
 from tests.local.lives import eventually, job, on_local
@@ -76,7 +77,7 @@ def test_the_local_cluster_says_when_a_job_ends(tmp_path: Path) -> None:
     cluster.start(job("after", "exit 2"), on_local(1), "fits")
     assert changed.wait(5.0)
     (ended,) = cluster.ended()
-    assert ended.job_id == "after" and ended.reason == "exit code 2"
+    assert ended.job_id == "after" and exit_code_in(ended.reason) == 2
 
 
 def test_the_emulated_cloud_says_when_a_launch_ends(tmp_path: Path) -> None:

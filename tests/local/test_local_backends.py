@@ -68,7 +68,7 @@ def test_local_cluster_runs_jobs_on_distinct_gpu_slots(tmp_path: Path) -> None:
     clock.t = 1_050.0
     ends = {e.job_id: e for e in ended_until(cluster, 2)}
     assert ends["a"].succeeded and ends["a"].at == 1_050.0
-    assert not ends["b"].succeeded and ends["b"].reason == "exit code 3"
+    assert not ends["b"].succeeded and ends["b"].reason == "exit code 3; last output:\ngpus=2"
     assert "hello on 0,1" in cluster.logs("a")
     assert "gpus=2" in cluster.logs("b")
     assert (tmp_path / "b" / "exit_code").read_text().strip() == "3"
@@ -137,7 +137,7 @@ def test_emulated_cloud_failure_and_cancel(tmp_path: Path) -> None:
     failing = cloud.launch(job("f", "exit 7"), "burst")
     sleeper = cloud.launch(job("s", "sleep 30"), "burst")
     assert eventually(lambda: cloud.poll(failing) is CloudStatus.FAILED)
-    assert cloud.reason(failing) == "emulated: exit code 7"
+    assert cloud.reason(failing) == "emulated: exit code 7"  # printed nothing
     assert cloud.poll(sleeper) is CloudStatus.RUNNING
     cloud.cancel(sleeper)
     assert eventually(lambda: cloud.poll(sleeper) is CloudStatus.CANCELLED)

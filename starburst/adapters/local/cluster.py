@@ -217,7 +217,7 @@ class LocalCluster:
             return False
         self._done[job.id] = process
         at = max(started.started_at, self._clock.now() - process.ended_ago)
-        self._unreported.append(JobEnded(job.id, at, outcome.succeeded, outcome.reason))
+        self._unreported.append(JobEnded(job.id, at, outcome.succeeded, process.failure(outcome)))
         return True
 
     def _track(self, started: RunningJob, process: JobProcess, slots: tuple[int, ...]) -> None:
@@ -238,5 +238,6 @@ class LocalCluster:
             for i in entry.slots:
                 if i < len(self._slots):
                     self._slots[i] = None
-            ended = JobEnded(job_id, self._clock.now(), outcome.succeeded, outcome.reason)
+            ended = JobEnded(job_id, self._clock.now(), outcome.succeeded,
+                             entry.process.failure(outcome))
             self._unreported.append(ended)

@@ -199,7 +199,7 @@ class EmulatedCloud:
         outcome = self._outcome(launch)
         if outcome is None:
             return f"{EMULATED}: running as local pid {launch.process.pid}"
-        return f"{EMULATED}: {outcome.reason}"
+        return f"{EMULATED}: {launch.process.failure(outcome)}"
 
     # -- internals --------------------------------------------------------------------------
     @property

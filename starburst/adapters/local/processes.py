@@ -70,12 +70,16 @@ from starburst.adapters.local.statedir import (
     write_atomically,
 )
 from starburst.core.errors import PermanentError
+from starburst.core.failure import with_output
 from starburst.core.job import Job, job_env
 
 _UNREAPED: set[subprocess.Popen[bytes]] = set()
 _UNREAPED_LOCK = threading.Lock()
 
 CANCELLED_EXIT = -int(signal.SIGTERM)
+#: the log's own header lines (local cluster, emulated cloud), not the job's output
+_HEADERS = ("# starburst local: ", "# emulated cloud: ")
+_TAIL_BYTES = 16384  # enough for the last lines of output, whatever the log's size
 LOST = "the job's process disappeared without an exit status"
 
 # $1 is the job's working directory, the rest the argv that runs the command (with a run-as
@@ -223,6 +227,21 @@ class JobProcess:
             return self.log_path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return ""
+
+    def failure(self, outcome: Outcome) -> str:
+        """The reason of an ended process: its outcome, and for a failure (not a cancel) the
+        last lines of its output (``starburst.core.failure``), read from the log's end."""
+        if outcome.succeeded or outcome.cancelled:
+            return outcome.reason
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(max(0, log.seek(0, os.SEEK_END) - _TAIL_BYTES))
+                text = log.read().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            text = ""
+        output = "".join(line for line in text.splitlines(keepends=True)
+                         if not line.startswith(_HEADERS))
+        return with_output(outcome.reason, output)
 
     def _running(self) -> bool:
         if self._popen is not None:

@@ -24,7 +24,14 @@ from fastapi import APIRouter, Header, HTTPException, Query, Response
 from fastapi.responses import PlainTextResponse
 
 from starburst.adapters.db.holds import team_holds
-from starburst.adapters.db.records import JobNotFound, Principal, Role, StaleVersion, StoredJob
+from starburst.adapters.db.records import (
+    JobEvent,
+    JobNotFound,
+    Principal,
+    Role,
+    StaleVersion,
+    StoredJob,
+)
 from starburst.api.context import ApiContext
 from starburst.api.deps import CallerDep, ContextDep, is_privileged
 from starburst.api.schemas.jobs import (
@@ -40,6 +47,7 @@ from starburst.api.schemas.jobs import (
     when,
 )
 from starburst.core.duration import human
+from starburst.core.failure import cause_of, exit_code_in
 from starburst.core.job import cloud_blocker
 from starburst.core.lifecycle import JobState
 from starburst.core.state_filter import parse_states
@@ -99,12 +107,19 @@ def detail(ctx: ApiContext, stored: StoredJob, *, fresh: bool = False) -> JobDet
     parts = [PlacementPart(node=p.node, node_name=p.node_name, gpus=p.gpus, cpus=p.cpus,
                            memory_mb=p.memory_mb) for p in placement]
     job = stored.job
+    failure = _failure(ctx.store.events(stored.id)) if stored.state is JobState.FAILED else None
     return JobDetail(
         **summary_fields(stored), command=stored.command, cpus=job.cpus,
+        exit_code=exit_code_in(failure) if failure else None, failure=failure,
         memory_mb=job.memory_mb, estimate_s=job.estimate, runtime_s=job.runtime,
         version=stored.version, placement=parts, cloud=runs, cost_so_far=str(cost),
         currency=currency,
     )
+
+
+def _failure(events: list[JobEvent]) -> str | None:
+    """The reason of the event that made the job fail (``starburst.core.failure``)."""
+    return next((e.reason for e in reversed(events) if e.to_state is JobState.FAILED), None)
 
 
 def _owner(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[str, str | None]:
@@ -208,13 +223,15 @@ def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
     """The job's history with each decision's reason, and where its wait budget stands."""
     stored = _visible(ctx, job_id, caller)
     events = ctx.store.events(stored.id)
-    summary, waited = _summary(ctx, stored, events[-1].reason if events else "")
+    summary, waited = _summary(ctx, stored, cause_of(events[-1].reason) if events else "")
     fields = summary_fields(stored)
+    failure = _failure(events) if stored.state is JobState.FAILED else None
     return Explanation(
         id=stored.id, state=stored.state, summary=summary,
         wait_budget_s=fields["wait_budget_s"], never_bursts=fields["never_bursts"],
         waited_s=waited, budget_expires_at=fields["budget_expires_at"],
         predicted_runtime_s=stored.predicted_runtime, events=[EventOut.of(e) for e in events],
+        exit_code=exit_code_in(failure) if failure else None, failure=failure,
     )
 
 

@@ -169,6 +169,10 @@ class JobDetail(JobSummary):
     version: int
     placement: list[PlacementPart]
     cloud: list[CloudRun]
+    exit_code: int | None = Field(default=None, description=(
+        "A failed job's exit code, when its backend reported one."))
+    failure: str | None = Field(default=None, description=(
+        "Why a failed job failed: the cause, then its last lines of output."))
     cost_so_far: str = Field(description=(
         "Cloud money metered in the ledger for this job (launch to end, provisioning "
         "included; a running launch is metered in whole chunks)."))
@@ -207,4 +211,6 @@ class Explanation(BaseModel):
     waited_s: float | None
     budget_expires_at: datetime | None
     predicted_runtime_s: float | None
+    exit_code: int | None = None
+    failure: str | None = None
     events: list[EventOut]
