@@ -167,7 +167,7 @@ def test_a_job_split_over_two_nodes_runs_its_pods_on_both(
     assert wait_for(
         lambda: (
             sorted(
-                (p["spec"].get("nodeName"), p["status"].get("phase"))
+                (p["spec"].get("nodeName") or "", p["status"].get("phase") or "")
                 for p in kubelet.pods_of(ns, "gang")
             )
             == [("gpu-a", "Running"), ("gpu-b", "Running")]

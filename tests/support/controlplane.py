@@ -52,22 +52,16 @@ from typing import Any
 import pytest
 
 from tests.support import controlplane_build as build
-from tests.support.controlplane_process import Process, StartError, free_port
+from tests.support.controlplane_process import (
+    AUDIT_POLICY,
+    CONTROLLERS,
+    Process,
+    StartError,
+    apiserver_args,
+    free_port,
+)
 from tests.support.kubepki import Pki, make_pki
 
-CONTROLLERS = ",".join([
-    "job-controller", "garbage-collector-controller", "namespace-controller",
-    "serviceaccount-controller", "ttl-after-finished-controller",
-    "pod-garbage-collector-controller", "root-ca-certificate-publisher-controller",
-    "clusterrole-aggregation-controller", "resourcequota-controller",
-    "deployment-controller", "replicaset-controller",
-])  # fmt: skip
-AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-- level: Metadata
-"""
 RESTRICTED = {
     "pod-security.kubernetes.io/enforce": "restricted",
     "pod-security.kubernetes.io/enforce-version": "latest",
@@ -154,31 +148,7 @@ class RealKube:
     def _apiserver_args(self, etcd_url: str) -> list[str]:
         policy = self.workdir / "audit-policy.yaml"
         policy.write_text(AUDIT_POLICY)
-        return [
-            f"--etcd-servers={etcd_url}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--secure-port={self.port}",
-            f"--tls-cert-file={self.pki.serving_cert}",
-            f"--tls-private-key-file={self.pki.serving_key}",
-            f"--client-ca-file={self.pki.ca_cert}",
-            f"--token-auth-file={self.pki.token_file}",
-            f"--service-account-key-file={self.pki.sa_public_key}",
-            f"--service-account-signing-key-file={self.pki.sa_private_key}",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            "--api-audiences=https://kubernetes.default.svc.cluster.local",
-            "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=NodeRestriction",
-            "--service-cluster-ip-range=10.0.0.0/24",
-            "--allow-privileged=false",
-            f"--audit-policy-file={policy}",
-            f"--audit-log-path={self.audit_log}",
-            "--audit-log-mode=blocking",
-            "--endpoint-reconciler-type=none",
-            "--enable-priority-and-fairness=false",
-            "--profiling=false",
-            "-v=1",
-        ]
+        return apiserver_args(self.pki, self.port, etcd_url, policy, self.audit_log)
 
     def _start_apiserver(self, etcd_url: str) -> None:
         for attempt in range(3):  # a free port can be taken between probing and binding

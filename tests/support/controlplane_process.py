@@ -1,4 +1,8 @@
-"""The programs of a test control plane, each a child process with its output in a log file.
+"""The programs of a test control plane: their command lines, and each a child process with
+its output in a log file.
+
+``apiserver_args`` is kube-apiserver's command line; ``CONTROLLERS`` the controller manager's
+controllers; ``AUDIT_POLICY`` records every request once, at ``Metadata`` level.
 
 ``Process`` starts one (etcd's stdout stays a pipe: it announces its address there) and stops
 it (SIGTERM, then SIGKILL after 15 s); ``log_tail`` is what a start-up error shows.
@@ -10,6 +14,8 @@ from __future__ import annotations
 import socket
 import subprocess
 from pathlib import Path
+
+from tests.support.kubepki import Pki
 
 
 class StartError(RuntimeError):
@@ -53,3 +59,47 @@ class Process:
         if self.popen.stdout is not None:
             self.popen.stdout.close()
         self._log.close()
+
+
+CONTROLLERS = ",".join([
+    "job-controller", "garbage-collector-controller", "namespace-controller",
+    "serviceaccount-controller", "ttl-after-finished-controller",
+    "pod-garbage-collector-controller", "root-ca-certificate-publisher-controller",
+    "clusterrole-aggregation-controller", "resourcequota-controller",
+    "deployment-controller", "replicaset-controller",
+])  # fmt: skip
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+"""
+
+
+def apiserver_args(pki: Pki, port: int, etcd_url: str, policy: Path, audit_log: Path) -> list[str]:
+    """kube-apiserver's command line: loopback, TLS, tokens, Node+RBAC, audit."""
+    return [
+        f"--etcd-servers={etcd_url}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--tls-cert-file={pki.serving_cert}",
+        f"--tls-private-key-file={pki.serving_key}",
+        f"--client-ca-file={pki.ca_cert}",
+        f"--token-auth-file={pki.token_file}",
+        f"--service-account-key-file={pki.sa_public_key}",
+        f"--service-account-signing-key-file={pki.sa_private_key}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        "--api-audiences=https://kubernetes.default.svc.cluster.local",
+        "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
+        "--service-cluster-ip-range=10.0.0.0/24",
+        "--allow-privileged=false",
+        f"--audit-policy-file={policy}",
+        f"--audit-log-path={audit_log}",
+        "--audit-log-mode=blocking",
+        "--endpoint-reconciler-type=none",
+        "--enable-priority-and-fairness=false",
+        "--profiling=false",
+        "-v=1",
+    ]

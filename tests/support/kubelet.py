@@ -31,6 +31,7 @@ from kubernetes import client
 
 from starburst.adapters.kubernetes.informer import Informer
 from starburst.adapters.kubernetes.quantity import quantity
+from tests.support.podfit import gpus_of, node_matches
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -48,51 +49,6 @@ def _data(response: Any) -> Obj:
         return json.loads(response.data) if response.data else {}
     finally:
         response.release_conn()
-
-
-def _gpus(pod: Obj) -> int:
-    total = 0
-    for container in pod["spec"].get("containers") or ():
-        resources = container.get("resources") or {}
-        value = (resources.get("limits") or {}).get("nvidia.com/gpu") or (
-            resources.get("requests") or {}
-        ).get("nvidia.com/gpu")
-        total += int(quantity(str(value))) if value else 0
-    return total
-
-
-def _matches_expression(labels: dict[str, str], expr: Obj) -> bool:
-    key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-    if op == "In":
-        return labels.get(key) in values
-    if op == "NotIn":
-        return labels.get(key) not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    return False
-
-
-def node_matches(pod: Obj, node: Obj) -> bool:
-    """Does ``node`` satisfy the pod's nodeSelector and required node affinity?"""
-    meta = node["metadata"]
-    labels = meta.get("labels") or {}
-    spec = pod["spec"]
-    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
-        return False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = required.get("nodeSelectorTerms") or []
-    if not terms:
-        return True
-    fields = {"metadata.name": meta["name"]}
-    return any(
-        all(_matches_expression(labels, e) for e in term.get("matchExpressions") or ())
-        and all(_matches_expression(fields, e) for e in term.get("matchFields") or ())
-        for term in terms
-    )
 
 
 class FakeKubelet:
@@ -400,11 +356,11 @@ class FakeKubelet:
         for pod in list(self._pods.cache.values()):
             node = pod["spec"].get("nodeName")
             if node in free and pod["status"].get("phase") not in TERMINAL:
-                free[node] -= _gpus(pod)
+                free[node] -= gpus_of(pod)
         return free
 
     def _bind(self, pod: Obj) -> None:
-        meta, wanted, free = pod["metadata"], _gpus(pod), self._free_gpus()
+        meta, wanted, free = pod["metadata"], gpus_of(pod), self._free_gpus()
         for name in free:
             node = _data(self.core.read_node(name, _preload_content=False))
             if node["spec"].get("unschedulable") or free[name] < wanted:
