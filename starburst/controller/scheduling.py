@@ -32,6 +32,7 @@ from starburst.adapters.db.store import SqlStore
 from starburst.controller.cloudside import CloudSide, cloud_job
 from starburst.controller.queue_view import QueueView, read_all
 from starburst.controller.report import PassReport, backend_job
+from starburst.controller.unstartable import Unstartable
 from starburst.core.capacity import Placement
 from starburst.core.cycle import HOLD_ALL, PassResult, SchedulerConfig, schedule_pass
 from starburst.core.decisions import Burst, Start
@@ -53,7 +54,7 @@ log = logging.getLogger("starburst.controller")
 ACTOR = "controller"
 
 
-class SchedulingLoop(CloudSide):
+class SchedulingLoop(CloudSide, Unstartable):
     """The controller's pass over store, cluster and cloud. One instance per leader term."""
 
     def __init__(
@@ -292,23 +293,6 @@ class SchedulingLoop(CloudSide):
             return False
         self._pending_starts.pop(job_id, None)
         return True
-
-    def _unstartable(self, job_id: str, where: str, exc: Exception, token: int | None,
-                     now: float) -> None:
-        """Fail a job its backend cannot start, once, with the reason; the pass goes on.
-
-        The log line names the job and the error (with the stack for an unexpected one),
-        never the job's command or environment.
-        """
-        if isinstance(exc, PermanentError):
-            reason = f"cannot start {where}: {exc}"
-            log.warning("job %s cannot start %s: %s", job_id, where, exc)
-        else:
-            reason = f"cannot start {where}: internal error ({type(exc).__name__})"
-            log.error("starting job %s %s raised %s", job_id, where, type(exc).__name__,
-                      exc_info=exc)
-        if self._move(job_id, JobState.FAILED, reason, token, now):
-            self.failed_to_start.append(job_id)
 
     def _retry_starts(self, token: int | None, now: float) -> None:
         for job_id, (placement, reason) in list(self._pending_starts.items()):

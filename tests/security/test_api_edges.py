@@ -65,7 +65,7 @@ def api(postgres_url: str) -> Iterator[Api]:
 @pytest.mark.parametrize("change", [
     {"image": "py\x00thon"}, {"name": "a\x00b"}, {"command": "echo a\x00b"},
     {"env": {"TOKEN": "a\x00b"}}, {"team": "m\x00l"}, {"gpu_type": "a\x00"},
-    {"command": ["echo", "a\x00b"]}, {"command": "   "},
+    {"command": ["echo", "a\x00b"]}, {"command": "   "}, {"command": "\ufeff\t\x1c"},
     {"declared_runtime_s": 1e308}, {"cpus": 1e20}, {"memory_mb": 1e300}, {"gpus": 10**12},
     {"command": "x" * (64 * 1024 + 1)}, {"env": {f"V{i}": "x" for i in range(65)}},
     {"env": {"1BAD": "x"}}, {"env": {"V": "x" * (16 * 1024 + 1)}}, {"cpus": True},

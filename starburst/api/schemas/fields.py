@@ -18,6 +18,7 @@ Terms and limits:
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Annotated
 
@@ -39,7 +40,9 @@ INT64_MAX = 2**63 - 1
 #: strings are documented with ``not`` rather than an anchored pattern, which schema-driven
 #: generators can only satisfy slowly
 HAS_NUL = r"\x00"
-BLANK = r"^\s*$"
+#: whitespace as both Python (``str.isspace``: also U+001C–U+001F, U+0085) and JSON Schema's
+#: ECMA-262 regexes (also U+FEFF) read it, so the document and the check agree
+BLANK = r"^[\s\x1c-\x1f\x85\ufeff]*$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 ACCOUNT_NAME = r"^[A-Za-z0-9_.@-]+$"
 
@@ -51,7 +54,7 @@ def _no_nul(value: str) -> str:
 
 
 def _not_blank(value: str) -> str:
-    if not value.strip():
+    if re.fullmatch(BLANK, value):
         raise ValueError("must be a non-empty command")
     return value
 
