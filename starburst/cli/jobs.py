@@ -22,10 +22,12 @@ import json
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 
+from starburst.core.errors import StarburstError
 from starburst.core.failure import cause_of, tail_of
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
@@ -123,10 +125,12 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def finite(limit: float) -> Callable[[float], float]:
+def finite(limit: float) -> Callable[[float | None], float | None]:
     """A typer callback refusing NaN, infinities, negatives and values above ``limit``
     (a usage error, exit 2, before anything is sent)."""
-    def check(value: float) -> float:
+    def check(value: float | None) -> float | None:
+        if value is None:  # not given
+            return None
         if not math.isfinite(value) or not 0 <= value <= limit:
             raise typer.BadParameter(f"must be a finite number from 0 to {limit:g}, got {value}")
         return value
@@ -135,36 +139,76 @@ def finite(limit: float) -> Callable[[float], float]:
 
 
 def submit(
-    command: Annotated[list[str], typer.Argument(help="The command to run, after `--`.")],
-    image: Annotated[str, typer.Option(help="Container image.")],
-    gpus: Annotated[int, typer.Option(help="GPUs (all start together).", min=0, max=4096)] = 1,
+    command: Annotated[list[str] | None, typer.Argument(help=(
+        "A job file (job.yaml), or the command to run after `--`."), show_default=False)]
+    = None,
+    image: Annotated[str | None, typer.Option(help="Container image.")] = None,
+    gpus: Annotated[int | None, typer.Option(help="GPUs (all start together). [default: 1]",
+                                             min=0, max=4096, show_default=False)] = None,
     name: Annotated[str | None, typer.Option(help="A name for the job.")] = None,
     runtime: Annotated[str | None, typer.Option(
         help="Your runtime estimate: 90m, 2h, 1h30m (the policy may predict its own).")] = None,
-    cpus: Annotated[float, typer.Option(help="CPUs.", callback=finite(100_000))] = 0.0,
-    memory_mb: Annotated[float, typer.Option("--memory-mb", help="Memory in MiB.",
-                                             callback=finite(1e9))] = 0.0,
+    cpus: Annotated[float | None, typer.Option(help="CPUs.", callback=finite(100_000))] = None,
+    memory_mb: Annotated[float | None, typer.Option("--memory-mb", help="Memory in MiB.",
+                                                    callback=finite(1e9))] = None,
     gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="e.g. A100.")] = None,
     env: Annotated[list[str] | None, typer.Option(help="NAME=VALUE, repeatable.")] = None,
     team: Annotated[str | None, typer.Option(help="Charge this team.")] = None,
     project: Annotated[str | None, typer.Option(help="Project for cost reports.")] = None,
     key: Annotated[str | None, typer.Option(
         "--idempotency-key", help="Submitting twice with one key makes one job.")] = None,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="Wait for the job to end; exit with its exit code.")] = False,
+    interval: Annotated[float, typer.Option(min=0.1, help="Seconds between looks (--wait).")]
+    = 2.0,
     server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
 ) -> None:
-    """Submit a job: it waits on-prem within its wait budget, then bursts to the cloud."""
-    variables = {}
+    """Submit a job (flags, or a job file: `starburst submit job.yaml`, SkyPilot tasks
+    accepted); it waits on-prem within its wait budget, then bursts to the cloud."""
+    from starburst.cli import jobfile
+
+    args = list(command or [])
+    given: dict[str, Any] = {}
+    if jobfile.looks_like_job_file(args):
+        try:
+            given = jobfile.read(Path(args.pop(0)))
+        except StarburstError as exc:
+            _fail(str(exc), 2)
+    variables = dict(given.get("env") or {})
     for item in env or []:
         name_, sep, value = item.partition("=")
         if not sep or not name_:
             raise typer.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="--env")
         variables[name_] = value
-    body = {"image": image, "command": command, "gpus": gpus, "name": name, "cpus": cpus,
-            "memory_mb": memory_mb, "gpu_type": gpu_type, "env": variables, "team": team,
-            "project": project, "declared_runtime_s": parse_duration(runtime) if runtime else None}
+    flags = {"image": image, "command": args or None, "gpus": gpus, "name": name,
+             "cpus": cpus, "memory_mb": memory_mb, "gpu_type": gpu_type, "team": team,
+             "project": project, "runtime": runtime}
+    body = {**given, **{k: v for k, v in flags.items() if v is not None}, "env": variables}
+    if not body.get("command"):
+        raise typer.BadParameter("give the command after `--`, or `run:` in a job file")
+    if not body.get("image"):
+        raise typer.BadParameter("give --image, or `image:` (`resources.image_id`) in a job "
+                                 "file")
+    body.setdefault("gpus", 1)
+    text = body.pop("runtime", None)
+    if text is not None:
+        body["declared_runtime_s"] = parse_duration(str(text))
     job = call(server, token, "POST", "/v1/jobs", headers={"Idempotency-Key": key} if key else {},
-               json={k: v for k, v in body.items() if v is not None})
+               json=body)
     typer.echo(f"{job['id']}  {job['state']}")
+    if wait:
+        raise typer.Exit(wait_for_end(server, token, job["id"], interval))
+
+
+def wait_for_end(server: str, token: str | None, job_id: str, interval: float) -> int:
+    """Poll until the job has ended; print its final state; its exit code for the shell."""
+    import time
+
+    while True:
+        job = call(server, token, "GET", job_path(job_id))
+        if job["state"] in ("succeeded", "failed", "cancelled"):
+            return final_line(job)
+        time.sleep(interval)
 
 
 def status(
