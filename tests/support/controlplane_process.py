@@ -5,17 +5,23 @@ its output in a log file.
 controllers; ``AUDIT_POLICY`` records every request once, at ``Metadata`` level.
 
 ``Process`` starts one (etcd's stdout stays a pipe: it announces its address there) and stops
-it (SIGTERM, then SIGKILL after 15 s); ``log_tail`` is what a start-up error shows.
+it (SIGTERM, then SIGKILL after 15 s); a child also gets SIGTERM when the process that
+started it dies (Linux ``PR_SET_PDEATHSIG``); ``log_tail`` is what a start-up error shows.
 ``free_port`` probes a free loopback port (callers retry if it is taken before they bind).
 """
 
 from __future__ import annotations
 
+import ctypes
+import signal
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.support.kubepki import Pki
+
+_PR_SET_PDEATHSIG = 1
 
 
 class StartError(RuntimeError):
@@ -28,6 +34,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM it when the test process dies, even by SIGKILL
+    (a killed pytest must not leave a control plane running on a shared machine)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class Process:
     def __init__(self, name: str, argv: list[str], workdir: Path) -> None:
         self.name = name
@@ -38,6 +51,7 @@ class Process:
             stdout=subprocess.PIPE if name == "etcd" else self._log,
             stderr=self._log,
             stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
         )
 
     def alive(self) -> bool:
