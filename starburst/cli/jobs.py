@@ -30,10 +30,14 @@ import typer
 from starburst.core.errors import StarburstError
 from starburst.core.failure import cause_of, tail_of
 
-DEFAULT_SERVER = "http://127.0.0.1:8080"
+#: "not given": resolved by ``starburst.cli.client_config.server_url`` (the config file,
+#: else http://127.0.0.1:$STARBURST_API_PORT, else port 8080).
+DEFAULT_SERVER = ""
 
 ServerOption = Annotated[str, typer.Option(
-    "--server", envvar="STARBURST_SERVER", help="URL of the Starburst REST API.")]
+    "--server", envvar="STARBURST_SERVER", show_default=False, help=(
+        "URL of the Starburst REST API [default: `starburst config`'s server, else "
+        "http://127.0.0.1:$STARBURST_API_PORT, else port 8080]"))]
 TokenOption = Annotated[str | None, typer.Option(
     "--token", envvar="STARBURST_TOKEN", help="API token (see `starburst admin tokens issue`).",
     show_default=False)]
@@ -80,7 +84,13 @@ def call(server: str, token: str | None, method: str, path: str, *, text: bool =
     for a status in ``tolerate``, or exit with one clear line."""
     import httpx
 
-    base = server.rstrip("/")
+    from starburst.cli import client_config
+
+    try:
+        base = client_config.server_url(server).rstrip("/")
+        token = client_config.token(token)
+    except StarburstError as exc:
+        _fail(str(exc), 2)
     headers = dict(kwargs.pop("headers", None) or {})
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -108,7 +118,16 @@ def call(server: str, token: str | None, method: str, path: str, *, text: bool =
 
 
 def _time(value: str | None) -> str:
-    return "-" if not value else value.replace("T", " ")[:19]
+    """An API time (UTC ISO-8601) in the local zone ($TZ honoured), with the zone shown."""
+    if not value:
+        return "-"
+    import time
+    from datetime import UTC, datetime
+
+    time.tzset()  # $TZ as it is now, not as it was when Python started
+    moment = datetime.fromisoformat(value)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def _seconds(value: float | None) -> str:

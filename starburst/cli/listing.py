@@ -35,6 +35,7 @@ from starburst.cli.jobs import (
     table,
 )
 from starburst.core.duration import precise
+from starburst.core.errors import StarburstError
 
 _PAGE = 500
 _WHERE = {
@@ -52,7 +53,13 @@ class Output(StrEnum):
 
 
 OutputOption = Annotated[
-    Output, typer.Option("--output", "-o", help="table, wide, json or yaml.", case_sensitive=False)
+    Output | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="table, wide, json or yaml [default: table, or `starburst config`].",
+        case_sensitive=False,
+    ),
 ]
 WatchOption = Annotated[
     float | None,
@@ -63,6 +70,23 @@ WatchOption = Annotated[
 WatchCountOption = Annotated[
     int | None, typer.Option("--watch-count", envvar="STARBURST_WATCH_COUNT", hidden=True, min=1)
 ]
+
+
+def chosen_output(given: Output | None) -> Output:
+    """``-o``, else ``$STARBURST_OUTPUT``, else ``starburst config``'s output, else table."""
+    from starburst.cli import client_config
+
+    try:
+        chosen = client_config.output(given.value if given else None)
+    except StarburstError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if chosen not in set(Output):
+        typer.echo(
+            f"error: the output format must be one of {', '.join(Output)}, not {chosen!r}", err=True
+        )
+        raise typer.Exit(2)
+    return Output(chosen)
 
 
 def all_pages(server: str, token: str | None, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -215,7 +239,7 @@ def jobs(
     team: Annotated[str | None, typer.Option(help="Only this team's jobs.")] = None,
     name: Annotated[str | None, typer.Option(help="Only names matching this glob: sweep-*")] = None,
     limit: Annotated[int, typer.Option(min=0, help="Show the newest N (0: all).")] = 200,
-    output: OutputOption = Output.TABLE,
+    output: OutputOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Same as -o json.")] = False,
     watch: WatchOption = None,
     watch_count: WatchCountOption = None,
@@ -231,7 +255,7 @@ def jobs(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     states = [s.value for s in chosen] if chosen else ([] if all_ else [s.value for s in ACTIVE])
-    fmt = Output.JSON if as_json else output
+    fmt = Output.JSON if as_json else chosen_output(output)
 
     def draw() -> str:
         rows, hidden = collect(server, token, states, user, team, name, limit)
@@ -241,7 +265,7 @@ def jobs(
 
 
 def queue(
-    output: OutputOption = Output.TABLE,
+    output: OutputOption = None,
     watch: WatchOption = None,
     watch_count: WatchCountOption = None,
     server: ServerOption = DEFAULT_SERVER,
@@ -249,12 +273,14 @@ def queue(
 ) -> None:
     """The waiting line up to your last waiting job (others' jobs: id, size and budget)."""
 
+    fmt = chosen_output(output)
+
     def draw() -> str:
         view = call(server, token, "GET", "/v1/queue")
         rows = [{**e, "plan": e["plan"] + (" (yours)" if e["mine"] else "")} for e in view["jobs"]]
-        if output in (Output.JSON, Output.YAML):
-            return render(view["jobs"], output)
-        text = render(rows, output) if rows else "none of your jobs is waiting"
+        if fmt in (Output.JSON, Output.YAML):
+            return render(view["jobs"], fmt)
+        text = render(rows, fmt) if rows else "none of your jobs is waiting"
         return f"{view['total']} waiting in all\n{text}"
 
     repeat(draw, watch, watch_count)

@@ -21,6 +21,7 @@ GROUPS: dict[str, str] = {
     "predictor": "starburst.cli.predictor:app",
     "admin": "starburst.cli.admin:app",
     "history": "starburst.cli.history:app",
+    "config": "starburst.cli.client_config:app",
 }
 #: top-level commands → "module:function".
 COMMANDS: dict[str, str] = {

@@ -16,14 +16,20 @@ def _settings(config: Path | None, **overrides: object):  # type: ignore[no-unty
     return settings_for(config, **overrides)
 
 
+HostOption = Annotated[str | None, Opt(
+    help="Address the REST API listens on (default 127.0.0.1; else set auth)",
+    show_default=False)]
+
+
 def server(
     config: Annotated[Path | None, Opt(help="YAML settings file (else STARBURST_CONFIG)")] = None,
     port: Annotated[int | None, Opt(help="Port of the REST API")] = None,
+    host: HostOption = None,
 ) -> None:
     """Controller and REST API in one process (the simple default)."""
     from starburst.controller.serve import run
 
-    run(_settings(config, api_port=port), "server")
+    run(_settings(config, api_port=port, api_host=host), "server")
 
 
 def controller(
@@ -39,11 +45,12 @@ def controller(
 def api(
     config: Annotated[Path | None, Opt(help="YAML settings file (else STARBURST_CONFIG)")] = None,
     port: Annotated[int | None, Opt(help="Port of the REST API")] = None,
+    host: HostOption = None,
 ) -> None:
     """The REST API alone (for deployments with separate controller replicas)."""
     from starburst.controller.serve import run
 
-    run(_settings(config, api_port=port), "api")
+    run(_settings(config, api_port=port, api_host=host), "api")
 
 
 def quickstart(

@@ -46,7 +46,7 @@ from starburst.api.schemas.jobs import (
     summary_fields,
     when,
 )
-from starburst.core.duration import human
+from starburst.core.duration import precise
 from starburst.core.failure import cause_of, exit_code_in
 from starburst.core.job import cloud_blocker
 from starburst.core.lifecycle import JobState
@@ -197,19 +197,19 @@ def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str,
     if stored.state in _WAITING:
         waited = max(0.0, now - stored.queued_at)
         if stored.wait_budget is None:
-            return f"waiting {human(waited)}; no wait budget yet (not yet admitted)", waited
+            return f"waiting {precise(waited)}; no wait budget yet (not yet admitted)", waited
         if math.isinf(stored.wait_budget):
             why = cloud_blocker(stored.job) or "cluster-only policy"
-            return f"waiting {human(waited)}; never bursts ({why})", waited
+            return f"waiting {precise(waited)}; never bursts ({why})", waited
         left = stored.queued_at + stored.wait_budget - now
         team = stored.job.team
         if left <= 0 and team is not None:
             held = team_holds(ctx.store, now, team).get(team)
             if held is not None:
-                return f"waiting {human(waited)}, past its budget: {held}", waited
+                return f"waiting {precise(waited)}, past its budget: {held}", waited
         then = "bursts to the cloud" if left > 0 else "budget spent: bursts on the next pass"
-        return (f"waiting {human(waited)} of a {human(stored.wait_budget)} budget; {then}"
-                f"{f' in {human(left)}' if left > 0 else ''} unless GPUs free up on-prem",
+        return (f"waiting {precise(waited)} of a {precise(stored.wait_budget)} budget; {then}"
+                f"{f' in {precise(left)}' if left > 0 else ''} unless GPUs free up on-prem",
                 waited)
     if stored.state is JobState.RUNNING_ONPREM:
         return f"running on-prem since {when(stored.started_at)}: {last_reason}", None
