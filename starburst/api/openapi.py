@@ -59,8 +59,8 @@ DESCRIPTIONS = {
 ROUTE_ERRORS: dict[tuple[str, str], set[str]] = {
     ("post", "/v1/jobs"): {"403", "404", "409"},
     ("get", "/v1/jobs"): {"403"},
-    ("get", "/v1/jobs/{job_id}"): {"404"},
-    ("get", "/v1/jobs/{job_id}/explain"): {"404"},
+    ("get", "/v1/jobs/{job_id}"): {"404", "409"},  # 409: a prefix matching several jobs
+    ("get", "/v1/jobs/{job_id}/explain"): {"404", "409"},
     ("post", "/v1/jobs/{job_id}/cancel"): {"403", "404", "409"},
     ("get", "/v1/jobs/{job_id}/logs"): {"404", "409"},
     ("get", "/v1/costs"): {"403"},
