@@ -8,7 +8,11 @@
    Admission (submitted → queued with a wait budget) writes a whole page of submissions in
    one transaction; the bench compares it with one transaction per job (the baseline) on
    the same store.
-2. Submit → running on-prem with free capacity, end to end through the REST API, the
+2. The same pass (SQLite) quiet, and beside a retrain of the runtime model on 100,000 jobs:
+   in a thread of the same process (the old way) and in a niced child process (what the
+   daemon does, ``predictor.isolated``); training time alone and beside the pass loop.
+   Target: p99 beside retraining within 2× of the quiet p99.
+3. Submit → running on-prem with free capacity, end to end through the REST API, the
    controller (``starburst server`` wiring in-process) and the local cluster: the time from
    the POST until the job's state is running_onprem. Target: < 1 s.
 
@@ -18,11 +22,13 @@ Run: .venv/bin/python bench/controller_bench.py [--quick]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -47,7 +53,12 @@ class Clock:
         return self.t
 
 
-def pass_bench(url: str, label: str, queued: int, nodes: int, passes: int) -> None:
+def full_queue(url: str, queued: int, nodes: int
+               ) -> tuple[SchedulingLoop, SqlStore, Clock, float]:
+    """A loop over ``queued`` admitted jobs and ``nodes`` full 8-GPU nodes; admission time."""
+    from starburst.core.capacity import Part
+    from starburst.core.job import Job
+
     migrate.upgrade(url)
     clock = Clock()
     store = SqlStore.open(url, clock=clock)
@@ -58,9 +69,6 @@ def pass_bench(url: str, label: str, queued: int, nodes: int, passes: int) -> No
     cluster = SimCluster(uniform_nodes(nodes, 8), clock, {s.id or "": 3600.0 for s in specs})
     # a full cluster: long-running jobs hold every GPU, so the queue stays 10,000 deep
     for i in range(nodes):
-        from starburst.core.capacity import Part
-        from starburst.core.job import Job
-
         cluster.start(Job(f"busy{i}", 0.0, 8, runtime=1e9),
                       (Part(i, f"node-{i:04d}", 8, 0.0, 0.0),))
     config = SchedulerConfig(WaitPolicy(PolicyKind.COMPUTE, 10.0), out_of_order=True)
@@ -69,7 +77,11 @@ def pass_bench(url: str, label: str, queued: int, nodes: int, passes: int) -> No
     while store.count(JobState.SUBMITTED):  # admission, at most 500 per pass
         clock.t += 0.001
         loop.run_pass()
-    admit_s = time.perf_counter() - first
+    return loop, store, clock, time.perf_counter() - first
+
+
+def pass_bench(url: str, label: str, queued: int, nodes: int, passes: int) -> None:
+    loop, store, clock, admit_s = full_queue(url, queued, nodes)
     times = []
     for _ in range(passes):
         clock.t += 1
@@ -86,6 +98,67 @@ def pass_bench(url: str, label: str, queued: int, nodes: int, passes: int) -> No
           f"{queued:,} queued / {nodes:,} nodes: p50 {statistics.median(times) * 1e3:6.1f} ms, "
           f"p90 {times[int(len(times) * 0.9)] * 1e3:6.1f} ms  (target p50 < 100 ms); "
           f"with the minutely full re-read {reload_s * 1e3:.0f} ms")
+    store.close()
+
+
+def passes_while(loop: SchedulingLoop, clock: Clock, busy: threading.Event | None,
+                 seconds: float) -> list[float]:
+    """Pass durations, one pass every 50 ms, while ``busy`` is unset (or for ``seconds``)."""
+    times: list[float] = []
+    end = time.monotonic() + seconds
+    while (busy is not None and not busy.is_set()) or (busy is None and time.monotonic() < end):
+        clock.t += 1
+        started = time.perf_counter()
+        loop.run_pass()
+        times.append(time.perf_counter() - started)
+        time.sleep(0.05)
+    return sorted(times)
+
+
+def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: float) -> None:
+    """The pass quiet, then beside a retrain in a thread of this process (the old way) and in
+    a niced child process (``predictor.isolated``, what the daemon does); training alone."""
+    from starburst.predictor.isolated import train_isolated
+    from starburst.predictor.model import TrainParams
+    from starburst.predictor.training import train_artifact
+    from starburst.predictor.workload import WorkloadSpec, generate
+
+    jobs = generate(WorkloadSpec(jobs=train_jobs, users=400, teams=30, seed=0))
+    params = TrainParams(threads=1)
+    loop, store, clock, _ = full_queue(url, queued, nodes)
+    model = Path(tempfile.mkdtemp()) / "model.joblib"
+    kinds = {"in-process thread": lambda: train_artifact(jobs, params),
+             "niced child": lambda: train_isolated(jobs, model, params)}
+    started = time.perf_counter()
+    kinds["niced child"]()
+    alone = time.perf_counter() - started
+    print(f"   training on {train_jobs:,} jobs alone (niced child): {alone:.1f} s")
+    quiet = passes_while(loop, clock, None, quiet_s)
+
+    def line(label: str, t: list[float], extra: str = "") -> None:
+        p99 = t[min(len(t) - 1, int(len(t) * 0.99))]
+        print(f"   pass {label:<28} {len(t):5d} passes: p50 {statistics.median(t) * 1e3:6.1f} ms,"
+              f" p99 {p99 * 1e3:7.1f} ms ({p99 / q99:.1f}× quiet p99){extra}")
+
+    q99 = quiet[min(len(quiet) - 1, int(len(quiet) * 0.99))]
+    line("quiet", quiet)
+    for kind, train in kinds.items():
+        done = threading.Event()
+        took: list[float] = []
+
+        def run(train: Callable[[], object] = train, done: threading.Event = done,
+                took: list[float] = took) -> None:
+            t0 = time.perf_counter()
+            train()
+            took.append(time.perf_counter() - t0)
+            done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        times = passes_while(loop, clock, done, 0.0)
+        line(f"beside retrain ({kind})", times, f"; training {took[0]:.1f} s "
+             f"({took[0] / alone:.1f}× alone)")
+    print("   (target: p99 beside retraining within 2× of quiet; the machine is shared, so "
+          "read the ratios)")
     store.close()
 
 
@@ -173,7 +246,11 @@ def main() -> None:
         if server is not None:
             admission_bench(fresh_database(server, "admit"), "PostgreSQL", 500)
         admission_bench(f"sqlite:///{tmp}/admit.db", "SQLite", 500)
-    print("2. end-to-end latency")
+    print(f"2. the pass beside retraining (SQLite; load average {os.getloadavg()[0]:.1f})")
+    with tempfile.TemporaryDirectory() as tmp:
+        retrain_bench(f"sqlite:///{tmp}/retrain.db", queued, nodes,
+                      20_000 if args.quick else 100_000, 10.0 if args.quick else 30.0)
+    print("3. end-to-end latency")
     latency_bench(5 if args.quick else 20)
 
 

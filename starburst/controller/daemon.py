@@ -228,8 +228,9 @@ class Controller:
         self.tuning.record(self.cluster, self.config, self.settings, self.clock.now())
 
     def retrain(self) -> None:
-        """Retrain the runtime model on the store's history (one thread: the loop keeps its
-        core) and switch the estimator to it; a failure keeps the current estimator."""
+        """Retrain the runtime model on the store's history (in a niced child process with one
+        thread: the loop keeps its core and the interpreter lock) and switch the estimator to
+        it; a failure keeps the current estimator."""
         from starburst.predictor.estimator import load_estimator
         from starburst.predictor.model import TrainParams
         from starburst.predictor.store import completed_jobs, train_from_store
@@ -238,7 +239,8 @@ class Controller:
         if path is None or self._stopping.is_set():
             return
         try:
-            artifact = train_from_store(self.store, path, params=TrainParams(threads=1))
+            artifact = train_from_store(self.store, path, params=TrainParams(threads=1),
+                                        isolated=True)
             loaded = load_estimator(path, completed_jobs(self.store, 10_000))
         except StarburstError as exc:
             log.warning("retraining skipped: %s", exc)

@@ -78,10 +78,17 @@ def completed_jobs(store: PredictorStore, limit: int = DEFAULT_LIMIT) -> list[Jo
 
 def train_from_store(store: PredictorStore, path: str | Path, *, limit: int = DEFAULT_LIMIT,
                      params: TrainParams | None = None, trained_at: datetime | None = None,
-                     activate: bool = True) -> ModelArtifact:
-    """Train on the store's history, write the artifact, register it as the active version."""
-    artifact = train_artifact(completed_jobs(store, limit), params, trained_at)
-    save_artifact(artifact, path)
+                     activate: bool = True, isolated: bool = False) -> ModelArtifact:
+    """Train on the store's history, write the artifact, register it as the active version
+    (``isolated``: train in a niced child process, ``predictor.isolated``)."""
+    jobs = completed_jobs(store, limit)
+    if isolated:
+        from starburst.predictor.isolated import train_isolated
+
+        artifact = train_isolated(jobs, path, params, trained_at).artifact
+    else:
+        artifact = train_artifact(jobs, params, trained_at)
+        save_artifact(artifact, path)
     store.register_model(MODEL_NAME, artifact.version, trained_on=artifact.jobs,
                          metrics=artifact.metrics, artifact_uri=str(path), activate=activate)
     return artifact

@@ -1,0 +1,68 @@
+"""Training in a niced child process (``predictor.isolated``): the child really is another,
+lower-priority process, its artifact is the one loaded, and a refusal keeps its message."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from starburst.adapters.db.engine import create_engine
+from starburst.adapters.db.store import SqlStore, create_schema
+from starburst.core.job import Job
+from starburst.predictor.artifact import load_artifact
+from starburst.predictor.history import HistoryIndex
+from starburst.predictor.isolated import NICE, train_isolated
+from starburst.predictor.model import TrainingError
+from starburst.predictor.store import MODEL_NAME, train_from_store
+from starburst.predictor.training import train_artifact
+from tests.predictor.conftest import SMALL
+from tests.predictor.test_store import finish_jobs
+from tests.support.databases import ManualClock
+
+WHEN = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> SqlStore:
+    engine = create_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    create_schema(engine)
+    return SqlStore(engine, clock=ManualClock())
+
+
+def test_child_runs_niced_and_its_artifact_is_loaded(
+    split: tuple[list[Job], list[Job]], tmp_path: Path
+) -> None:
+    train, test = split
+    path = tmp_path / "model.joblib"
+    result = train_isolated(train, path, SMALL, WHEN)
+    assert result.pid != os.getpid()
+    assert result.nice >= min(os.nice(0) + NICE, 19) > os.nice(0)
+    assert result.artifact.version == load_artifact(path).version
+    # the same model the parent would have trained (deterministic boosting)
+    local = train_artifact(train, SMALL, WHEN)
+    assert result.artifact.version == local.version
+    history = HistoryIndex(train)
+    assert np.allclose(
+        result.artifact.model.predict(test, history).value, local.model.predict(test, history).value
+    )
+
+
+def test_refusal_keeps_its_message(split: tuple[list[Job], list[Job]], tmp_path: Path) -> None:
+    with pytest.raises(TrainingError, match="at least 50 completed jobs"):
+        train_isolated(split[0][:10], tmp_path / "model.joblib", SMALL)
+    assert not (tmp_path / "model.joblib").exists()
+
+
+def test_store_training_isolated_registers_the_childs_model(
+    store: SqlStore, tmp_path: Path
+) -> None:
+    finish_jobs(store, 90)
+    path = tmp_path / "model.joblib"
+    artifact = train_from_store(store, path, params=SMALL, isolated=True)
+    active = store.active_model(MODEL_NAME)
+    assert active is not None and active.version == artifact.version
+    assert load_artifact(path).version == artifact.version
