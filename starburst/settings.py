@@ -98,6 +98,12 @@ class Settings(BaseSettings):
         "raise an alert once per month per team: a log line, a metric, a Kubernetes Event.")
     budget_webhook: str | None = Field(
         default=None, description="URL that budget alerts are POSTed to as JSON.")
+    max_job_cloud_price: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="Ceiling on one job's cloud "
+        "$/h: a submission whose cheapest cloud quote is above it is refused (422).")
+    max_team_cloud_price: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="Ceiling on a team's cloud $/h: "
+        "its jobs in the cloud now plus the new job's quote; above it, refused (422).")
     # serving
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8080, ge=0, le=65535)

@@ -32,6 +32,7 @@ from starburst.adapters.db.records import (
     StaleVersion,
     StoredJob,
 )
+from starburst.api import ceilings
 from starburst.api.context import ApiContext
 from starburst.api.deps import CallerDep, ContextDep, is_privileged
 from starburst.api.schemas.jobs import (
@@ -150,6 +151,7 @@ def submit(
     user, team = _owner(ctx, body, caller)
     key = f"{user}/{idempotency_key}" if idempotency_key else None
     spec = body.to_spec(user, team)
+    ceilings.check(ctx, spec)
     if ctx.submissions is not None:  # committed together with concurrent submissions
         result = ctx.submissions.submit(spec, key, caller.user)
     else:

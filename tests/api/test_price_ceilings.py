@@ -1,0 +1,56 @@
+"""Per-job and per-team ceilings on cloud $/h: a submission above one is refused (422) with
+the price, through the real CLI against a served app (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from typer.testing import CliRunner
+
+from starburst.adapters.db.records import CloudLaunch, JobSpec
+from starburst.cli.main import build_app
+from starburst.core.lifecycle import JobState
+
+CEILINGS = {"settings": {"max_job_cloud_price": 10.0, "max_team_cloud_price": 12.0}}
+
+
+def run(args: list[str], env: dict[str, str]):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(build_app(args), args, env=env, catch_exceptions=False)
+
+
+@pytest.mark.parametrize(
+    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
+@pytest.mark.parametrize("api_options", [CEILINGS], indirect=True)
+def test_submissions_over_a_ceiling_are_refused_with_the_price(api) -> None:  # type: ignore[no-untyped-def]
+    env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
+    submit = ["submit", "--image", "i", "--gpu-type", "A100"]
+    big = run([*submit, "--gpus", "4", "--", "true"], env)  # 4 × $3.00 (gcp) = $12/h
+    assert big.exit_code == 1 and big.stdout == ""
+    assert big.stderr == (
+        "error: this job would cost $12.00/h in the cloud (A100:4 at emulated gcp), "
+        "above the per-job ceiling of $10.00/h (HTTP 422)\n"
+    )
+    assert api.store.queue(limit=5, states=()).jobs == []
+
+    ok = run([*submit, "--gpus", "2", "--", "true"], env)  # $6/h
+    assert ok.exit_code == 0, ok.stderr
+
+    # team ml already runs $8/h in the cloud: a $6/h job would take it to $14 > $12
+    running = api.store.submit(JobSpec(gpus=2, user="alice", team="ml")).job.id
+    for state in (JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD):
+        api.store.transition(running, state, reason="t", actor="controller")
+    api.store.record_launch(CloudLaunch(running, "l1", "aws", "A100:2", Decimal("8.00")))
+    team = run([*submit, "--gpus", "2", "--", "true"], env)
+    assert team.exit_code == 1
+    assert team.stderr == (
+        "error: team ml runs $8.00/h in the cloud now; this job ($6.00/h, A100:2 at emulated gcp) "
+        "would take it above its ceiling of $12.00/h (HTTP 422)\n"
+    )
+    bobs = run(
+        [*submit, "--gpus", "2", "--", "true"], {**env, "STARBURST_TOKEN": api.tokens["bob"]}
+    )  # team vision: nothing running
+    assert bobs.exit_code == 0, bobs.stderr
+    onprem_only = run(["submit", "--image", "i", "--gpus", "0", "--", "true"], env)
+    assert onprem_only.exit_code == 0  # no GPUs: nothing to price
