@@ -1,8 +1,11 @@
 """The ``starburst`` command: one entry point, with command groups loaded only when used.
 
 Each group lives in its own module under ``starburst.cli`` and is imported when its name is
-on the command line (or for ``--help``), so ``starburst simulate`` never pays for SQLAlchemy
-or scikit-learn imports. Errors meant for people (``StarburstError``) print one line to stderr
+on the command line, so ``starburst simulate`` never pays for SQLAlchemy or scikit-learn
+imports. ``starburst --help`` (and ``starburst`` alone) prints ``SUMMARIES``, a static copy of
+each command's first line of help, without importing typer or any command module (start-up
+in tens of milliseconds instead of hundreds); a test keeps it equal to the commands' own help.
+Errors meant for people (``StarburstError``) print one line to stderr
 and exit 2; nothing prints a traceback for bad input.
 """
 
@@ -10,10 +13,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import TYPE_CHECKING
 
-import typer
+if TYPE_CHECKING:
+    import typer
 
-from starburst.core.errors import StarburstError
+HELP = "Cost-aware scheduler for hybrid-cloud GPU clusters."
 
 #: command group name → "module:attribute" of its typer app.
 GROUPS: dict[str, str] = {
@@ -46,15 +51,60 @@ COMMANDS: dict[str, str] = {
 }
 
 
+#: command or group name → the start of its help (its docstring's first paragraph).
+SUMMARIES: dict[str, str] = {
+    "simulate": "Simulate one scheduler configuration over a trace and print its cost and JCT.",
+    "sweep": "Policies × budgets (× loads) on every core",
+    "tune": "Replay history under each candidate setting and recommend the cheapest within the "
+            "JCT tolerance (and the knee of the Pareto front)",
+    "demo": "The simulator demo: the paper's policy comparison and a Pareto plot, in under a "
+            "minute.",
+    "synth": "Write a synthetic trace (the paper artifact's generator) in the project's CSV "
+             "format.",
+    "server": "Controller and REST API in one process (the simple default).",
+    "controller": "The controller alone, with its probes and metrics (for deployments).",
+    "api": "The REST API alone (for deployments with separate controller replicas).",
+    "quickstart": "Starburst end to end on this machine in about a minute: local GPUs, "
+                  "emulated cloud.",
+    "submit": "Submit a job (flags, or a job file: `starburst submit job.yaml`, SkyPilot tasks "
+              "accepted)",
+    "jobs": "Your active jobs, newest last: queue position, wait budget left, where each goes.",
+    "queue": "The waiting line up to your last waiting job (others' jobs: id, size and budget).",
+    "status": "A job's state, times, estimate, wait budget, placement and cost so far.",
+    "explain": "Why a job is where it is: its history with the reason for every decision.",
+    "logs": "What a job printed, from where it ran (on-prem, or its latest cloud launch).",
+    "cancel": "Cancel waiting or running jobs (the controller stops them on its next pass).",
+    "costs": "Cloud spend and on-prem use, grouped",
+    "doctor": "Check the database, Kubernetes, SkyPilot, prices, the runtime model and "
+              "leadership.",
+    "db": "Create and migrate the database (PostgreSQL or SQLite).",
+    "predictor": "Runtime predictor: train, evaluate, show.",
+    "admin": "Users, API tokens and team budgets (runs locally on the database).",
+    "history": "The controller's history, for the simulator (runs locally).",
+    "config": "Show or set the CLI's server URL, token and output format.",
+}
+
+
+def static_help() -> str:
+    """The top-level help, from ``SUMMARIES`` (no typer, no command module imported)."""
+    width = max(len(name) for name in SUMMARIES)
+    lines = [f"  {name:<{width}}  {SUMMARIES[name]}" for name in (*COMMANDS, *GROUPS)]
+    return ("Usage: starburst [OPTIONS] COMMAND [ARGS]...\n\n" + HELP + "\n\nOptions:\n"
+            "  --help  Show this message and exit.\n\nCommands:\n" + "\n".join(lines)
+            + "\n\nRun `starburst COMMAND --help` for a command's options.\n")
+
+
 def _load(target: str) -> object:
     module, attr = target.split(":")
     return getattr(importlib.import_module(module), attr)
 
 
 def build_app(argv: list[str] | None = None) -> typer.Typer:
+    import typer
+
     app = typer.Typer(
         name="starburst",
-        help="Cost-aware scheduler for hybrid-cloud GPU clusters.",
+        help=HELP,
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -62,7 +112,7 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
 
     @app.callback()
     def _root() -> None:
-        """Cost-aware scheduler for hybrid-cloud GPU clusters."""
+        """Cost-aware scheduler for hybrid-cloud GPU clusters."""  # = HELP
 
     wanted = next((a for a in (argv or []) if not a.startswith("-")), None)
     for name, target in COMMANDS.items():
@@ -76,8 +126,13 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if args in ([], ["--help"]):
+        sys.stdout.write(static_help())
+        raise SystemExit(0 if args else 2)  # as typer's no_args_is_help
+    from starburst.core.errors import StarburstError
+
     try:
         build_app(args)(args, prog_name="starburst")
     except StarburstError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
