@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
 from starburst.adapters.db import migrate
@@ -14,12 +15,22 @@ from starburst.adapters.local import LocalCluster
 from starburst.adapters.skypilot import Backoff, SkyPilotCloud
 from starburst.adapters.skypilot.outcomes import NO_CLOUD
 from starburst.controller.daemon import Controller
+from starburst.controller.serve import server_app
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import CloudStatus
 from starburst.pricing import load_price_table
 from starburst.settings import Settings
+from tests.api.conftest import LiveServer
 from tests.cloud.fake_sky import ClusterNotUpError, FakeSky
+
+
+def readyz(app: object) -> httpx.Response:
+    served = LiveServer(app).start()
+    try:
+        return httpx.get(f"{served.url}/readyz", timeout=10)
+    finally:
+        served.stop()
 
 
 class ManualClock:
@@ -153,12 +164,16 @@ def test_the_controller_holds_jobs_on_prem_while_no_cloud_is_enabled(tmp_path: P
         assert states.count(JobState.BURSTING) == 1  # refused once, then held: no loop
         assert controller.health().degraded == NO_CLOUD
         assert fake.calls.launches == []
+        ready = readyz(server_app(settings, controller))
+        assert ready.status_code == 200
+        assert ready.json()["status"] == "degraded" and ready.json()["checks"]["cloud"] == NO_CLOUD
         fake.enabled = ["AWS"]  # `sky check` found credentials
         for _ in range(35):
             clock.t += 1.0
             controller.run_pass()
         assert store.get(job).state is JobState.BURSTING
         assert controller.health().degraded is None
+        assert readyz(server_app(settings, controller)).json()["status"] == "ready"
         ((_, task),) = fake.calls.launches
         assert task.clouds == {"aws"}
     finally:
