@@ -87,6 +87,18 @@ def test_only_options_on_enabled_clouds_are_launched() -> None:
     assert task.clouds == {"gcp"} and name.endswith("-1")  # option 1, named as such
 
 
+def test_failover_skips_clouds_that_are_not_enabled() -> None:
+    fake, clock = FakeSky(), ManualClock()
+    fake.enabled = ["Azure"]  # A100: azure, then gcp, then aws
+    fake.no_capacity = {"azure"}
+    cloud = make(fake, clock)
+    cloud.launch(gpu_job(), "burst")
+    assert poll_n(cloud, "t/no-cloud", clock, n=5) is CloudStatus.FAILED
+    assert [task.clouds for _, task in fake.calls.launches] == [{"azure"}]
+    reason = cloud.reason(cloud.handle("t/no-cloud"))
+    assert reason.startswith("no capacity on any allowed option; last: azure")
+
+
 def test_enabled_clouds_that_price_nothing_for_the_job_refuse_it_naming_both() -> None:
     fake, clock = FakeSky(), ManualClock()
     fake.enabled = ["Kubernetes"]

@@ -6,6 +6,8 @@ workers answer on a loaded machine) and stops it with ``sky api stop`` at the en
 the duration of one test (``HOME``, ``SKYPILOT_API_SERVER_ENDPOINT``), restored afterwards.
 Without the ``sky`` command the tier skips, except under ``CI``, where it fails.
 ``STARBURST_TEST_SKY_SERVER=HOME:PORT`` reuses a server already running (while developing).
+The Kubernetes-infra module enables Kubernetes on that shared server, so it runs last
+(``pytest_collection_modifyitems``); every other test sees a server with no infra.
 """
 
 from __future__ import annotations
@@ -21,10 +23,20 @@ from typing import Any
 
 import pytest
 
-from tests.skypilot_real.server import SkyServer, free_port, sky_binary
+from tests.skypilot_real.server import SkyServer, server_port, sky_binary
 from tests.support.waiting import wait_for
 
 WARM_TIMEOUT_S = 240.0
+
+
+LAST_MODULE = "test_kubernetes_infra"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The module that enables Kubernetes on the shared server runs after everything else."""
+    items.sort(
+        key=lambda item: item.module is not None and item.module.__name__.endswith(LAST_MODULE)
+    )
 
 
 def _import_sky() -> ModuleType:
@@ -63,8 +75,12 @@ def sky_server() -> Iterator[SkyServer]:
         return
     # not pytest's tmp_path: a concurrent pytest run may prune those while the server runs
     home = Path(tempfile.mkdtemp(prefix="starburst-sky-"))
-    server = SkyServer(home, free_port(), binary)
-    server.start()
+    server = SkyServer(home, server_port(), binary)
+    try:
+        server.start()
+    except BaseException:
+        shutil.rmtree(home, ignore_errors=True)
+        raise
     try:
         with pytest.MonkeyPatch.context() as patch:
             for key, value in server.env.items():

@@ -21,10 +21,21 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 START_TIMEOUT_S = 240.0
+# Offline stand-ins for what SkyPilot fetches or checks before it uses Kubernetes infra:
+# - the accelerator-name catalog it downloads from GitHub on first use (validating a task with
+#   GPUs needs it), reduced to the GPUs the tests name;
+# - ``socat`` and ``nc``, which ``sky check`` requires even when the networking mode
+#   (``nodeport``, set in the server's config) never runs them: executable stubs on its PATH.
+ACCELERATORS_CSV = (
+    "AcceleratorName,Clouds\n"
+    "A100,\"['AWS', 'Azure', 'GCP', 'Kubernetes']\"\n"
+    "H100,\"['AWS', 'Azure', 'GCP', 'Kubernetes']\"\n"
+)
 
 
 class SkyServerError(RuntimeError):
@@ -40,6 +51,24 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def queue_port(port: int) -> int:
+    """The port SkyPilot's server (0.14) binds its request queue on, derived from its own."""
+    return 50000 + (11 + port - 46580) % 10000
+
+
+def server_port() -> int:
+    """A free port whose request-queue port is free too (else the server dies at start)."""
+    for _ in range(50):
+        port = free_port()
+        with socket.socket() as sock:
+            try:
+                sock.bind(("localhost", queue_port(port)))
+            except OSError:
+                continue
+        return port
+    raise SkyServerError("no free port pair for a SkyPilot API server")
 
 
 @dataclass
@@ -83,17 +112,51 @@ class SkyServer:
             check=False,
         )
 
+    def prepare(self) -> None:
+        """What an offline test server needs before it starts (see ``KUBERNETES_READY``)."""
+        stubs = self.home / "bin"
+        stubs.mkdir(parents=True, exist_ok=True)
+        for name in ("socat", "nc"):
+            stub = stubs / name
+            stub.write_text(
+                "#!/bin/sh\n# SkyPilot checks this exists; nodeport networking "
+                "never runs it\nexit 0\n"
+            )
+            stub.chmod(0o755)
+        self.extra_env["PATH"] = f"{stubs}{os.pathsep}{os.environ.get('PATH', '')}"
+        sky_dir = self.home / ".sky"
+        catalog = sky_dir / "catalogs" / "v8" / "common" / "accelerators.csv"
+        catalog.parent.mkdir(parents=True, exist_ok=True)
+        catalog.write_text(ACCELERATORS_CSV)
+        (sky_dir / "config.yaml").write_text("kubernetes:\n  networking: nodeport\n")
+
     def start(self) -> None:
+        self.prepare()
         started = time.monotonic()
         done = self.cli(
             "api", "start", "--host", "127.0.0.1", "--port", str(self.port), timeout=START_TIMEOUT_S
         )
-        if done.returncode != 0:
+        # `sky api start` gives a server 60 s to answer; a loaded machine may need longer, and
+        # the server keeps starting after the command gave up: wait for it here
+        if done.returncode != 0 and not self._healthy_within(START_TIMEOUT_S):
+            self.stop()
             raise SkyServerError(
                 f"sky api start failed ({done.returncode}): "
                 f"{done.stdout[-800:]}{done.stderr[-800:]}{self.log_tail()}"
             )
         self.started_in = time.monotonic() - started
+
+    def _healthy_within(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.endpoint}/api/health", timeout=5) as reply:
+                    if reply.status == 200:
+                        return True
+            except OSError:
+                pass
+            time.sleep(1.0)
+        return False
 
     def stop(self) -> None:
         self.cli("api", "stop", timeout=120.0)

@@ -370,10 +370,17 @@ class SkyPilotCloud:
             self._end(launch, CloudStatus.FAILED, failure.reason)
 
     def _fail_over(self, launch: Launch, why: str) -> None:
-        if launch.option + 1 >= len(launch.options):
+        """To the next option on a cloud SkyPilot has enabled (never to one it has not)."""
+        enabled = self._enabled().known
+        left = [
+            k
+            for k in range(launch.option + 1, len(launch.options))
+            if enabled is None or launch.options[k].price.cloud in enabled
+        ]
+        if not left:
             self._end(launch, CloudStatus.FAILED, f"no capacity on any allowed option; last: {why}")
             return
-        launch.option += 1
+        launch.option = left[0]
         launch.cloud_job_id, launch.failures = None, 0
         launch.reason = f"{why}; failing over to {launch.current.where}"
         self._send_launch(launch)
