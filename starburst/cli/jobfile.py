@@ -2,8 +2,8 @@
 
 Two shapes, one file may mix them:
 - Starburst's own keys, named as the flags: ``image``, ``gpus``, ``gpu_type``, ``name``,
-  ``runtime`` (``2h``), ``cpus``, ``memory_mb``, ``env`` (a mapping), ``team``, ``project``,
-  ``command`` (a string or a list of arguments).
+  ``runtime`` (``2h``), ``time_limit`` (``2h``, a hard limit), ``cpus``, ``memory_mb``,
+  ``env`` (a mapping), ``team``, ``project``, ``command`` (a string or a list of arguments).
 - A SkyPilot task, accepted as is: ``name``, ``run`` (and ``setup``, run first),
   ``envs``, ``resources.accelerators`` (``A100:2``, ``{A100: 2}``, or a list of which the
   first is taken), ``resources.cpus`` / ``memory`` (``8``, ``8+``; memory in GB),
@@ -34,6 +34,7 @@ OWN = (
     "team",
     "project",
     "command",
+    "time_limit",
 )
 SKY = ("run", "setup", "envs", "resources", "num_nodes")
 _REFUSED = {

@@ -167,6 +167,9 @@ def submit(
     name: Annotated[str | None, typer.Option(help="A name for the job.")] = None,
     runtime: Annotated[str | None, typer.Option(
         help="Your runtime estimate: 90m, 2h, 1h30m (the policy may predict its own).")] = None,
+    time_limit: Annotated[str | None, typer.Option(
+        "--time-limit", help="A hard limit: the job is ended when it has run this long (2h)."
+    )] = None,
     cpus: Annotated[float | None, typer.Option(help="CPUs.", callback=finite(100_000))] = None,
     memory_mb: Annotated[float | None, typer.Option("--memory-mb", help="Memory in MiB.",
                                                     callback=finite(1e9))] = None,
@@ -201,7 +204,7 @@ def submit(
         variables[name_] = value
     flags = {"image": image, "command": args or None, "gpus": gpus, "name": name,
              "cpus": cpus, "memory_mb": memory_mb, "gpu_type": gpu_type, "team": team,
-             "project": project, "runtime": runtime}
+             "project": project, "runtime": runtime, "time_limit": time_limit}
     body = {**given, **{k: v for k, v in flags.items() if v is not None}, "env": variables}
     if not body.get("command"):
         raise typer.BadParameter("give the command after `--`, or `run:` in a job file")
@@ -209,9 +212,10 @@ def submit(
         raise typer.BadParameter("give --image, or `image:` (`resources.image_id`) in a job "
                                  "file")
     body.setdefault("gpus", 1)
-    text = body.pop("runtime", None)
-    if text is not None:
-        body["declared_runtime_s"] = parse_duration(str(text))
+    for given_as, sent_as in (("runtime", "declared_runtime_s"), ("time_limit", "time_limit_s")):
+        text = body.pop(given_as, None)
+        if text is not None:
+            body[sent_as] = parse_duration(str(text))
     job = call(server, token, "POST", "/v1/jobs", headers={"Idempotency-Key": key} if key else {},
                json=body)
     typer.echo(f"{job['id']}  {job['state']}")

@@ -27,6 +27,7 @@ image cannot run in a container and is a ``PermanentError`` naming what is missi
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +37,7 @@ from starburst.adapters.kubernetes.pinning import pinned_scheduling
 from starburst.core.capacity import Placement, describe_placement
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job, job_env
+from starburst.core.time_limit import time_limit_of
 
 _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 CONTAINER = "main"
@@ -89,6 +91,12 @@ def job_manifest(
     }
     if job.gpu_type:
         pod_spec["nodeSelector"] = {conventions.gpu_type_label: job.gpu_type}
+    spec: dict[str, Any] = {
+        "suspend": False, "parallelism": pods, "completions": pods, "backoffLimit": 0,
+        "template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec},
+    }
+    if (limit := time_limit_of(job)) is not None:  # the hard --time-limit
+        spec["activeDeadlineSeconds"] = max(1, math.ceil(limit))
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {
@@ -99,10 +107,7 @@ def job_manifest(
                 "starburst.io/started-at": conv.rfc3339(now),
             },
         },
-        "spec": {
-            "suspend": False, "parallelism": pods, "completions": pods, "backoffLimit": 0,
-            "template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec},
-        },
+        "spec": spec,
     }
 
 

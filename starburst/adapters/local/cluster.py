@@ -49,8 +49,10 @@ from starburst.adapters.local.isolation import RunAs
 from starburst.adapters.local.processes import JobProcess, adopt, spawn, spawn_record
 from starburst.adapters.local.statedir import job_dirname, job_from_json, job_to_json
 from starburst.adapters.local.watch import EndWatch
+from starburst.core import time_limit
 from starburst.core.capacity import CapacityIndex, Node, Part, Placement
 from starburst.core.errors import PermanentError, TransientError
+from starburst.core.failure import with_output
 from starburst.core.job import Job
 from starburst.core.ports import Clock, ClusterSnapshot, JobEnded, RunningJob
 from starburst.wallclock import WallClock
@@ -64,6 +66,7 @@ class _Running:
     running: RunningJob
     process: JobProcess
     slots: tuple[int, ...]
+    timed_out: bool = False
 
 
 class LocalCluster:
@@ -228,8 +231,13 @@ class LocalCluster:
         self._watch.add(process.pid, process.token)
 
     def _reap(self) -> None:
+        now = self._clock.now()
         for job_id in list(self._running):
             entry = self._running[job_id]
+            running = entry.running
+            if not entry.timed_out and time_limit.expired(running.job, running.started_at, now):
+                entry.timed_out = True  # killed like a cancel; reported as its own failure
+                entry.process.kill()
             outcome = entry.process.poll()
             if outcome is None:
                 continue
@@ -238,6 +246,9 @@ class LocalCluster:
             for i in entry.slots:
                 if i < len(self._slots):
                     self._slots[i] = None
-            ended = JobEnded(job_id, self._clock.now(), outcome.succeeded,
-                             entry.process.failure(outcome))
+            why = entry.process.failure(outcome)
+            if entry.timed_out:
+                why = with_output(time_limit.reason(running.job), entry.process.output_tail())
+            ended = JobEnded(job_id, self._clock.now(), outcome.succeeded and not entry.timed_out,
+                             why)
             self._unreported.append(ended)

@@ -233,15 +233,18 @@ class JobProcess:
         last lines of its output (``starburst.core.failure``), read from the log's end."""
         if outcome.succeeded or outcome.cancelled:
             return outcome.reason
+        return with_output(outcome.reason, self.output_tail())
+
+    def output_tail(self) -> str:
+        """The end of the job's output (the log's own header lines left out)."""
         try:
             with self.log_path.open("rb") as log:
                 log.seek(max(0, log.seek(0, os.SEEK_END) - _TAIL_BYTES))
                 text = log.read().decode("utf-8", errors="replace")
         except FileNotFoundError:
             text = ""
-        output = "".join(line for line in text.splitlines(keepends=True)
-                         if not line.startswith(_HEADERS))
-        return with_output(outcome.reason, output)
+        return "".join(line for line in text.splitlines(keepends=True)
+                       if not line.startswith(_HEADERS))
 
     def _running(self) -> bool:
         if self._popen is not None:

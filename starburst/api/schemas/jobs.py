@@ -32,6 +32,7 @@ from starburst.api.schemas.fields import (
     Label256,
 )
 from starburst.core.lifecycle import JobState
+from starburst.core.time_limit import TIME_LIMIT
 
 Name = Annotated[str, Field(min_length=1, max_length=256)]
 
@@ -57,6 +58,9 @@ class JobSubmit(BaseModel):
     memory_mb: float = Field(default=0.0, ge=0, le=MAX_MEMORY_MB, strict=True)
     gpu_type: Label64 | None = None
     declared_runtime_s: float | None = Field(default=None, gt=0, le=MAX_RUNTIME_S, strict=True)
+    time_limit_s: float | None = Field(default=None, gt=0, le=MAX_RUNTIME_S, strict=True,
+                                       description="A hard limit: the job is ended when it "
+                                       "has run this long (on-prem).")
     env: EnvVars = Field(default_factory=dict)
     team: AccountName | None = None
     user: AccountName | None = None
@@ -80,6 +84,8 @@ class JobSubmit(BaseModel):
             extra["env"] = json.dumps(self.env, sort_keys=True)
         if self.project:
             extra["project"] = self.project
+        if self.time_limit_s is not None:
+            extra[TIME_LIMIT] = f"{self.time_limit_s:g}"
         return JobSpec(
             gpus=self.gpus, name=self.name, user=user, team=team, image=self.image,
             command=self.command_line(), cpus=self.cpus, memory_mb=self.memory_mb,

@@ -1,0 +1,121 @@
+"""``--time-limit``: a hard limit, enforced on-prem. The local cluster kills a job that has
+run its limit and reports it failed with that reason; a Kubernetes Job carries it as
+``activeDeadlineSeconds``. Through the real CLI against a served app."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from starburst.adapters.kubernetes.conversion import Conventions
+from starburst.adapters.kubernetes.manifest import job_manifest
+from starburst.adapters.local import LocalCluster
+from starburst.controller.scheduling import SchedulingLoop
+from starburst.core.capacity import Part
+from starburst.core.cycle import SchedulerConfig
+from starburst.core.job import Job
+from starburst.core.lifecycle import JobState
+from starburst.core.policy import PolicyKind, WaitPolicy
+from tests.api.conftest import LiveServer, build_api
+from tests.api.test_cli import run
+from tests.support.databases import ManualClock
+from tests.support.waiting import wait_for
+
+BOTH = pytest.mark.parametrize(
+    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
+
+
+@BOTH
+def test_the_local_cluster_kills_a_job_at_its_time_limit(  # type: ignore[no-untyped-def]
+    db_url: str,
+    clock: ManualClock,
+    resources: ExitStack,
+    open_store: Callable[[str], Any],
+    serve: Callable[[Any], LiveServer],
+    tmp_path: Path,
+) -> None:
+    store = open_store(db_url)
+    cluster = LocalCluster(tmp_path / "cluster", 2, clock=clock, grace=0.5)
+    loop = SchedulingLoop(
+        store,
+        cluster,
+        None,
+        clock,
+        SchedulerConfig(WaitPolicy(PolicyKind.INFINITE), out_of_order=True),
+    )
+    api = build_api(db_url, store, clock, resources, serve)
+    env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
+    made = run(
+        [
+            "submit",
+            "--image",
+            "i",
+            "--time-limit",
+            "5s",
+            "--runtime",
+            "1h",
+            "--",
+            "sh",
+            "-c",
+            "echo started; sleep 60",
+        ],
+        env,
+    )
+    assert made.exit_code == 0, made.stderr
+    limited = made.stdout.split()[0]
+    free = run(["submit", "--image", "i", "--", "sh", "-c", "sleep 60"], env).stdout.split()[0]
+    assert free != limited
+    assert store.get(limited).job.extra["time_limit_s"] == "5"
+
+    def running() -> bool:
+        loop.run_pass()
+        return all(store.get(j).state is JobState.RUNNING_ONPREM for j in (limited, free))
+
+    assert wait_for(running)
+    assert wait_for(lambda: "started" in cluster.logs(limited))
+    loop.run_pass()
+    assert store.get(limited).state is JobState.RUNNING_ONPREM  # not yet: no time has passed
+    clock.advance(5)
+
+    def ended() -> bool:
+        loop.run_pass()
+        return store.get(limited).state.terminal
+
+    assert wait_for(ended)
+    shown = json.loads(run(["status", limited, "--json"], env).stdout)
+    assert shown["state"] == "failed"
+    assert (
+        shown["failure"] == "failed on-prem: time limit 5s reached: killed; last output:\nstarted"
+    )
+    assert store.get(free).state is JobState.RUNNING_ONPREM  # no limit: still running
+    cluster.cancel(free)
+    assert wait_for(lambda: not cluster.snapshot().running)
+
+
+def test_a_kubernetes_job_carries_its_time_limit_as_active_deadline() -> None:
+    job = Job("j1", 0.0, 1, extra={"command": "x", "image": "i", "time_limit_s": "90.5"})
+    body = job_manifest(job, (Part(0, "n1", 1, 0.0, 0.0),), "r", 0.0, "d", Conventions())
+    assert body["spec"]["activeDeadlineSeconds"] == 91
+    plain = Job("j2", 0.0, 1, extra={"command": "x", "image": "i"})
+    assert (
+        "activeDeadlineSeconds"
+        not in job_manifest(plain, (Part(0, "n1", 1, 0.0, 0.0),), "r", 0.0, "d", Conventions())[
+            "spec"
+        ]
+    )
+
+
+def test_a_bad_time_limit_is_a_usage_error(api) -> None:  # type: ignore[no-untyped-def]
+    env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
+    bad = run(["submit", "--image", "i", "--time-limit", "soon", "--", "true"], env)
+    assert bad.exit_code == 2 and "is not a duration" in bad.stderr
+    zero = api.client("alice").post(
+        "/v1/jobs", json={"image": "i", "command": "true", "gpus": 1, "time_limit_s": 0}
+    )
+    assert zero.status_code == 422
