@@ -7,12 +7,12 @@ Two shapes, one file may mix them:
 - A SkyPilot task, accepted as is: ``name``, ``run`` (and ``setup``, run first),
   ``envs``, ``resources.accelerators`` (``A100:2``, ``{A100: 2}``, or a list of which the
   first is taken), ``resources.cpus`` / ``memory`` (``8``, ``8+``; memory in GB),
-  ``resources.image_id`` (``docker:pytorch/pytorch:2.4``), ``num_nodes: 1``.
+  ``resources.image_id`` (``docker:pytorch/pytorch:2.4``), ``num_nodes: 1``, ``workdir``
+  (relative to the file; the local cluster runs the job there, it is not synced to a cloud).
 
 Flags given on the command line win over the file. Keys Starburst cannot honour are refused
-with the reason, never silently dropped: ``workdir`` and ``file_mounts`` (the code is not
-synced: put it in the image), ``num_nodes`` above 1; any other unknown key lists the known
-ones.
+with the reason, never silently dropped: ``file_mounts`` (put the files in the image),
+``num_nodes`` above 1; any other unknown key lists the known ones.
 """
 
 from __future__ import annotations
@@ -35,11 +35,10 @@ OWN = (
     "project",
     "command",
     "time_limit",
+    "workdir",
 )
 SKY = ("run", "setup", "envs", "resources", "num_nodes")
 _REFUSED = {
-    "workdir": "`workdir` is not synced by Starburst yet: put the code in the image "
-    "(or give an absolute path in the command)",
     "file_mounts": "`file_mounts` is not supported: put the files in the image",
 }
 _RESOURCES = ("accelerators", "cpus", "memory", "image_id", "cloud", "region", "use_spot")
@@ -76,6 +75,8 @@ def _fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
             f"job file {path}: num_nodes must be 1 (a job's GPUs are gang-scheduled by `gpus`)"
         )
     out = {k: data[k] for k in OWN if data.get(k) is not None}
+    if "workdir" in out:  # relative to the file, as SkyPilot reads it
+        out["workdir"] = str((path.parent / str(out["workdir"])).absolute())
     if "run" in data:
         script = [str(data[k]).strip() for k in ("setup", "run") if data.get(k)]
         out.setdefault("command", "\n".join(script))

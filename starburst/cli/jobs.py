@@ -170,6 +170,9 @@ def submit(
     time_limit: Annotated[str | None, typer.Option(
         "--time-limit", help="A hard limit: the job is ended when it has run this long (2h)."
     )] = None,
+    workdir: Annotated[Path | None, typer.Option(
+        help="Run in this directory (local cluster; made absolute). Must be readable by the "
+        "user local jobs run as.", show_default=False)] = None,
     cpus: Annotated[float | None, typer.Option(help="CPUs.", callback=finite(100_000))] = None,
     memory_mb: Annotated[float | None, typer.Option("--memory-mb", help="Memory in MiB.",
                                                     callback=finite(1e9))] = None,
@@ -204,7 +207,8 @@ def submit(
         variables[name_] = value
     flags = {"image": image, "command": args or None, "gpus": gpus, "name": name,
              "cpus": cpus, "memory_mb": memory_mb, "gpu_type": gpu_type, "team": team,
-             "project": project, "runtime": runtime, "time_limit": time_limit}
+             "project": project, "runtime": runtime, "time_limit": time_limit,
+             "workdir": str(workdir.absolute()) if workdir else None}
     body = {**given, **{k: v for k, v in flags.items() if v is not None}, "env": variables}
     if not body.get("command"):
         raise typer.BadParameter("give the command after `--`, or `run:` in a job file")

@@ -95,7 +95,6 @@ def test_starburst_keys_in_a_job_file(api, tmp_path: Path) -> None:  # type: ign
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("image: i\nrun: x\nworkdir: .\n", "`workdir` is not synced by Starburst yet"),
         ("image: i\nrun: x\nfile_mounts: {}\n", "`file_mounts` is not supported"),
         ("image: i\nrun: x\nnum_nodes: 2\n", "num_nodes must be 1"),
         ("image: i\nrun: x\ngpu: 2\n", "unknown key 'gpu'; known: image, gpus"),

@@ -115,3 +115,35 @@ def work_dir(run_as: RunAs, name: str) -> Path:
     os.lchown(directory, run_as.uid, run_as.gid)
     os.chmod(directory, PRIVATE_DIR)
     return directory
+
+
+def usable_workdir(path: str, run_as: RunAs | None) -> Path:
+    """The job's own ``--workdir`` once checked: an absolute path to a directory that the
+    user the job runs as (``run_as``, else this process's user) can enter and list, every
+    parent included. Anything else is a ``ConfigError`` with the reason and the fix."""
+    directory = Path(path)
+    who = f"local jobs' user {run_as.user} (uid {run_as.uid})" if run_as else "this user"
+    if not directory.is_absolute():
+        raise ConfigError(f"workdir {path!r} must be an absolute path")
+    if not directory.is_dir():
+        raise ConfigError(f"workdir {path} is not a directory on this machine")
+    for part in [directory, *directory.parents]:
+        if not _allows(part, run_as, os.R_OK | os.X_OK if part == directory else os.X_OK):
+            raise ConfigError(f"workdir {path} is not readable by {who}: {part} does not let "
+                              "it in (make the directory and its parents world-readable, "
+                              "e.g. chmod o+rx, or put the code in a shared directory)")
+    return directory
+
+
+def _allows(path: Path, run_as: RunAs | None, wanted: int) -> bool:
+    if run_as is None:
+        return os.access(path, wanted)
+    info = os.stat(path)
+    if info.st_uid == run_as.uid:
+        bits = (info.st_mode >> 6) & 0o7
+    elif info.st_gid == run_as.gid:
+        bits = (info.st_mode >> 3) & 0o7
+    else:
+        bits = info.st_mode & 0o7
+    need = (4 if wanted & os.R_OK else 0) | (1 if wanted & os.X_OK else 0)
+    return bits & need == need

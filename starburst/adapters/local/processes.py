@@ -55,6 +55,7 @@ from starburst.adapters.local.isolation import (
     RunAs,
     job_environment,
     private_dir,
+    usable_workdir,
     work_dir,
 )
 from starburst.adapters.local.statedir import (
@@ -69,7 +70,7 @@ from starburst.adapters.local.statedir import (
     read_json,
     write_atomically,
 )
-from starburst.core.errors import PermanentError
+from starburst.core.errors import ConfigError, PermanentError
 from starburst.core.failure import with_output
 from starburst.core.job import Job, job_env
 
@@ -79,6 +80,7 @@ _UNREAPED_LOCK = threading.Lock()
 CANCELLED_EXIT = -int(signal.SIGTERM)
 #: the log's own header lines (local cluster, emulated cloud), not the job's output
 _HEADERS = ("# starburst local: ", "# emulated cloud: ")
+WORKDIR = "workdir"  # Job.extra key: the directory the job runs in (``--workdir``)
 _TAIL_BYTES = 16384  # enough for the last lines of output, whatever the log's size
 LOST = "the job's process disappeared without an exit status"
 
@@ -280,9 +282,15 @@ def spawn(
     token = uuid.uuid4().hex
     private_dir(state_dir)
     directory = private_dir(state_dir / job_dirname(job.id))
-    workdir = work_dir(run_as, f"{job_dirname(job.id)}-{token[:16]}") if run_as else directory
+    home = work_dir(run_as, f"{job_dirname(job.id)}-{token[:16]}") if run_as else directory
+    workdir = home
+    if wanted := job.extra.get(WORKDIR):  # the job's own: its code is there; HOME stays private
+        try:
+            workdir = usable_workdir(wanted, run_as)
+        except ConfigError as exc:
+            raise PermanentError(f"job {job.id} cannot start: {exc}") from None
     fixed = {**extra_env, "STARBURST_JOB_ID": job.id, procfs.TOKEN_VAR: token}
-    env = job_environment(job_vars, workdir, fixed)
+    env = job_environment(job_vars, home, fixed)
     prefix = run_as.command_prefix() if run_as else []
     for stale in (PID, EXIT_CODE, CANCELLED):  # left by an attempt that never ran
         (directory / stale).unlink(missing_ok=True)

@@ -58,6 +58,9 @@ class JobSubmit(BaseModel):
     memory_mb: float = Field(default=0.0, ge=0, le=MAX_MEMORY_MB, strict=True)
     gpu_type: Label64 | None = None
     declared_runtime_s: float | None = Field(default=None, gt=0, le=MAX_RUNTIME_S, strict=True)
+    workdir: Annotated[str, Field(min_length=1, max_length=4096, pattern=r"^/[^\x00]*$")] | None = (
+        Field(default=None, description="An absolute directory the job runs in (local "
+              "cluster; it must be readable by the user local jobs run as)."))
     time_limit_s: float | None = Field(default=None, gt=0, le=MAX_RUNTIME_S, strict=True,
                                        description="A hard limit: the job is ended when it "
                                        "has run this long (on-prem).")
@@ -84,6 +87,8 @@ class JobSubmit(BaseModel):
             extra["env"] = json.dumps(self.env, sort_keys=True)
         if self.project:
             extra["project"] = self.project
+        if self.workdir is not None:
+            extra["workdir"] = self.workdir
         if self.time_limit_s is not None:
             extra[TIME_LIMIT] = f"{self.time_limit_s:g}"
         return JobSpec(
