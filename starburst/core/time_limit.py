@@ -2,7 +2,9 @@
 plans with), ends the job when it has run that long.
 
 Terms: the limit is seconds of running, counted from the start on-prem (the local cluster
-kills the process group; Kubernetes ends the Job through ``activeDeadlineSeconds``). It
+kills the process group; Kubernetes ends the Job through ``activeDeadlineSeconds``); in the
+cloud from the launch (the emulated cloud kills it) or from the run's start (a SkyPilot task
+runs its command under ``timeout``, exit code 124). It
 travels in ``Job.extra[TIME_LIMIT]`` as text, as every backend's extras do.
 """
 
@@ -33,5 +35,9 @@ def expired(job: Job, started_at: float, now: float) -> bool:
 
 
 def reason(job: Job) -> str:
-    limit = time_limit_of(job)
-    return f"time limit {precise(limit or 0)} reached: killed"
+    return killed_after(time_limit_of(job) or 0.0)
+
+
+def killed_after(limit: float) -> str:
+    """The cause of a job ended at its limit."""
+    return f"time limit {precise(limit)} reached: killed"

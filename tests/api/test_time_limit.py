@@ -119,3 +119,92 @@ def test_a_bad_time_limit_is_a_usage_error(api) -> None:  # type: ignore[no-unty
         "/v1/jobs", json={"image": "i", "command": "true", "gpus": 1, "time_limit_s": 0}
     )
     assert zero.status_code == 422
+
+
+def test_the_emulated_cloud_ends_a_burst_job_at_its_time_limit(  # type: ignore[no-untyped-def]
+    db_url: str,
+    clock: ManualClock,
+    resources: ExitStack,
+    open_store: Callable[[str], Any],
+    serve: Callable[[Any], LiveServer],
+    tmp_path: Path,
+) -> None:
+    from starburst.adapters.local import EmulatedCloud
+
+    store = open_store(db_url)
+    cluster = LocalCluster(tmp_path / "cluster", 1, clock=clock)
+    cloud = EmulatedCloud(tmp_path / "cloud", clock=clock, grace=0.5)
+    loop = SchedulingLoop(
+        store,
+        cluster,
+        cloud,
+        clock,
+        SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True),
+    )
+    api = build_api(db_url, store, clock, resources, serve)
+    env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
+    made = run(
+        [
+            "submit",
+            "--image",
+            "i",
+            "--gpus",
+            "2",
+            "--gpu-type",
+            "A100",
+            "--time-limit",
+            "1m",
+            "--",
+            "sh",
+            "-c",
+            "echo up; sleep 60",
+        ],
+        env,
+    )  # 2 GPUs: bursts at once
+    job_id = made.stdout.split()[0]
+
+    def running() -> bool:
+        loop.run_pass()
+        return store.get(job_id).state is JobState.RUNNING_CLOUD
+
+    assert wait_for(running)
+    assert wait_for(lambda: "up" in cloud.logs(cloud_handle(store, job_id)))
+    clock.advance(60)
+
+    def ended() -> bool:
+        loop.run_pass()
+        return store.get(job_id).state.terminal
+
+    assert wait_for(ended)
+    failure = json.loads(run(["status", job_id, "--json"], env).stdout)["failure"]
+    assert failure == (
+        "cloud run failed: emulated: time limit 1m reached: killed; last output:\nup"
+    )
+
+
+def cloud_handle(store, job_id: str):  # type: ignore[no-untyped-def]
+    from starburst.core.ports import CloudHandle
+
+    launch = store.launches(job_id)[-1]
+    return CloudHandle(job_id, launch.name, launch.request_id, launch.cloud_job_id)
+
+
+def test_a_skypilot_task_runs_its_command_under_timeout() -> None:
+    from starburst.adapters.skypilot import build_task, launch_options
+    from starburst.pricing import load_price_table
+    from tests.cloud.fake_sky import FakeSky
+
+    job = Job(
+        "t",
+        0.0,
+        1,
+        gpu_type="A100",
+        extra={"command": "python train.py --x 'a b'", "time_limit_s": "90.5"},
+    )
+    option = launch_options(job, load_price_table())[0]
+    task = build_task(FakeSky(), job, option, "n")
+    assert task.kwargs["run"] == (
+        "timeout --kill-after=30 91 /bin/sh -c 'python train.py --x '\"'\"'a b'\"'\"''"
+    )
+    plain = Job("p", 0.0, 1, gpu_type="A100", extra={"command": "python train.py"})
+    assert build_task(FakeSky(), plain, option, "n").kwargs["run"] == "python train.py"

@@ -44,8 +44,10 @@ from starburst.adapters.local.isolation import RunAs
 from starburst.adapters.local.processes import JobProcess, Outcome, adopt, spawn, spawn_record
 from starburst.adapters.local.statedir import LOG, job_dirname
 from starburst.adapters.local.watch import EndWatch
+from starburst.core import time_limit
 from starburst.core.billing import BilledLaunch
 from starburst.core.errors import PermanentError
+from starburst.core.failure import with_output
 from starburst.core.job import Job
 from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
 from starburst.pricing import PriceTable, default_price_table
@@ -64,6 +66,8 @@ class _Launch:
     process: JobProcess
     launched_at: float
     ended_at: float | None = None
+    time_limit: float | None = None  # --time-limit, from the launch
+    timed_out: bool = False  # killed at its --time-limit: a failure, not a cancel
 
 
 class EmulatedCloud:
@@ -144,7 +148,8 @@ class EmulatedCloud:
         env = {"CUDA_VISIBLE_DEVICES": "", "STARBURST_EMULATED": "1"}
         process = spawn(job, self._root, env, header, record, self._grace, self._run_as)
         handle = CloudHandle(job.id, name, None, f"{EMULATED}-pid-{process.pid}")
-        self._remember(_Launch(job.id, job.team, quote, handle, process, now))
+        self._remember(_Launch(job.id, job.team, quote, handle, process, now,
+                               time_limit=time_limit.time_limit_of(job)))
         return handle
 
     def poll(self, handle: CloudHandle) -> CloudStatus:
@@ -154,8 +159,10 @@ class EmulatedCloud:
         outcome = self._outcome(launch)
         if outcome is None:
             return CloudStatus.RUNNING
-        if outcome.cancelled:
+        if outcome.cancelled and not launch.timed_out:
             return CloudStatus.CANCELLED
+        if launch.timed_out:
+            return CloudStatus.FAILED
         return CloudStatus.SUCCEEDED if outcome.succeeded else CloudStatus.FAILED
 
     def cancel(self, handle: CloudHandle) -> None:
@@ -199,6 +206,10 @@ class EmulatedCloud:
         outcome = self._outcome(launch)
         if outcome is None:
             return f"{EMULATED}: running as local pid {launch.process.pid}"
+        if launch.timed_out:
+            limit = launch.time_limit or 0.0
+            why = with_output(time_limit.killed_after(limit), launch.process.output_tail())
+            return f"{EMULATED}: {why}"
         return f"{EMULATED}: {launch.process.failure(outcome)}"
 
     # -- internals --------------------------------------------------------------------------
@@ -215,6 +226,10 @@ class EmulatedCloud:
     def _outcome(self, launch: _Launch) -> Outcome | None:
         """The launch's outcome (None while it runs), dating its end the first time it is seen."""
         process = launch.process
+        if (not launch.timed_out and process.outcome is None and launch.time_limit is not None
+                and self._clock.now() - launch.launched_at >= launch.time_limit):
+            launch.timed_out = True
+            process.kill()
         outcome = process.poll()
         if outcome is not None and launch.ended_at is None:
             now = self._clock.now()

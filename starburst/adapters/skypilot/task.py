@@ -27,13 +27,16 @@ allowed clouds, or a malformed field is a ``PermanentError`` with the reason.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from starburst.adapters.skypilot.api import SkyApi
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job, job_env
+from starburst.core.time_limit import time_limit_of
 from starburst.pricing import PriceOption, PriceTable, canonical_gpu
 
 NAME_PREFIX = "starburst-"
@@ -119,6 +122,8 @@ def build_task(api: SkyApi, job: Job, option: LaunchOption, name: str) -> Any:
         common["disk_size"] = _int(job, "disk_gb", disk)
     infras = [f"{option.price.cloud}/{r}" for r in option.regions] or [option.price.cloud]
     resources = [api.Resources(infra=infra, **common) for infra in infras]
+    if (limit := time_limit_of(job)) is not None:  # the hard --time-limit: exit code 124
+        command = f"timeout --kill-after=30 {math.ceil(limit)} /bin/sh -c {shlex.quote(command)}"
     return api.Task(
         name=name,
         run=command,
