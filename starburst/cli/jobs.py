@@ -182,6 +182,9 @@ def submit(
     project: Annotated[str | None, typer.Option(help="Project for cost reports.")] = None,
     key: Annotated[str | None, typer.Option(
         "--idempotency-key", help="Submitting twice with one key makes one job.")] = None,
+    array: Annotated[str | None, typer.Option(
+        "--array", help="One job per index: 0-99, 1,4,7 (index in $STARBURST_ARRAY_INDEX).",
+        show_default=False)] = None,
     wait: Annotated[bool, typer.Option(
         "--wait", help="Wait for the job to end; exit with its exit code.")] = False,
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between looks (--wait).")]
@@ -220,11 +223,35 @@ def submit(
         text = body.pop(given_as, None)
         if text is not None:
             body[sent_as] = parse_duration(str(text))
+    if array is not None:
+        if wait:
+            raise typer.BadParameter("--wait is not supported with --array yet")
+        submit_array(server, token, body, array, key)
+        return
     job = call(server, token, "POST", "/v1/jobs", headers={"Idempotency-Key": key} if key else {},
                json=body)
     typer.echo(f"{job['id']}  {job['state']}")
     if wait:
         raise typer.Exit(wait_for_end(server, token, job["id"], interval))
+
+
+def submit_array(server: str, token: str | None, body: dict[str, Any], spec: str,
+                 key: str | None) -> None:
+    """Submit one job per index of ``spec`` (``starburst.cli.arrays``)."""
+    from starburst.cli.arrays import INDEX_VAR, indices
+
+    try:
+        chosen = indices(spec)
+    except StarburstError as exc:
+        _fail(str(exc), 2)
+    base = body.get("name") or "array"
+    for index in chosen:
+        element = {**body, "name": f"{base}-{index}",
+                   "env": {**body.get("env", {}), INDEX_VAR: str(index)}}
+        job = call(server, token, "POST", "/v1/jobs", json=element,
+                   headers={"Idempotency-Key": f"{key}-{index}"} if key else {})
+        typer.echo(f"{job['id']}  {job['state']}  {element['name']}")
+    typer.echo(f"submitted {len(chosen)} jobs: {base}-{chosen[0]} … {base}-{chosen[-1]}")
 
 
 def wait_for_end(server: str, token: str | None, job_id: str, interval: float) -> int:
