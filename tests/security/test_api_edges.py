@@ -69,7 +69,7 @@ def api(postgres_url: str) -> Iterator[Api]:
     {"declared_runtime_s": 1e308}, {"cpus": 1e20}, {"memory_mb": 1e300}, {"gpus": 10**12},
     {"command": "x" * (64 * 1024 + 1)}, {"env": {f"V{i}": "x" for i in range(65)}},
     {"env": {"1BAD": "x"}}, {"env": {"V": "x" * (16 * 1024 + 1)}}, {"cpus": True},
-    {"declared_runtime_s": "60"},
+    {"declared_runtime_s": "60"}, {"gpus": 365.0}, {"gpus": "2"}, {"gpus": True},
 ])
 def test_bad_job_fields_are_422_naming_the_field(api: Api, change: dict[str, Any]) -> None:
     answer = api.call("alice", "POST", "/v1/jobs", json={**JOB, **change})

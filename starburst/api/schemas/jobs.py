@@ -52,7 +52,7 @@ class JobSubmit(BaseModel):
 
     image: Label256
     command: CommandText | CommandArgs
-    gpus: int = Field(ge=0, le=MAX_GPUS)
+    gpus: int = Field(ge=0, le=MAX_GPUS, strict=True)  # strict: 2.0 is not a GPU count
     name: Label256 | None = None
     cpus: float = Field(default=0.0, ge=0, le=MAX_CPUS, strict=True)  # strict: no true → 1.0
     memory_mb: float = Field(default=0.0, ge=0, le=MAX_MEMORY_MB, strict=True)
