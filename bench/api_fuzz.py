@@ -47,12 +47,19 @@ def main() -> int:
         store.save_user("fuzz-admin", team="ml")
         app = create_app(Settings(database_url=url), store, auth=True)
         started = time.perf_counter()
-        result = fuzz(app, lambda: store.issue_token("fuzz-admin", Role.ADMIN).secret,
-                      max_examples=args.examples, seed=args.seed, time_limit=args.time_limit)
+        result = fuzz(
+            app,
+            lambda: store.issue_token("fuzz-admin", Role.ADMIN).secret,
+            max_examples=args.examples,
+            seed=args.seed,
+            time_limit=args.time_limit,
+        )
         seconds = time.perf_counter() - started
         store.close()
-    print(f"schemathesis on PostgreSQL, {args.examples} examples per operation and mode, "
-          f"seed {args.seed}, {seconds:.0f} s")
+    print(
+        f"schemathesis on PostgreSQL, {args.examples} examples per operation and mode, "
+        f"seed {args.seed}, {seconds:.0f} s"
+    )
     print(result.summary())
     return 0
 

@@ -53,8 +53,7 @@ class Clock:
         return self.t
 
 
-def full_queue(url: str, queued: int, nodes: int
-               ) -> tuple[SchedulingLoop, SqlStore, Clock, float]:
+def full_queue(url: str, queued: int, nodes: int) -> tuple[SchedulingLoop, SqlStore, Clock, float]:
     """A loop over ``queued`` admitted jobs and ``nodes`` full 8-GPU nodes; admission time."""
     from starburst.core.capacity import Part
     from starburst.core.job import Job
@@ -62,15 +61,17 @@ def full_queue(url: str, queued: int, nodes: int
     migrate.upgrade(url)
     clock = Clock()
     store = SqlStore.open(url, clock=clock)
-    specs = [JobSpec(id=f"q{i:05d}", gpus=1 + i % 4, declared_runtime=3600.0)
-             for i in range(queued)]
+    specs = [
+        JobSpec(id=f"q{i:05d}", gpus=1 + i % 4, declared_runtime=3600.0) for i in range(queued)
+    ]
     for start in range(0, queued, 1000):
-        store.submit_many(specs[start:start + 1000])
+        store.submit_many(specs[start : start + 1000])
     cluster = SimCluster(uniform_nodes(nodes, 8), clock, {s.id or "": 3600.0 for s in specs})
     # a full cluster: long-running jobs hold every GPU, so the queue stays 10,000 deep
     for i in range(nodes):
-        cluster.start(Job(f"busy{i}", 0.0, 8, runtime=1e9),
-                      (Part(i, f"node-{i:04d}", 8, 0.0, 0.0),))
+        cluster.start(
+            Job(f"busy{i}", 0.0, 8, runtime=1e9), (Part(i, f"node-{i:04d}", 8, 0.0, 0.0),)
+        )
     config = SchedulerConfig(WaitPolicy(PolicyKind.COMPUTE, 10.0), out_of_order=True)
     loop = SchedulingLoop(store, cluster, SimCloud(clock, 2.5), clock, config)
     first = time.perf_counter()
@@ -94,15 +95,18 @@ def pass_bench(url: str, label: str, queued: int, nodes: int, passes: int) -> No
     loop.run_pass()
     reload_s = time.perf_counter() - started
     times.sort()
-    print(f"   {label:<11} admit {queued:,} submissions: {admit_s:6.2f} s;  steady pass over "
-          f"{queued:,} queued / {nodes:,} nodes: p50 {statistics.median(times) * 1e3:6.1f} ms, "
-          f"p90 {times[int(len(times) * 0.9)] * 1e3:6.1f} ms  (target p50 < 100 ms); "
-          f"with the minutely full re-read {reload_s * 1e3:.0f} ms")
+    print(
+        f"   {label:<11} admit {queued:,} submissions: {admit_s:6.2f} s;  steady pass over "
+        f"{queued:,} queued / {nodes:,} nodes: p50 {statistics.median(times) * 1e3:6.1f} ms, "
+        f"p90 {times[int(len(times) * 0.9)] * 1e3:6.1f} ms  (target p50 < 100 ms); "
+        f"with the minutely full re-read {reload_s * 1e3:.0f} ms"
+    )
     store.close()
 
 
-def passes_while(loop: SchedulingLoop, clock: Clock, busy: threading.Event | None,
-                 seconds: float) -> list[float]:
+def passes_while(
+    loop: SchedulingLoop, clock: Clock, busy: threading.Event | None, seconds: float
+) -> list[float]:
     """Pass durations, one pass every 50 ms, while ``busy`` is unset (or for ``seconds``)."""
     times: list[float] = []
     end = time.monotonic() + seconds
@@ -127,8 +131,10 @@ def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: f
     params = TrainParams(threads=1)
     loop, store, clock, _ = full_queue(url, queued, nodes)
     model = Path(tempfile.mkdtemp()) / "model.joblib"
-    kinds = {"in-process thread": lambda: train_artifact(jobs, params),
-             "niced child": lambda: train_isolated(jobs, model, params)}
+    kinds = {
+        "in-process thread": lambda: train_artifact(jobs, params),
+        "niced child": lambda: train_isolated(jobs, model, params),
+    }
     started = time.perf_counter()
     kinds["niced child"]()
     alone = time.perf_counter() - started
@@ -137,8 +143,10 @@ def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: f
 
     def line(label: str, t: list[float], extra: str = "") -> None:
         p99 = t[min(len(t) - 1, int(len(t) * 0.99))]
-        print(f"   pass {label:<28} {len(t):5d} passes: p50 {statistics.median(t) * 1e3:6.1f} ms,"
-              f" p99 {p99 * 1e3:7.1f} ms ({p99 / q99:.1f}× quiet p99){extra}")
+        print(
+            f"   pass {label:<28} {len(t):5d} passes: p50 {statistics.median(t) * 1e3:6.1f} ms,"
+            f" p99 {p99 * 1e3:7.1f} ms ({p99 / q99:.1f}× quiet p99){extra}"
+        )
 
     q99 = quiet[min(len(quiet) - 1, int(len(quiet) * 0.99))]
     line("quiet", quiet)
@@ -146,8 +154,11 @@ def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: f
         done = threading.Event()
         took: list[float] = []
 
-        def run(train: Callable[[], object] = train, done: threading.Event = done,
-                took: list[float] = took) -> None:
+        def run(
+            train: Callable[[], object] = train,
+            done: threading.Event = done,
+            took: list[float] = took,
+        ) -> None:
             t0 = time.perf_counter()
             train()
             took.append(time.perf_counter() - t0)
@@ -155,10 +166,15 @@ def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: f
 
         threading.Thread(target=run, daemon=True).start()
         times = passes_while(loop, clock, done, 0.0)
-        line(f"beside retrain ({kind})", times, f"; training {took[0]:.1f} s "
-             f"({took[0] / alone:.1f}× alone)")
-    print("   (target: p99 beside retraining within 2× of quiet; the machine is shared, so "
-          "read the ratios)")
+        line(
+            f"beside retrain ({kind})",
+            times,
+            f"; training {took[0]:.1f} s ({took[0] / alone:.1f}× alone)",
+        )
+    print(
+        "   (target: p99 beside retraining within 2× of quiet; the machine is shared, so "
+        "read the ratios)"
+    )
     store.close()
 
 
@@ -173,16 +189,20 @@ def admission_bench(url: str, label: str, jobs: int) -> None:
         started = time.perf_counter()
         if kind == "one per job":
             for job_id in ids:
-                store.transition(job_id, JobState.QUEUED, reason="queued", actor="bench",
-                                 wait_budget=60.0)
+                store.transition(
+                    job_id, JobState.QUEUED, reason="queued", actor="bench", wait_budget=60.0
+                )
         else:
-            result = store.transition_many([Move(i, "queued", 60.0) for i in ids],
-                                           JobState.QUEUED, actor="bench")
+            result = store.transition_many(
+                [Move(i, "queued", 60.0) for i in ids], JobState.QUEUED, actor="bench"
+            )
             assert len(result.moved) == jobs
         figures.append(time.perf_counter() - started)
     per_job, batch = figures
-    print(f"   {label:<11} admit {jobs} submissions: one transaction per job {per_job:.3f} s, "
-          f"one batch {batch:.3f} s ({per_job / batch:.1f}× faster)")
+    print(
+        f"   {label:<11} admit {jobs} submissions: one transaction per job {per_job:.3f} s, "
+        f"one batch {batch:.3f} s ({per_job / batch:.1f}× faster)"
+    )
     store.close()
 
 
@@ -197,12 +217,20 @@ def latency_bench(samples: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/sb.db"
         migrate.upgrade(url)
-        settings = Settings(database_url=url, state_dir=Path(tmp), local_gpus=8, cloud="none",
-                            pass_interval_s=2.0, api_port=0, log_format="text")
+        settings = Settings(
+            database_url=url,
+            state_dir=Path(tmp),
+            local_gpus=8,
+            cloud="none",
+            pass_interval_s=2.0,
+            api_port=0,
+            log_format="text",
+        )
         controller = build_controller(settings)
         app = server_app(settings, controller)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error",
-                                               lifespan="off"))
+        server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="off")
+        )
         thread = threading.Thread(target=server.run, daemon=True)
         controller.start()
         thread.start()
@@ -213,9 +241,16 @@ def latency_bench(samples: int) -> None:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
             for i in range(samples):
                 t0 = time.perf_counter()
-                job = client.post("/v1/jobs", json={
-                    "gpus": 1, "name": f"lat{i}", "image": "python:3.11",
-                    "command": "sleep 0.05", "declared_runtime_s": 1}).json()
+                job = client.post(
+                    "/v1/jobs",
+                    json={
+                        "gpus": 1,
+                        "name": f"lat{i}",
+                        "image": "python:3.11",
+                        "command": "sleep 0.05",
+                        "declared_runtime_s": 1,
+                    },
+                ).json()
                 while controller.store.get(job["id"]).state.value != "running_onprem":
                     time.sleep(0.005)
                 latencies.append(time.perf_counter() - t0)
@@ -225,9 +260,11 @@ def latency_bench(samples: int) -> None:
         controller.stop()
         controller.store.close()
     latencies.sort()
-    print(f"   submit → running on-prem over {samples} jobs: p50 "
-          f"{statistics.median(latencies) * 1e3:.0f} ms, max {latencies[-1] * 1e3:.0f} ms "
-          f"(target < 1 s; the pass interval is 2 s, so this is the wake-on-submit path)")
+    print(
+        f"   submit → running on-prem over {samples} jobs: p50 "
+        f"{statistics.median(latencies) * 1e3:.0f} ms, max {latencies[-1] * 1e3:.0f} ms "
+        f"(target < 1 s; the pass interval is 2 s, so this is the wake-on-submit path)"
+    )
 
 
 def main() -> None:
@@ -248,8 +285,13 @@ def main() -> None:
         admission_bench(f"sqlite:///{tmp}/admit.db", "SQLite", 500)
     print(f"2. the pass beside retraining (SQLite; load average {os.getloadavg()[0]:.1f})")
     with tempfile.TemporaryDirectory() as tmp:
-        retrain_bench(f"sqlite:///{tmp}/retrain.db", queued, nodes,
-                      20_000 if args.quick else 100_000, 10.0 if args.quick else 30.0)
+        retrain_bench(
+            f"sqlite:///{tmp}/retrain.db",
+            queued,
+            nodes,
+            20_000 if args.quick else 100_000,
+            10.0 if args.quick else 30.0,
+        )
     print("3. end-to-end latency")
     latency_bench(5 if args.quick else 20)
 

@@ -53,14 +53,35 @@ class WallClock:
 
 def job_body(i: int, gpus: int) -> dict:
     return {
-        "metadata": {"name": f"job-{i:05d}", "labels": {"starburst.io/queue": "bench",
-                                                        "starburst.io/user": f"u{i % 50}"}},
-        "spec": {"suspend": True, "parallelism": 1, "completions": 1, "backoffLimit": 0,
-                 "template": {"spec": {"restartPolicy": "Never", "containers": [{
-                     "name": "main", "image": "trainer:1", "resources": {
-                         "requests": {"nvidia.com/gpu": str(gpus), "cpu": str(4 * gpus),
-                                      "memory": f"{16 * gpus}Gi"},
-                         "limits": {"nvidia.com/gpu": str(gpus)}}}]}}},
+        "metadata": {
+            "name": f"job-{i:05d}",
+            "labels": {"starburst.io/queue": "bench", "starburst.io/user": f"u{i % 50}"},
+        },
+        "spec": {
+            "suspend": True,
+            "parallelism": 1,
+            "completions": 1,
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "trainer:1",
+                            "resources": {
+                                "requests": {
+                                    "nvidia.com/gpu": str(gpus),
+                                    "cpu": str(4 * gpus),
+                                    "memory": f"{16 * gpus}Gi",
+                                },
+                                "limits": {"nvidia.com/gpu": str(gpus)},
+                            },
+                        }
+                    ],
+                }
+            },
+        },
     }
 
 
@@ -110,10 +131,20 @@ def real(nodes: int, jobs: int) -> Iterator[tuple[Any, float]]:
             kubelet = FakeKubelet(kube.api_client())
             path = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
             with ThreadPoolExecutor(8) as pool:
-                list(pool.map(lambda i: kubelet.add_node(f"gpu-{i:04d}", gpus=8, cpu="96",
-                                                         memory="768Gi"), range(nodes)))
-                list(pool.map(lambda ig: kube.request("POST", path, job_body(*ig)),
-                              enumerate(job_sizes(jobs))))
+                list(
+                    pool.map(
+                        lambda i: kubelet.add_node(
+                            f"gpu-{i:04d}", gpus=8, cpu="96", memory="768Gi"
+                        ),
+                        range(nodes),
+                    )
+                )
+                list(
+                    pool.map(
+                        lambda ig: kube.request("POST", path, job_body(*ig)),
+                        enumerate(job_sizes(jobs)),
+                    )
+                )
             kubelet.api_client.close()
             yield kube.api_client, time.perf_counter() - start
         finally:
@@ -122,21 +153,25 @@ def real(nodes: int, jobs: int) -> Iterator[tuple[Any, float]]:
 
 def measure(name: str, server: Callable[..., Any], args: argparse.Namespace) -> dict[str, float]:
     with server(args.nodes, args.jobs) as (make_client, seeded):
-        print(f"[{name}] seeded {args.nodes} nodes and {args.jobs} suspended Jobs in "
-              f"{seeded:.1f} s")
+        print(
+            f"[{name}] seeded {args.nodes} nodes and {args.jobs} suspended Jobs in {seeded:.1f} s"
+        )
         counted = Counted(make_client())
         t0 = time.perf_counter()
-        cluster = KubernetesCluster(counted.api_client, WallClock(),
-                                    Settings(namespace=NAMESPACE)).start_watching()
+        cluster = KubernetesCluster(
+            counted.api_client, WallClock(), Settings(namespace=NAMESPACE)
+        ).start_watching()
         assert cluster.wait_synced(600), "informers did not sync"
         submissions = cluster.submissions()
         while len(submissions) < args.jobs and time.perf_counter() - t0 < 600:
             time.sleep(0.05)
             submissions += cluster.submissions()
         sync = time.perf_counter() - t0
-        print(f"[{name}] initial sync: {sync:.2f} s for {len(submissions)} submissions, "
-              f"{len(cluster.snapshot().capacity.nodes)} nodes "
-              f"({counted.requests} API requests)  [target < 30 s]")
+        print(
+            f"[{name}] initial sync: {sync:.2f} s for {len(submissions)} submissions, "
+            f"{len(cluster.snapshot().capacity.nodes)} nodes "
+            f"({counted.requests} API requests)  [target < 30 s]"
+        )
 
         config = SchedulerConfig(WaitPolicy(PolicyKind.INFINITE), out_of_order=True)
         now = time.time()
@@ -157,22 +192,31 @@ def measure(name: str, server: Callable[..., Any], args: argparse.Namespace) -> 
             decides.append(t3 - t2)
         assert result is not None
         per_pass = (counted.requests - before) / args.passes
-        print(f"[{name}] one pass over {len(queue)} queued Jobs and {args.nodes} nodes "
-              f"(median of {args.passes}): adapter reads {1e3 * statistics.median(reads):.1f} "
-              f"ms + decision {1e3 * statistics.median(decides):.1f} ms; "
-              f"{len(result.starts)} starts decided; API requests per pass: {per_pass:g}")
+        print(
+            f"[{name}] one pass over {len(queue)} queued Jobs and {args.nodes} nodes "
+            f"(median of {args.passes}): adapter reads {1e3 * statistics.median(reads):.1f} "
+            f"ms + decision {1e3 * statistics.median(decides):.1f} ms; "
+            f"{len(result.starts)} starts decided; API requests per pass: {per_pass:g}"
+        )
 
         sample = result.starts[: args.starts]
         t4 = time.perf_counter()
         for start in sample:
             cluster.start(start.job, start.placement, start.reason)
         applied = 1e3 * (time.perf_counter() - t4) / max(1, len(sample))
-        print(f"[{name}] applying {len(sample)} starts (pin + unsuspend patch, Event): "
-              f"{applied:.1f} ms each")
+        print(
+            f"[{name}] applying {len(sample)} starts (pin + unsuspend patch, Event): "
+            f"{applied:.1f} ms each"
+        )
         cluster.close()
         counted.api_client.close()
-        return {"seed": seeded, "sync": sync, "per_pass": per_pass, "start_ms": applied,
-                "sync_requests": float(before)}
+        return {
+            "seed": seeded,
+            "sync": sync,
+            "per_pass": per_pass,
+            "start_ms": applied,
+            "sync_requests": float(before),
+        }
 
 
 def main() -> None:
@@ -182,8 +226,9 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=20)
     parser.add_argument("--starts", type=int, default=200)
     parser.add_argument("--servers", default="standin,real")
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="multiply --nodes and --jobs (0.1: a quick run)")
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="multiply --nodes and --jobs (0.1: a quick run)"
+    )
     args = parser.parse_args()
     args.nodes = max(1, round(args.nodes * args.scale))
     args.jobs = max(1, round(args.jobs * args.scale))
@@ -191,11 +236,13 @@ def main() -> None:
     figures = {name: measure(name, servers[name], args) for name in args.servers.split(",")}
     if {"standin", "real"} <= figures.keys():
         a, b = figures["standin"], figures["real"]
-        print(f"real / stand-in: initial sync {b['sync'] / a['sync']:.1f}× "
-              f"({b['sync']:.2f} s vs {a['sync']:.2f} s, {b['sync_requests']:g} vs "
-              f"{a['sync_requests']:g} requests), requests per pass {b['per_pass']:g} vs "
-              f"{a['per_pass']:g}, a start {b['start_ms'] / max(a['start_ms'], 1e-9):.1f}× "
-              f"({b['start_ms']:.1f} ms vs {a['start_ms']:.1f} ms)")
+        print(
+            f"real / stand-in: initial sync {b['sync'] / a['sync']:.1f}× "
+            f"({b['sync']:.2f} s vs {a['sync']:.2f} s, {b['sync_requests']:g} vs "
+            f"{a['sync_requests']:g} requests), requests per pass {b['per_pass']:g} vs "
+            f"{a['per_pass']:g}, a start {b['start_ms'] / max(a['start_ms'], 1e-9):.1f}× "
+            f"({b['start_ms']:.1f} ms vs {a['start_ms']:.1f} ms)"
+        )
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ BEFORE = (
     "alibaba-gpu2023        1.036  global median (1.446)             100.0%           +1.6%",
 )
 
+
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, list[float]]:
     runs = []
     for _ in range(repeat):
@@ -101,12 +102,15 @@ def reference_jobs(path: Path) -> tuple[list[Job], str]:
     statuses = {j.extra.get("status") or j.extra.get("state") or "" for j in everything.jobs}
     keep = next((s for s in REFERENCE_STATUSES if s & statuses), statuses - CENSORED)
     kept = load(path, statuses=keep)
-    censored = sum(1 for j in everything.jobs
-                   if (j.extra.get("status") or j.extra.get("state")) in CENSORED)
+    censored = sum(
+        1 for j in everything.jobs if (j.extra.get("status") or j.extra.get("state")) in CENSORED
+    )
     note = f"status {','.join(sorted(keep))}: {kept.describe()}"
     if censored:
-        note += (f"\n  ({censored} running/pending jobs left out: right-censored or never ran; "
-                 "the kept finished jobs are a shorter-lived subset)")
+        note += (
+            f"\n  ({censored} running/pending jobs left out: right-censored or never ran; "
+            "the kept finished jobs are a shorter-lived subset)"
+        )
     return list(kept.jobs), note
 
 
@@ -164,22 +168,27 @@ def synthetic(jobs: int, params: TrainParams) -> None:
 
 def speed(train_jobs: int, batch: int, repeat: int) -> None:
     print(f"== 3. speed ({os.cpu_count()} cores; {load_average()}) ==")
-    jobs = generate(WorkloadSpec(jobs=train_jobs + batch, users=400, teams=30,
-                                 jobs_per_hour=60.0, seed=2))
+    jobs = generate(
+        WorkloadSpec(jobs=train_jobs + batch, users=400, teams=30, jobs_per_hour=60.0, seed=2)
+    )
     history, queued = jobs[:train_jobs], jobs[train_jobs:]
     start = time.perf_counter()
     artifact = train_artifact(history, TrainParams())
     fit_s = time.perf_counter() - start
-    print(f"training on {train_jobs} jobs (features, 3 quantile models + residual, form choice on "
-          f"the held-out slice, refit, calibration, metrics): {fit_s:.2f} s (target < 30 s)")
+    print(
+        f"training on {train_jobs} jobs (features, 3 quantile models + residual, form choice on "
+        f"the held-out slice, refit, calibration, metrics): {fit_s:.2f} s (target < 30 s)"
+    )
     estimator = ModelEstimator(artifact, HistoryIndex(history))
     queued_jobs = [replace(j, runtime=None) for j in queued]
     estimator.estimate(queued_jobs[:100])  # warm the import and tokeniser caches
     pred_s, pred_runs = timed(lambda: estimator.predict(queued_jobs), repeat)
     est_s, _ = timed(lambda: estimator.estimate(queued_jobs), repeat)
-    print(f"predicting {batch} queued jobs in one batch: {pred_s * 1000:.1f} ms as arrays, "
-          f"{est_s * 1000:.1f} ms as Estimate objects (median of {repeat}; target < 100 ms); "
-          f"all runs: {', '.join(f'{r * 1000:.0f}' for r in sorted(pred_runs))} ms")
+    print(
+        f"predicting {batch} queued jobs in one batch: {pred_s * 1000:.1f} ms as arrays, "
+        f"{est_s * 1000:.1f} ms as Estimate objects (median of {repeat}; target < 100 ms); "
+        f"all runs: {', '.join(f'{r * 1000:.0f}' for r in sorted(pred_runs))} ms"
+    )
     print(f"({load_average()})")
 
 
@@ -196,8 +205,11 @@ def main() -> None:
     if not args.no_synthetic:
         synthetic(8_000 if args.quick else 30_000, params)
     if not args.no_speed:
-        speed(20_000 if args.quick else 100_000, 2_000 if args.quick else 10_000,
-              5 if args.quick else 9)
+        speed(
+            20_000 if args.quick else 100_000,
+            2_000 if args.quick else 10_000,
+            5 if args.quick else 9,
+        )
 
 
 if __name__ == "__main__":

@@ -30,14 +30,21 @@ from starburst.sim.optimum import OptimumResult
 from starburst.sim.sweep import compare, standard_specs
 from starburst.sim.synthetic import Workload, generate
 
-PAPER_TABLE4 = {"No-Wait": 760.68, "Constant-Wait": 705.55, "Starburst": 584.00,
-                "Star-Wait": 662.11, "MILP optimum": 524.48}
+PAPER_TABLE4 = {
+    "No-Wait": 760.68,
+    "Constant-Wait": 705.55,
+    "Starburst": 584.00,
+    "Star-Wait": 662.11,
+    "MILP optimum": 524.48,
+}
 TARGET_WAIT_S = 0.051 * 3600
 
 
 def part1(quick: bool) -> None:
-    print("Part 1: policies at a 25% waiting budget, 64 GPUs (8 × 8), "
-          f"{1000 if quick else 4000} jobs per workload, $2.5/GPU-h\n")
+    print(
+        "Part 1: policies at a 25% waiting budget, 64 GPUs (8 × 8), "
+        f"{1000 if quick else 4000} jobs per workload, $2.5/GPU-h\n"
+    )
     cases = [(0.8, 1.0), (1.0, 1.0), (1.2, 1.0), (1.0, 4.0)]
     nodes = uniform_nodes(8, 8)
     for load, cv in cases[:2] if quick else cases:
@@ -61,9 +68,11 @@ TUNED = [
 ]
 
 
-def tune(jobs: Sequence[Job], nodes: Sequence[Node], kind: PolicyKind, ooo: bool,
-         cap: int | None) -> tuple[float, dict[str, float | int | str]]:
+def tune(
+    jobs: Sequence[Job], nodes: Sequence[Node], kind: PolicyKind, ooo: bool, cap: int | None
+) -> tuple[float, dict[str, float | int | str]]:
     """The coefficient whose mean wait is closest to the target, by bisection on log c."""
+
     def run(c: float) -> dict[str, float | int | str]:
         return simulate(jobs, nodes, SchedulerConfig(WaitPolicy(kind, c), ooo, cap)).summary()
 
@@ -86,16 +95,20 @@ def tune(jobs: Sequence[Job], nodes: Sequence[Node], kind: PolicyKind, ooo: bool
 def part2() -> None:
     jobs = generate(Workload(500, 32, load=1.0, seed=5))
     nodes = uniform_nodes(4, 8)
-    print("Part 2: Table 4 — 500 jobs, 32 GPUs, load ≈ 1, every policy tuned to a mean wait "
-          f"of {TARGET_WAIT_S / 3600:.3f} h, $2.5/GPU-h\n")
+    print(
+        "Part 2: Table 4 — 500 jobs, 32 GPUs, load ≈ 1, every policy tuned to a mean wait "
+        f"of {TARGET_WAIT_S / 3600:.3f} h, $2.5/GPU-h\n"
+    )
     print(f"{'policy':<26}{'coefficient':>12}{'mean wait':>11}{'cloud $':>10}{'paper $':>10}")
     costs = {}
     for label, kind, ooo, cap in TUNED:
         c, summary = tune(jobs, nodes, kind, ooo, cap)
         costs[label] = float(summary["cloud_cost_usd"])
         paper = PAPER_TABLE4.get(label)
-        print(f"{label:<26}{c:>12.4g}{float(summary['mean_wait_s']) / 3600:>10.3f}h"
-              f"{costs[label]:>10.2f}{paper if paper else '':>10}")
+        print(
+            f"{label:<26}{c:>12.4g}{float(summary['mean_wait_s']) / 3600:>10.3f}h"
+            f"{costs[label]:>10.2f}{paper if paper else '':>10}"
+        )
     optimum_row(jobs, costs)
 
 
@@ -105,23 +118,33 @@ def optimum_row(jobs: Sequence[Job], costs: dict[str, float]) -> None:
     from starburst.sim.optimum import Mode, OptimumOptions, solve_optimum
 
     def solve(mode: Mode) -> OptimumResult:
-        return solve_optimum(jobs, 32, TARGET_WAIT_S,
-                             OptimumOptions(price_per_gpu_hour=2.5, mode=mode, time_limit=60))
+        return solve_optimum(
+            jobs,
+            32,
+            TARGET_WAIT_S,
+            OptimumOptions(price_per_gpu_hour=2.5, mode=mode, time_limit=60),
+        )
 
     bound, schedule = solve(Mode.BOUND), solve(Mode.SCHEDULE)
     lower = bound.bound_gpu_hours * 2.5
-    print(f"{'MILP optimum, lower bound':<26}{'':>12}{'':>11}{lower:>10.2f}"
-          f"{PAPER_TABLE4['MILP optimum']:>10}   (proven; {bound.status}, "
-          f"{bound.solve_seconds:.0f} s)")
-    print(f"{'MILP optimum, schedule':<26}{'':>12}{schedule.mean_wait_s / 3600:>10.3f}h"
-          f"{schedule.cloud_cost_usd:>10.2f}{'':>10}   (feasible; {schedule.status}, "
-          f"gap {schedule.gap:.0%}, {schedule.solve_seconds:.0f} s)")
+    print(
+        f"{'MILP optimum, lower bound':<26}{'':>12}{'':>11}{lower:>10.2f}"
+        f"{PAPER_TABLE4['MILP optimum']:>10}   (proven; {bound.status}, "
+        f"{bound.solve_seconds:.0f} s)"
+    )
+    print(
+        f"{'MILP optimum, schedule':<26}{'':>12}{schedule.mean_wait_s / 3600:>10.3f}h"
+        f"{schedule.cloud_cost_usd:>10.2f}{'':>10}   (feasible; {schedule.status}, "
+        f"gap {schedule.gap:.0%}, {schedule.solve_seconds:.0f} s)"
+    )
     heuristics = {k: v for k, v in costs.items() if k != "No-Wait"}
     winner = min(heuristics, key=lambda k: heuristics[k])
-    print(f"\ncheapest heuristic: {winner}. The pooled-GPU optimum lies in "
-          f"[${lower:.2f}, ${schedule.cloud_cost_usd:.2f}]; Starburst is "
-          f"{costs['Starburst'] / schedule.cloud_cost_usd - 1:+.0%} above the feasible schedule, "
-          f"No-Wait {costs['No-Wait'] / schedule.cloud_cost_usd - 1:+.0%}.")
+    print(
+        f"\ncheapest heuristic: {winner}. The pooled-GPU optimum lies in "
+        f"[${lower:.2f}, ${schedule.cloud_cost_usd:.2f}]; Starburst is "
+        f"{costs['Starburst'] / schedule.cloud_cost_usd - 1:+.0%} above the feasible schedule, "
+        f"No-Wait {costs['No-Wait'] / schedule.cloud_cost_usd - 1:+.0%}."
+    )
 
 
 def main() -> None:

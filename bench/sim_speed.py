@@ -43,7 +43,9 @@ def starburst_config(jobs: list) -> SchedulerConfig:  # type: ignore[type-arg]
 
 
 def timed_run(
-    jobs: list, nodes: list, repeat: int = 1  # type: ignore[type-arg]
+    jobs: list,
+    nodes: list,
+    repeat: int = 1,  # type: ignore[type-arg]
 ) -> tuple[float, Simulation, object]:
     best = float("inf")
     for _ in range(repeat):
@@ -62,28 +64,38 @@ def artifact_run() -> None:
     started = time.process_time()
     ref = reference_simulate(jobs, nodes, config.policy, True, 30)
     ref_s = time.process_time() - started
-    same = all(ref[o.job.id].where == o.where and abs(ref[o.job.id].start - o.start) < 1e-6
-               for o in result.outcomes)  # type: ignore[attr-defined]
+    same = all(
+        ref[o.job.id].where == o.where and abs(ref[o.job.id].start - o.start) < 1e-6
+        for o in result.outcomes
+    )  # type: ignore[attr-defined]
     print("1. 8,000 jobs, 512 GPUs, Starburst, load 1.1")
-    print(f"   fast engine        {fast_s:8.3f} s  (CPU, best of 3; {sim.passes:,} passes, "
-          f"{fast_s / sim.passes * 1e6:.1f} µs/pass)")
+    print(
+        f"   fast engine        {fast_s:8.3f} s  (CPU, best of 3; {sim.passes:,} passes, "
+        f"{fast_s / sim.passes * 1e6:.1f} µs/pass)"
+    )
     print(f"   naive reference    {ref_s:8.3f} s  (same decisions: {same})")
     print(f"   ratio vs reference {ref_s / fast_s:8.1f}×")
-    print(f"   ratio vs artifact  {ARTIFACT_SECONDS / fast_s:8.1f}×  "
-          f"(artifact ≈ {ARTIFACT_SECONDS:.0f} s, target ≥ 50×)")
+    print(
+        f"   ratio vs artifact  {ARTIFACT_SECONDS / fast_s:8.1f}×  "
+        f"(artifact ≈ {ARTIFACT_SECONDS:.0f} s, target ≥ 50×)"
+    )
 
 
 def node_scaling(quick: bool) -> None:
     print("\n2. cost per pass as the cluster grows (load 1.1, 25 jobs per node)")
-    print(f"   {'nodes':>6} {'GPUs':>7} {'jobs':>8} {'passes':>9} {'µs/pass':>9} "
-          f"{'mean queue':>11} {'µs/(pass+queued job)':>21}")
+    print(
+        f"   {'nodes':>6} {'GPUs':>7} {'jobs':>8} {'passes':>9} {'µs/pass':>9} "
+        f"{'mean queue':>11} {'µs/(pass+queued job)':>21}"
+    )
     for count in (64, 512, 2048) if quick else (64, 512, 2048, 8192):
         jobs = generate(Workload(25 * count, count * 8, load=1.1, seed=2))
         seconds, sim, _ = timed_run(jobs, uniform_nodes(count, 8))
         queue = sim.queued_seen / sim.passes
-        print(f"   {count:>6} {count * 8:>7} {len(jobs):>8,} {sim.passes:>9,} "
-              f"{seconds / sim.passes * 1e6:>9.1f} {queue:>11.1f} "
-              f"{seconds / (sim.passes + sim.queued_seen) * 1e6:>21.2f}")
+        print(
+            f"   {count:>6} {count * 8:>7} {len(jobs):>8,} {sim.passes:>9,} "
+            f"{seconds / sim.passes * 1e6:>9.1f} {queue:>11.1f} "
+            f"{seconds / (sim.passes + sim.queued_seen) * 1e6:>21.2f}"
+        )
 
 
 def paper_scale(quick: bool) -> None:
@@ -91,9 +103,11 @@ def paper_scale(quick: bool) -> None:
     jobs = generate(Workload(n, 512, load=1.1, seed=3))
     seconds, sim, result = timed_run(jobs, uniform_nodes(64, 8))
     summary = result.summary()  # type: ignore[attr-defined]
-    print(f"\n3. {n:,} jobs on 512 GPUs, Starburst: {seconds:.1f} s "
-          f"({sim.passes:,} passes; target < 60 s for 300,000) — "
-          f"{summary['burst_jobs']:,} burst, mean JCT {summary['mean_jct_s'] / 3600:.2f} h")
+    print(
+        f"\n3. {n:,} jobs on 512 GPUs, Starburst: {seconds:.1f} s "
+        f"({sim.passes:,} passes; target < 60 s for 300,000) — "
+        f"{summary['burst_jobs']:,} burst, mean JCT {summary['mean_jct_s'] / 3600:.2f} h"
+    )
 
 
 def best_wall(argv: list[str], repeat: int) -> float:
@@ -109,15 +123,30 @@ def best_wall(argv: list[str], repeat: int) -> float:
 def whole_commands(quick: bool) -> None:
     repeat = 3 if quick else 7
     cli = [sys.executable, "-m", "starburst.cli"]
-    print(f"\n4. whole commands (wall clock, best of {repeat}; load average "
-          f"{os.getloadavg()[0]:.1f})")
+    print(
+        f"\n4. whole commands (wall clock, best of {repeat}; load average {os.getloadavg()[0]:.1f})"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         trace = str(Path(tmp) / "t8k.csv")
-        subprocess.run([*cli, "synth", trace, "--jobs", "8000", "--cluster-gpus", "512",
-                        "--load", "1.1", "--seed", "1"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                *cli,
+                "synth",
+                trace,
+                "--jobs",
+                "8000",
+                "--cluster-gpus",
+                "512",
+                "--load",
+                "1.1",
+                "--seed",
+                "1",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         bare = best_wall([sys.executable, "-c", "pass"], repeat)
-        sim = best_wall([*cli, "simulate", trace, "--nodes", "64", "--gpus-per-node", "8"],
-                        repeat)
+        sim = best_wall([*cli, "simulate", trace, "--nodes", "64", "--gpus-per-node", "8"], repeat)
         helps = best_wall([*cli, "--help"], repeat)
     print(f"   python -c pass     {bare:8.3f} s  (the floor)")
     print(f"   starburst simulate {sim:8.3f} s  (8,000 jobs, 512 GPUs; target ≤ 0.5 s)")

@@ -43,8 +43,13 @@ TEAMS = 20
 USERS = 200
 #: Reports timed over the whole range: the monthly team report first (the target), then
 #: the finance groupings.
-GROUPINGS = [("team", "month"), ("project", "week"), ("gpu_type", "location"),
-             ("user", "day"), ("job",)]
+GROUPINGS = [
+    ("team", "month"),
+    ("project", "week"),
+    ("gpu_type", "location"),
+    ("user", "day"),
+    ("job",),
+]
 
 LOAD_COSTS = """
 INSERT INTO cost_entries (job_id, source, user_name, team_name, project, cloud, region,
@@ -84,22 +89,37 @@ def bench_submit(store: SqlStore, jobs: int, batch: int) -> list[str]:
     ids: list[str] = []
     for first in range(0, jobs, batch):
         specs = [
-            (JobSpec(gpus=(1, 1, 2, 4, 8)[i % 5], user=f"user-{i % USERS:03d}",
-                     team=f"team-{i % USERS % TEAMS:02d}", image="pytorch:2",
-                     command="python train.py", name=f"job-{i}"), f"key-{i}")
+            (
+                JobSpec(
+                    gpus=(1, 1, 2, 4, 8)[i % 5],
+                    user=f"user-{i % USERS:03d}",
+                    team=f"team-{i % USERS % TEAMS:02d}",
+                    image="pytorch:2",
+                    command="python train.py",
+                    name=f"job-{i}",
+                ),
+                f"key-{i}",
+            )
             for i in range(first, min(first + batch, jobs))
         ]
         ids += [s.job.id for s in store.submit_many(specs, at=T0 + first)]
     elapsed = time.perf_counter() - started
-    print(f"submit      {jobs:>9,} jobs+events in batches of {batch}: {elapsed:6.2f} s "
-          f"= {jobs / elapsed:>8,.0f} jobs/s   (target >= 2,000/s)")
+    print(
+        f"submit      {jobs:>9,} jobs+events in batches of {batch}: {elapsed:6.2f} s "
+        f"= {jobs / elapsed:>8,.0f} jobs/s   (target >= 2,000/s)"
+    )
     return ids
 
 
 def bench_queue(store: SqlStore, queued: int, page: int) -> None:
     started = time.perf_counter()
-    moved = store.claim(JobState.QUEUED, from_state=JobState.SUBMITTED, limit=queued,
-                        reason="admitted", actor="bench")
+    moved = store.claim(
+        JobState.QUEUED,
+        from_state=JobState.SUBMITTED,
+        limit=queued,
+        reason="admitted",
+        actor="bench",
+    )
     print(f"admit       {len(moved):>9,} jobs (one claim): {time.perf_counter() - started:6.2f} s")
     latencies: list[float] = []
     cursor: str | None = None
@@ -112,24 +132,37 @@ def bench_queue(store: SqlStore, queued: int, page: int) -> None:
         if result.next_cursor is None:
             break
         cursor = result.next_cursor
-    print(f"queue page  {len(latencies):>9,} pages of {page} ({seen:,} jobs): "
-          f"p50 {statistics.median(latencies):5.2f} ms  p99 {percentile(latencies, 0.99):5.2f} ms"
-          f"  max {max(latencies):5.2f} ms   (target < 20 ms)")
+    print(
+        f"queue page  {len(latencies):>9,} pages of {page} ({seen:,} jobs): "
+        f"p50 {statistics.median(latencies):5.2f} ms  p99 {percentile(latencies, 0.99):5.2f} ms"
+        f"  max {max(latencies):5.2f} ms   (target < 20 ms)"
+    )
 
 
 def bench_costs(store: SqlStore, job_ids: list[str], costs: int) -> None:
     import sqlalchemy as sa
 
     sample = job_ids[: min(len(job_ids), 5_000)]
-    entries = [CostEntry(job_id, T0 + 3000 * HOUR + k * HOUR, T0 + 3001 * HOUR + k * HOUR,
-                         Decimal("2.5"), "aws", gpu_hours=1.0)
-               for job_id in sample for k in range(10)]
+    entries = [
+        CostEntry(
+            job_id,
+            T0 + 3000 * HOUR + k * HOUR,
+            T0 + 3001 * HOUR + k * HOUR,
+            Decimal("2.5"),
+            "aws",
+            gpu_hours=1.0,
+        )
+        for job_id in sample
+        for k in range(10)
+    ]
     started = time.perf_counter()
     for first in range(0, len(entries), 10_000):
-        store.record_costs(entries[first:first + 10_000])
+        store.record_costs(entries[first : first + 10_000])
     elapsed = time.perf_counter() - started
-    print(f"record_costs{len(entries):>9,} entries in batches of 10,000: {elapsed:6.2f} s "
-          f"= {len(entries) / elapsed:>8,.0f} entries/s")
+    print(
+        f"record_costs{len(entries):>9,} entries in batches of 10,000: {elapsed:6.2f} s "
+        f"= {len(entries) / elapsed:>8,.0f} entries/s"
+    )
     per_job = max(1, costs // len(job_ids))
     started = time.perf_counter()
     with store.engine.begin() as conn:
@@ -138,16 +171,20 @@ def bench_costs(store: SqlStore, job_ids: list[str], costs: int) -> None:
         total = conn.execute(sa.text("SELECT count(*) FROM cost_entries")).scalar_one()
     with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(sa.text("VACUUM ANALYZE cost_entries"))
-    print(f"load costs  {total:>9,} entries (INSERT ... SELECT): "
-          f"{time.perf_counter() - started:6.2f} s")
+    print(
+        f"load costs  {total:>9,} entries (INSERT ... SELECT): "
+        f"{time.perf_counter() - started:6.2f} s"
+    )
     baseline = []
     for _ in range(5):  # the report's former query shape: one grouping, no showback split
         tick = time.perf_counter()
         with store.engine.connect() as conn:
             conn.execute(sa.text(BASELINE)).all()
         baseline.append(time.perf_counter() - tick)
-    print(f"baseline    {total:>9,} entries by team x month, plain GROUP BY: median "
-          f"{statistics.median(baseline) * 1000:6.1f} ms (the same machine, now)")
+    print(
+        f"baseline    {total:>9,} entries by team x month, plain GROUP BY: median "
+        f"{statistics.median(baseline) * 1000:6.1f} ms (the same machine, now)"
+    )
     for by in GROUPINGS:
         timings = []
         for _ in range(5):
@@ -156,10 +193,12 @@ def bench_costs(store: SqlStore, job_ids: list[str], costs: int) -> None:
             timings.append(time.perf_counter() - tick)
         amount = sum((row.amount for row in report), Decimal(0))
         onprem = sum(row.onprem_gpu_hours for row in report)
-        print(f"cost report {total:>9,} entries by {' x '.join(by):<18} ({len(report):>6,} rows, "
-              f"${amount:,.2f}, {onprem:,.0f} on-prem GPU-h): median "
-              f"{statistics.median(timings) * 1000:6.1f} ms  max {max(timings) * 1000:6.1f} ms"
-              "   (target < 1,000 ms)")
+        print(
+            f"cost report {total:>9,} entries by {' x '.join(by):<18} ({len(report):>6,} rows, "
+            f"${amount:,.2f}, {onprem:,.0f} on-prem GPU-h): median "
+            f"{statistics.median(timings) * 1000:6.1f} ms  max {max(timings) * 1000:6.1f} ms"
+            "   (target < 1,000 ms)"
+        )
 
 
 def run(url: str, args: argparse.Namespace) -> None:

@@ -47,17 +47,35 @@ def main() -> None:
     args.out.mkdir(parents=True)
     first = round(time.time()) - 35 * DAY
     started = time.perf_counter()
-    live = start_controller(args.out, {"policy": "compute", "budget": 0.25,
-                                       "out_of_order": True, "queue_cap": 30},
-                            uniform_nodes(8, 8), first)
+    live = start_controller(
+        args.out,
+        {"policy": "compute", "budget": 0.25, "out_of_order": True, "queue_cap": 30},
+        uniform_nodes(8, 8),
+        first,
+    )
     live.run(workload("j", first, args.jobs, 64, seed=11), recalibrate_every=600.0)
-    print(f"(live controller on virtual time: {args.jobs} jobs in "
-          f"{time.perf_counter() - started:.0f} s)\n")
+    print(
+        f"(live controller on virtual time: {args.jobs} jobs in "
+        f"{time.perf_counter() - started:.0f} s)\n"
+    )
     url = str(live.store.engine.url)
-    run(["history", "export", "--since", "40d", "-o", str(args.out / "trace.csv"),
-         "--cluster", str(args.out / "cluster.yaml"), "--url", url])
-    run(["tune", "--since", "40d", "--max-jct-increase", "5%", "--out", str(args.out),
-         "--url", url])
+    run(
+        [
+            "history",
+            "export",
+            "--since",
+            "40d",
+            "-o",
+            str(args.out / "trace.csv"),
+            "--cluster",
+            str(args.out / "cluster.yaml"),
+            "--url",
+            url,
+        ]
+    )
+    run(
+        ["tune", "--since", "40d", "--max-jct-increase", "5%", "--out", str(args.out), "--url", url]
+    )
 
 
 if __name__ == "__main__":

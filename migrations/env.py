@@ -33,8 +33,11 @@ def run_online() -> None:
     if given is not None:
         _configure(given)
         return
-    url = (config.get_main_option("sqlalchemy.url") or context.get_x_argument(as_dictionary=True)
-           .get("url") or default_url())
+    url = (
+        config.get_main_option("sqlalchemy.url")
+        or context.get_x_argument(as_dictionary=True).get("url")
+        or default_url()
+    )
     engine = create_engine(url)
     try:
         with engine.connect() as connection:

@@ -49,8 +49,9 @@ class SavingsFigures:
     unpriced: list[Unpriced] = field(default_factory=list)
 
 
-def no_wait(ended: Sequence[StoredJob], costs: Mapping[str, Decimal],
-            quote: Quoter | None) -> SavingsFigures:
+def no_wait(
+    ended: Sequence[StoredJob], costs: Mapping[str, Decimal], quote: Quoter | None
+) -> SavingsFigures:
     """The No-Wait counterfactual of ``ended`` jobs (see the module terms); ``costs``: each
     job's cloud money from the ledger."""
     out = SavingsFigures()
@@ -62,12 +63,16 @@ def no_wait(ended: Sequence[StoredJob], costs: Mapping[str, Decimal],
     return out
 
 
-def _count(out: SavingsFigures, stored: StoredJob, actual: Decimal,
-           quote: Quoter | None) -> str | None:
+def _count(
+    out: SavingsFigures, stored: StoredJob, actual: Decimal, quote: Quoter | None
+) -> str | None:
     """Add one job to ``out``; returns why it cannot be counted, else None."""
     job = stored.job
-    runtime = (stored.ended_at or 0.0) - (stored.started_at or 0.0) \
-        if stored.started_at is not None else 0.0
+    runtime = (
+        (stored.ended_at or 0.0) - (stored.started_at or 0.0)
+        if stored.started_at is not None
+        else 0.0
+    )
     if stored.ran_on == "cloud" or (stored.ran_on is None and actual > 0):
         out.jobs, out.burst_jobs = out.jobs + 1, out.burst_jobs + 1
         out.actual += actual
@@ -82,7 +87,7 @@ def _count(out: SavingsFigures, stored: StoredJob, actual: Decimal,
         price = quote(job).price_per_hour
     except (PermanentError, TransientError, ConfigError) as exc:
         return f"no burst price: {exc}"
-    value = (Decimal(str(price)) * Decimal(str(runtime)) / Decimal(3600))
+    value = Decimal(str(price)) * Decimal(str(runtime)) / Decimal(3600)
     out.jobs, out.onprem_jobs = out.jobs + 1, out.onprem_jobs + 1
     out.actual += actual  # e.g. a Star-Wait cloud stint before it ran on-prem
     out.no_wait += value
@@ -98,10 +103,9 @@ def fraction_saved(figures: SavingsFigures) -> float | None:
     return float(1 - figures.actual / figures.no_wait)
 
 
-
-
-def compare_with_no_wait(store: Any, since: float, until: float,
-                         quote: Quoter | None) -> SavingsFigures:
+def compare_with_no_wait(
+    store: Any, since: float, until: float, quote: Quoter | None
+) -> SavingsFigures:
     """The savings of the jobs that ended in ``[since, until)`` (a ``SqlStore``)."""
     ended = store.ended_jobs(since, until)
     by_job = store.job_costs(s.id for s in ended)

@@ -35,40 +35,54 @@ class SettingsError(ConfigError):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="STARBURST_", extra="forbid",
-                                      validate_default=True, allow_inf_nan=False)
+    model_config = SettingsConfigDict(
+        env_prefix="STARBURST_", extra="forbid", validate_default=True, allow_inf_nan=False
+    )
 
     # state
     database_url: str = Field(
         default=f"sqlite:///{DEFAULT_STATE_DIR / 'starburst.db'}",
-        description="SQLAlchemy URL; PostgreSQL in deployments, SQLite for one machine.")
-    state_dir: Path = Field(default=DEFAULT_STATE_DIR,
-                            description="Logs and work files of the local backends.")
+        description="SQLAlchemy URL; PostgreSQL in deployments, SQLite for one machine.",
+    )
+    state_dir: Path = Field(
+        default=DEFAULT_STATE_DIR, description="Logs and work files of the local backends."
+    )
     # backends
     cluster: Literal["local", "kubernetes"] = "local"
     local_gpus: int = Field(default=4, ge=0, description="GPU slots of the local cluster.")
     local_gpu_type: str = "gpu"
     local_run_as: str | None = Field(
-        default="nobody", description="OS user (name or uid) local jobs run as when the "
+        default="nobody",
+        description="OS user (name or uid) local jobs run as when the "
         "controller runs as root; empty: as the controller's own user (jobs can then read "
-        "what it can).")
+        "what it can).",
+    )
     local_work_dir: Path = Field(
         default=Path(tempfile.gettempdir()) / "starburst-jobs",
-        description="Where jobs run as local_run_as get their own working directories.")
+        description="Where jobs run as local_run_as get their own working directories.",
+    )
     kubeconfig: str | None = Field(default=None, description="Kubeconfig (in-cluster if unset).")
     cloud: Literal["emulated", "skypilot", "none"] = "emulated"
     price_table: Path | None = Field(default=None, description="YAML price table override.")
-    use_spot: bool = Field(default=False, description="Burst on spot GPUs unless a job says "
-                           "otherwise (extra use_spot); SkyPilot managed jobs recover them.")
+    use_spot: bool = Field(
+        default=False,
+        description="Burst on spot GPUs unless a job says "
+        "otherwise (extra use_spot); SkyPilot managed jobs recover them.",
+    )
     # a team's shared SkyPilot API server (cloud: skypilot); unset: SkyPilot's own default
     skypilot_api_server: str | None = Field(
-        default=None, description="URL of the SkyPilot API server (http[s]://host[:port]); "
-        "basic-auth credentials may be inline (https://user:pass@host).")
+        default=None,
+        description="URL of the SkyPilot API server (http[s]://host[:port]); "
+        "basic-auth credentials may be inline (https://user:pass@host).",
+    )
     skypilot_api_token: SecretStr | None = Field(
-        default=None, description="SkyPilot service-account token (sky_...), e.g. from a "
-        "Secret through STARBURST_SKYPILOT_API_TOKEN.")
+        default=None,
+        description="SkyPilot service-account token (sky_...), e.g. from a "
+        "Secret through STARBURST_SKYPILOT_API_TOKEN.",
+    )
     skypilot_api_token_file: Path | None = Field(
-        default=None, description="File holding that token (a mounted Secret); read at start.")
+        default=None, description="File holding that token (a mounted Secret); read at start."
+    )
     # policy
     policy: PolicyKind = defaults.POLICY
     budget: float = Field(default=defaults.BUDGET, ge=0, description="Waiting budget b.")
@@ -77,12 +91,15 @@ class Settings(BaseSettings):
     queue_cap: int | None = Field(default=defaults.QUEUE_CAP, ge=0)
     order: QueueOrder = defaults.ORDER
     placement: PlacementStrategy = defaults.PLACEMENT
-    default_runtime_s: float = Field(default=3600.0, gt=0,
-                                     description="Prior runtime before any history exists.")
-    model_path: Path | None = Field(default=None,
-                                    description="Runtime model artifact (predictor train).")
-    calibration_window: int = Field(default=1000, ge=1,
-                                    description="Recent jobs the coefficient is fitted on.")
+    default_runtime_s: float = Field(
+        default=3600.0, gt=0, description="Prior runtime before any history exists."
+    )
+    model_path: Path | None = Field(
+        default=None, description="Runtime model artifact (predictor train)."
+    )
+    calibration_window: int = Field(
+        default=1000, ge=1, description="Recent jobs the coefficient is fitted on."
+    )
     # periodic work
     pass_interval_s: float = Field(default=2.0, gt=0)
     reconcile_interval_s: float = Field(default=30.0, gt=0)
@@ -91,36 +108,57 @@ class Settings(BaseSettings):
     retrain_interval_s: float = Field(default=3600.0, gt=0)
     # finance
     onprem_rates: dict[str, float] = Field(
-        default_factory=dict, description="Internal price of on-prem GPUs for showback, "
-        "$/GPU-hour per GPU type ('*': any other type), e.g. {\"A100\": 1.1, \"*\": 0.6}.")
+        default_factory=dict,
+        description="Internal price of on-prem GPUs for showback, "
+        '$/GPU-hour per GPU type (\'*\': any other type), e.g. {"A100": 1.1, "*": 0.6}.',
+    )
     budget_alerts: list[float] = Field(
-        default_factory=lambda: [0.8, 1.0], description="Budget shares (0.8 = 80%) that "
-        "raise an alert once per month per team: a log line, a metric, a Kubernetes Event.")
+        default_factory=lambda: [0.8, 1.0],
+        description="Budget shares (0.8 = 80%) that "
+        "raise an alert once per month per team: a log line, a metric, a Kubernetes Event.",
+    )
     budget_webhook: str | None = Field(
-        default=None, description="URL that budget alerts are POSTed to as JSON.")
+        default=None, description="URL that budget alerts are POSTed to as JSON."
+    )
     max_job_cloud_price: float | None = Field(
-        default=None, gt=0, allow_inf_nan=False, description="Ceiling on one job's cloud "
-        "$/h: a submission whose cheapest cloud quote is above it is refused (422).")
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="Ceiling on one job's cloud "
+        "$/h: a submission whose cheapest cloud quote is above it is refused (422).",
+    )
     max_team_cloud_price: float | None = Field(
-        default=None, gt=0, allow_inf_nan=False, description="Ceiling on a team's cloud $/h: "
-        "its jobs in the cloud now plus the new job's quote; above it, refused (422).")
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="Ceiling on a team's cloud $/h: "
+        "its jobs in the cloud now plus the new job's quote; above it, refused (422).",
+    )
     # serving
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8080, ge=0, le=65535)
-    auth: bool = Field(default=False, description="Require bearer tokens (off for the "
-                       "single-machine default, which listens on 127.0.0.1 only).")
+    auth: bool = Field(
+        default=False,
+        description="Require bearer tokens (off for the "
+        "single-machine default, which listens on 127.0.0.1 only).",
+    )
     allow_insecure_no_auth: bool = Field(
-        default=False, description="Allow auth: false on an api_host other than loopback "
-        "(every caller is then admin and can run commands through the local cluster).")
+        default=False,
+        description="Allow auth: false on an api_host other than loopback "
+        "(every caller is then admin and can run commands through the local cluster).",
+    )
     log_format: Literal["json", "text"] = "json"
     # leadership
     leader_name: str = "controller"
     leader_election: Literal["store", "lease"] = Field(
-        default="store", description="Who elects the leader among replicas: the database's "
-        "lock, or a Kubernetes Lease (replicas in the cluster; fencing stays in the database).")
+        default="store",
+        description="Who elects the leader among replicas: the database's "
+        "lock, or a Kubernetes Lease (replicas in the cluster; fencing stays in the database).",
+    )
     lease_namespace: str = Field(default="default", description="Namespace of the Lease.")
-    lease_duration_s: float = Field(default=15.0, ge=1.0,
-                                    description="A dead leader is replaced within this long.")
+    lease_duration_s: float = Field(
+        default=15.0, ge=1.0, description="A dead leader is replaced within this long."
+    )
 
     @field_validator("onprem_rates")
     @classmethod
@@ -157,7 +195,8 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"auth is off but api_host {self.api_host!r} is not a loopback address: every "
                 "caller would be admin (and could run commands on this machine). Turn auth "
-                "on, listen on 127.0.0.1, or set allow_insecure_no_auth: true to accept that")
+                "on, listen on 127.0.0.1, or set allow_insecure_no_auth: true to accept that"
+            )
         return self
 
     def insecure_no_auth(self) -> bool:
@@ -201,8 +240,13 @@ class Settings(BaseSettings):
         else:  # cold start: a job like the prior gets b × its runtime
             prior = Job("prior", 0.0, 1, runtime=self.default_runtime_s)
             coefficient = calibrate(self.policy, self.budget, [prior])
-        return SchedulerConfig(WaitPolicy(self.policy, coefficient), self.out_of_order,
-                               self.queue_cap, self.order, self.placement)
+        return SchedulerConfig(
+            WaitPolicy(self.policy, coefficient),
+            self.out_of_order,
+            self.queue_cap,
+            self.order,
+            self.placement,
+        )
 
 
 def is_loopback(host: str) -> bool:
@@ -221,8 +265,9 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
 
     import yaml
 
-    path = config_file or (Path(os.environ["STARBURST_CONFIG"])
-                           if os.environ.get("STARBURST_CONFIG") else None)
+    path = config_file or (
+        Path(os.environ["STARBURST_CONFIG"]) if os.environ.get("STARBURST_CONFIG") else None
+    )
     file_values: dict[str, Any] = {}
     if path is not None:
         try:
@@ -234,8 +279,9 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         if not isinstance(loaded, dict):
             raise SettingsError(f"{path}: expected a mapping of setting: value")
         file_values = {k.replace("-", "_"): v for k, v in loaded.items()}
-    env_set = {k.removeprefix("STARBURST_").lower() for k in os.environ
-               if k.startswith("STARBURST_")}
+    env_set = {
+        k.removeprefix("STARBURST_").lower() for k in os.environ if k.startswith("STARBURST_")
+    }
     values = {k: v for k, v in file_values.items() if k not in env_set}
     values.update({k: v for k, v in overrides.items() if v is not None})
     try:

@@ -17,6 +17,11 @@ def test_ruff_is_clean() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_ruff_format_is_clean() -> None:
+    done = run(str(BIN / "ruff"), "format", "--check", ".")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_import_contracts_hold() -> None:
     done = run(str(BIN / "lint-imports"))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -27,8 +32,17 @@ def test_mypy_is_clean_and_strict_on_core_and_sim() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-HEAVY = ("sqlalchemy", "sklearn", "sky", "kubernetes", "scipy", "matplotlib", "fastapi",
-         "numpy", "apscheduler")
+HEAVY = (
+    "sqlalchemy",
+    "sklearn",
+    "sky",
+    "kubernetes",
+    "scipy",
+    "matplotlib",
+    "fastapi",
+    "numpy",
+    "apscheduler",
+)
 
 
 def test_the_simulator_command_path_imports_no_heavy_sdk() -> None:

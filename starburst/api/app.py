@@ -45,11 +45,17 @@ from starburst.wallclock import WallClock
 __all__ = ["HealthProbe", "create_app"]
 
 
-
 def create_app(
-    settings: Settings, store: SqlStore, *, health: HealthProbe | None = None,
-    metrics_registry: Any = None, auth: bool = True, clock: Clock | None = None,
-    prices: Any = None, job_logs: Any = None, quote: Any = None,
+    settings: Settings,
+    store: SqlStore,
+    *,
+    health: HealthProbe | None = None,
+    metrics_registry: Any = None,
+    auth: bool = True,
+    clock: Clock | None = None,
+    prices: Any = None,
+    job_logs: Any = None,
+    quote: Any = None,
     degraded: HealthProbe | None = None,
 ) -> FastAPI:
     """A new FastAPI app serving ``store``; see the module docstring for the keywords."""
@@ -63,8 +69,14 @@ def create_app(
         version="0.1.0",
     )
     app.state.starburst = ApiContext(
-        settings=settings, store=store, clock=clock or WallClock(), auth=auth,
-        health=health, registry=metrics_registry, prices=prices, job_logs=job_logs,
+        settings=settings,
+        store=store,
+        clock=clock or WallClock(),
+        auth=auth,
+        health=health,
+        registry=metrics_registry,
+        prices=prices,
+        job_logs=job_logs,
         quote=quote or burst_quote(settings, clock or WallClock(), prices),
         degraded=degraded,
         submissions=SubmissionBatcher(store),

@@ -39,8 +39,10 @@ def get_caller(request: Request, ctx: Annotated[ApiContext, Depends(get_context)
     scheme, _, secret = header.partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         raise HTTPException(
-            401, "missing API token: send 'Authorization: Bearer <token>' "
-            "(an admin issues one with `starburst admin tokens issue USER`)", headers=_CHALLENGE,
+            401,
+            "missing API token: send 'Authorization: Bearer <token>' "
+            "(an admin issues one with `starburst admin tokens issue USER`)",
+            headers=_CHALLENGE,
         )
     principal = ctx.store.authenticate(secret.strip(), at=ctx.clock.now())
     if principal is None:

@@ -75,8 +75,13 @@ def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     # the handler runs outside the ``except`` that caught ``exc``: pass it explicitly, or the
     # log line would read "NoneType: None"
-    log.error("unhandled error in %s %s: %s", request.method, request.url.path,
-              type(exc).__name__, exc_info=exc)
+    log.error(
+        "unhandled error in %s %s: %s",
+        request.method,
+        request.url.path,
+        type(exc).__name__,
+        exc_info=exc,
+    )
     return JSONResponse(
         {"detail": f"internal error ({type(exc).__name__}); the server log has the details"},
         status_code=500,

@@ -33,14 +33,18 @@ def hours(value: float) -> float:
 
 
 def report_row(total: CostTotal) -> CostRow:
-    return CostRow(key=dict(total.key), amount=money(total.amount), currency=total.currency,
-                   gpu_hours=hours(total.gpu_hours),
-                   onprem_gpu_hours=hours(total.onprem_gpu_hours),
-                   onprem_amount=money(total.onprem_amount), entries=total.entries)
+    return CostRow(
+        key=dict(total.key),
+        amount=money(total.amount),
+        currency=total.currency,
+        gpu_hours=hours(total.gpu_hours),
+        onprem_gpu_hours=hours(total.onprem_gpu_hours),
+        onprem_amount=money(total.onprem_amount),
+        entries=total.entries,
+    )
 
 
-CSV_FIELDS = ("currency", "amount", "gpu_hours", "onprem_gpu_hours", "onprem_amount",
-              "entries")
+CSV_FIELDS = ("currency", "amount", "gpu_hours", "onprem_gpu_hours", "onprem_amount", "entries")
 
 
 def report_csv(keys: Sequence[str], rows: Sequence[CostRow]) -> str:
@@ -50,8 +54,17 @@ def report_csv(keys: Sequence[str], rows: Sequence[CostRow]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([*keys, *CSV_FIELDS])
     for r in rows:
-        writer.writerow([*(r.key.get(k) or "" for k in keys), r.currency, r.amount,
-                         r.gpu_hours, r.onprem_gpu_hours, r.onprem_amount, r.entries])
+        writer.writerow(
+            [
+                *(r.key.get(k) or "" for k in keys),
+                r.currency,
+                r.amount,
+                r.gpu_hours,
+                r.onprem_gpu_hours,
+                r.onprem_amount,
+                r.entries,
+            ]
+        )
     return out.getvalue()
 
 

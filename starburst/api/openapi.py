@@ -29,17 +29,25 @@ VALIDATION = {"$ref": "#/components/schemas/ValidationErrorOut"}
 
 SCHEMAS: dict[str, Any] = {
     "ErrorOut": {
-        "title": "ErrorOut", "type": "object", "required": ["detail"],
+        "title": "ErrorOut",
+        "type": "object",
+        "required": ["detail"],
         "properties": {"detail": {"type": "string", "title": "Detail"}},
     },
     "ValidationErrorOut": {
-        "title": "ValidationErrorOut", "type": "object", "required": ["detail"],
+        "title": "ValidationErrorOut",
+        "type": "object",
+        "required": ["detail"],
         "properties": {
             "detail": {"type": "string", "title": "Detail"},
-            "errors": {"type": "array", "items": {
-                "type": "object", "required": ["field", "message"],
-                "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
-            }},
+            "errors": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["field", "message"],
+                    "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
+                },
+            },
         },
     },
 }
@@ -80,8 +88,13 @@ def document(app: FastAPI) -> dict[str, Any]:
     """The app's OpenAPI document with the error responses described above (cached)."""
     if app.openapi_schema is not None:
         return app.openapi_schema
-    spec = get_openapi(title=app.title, version=app.version, summary=app.summary,
-                       description=app.description, routes=app.routes)
+    spec = get_openapi(
+        title=app.title,
+        version=app.version,
+        summary=app.summary,
+        description=app.description,
+        routes=app.routes,
+    )
     components = spec.setdefault("components", {}).setdefault("schemas", {})
     components.pop("HTTPValidationError", None)
     components.pop("ValidationError", None)
@@ -100,14 +113,20 @@ def _operation(path: str, method: str, operation: dict[str, Any]) -> None:
             continue  # the middleware checks paths and query strings, not headers
         schema = parameter.get("schema", {})
         for option in schema.get("anyOf", [schema]):
-            if option.get("type") == "string" and "pattern" not in option \
-                    and "enum" not in option and "$ref" not in option:
+            if (
+                option.get("type") == "string"
+                and "pattern" not in option
+                and "enum" not in option
+                and "$ref" not in option
+            ):
                 option["pattern"] = NO_CONTROL
     if path == "/readyz":
         responses["503"] = _response("503", ERROR, "Not ready; `detail` names the problems")
     if path == "/metrics":
-        responses["200"] = {"description": "Prometheus text exposition",
-                            "content": {"text/plain": {"schema": {"type": "string"}}}}
+        responses["200"] = {
+            "description": "Prometheus text exposition",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
     if not path.startswith("/v1"):
         return
     codes = {"401", "422", "503"} | ROUTE_ERRORS.get((method, path), {"403", "404", "409"})
@@ -118,8 +137,10 @@ def _operation(path: str, method: str, operation: dict[str, Any]) -> None:
 
 
 def _response(code: str, schema: dict[str, Any], description: str | None = None) -> Any:
-    return {"description": description or DESCRIPTIONS[code],
-            "content": {"application/json": {"schema": schema}}}
+    return {
+        "description": description or DESCRIPTIONS[code],
+        "content": {"application/json": {"schema": schema}},
+    }
 
 
 def install(app: FastAPI) -> None:

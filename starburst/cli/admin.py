@@ -30,8 +30,11 @@ from starburst.cli.config import ConfigOption, database_url
 if TYPE_CHECKING:
     from starburst.adapters.db.store import SqlStore
 
-app = typer.Typer(help="Users, API tokens and team budgets (runs locally on the database).",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="Users, API tokens and team budgets (runs locally on the database).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 users = typer.Typer(help="Create or update users.", no_args_is_help=True)
 teams = typer.Typer(help="Create teams.", no_args_is_help=True)
 tokens = typer.Typer(help="Issue and revoke API tokens.", no_args_is_help=True)
@@ -41,9 +44,15 @@ app.add_typer(teams, name="teams")
 app.add_typer(tokens, name="tokens")
 app.add_typer(budgets, name="budgets")
 
-UrlOption = Annotated[str | None, typer.Option(
-    "--url", help="Database URL (default: the settings' database_url: $STARBURST_DATABASE_URL, "
-    "else the --config file, else ~/.local/share/starburst/starburst.db).", show_default=False)]
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help="Database URL (default: the settings' database_url: $STARBURST_DATABASE_URL, "
+        "else the --config file, else ~/.local/share/starburst/starburst.db).",
+        show_default=False,
+    ),
+]
 ROLES = ("user", "finance", "admin")
 BOOTSTRAP_ENV = "STARBURST_BOOTSTRAP_TOKEN"
 
@@ -74,8 +83,7 @@ def add_user(
 
 
 @users.command("show")
-def show_user(name: str, url: UrlOption = None,
-        config: ConfigOption = None) -> None:
+def show_user(name: str, url: UrlOption = None, config: ConfigOption = None) -> None:
     """Show a user."""
     with _store(url, config) as store:
         user = store.user(name)
@@ -86,8 +94,7 @@ def show_user(name: str, url: UrlOption = None,
 
 
 @teams.command("add")
-def add_team(name: str, url: UrlOption = None,
-        config: ConfigOption = None) -> None:
+def add_team(name: str, url: UrlOption = None, config: ConfigOption = None) -> None:
     """Create a team."""
     with _store(url, config) as store:
         store.ensure_team(name)
@@ -99,8 +106,10 @@ def issue(
     user: str,
     role: Annotated[str, typer.Option(help="user, finance or admin.")] = "user",
     label: Annotated[str | None, typer.Option(help="A note on what the token is for.")] = None,
-    expires_in: Annotated[str | None, typer.Option(
-        "--expires-in", help="Lifetime such as 30d or 12h (default: no expiry).")] = None,
+    expires_in: Annotated[
+        str | None,
+        typer.Option("--expires-in", help="Lifetime such as 30d or 12h (default: no expiry)."),
+    ] = None,
     url: UrlOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -116,13 +125,15 @@ def issue(
     with _store(url, config) as store:
         issued = store.issue_token(user, Role(role), label=label, expires_at=expires)
     typer.echo(issued.secret)
-    typer.echo(f"token {issued.id} for {issued.user} ({issued.role.value}); the secret above "
-               "is shown once: store it now", err=True)
+    typer.echo(
+        f"token {issued.id} for {issued.user} ({issued.role.value}); the secret above "
+        "is shown once: store it now",
+        err=True,
+    )
 
 
 @tokens.command("revoke")
-def revoke(token_id: int, url: UrlOption = None,
-        config: ConfigOption = None) -> None:
+def revoke(token_id: int, url: UrlOption = None, config: ConfigOption = None) -> None:
     """Revoke a token by its id."""
     with _store(url, config) as store:
         done = store.revoke_token(token_id)
@@ -144,8 +155,10 @@ def set_budget(
     try:
         amount = Decimal(monthly_limit)
     except InvalidOperation:
-        raise typer.BadParameter(f"{monthly_limit!r} is not an amount such as 5000 or 2500.50",
-                                 param_hint="MONTHLY_LIMIT") from None
+        raise typer.BadParameter(
+            f"{monthly_limit!r} is not an amount such as 5000 or 2500.50",
+            param_hint="MONTHLY_LIMIT",
+        ) from None
     from starburst.adapters.db.holds import budget_states
 
     with _store(url, config) as store:
@@ -153,9 +166,12 @@ def set_budget(
         states = budget_states(store, time.time(), team)
     typer.echo(f"team {budget.team}: {budget.monthly_limit} {budget.currency} per month")
     if states and states[0].spent > states[0].limit:
-        typer.echo(f"warning: team {team} already spent {states[0].spent:.2f} "
-                   f"{budget.currency} in {states[0].month_name}, more than the new limit: "
-                   "its jobs stop bursting now", err=True)
+        typer.echo(
+            f"warning: team {team} already spent {states[0].spent:.2f} "
+            f"{budget.currency} in {states[0].month_name}, more than the new limit: "
+            "its jobs stop bursting now",
+            err=True,
+        )
 
 
 @budgets.command("show")
@@ -172,15 +188,29 @@ def show_budget(
         states = budget_states(store, time.time(), team)
         fired = store.budget_alerts(states[0].month) if states else {}
     if not states:
-        typer.echo(f"error: team {team} has no budget" if team else "no team has a budget",
-                   err=True)
+        typer.echo(
+            f"error: team {team} has no budget" if team else "no team has a budget", err=True
+        )
         raise typer.Exit(1)
-    rows = [[s.team, f"{s.limit:.2f}", f"{s.spent:.2f}", f"{s.remaining:.2f}",
-             f"{s.forecast:.2f}", s.currency, f"{min(s.used, 99.99):.0%}",
-             ",".join(f"{a:.0%}" for a in fired.get(s.team, [])) or "-"] for s in states]
+    rows = [
+        [
+            s.team,
+            f"{s.limit:.2f}",
+            f"{s.spent:.2f}",
+            f"{s.remaining:.2f}",
+            f"{s.forecast:.2f}",
+            s.currency,
+            f"{min(s.used, 99.99):.0%}",
+            ",".join(f"{a:.0%}" for a in fired.get(s.team, [])) or "-",
+        ]
+        for s in states
+    ]
     typer.echo(f"budgets for {states[0].month_name}")
-    typer.echo(table(["TEAM", "LIMIT", "SPENT", "REMAINING", "FORECAST", "CURRENCY", "USED",
-                      "ALERTS"], rows))
+    typer.echo(
+        table(
+            ["TEAM", "LIMIT", "SPENT", "REMAINING", "FORECAST", "CURRENCY", "USED", "ALERTS"], rows
+        )
+    )
 
 
 @app.command()
@@ -210,6 +240,9 @@ def bootstrap(
         elif holder.user == user and holder.role is Role.ADMIN:
             typer.echo(f"token {holder.token_id} of {user} (admin) already registered")
         else:
-            typer.echo(f"error: {BOOTSTRAP_ENV} is token {holder.token_id} of {holder.user} "
-                       f"({holder.role.value}), not an admin token of {user}", err=True)
+            typer.echo(
+                f"error: {BOOTSTRAP_ENV} is token {holder.token_id} of {holder.user} "
+                f"({holder.role.value}), not an admin token of {user}",
+                err=True,
+            )
             raise typer.Exit(1)

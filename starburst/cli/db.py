@@ -78,6 +78,5 @@ def current(url: UrlOption = None, config: ConfigOption = None) -> None:
 
     target = database_url(url, config)
     typer.echo(
-        f"{redact(target)}: revision {migrate.current(target) or 'base'} "
-        f"(newest: {migrate.head()})"
+        f"{redact(target)}: revision {migrate.current(target) or 'base'} (newest: {migrate.head()})"
     )

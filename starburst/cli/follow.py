@@ -24,7 +24,7 @@ from collections.abc import Callable
 def new_part(known: str, latest: str) -> str:
     """The text of ``latest`` that was not in ``known`` (see the module docstring)."""
     if latest.startswith(known):
-        return latest[len(known):]
+        return latest[len(known) :]
     for size in range(min(len(known), len(latest)), 0, -1):
         if known.endswith(latest[:size]):
             return latest[size:]
@@ -39,8 +39,12 @@ def last_lines(text: str, count: int | None) -> str:
 
 
 def follow(
-    fetch: Callable[[], str | None], ended: Callable[[], bool], emit: Callable[[str], None],
-    *, first_tail: int | None = None, interval: float = 2.0,
+    fetch: Callable[[], str | None],
+    ended: Callable[[], bool],
+    emit: Callable[[str], None],
+    *,
+    first_tail: int | None = None,
+    interval: float = 2.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     """Print the output as it grows until the job has ended. ``fetch`` returns a snapshot, or

@@ -21,13 +21,22 @@ if TYPE_CHECKING:
     from starburst.adapters.db.store import SqlStore
     from starburst.settings import Settings
 
-app = typer.Typer(help="The controller's history, for the simulator (runs locally).",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="The controller's history, for the simulator (runs locally).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 
 Opt = typer.Option
-UrlOption = Annotated[str | None, Opt(
-    "--url", help="Database URL (default: $STARBURST_DATABASE_URL, the settings file, else the "
-    "SQLite file ~/.local/share/starburst/starburst.db).", show_default=False)]
+UrlOption = Annotated[
+    str | None,
+    Opt(
+        "--url",
+        help="Database URL (default: $STARBURST_DATABASE_URL, the settings file, else the "
+        "SQLite file ~/.local/share/starburst/starburst.db).",
+        show_default=False,
+    ),
+]
 ConfigOption = Annotated[Path | None, Opt("--config", help="Settings YAML file.")]
 SinceOption = Annotated[str, Opt(help="How far back: jobs submitted in the last 30d, 12h, …")]
 
@@ -40,8 +49,9 @@ def window(since: str, until: str | None = None) -> tuple[float, float]:
     back = parse_duration(since)
     end = now - parse_duration(until) if until else now
     if back <= 0:
-        raise typer.BadParameter(f"{since!r}: give a positive duration such as 30d",
-                                 param_hint="--since")
+        raise typer.BadParameter(
+            f"{since!r}: give a positive duration such as 30d", param_hint="--since"
+        )
     return now - back, end
 
 
@@ -66,8 +76,7 @@ def open_store(settings: Settings) -> Iterator[SqlStore]:
 def export(
     out: Annotated[Path, Opt("-o", "--out", help="Trace CSV to write.")],
     since: SinceOption = "30d",
-    cluster: Annotated[Path | None, Opt(help="Also write the cluster's shape (YAML) here.")]
-    = None,
+    cluster: Annotated[Path | None, Opt(help="Also write the cluster's shape (YAML) here.")] = None,
     url: UrlOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -82,5 +91,6 @@ def export(
     typer.echo(f"wrote {history.describe()} to {out}")
     if cluster is not None and history.nodes:
         gpus = sum(n.gpus for n in history.nodes)
-        typer.echo(f"wrote the cluster's shape ({len(history.nodes)} nodes, {gpus} GPUs) "
-                   f"to {cluster}")
+        typer.echo(
+            f"wrote the cluster's shape ({len(history.nodes)} nodes, {gpus} GPUs) to {cluster}"
+        )

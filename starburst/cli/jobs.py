@@ -34,13 +34,27 @@ from starburst.core.failure import cause_of, tail_of
 #: else http://127.0.0.1:$STARBURST_API_PORT, else port 8080).
 DEFAULT_SERVER = ""
 
-ServerOption = Annotated[str, typer.Option(
-    "--server", envvar="STARBURST_SERVER", show_default=False, help=(
-        "URL of the Starburst REST API [default: `starburst config`'s server, else "
-        "http://127.0.0.1:$STARBURST_API_PORT, else port 8080]"))]
-TokenOption = Annotated[str | None, typer.Option(
-    "--token", envvar="STARBURST_TOKEN", help="API token (see `starburst admin tokens issue`).",
-    show_default=False)]
+ServerOption = Annotated[
+    str,
+    typer.Option(
+        "--server",
+        envvar="STARBURST_SERVER",
+        show_default=False,
+        help=(
+            "URL of the Starburst REST API [default: `starburst config`'s server, else "
+            "http://127.0.0.1:$STARBURST_API_PORT, else port 8080]"
+        ),
+    ),
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--token",
+        envvar="STARBURST_TOKEN",
+        help="API token (see `starburst admin tokens issue`).",
+        show_default=False,
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the server's JSON answer.")]
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -78,8 +92,16 @@ def job_path(job_id: str, suffix: str = "") -> str:
     return f"/v1/jobs/{quote(job_id, safe='/')}" + (f"/{suffix}" if suffix else "")
 
 
-def call(server: str, token: str | None, method: str, path: str, *, text: bool = False,
-         tolerate: tuple[int, ...] = (), **kwargs: Any) -> Any:
+def call(
+    server: str,
+    token: str | None,
+    method: str,
+    path: str,
+    *,
+    text: bool = False,
+    tolerate: tuple[int, ...] = (),
+    **kwargs: Any,
+) -> Any:
     """One request to the API; the decoded JSON answer (the body as text with ``text``), None
     for a status in ``tolerate``, or exit with one clear line."""
     import httpx
@@ -98,8 +120,11 @@ def call(server: str, token: str | None, method: str, path: str, *, text: bool =
         with httpx.Client(base_url=base, timeout=30.0) as client:
             response = client.request(method, path, headers=headers, **kwargs)
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-        _fail(f"cannot reach the Starburst server at {base}: {_reason(exc)}; "
-              "is `starburst server` running?", 2)
+        _fail(
+            f"cannot reach the Starburst server at {base}: {_reason(exc)}; "
+            "is `starburst server` running?",
+            2,
+        )
     except httpx.TimeoutException:
         _fail(f"the Starburst server at {base} did not answer within 30 s", 2)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
@@ -137,16 +162,20 @@ def _seconds(value: float | None) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(headers)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
-             for line in [headers, *rows]]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+        for line in [headers, *rows]
+    ]
     return "\n".join(lines)
 
 
 def finite(limit: float) -> Callable[[float | None], float | None]:
     """A typer callback refusing NaN, infinities, negatives and values above ``limit``
     (a usage error, exit 2, before anything is sent)."""
+
     def check(value: float | None) -> float | None:
         if value is None:  # not given
             return None
@@ -158,38 +187,66 @@ def finite(limit: float) -> Callable[[float | None], float | None]:
 
 
 def submit(
-    command: Annotated[list[str] | None, typer.Argument(help=(
-        "A job file (job.yaml), or the command to run after `--`."), show_default=False)]
-    = None,
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help=("A job file (job.yaml), or the command to run after `--`."), show_default=False
+        ),
+    ] = None,
     image: Annotated[str | None, typer.Option(help="Container image.")] = None,
-    gpus: Annotated[int | None, typer.Option(help="GPUs (all start together). [default: 1]",
-                                             min=0, max=4096, show_default=False)] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            help="GPUs (all start together). [default: 1]", min=0, max=4096, show_default=False
+        ),
+    ] = None,
     name: Annotated[str | None, typer.Option(help="A name for the job.")] = None,
-    runtime: Annotated[str | None, typer.Option(
-        help="Your runtime estimate: 90m, 2h, 1h30m (the policy may predict its own).")] = None,
-    time_limit: Annotated[str | None, typer.Option(
-        "--time-limit", help="A hard limit: the job is ended when it has run this long (2h)."
-    )] = None,
-    workdir: Annotated[Path | None, typer.Option(
-        help="Run in this directory (local cluster; made absolute). Must be readable by the "
-        "user local jobs run as.", show_default=False)] = None,
+    runtime: Annotated[
+        str | None,
+        typer.Option(
+            help="Your runtime estimate: 90m, 2h, 1h30m (the policy may predict its own)."
+        ),
+    ] = None,
+    time_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--time-limit", help="A hard limit: the job is ended when it has run this long (2h)."
+        ),
+    ] = None,
+    workdir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Run in this directory (local cluster; made absolute). Must be readable by the "
+            "user local jobs run as.",
+            show_default=False,
+        ),
+    ] = None,
     cpus: Annotated[float | None, typer.Option(help="CPUs.", callback=finite(100_000))] = None,
-    memory_mb: Annotated[float | None, typer.Option("--memory-mb", help="Memory in MiB.",
-                                                    callback=finite(1e9))] = None,
+    memory_mb: Annotated[
+        float | None, typer.Option("--memory-mb", help="Memory in MiB.", callback=finite(1e9))
+    ] = None,
     gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="e.g. A100.")] = None,
     env: Annotated[list[str] | None, typer.Option(help="NAME=VALUE, repeatable.")] = None,
     team: Annotated[str | None, typer.Option(help="Charge this team.")] = None,
     project: Annotated[str | None, typer.Option(help="Project for cost reports.")] = None,
-    key: Annotated[str | None, typer.Option(
-        "--idempotency-key", help="Submitting twice with one key makes one job.")] = None,
-    array: Annotated[str | None, typer.Option(
-        "--array", help="One job per index: 0-99, 1,4,7 (index in $STARBURST_ARRAY_INDEX).",
-        show_default=False)] = None,
-    wait: Annotated[bool, typer.Option(
-        "--wait", help="Wait for the job to end; exit with its exit code.")] = False,
-    interval: Annotated[float, typer.Option(min=0.1, help="Seconds between looks (--wait).")]
-    = 2.0,
-    server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
+    key: Annotated[
+        str | None,
+        typer.Option("--idempotency-key", help="Submitting twice with one key makes one job."),
+    ] = None,
+    array: Annotated[
+        str | None,
+        typer.Option(
+            "--array",
+            help="One job per index: 0-99, 1,4,7 (index in $STARBURST_ARRAY_INDEX).",
+            show_default=False,
+        ),
+    ] = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait for the job to end; exit with its exit code.")
+    ] = False,
+    interval: Annotated[float, typer.Option(min=0.1, help="Seconds between looks (--wait).")] = 2.0,
+    server: ServerOption = DEFAULT_SERVER,
+    token: TokenOption = None,
 ) -> None:
     """Submit a job (flags, or a job file: `starburst submit job.yaml`, SkyPilot tasks
     accepted); it waits on-prem within its wait budget, then bursts to the cloud."""
@@ -208,16 +265,25 @@ def submit(
         if not sep or not name_:
             raise typer.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="--env")
         variables[name_] = value
-    flags = {"image": image, "command": args or None, "gpus": gpus, "name": name,
-             "cpus": cpus, "memory_mb": memory_mb, "gpu_type": gpu_type, "team": team,
-             "project": project, "runtime": runtime, "time_limit": time_limit,
-             "workdir": str(workdir.absolute()) if workdir else None}
+    flags = {
+        "image": image,
+        "command": args or None,
+        "gpus": gpus,
+        "name": name,
+        "cpus": cpus,
+        "memory_mb": memory_mb,
+        "gpu_type": gpu_type,
+        "team": team,
+        "project": project,
+        "runtime": runtime,
+        "time_limit": time_limit,
+        "workdir": str(workdir.absolute()) if workdir else None,
+    }
     body = {**given, **{k: v for k, v in flags.items() if v is not None}, "env": variables}
     if not body.get("command"):
         raise typer.BadParameter("give the command after `--`, or `run:` in a job file")
     if not body.get("image"):
-        raise typer.BadParameter("give --image, or `image:` (`resources.image_id`) in a job "
-                                 "file")
+        raise typer.BadParameter("give --image, or `image:` (`resources.image_id`) in a job file")
     body.setdefault("gpus", 1)
     for given_as, sent_as in (("runtime", "declared_runtime_s"), ("time_limit", "time_limit_s")):
         text = body.pop(given_as, None)
@@ -228,15 +294,22 @@ def submit(
             raise typer.BadParameter("--wait is not supported with --array yet")
         submit_array(server, token, body, array, key)
         return
-    job = call(server, token, "POST", "/v1/jobs", headers={"Idempotency-Key": key} if key else {},
-               json=body)
+    job = call(
+        server,
+        token,
+        "POST",
+        "/v1/jobs",
+        headers={"Idempotency-Key": key} if key else {},
+        json=body,
+    )
     typer.echo(f"{job['id']}  {job['state']}")
     if wait:
         raise typer.Exit(wait_for_end(server, token, job["id"], interval))
 
 
-def submit_array(server: str, token: str | None, body: dict[str, Any], spec: str,
-                 key: str | None) -> None:
+def submit_array(
+    server: str, token: str | None, body: dict[str, Any], spec: str, key: str | None
+) -> None:
     """Submit one job per index of ``spec`` (``starburst.cli.arrays``)."""
     from starburst.cli.arrays import INDEX_VAR, indices
 
@@ -246,10 +319,19 @@ def submit_array(server: str, token: str | None, body: dict[str, Any], spec: str
         _fail(str(exc), 2)
     base = body.get("name") or "array"
     for index in chosen:
-        element = {**body, "name": f"{base}-{index}",
-                   "env": {**body.get("env", {}), INDEX_VAR: str(index)}}
-        job = call(server, token, "POST", "/v1/jobs", json=element,
-                   headers={"Idempotency-Key": f"{key}-{index}"} if key else {})
+        element = {
+            **body,
+            "name": f"{base}-{index}",
+            "env": {**body.get("env", {}), INDEX_VAR: str(index)},
+        }
+        job = call(
+            server,
+            token,
+            "POST",
+            "/v1/jobs",
+            json=element,
+            headers={"Idempotency-Key": f"{key}-{index}"} if key else {},
+        )
         typer.echo(f"{job['id']}  {job['state']}  {element['name']}")
     typer.echo(f"submitted {len(chosen)} jobs: {base}-{chosen[0]} … {base}-{chosen[-1]}")
 
@@ -266,8 +348,10 @@ def wait_for_end(server: str, token: str | None, job_id: str, interval: float) -
 
 
 def status(
-    job_id: Annotated[str, typer.Argument(metavar="JOB")], as_json: JsonOption = False,
-    server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
+    job_id: Annotated[str, typer.Argument(metavar="JOB")],
+    as_json: JsonOption = False,
+    server: ServerOption = DEFAULT_SERVER,
+    token: TokenOption = None,
 ) -> None:
     """A job's state, times, estimate, wait budget, placement and cost so far."""
     job = call(server, token, "GET", job_path(job_id))
@@ -275,19 +359,29 @@ def status(
         typer.echo(json.dumps(job, indent=2))
         return
     where = ", ".join(f"{p['node_name'] or p['node']}×{p['gpus']}" for p in job["placement"])
-    cloud = ", ".join(f"{c['provider']}:{c['region'] or '-'} {c['accelerators']} "
-                      f"{c['hourly_price']} {c['currency']}/h ({c['status']})"
-                      for c in job["cloud"])
+    cloud = ", ".join(
+        f"{c['provider']}:{c['region'] or '-'} {c['accelerators']} "
+        f"{c['hourly_price']} {c['currency']}/h ({c['status']})"
+        for c in job["cloud"]
+    )
     fields = [
-        ("job", job["id"]), ("name", job["name"] or "-"), ("user", job["user"] or "-"),
-        ("team", job["team"] or "-"), ("state", job["state"]),
+        ("job", job["id"]),
+        ("name", job["name"] or "-"),
+        ("user", job["user"] or "-"),
+        ("team", job["team"] or "-"),
+        ("state", job["state"]),
         ("gpus", f"{job['gpus']} {job['gpu_type'] or ''}".strip()),
-        ("image", job["image"] or "-"), ("command", job["command"] or "-"),
-        ("submitted", _time(job["submitted_at"])), ("started", _time(job["started_at"])),
-        ("ended", _time(job["ended_at"])), ("estimate", _seconds(job["estimate_s"])),
+        ("image", job["image"] or "-"),
+        ("command", job["command"] or "-"),
+        ("submitted", _time(job["submitted_at"])),
+        ("started", _time(job["started_at"])),
+        ("ended", _time(job["ended_at"])),
+        ("estimate", _seconds(job["estimate_s"])),
         ("wait budget", _seconds(job["wait_budget_s"])),
-        ("bursts at", _time(job["budget_expires_at"])), ("ran on", job["ran_on"] or "-"),
-        ("placement", where or "-"), ("cloud", cloud or "-"),
+        ("bursts at", _time(job["budget_expires_at"])),
+        ("ran on", job["ran_on"] or "-"),
+        ("placement", where or "-"),
+        ("cloud", cloud or "-"),
         ("cost so far", f"{job['cost_so_far']} {job['currency']}"),
     ]
     if job.get("failure"):
@@ -299,8 +393,10 @@ def status(
 
 
 def explain(
-    job_id: Annotated[str, typer.Argument(metavar="JOB")], as_json: JsonOption = False,
-    server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
+    job_id: Annotated[str, typer.Argument(metavar="JOB")],
+    as_json: JsonOption = False,
+    server: ServerOption = DEFAULT_SERVER,
+    token: TokenOption = None,
 ) -> None:
     """Why a job is where it is: its history with the reason for every decision."""
     answer = call(server, token, "GET", job_path(job_id, "explain"))
@@ -308,8 +404,15 @@ def explain(
         typer.echo(json.dumps(answer, indent=2))
         return
     typer.echo(f"{answer['id']}: {answer['summary']}")
-    rows = [[_time(e["at"]), f"{e['from_state'] or '-'} → {e['to_state']}",
-             cause_of(e["reason"]), e["actor"]] for e in answer["events"]]
+    rows = [
+        [
+            _time(e["at"]),
+            f"{e['from_state'] or '-'} → {e['to_state']}",
+            cause_of(e["reason"]),
+            e["actor"],
+        ]
+        for e in answer["events"]
+    ]
     typer.echo(table(["WHEN", "CHANGE", "REASON", "BY"], rows))
     tail = tail_of(answer.get("failure") or "")
     if tail:
@@ -319,11 +422,17 @@ def explain(
 def logs(
     job_id: Annotated[str, typer.Argument(metavar="JOB")],
     tail: Annotated[int, typer.Option(min=0, help="The newest lines only (0: all).")] = 200,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help=(
-        "Keep printing new output until the job ends (waits for a job not started yet)."))]
-    = False,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help=("Keep printing new output until the job ends (waits for a job not started yet)."),
+        ),
+    ] = False,
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between looks (-f).")] = 2.0,
-    server: ServerOption = DEFAULT_SERVER, token: TokenOption = None,
+    server: ServerOption = DEFAULT_SERVER,
+    token: TokenOption = None,
 ) -> None:
     """What a job printed, from where it ran (on-prem, or its latest cloud launch). With
     ``-f``: ends with the job's final state on stderr and exits with its exit code (a

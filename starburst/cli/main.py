@@ -56,18 +56,18 @@ SUMMARIES: dict[str, str] = {
     "simulate": "Simulate one scheduler configuration over a trace and print its cost and JCT.",
     "sweep": "Policies × budgets (× loads) on every core",
     "tune": "Replay history under each candidate setting and recommend the cheapest within the "
-            "JCT tolerance (and the knee of the Pareto front)",
+    "JCT tolerance (and the knee of the Pareto front)",
     "demo": "The simulator demo: the paper's policy comparison and a Pareto plot, in under a "
-            "minute.",
+    "minute.",
     "synth": "Write a synthetic trace (the paper artifact's generator) in the project's CSV "
-             "format.",
+    "format.",
     "server": "Controller and REST API in one process (the simple default).",
     "controller": "The controller alone, with its probes and metrics (for deployments).",
     "api": "The REST API alone (for deployments with separate controller replicas).",
     "quickstart": "Starburst end to end on this machine in about a minute: local GPUs, "
-                  "emulated cloud.",
+    "emulated cloud.",
     "submit": "Submit a job (flags, or a job file: `starburst submit job.yaml`, SkyPilot tasks "
-              "accepted)",
+    "accepted)",
     "jobs": "Your active jobs, newest last: queue position, wait budget left, where each goes.",
     "queue": "The waiting line up to your last waiting job (others' jobs: id, size and budget).",
     "status": "A job's state, times, estimate, wait budget, placement and cost so far.",
@@ -75,8 +75,7 @@ SUMMARIES: dict[str, str] = {
     "logs": "What a job printed, from where it ran (on-prem, or its latest cloud launch).",
     "cancel": "Cancel waiting or running jobs (the controller stops them on its next pass).",
     "costs": "Cloud spend and on-prem use, grouped",
-    "doctor": "Check the database, Kubernetes, SkyPilot, prices, the runtime model and "
-              "leadership.",
+    "doctor": "Check the database, Kubernetes, SkyPilot, prices, the runtime model and leadership.",
     "db": "Create and migrate the database (PostgreSQL or SQLite).",
     "predictor": "Runtime predictor: train, evaluate, show.",
     "admin": "Users, API tokens and team budgets (runs locally on the database).",
@@ -89,9 +88,12 @@ def static_help() -> str:
     """The top-level help, from ``SUMMARIES`` (no typer, no command module imported)."""
     width = max(len(name) for name in SUMMARIES)
     lines = [f"  {name:<{width}}  {SUMMARIES[name]}" for name in (*COMMANDS, *GROUPS)]
-    return ("Usage: starburst [OPTIONS] COMMAND [ARGS]...\n\n" + HELP + "\n\nOptions:\n"
-            "  --help  Show this message and exit.\n\nCommands:\n" + "\n".join(lines)
-            + "\n\nRun `starburst COMMAND --help` for a command's options.\n")
+    return (
+        "Usage: starburst [OPTIONS] COMMAND [ARGS]...\n\n" + HELP + "\n\nOptions:\n"
+        "  --help  Show this message and exit.\n\nCommands:\n"
+        + "\n".join(lines)
+        + "\n\nRun `starburst COMMAND --help` for a command's options.\n"
+    )
 
 
 def _load(target: str) -> object:

@@ -30,8 +30,9 @@ Opt = typer.Option
 DEFAULT_MODEL = Path("runtime-model.joblib")
 
 
-def _jobs(trace: Path | None, synthetic: int | None, seed: int, fmt: str,
-          status: str | None = None) -> list[Job]:
+def _jobs(
+    trace: Path | None, synthetic: int | None, seed: int, fmt: str, status: str | None = None
+) -> list[Job]:
     if (trace is None) == (synthetic is None):
         raise ConfigError("give either --trace FILE or --synthetic JOBS")
     if trace is not None:
@@ -47,8 +48,13 @@ TraceOpt = Annotated[Path | None, Opt(help="Trace file with completed jobs (runt
 SynthOpt = Annotated[int | None, Opt(help="Use a synthetic workload of this many jobs instead")]
 SeedOpt = Annotated[int, Opt(help="Seed of the synthetic workload")]
 FormatOpt = Annotated[str, Opt("--format", help="auto|csv|philly|helios")]
-StatusOpt = Annotated[str | None, Opt(help="Keep only jobs with these final statuses, "
-                                      "comma-separated (e.g. Pass; COMPLETED,TIMEOUT)")]
+StatusOpt = Annotated[
+    str | None,
+    Opt(
+        help="Keep only jobs with these final statuses, "
+        "comma-separated (e.g. Pass; COMPLETED,TIMEOUT)"
+    ),
+]
 ThreadsOpt = Annotated[int | None, Opt(help="Threads for training (default: all cores)")]
 
 
@@ -83,8 +89,11 @@ def train(
     from starburst.predictor.model import TrainParams
     from starburst.predictor.training import train_artifact
 
-    artifact = train_artifact(_jobs(trace, synthetic, seed, trace_format, status),
-                              TrainParams(threads=threads), trained_at=datetime.now(UTC))
+    artifact = train_artifact(
+        _jobs(trace, synthetic, seed, trace_format, status),
+        TrainParams(threads=threads),
+        trained_at=datetime.now(UTC),
+    )
     save_artifact(artifact, out)
     typer.echo(f"wrote {out}\n{artifact.describe()}")
 
@@ -98,11 +107,16 @@ def evaluate(
     status: StatusOpt = None,
     train_share: Annotated[float, Opt(help="Share of jobs (by submit time) to train on")] = 0.7,
     model: Annotated[Path | None, Opt(help="Evaluate this artifact instead of training")] = None,
-    schedule: Annotated[bool, Opt("--schedule", help="Also simulate the test part with "
-                                  "oracle, predicted and no runtimes")] = False,
+    schedule: Annotated[
+        bool,
+        Opt(
+            "--schedule", help="Also simulate the test part with oracle, predicted and no runtimes"
+        ),
+    ] = False,
     load: Annotated[float, Opt(help="Offered load of the simulated cluster (--schedule)")] = 1.0,
-    use: Annotated[str, Opt(help="Estimate the policy sees: value (p50), high (p90) or low")]
-    = "value",
+    use: Annotated[
+        str, Opt(help="Estimate the policy sees: value (p50), high (p90) or low")
+    ] = "value",
     threads: ThreadsOpt = None,
 ) -> None:
     """Model vs baselines on a time-ordered split (and, with --schedule, the effect on cost)."""
@@ -119,8 +133,13 @@ def evaluate(
         from starburst.predictor.scheduling import compare_scheduling, format_comparison
 
         typer.echo("")
-        typer.echo(format_comparison(compare_scheduling(
-            jobs, train_share=train_share, load=load, artifact=result.artifact, use=use)))
+        typer.echo(
+            format_comparison(
+                compare_scheduling(
+                    jobs, train_share=train_share, load=load, artifact=result.artifact, use=use
+                )
+            )
+        )
 
 
 @app.command()
@@ -147,8 +166,10 @@ def show(
     else:
         typer.echo(f"cannot use the model: {loaded.message}", err=True)
     for job, est in zip(jobs, loaded.estimator.estimate(jobs), strict=True):
-        typer.echo(f"{job.id:<14} {est.value / 3600:>8.2f} h  [{est.low / 3600:.2f} … "
-                   f"{est.high / 3600:.2f}] h  true {(job.runtime or 0) / 3600:.2f} h  "
-                   f"({est.source})")
+        typer.echo(
+            f"{job.id:<14} {est.value / 3600:>8.2f} h  [{est.low / 3600:.2f} … "
+            f"{est.high / 3600:.2f}] h  true {(job.runtime or 0) / 3600:.2f} h  "
+            f"({est.source})"
+        )
     if loaded.artifact is None:
         raise typer.Exit(2)

@@ -16,9 +16,13 @@ def _settings(config: Path | None, **overrides: object):  # type: ignore[no-unty
     return settings_for(config, **overrides)
 
 
-HostOption = Annotated[str | None, Opt(
-    help="Address the REST API listens on (default 127.0.0.1; else set auth)",
-    show_default=False)]
+HostOption = Annotated[
+    str | None,
+    Opt(
+        help="Address the REST API listens on (default 127.0.0.1; else set auth)",
+        show_default=False,
+    ),
+]
 
 
 def server(
@@ -54,8 +58,7 @@ def api(
 
 
 def quickstart(
-    state_dir: Annotated[Path | None, Opt(help="Keep the state here (default: a temp dir)")]
-    = None,
+    state_dir: Annotated[Path | None, Opt(help="Keep the state here (default: a temp dir)")] = None,
 ) -> None:
     """Starburst end to end on this machine in about a minute: local GPUs, emulated cloud."""
     from starburst.controller.quickstart import run_quickstart

@@ -48,8 +48,9 @@ def parse_queue_cap(text: str) -> int | None:
     return cap
 
 
-def _nodes(nodes: int | None, gpus_per_node: int | None, cpus_per_node: float,
-           cluster: Path | None) -> list[Node]:
+def _nodes(
+    nodes: int | None, gpus_per_node: int | None, cpus_per_node: float, cluster: Path | None
+) -> list[Node]:
     from starburst.sim.shape import load_shape, uniform
 
     if cluster is not None:
@@ -63,29 +64,43 @@ def _nodes(nodes: int | None, gpus_per_node: int | None, cpus_per_node: float,
 
 def simulate(
     trace: Annotated[Path, typer.Argument(help="Trace (project CSV, Philly JSON, Helios CSV)")],
-    nodes: Annotated[int | None, Opt(help="Number of nodes (uniform cluster)", min=1,
-                                     max=MAX_NODES)] = None,
-    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node", min=0,
-                                             max=MAX_GPUS_PER_NODE)] = None,
+    nodes: Annotated[
+        int | None, Opt(help="Number of nodes (uniform cluster)", min=1, max=MAX_NODES)
+    ] = None,
+    gpus_per_node: Annotated[
+        int | None, Opt(help="GPUs per node", min=0, max=MAX_GPUS_PER_NODE)
+    ] = None,
     cpus_per_node: Annotated[float, Opt(help="CPUs per node (0: not tracked)")] = 0.0,
     cluster: Annotated[Path | None, Opt(help="YAML file describing heterogeneous nodes")] = None,
-    policy: Annotated[str, Opt(help="starburst (the controller's default: compute, out of "
-                                     "order, queue cap 30) or one of no-wait|infinite|constant|"
-                                     "runtime|resource|compute|star|compute-expected")]
-    = "starburst",
-    coefficient: Annotated[float | None, Opt(help="Policy coefficient (seconds for constant, "
-                                                   "seconds per GPU for resource/star)")] = None,
+    policy: Annotated[
+        str,
+        Opt(
+            help="starburst (the controller's default: compute, out of "
+            "order, queue cap 30) or one of no-wait|infinite|constant|"
+            "runtime|resource|compute|star|compute-expected"
+        ),
+    ] = "starburst",
+    coefficient: Annotated[
+        float | None,
+        Opt(help="Policy coefficient (seconds for constant, seconds per GPU for resource/star)"),
+    ] = None,
     budget: Annotated[float | None, Opt(help="Waiting budget b (default 0.25)")] = None,
-    out_of_order: Annotated[bool, Opt("--out-of-order/--in-order",
-                                      help="Default: as the controller (out of order)")]
-    = defaults.OUT_OF_ORDER,
-    queue_cap: Annotated[str, Opt(help="Burst jobs beyond this queue position; 'none' for no "
-                                       "cap")] = str(defaults.QUEUE_CAP),
+    out_of_order: Annotated[
+        bool, Opt("--out-of-order/--in-order", help="Default: as the controller (out of order)")
+    ] = defaults.OUT_OF_ORDER,
+    queue_cap: Annotated[
+        str, Opt(help="Burst jobs beyond this queue position; 'none' for no cap")
+    ] = str(defaults.QUEUE_CAP),
     order: Annotated[str, Opt(help="fifo|sjf|edf")] = defaults.ORDER.value,
     placement: Annotated[str, Opt(help="first-fit|best-fit")] = "first-fit",
     trace_format: Annotated[str, Opt("--format", help="auto|csv|philly|helios")] = "auto",
-    status: Annotated[str | None, Opt(help="Keep only jobs with these final statuses, "
-                                      "comma-separated (e.g. Pass; COMPLETED,TIMEOUT)")] = None,
+    status: Annotated[
+        str | None,
+        Opt(
+            help="Keep only jobs with these final statuses, "
+            "comma-separated (e.g. Pass; COMPLETED,TIMEOUT)"
+        ),
+    ] = None,
     price: Annotated[float, Opt(help="Cloud price per GPU-hour ($)")] = 2.5,
     startup_delay: Annotated[float, Opt(help="Cloud start-up delay (s), added to JCT")] = 0.0,
     estimate_error: Annotated[float, Opt(help="Relative runtime-estimate error, e.g. 0.5")] = 0.0,
@@ -114,10 +129,14 @@ def simulate(
     jobs = perturb_estimates(loaded.jobs, estimate_error, seed)
     if not jobs:
         raise ConfigError(f"{trace}: the trace has no jobs")
-    coef = coefficient if coefficient is not None else calibrate(
-        kind, defaults.BUDGET if budget is None else budget, jobs)
-    config = SchedulerConfig(WaitPolicy(kind, coef), out_of_order, cap,
-                             parse_order(order), parse_placement(placement))
+    coef = (
+        coefficient
+        if coefficient is not None
+        else calibrate(kind, defaults.BUDGET if budget is None else budget, jobs)
+    )
+    config = SchedulerConfig(
+        WaitPolicy(kind, coef), out_of_order, cap, parse_order(order), parse_placement(placement)
+    )
     started = time.perf_counter()
     result = run(jobs, node_list, config, SimOptions(price, startup_delay, 0.0, seed))
     elapsed = time.perf_counter() - started
@@ -137,10 +156,14 @@ def _print_summary(summary: dict[str, Any], per_job: Path | None) -> None:
     s = summary
     typer.echo(f"configuration        {s['config']}")
     typer.echo(f"jobs                 {s['jobs']} ({s['burst_jobs']} burst to the cloud)")
-    typer.echo(f"cloud cost           ${s['cloud_cost_usd']:,.2f} "
-               f"({s['cloud_gpu_hours']:,.1f} GPU-h at ${s['price_per_gpu_hour']}/GPU-h)")
-    typer.echo(f"JCT mean/p90/p99     {s['mean_jct_s'] / h:.3f} / {s['p90_jct_s'] / h:.3f}"
-               f" / {s['p99_jct_s'] / h:.3f} h")
+    typer.echo(
+        f"cloud cost           ${s['cloud_cost_usd']:,.2f} "
+        f"({s['cloud_gpu_hours']:,.1f} GPU-h at ${s['price_per_gpu_hour']}/GPU-h)"
+    )
+    typer.echo(
+        f"JCT mean/p90/p99     {s['mean_jct_s'] / h:.3f} / {s['p90_jct_s'] / h:.3f}"
+        f" / {s['p99_jct_s'] / h:.3f} h"
+    )
     typer.echo(f"wait mean            {s['mean_wait_s'] / h:.3f} h")
     typer.echo(f"cluster utilisation  {summary['cluster_utilization']:.1%}")
     typer.echo(f"offered load         {summary['offered_load']:.2f}")
@@ -150,12 +173,14 @@ def _print_summary(summary: dict[str, Any], per_job: Path | None) -> None:
 
 
 def sweep(
-    trace: Annotated[Path | None, typer.Argument(help="Trace file; omit for synthetic loads")]
-    = None,
+    trace: Annotated[
+        Path | None, typer.Argument(help="Trace file; omit for synthetic loads")
+    ] = None,
     nodes: Annotated[int, Opt(help="Number of nodes", min=1, max=MAX_NODES)] = 8,
     gpus_per_node: Annotated[int, Opt(help="GPUs per node", min=0, max=MAX_GPUS_PER_NODE)] = 8,
-    policies: Annotated[str, Opt(help="Comma-separated policies")]
-    = "no-wait,constant,runtime,resource,compute,star",
+    policies: Annotated[
+        str, Opt(help="Comma-separated policies")
+    ] = "no-wait,constant,runtime,resource,compute,star",
     budgets: Annotated[str, Opt(help="Comma-separated waiting budgets")] = "0.05,0.1,0.25,0.5,1",
     loads: Annotated[str, Opt(help="Synthetic offered loads (without TRACE)")] = "1.0",
     jobs: Annotated[int, Opt(help="Synthetic jobs per load")] = 2000,
@@ -163,17 +188,21 @@ def sweep(
     seed: Annotated[int, Opt(help="Synthetic workload seed")] = 0,
     price: Annotated[float, Opt(help="Cloud price per GPU-hour ($)")] = 2.5,
     processes: Annotated[int | None, Opt(help="Worker processes (default: all cores)")] = None,
-    out_of_order: Annotated[bool, Opt("--out-of-order/--in-order",
-                                      help="How Compute-Wait (Starburst) rows schedule")]
-    = defaults.OUT_OF_ORDER,
-    queue_cap: Annotated[str, Opt(help="Queue cap of the Starburst rows; 'none' for no cap")]
-    = str(defaults.QUEUE_CAP),
-    order: Annotated[str, Opt(help="Queue order of every row: fifo|sjf|edf")]
-    = defaults.ORDER.value,
-    max_jct_increase: Annotated[str, Opt(help="JCT tolerance of the recommendation, e.g. 5%")]
-    = "5%",
-    out: Annotated[Path, Opt(help="Output folder for results.csv and pareto.png")]
-    = Path("out/sweep"),
+    out_of_order: Annotated[
+        bool, Opt("--out-of-order/--in-order", help="How Compute-Wait (Starburst) rows schedule")
+    ] = defaults.OUT_OF_ORDER,
+    queue_cap: Annotated[str, Opt(help="Queue cap of the Starburst rows; 'none' for no cap")] = str(
+        defaults.QUEUE_CAP
+    ),
+    order: Annotated[
+        str, Opt(help="Queue order of every row: fifo|sjf|edf")
+    ] = defaults.ORDER.value,
+    max_jct_increase: Annotated[
+        str, Opt(help="JCT tolerance of the recommendation, e.g. 5%")
+    ] = "5%",
+    out: Annotated[Path, Opt(help="Output folder for results.csv and pareto.png")] = Path(
+        "out/sweep"
+    ),
 ) -> None:
     """Policies × budgets (× loads) on every core; writes a results table and a Pareto plot,
     and recommends the cheapest setting within the JCT tolerance and the Pareto knee."""
@@ -195,11 +224,22 @@ def sweep(
     if trace is not None:
         sources = [(None, trace)]
     else:
-        sources = [(load, Workload(jobs, len(node_list) * gpus_per_node, load, cv, seed=seed))
-                   for load in (_positive(x, "load") for x in loads.split(",") if x.strip())]
+        sources = [
+            (load, Workload(jobs, len(node_list) * gpus_per_node, load, cv, seed=seed))
+            for load in (_positive(x, "load") for x in loads.split(",") if x.strip())
+        ]
     started = time.perf_counter()
-    rows = run_sweep(sources, node_list, kinds, budget_list, SimOptions(price), processes,
-                     out_of_order=out_of_order, queue_cap=cap, order=queue_order)
+    rows = run_sweep(
+        sources,
+        node_list,
+        kinds,
+        budget_list,
+        SimOptions(price),
+        processes,
+        out_of_order=out_of_order,
+        queue_cap=cap,
+        order=queue_order,
+    )
     rows = notes.explain(recommend.add_changes(rows), tolerance)
     typer.echo(table.render(rows))
     marks: dict[str, str] = {}
@@ -209,8 +249,10 @@ def sweep(
         marks.update(recommend.highlights(rec))
     table.write_csv(rows, out / "results.csv")
     pareto.plot(rows, out / "pareto.png", highlights=marks if len(sources) == 1 else None)
-    typer.echo(f"\n{len(rows)} runs in {time.perf_counter() - started:.1f} s; wrote "
-               f"{out / 'results.csv'} and {out / 'pareto.png'}")
+    typer.echo(
+        f"\n{len(rows)} runs in {time.perf_counter() - started:.1f} s; wrote "
+        f"{out / 'results.csv'} and {out / 'pareto.png'}"
+    )
 
 
 def _positive(text: str, what: str) -> float:

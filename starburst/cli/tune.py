@@ -30,26 +30,31 @@ CHOICES = ("cheapest", "knee")
 
 
 def tune(
-    since: Annotated[str, Opt(help="History window: jobs submitted in the last 30d, 12h, …")]
-    = "30d",
-    budgets: Annotated[str, Opt(help="Comma-separated waiting budgets to try")]
-    = "0.05,0.1,0.25,0.5,1",
-    policies: Annotated[str, Opt(help="Comma-separated policies to try (each in and out of "
-                                      "order)")] = "compute,constant,runtime,resource,star",
-    max_jct_increase: Annotated[str, Opt(help="Mean-JCT tolerance over No-Wait, e.g. 5%")]
-    = "5%",
-    price: Annotated[float | None, Opt(help="$ per GPU-hour (default: the metered price)")]
-    = None,
-    apply: Annotated[bool, Opt("--apply", help="Write the recommendation to the controller")]
-    = False,
-    choose: Annotated[str, Opt(help="What --apply writes: cheapest (within the tolerance) "
-                                    "or knee")] = "cheapest",
-    trace: Annotated[Path | None, Opt(help="Tune on this exported trace instead of the store")]
-    = None,
+    since: Annotated[
+        str, Opt(help="History window: jobs submitted in the last 30d, 12h, …")
+    ] = "30d",
+    budgets: Annotated[
+        str, Opt(help="Comma-separated waiting budgets to try")
+    ] = "0.05,0.1,0.25,0.5,1",
+    policies: Annotated[
+        str, Opt(help="Comma-separated policies to try (each in and out of order)")
+    ] = "compute,constant,runtime,resource,star",
+    max_jct_increase: Annotated[str, Opt(help="Mean-JCT tolerance over No-Wait, e.g. 5%")] = "5%",
+    price: Annotated[float | None, Opt(help="$ per GPU-hour (default: the metered price)")] = None,
+    apply: Annotated[
+        bool, Opt("--apply", help="Write the recommendation to the controller")
+    ] = False,
+    choose: Annotated[
+        str, Opt(help="What --apply writes: cheapest (within the tolerance) or knee")
+    ] = "cheapest",
+    trace: Annotated[
+        Path | None, Opt(help="Tune on this exported trace instead of the store")
+    ] = None,
     cluster: Annotated[Path | None, Opt(help="Cluster file for --trace")] = None,
     processes: Annotated[int | None, Opt(help="Worker processes (default: all cores)")] = None,
-    out: Annotated[Path, Opt(help="Folder for results.csv, pareto.png and the export")]
-    = Path("out/tune"),
+    out: Annotated[Path, Opt(help="Folder for results.csv, pareto.png and the export")] = Path(
+        "out/tune"
+    ),
     url: UrlOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -73,8 +78,9 @@ def tune(
     if not kinds or not budget_list:
         raise ConfigError("give at least one policy and one budget")
     start, end = window(since)
-    request = TuneRequest(start, end, kinds, budget_list, parse_tolerance(max_jct_increase),
-                          price, processes)
+    request = TuneRequest(
+        start, end, kinds, budget_list, parse_tolerance(max_jct_increase), price, processes
+    )
     settings = settings_for(config, url)
     began = time.perf_counter()
     if trace is not None and cluster is not None:
@@ -87,11 +93,14 @@ def tune(
         from starburst.adapters.db.tuning import TuningRecords
 
         records = TuningRecords(store)
-        result, history = tune_history(store, request,
-                                       fallback(settings, records.setting_in_force()), out)
-        typer.echo(f"replayed {history.describe()} from the last {since}, on "
-                   f"{len(history.nodes or [])} nodes, at "
-                   f"${price if price is not None else history.price_per_gpu_hour:.2f}/GPU-h\n")
+        result, history = tune_history(
+            store, request, fallback(settings, records.setting_in_force()), out
+        )
+        typer.echo(
+            f"replayed {history.describe()} from the last {since}, on "
+            f"{len(history.nodes or [])} nodes, at "
+            f"${price if price is not None else history.price_per_gpu_hour:.2f}/GPU-h\n"
+        )
         _report(result, out, began)
         if apply:
             _apply(records, result, choose, request, history)
@@ -104,8 +113,16 @@ def _offline(trace: Path, cluster: Path, request: TuneRequest, fallback: Deploye
 
     nodes = load_shape(cluster)
     price = request.price if request.price is not None else 2.5
-    return run(trace, nodes, fallback, request.policies, request.budgets, request.tolerance,
-               SimOptions(price), request.processes)
+    return run(
+        trace,
+        nodes,
+        fallback,
+        request.policies,
+        request.budgets,
+        request.tolerance,
+        SimOptions(price),
+        request.processes,
+    )
 
 
 def _report(result: Tuning, out: Path, began: float) -> None:
@@ -114,20 +131,26 @@ def _report(result: Tuning, out: Path, began: float) -> None:
     typer.echo(table.render(result.rows))
     typer.echo("\n" + recommend.render(result.recommendation))
     table.write_csv(result.rows, out / "results.csv")
-    plot = pareto.plot(result.rows, out / "pareto.png", "Cloud cost vs mean JCT on history",
-                       highlights=recommend.highlights(result.recommendation))
-    typer.echo(f"\n{len(result.rows)} replays in {time.perf_counter() - began:.1f} s; wrote "
-               f"{out / 'results.csv'} and {plot}")
+    plot = pareto.plot(
+        result.rows,
+        out / "pareto.png",
+        "Cloud cost vs mean JCT on history",
+        highlights=recommend.highlights(result.recommendation),
+    )
+    typer.echo(
+        f"\n{len(result.rows)} replays in {time.perf_counter() - began:.1f} s; wrote "
+        f"{out / 'results.csv'} and {plot}"
+    )
 
 
-def _apply(records: Any, result: Tuning, choose: str, request: TuneRequest,
-           history: Any) -> None:
+def _apply(records: Any, result: Tuning, choose: str, request: TuneRequest, history: Any) -> None:
     from starburst.sim.history import apply_choice
 
-    applied = apply_choice(records, result, choose, request, history,
-                           f"cli:{getpass.getuser()}")
+    applied = apply_choice(records, result, choose, request, history, f"cli:{getpass.getuser()}")
     if applied is None:
         typer.echo("\nthe recommended setting is already in force: nothing to apply")
         return
-    typer.echo(f"\napplied {applied.setting.describe()} (setting {applied.id}); the "
-               "controller picks it up on its next pass")
+    typer.echo(
+        f"\napplied {applied.setting.describe()} (setting {applied.id}); the "
+        "controller picks it up on its next pass"
+    )

@@ -46,22 +46,34 @@ class BudgetAlert:
     @property
     def message(self) -> str:
         s = self.state
-        return (f"team {s.team} spent {s.spent:,.2f} of its {s.limit:,.2f} {s.currency} cloud "
-                f"budget for {s.month_name} ({s.used:.0%}, alert at {self.threshold:.0%}); "
-                f"month-end forecast {s.forecast:,.2f} {s.currency}")
+        return (
+            f"team {s.team} spent {s.spent:,.2f} of its {s.limit:,.2f} {s.currency} cloud "
+            f"budget for {s.month_name} ({s.used:.0%}, alert at {self.threshold:.0%}); "
+            f"month-end forecast {s.forecast:,.2f} {s.currency}"
+        )
 
     def as_json(self) -> dict[str, Any]:
         s = self.state
-        return {"team": s.team, "month": s.month, "threshold": self.threshold,
-                "spent": str(s.spent.quantize(CENT)), "limit": str(s.limit.quantize(CENT)),
-                "forecast": str(s.forecast.quantize(CENT)), "currency": s.currency,
-                "message": self.message}
+        return {
+            "team": s.team,
+            "month": s.month,
+            "threshold": self.threshold,
+            "spent": str(s.spent.quantize(CENT)),
+            "limit": str(s.limit.quantize(CENT)),
+            "forecast": str(s.forecast.quantize(CENT)),
+            "currency": s.currency,
+            "message": self.message,
+        }
 
 
 def post_json(url: str, body: dict[str, Any], timeout: float = 10.0) -> None:
     """POST ``body`` as JSON; failures are logged (an alert is a courtesy)."""
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
             answer.read()
@@ -73,8 +85,13 @@ class BudgetAlerts:
     """Fires each crossed threshold once per team and month (see the module terms)."""
 
     def __init__(
-        self, store: SqlStore, thresholds: Sequence[float], *, metrics: Any = None,
-        notes: BudgetNotes | None = None, webhook: str | None = None,
+        self,
+        store: SqlStore,
+        thresholds: Sequence[float],
+        *,
+        metrics: Any = None,
+        notes: BudgetNotes | None = None,
+        webhook: str | None = None,
         post: Callable[[str, dict[str, Any]], None] = post_json,
     ) -> None:
         self.store, self.thresholds = store, sorted(thresholds)
@@ -92,28 +109,36 @@ class BudgetAlerts:
                 if state.used < threshold or key in self._fired:
                     continue
                 self._fired.add(key)
-                if self.store.claim_budget_alert(state.team, state.month, threshold,
-                                                 state.spent, at=now):
+                if self.store.claim_budget_alert(
+                    state.team, state.month, threshold, state.spent, at=now
+                ):
                     alert = BudgetAlert(threshold, state)
                     self._fire(alert)
                     fired.append(alert)
         return fired
 
     def _fire(self, alert: BudgetAlert) -> None:
-        log.warning("budget alert: %s", alert.message,
-                    extra={"team": alert.state.team, "threshold": alert.threshold})
+        log.warning(
+            "budget alert: %s",
+            alert.message,
+            extra={"team": alert.state.team, "threshold": alert.threshold},
+        )
         if self.metrics is not None:
-            self.metrics.budget_alerts.labels(team=alert.state.team,
-                                              threshold=f"{alert.threshold:g}").inc()
+            self.metrics.budget_alerts.labels(
+                team=alert.state.team, threshold=f"{alert.threshold:g}"
+            ).inc()
         if self.notes is not None:
             try:
                 self.notes.note_budget(alert.state.team, "BudgetAlert", alert.message)
             except Exception as exc:  # an Event is a courtesy: never fatal to the pass
-                log.warning("could not record the budget event of %s: %s",
-                            alert.state.team, exc)
+                log.warning("could not record the budget event of %s: %s", alert.state.team, exc)
         if self.webhook:
-            sender = threading.Thread(target=self._post, args=(self.webhook, alert.as_json()),
-                                      name="budget-webhook", daemon=True)
+            sender = threading.Thread(
+                target=self._post,
+                args=(self.webhook, alert.as_json()),
+                name="budget-webhook",
+                daemon=True,
+            )
             sender.start()  # never block the scheduling loop on someone else's server
             self.senders = [t for t in self.senders if t.is_alive()] + [sender]
 
@@ -122,8 +147,9 @@ class BudgetGate:
     """``hold(now)`` for the scheduling loop: the teams held on-prem; refreshing it also
     checks the alerts."""
 
-    def __init__(self, store: SqlStore, ttl_s: float = 30.0,
-                 alerts: BudgetAlerts | None = None) -> None:
+    def __init__(
+        self, store: SqlStore, ttl_s: float = 30.0, alerts: BudgetAlerts | None = None
+    ) -> None:
         self.store = store
         self.ttl_s = ttl_s
         self.alerts = alerts

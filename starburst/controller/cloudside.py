@@ -30,8 +30,11 @@ from starburst.pricing import gpus_in
 
 log = logging.getLogger("starburst.controller")
 
-_ENDED = {CloudStatus.SUCCEEDED: JobState.SUCCEEDED, CloudStatus.FAILED: JobState.FAILED,
-          CloudStatus.CANCELLED: JobState.CANCELLED}
+_ENDED = {
+    CloudStatus.SUCCEEDED: JobState.SUCCEEDED,
+    CloudStatus.FAILED: JobState.FAILED,
+    CloudStatus.CANCELLED: JobState.CANCELLED,
+}
 
 
 class CloudSide:
@@ -45,8 +48,15 @@ class CloudSide:
     _chunk: float
     _token: Callable[[], int | None]
 
-    def _move(self, job_id: str, state: JobState, reason: str, token: int | None, at: float,
-              wait_budget: float | None = None) -> bool:
+    def _move(
+        self,
+        job_id: str,
+        state: JobState,
+        reason: str,
+        token: int | None,
+        at: float,
+        wait_budget: float | None = None,
+    ) -> bool:
         raise NotImplementedError
 
     def _pull_backs_due(self) -> list[float]:
@@ -81,12 +91,16 @@ class CloudSide:
             if done:
                 del self._draining[name]
 
-    def _follow(self, launch: CloudLaunch, now: float, report: PassReport,
-                token: int | None) -> None:
+    def _follow(
+        self, launch: CloudLaunch, now: float, report: PassReport, token: int | None
+    ) -> None:
         assert self.cloud is not None
         handle = self._handles.get(launch.job_id) or CloudHandle(
-            cloud_id(launch.job_id, self._attempt_of(launch)), launch.name, launch.request_id,
-            launch.cloud_job_id)
+            cloud_id(launch.job_id, self._attempt_of(launch)),
+            launch.name,
+            launch.request_id,
+            launch.cloud_job_id,
+        )
         job = self.store.get(launch.job_id)
         if job.state not in (JobState.BURSTING, JobState.RUNNING_CLOUD):
             # cancelled by a user, pulled back, or ended before a crash cut this short
@@ -107,15 +121,19 @@ class CloudSide:
             self._meter(launch, now, final=False)
         if status in _ENDED:
             end = self._end_of(handle, now)
-            reason = "finished in the cloud" if status is CloudStatus.SUCCEEDED else \
-                self._failure(handle, status)
+            reason = (
+                "finished in the cloud"
+                if status is CloudStatus.SUCCEEDED
+                else self._failure(handle, status)
+            )
             if self._move(launch.job_id, _ENDED[status], reason, token, now):  # state first:
                 report.finished.append(launch.job_id)  # a crash next is mended by _follow
             self._stop_cloud(launch, handle, end, status.value, cancel=False)
             return
         if status is CloudStatus.RUNNING and job.state is JobState.BURSTING:
-            self._move(launch.job_id, JobState.RUNNING_CLOUD, f"running at {launch.provider}",
-                       token, now)
+            self._move(
+                launch.job_id, JobState.RUNNING_CLOUD, f"running at {launch.provider}", token, now
+            )
             self.store.update_launch(launch.id or 0, status="running", started_at=now)
         self._maybe_pull_back(job, launch, handle, now, report, token)
 
@@ -133,14 +151,26 @@ class CloudSide:
             log.warning("reading the output of %s: %s", handle.name, exc)
             return cause
 
-    def _refused(self, job: StoredJob, launch: CloudLaunch, handle: CloudHandle, now: float,
-                 token: int | None) -> None:
+    def _refused(
+        self,
+        job: StoredJob,
+        launch: CloudLaunch,
+        handle: CloudHandle,
+        now: float,
+        token: int | None,
+    ) -> None:
         """The cloud side could not launch (no cloud enabled, …): nothing ran, nothing is
         billed; the job waits on-prem again, its budget spent, held there while the cloud
         side says it is degraded (``CloudGate``), so it is not burst again in a loop."""
         why = getattr(self.cloud, "reason", lambda h: "the cloud refused the launch")(handle)
-        if self._move(job.id, JobState.QUEUED, f"cloud launch refused: {why}; waiting on-prem",
-                      token, now, wait_budget=0.0):
+        if self._move(
+            job.id,
+            JobState.QUEUED,
+            f"cloud launch refused: {why}; waiting on-prem",
+            token,
+            now,
+            wait_budget=0.0,
+        ):
             self.view.add(QueuedJob(job.job, now, 0.0))
         self._stop_cloud(launch, handle, launch.launched_at, "refused", cancel=False)
 
@@ -166,8 +196,15 @@ class CloudSide:
             end = None
         return min(end, now) if end is not None else now
 
-    def _maybe_pull_back(self, job: StoredJob, launch: CloudLaunch, handle: CloudHandle,
-                         now: float, report: PassReport, token: int | None) -> None:
+    def _maybe_pull_back(
+        self,
+        job: StoredJob,
+        launch: CloudLaunch,
+        handle: CloudHandle,
+        now: float,
+        report: PassReport,
+        token: int | None,
+    ) -> None:
         policy = self.config.policy
         earlier = job.id in self._pulled_back or len(self.store.launches(job.id)) > 1
         due = pull_back_at(policy, launch.launched_at, earlier)
@@ -178,15 +215,17 @@ class CloudSide:
             self._move(job.id, JobState.RUNNING_CLOUD, "running in the cloud", token, now)
         # state first: if the controller dies before the cancel, the next pass sees a queued
         # job with a live launch and stops it (``_follow``)
-        if self._move(job.id, JobState.QUEUED, pull_back_reason(policy), token, now,
-                      wait_budget=budget):
+        if self._move(
+            job.id, JobState.QUEUED, pull_back_reason(policy), token, now, wait_budget=budget
+        ):
             self._pulled_back.add(job.id)
             report.pulled_back.append(job.id)
             self.view.add(QueuedJob(job.job, now, budget))
         self._stop_cloud(launch, handle, now, "pulled back")
 
-    def _stop_cloud(self, launch: CloudLaunch, handle: CloudHandle, now: float, status: str,
-                    cancel: bool = True) -> None:
+    def _stop_cloud(
+        self, launch: CloudLaunch, handle: CloudHandle, now: float, status: str, cancel: bool = True
+    ) -> None:
         assert self.cloud is not None
         if cancel:
             try:
@@ -206,17 +245,27 @@ class CloudSide:
         gpus = gpus_in(launch.accelerators)
         gpu_type = launch.accelerators.partition(":")[0] or None
         entries = [
-            CostEntry(launch.job_id, c.start, c.end, c.amount, launch.provider,
-                      gpu_hours=c.gpu_hours, region=launch.region, source="cloud",
-                      launch_id=launch.id, currency=launch.currency, gpu_type=gpu_type)
-            for c in charges(launch.launched_at, now, launch.hourly_price, gpus,
-                             chunk=self._chunk, final=final)
+            CostEntry(
+                launch.job_id,
+                c.start,
+                c.end,
+                c.amount,
+                launch.provider,
+                gpu_hours=c.gpu_hours,
+                region=launch.region,
+                source="cloud",
+                launch_id=launch.id,
+                currency=launch.currency,
+                gpu_type=gpu_type,
+            )
+            for c in charges(
+                launch.launched_at, now, launch.hourly_price, gpus, chunk=self._chunk, final=final
+            )
         ]
         if entries:
             self.store.record_costs(entries)
 
-    def _record_launch(self, job: Job, handle: CloudHandle, now: float,
-                       token: int | None) -> None:
+    def _record_launch(self, job: Job, handle: CloudHandle, now: float, token: int | None) -> None:
         assert self.cloud is not None
         quote = self.cloud.quote(job)
         provider, _, region = quote.where.partition(":")
@@ -227,12 +276,21 @@ class CloudSide:
         known = billed(handle) if billed is not None else None
         if known is not None:  # the backend knows when it really launched (a restart)
             launched_at = known.launched_at
-        self.store.record_launch(CloudLaunch(
-            job_id=job.id, name=handle.name, provider=provider, accelerators=quote.accelerators,
-            hourly_price=Decimal(str(round(quote.price_per_hour, 6))), region=region or None,
-            request_id=handle.request_id, cloud_job_id=handle.cloud_job_id,
-            launched_at=launched_at, spot=spot,
-        ), fencing_token=token)
+        self.store.record_launch(
+            CloudLaunch(
+                job_id=job.id,
+                name=handle.name,
+                provider=provider,
+                accelerators=quote.accelerators,
+                hourly_price=Decimal(str(round(quote.price_per_hour, 6))),
+                region=region or None,
+                request_id=handle.request_id,
+                cloud_job_id=handle.cloud_job_id,
+                launched_at=launched_at,
+                spot=spot,
+            ),
+            fencing_token=token,
+        )
 
 
 def cloud_id(job_id: str, attempt: int) -> str:

@@ -87,12 +87,23 @@ class Controller:
         self._lock = lock or leader_lock(store.engine, settings.leader_name)
         self.config: SchedulerConfig = settings.scheduler_config()
         alerts = BudgetAlerts(
-            store, settings.budget_alerts, metrics=self.metrics, webhook=settings.budget_webhook,
-            notes=cluster if isinstance(cluster, BudgetNotes) else None)
+            store,
+            settings.budget_alerts,
+            metrics=self.metrics,
+            webhook=settings.budget_webhook,
+            notes=cluster if isinstance(cluster, BudgetNotes) else None,
+        )
         budgets, self.cloud_gate = BudgetGate(store, alerts=alerts), CloudGate(cloud)
-        self.loop = SchedulingLoop(store, cluster, cloud, self.clock, self.config,
-                                   estimator=estimator, fencing_token=lambda: self._lock.token,
-                                   hold=lambda now: {**budgets(now), **self.cloud_gate(now)})
+        self.loop = SchedulingLoop(
+            store,
+            cluster,
+            cloud,
+            self.clock,
+            self.config,
+            estimator=estimator,
+            fencing_token=lambda: self._lock.token,
+            hold=lambda now: {**budgets(now), **self.cloud_gate(now)},
+        )
         self.metrics.follow_ledger(store)
         for backend in (cluster, cloud):  # backends that can say when a job ends or arrives
             if backend is not None and hasattr(backend, "on_change"):
@@ -113,13 +124,32 @@ class Controller:
         scheduler = BackgroundScheduler(timezone="UTC")
         # two instances: a pass woken while another runs waits on the pass lock and then runs,
         # instead of being skipped by the scheduler (which would lose the wake-up)
-        scheduler.add_job(self.run_pass, "interval", seconds=s.pass_interval_s, id="pass",
-                          max_instances=2, coalesce=True, next_run_time=datetime.now(UTC))
-        scheduler.add_job(self.recalibrate, "interval", seconds=s.recalibrate_interval_s,
-                          id="recalibrate", max_instances=1, coalesce=True)
+        scheduler.add_job(
+            self.run_pass,
+            "interval",
+            seconds=s.pass_interval_s,
+            id="pass",
+            max_instances=2,
+            coalesce=True,
+            next_run_time=datetime.now(UTC),
+        )
+        scheduler.add_job(
+            self.recalibrate,
+            "interval",
+            seconds=s.recalibrate_interval_s,
+            id="recalibrate",
+            max_instances=1,
+            coalesce=True,
+        )
         if s.model_path is not None:
-            scheduler.add_job(self.retrain, "interval", seconds=s.retrain_interval_s,
-                              id="retrain", max_instances=1, coalesce=True)
+            scheduler.add_job(
+                self.retrain,
+                "interval",
+                seconds=s.retrain_interval_s,
+                id="retrain",
+                max_instances=1,
+                coalesce=True,
+            )
         self._scheduler = scheduler
         scheduler.start()
         log.info("controller started", extra={"policy": self.config.describe()})
@@ -196,11 +226,18 @@ class Controller:
         in a row failed, readiness says so with the error's type."""
         self.metrics.pass_errors.inc()
         self._failed_passes += 1
-        log.error("pass failed: %s", type(exc).__name__, exc_info=exc,
-                  extra={"failed_passes": self._failed_passes})
+        log.error(
+            "pass failed: %s",
+            type(exc).__name__,
+            exc_info=exc,
+            extra={"failed_passes": self._failed_passes},
+        )
         if self._failed_passes >= DEGRADED_AFTER:
-            self._health = Health(False, f"degraded: the last {self._failed_passes} passes "
-                                  f"failed ({type(exc).__name__}); see the controller log")
+            self._health = Health(
+                False,
+                f"degraded: the last {self._failed_passes} passes "
+                f"failed ({type(exc).__name__}); see the controller log",
+            )
 
     def recalibrate(self) -> None:
         """Refit the coefficient on the recent window: Σ budgets = b × Σ predicted runtimes."""
@@ -216,15 +253,15 @@ class Controller:
         recent = []
         if self.settings.coefficient is None:
             try:
-                recent = [h.job for h in
-                          self.store.history(limit=self.settings.calibration_window)]
+                recent = [h.job for h in self.store.history(limit=self.settings.calibration_window)]
             except TransientError as exc:
                 log.warning("recalibration skipped: %s", exc)
                 return
         if recent or force or self.settings.coefficient is not None:
             self.config = self.loop.config = self.settings.scheduler_config(recent)
-            log.info("recalibrated", extra={"policy": self.config.describe(),
-                                            "window": len(recent)})
+            log.info(
+                "recalibrated", extra={"policy": self.config.describe(), "window": len(recent)}
+            )
         self.tuning.record(self.cluster, self.config, self.settings, self.clock.now())
 
     def retrain(self) -> None:
@@ -239,8 +276,9 @@ class Controller:
         if path is None or self._stopping.is_set():
             return
         try:
-            artifact = train_from_store(self.store, path, params=TrainParams(threads=1),
-                                        isolated=True)
+            artifact = train_from_store(
+                self.store, path, params=TrainParams(threads=1), isolated=True
+            )
             loaded = load_estimator(path, completed_jobs(self.store, 10_000))
         except StarburstError as exc:
             log.warning("retraining skipped: %s", exc)
@@ -277,8 +315,12 @@ class Controller:
         if submissions is None:
             return
         for job in submissions():
-            self.store.submit(JobSpec.from_job(job), idempotency_key=f"cluster:{job.id}",
-                              actor="cluster", at=job.submit_time or None)
+            self.store.submit(
+                JobSpec.from_job(job),
+                idempotency_key=f"cluster:{job.id}",
+                actor="cluster",
+                at=job.submit_time or None,
+            )
 
     def _wake_at(self, at: float) -> None:
         delay = at - self.clock.now()

@@ -45,11 +45,13 @@ class JobLogs:
         self.cluster = cluster
         self.cloud = cloud
 
-    def read(self, stored: StoredJob, launches: Sequence[CloudLaunch],
-             tail: int | None = None) -> str:
+    def read(
+        self, stored: StoredJob, launches: Sequence[CloudLaunch], tail: int | None = None
+    ) -> str:
         if stored.state in _NOT_RUN and not launches:
-            raise NoLogs(f"job {stored.id} has not started yet ({stored.state.value}): "
-                         "no output to show")
+            raise NoLogs(
+                f"job {stored.id} has not started yet ({stored.state.value}): no output to show"
+            )
         if stored.ran_on == "cloud" or (stored.ran_on != "onprem" and launches):
             return last_lines(self._cloud(stored, launches), tail)
         return last_lines(self._onprem(stored, tail), tail)
@@ -72,7 +74,8 @@ class JobLogs:
             raise NoLogs(f"job {stored.id} ran in the cloud, and no cloud is configured here")
         ordered = sorted(launches, key=lambda x: x.id or 0)
         latest = ordered[-1]
-        handle = CloudHandle(cloud_id(stored.id, len(ordered)), latest.name,
-                             latest.request_id, latest.cloud_job_id)
+        handle = CloudHandle(
+            cloud_id(stored.id, len(ordered)), latest.name, latest.request_id, latest.cloud_job_id
+        )
         text: str = self.cloud.logs(handle)
         return text

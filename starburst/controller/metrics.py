@@ -47,30 +47,50 @@ class ControllerMetrics:
             starts=Counter("starburst_onprem_starts", "Jobs started on-prem", registry=r),
             bursts=Counter("starburst_bursts", "Jobs burst to the cloud", registry=r),
             pull_backs=Counter("starburst_pull_backs", "Star-Wait pull-backs", registry=r),
-            held=Gauge("starburst_jobs_held_by_team_budget",
-                       "Jobs kept on-prem because their team's cloud budget is spent",
-                       registry=r),
-            pass_seconds=Histogram("starburst_pass_seconds", "Duration of a scheduling pass",
-                                   registry=r, buckets=(.005, .01, .025, .05, .1, .25, .5, 1, 2.5)),
+            held=Gauge(
+                "starburst_jobs_held_by_team_budget",
+                "Jobs kept on-prem because their team's cloud budget is spent",
+                registry=r,
+            ),
+            pass_seconds=Histogram(
+                "starburst_pass_seconds",
+                "Duration of a scheduling pass",
+                registry=r,
+                buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+            ),
             leader=Gauge("starburst_leader", "1 while this replica leads", registry=r),
-            cloud_spend_rate=Gauge("starburst_cloud_spend_usd_per_hour",
-                                   "Hourly price of running cloud launches", registry=r),
-            utilization=Gauge("starburst_cluster_utilization",
-                              "Busy share of on-prem GPUs", registry=r),
+            cloud_spend_rate=Gauge(
+                "starburst_cloud_spend_usd_per_hour",
+                "Hourly price of running cloud launches",
+                registry=r,
+            ),
+            utilization=Gauge(
+                "starburst_cluster_utilization", "Busy share of on-prem GPUs", registry=r
+            ),
             pass_errors=Counter("starburst_pass_errors", "Passes that failed", registry=r),
-            unstartable=Counter("starburst_unstartable_jobs",
-                                "Jobs failed because their backend could not start them",
-                                registry=r),
-            wait_budgets=Histogram("starburst_wait_budget_seconds",
-                                   "Wait budgets given to admitted jobs", registry=r,
-                                   buckets=(60, 300, 900, 1800, 3600, 7200, 14400, 43200,
-                                            86400, float("inf"))),
-            budget_used=Gauge("starburst_budget_used_ratio",
-                              "Share of the team's monthly cloud budget spent", ["team"],
-                              registry=r),
-            budget_alerts=Counter("starburst_budget_alerts",
-                                  "Budget alert thresholds crossed (once per month each)",
-                                  ["team", "threshold"], registry=r),
+            unstartable=Counter(
+                "starburst_unstartable_jobs",
+                "Jobs failed because their backend could not start them",
+                registry=r,
+            ),
+            wait_budgets=Histogram(
+                "starburst_wait_budget_seconds",
+                "Wait budgets given to admitted jobs",
+                registry=r,
+                buckets=(60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, float("inf")),
+            ),
+            budget_used=Gauge(
+                "starburst_budget_used_ratio",
+                "Share of the team's monthly cloud budget spent",
+                ["team"],
+                registry=r,
+            ),
+            budget_alerts=Counter(
+                "starburst_budget_alerts",
+                "Budget alert thresholds crossed (once per month each)",
+                ["team", "threshold"],
+                registry=r,
+            ),
         )
 
     def follow_ledger(self, store: Any) -> LedgerCounters:
@@ -114,17 +134,20 @@ class LedgerCounters:
                 key = (team, location, currency)
                 self._money[key] = self._money.get(key, 0.0) + int(micros or 0) / 1e6
             where = (team, location)
-            self._gpu_seconds[where] = self._gpu_seconds.get(where, 0.0) + \
-                float(gpu_hours or 0.0) * 3600
+            self._gpu_seconds[where] = (
+                self._gpu_seconds.get(where, 0.0) + float(gpu_hours or 0.0) * 3600
+            )
         yield from self._families()
 
     def _families(self) -> tuple[CounterMetricFamily, CounterMetricFamily]:
-        money = CounterMetricFamily("starburst_cloud_cost", "Cloud money metered",
-                                    labels=["team", "location", "currency"])
+        money = CounterMetricFamily(
+            "starburst_cloud_cost", "Cloud money metered", labels=["team", "location", "currency"]
+        )
         for (team, location, currency), value in sorted(self._money.items()):
             money.add_metric([team, location, currency], value)
-        seconds = CounterMetricFamily("starburst_gpu_seconds", "GPU-seconds used",
-                                      labels=["team", "location"])
+        seconds = CounterMetricFamily(
+            "starburst_gpu_seconds", "GPU-seconds used", labels=["team", "location"]
+        )
         for (team, location), value in sorted(self._gpu_seconds.items()):
             seconds.add_metric([team, location], value)
         return money, seconds

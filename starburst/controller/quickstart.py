@@ -21,15 +21,28 @@ from starburst.adapters.db.records import JobSpec
 from starburst.core.lifecycle import TERMINAL, JobState
 
 SAMPLE = [  # (name, gpus, seconds)
-    ("prep-data", 1, 4), ("train-resnet", 4, 14), ("finetune-bert", 2, 10), ("eval-a", 1, 3),
-    ("sweep-lr-1", 1, 6), ("sweep-lr-2", 1, 6), ("train-llm", 4, 18), ("eval-b", 1, 2),
-    ("sweep-lr-3", 1, 6), ("distill", 2, 8), ("train-vit", 4, 12), ("eval-c", 1, 3),
-    ("sweep-lr-4", 1, 5), ("embed", 2, 6), ("report", 1, 2), ("train-gnn", 2, 9),
+    ("prep-data", 1, 4),
+    ("train-resnet", 4, 14),
+    ("finetune-bert", 2, 10),
+    ("eval-a", 1, 3),
+    ("sweep-lr-1", 1, 6),
+    ("sweep-lr-2", 1, 6),
+    ("train-llm", 4, 18),
+    ("eval-b", 1, 2),
+    ("sweep-lr-3", 1, 6),
+    ("distill", 2, 8),
+    ("train-vit", 4, 12),
+    ("eval-c", 1, 3),
+    ("sweep-lr-4", 1, 5),
+    ("embed", 2, 6),
+    ("report", 1, 2),
+    ("train-gnn", 2, 9),
 ]
 
 
-def run_quickstart(state_dir: Path | None = None, echo: Callable[[str], object] = print,
-                   timeout_s: float = 150.0) -> int:
+def run_quickstart(
+    state_dir: Path | None = None, echo: Callable[[str], object] = print, timeout_s: float = 150.0
+) -> int:
     from starburst.controller.wiring import build_controller
     from starburst.settings import Settings
 
@@ -37,13 +50,23 @@ def run_quickstart(state_dir: Path | None = None, echo: Callable[[str], object] 
         root = Path(state_dir or tmp)
         url = f"sqlite:///{root / 'starburst.db'}"
         migrate.upgrade(url)
-        settings = Settings(database_url=url, state_dir=root, cluster="local", local_gpus=4,
-                            cloud="emulated", budget=0.5, queue_cap=8, pass_interval_s=0.5,
-                            log_format="text")
+        settings = Settings(
+            database_url=url,
+            state_dir=root,
+            cluster="local",
+            local_gpus=4,
+            cloud="emulated",
+            budget=0.5,
+            queue_cap=8,
+            pass_interval_s=0.5,
+            log_format="text",
+        )
         controller = build_controller(settings)
         store = controller.store
-        echo(f"Starburst quick-start: a local cluster with {settings.local_gpus} GPU slots, the "
-             f"emulated cloud, policy {controller.config.describe()}")
+        echo(
+            f"Starburst quick-start: a local cluster with {settings.local_gpus} GPU slots, the "
+            f"emulated cloud, policy {controller.config.describe()}"
+        )
         echo(f"state in {root}\n")
         started = time.time()
         controller.start()
@@ -60,16 +83,23 @@ def run_quickstart(state_dir: Path | None = None, echo: Callable[[str], object] 
 def _submit(store: object, echo: Callable[[str], object]) -> None:
     rng = random.Random(3)
     for name, gpus, seconds in SAMPLE:
-        spec = JobSpec(gpus=gpus, name=name, user=rng.choice(["ana", "bo", "chen"]),
-                       team="research", command=f"sleep {seconds}",
-                       declared_runtime=float(seconds), image="python:3.11")
+        spec = JobSpec(
+            gpus=gpus,
+            name=name,
+            user=rng.choice(["ana", "bo", "chen"]),
+            team="research",
+            command=f"sleep {seconds}",
+            declared_runtime=float(seconds),
+            image="python:3.11",
+        )
         store.submit(spec, idempotency_key=f"quickstart-{name}")  # type: ignore[attr-defined]
         time.sleep(0.15)
     echo(f"submitted {len(SAMPLE)} jobs needing {sum(g for _, g, _ in SAMPLE)} GPUs in all\n")
 
 
-def _narrate(store: object, started: float, echo: Callable[[str], object],
-             timeout_s: float) -> None:
+def _narrate(
+    store: object, started: float, echo: Callable[[str], object], timeout_s: float
+) -> None:
     seen: dict[str, int] = {}
     ids = [store.find_by_key(f"quickstart-{n}").id for n, _, _ in SAMPLE]  # type: ignore[attr-defined]
     deadline = time.time() + timeout_s
@@ -79,9 +109,11 @@ def _narrate(store: object, started: float, echo: Callable[[str], object],
         for job_id in ids:
             events = store.events(job_id)  # type: ignore[attr-defined]
             job = store.get(job_id)  # type: ignore[attr-defined]
-            lines += [(e.at, job.job.name, e.to_state.value, e.reason)
-                      for e in events[seen.get(job_id, 0):]
-                      if e.to_state is not JobState.SUBMITTED]
+            lines += [
+                (e.at, job.job.name, e.to_state.value, e.reason)
+                for e in events[seen.get(job_id, 0) :]
+                if e.to_state is not JobState.SUBMITTED
+            ]
             seen[job_id] = len(events)
             done += job.state in TERMINAL
         # by time only: a job's events at one instant keep their recorded order (stable sort)
@@ -93,25 +125,31 @@ def _narrate(store: object, started: float, echo: Callable[[str], object],
     echo("the quick-start timed out before every job finished")
 
 
-def _report(store: object, controller: object, started: float,
-            echo: Callable[[str], object]) -> None:
+def _report(
+    store: object, controller: object, started: float, echo: Callable[[str], object]
+) -> None:
     """Where the jobs ran, the ledger's cloud spend, and the savings against No-Wait as the
     API reports them (``starburst.savings``: the burst's own price rule)."""
     from starburst.savings import compare_with_no_wait, fraction_saved
 
     jobs = [store.find_by_key(f"quickstart-{n}") for n, _, _ in SAMPLE]  # type: ignore[attr-defined]
     cloud = controller.loop.cloud  # type: ignore[attr-defined]
-    figures = compare_with_no_wait(store, started - 60, time.time() + 60,
-                                   cloud.quote if cloud is not None else None)
+    figures = compare_with_no_wait(
+        store, started - 60, time.time() + 60, cloud.quote if cloud is not None else None
+    )
     onprem = sum(1 for s in jobs if s.ran_on == "onprem")
     burst = sum(1 for s in jobs if s.ran_on == "cloud")
-    echo(f"\n{onprem} jobs ran on-prem, {burst} burst to the emulated cloud, "
-         f"{len(jobs) - onprem - burst} other")
+    echo(
+        f"\n{onprem} jobs ran on-prem, {burst} burst to the emulated cloud, "
+        f"{len(jobs) - onprem - burst} other"
+    )
     echo(f"cloud spend (emulated prices): ${figures.actual:.4f}")
     echo(f"bursting everything (No-Wait) would have cost: ${figures.no_wait:.4f}")
     fraction = fraction_saved(figures)
     if fraction is not None:
-        echo(f"saved ${figures.no_wait - figures.actual:.4f} ({fraction:.0%}) against "
-             "bursting everything")
+        echo(
+            f"saved ${figures.no_wait - figures.actual:.4f} ({fraction:.0%}) against "
+            "bursting everything"
+        )
     for item in figures.unpriced:
         echo(f"not counted: {item.job}: {item.reason}")

@@ -102,8 +102,9 @@ class SchedulingLoop(CloudSide, Unstartable):
         snapshot = self.cluster.snapshot()
         capacity = snapshot.capacity
         hold = self._hold(now)
-        result = schedule_pass(now, in_order(queue, self.config.order), arrivals,
-                               snapshot.capacity, self.config, hold)
+        result = schedule_pass(
+            now, in_order(queue, self.config.order), arrivals, snapshot.capacity, self.config, hold
+        )
         self._apply(now, result, token, report)
         report.queue_length = len(result.waiting)
         report.unstartable, self.failed_to_start = self.failed_to_start, []
@@ -112,8 +113,11 @@ class SchedulingLoop(CloudSide, Unstartable):
         started = sum(p.gpus for st in result.starts for p in st.placement)
         report.utilization = (total - capacity.free_gpus + started) / total if total else 0.0
         self._announce_held(result.held)
-        deadlines = [] if HOLD_ALL in hold else \
-            [q.deadline for q in result.waiting if q.job.team not in hold]
+        deadlines = (
+            []
+            if HOLD_ALL in hold
+            else [q.deadline for q in result.waiting if q.job.team not in hold]
+        )
         report.next_wakeup = min([*deadlines, *self._pull_backs_due()], default=math.inf)
         if report.admitted == self.admissions_per_pass:
             report.next_wakeup = now  # more submissions wait: come back at once
@@ -130,8 +134,9 @@ class SchedulingLoop(CloudSide, Unstartable):
             log.info("held on-prem: %s", reason, extra={"job": job_id})
             if note is not None:
                 stored = self.store.get(job_id)
-                self._quietly(note, job_id, stored.wait_budget or 0.0,
-                              stored.predicted_runtime, reason)
+                self._quietly(
+                    note, job_id, stored.wait_budget or 0.0, stored.predicted_runtime, reason
+                )
         if not held:
             self._announced.clear()
 
@@ -151,9 +156,9 @@ class SchedulingLoop(CloudSide, Unstartable):
         for stored in self._all(JobState.RUNNING_ONPREM):
             if stored.id not in running:
                 placement = self.store.placement(stored.id)
-                if self._carry_out_start(stored.id, placement,
-                                         "resumed by a new controller leader", self._token(),
-                                         now):
+                if self._carry_out_start(
+                    stored.id, placement, "resumed by a new controller leader", self._token(), now
+                ):
                     resumed += 1
         if self.cloud is None:
             return resumed
@@ -166,8 +171,9 @@ class SchedulingLoop(CloudSide, Unstartable):
                 # launch and its record, so this is the attempt after the recorded ones
                 attempt = active[-1] + 1 if active else len(launches) + 1
                 try:
-                    handle = self.cloud.launch(cloud_job(job, attempt),
-                                               "resumed by a new controller leader")
+                    handle = self.cloud.launch(
+                        cloud_job(job, attempt), "resumed by a new controller leader"
+                    )
                 except TransientError:
                     raise
                 except Exception as exc:
@@ -187,8 +193,9 @@ class SchedulingLoop(CloudSide, Unstartable):
             return
         states = (JobState.SUBMITTED, JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD)
         for job_id in vanished([backend_job(s) for state in states for s in self._all(state)]):
-            self._move(job_id, JobState.FAILED, "its Kubernetes Job was deleted", self._token(),
-                       now)
+            self._move(
+                job_id, JobState.FAILED, "its Kubernetes Job was deleted", self._token(), now
+            )
 
     def _all(self, state: JobState) -> list[StoredJob]:
         return read_all(self.store, state)
@@ -241,9 +248,13 @@ class SchedulingLoop(CloudSide, Unstartable):
             move = Move(job.id, reason, wait_budget=budget)
             admitted[job.id] = (QueuedJob(job, stored.queued_at, budget), move, estimate)
         # one transaction for the whole page; a job cancelled meanwhile is skipped
-        result = self.store.transition_many([m for _, m, _ in admitted.values()],
-                                            JobState.QUEUED, actor=ACTOR, fencing_token=token,
-                                            at=now)
+        result = self.store.transition_many(
+            [m for _, m, _ in admitted.values()],
+            JobState.QUEUED,
+            actor=ACTOR,
+            fencing_token=token,
+            at=now,
+        )
         for job_id in result.skipped:
             log.info("skipped admitting %s: it is no longer submitted", job_id)
         note = getattr(self.cluster, "note_waiting", None)
@@ -259,8 +270,7 @@ class SchedulingLoop(CloudSide, Unstartable):
         return arrivals
 
     # -- 6. apply ------------------------------------------------------------------------------
-    def _apply(self, now: float, result: PassResult, token: int | None,
-               report: PassReport) -> None:
+    def _apply(self, now: float, result: PassResult, token: int | None, report: PassReport) -> None:
         for start in result.starts:
             self.view.drop(start.job_id)  # started, or refused: either way not queued now
             if self._start(start, now, token):
@@ -277,8 +287,9 @@ class SchedulingLoop(CloudSide, Unstartable):
             return False
         return self._carry_out_start(start.job_id, start.placement, start.reason, token, now)
 
-    def _carry_out_start(self, job_id: str, placement: Placement, reason: str,
-                         token: int | None, now: float) -> bool:
+    def _carry_out_start(
+        self, job_id: str, placement: Placement, reason: str, token: int | None, now: float
+    ) -> bool:
         """Start through the cluster port. A permanent refusal fails the job with the reason;
         a transient one is retried on the next passes (the store already says it runs)."""
         try:
@@ -316,8 +327,10 @@ class SchedulingLoop(CloudSide, Unstartable):
         except Exception as exc:
             self._unstartable(job.id, "in the cloud", exc, token, now)
             return False
-        reason = f"{burst.reason}: burst to {quote.where} ({quote.accelerators}, " \
-                 f"${quote.price_per_hour:.2f}/h)"
+        reason = (
+            f"{burst.reason}: burst to {quote.where} ({quote.accelerators}, "
+            f"${quote.price_per_hour:.2f}/h)"
+        )
         if not self._move(burst.job_id, JobState.BURSTING, reason, token, now):
             return False
         attempt = len(self.store.launches(job.id)) + 1
@@ -332,19 +345,20 @@ class SchedulingLoop(CloudSide, Unstartable):
         self._handles[job.id] = handle
         annotate = getattr(self.cluster, "burst", None)
         if annotate is not None:  # the Job stays suspended; say where it went and why
-            self._quietly(annotate, job.id, quote.where, reason, handle.name,
-                          quote.price_per_hour)
+            self._quietly(annotate, job.id, quote.where, reason, handle.name, quote.price_per_hour)
         return True
 
-    def _refuse_burst(self, stored: StoredJob, burst: Burst, why: str, token: int | None,
-                      now: float) -> bool:
+    def _refuse_burst(
+        self, stored: StoredJob, burst: Burst, why: str, token: int | None, now: float
+    ) -> bool:
         """A job that cannot run in the cloud (``cloud_blocker``) waits on-prem instead with
         an infinite budget (the one admission gave it), or fails with both reasons if it can
         never fit on-prem."""
         job = stored.job
         if not self.cluster.snapshot().capacity.could_ever_fit(job):
-            self._move(job.id, JobState.FAILED, f"{burst.reason}, and it cannot burst: {why}",
-                       token, now)
+            self._move(
+                job.id, JobState.FAILED, f"{burst.reason}, and it cannot burst: {why}", token, now
+            )
             return False
         if stored.wait_budget == math.inf:  # queued on-prem only at admission: keep waiting
             self.view.add(QueuedJob(job, stored.queued_at, math.inf))
@@ -358,8 +372,7 @@ class SchedulingLoop(CloudSide, Unstartable):
                 self._quietly(note, job.id, math.inf, stored.predicted_runtime, reason)
         return False
 
-    def _record_predictions(self, jobs: list[Job], estimates: list[Estimate],
-                            now: float) -> None:
+    def _record_predictions(self, jobs: list[Job], estimates: list[Estimate], now: float) -> None:
         """Every prediction is stored with its source and the model version it came from."""
         from starburst.predictor.store import MODEL_NAME, record_estimates
 
@@ -375,11 +388,25 @@ class SchedulingLoop(CloudSide, Unstartable):
             log.warning("could not annotate job %s: %s", args[0], exc)
 
     # -- store transitions -------------------------------------------------------------------
-    def _move(self, job_id: str, state: JobState, reason: str, token: int | None, at: float,
-              wait_budget: float | None = None) -> bool:
+    def _move(
+        self,
+        job_id: str,
+        state: JobState,
+        reason: str,
+        token: int | None,
+        at: float,
+        wait_budget: float | None = None,
+    ) -> bool:
         try:
-            self.store.transition(job_id, state, reason=reason, actor=ACTOR,
-                                  fencing_token=token, at=at, wait_budget=wait_budget)
+            self.store.transition(
+                job_id,
+                state,
+                reason=reason,
+                actor=ACTOR,
+                fencing_token=token,
+                at=at,
+                wait_budget=wait_budget,
+            )
         except (IllegalTransition, JobNotFound) as exc:
             log.info("skipped: %s", exc)  # e.g. cancelled by a user meanwhile
             return False
@@ -399,5 +426,3 @@ def _budget_text(budget: float) -> str:
     from starburst.core.duration import human
 
     return human(budget)
-
-

@@ -27,8 +27,9 @@ def _probe(controller: Controller) -> Any:
 def _uvicorn(app: Any, settings: Settings) -> Any:
     import uvicorn
 
-    config = uvicorn.Config(app, host=settings.api_host, port=settings.api_port,
-                            log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        app, host=settings.api_host, port=settings.api_port, log_level="warning", lifespan="off"
+    )
     return uvicorn.Server(config)
 
 
@@ -38,10 +39,16 @@ def server_app(settings: Settings, controller: Controller) -> Any:
     from starburst.controller.joblogs import JobLogs
 
     reader = JobLogs(controller.cluster, controller.loop.cloud)
-    app = create_app(settings, controller.store, health=_probe(controller),
-                     metrics_registry=controller.metrics.registry, auth=settings.auth,
-                     clock=controller.clock, job_logs=lambda: reader,
-                     degraded=lambda: controller.health().degraded)
+    app = create_app(
+        settings,
+        controller.store,
+        health=_probe(controller),
+        metrics_registry=controller.metrics.registry,
+        auth=settings.auth,
+        clock=controller.clock,
+        job_logs=lambda: reader,
+        degraded=lambda: controller.health().degraded,
+    )
 
     app.add_middleware(WakeOnWrite, wake=controller.poke)
     return app
@@ -89,15 +96,21 @@ def probes_app(controller: Controller) -> Any:
     @app.get("/readyz")
     def readyz() -> JSONResponse:
         health = controller.health()
-        status = "degraded" if health.ready and health.degraded else \
-            "ready" if health.ready else "not ready"
+        status = (
+            "degraded"
+            if health.ready and health.degraded
+            else "ready"
+            if health.ready
+            else "not ready"
+        )
         body = {"status": status, "detail": health.degraded or health.detail}
         return JSONResponse(body, status_code=200 if health.ready else 503)
 
     @app.get("/metrics")
     def metrics() -> Response:
-        return Response(generate_latest(controller.metrics.registry),
-                        media_type=CONTENT_TYPE_LATEST)
+        return Response(
+            generate_latest(controller.metrics.registry), media_type=CONTENT_TYPE_LATEST
+        )
 
     return app
 
@@ -106,6 +119,7 @@ def _absorb_stop_signals() -> None:
     """uvicorn handles SIGTERM/SIGINT while it serves and re-raises them when it is done;
     with these handlers in place the re-raise is absorbed, so the process can still stop the
     controller cleanly and exit 0 instead of dying by the signal."""
+
     def note(sig: int, frame: object) -> None:
         log.info("stop signal received", extra={"signal": sig})
 
@@ -118,7 +132,9 @@ def warn_if_insecure(settings: Settings) -> None:
     if settings.insecure_no_auth():
         log.warning(
             "INSECURE: auth is off and the API listens on %s (allow_insecure_no_auth): anyone "
-            "who reaches it is admin and can run commands on this machine", settings.api_host)
+            "who reaches it is admin and can run commands on this machine",
+            settings.api_host,
+        )
 
 
 def run(settings: Settings, mode: str) -> None:
@@ -145,8 +161,7 @@ def run(settings: Settings, mode: str) -> None:
     controller = build_controller(settings)
     app = server_app(settings, controller) if mode == "server" else probes_app(controller)
     controller.start()
-    log.info("serving", extra={"mode": mode, "host": settings.api_host,
-                               "port": settings.api_port})
+    log.info("serving", extra={"mode": mode, "host": settings.api_host, "port": settings.api_port})
     try:
         _uvicorn(app, settings).run()
     finally:

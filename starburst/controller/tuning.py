@@ -30,10 +30,14 @@ log = logging.getLogger("starburst.controller")
 
 def with_setting(settings: Settings, applied: AppliedSetting) -> Settings:
     s = applied.setting
-    return settings.model_copy(update={
-        "policy": s.policy, "out_of_order": s.out_of_order, "coefficient": s.coefficient,
-        "budget": s.budget if s.budget is not None else settings.budget,
-    })
+    return settings.model_copy(
+        update={
+            "policy": s.policy,
+            "out_of_order": s.out_of_order,
+            "coefficient": s.coefficient,
+            "budget": s.budget if s.budget is not None else settings.budget,
+        }
+    )
 
 
 class TuningHooks:
@@ -71,21 +75,30 @@ class TuningHooks:
         if applied is None or applied.id == self._seen:
             return None
         self._seen = applied.id
-        log.info("applied policy setting %d: %s (by %s: %s)", applied.id,
-                 applied.setting.describe(), applied.actor, applied.reason)
+        log.info(
+            "applied policy setting %d: %s (by %s: %s)",
+            applied.id,
+            applied.setting.describe(),
+            applied.actor,
+            applied.reason,
+        )
         return with_setting(settings, applied)
 
-    def record(self, cluster: Cluster, config: SchedulerConfig, settings: Settings,
-               now: float) -> None:
+    def record(
+        self, cluster: Cluster, config: SchedulerConfig, settings: Settings, now: float
+    ) -> None:
         """Write the cluster's shape and the running configuration if either changed."""
         try:
             nodes = [n for n in cluster.snapshot().capacity.nodes if n.schedulable]
             shape = {"nodes": [node_json(n) for n in nodes]}
             scheduler = {
-                "policy": config.policy.kind.value, "coefficient": config.policy.coefficient,
+                "policy": config.policy.kind.value,
+                "coefficient": config.policy.coefficient,
                 "budget": settings.budget if settings.coefficient is None else None,
-                "out_of_order": config.out_of_order, "queue_cap": config.queue_cap,
-                "order": config.order.value, "placement": config.placement.value,
+                "out_of_order": config.out_of_order,
+                "queue_cap": config.queue_cap,
+                "order": config.order.value,
+                "placement": config.placement.value,
                 "setting_id": self._seen,
             }
             for name, value in (("cluster_shape", shape), (SCHEDULER, scheduler)):

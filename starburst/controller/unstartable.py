@@ -23,19 +23,28 @@ log = logging.getLogger("starburst.controller")
 class Unstartable:
     failed_to_start: list[str]
 
-    def _move(self, job_id: str, state: JobState, reason: str, token: int | None, at: float,
-              wait_budget: float | None = None) -> bool:
+    def _move(
+        self,
+        job_id: str,
+        state: JobState,
+        reason: str,
+        token: int | None,
+        at: float,
+        wait_budget: float | None = None,
+    ) -> bool:
         raise NotImplementedError
 
-    def _unstartable(self, job_id: str, where: str, exc: Exception, token: int | None,
-                     now: float) -> None:
+    def _unstartable(
+        self, job_id: str, where: str, exc: Exception, token: int | None, now: float
+    ) -> None:
         """Fail ``job_id``, which could not start ``where``, once with the reason."""
         if isinstance(exc, PermanentError):
             reason = f"cannot start {where}: {exc}"
             log.warning("job %s cannot start %s: %s", job_id, where, exc)
         else:
             reason = f"cannot start {where}: internal error ({type(exc).__name__})"
-            log.error("starting job %s %s raised %s", job_id, where, type(exc).__name__,
-                      exc_info=exc)
+            log.error(
+                "starting job %s %s raised %s", job_id, where, type(exc).__name__, exc_info=exc
+            )
         if self._move(job_id, JobState.FAILED, reason, token, now):
             self.failed_to_start.append(job_id)

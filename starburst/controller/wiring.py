@@ -44,9 +44,13 @@ def build_cluster(settings: Settings, clock: Clock, *, watch: bool = True) -> Cl
     if settings.cluster == "local":
         from starburst.adapters.local import LocalCluster
 
-        return LocalCluster(settings.state_dir / "cluster", settings.local_gpus,
-                            gpu_type=settings.local_gpu_type, clock=clock,
-                            run_as=run_as_of(settings))
+        return LocalCluster(
+            settings.state_dir / "cluster",
+            settings.local_gpus,
+            gpu_type=settings.local_gpu_type,
+            clock=clock,
+            run_as=run_as_of(settings),
+        )
     from starburst.adapters.kubernetes.cluster import KubernetesCluster
 
     cluster = KubernetesCluster(kube_api_client(settings), clock)
@@ -94,14 +98,17 @@ def build_leader_lock(settings: Settings, store: SqlStore) -> LeaderLock:
 
     identity = f"{default_holder()}:{uuid.uuid4().hex[:8]}"  # unique per replica object
     return LeaseLock(
-        kube_api_client(settings), settings.lease_namespace, f"starburst-{settings.leader_name}",
-        identity, lambda: next_term(store.engine, settings.leader_name, identity),
-        settings.lease_duration_s, owns_client=True,
+        kube_api_client(settings),
+        settings.lease_namespace,
+        f"starburst-{settings.leader_name}",
+        identity,
+        lambda: next_term(store.engine, settings.leader_name, identity),
+        settings.lease_duration_s,
+        owns_client=True,
     )
 
 
-def build_cloud(settings: Settings, clock: Clock, prices: PriceTable | None = None
-                ) -> Cloud | None:
+def build_cloud(settings: Settings, clock: Clock, prices: PriceTable | None = None) -> Cloud | None:
     """The cloud the settings name, pricing from ``prices`` (default: the settings' price
     table, else the shipped one)."""
     if settings.cloud == "none":
@@ -113,13 +120,15 @@ def build_cloud(settings: Settings, clock: Clock, prices: PriceTable | None = No
     if settings.cloud == "emulated":
         from starburst.adapters.local import EmulatedCloud
 
-        return EmulatedCloud(settings.state_dir / "cloud", prices, clock=clock,
-                             run_as=run_as_of(settings))
+        return EmulatedCloud(
+            settings.state_dir / "cloud", prices, clock=clock, run_as=run_as_of(settings)
+        )
     from starburst.adapters.skypilot import SkyPilotCloud, load_sky
 
     endpoint, token = settings.skypilot_api_server, settings.skypilot_token()
-    return SkyPilotCloud(clock, prices, spot=settings.use_spot,
-                         connect=lambda: load_sky(endpoint, token))
+    return SkyPilotCloud(
+        clock, prices, spot=settings.use_spot, connect=lambda: load_sky(endpoint, token)
+    )
 
 
 def job_logs_from(settings: Settings) -> Callable[[], JobLogs]:
@@ -135,11 +144,14 @@ def job_logs_from(settings: Settings) -> Callable[[], JobLogs]:
             if not built:
                 try:
                     clock = WallClock()
-                    built.append(JobLogs(build_cluster(settings, clock, watch=False),
-                                         build_cloud(settings, clock)))
+                    built.append(
+                        JobLogs(
+                            build_cluster(settings, clock, watch=False),
+                            build_cloud(settings, clock),
+                        )
+                    )
                 except ConfigError as exc:
-                    raise NoLogs(f"cannot reach the backends to read job output: {exc}") \
-                        from None
+                    raise NoLogs(f"cannot reach the backends to read job output: {exc}") from None
             return built[0]
 
     return reader
@@ -154,14 +166,22 @@ def build_estimator(settings: Settings, store: SqlStore) -> RuntimeEstimator:
     return loaded.estimator
 
 
-def build_controller(settings: Settings, store: SqlStore | None = None,
-                     clock: Clock | None = None) -> Controller:
+def build_controller(
+    settings: Settings, store: SqlStore | None = None, clock: Clock | None = None
+) -> Controller:
     clock = clock or WallClock()
     secure_state_dir(settings)
-    store = store or SqlStore.open(settings.database_url, clock=clock,
-                                   leader_name=settings.leader_name)
+    store = store or SqlStore.open(
+        settings.database_url, clock=clock, leader_name=settings.leader_name
+    )
     cluster = build_cluster(settings, clock)
     cloud = build_cloud(settings, clock)
-    return Controller(settings, store, cluster, cloud, clock=clock,
-                      estimator=build_estimator(settings, store),
-                      lock=build_leader_lock(settings, store))
+    return Controller(
+        settings,
+        store,
+        cluster,
+        cloud,
+        clock=clock,
+        estimator=build_estimator(settings, store),
+        lock=build_leader_lock(settings, store),
+    )

@@ -53,8 +53,13 @@ class Charge:
 
 
 def charges(
-    launched_at: float, until: float, price_per_hour: Decimal, gpus: int, *,
-    chunk: float, final: bool,
+    launched_at: float,
+    until: float,
+    price_per_hour: Decimal,
+    gpus: int,
+    *,
+    chunk: float,
+    final: bool,
 ) -> list[Charge]:
     """The charges of a launch from ``launched_at`` up to ``until`` (see the module terms)."""
     if chunk <= 0:
@@ -67,8 +72,9 @@ def charges(
             break
         end = min(end, until)
         hours = Decimal(str(end - start)) / _HOUR
-        out.append(Charge(start, end, (price_per_hour * hours).quantize(MICRO),
-                          float(hours) * gpus))
+        out.append(
+            Charge(start, end, (price_per_hour * hours).quantize(MICRO), float(hours) * gpus)
+        )
         start = end
     return out
 

@@ -81,8 +81,16 @@ class CapacityIndex:
     """
 
     __slots__ = (
-        "_all_types", "_buckets", "_ever_fits", "_free_cpus", "_free_gpus", "_free_mem",
-        "_free_total", "_largest_any", "_max_level", "nodes",
+        "_all_types",
+        "_buckets",
+        "_ever_fits",
+        "_free_cpus",
+        "_free_gpus",
+        "_free_mem",
+        "_free_total",
+        "_largest_any",
+        "_max_level",
+        "nodes",
     )
 
     def __init__(self, nodes: Sequence[Node]) -> None:
@@ -210,8 +218,9 @@ class CapacityIndex:
         if strategy is PlacementStrategy.BEST_FIT:
             top = max((len(levels) for levels in groups), default=0)
             for level in range(gpus, top):
-                heads = [levels[level][0] for levels in groups
-                         if level < len(levels) and levels[level]]
+                heads = [
+                    levels[level][0] for levels in groups if level < len(levels) and levels[level]
+                ]
                 if heads:
                     return min(heads)
             return None

@@ -84,8 +84,9 @@ class Job:
         sigma = min(math.log(high / low) / (2 * Z90), MAX_SIGMA)
         return mid * math.exp(sigma * sigma / 2)
 
-    def with_estimate(self, estimate: float, low: float | None = None,
-                      high: float | None = None) -> Job:
+    def with_estimate(
+        self, estimate: float, low: float | None = None, high: float | None = None
+    ) -> Job:
         """This job with an estimate (and its band, when the estimator gives one)."""
         return replace(self, estimate=estimate, estimate_low=low, estimate_high=high)
 

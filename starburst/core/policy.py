@@ -81,8 +81,7 @@ def calibrate(kind: PolicyKind, budget: float, jobs: Sequence[Job]) -> float:
     # runtimes scaled by the largest one (the ratios do not change); the result is capped at
     # the largest float.
     expected = kind is PolicyKind.COMPUTE_EXPECTED
-    pairs = [(float(j.gpus), j.expected_runtime if expected else j.believed_runtime)
-             for j in jobs]
+    pairs = [(float(j.gpus), j.expected_runtime if expected else j.believed_runtime) for j in jobs]
     finite = [(g, r) for g, r in pairs if math.isfinite(r) and r >= 0]
     if not finite:
         return 0.0
@@ -95,8 +94,9 @@ def calibrate(kind: PolicyKind, budget: float, jobs: Sequence[Job]) -> float:
     return min(value, sys.float_info.max)
 
 
-def _closed_form(kind: PolicyKind, budget: float, jobs: list[tuple[float, float]],
-                 scale: float) -> float:
+def _closed_form(
+    kind: PolicyKind, budget: float, jobs: list[tuple[float, float]], scale: float
+) -> float:
     """The closed forms over (gpus, runtime) pairs, with runtimes divided by ``scale``."""
     if scale == 0.0:
         return 0.0

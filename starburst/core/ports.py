@@ -146,14 +146,29 @@ class Store(Protocol):
     the one lifecycle table with the leader's fencing token, placements, and a change feed.
     """
 
-    def transition(self, job_id: str, to_state: JobState, *, reason: str, actor: str,
-                   fencing_token: int | None = None, expected_version: int | None = None,
-                   at: float | None = None, wait_budget: float | None = None) -> object:
+    def transition(
+        self,
+        job_id: str,
+        to_state: JobState,
+        *,
+        reason: str,
+        actor: str,
+        fencing_token: int | None = None,
+        expected_version: int | None = None,
+        at: float | None = None,
+        wait_budget: float | None = None,
+    ) -> object:
         """Move a job; raises ``IllegalTransition`` (and a stale-leader error) unchanged."""
         ...
 
-    def record_placement(self, job_id: str, placement: Placement, *,
-                         fencing_token: int | None = None, at: float | None = None) -> int: ...
+    def record_placement(
+        self,
+        job_id: str,
+        placement: Placement,
+        *,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> int: ...
 
     def placement(self, job_id: str) -> Placement: ...
 
@@ -161,5 +176,6 @@ class Store(Protocol):
 
     def last_event_id(self) -> int: ...
 
-    def state_changes(self, after_id: int, limit: int = 10_000
-                      ) -> tuple[list[tuple[str, JobState]], int]: ...
+    def state_changes(
+        self, after_id: int, limit: int = 10_000
+    ) -> tuple[list[tuple[str, JobState]], int]: ...

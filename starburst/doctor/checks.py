@@ -62,13 +62,21 @@ def prices(settings: Settings, now: float) -> Check:
     try:
         taken = date.fromisoformat(str(table.taken))
     except ValueError:
-        return Check("prices", False, f"{where}: taken date {table.taken!r} is not a date",
-                     "set taken: YYYY-MM-DD in the price table")
+        return Check(
+            "prices",
+            False,
+            f"{where}: taken date {table.taken!r} is not a date",
+            "set taken: YYYY-MM-DD in the price table",
+        )
     age = (datetime.fromtimestamp(now, UTC).date() - taken).days
     detail = f"{where}, prices taken {taken} ({age} days ago)"
     if age > PRICE_MAX_AGE_DAYS:
-        return Check("prices", False, detail + f", older than {PRICE_MAX_AGE_DAYS} days",
-                     "update the prices (and taken) in a copy of prices.yaml; set price_table")
+        return Check(
+            "prices",
+            False,
+            detail + f", older than {PRICE_MAX_AGE_DAYS} days",
+            "update the prices (and taken) in a copy of prices.yaml; set price_table",
+        )
     return Check("prices", True, detail)
 
 

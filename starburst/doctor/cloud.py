@@ -20,21 +20,39 @@ def skypilot(settings: Settings, timeout: float = ANSWER_TIMEOUT_S) -> list[Chec
         sky = load_sky(settings.skypilot_api_server, settings.skypilot_token())
         info = sky.api_info()
     except Exception as exc:
-        return [failed("skypilot", exc, "start the API server (sky api start) or set "
-                       "skypilot_api_server and its token")]
+        return [
+            failed(
+                "skypilot",
+                exc,
+                "start the API server (sky api start) or set skypilot_api_server and its token",
+            )
+        ]
     status = str(getattr(info, "status", "") or "").rsplit(".", 1)[-1].lower()
     version = getattr(info, "version", "?")
     if "healthy" not in status:
-        return [Check("skypilot", False, f"{endpoint} answers but is {status or 'unknown'}",
-                      "check the API server's logs (sky api logs)")]
+        return [
+            Check(
+                "skypilot",
+                False,
+                f"{endpoint} answers but is {status or 'unknown'}",
+                "check the API server's logs (sky api logs)",
+            )
+        ]
     found = [Check("skypilot", True, f"API server {version} at {endpoint} is healthy")]
     try:
         clouds = _enabled_clouds(sky, timeout)
     except Exception as exc:
         return [*found, failed("skypilot clouds", exc, "sky check")]
     if not clouds:
-        return [*found, Check("skypilot clouds", False, "no cloud enabled in SkyPilot",
-                              "run `sky check` (with the cloud credentials the server uses)")]
+        return [
+            *found,
+            Check(
+                "skypilot clouds",
+                False,
+                "no cloud enabled in SkyPilot",
+                "run `sky check` (with the cloud credentials the server uses)",
+            ),
+        ]
     return [*found, Check("skypilot clouds", True, "enabled: " + ", ".join(clouds))]
 
 

@@ -61,19 +61,30 @@ def _rbac(auth: Any) -> Check:
     rules = rbac_rules()
     for group, resource, verb in rules:
         plural, _, sub = resource.partition("/")
-        review = client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
-            resource_attributes=client.V1ResourceAttributes(
-                group=group, resource=plural, subresource=sub or None, verb=verb)))
+        review = client.V1SelfSubjectAccessReview(
+            spec=client.V1SelfSubjectAccessReviewSpec(
+                resource_attributes=client.V1ResourceAttributes(
+                    group=group, resource=plural, subresource=sub or None, verb=verb
+                )
+            )
+        )
         try:
             answer = auth.create_self_subject_access_review(review, _request_timeout=10)
         except Exception as exc:
-            return failed("kubernetes rbac", exc, "grant create on "
-                          "selfsubjectaccessreviews (every authenticated user has it)")
+            return failed(
+                "kubernetes rbac",
+                exc,
+                "grant create on selfsubjectaccessreviews (every authenticated user has it)",
+            )
         if not answer.status.allowed:
             denied.append(f"{verb} {resource}{'.' + group if group else ''}")
     if denied:
-        return Check("kubernetes rbac", False, "not granted: " + ", ".join(denied),
-                     f"kubectl apply -f {RBAC_FILE} (or the Helm chart) for this identity")
+        return Check(
+            "kubernetes rbac",
+            False,
+            "not granted: " + ", ".join(denied),
+            f"kubectl apply -f {RBAC_FILE} (or the Helm chart) for this identity",
+        )
     return Check("kubernetes rbac", True, f"all {len(rules)} verbs of {RBAC_FILE} granted")
 
 
@@ -82,13 +93,18 @@ def _gpu_nodes(core: Any) -> Check:
         nodes = core.list_node(_request_timeout=10).items
     except Exception as exc:
         return failed("kubernetes gpu nodes", exc, f"grant list nodes ({RBAC_FILE})")
-    gpus = {n.metadata.name: int((n.status.allocatable or {}).get(GPU, "0") or 0)
-            for n in nodes}
+    gpus = {n.metadata.name: int((n.status.allocatable or {}).get(GPU, "0") or 0) for n in nodes}
     with_gpus = {name: count for name, count in gpus.items() if count > 0}
     if not with_gpus:
-        return Check("kubernetes gpu nodes", False,
-                     f"{len(nodes)} node(s), none with allocatable {GPU}",
-                     "install the NVIDIA device plugin (or GPU operator) on the GPU nodes")
+        return Check(
+            "kubernetes gpu nodes",
+            False,
+            f"{len(nodes)} node(s), none with allocatable {GPU}",
+            "install the NVIDIA device plugin (or GPU operator) on the GPU nodes",
+        )
     total = sum(with_gpus.values())
-    return Check("kubernetes gpu nodes", True,
-                 f"{len(with_gpus)} of {len(nodes)} node(s) with GPUs, {total} GPUs allocatable")
+    return Check(
+        "kubernetes gpu nodes",
+        True,
+        f"{len(with_gpus)} of {len(nodes)} node(s) with GPUs, {total} GPUs allocatable",
+    )

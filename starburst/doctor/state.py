@@ -29,15 +29,26 @@ def database(settings: Settings) -> list[Check]:
     reach = Check("database", True, f"{url} reachable")
     if revision == head:
         return [reach, Check("database schema", True, f"at head ({head})")]
-    return [reach, Check("database schema", False, f"at {revision or 'nothing'}, head is {head}",
-                         "starburst db upgrade")]
+    return [
+        reach,
+        Check(
+            "database schema",
+            False,
+            f"at {revision or 'nothing'}, head is {head}",
+            "starburst db upgrade",
+        ),
+    ]
 
 
 def runtime_model(settings: Settings, now: float) -> Check:
     path = settings.model_path
     if path is None:
-        return Check("runtime model", True, "none configured (model_path unset): runtimes come "
-                     "from declarations, the user's history, then the global median")
+        return Check(
+            "runtime model",
+            True,
+            "none configured (model_path unset): runtimes come "
+            "from declarations, the user's history, then the global median",
+        )
     from starburst.predictor.artifact import load_artifact
 
     try:
@@ -52,9 +63,13 @@ def runtime_model(settings: Settings, now: float) -> Check:
     age = f"{days} days old" if days is not None else f"trained {artifact.trained_at}"
     detail = f"{artifact.version}, {age}, {artifact.jobs} jobs"
     if days is not None and days > MODEL_MAX_AGE_DAYS:
-        return Check("runtime model", False, f"{detail}: older than {MODEL_MAX_AGE_DAYS} days",
-                     "starburst predictor train (the controller retrains every "
-                     "retrain_interval_s while it runs)")
+        return Check(
+            "runtime model",
+            False,
+            f"{detail}: older than {MODEL_MAX_AGE_DAYS} days",
+            "starburst predictor train (the controller retrains every "
+            "retrain_interval_s while it runs)",
+        )
     return Check("runtime model", True, detail)
 
 
@@ -71,21 +86,28 @@ def leader(settings: Settings) -> Check:
         engine = create_engine(settings.database_url)
         try:
             with engine.connect() as conn:
-                row = conn.execute(sa.select(TERMS).where(TERMS.c.name == name)).mappings() \
-                    .first()
+                row = conn.execute(sa.select(TERMS).where(TERMS.c.name == name)).mappings().first()
                 held = _held(conn, engine, name, lock_key(name))
         finally:
             engine.dispose()
     except Exception as exc:
         return failed("leader", exc, "fix the database first (see the database lines)")
     if row is None:
-        return Check("leader", False, f"no controller has ever led {name!r}",
-                     "start the controller: starburst server (or starburst controller)")
+        return Check(
+            "leader",
+            False,
+            f"no controller has ever led {name!r}",
+            "start the controller: starburst server (or starburst controller)",
+        )
     since = row["acquired_at"]
     who = f"{row['holder']} (term {row['token']}, since {since:%Y-%m-%d %H:%M:%S})"
     if held is False:
-        return Check("leader", False, f"last leader {who}; nobody holds the lock now",
-                     "start the controller: starburst server (or starburst controller)")
+        return Check(
+            "leader",
+            False,
+            f"last leader {who}; nobody holds the lock now",
+            "start the controller: starburst server (or starburst controller)",
+        )
     suffix = "" if held else " (lock not probed: leader_election lease or in-memory database)"
     return Check("leader", True, f"{who}{suffix}")
 
@@ -96,10 +118,13 @@ def _held(conn: object, engine: object, name: str, key: int) -> bool | None:
     assert isinstance(conn, sa.Connection) and isinstance(engine, sa.Engine)
     if conn.dialect.name == "postgresql":
         unsigned = key & 0xFFFFFFFFFFFFFFFF
-        found = conn.execute(sa.text(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-            "AND classid = :hi AND objid = :lo AND objsubid = 1"),
-            {"hi": unsigned >> 32, "lo": unsigned & 0xFFFFFFFF}).scalar_one()
+        found = conn.execute(
+            sa.text(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                "AND classid = :hi AND objid = :lo AND objsubid = 1"
+            ),
+            {"hi": unsigned >> 32, "lo": unsigned & 0xFFFFFFFF},
+        ).scalar_one()
         return bool(found)
     database = engine.url.database
     if not database or database == ":memory:":

@@ -65,8 +65,10 @@ class ModelArtifact:
         lines += [f"metric {k:<22} {v:.4g}" for k, v in sorted(plain.items())]
         for segment, scores in sorted(self.model.form.scores.items()):
             ranked = sorted(scores.items(), key=lambda kv: kv[1])
-            lines.append(f"validation MALR ({segment} users): "
-                         + ", ".join(f"{name} {v:.3f}" for name, v in ranked))
+            lines.append(
+                f"validation MALR ({segment} users): "
+                + ", ".join(f"{name} {v:.3f}" for name, v in ranked)
+            )
         return "\n".join(lines)
 
 

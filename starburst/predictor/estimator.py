@@ -68,8 +68,11 @@ class FallbackEstimator:
                 out.append(Estimate(declared, declared / 4.0, declared, DECLARED))
             elif users.count[i] > 0:
                 mid, half = float(users.median[i]), float(users.spread[i]) / 2.0
-                out.append(Estimate(math.exp(mid), math.exp(mid - half), math.exp(mid + half),
-                                    USER_HISTORY))
+                out.append(
+                    Estimate(
+                        math.exp(mid), math.exp(mid - half), math.exp(mid + half), USER_HISTORY
+                    )
+                )
             elif h.global_median is not None and h.global_low and h.global_high:
                 out.append(Estimate(h.global_median, h.global_low, h.global_high, GLOBAL_MEDIAN))
             else:
@@ -102,14 +105,19 @@ class ModelEstimator:
         try:
             pred = self.predict(jobs)
         except Exception as exc:  # a model bug must not stop the scheduler
-            log.warning("runtime model %s failed (%s: %s); using the fallback chain",
-                        self.artifact.version, type(exc).__name__, exc)
+            log.warning(
+                "runtime model %s failed (%s: %s); using the fallback chain",
+                self.artifact.version,
+                type(exc).__name__,
+                exc,
+            )
             return self.fallback.estimate(jobs)
         ok = np.isfinite(pred.value) & np.isfinite(pred.low) & np.isfinite(pred.high)
         out = [
             Estimate(float(v), float(lo), float(hi), self.source)
-            for v, lo, hi in zip(pred.value.tolist(), pred.low.tolist(), pred.high.tolist(),
-                                 strict=True)
+            for v, lo, hi in zip(
+                pred.value.tolist(), pred.low.tolist(), pred.high.tolist(), strict=True
+            )
         ]
         if not ok.all():
             bad = [i for i in range(len(jobs)) if not ok[i]]
@@ -127,8 +135,9 @@ class LoadedEstimator:
     artifact: ModelArtifact | None = None
 
 
-def load_estimator(path: str | Path | None,
-                   completed_jobs: Sequence[Job] | None = None) -> LoadedEstimator:
+def load_estimator(
+    path: str | Path | None, completed_jobs: Sequence[Job] | None = None
+) -> LoadedEstimator:
     """At start-up: the model at ``path`` if it loads, else the fallback chain (never raises).
 
     ``completed_jobs`` (e.g. the store's history) replaces the artifact's own history
@@ -136,9 +145,11 @@ def load_estimator(path: str | Path | None,
     """
     history = HistoryIndex(completed_jobs) if completed_jobs is not None else None
     if path is None:
-        return LoadedEstimator(FallbackEstimator(history, "no model configured"),
-                               "no runtime model configured; using the fallback chain "
-                               "(declared → user history → global median)")
+        return LoadedEstimator(
+            FallbackEstimator(history, "no model configured"),
+            "no runtime model configured; using the fallback chain "
+            "(declared → user history → global median)",
+        )
     try:
         artifact = load_artifact(path)
     except StarburstError as exc:
@@ -146,15 +157,19 @@ def load_estimator(path: str | Path | None,
         log.warning("%s", message)
         return LoadedEstimator(FallbackEstimator(history, str(exc)), message)
     estimator = ModelEstimator(artifact, history)
-    return LoadedEstimator(estimator, f"runtime model {artifact.version} loaded from {path}",
-                           artifact)
+    return LoadedEstimator(
+        estimator, f"runtime model {artifact.version} loaded from {path}", artifact
+    )
 
 
-def with_estimates(jobs: Sequence[Job], estimates: Sequence[Estimate],
-                   use: str = "value") -> list[Job]:
+def with_estimates(
+    jobs: Sequence[Job], estimates: Sequence[Estimate], use: str = "value"
+) -> list[Job]:
     """Jobs whose ``estimate`` (what the waiting policy sees) is the chosen quantile, with the
     estimate's band (``compute-expected`` reads it; the other policies ignore it)."""
     if use not in ("value", "low", "high"):
         raise StarburstError(f"use must be value, low or high, not {use!r}")
-    return [j.with_estimate(getattr(e, use), e.low, e.high)
-            for j, e in zip(jobs, estimates, strict=True)]
+    return [
+        j.with_estimate(getattr(e, use), e.low, e.high)
+        for j, e in zip(jobs, estimates, strict=True)
+    ]

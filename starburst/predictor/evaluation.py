@@ -44,16 +44,22 @@ class ErrorRow:
     coverage: float | None
 
 
-def error_row(name: str, truth: np.ndarray, value: np.ndarray,
-              low: np.ndarray | None = None, high: np.ndarray | None = None) -> ErrorRow:
+def error_row(
+    name: str,
+    truth: np.ndarray,
+    value: np.ndarray,
+    low: np.ndarray | None = None,
+    high: np.ndarray | None = None,
+) -> ErrorRow:
     if len(truth) == 0:
         return ErrorRow(name, 0, math.nan, math.nan, None)
     ratio = np.abs(np.log(value / truth))
     coverage = None
     if low is not None and high is not None:
         coverage = float(np.mean((low <= truth) & (truth <= high)))
-    return ErrorRow(name, len(truth), float(np.median(ratio)), float(np.mean(ratio <= LN2)),
-                    coverage)
+    return ErrorRow(
+        name, len(truth), float(np.median(ratio)), float(np.mean(ratio <= LN2)), coverage
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +99,12 @@ def time_split(jobs: Sequence[Job], train_share: float) -> tuple[list[Job], list
     return done[:cut], done[cut:]
 
 
-def evaluate(jobs: Sequence[Job], train_share: float = 0.7, params: TrainParams | None = None,
-             artifact: ModelArtifact | None = None) -> Evaluation:
+def evaluate(
+    jobs: Sequence[Job],
+    train_share: float = 0.7,
+    params: TrainParams | None = None,
+    artifact: ModelArtifact | None = None,
+) -> Evaluation:
     """Train on the past part of ``jobs`` (unless ``artifact`` is given), score the rest."""
     train, test = time_split(jobs, train_share)
     artifact = artifact or train_artifact(train, params, keep_history=False)
@@ -122,16 +132,24 @@ def evaluate(jobs: Sequence[Job], train_share: float = 0.7, params: TrainParams 
         error_row("user's recent median", truth[has], u_mid[has], u_low[has], u_high[has]),
         error_row("declared by user", truth[has], declared[has]),
     ]
-    return Evaluation(len(train), len(test), artifact, rows, declared_rows,
-                      test[0].submit_time if test else math.inf)
+    return Evaluation(
+        len(train),
+        len(test),
+        artifact,
+        rows,
+        declared_rows,
+        test[0].submit_time if test else math.inf,
+    )
 
 
 def format_rows(rows: Sequence[ErrorRow]) -> list[str]:
     lines = [f"  {'predictor':<24} {'jobs':>7} {'MALR':>7} {'within 2x':>10} {'p10-p90 cov':>12}"]
     for r in rows:
         cov = f"{r.coverage:.3f}" if r.coverage is not None else "—"
-        lines.append(f"  {r.name:<24} {r.jobs:>7} {r.median_abs_log_ratio:>7.3f} "
-                     f"{r.within_2x:>10.3f} {cov:>12}")
+        lines.append(
+            f"  {r.name:<24} {r.jobs:>7} {r.median_abs_log_ratio:>7.3f} "
+            f"{r.within_2x:>10.3f} {cov:>12}"
+        )
     return lines
 
 
@@ -145,8 +163,10 @@ def format_evaluation(ev: Evaluation) -> str:
         f"model MALR is {ev.improvement:.1%} lower than the best baseline ({best.name})",
     ]
     if ev.overlaps:
-        lines.append("caution: the model was trained on part of the test period; these "
-                     "figures flatter it (train on the past only, or lower --train-share)")
+        lines.append(
+            "caution: the model was trained on part of the test period; these "
+            "figures flatter it (train on the past only, or lower --train-share)"
+        )
     if ev.declared_rows and ev.declared_rows[0].jobs:
         lines += ["jobs with a user-declared runtime:", *format_rows(ev.declared_rows)]
     else:

@@ -50,13 +50,23 @@ _SPLIT = re.compile(r"[^a-z0-9_.]+")
 CATEGORICAL = ("user", "team", "image", "gpu_type")
 NUMERIC = ("log_gpus", "cpus", "log_memory_gb", "hour", "weekday", "log_declared", "log_work")
 HISTORY = (
-    *(f"{scope}_{stat}" for scope in ("user", "family")
-      for stat in ("log_count", "median", "last", "mean", "spread")),
-    "recent_median", "recent_spread",
-    "user_median_3", "user_median_30", "user_spread_30",
-    *(f"{scope}_{stat}" for scope in ("team", "same_gpus")
-      for stat in ("log_count", "median", "last", "spread")),
-    "gpus_vs_user", "log_load",
+    *(
+        f"{scope}_{stat}"
+        for scope in ("user", "family")
+        for stat in ("log_count", "median", "last", "mean", "spread")
+    ),
+    "recent_median",
+    "recent_spread",
+    "user_median_3",
+    "user_median_30",
+    "user_spread_30",
+    *(
+        f"{scope}_{stat}"
+        for scope in ("team", "same_gpus")
+        for stat in ("log_count", "median", "last", "spread")
+    ),
+    "gpus_vs_user",
+    "log_load",
 )
 
 
@@ -173,8 +183,9 @@ class FeatureEncoder:
     def fit(cls, jobs: Sequence[Job], buckets: int = TOKEN_BUCKETS) -> FeatureEncoder:
         vocabs = {c: Vocabulary.fit(categories(jobs, c)) for c in CATEGORICAL}
         tokens = tuple(f"{src}_tok{i}" for src in ("cmd", "name") for i in range(buckets))
-        return cls(vocabs, buckets, FEATURE_SCHEMA_VERSION, NUMERIC + HISTORY + CATEGORICAL
-                   + tokens)
+        return cls(
+            vocabs, buckets, FEATURE_SCHEMA_VERSION, NUMERIC + HISTORY + CATEGORICAL + tokens
+        )
 
     @property
     def categorical_mask(self) -> np.ndarray:
@@ -190,7 +201,8 @@ class FeatureEncoder:
             np.log(np.fromiter((max(j.gpus, 0) + 1.0 for j in jobs), dtype=float, count=n)),
             np.fromiter((j.cpus for j in jobs), dtype=float, count=n),
             np.log1p(np.fromiter((j.memory_mb / 1024.0 for j in jobs), dtype=float, count=n)),
-            hour, weekday,
+            hour,
+            weekday,
             np.log(np.array([d if d is not None else math.nan for d in declared], dtype=float)),
             np.fromiter((_work_hint(c) for c in commands), dtype=float, count=n),
         ]
@@ -217,5 +229,11 @@ def _context(jobs: Sequence[Job], submit: np.ndarray, history: HistoryIndex) -> 
     scoped = []
     for stats in (history.teams(jobs, submit), history.at_same_gpus(jobs, submit)):
         scoped += [np.log1p(stats.count), stats.median, stats.last, stats.spread]
-    return [short.median, long.median, long.spread, *scoped, log_gpus - usual.median,
-            np.log1p(history.load.at(submit))]
+    return [
+        short.median,
+        long.median,
+        long.spread,
+        *scoped,
+        log_gpus - usual.median,
+        np.log1p(history.load.at(submit)),
+    ]

@@ -73,8 +73,9 @@ class Baselines:
         user = np.where(seen, users.median, global_log)
         team = np.where(teams.count > 0, teams.median, global_log)
         n = users.count
-        shrunk = np.where(seen, (n * np.nan_to_num(users.median) + SHRINK * team) / (n + SHRINK),
-                          team)
+        shrunk = np.where(
+            seen, (n * np.nan_to_num(users.median) + SHRINK * team) / (n + SHRINK), team
+        )
         return cls(user, shrunk, n >= SEGMENT_MIN)
 
 
@@ -100,8 +101,9 @@ class FormChoice:
         return "; ".join(parts)
 
 
-def centres(m: np.ndarray, r: np.ndarray | None, base: Baselines,
-            global_log: float) -> dict[str, np.ndarray]:
+def centres(
+    m: np.ndarray, r: np.ndarray | None, base: Baselines, global_log: float
+) -> dict[str, np.ndarray]:
     """Every form's centre (log seconds); ``residual`` only when ``r`` is given."""
     out = {
         "global-median": np.full(len(m), global_log),
@@ -116,8 +118,12 @@ def centres(m: np.ndarray, r: np.ndarray | None, base: Baselines,
     return out
 
 
-def choose(candidates: Mapping[str, np.ndarray], target: np.ndarray, known: np.ndarray,
-           history_scores: Mapping[str, float] | None = None) -> FormChoice:
+def choose(
+    candidates: Mapping[str, np.ndarray],
+    target: np.ndarray,
+    known: np.ndarray,
+    history_scores: Mapping[str, float] | None = None,
+) -> FormChoice:
     """Per segment, the form to use (see *Choice* in the module docstring).
 
     ``history_scores``: each baseline form's MALR over every training job (leak-free, so no
@@ -136,8 +142,12 @@ def choose(candidates: Mapping[str, np.ndarray], target: np.ndarray, known: np.n
     return FormChoice(chosen, scores, jobs)
 
 
-def _pick(candidates: Mapping[str, np.ndarray], target: np.ndarray, mask: np.ndarray,
-          history_scores: Mapping[str, float] | None) -> tuple[str, dict[str, float]]:
+def _pick(
+    candidates: Mapping[str, np.ndarray],
+    target: np.ndarray,
+    mask: np.ndarray,
+    history_scores: Mapping[str, float] | None,
+) -> tuple[str, dict[str, float]]:
     """The lowest-MALR form on ``mask``; a model form must also beat the best baseline form
     in most of the ``BLOCKS`` consecutive time blocks, or the baseline is kept."""
     rows = np.flatnonzero(mask)
@@ -149,15 +159,19 @@ def _pick(candidates: Mapping[str, np.ndarray], target: np.ndarray, mask: np.nda
     if scores[best] >= scores[baseline]:
         return baseline, scores
     blocks = [b for b in np.array_split(rows, BLOCKS) if len(b)]
-    wins = sum(_malr(candidates[best], target, b) < _malr(candidates[baseline], target, b)
-               for b in blocks)
+    wins = sum(
+        _malr(candidates[best], target, b) < _malr(candidates[baseline], target, b) for b in blocks
+    )
     return (best if 2 * wins > len(blocks) else baseline), scores
 
 
 def baseline_scores(base: Baselines, target: np.ndarray, global_log: float) -> dict[str, float]:
     """Each baseline form's MALR over ``target`` (every training job: baselines need no fit)."""
-    forms = {"global-median": np.full(len(target), global_log), "user-median": base.user,
-             "shrunk-median": base.shrunk}
+    forms = {
+        "global-median": np.full(len(target), global_log),
+        "user-median": base.user,
+        "shrunk-median": base.shrunk,
+    }
     return {n: float(np.median(np.abs(c - target))) for n, c in forms.items()}
 
 
@@ -165,8 +179,9 @@ def _malr(centre: np.ndarray, target: np.ndarray, rows: np.ndarray) -> float:
     return float(np.median(np.abs(centre[rows] - target[rows])))
 
 
-def apply(choice: FormChoice, candidates: Mapping[str, np.ndarray],
-          known: np.ndarray) -> np.ndarray:
+def apply(
+    choice: FormChoice, candidates: Mapping[str, np.ndarray], known: np.ndarray
+) -> np.ndarray:
     """Each job's centre under its segment's chosen form."""
     new = candidates[choice.chosen["new"]]
     old = candidates[choice.chosen["known"]]

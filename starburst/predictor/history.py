@@ -79,13 +79,19 @@ class KeyStats:
 class KeyedHistory:
     """Log runtimes grouped by key and ordered by finish time, with rolling statistics."""
 
-    def __init__(self, keys: Sequence[str | None], finish: np.ndarray, log_runtime: np.ndarray,
-                 window: int = DEFAULT_WINDOW) -> None:
+    def __init__(
+        self,
+        keys: Sequence[str | None],
+        finish: np.ndarray,
+        log_runtime: np.ndarray,
+        window: int = DEFAULT_WINDOW,
+    ) -> None:
         keep = np.array([k is not None for k in keys], dtype=bool)
         kept = [k for k in keys if k is not None]
         self._ids: dict[str, int] = {}
-        ids = np.fromiter((self._ids.setdefault(k, len(self._ids)) for k in kept),
-                          dtype=np.int64, count=len(kept))
+        ids = np.fromiter(
+            (self._ids.setdefault(k, len(self._ids)) for k in kept), dtype=np.int64, count=len(kept)
+        )
         finish = np.asarray(finish, dtype=float)[keep]
         values = np.asarray(log_runtime, dtype=float)[keep]
         self.origin = float(finish.min()) if len(finish) else 0.0
@@ -127,12 +133,18 @@ class KeyedHistory:
                 return np.full(len(ids), np.nan)
             return np.where(has, arr[idx], np.nan)
 
-        return KeyStats(count.astype(float), pick(self._median), pick(self._values),
-                        pick(self._mean), pick(self._spread))
+        return KeyStats(
+            count.astype(float),
+            pick(self._median),
+            pick(self._values),
+            pick(self._mean),
+            pick(self._spread),
+        )
 
 
-def _rolling_median_spread(values: np.ndarray, seg: np.ndarray, window: int
-                           ) -> tuple[np.ndarray, np.ndarray]:
+def _rolling_median_spread(
+    values: np.ndarray, seg: np.ndarray, window: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Median and p90−p10 spread of each element's last ``window`` values within its key."""
     n = len(values)
     if n == 0:
@@ -160,26 +172,27 @@ class HistoryIndex:
     Build it from completed jobs (each with a ``runtime``); jobs without a runtime are ignored.
     """
 
-    def __init__(self, jobs: Sequence[Job], window: int = DEFAULT_WINDOW,
-                 in_flight: Sequence[Job] = ()) -> None:
+    def __init__(
+        self, jobs: Sequence[Job], window: int = DEFAULT_WINDOW, in_flight: Sequence[Job] = ()
+    ) -> None:
         done = [j for j in jobs if j.runtime is not None and j.runtime > 0]
         finish = np.fromiter((finish_time(j) for j in done), dtype=float, count=len(done))
-        logr = np.log(np.fromiter((float(j.runtime or 1.0) for j in done), dtype=float,
-                                  count=len(done)))
+        logr = np.log(
+            np.fromiter((float(j.runtime or 1.0) for j in done), dtype=float, count=len(done))
+        )
         self.window = window
         self.jobs = len(done)
         self.user = KeyedHistory([j.user for j in done], finish, logr, window)
-        self.family = KeyedHistory([family_key(j.user, j.name) for j in done], finish, logr,
-                                   window)
+        self.family = KeyedHistory([family_key(j.user, j.name) for j in done], finish, logr, window)
         self.everyone = KeyedHistory(["*"] * len(done), finish, logr, 3 * window)
         users = [j.user for j in done]
         self.user_short = KeyedHistory(users, finish, logr, SHORT_WINDOW)
         self.user_long = KeyedHistory(users, finish, logr, LONG_WINDOW)
         self.team = KeyedHistory([j.team for j in done], finish, logr, window)
-        self.same_gpus = KeyedHistory([gpus_key(j.user, j.gpus) for j in done], finish, logr,
-                                      window)
-        log_gpus = np.log(np.fromiter((max(j.gpus, 1) for j in done), dtype=float,
-                                      count=len(done)))
+        self.same_gpus = KeyedHistory(
+            [gpus_key(j.user, j.gpus) for j in done], finish, logr, window
+        )
+        log_gpus = np.log(np.fromiter((max(j.gpus, 1) for j in done), dtype=float, count=len(done)))
         self.user_gpus = KeyedHistory(users, finish, log_gpus, window)
         self.load = InFlight(done, finish, in_flight)
         self.global_median: float | None = None
@@ -188,7 +201,10 @@ class HistoryIndex:
         if len(logr):
             low, mid, high = np.exp(np.percentile(logr, [10, 50, 90]))
             self.global_low, self.global_median, self.global_high = (
-                float(low), float(mid), float(high))
+                float(low),
+                float(mid),
+                float(high),
+            )
 
     def users(self, jobs: Sequence[Job], at: np.ndarray | None = None) -> KeyStats:
         at = submit_times(jobs) if at is None else at
@@ -215,8 +231,9 @@ class HistoryIndex:
 class InFlight:
     """GPUs submitted and not yet finished at an instant (see *in-flight GPUs* above)."""
 
-    def __init__(self, done: Sequence[Job], finish: np.ndarray,
-                 in_flight: Sequence[Job] = ()) -> None:
+    def __init__(
+        self, done: Sequence[Job], finish: np.ndarray, in_flight: Sequence[Job] = ()
+    ) -> None:
         gpus = np.fromiter((j.gpus for j in done), dtype=float, count=len(done))
         submit = submit_times(done)
         by_submit = np.argsort(submit, kind="stable")

@@ -112,18 +112,26 @@ class RuntimeModel:
     def _active(self) -> list[Any]:
         return [*self.regressors, *([self.residual] if self.form.needs_residual else [])]
 
-    def predict_log(self, jobs: Sequence[Job], history: HistoryIndex
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def predict_log(
+        self, jobs: Sequence[Job], history: HistoryIndex
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Log-space (low, centre, high) under the chosen form, clipped, low ≤ centre ≤ high."""
         return self._bounded(self._outputs(jobs, history), jobs, history)
 
-    def _bounded(self, raw: list[np.ndarray], jobs: Sequence[Job], history: HistoryIndex,
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _bounded(
+        self,
+        raw: list[np.ndarray],
+        jobs: Sequence[Job],
+        history: HistoryIndex,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         low, mid, high = (np.clip(q, LOG_FLOOR, LOG_CEIL) for q in raw[:3])
         base = Baselines.of(jobs, history, self.global_log)
         residual = raw[3] if len(raw) > 3 else None
-        centre = np.clip(apply(self.form, centres(mid, residual, base, self.global_log),
-                               base.known), LOG_FLOOR, LOG_CEIL)
+        centre = np.clip(
+            apply(self.form, centres(mid, residual, base, self.global_log), base.known),
+            LOG_FLOOR,
+            LOG_CEIL,
+        )
         lower = np.maximum(mid - low, 0.0) + self.widen
         upper = np.maximum(high - mid, 0.0) + self.widen
         return (np.minimum(centre - lower, centre), centre, np.maximum(centre + upper, centre))
@@ -150,7 +158,7 @@ class RuntimeModel:
         from concurrent.futures import ThreadPoolExecutor
 
         size = -(-len(jobs) // parts)
-        chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+        chunks = [jobs[i : i + size] for i in range(0, len(jobs), size)]
         with ThreadPoolExecutor(len(chunks)) as pool:
             outs = list(pool.map(run, chunks))
         return [np.concatenate([o[k] for o in outs]) for k in range(len(active))]
@@ -175,20 +183,29 @@ def fit_model(jobs: Sequence[Job], params: TrainParams | None = None) -> Runtime
 
     params = params or TrainParams()
     if params.max_bins < MAX_CATEGORIES + 1:
-        raise TrainingError(f"max_bins must be at least {MAX_CATEGORIES + 1} (the categories "
-                            "of a column plus 'other')")
+        raise TrainingError(
+            f"max_bins must be at least {MAX_CATEGORIES + 1} (the categories "
+            "of a column plus 'other')"
+        )
     with threadpool_limits(limits=params.threads, user_api="openmp"):
         return _fit(jobs, params)
 
 
-def _regressor(params: TrainParams, encoder: FeatureEncoder, q: float, iters: int,
-               rate: float, leaf: int) -> Any:
+def _regressor(
+    params: TrainParams, encoder: FeatureEncoder, q: float, iters: int, rate: float, leaf: int
+) -> Any:
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     return HistGradientBoostingRegressor(
-        loss="quantile", quantile=q, max_iter=iters, learning_rate=rate,
-        max_leaf_nodes=params.max_leaf_nodes, max_bins=params.max_bins, min_samples_leaf=leaf,
-        early_stopping=False, categorical_features=encoder.categorical_mask,
+        loss="quantile",
+        quantile=q,
+        max_iter=iters,
+        learning_rate=rate,
+        max_leaf_nodes=params.max_leaf_nodes,
+        max_bins=params.max_bins,
+        min_samples_leaf=leaf,
+        early_stopping=False,
+        categorical_features=encoder.categorical_mask,
         random_state=params.seed,
     )
 
@@ -219,8 +236,7 @@ def _fit(jobs: Sequence[Job], params: TrainParams) -> RuntimeModel:
     held = Baselines(base.user[cut:], base.shrunk[cut:], base.known[cut:])
     mid = np.clip(first[1].predict(features[cut:]), LOG_FLOOR, LOG_CEIL)
     candidates = centres(mid, first[3].predict(features[cut:]), held, global_log)
-    choice = choose(candidates, target[cut:], held.known,
-                    baseline_scores(base, target, global_log))
+    choice = choose(candidates, target[cut:], held.known, baseline_scores(base, target, global_log))
     model = RuntimeModel(encoder, first[:3], 0.0, first[3], choice, global_log)
     model.widen = conformal_widening(model, done[cut:], history, target[cut:])
     # The form and the band are settled on the slice; the trees are refitted on every job,
@@ -231,23 +247,39 @@ def _fit(jobs: Sequence[Job], params: TrainParams) -> RuntimeModel:
     return model
 
 
-def _regressors(params: TrainParams, encoder: FeatureEncoder, features: np.ndarray,
-                target: np.ndarray, user: np.ndarray) -> tuple[Any, Any, Any, Any]:
+def _regressors(
+    params: TrainParams,
+    encoder: FeatureEncoder,
+    features: np.ndarray,
+    target: np.ndarray,
+    user: np.ndarray,
+) -> tuple[Any, Any, Any, Any]:
     """The p10, p50 and p90 models of log runtime and the residual model over ``user``."""
     low, mid, high = (
-        _regressor(params, encoder, q, params.max_iter if q == 0.5 else params.band_iter,
-                   params.learning_rate if q == 0.5 else params.band_learning_rate,
-                   params.min_samples_leaf).fit(features, target)
+        _regressor(
+            params,
+            encoder,
+            q,
+            params.max_iter if q == 0.5 else params.band_iter,
+            params.learning_rate if q == 0.5 else params.band_learning_rate,
+            params.min_samples_leaf,
+        ).fit(features, target)
         for q in QUANTILES
     )
-    residual = _regressor(replace(params, max_leaf_nodes=params.residual_leaf_nodes), encoder,
-                          0.5, params.residual_iter, params.residual_learning_rate,
-                          2 * params.min_samples_leaf).fit(features, target - user)
+    residual = _regressor(
+        replace(params, max_leaf_nodes=params.residual_leaf_nodes),
+        encoder,
+        0.5,
+        params.residual_iter,
+        params.residual_learning_rate,
+        2 * params.min_samples_leaf,
+    ).fit(features, target - user)
     return low, mid, high, residual
 
 
-def conformal_widening(model: RuntimeModel, jobs: Sequence[Job], history: HistoryIndex,
-                       target: np.ndarray) -> float:
+def conformal_widening(
+    model: RuntimeModel, jobs: Sequence[Job], history: HistoryIndex, target: np.ndarray
+) -> float:
     """CQR: how much to widen the p10–p90 band (log space) for ``COVERAGE`` on held-out rows."""
     low, _, high = model.predict_log(jobs, history)
     scores = np.maximum(low - target, target - high)

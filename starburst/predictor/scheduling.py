@@ -111,13 +111,20 @@ def compare_scheduling(
     plain = [replace(j, gpu_type=None, estimate=None) for j in test]
     cluster = list(nodes) if nodes is not None else cluster_for_load(plain, load)
 
-    def run(label: str, kind: PolicyKind, sim_jobs: list[Job], out_of_order: bool,
-            cap: int | None) -> ScheduleRow:
+    def run(
+        label: str, kind: PolicyKind, sim_jobs: list[Job], out_of_order: bool, cap: int | None
+    ) -> ScheduleRow:
         policy = WaitPolicy.from_budget(kind, budget, sim_jobs)
         config = SchedulerConfig(policy, out_of_order=out_of_order, queue_cap=cap)
         s = simulate(sim_jobs, cluster, config).summary()
-        return ScheduleRow(label, float(s["cloud_cost_usd"]), float(s["cloud_gpu_hours"]),
-                           int(s["burst_jobs"]), float(s["mean_jct_s"]), float(s["p90_jct_s"]))
+        return ScheduleRow(
+            label,
+            float(s["cloud_cost_usd"]),
+            float(s["cloud_gpu_hours"]),
+            int(s["burst_jobs"]),
+            float(s["mean_jct_s"]),
+            float(s["p90_jct_s"]),
+        )
 
     estimates = estimator.estimate(plain)
     predicted = with_estimates(plain, estimates, use)
@@ -127,8 +134,9 @@ def compare_scheduling(
         run(ORACLE, PolicyKind.COMPUTE, plain, True, queue_cap),
         run(PREDICTED, PolicyKind.COMPUTE, predicted, True, queue_cap),
         run(PREDICTED_P90, PolicyKind.COMPUTE, p90, True, queue_cap),
-        run(EXPECTED, PolicyKind.COMPUTE_EXPECTED, with_estimates(plain, estimates), True,
-            queue_cap),
+        run(
+            EXPECTED, PolicyKind.COMPUTE_EXPECTED, with_estimates(plain, estimates), True, queue_cap
+        ),
         run(STAR, PolicyKind.STAR, plain, True, None),
     ]
     base = rows[0].cost_usd
@@ -159,6 +167,8 @@ def format_comparison(cmp: ScheduleComparison) -> str:
         lines.append("the oracle saved nothing here (nothing burst): raise the load to compare")
         return "\n".join(lines)
     for label in (PREDICTED, PREDICTED_P90, EXPECTED, STAR):
-        lines.append(f"  {label:<31} keeps {cmp.kept_by(label):>6.1%} of the oracle's savings, "
-                     f"mean JCT {cmp.jct_change(label):+.1%} vs No-Wait")
+        lines.append(
+            f"  {label:<31} keeps {cmp.kept_by(label):>6.1%} of the oracle's savings, "
+            f"mean JCT {cmp.jct_change(label):+.1%} vs No-Wait"
+        )
     return "\n".join(lines)

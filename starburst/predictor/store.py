@@ -40,9 +40,16 @@ DEFAULT_LIMIT = 100_000
 class PredictorStore(Protocol):
     def history(self, *, limit: int | None = None) -> Sequence[Any]: ...
 
-    def register_model(self, name: str, version: str, *, trained_on: int,
-                       metrics: Mapping[str, float] | None = None,
-                       artifact_uri: str | None = None, activate: bool = True) -> Any: ...
+    def register_model(
+        self,
+        name: str,
+        version: str,
+        *,
+        trained_on: int,
+        metrics: Mapping[str, float] | None = None,
+        artifact_uri: str | None = None,
+        activate: bool = True,
+    ) -> Any: ...
 
     def active_model(self, name: str) -> Any: ...
 
@@ -76,9 +83,16 @@ def completed_jobs(store: PredictorStore, limit: int = DEFAULT_LIMIT) -> list[Jo
     return [history_job(h) for h in store.history(limit=limit)]
 
 
-def train_from_store(store: PredictorStore, path: str | Path, *, limit: int = DEFAULT_LIMIT,
-                     params: TrainParams | None = None, trained_at: datetime | None = None,
-                     activate: bool = True, isolated: bool = False) -> ModelArtifact:
+def train_from_store(
+    store: PredictorStore,
+    path: str | Path,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    params: TrainParams | None = None,
+    trained_at: datetime | None = None,
+    activate: bool = True,
+    isolated: bool = False,
+) -> ModelArtifact:
     """Train on the store's history, write the artifact, register it as the active version
     (``isolated``: train in a niced child process, ``predictor.isolated``)."""
     jobs = completed_jobs(store, limit)
@@ -89,8 +103,14 @@ def train_from_store(store: PredictorStore, path: str | Path, *, limit: int = DE
     else:
         artifact = train_artifact(jobs, params, trained_at)
         save_artifact(artifact, path)
-    store.register_model(MODEL_NAME, artifact.version, trained_on=artifact.jobs,
-                         metrics=artifact.metrics, artifact_uri=str(path), activate=activate)
+    store.register_model(
+        MODEL_NAME,
+        artifact.version,
+        trained_on=artifact.jobs,
+        metrics=artifact.metrics,
+        artifact_uri=str(path),
+        activate=activate,
+    )
     return artifact
 
 
@@ -101,15 +121,28 @@ def load_from_store(store: PredictorStore, limit: int = DEFAULT_LIMIT) -> Loaded
     return load_estimator(uri, completed_jobs(store, limit))
 
 
-def record_estimates(store: PredictorStore, jobs: Sequence[Job], estimates: Sequence[Estimate],
-                     at: float, model_version_id: int | None = None) -> None:
+def record_estimates(
+    store: PredictorStore,
+    jobs: Sequence[Job],
+    estimates: Sequence[Estimate],
+    at: float,
+    model_version_id: int | None = None,
+) -> None:
     """Record each estimate with its source (and the model version it came from)."""
     from starburst.adapters.db.records import Prediction
 
-    store.record_predictions([
-        Prediction(job_id=j.id, value=e.value, low=e.low, high=e.high, source=e.source,
-                   created_at=at,
-                   model_version_id=model_version_id if e.source.startswith("model:") else None,
-                   quantiles={"p10": e.low, "p50": e.value, "p90": e.high})
-        for j, e in zip(jobs, estimates, strict=True)
-    ])
+    store.record_predictions(
+        [
+            Prediction(
+                job_id=j.id,
+                value=e.value,
+                low=e.low,
+                high=e.high,
+                source=e.source,
+                created_at=at,
+                model_version_id=model_version_id if e.source.startswith("model:") else None,
+                quantiles={"p10": e.low, "p50": e.value, "p90": e.high},
+            )
+            for j, e in zip(jobs, estimates, strict=True)
+        ]
+    )

@@ -53,8 +53,12 @@ def train_artifact(
     when = trained_at or datetime.now(UTC)
     window = (done[0].submit_time, done[-1].submit_time)
     return ModelArtifact(
-        model=model, version=model_version(when, window, len(done)),
-        trained_at=when.isoformat(timespec="seconds"), window=window, jobs=len(done),
-        metrics=metrics, history=history if keep_history else None,
+        model=model,
+        version=model_version(when, window, len(done)),
+        trained_at=when.isoformat(timespec="seconds"),
+        window=window,
+        jobs=len(done),
+        metrics=metrics,
+        history=history if keep_history else None,
         sklearn_version=sklearn.__version__,
     )

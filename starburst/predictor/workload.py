@@ -45,17 +45,36 @@ from starburst.predictor.features import calendar
 
 #: model → (seconds per epoch on an A100, typical GPU count).
 MODELS: dict[str, tuple[float, int]] = {
-    "mnist-cnn": (20.0, 1), "resnet18": (90.0, 1), "unet": (150.0, 1), "t5-small": (200.0, 1),
-    "resnet50": (300.0, 2), "bert-base": (400.0, 2), "whisper-small": (500.0, 2),
-    "vit-large": (700.0, 4), "gpt2-medium": (900.0, 4), "bert-large": (800.0, 4),
-    "llama-7b": (1500.0, 8), "sd-xl": (1200.0, 8),
+    "mnist-cnn": (20.0, 1),
+    "resnet18": (90.0, 1),
+    "unet": (150.0, 1),
+    "t5-small": (200.0, 1),
+    "resnet50": (300.0, 2),
+    "bert-base": (400.0, 2),
+    "whisper-small": (500.0, 2),
+    "vit-large": (700.0, 4),
+    "gpt2-medium": (900.0, 4),
+    "bert-large": (800.0, 4),
+    "llama-7b": (1500.0, 8),
+    "sd-xl": (1200.0, 8),
 }
-KINDS: dict[str, float] = {"debug": 0.05, "eval": 0.2, "finetune": 0.6, "train": 1.0,
-                           "pretrain": 3.0}
+KINDS: dict[str, float] = {
+    "debug": 0.05,
+    "eval": 0.2,
+    "finetune": 0.6,
+    "train": 1.0,
+    "pretrain": 3.0,
+}
 GPU_TYPES: dict[str, float] = {"A100": 1.0, "V100": 1.6, "H100": 0.7, "T4": 2.5}
 DATASETS = ("imagenet", "coco", "squad", "wiki", "c4", "librispeech", "cifar10", "laion")
-FRAMEWORKS = ("pytorch:2.1-cuda12", "pytorch:1.13-cuda11", "tensorflow:2.14-gpu", "jax:0.4-cuda12",
-              "deepspeed:0.12", "megatron:23.10")
+FRAMEWORKS = (
+    "pytorch:2.1-cuda12",
+    "pytorch:1.13-cuda11",
+    "tensorflow:2.14-gpu",
+    "jax:0.4-cuda12",
+    "deepspeed:0.12",
+    "megatron:23.10",
+)
 EPOCHS = (1, 2, 3, 5, 10, 20, 30, 50)
 DECLARE_LADDER = tuple(h * 3600.0 for h in (0.25, 0.5, 1, 2, 4, 8, 12, 24, 48, 72, 168))
 
@@ -106,24 +125,32 @@ def generate(spec: WorkloadSpec) -> list[Job]:
     drift = {m: rng.normal(0.0, spec.drift) for m in MODELS}
     hours, weekdays = calendar(submit)
     noise = np.exp(rng.normal(0.0, spec.noise, len(submit)))
-    crash = np.where(rng.random(len(submit)) < spec.crash_share,
-                     rng.uniform(0.01, 0.2, len(submit)), 1.0)
+    crash = np.where(
+        rng.random(len(submit)) < spec.crash_share, rng.uniform(0.01, 0.2, len(submit)), 1.0
+    )
     clock = np.where(hours >= 18, 1.5, 1.0) * np.where(weekdays >= 5, 1.3, 1.0)
     jobs: list[Job] = []
     for i, t in enumerate(submit.tolist()):
         user = users[who[i]]
         proj = user.projects[int(rng.integers(len(user.projects)))]
         epochs = int(rng.choice(proj.epochs))
-        runtime = (MODELS[proj.model][0] * epochs * KINDS[proj.kind] * GPU_TYPES[proj.gpu_type]
-                   * user.habit * math.exp(drift[proj.model] * t / (30 * 86400.0)))
+        runtime = (
+            MODELS[proj.model][0]
+            * epochs
+            * KINDS[proj.kind]
+            * GPU_TYPES[proj.gpu_type]
+            * user.habit
+            * math.exp(drift[proj.model] * t / (30 * 86400.0))
+        )
         runtime *= float(clock[i] * noise[i] * crash[i])
         runtime = min(max(runtime, 30.0), 7 * 86400.0)
         jobs.append(_job(i, t, runtime, user, proj, epochs, rng))
     return jobs
 
 
-def _choose_users(rng: np.random.Generator, users: Sequence[_User], submit: np.ndarray
-                  ) -> list[int]:
+def _choose_users(
+    rng: np.random.Generator, users: Sequence[_User], submit: np.ndarray
+) -> list[int]:
     """Who submits each job: Zipf-like activity, among users who have joined by then."""
     weights = 1.0 / np.arange(1, len(users) + 1) ** 0.8
     weights /= weights.sum()
@@ -136,21 +163,37 @@ def _choose_users(rng: np.random.Generator, users: Sequence[_User], submit: np.n
     return [int(w) for w in who]
 
 
-def _job(i: int, t: float, runtime: float, user: _User, proj: _Project, epochs: int,
-         rng: np.random.Generator) -> Job:
+def _job(
+    i: int,
+    t: float,
+    runtime: float,
+    user: _User,
+    proj: _Project,
+    epochs: int,
+    rng: np.random.Generator,
+) -> Job:
     extra = {
         "image": proj.image,
-        "command": (f"python {proj.kind}.py --model {proj.model} --data {proj.dataset} "
-                    f"--epochs {epochs} --bs {int(rng.choice((16, 32, 64, 128)))}"),
+        "command": (
+            f"python {proj.kind}.py --model {proj.model} --data {proj.dataset} "
+            f"--epochs {epochs} --bs {int(rng.choice((16, 32, 64, 128)))}"
+        ),
     }
     if user.declares and rng.random() < 0.9:
         guess = runtime * math.exp(rng.normal(0.8, 0.6))
-        extra["declared_runtime"] = str(next((v for v in DECLARE_LADDER if v >= guess),
-                                             DECLARE_LADDER[-1]))
+        extra["declared_runtime"] = str(
+            next((v for v in DECLARE_LADDER if v >= guess), DECLARE_LADDER[-1])
+        )
     return Job(
-        id=f"job-{i:06d}", submit_time=t, gpus=proj.gpus, cpus=float(proj.gpus * 8),
-        memory_mb=float(proj.gpus * 32_768), gpu_type=proj.gpu_type, runtime=runtime,
-        user=user.name, team=user.team,
+        id=f"job-{i:06d}",
+        submit_time=t,
+        gpus=proj.gpus,
+        cpus=float(proj.gpus * 8),
+        memory_mb=float(proj.gpus * 32_768),
+        gpu_type=proj.gpu_type,
+        runtime=runtime,
+        user=user.name,
+        team=user.team,
         name=f"{proj.model}-{proj.kind}-{proj.dataset}-{int(rng.integers(1000)):03d}",
         extra=extra,
     )
@@ -184,10 +227,16 @@ def _population(spec: WorkloadSpec, rng: np.random.Generator, span: float) -> li
         projects = tuple(_project(rng, team_images[team]) for _ in range(int(rng.integers(1, 6))))
         late = rng.random() < 0.25 and u > 0  # user-000 is always there from the start
         joins = float(rng.uniform(0.0, span)) if late else 0.0
-        users.append(_User(
-            name=f"user-{u:03d}", team=f"team-{team:02d}", habit=math.exp(rng.normal(0.0, 0.3)),
-            joins_at=joins, declares=bool(rng.random() < spec.declare_share), projects=projects,
-        ))
+        users.append(
+            _User(
+                name=f"user-{u:03d}",
+                team=f"team-{team:02d}",
+                habit=math.exp(rng.normal(0.0, 0.3)),
+                joins_at=joins,
+                declares=bool(rng.random() < spec.declare_share),
+                projects=projects,
+            )
+        )
     return users
 
 
@@ -197,9 +246,13 @@ def _project(rng: np.random.Generator, images: Sequence[str]) -> _Project:
     gpus = int(min(8, max(1, typical * 2 ** int(rng.integers(-1, 2)))))
     start = int(rng.integers(0, len(EPOCHS) - 2))
     return _Project(
-        model=model, kind=str(rng.choice(list(KINDS), p=[0.1, 0.15, 0.3, 0.35, 0.1])),
-        dataset=str(rng.choice(DATASETS)), gpu_type=str(rng.choice(list(GPU_TYPES))),
-        image=str(rng.choice(images)), gpus=gpus, epochs=EPOCHS[start:start + 3],
+        model=model,
+        kind=str(rng.choice(list(KINDS), p=[0.1, 0.15, 0.3, 0.35, 0.1])),
+        dataset=str(rng.choice(DATASETS)),
+        gpu_type=str(rng.choice(list(GPU_TYPES))),
+        image=str(rng.choice(images)),
+        gpus=gpus,
+        epochs=EPOCHS[start : start + 3],
     )
 
 

@@ -153,7 +153,11 @@ class PriceTable:
         return PriceTable(self._rates, self.taken, self.regions, catalog, self.max_gpus_per_node)
 
     def options(
-        self, gpu: str, count: int, cloud: str | None = None, spot: bool = False,
+        self,
+        gpu: str,
+        count: int,
+        cloud: str | None = None,
+        spot: bool = False,
         pod_gpus: int = 1,
     ) -> list[PriceOption]:
         """Every way to rent ``count`` × ``gpu`` (on ``cloud`` if given), cheapest first;
@@ -202,13 +206,27 @@ class PriceTable:
         if self.catalog is not None:
             from_catalog = self.catalog.price(gpu, per_node, cloud, spot)
             if from_catalog is not None:
-                return PriceOption(gpu, count, cloud, spot, round(from_catalog * nodes, 6), None,
-                                   "skypilot-catalog", nodes)
+                return PriceOption(
+                    gpu,
+                    count,
+                    cloud,
+                    spot,
+                    round(from_catalog * nodes, 6),
+                    None,
+                    "skypilot-catalog",
+                    nodes,
+                )
         per_gpu = rate.spot if spot else rate.on_demand
         if per_gpu is None:
             return None
         return PriceOption(
-            gpu, count, cloud, spot, round(per_gpu * count, 6), region, f"table {self.taken}",
+            gpu,
+            count,
+            cloud,
+            spot,
+            round(per_gpu * count, 6),
+            region,
+            f"table {self.taken}",
             nodes,
         )
 
@@ -245,8 +263,12 @@ def parse_price_table(data: Any, origin: str = "price table") -> PriceTable:
             str(cloud).lower(): _parse_rate(f"{origin}: {name} on {cloud}", entry)
             for cloud, entry in by_cloud.items()
         }
-    return PriceTable(rates, taken.strip(), {str(k).lower(): v for k, v in regions.items()},
-                      max_gpus_per_node=per_node)
+    return PriceTable(
+        rates,
+        taken.strip(),
+        {str(k).lower(): v for k, v in regions.items()},
+        max_gpus_per_node=per_node,
+    )
 
 
 def _parse_rate(where: str, entry: Any) -> _Rate:

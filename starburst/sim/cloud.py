@@ -14,8 +14,13 @@ from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
 
 
 class SimCloud:
-    def __init__(self, clock: Clock, price_per_gpu_hour: float, startup_delay: float = 0.0,
-                 runtimes: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        price_per_gpu_hour: float,
+        startup_delay: float = 0.0,
+        runtimes: Mapping[str, float] | None = None,
+    ) -> None:
         self._clock = clock
         self._runtimes = runtimes if runtimes is not None else {}
         self.price_per_gpu_hour = price_per_gpu_hour
@@ -58,9 +63,11 @@ class SimCloud:
     def next_finish(self) -> float | None:
         """When the next launch that is still running finishes."""
         now = self._clock.now()
-        ends = [launched + self.startup_delay + seconds
-                for launched, seconds in self._launches.values()
-                if launched + self.startup_delay + seconds > now]
+        ends = [
+            launched + self.startup_delay + seconds
+            for launched, seconds in self._launches.values()
+            if launched + self.startup_delay + seconds > now
+        ]
         return min(ends, default=None)
 
     def logs(self, handle: CloudHandle) -> str:

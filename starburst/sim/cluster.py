@@ -18,8 +18,9 @@ from starburst.core.ports import Clock, ClusterSnapshot, JobEnded, RunningJob
 
 
 class SimCluster:
-    def __init__(self, nodes: Sequence[Node], clock: Clock,
-                 runtimes: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self, nodes: Sequence[Node], clock: Clock, runtimes: Mapping[str, float] | None = None
+    ) -> None:
         """``runtimes`` supplies the trace runtime of jobs that arrive without one (the live
         controller's jobs, when it is driven over a trace)."""
         self.capacity = CapacityIndex(nodes)

@@ -92,8 +92,9 @@ class Simulation:
         self.config = config
         self.clock = SimClock(min((j.submit_time for j in jobs), default=0.0))
         self.cluster = SimCluster(nodes, self.clock)
-        self.cloud = SimCloud(self.clock, self.options.price_per_gpu_hour,
-                              self.options.cloud_startup_delay)
+        self.cloud = SimCloud(
+            self.clock, self.options.price_per_gpu_hour, self.options.cloud_startup_delay
+        )
         jobs = perturb_estimates(jobs, self.options.estimate_error, self.options.seed)
         self._arrivals = sorted(jobs, key=lambda j: (j.submit_time, j.id))
         if len({j.id for j in jobs}) != len(jobs):
@@ -125,10 +126,16 @@ class Simulation:
             self._step(t, fresh)
         if len(self._outcomes) != n:
             lost = sorted(self._tracks)[:5]
-            raise RuntimeError(f"simulation ended with {n - len(self._outcomes)} unfinished "
-                               f"job(s), e.g. {lost}: a scheduling bug")
-        return SimResult(self._outcomes, self.cluster.total_gpus, self.options.price_per_gpu_hour,
-                         self.config.describe())
+            raise RuntimeError(
+                f"simulation ended with {n - len(self._outcomes)} unfinished "
+                f"job(s), e.g. {lost}: a scheduling bug"
+            )
+        return SimResult(
+            self._outcomes,
+            self.cluster.total_gpus,
+            self.options.price_per_gpu_hour,
+            self.config.describe(),
+        )
 
     # -- events ----------------------------------------------------------------------------
     def _next_event(self, next_arrival: float) -> float:
@@ -207,11 +214,18 @@ class Simulation:
     def _record(self, track: _Track, where: str, start: float, end: float) -> None:
         if track.pulled_back:
             where = f"cloud+{where}"
-        self._outcomes.append(JobOutcome(
-            job=track.job, where=where, start=start, end=end, budget=track.budget,
-            cloud_gpu_seconds=track.cloud_gpu_seconds, placement=track.placement,
-            reason="; ".join(track.reasons),
-        ))
+        self._outcomes.append(
+            JobOutcome(
+                job=track.job,
+                where=where,
+                start=start,
+                end=end,
+                budget=track.budget,
+                cloud_gpu_seconds=track.cloud_gpu_seconds,
+                placement=track.placement,
+                reason="; ".join(track.reasons),
+            )
+        )
         del self._tracks[track.job.id]
 
 

@@ -129,8 +129,7 @@ def _read_json(path: Path) -> list[Any]:
     return data
 
 
-def _philly_job(path: Path, number: int, record: Any,
-                statuses: Collection[str] | None) -> Job:
+def _philly_job(path: Path, number: int, record: Any, statuses: Collection[str] | None) -> Job:
     if not isinstance(record, dict):
         raise TraceError(path, "expected a JSON object", record=number)
     job_id = _required(path, number, record, "jobid")
@@ -150,8 +149,12 @@ def _philly_job(path: Path, number: int, record: Any,
         raise _Skip(NO_GPUS)
     vc = record.get("vc")
     return Job(
-        id=str(job_id), submit_time=submit, gpus=gpus, runtime=runtime,
-        user=_text(record.get("user")), team=_text(vc),
+        id=str(job_id),
+        submit_time=submit,
+        gpus=gpus,
+        runtime=runtime,
+        user=_text(record.get("user")),
+        team=_text(vc),
         extra={k: str(v) for k, v in (("status", status), ("vc", vc)) if v},
     )
 
@@ -163,15 +166,16 @@ def _required(path: Path, number: int, record: Mapping[str, Any], key: str) -> A
     return value
 
 
-def _span_seconds(path: Path, number: int, first: Mapping[str, Any],
-                  last: Mapping[str, Any]) -> float:
+def _span_seconds(
+    path: Path, number: int, first: Mapping[str, Any], last: Mapping[str, Any]
+) -> float:
     """First attempt's start → last attempt's end (the reference pipelines' runtime)."""
     start, end = first.get("start_time"), last.get("end_time")
     if last.get("start_time") and not end:
         raise _Skip(RUNNING)
     if not start or not end:
         raise _Skip(NO_TIMES)
-    seconds = (_timestamp(path, end, record=number) - _timestamp(path, start, record=number))
+    seconds = _timestamp(path, end, record=number) - _timestamp(path, start, record=number)
     if seconds < 0:
         raise TraceError(path, f"attempt ends before it starts ({start} → {end})", record=number)
     return seconds
@@ -194,8 +198,7 @@ def _check_columns(path: Path, names: Sequence[str] | None) -> None:
         if column not in present:
             raise TraceError(path, f"missing column {column!r}", line=1)
     if "duration" not in present and not {"start_time", "end_time"} <= present:
-        raise TraceError(path, "needs a 'duration' column or 'start_time' and 'end_time'",
-                         line=1)
+        raise TraceError(path, "needs a 'duration' column or 'start_time' and 'end_time'", line=1)
 
 
 def _rows(path: Path, reader: csv.DictReader[str]) -> Iterator[dict[str, str]]:
@@ -208,8 +211,9 @@ def _rows(path: Path, reader: csv.DictReader[str]) -> Iterator[dict[str, str]]:
         raise TraceError(path, f"not readable CSV ({exc})", line=reader.line_num) from None
 
 
-def _helios_job(path: Path, line: int, row: Mapping[str, str],
-                states: Collection[str] | None) -> Job:
+def _helios_job(
+    path: Path, line: int, row: Mapping[str, str], states: Collection[str] | None
+) -> Job:
     state = row.get("state", "").strip()
     if states is not None and state not in states:
         raise _Skip(STATUS)
@@ -221,11 +225,22 @@ def _helios_job(path: Path, line: int, row: Mapping[str, str],
         raise TraceError(path, "empty 'job_id'", line=line)
     vc = row.get("vc", "").strip()
     return Job(
-        id=job_id, submit_time=_timestamp(path, row["submit_time"], line=line), gpus=gpus,
+        id=job_id,
+        submit_time=_timestamp(path, row["submit_time"], line=line),
+        gpus=gpus,
         cpus=_number(path, line, row, "cpu_num") if row.get("cpu_num", "").strip() else 0.0,
-        runtime=_helios_runtime(path, line, row), user=_text(row.get("user")), team=_text(vc),
-        extra={k: v for k, v in (("state", state), ("vc", vc),
-                                 ("node_num", row.get("node_num", "").strip())) if v},
+        runtime=_helios_runtime(path, line, row),
+        user=_text(row.get("user")),
+        team=_text(vc),
+        extra={
+            k: v
+            for k, v in (
+                ("state", state),
+                ("vc", vc),
+                ("node_num", row.get("node_num", "").strip()),
+            )
+            if v
+        },
     )
 
 
@@ -262,15 +277,17 @@ def _number(path: Path, line: int, row: Mapping[str, str], column: str) -> float
 
 
 # -- shared ------------------------------------------------------------------------------------
-def _timestamp(path: Path, value: Any, *, line: int | None = None,
-               record: int | None = None) -> float:
+def _timestamp(
+    path: Path, value: Any, *, line: int | None = None, record: int | None = None
+) -> float:
     """Seconds since the epoch of a naive ``YYYY-MM-DD HH:MM:SS`` (as UTC: only differences
     matter, and UTC has no daylight-saving jumps)."""
     try:
         moment = datetime.strptime(str(value).strip(), TIME_FORMAT)
     except ValueError:
-        raise TraceError(path, f"bad timestamp {value!r}; expected YYYY-MM-DD HH:MM:SS",
-                         line=line, record=record) from None
+        raise TraceError(
+            path, f"bad timestamp {value!r}; expected YYYY-MM-DD HH:MM:SS", line=line, record=record
+        ) from None
     return (moment - datetime(1970, 1, 1)).total_seconds()
 
 

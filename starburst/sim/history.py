@@ -54,19 +54,32 @@ class History:
 
     def describe(self) -> str:
         cloud = sum(1 for j in self.jobs if j.extra.get("ran_on") == "cloud")
-        return (f"{len(self.jobs)} finished jobs ({cloud} ran in the cloud, "
-                f"${self.spend.amount:,.2f} metered for {self.spend.gpu_hours:,.1f} GPU-h)")
+        return (
+            f"{len(self.jobs)} finished jobs ({cloud} ran in the cloud, "
+            f"${self.spend.amount:,.2f} metered for {self.spend.gpu_hours:,.1f} GPU-h)"
+        )
 
 
 def load_history(store: SqlStore, since: float, until: float) -> History:
     records = TuningRecords(store)
     raw = records.finished_jobs(since, until)
     origin = min((j.submit_time for j in raw), default=since)
-    jobs = [replace(j, submit_time=round(j.submit_time - origin, 6), runtime=_us(j.runtime),
-                    deadline=None if j.deadline is None else _us(j.deadline - origin))
-            for j in raw]
-    return History(jobs, origin, records.cluster_shape(), records.state(SCHEDULER),
-                   records.cloud_spend([j.id for j in raw]))
+    jobs = [
+        replace(
+            j,
+            submit_time=round(j.submit_time - origin, 6),
+            runtime=_us(j.runtime),
+            deadline=None if j.deadline is None else _us(j.deadline - origin),
+        )
+        for j in raw
+    ]
+    return History(
+        jobs,
+        origin,
+        records.cluster_shape(),
+        records.state(SCHEDULER),
+        records.cloud_spend([j.id for j in raw]),
+    )
 
 
 def _us(seconds: float | None) -> float | None:
@@ -85,8 +98,10 @@ def write_history(history: History, trace: Path, cluster: Path | None = None) ->
 
 def require_nodes(history: History) -> list[Node]:
     if not history.nodes:
-        raise ConfigError("the store has no cluster shape yet: it is recorded by a running "
-                          "controller (this version or later); give --cluster FILE instead")
+        raise ConfigError(
+            "the store has no cluster shape yet: it is recorded by a running "
+            "controller (this version or later); give --cluster FILE instead"
+        )
     return history.nodes
 
 
@@ -110,9 +125,12 @@ def deployed(scheduler: Mapping[str, Any] | None, fallback: Deployed) -> Deploye
 def setting_of(row: Mapping[str, Any]) -> PolicySetting:
     """The setting a result row stands for (what ``--apply`` writes)."""
     budget = row.get("budget")
-    return PolicySetting(PolicyKind(str(row["policy"])),
-                         float(budget) if budget not in ("", None) else None, None,
-                         bool(int(row.get("out_of_order", 0) or 0)))
+    return PolicySetting(
+        PolicyKind(str(row["policy"])),
+        float(budget) if budget not in ("", None) else None,
+        None,
+        bool(int(row.get("out_of_order", 0) or 0)),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,25 +146,46 @@ class TuneRequest:
     processes: int | None = None
 
 
-def tune_history(store: SqlStore, request: TuneRequest, fallback: Deployed,
-                 workdir: Path) -> tuple[Tuning, History]:
+def tune_history(
+    store: SqlStore, request: TuneRequest, fallback: Deployed, workdir: Path
+) -> tuple[Tuning, History]:
     """Export the window to ``workdir`` (trace.csv, cluster.yaml) and replay it."""
     history = load_history(store, request.since, request.until)
     trace = workdir / "trace.csv"
     write_history(history, trace, workdir / "cluster.yaml")
     nodes = require_nodes(history)
     price = request.price if request.price is not None else history.price_per_gpu_hour
-    result = tune(trace, nodes, deployed(history.scheduler, fallback), request.policies,
-                  request.budgets, request.tolerance, SimOptions(price), request.processes)
+    result = tune(
+        trace,
+        nodes,
+        deployed(history.scheduler, fallback),
+        request.policies,
+        request.budgets,
+        request.tolerance,
+        SimOptions(price),
+        request.processes,
+    )
     return result, history
 
 
 def evidence(row: Mapping[str, Any], request: TuneRequest, history: History) -> dict[str, Any]:
     """What an applied setting was chosen on, for the audit log."""
-    keys = ("label", "cloud_cost_usd", "savings", "saving_vs_today", "jct_change",
-            "p90_jct_change", "burst_jobs")
-    return {**{k: row[k] for k in keys if k in row}, "since": request.since,
-            "until": request.until, "jobs": len(history.jobs), "tolerance": request.tolerance}
+    keys = (
+        "label",
+        "cloud_cost_usd",
+        "savings",
+        "saving_vs_today",
+        "jct_change",
+        "p90_jct_change",
+        "burst_jobs",
+    )
+    return {
+        **{k: row[k] for k in keys if k in row},
+        "since": request.since,
+        "until": request.until,
+        "jobs": len(history.jobs),
+        "tolerance": request.tolerance,
+    }
 
 
 def fallback(settings: Settings, applied: AppliedSetting | None) -> Deployed:
@@ -158,12 +197,25 @@ def fallback(settings: Settings, applied: AppliedSetting | None) -> Deployed:
         a = applied.setting
         policy, coefficient, ooo = a.policy, a.coefficient, a.out_of_order
         budget = a.budget if a.budget is not None else budget
-    return Deployed(policy, None if coefficient is not None else budget, coefficient, ooo,
-                    s.queue_cap, s.order, s.placement)
+    return Deployed(
+        policy,
+        None if coefficient is not None else budget,
+        coefficient,
+        ooo,
+        s.queue_cap,
+        s.order,
+        s.placement,
+    )
 
 
-def apply_choice(records: TuningRecords, result: Tuning, choose: str, request: TuneRequest,
-                 history: History, actor: str) -> AppliedSetting | None:
+def apply_choice(
+    records: TuningRecords,
+    result: Tuning,
+    choose: str,
+    request: TuneRequest,
+    history: History,
+    actor: str,
+) -> AppliedSetting | None:
     """Append the chosen row's setting (``cheapest`` or ``knee``) to the log, unless it is
     today's; None when nothing had to change."""
     rec = result.recommendation
@@ -172,7 +224,10 @@ def apply_choice(records: TuningRecords, result: Tuning, choose: str, request: T
         raise ConfigError(f"no {choose} setting to apply (too few settings on the front)")
     if row.get("role") == "today":
         return None
-    reason = (f"starburst tune: {choose} setting within {request.tolerance:+.1%} mean JCT "
-              f"on {len(history.jobs)} jobs")
-    return records.apply_setting(setting_of(row), actor=actor, reason=reason,
-                                 evidence=evidence(row, request, history))
+    reason = (
+        f"starburst tune: {choose} setting within {request.tolerance:+.1%} mean JCT "
+        f"on {len(history.jobs)} jobs"
+    )
+    return records.apply_setting(
+        setting_of(row), actor=actor, reason=reason, evidence=evidence(row, request, history)
+    )

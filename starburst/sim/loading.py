@@ -68,8 +68,9 @@ def parse_statuses(text: str | None) -> frozenset[str] | None:
     return frozenset(s.strip() for s in text.split(",") if s.strip())
 
 
-def load(path: str | Path, fmt: str = "auto",
-         statuses: Collection[str] | None = None) -> LoadedTrace:
+def load(
+    path: str | Path, fmt: str = "auto", statuses: Collection[str] | None = None
+) -> LoadedTrace:
     """Jobs from a trace file, with what was skipped (public traces carry unusable rows)."""
     path = Path(path)
     if fmt not in FORMATS:
@@ -89,13 +90,15 @@ def load(path: str | Path, fmt: str = "auto",
 def _filter_csv(path: Path, jobs: list[Job], statuses: Collection[str]) -> LoadedTrace:
     column = next((c for c in STATUS_COLUMNS if any(c in j.extra for j in jobs)), None)
     if column is None and jobs:
-        raise ConfigError(f"{path}: --status needs a 'status' or 'state' column, and the "
-                          "trace has neither")
+        raise ConfigError(
+            f"{path}: --status needs a 'status' or 'state' column, and the trace has neither"
+        )
     kept = tuple(j for j in jobs if column is not None and j.extra.get(column) in statuses)
     skipped = Counter({STATUS: len(jobs) - len(kept)} if len(kept) < len(jobs) else {})
     return LoadedTrace(kept, dict(skipped), str(path))
 
 
-def load_jobs(path: str | Path, fmt: str = "auto",
-              statuses: Collection[str] | None = None) -> list[Job]:
+def load_jobs(
+    path: str | Path, fmt: str = "auto", statuses: Collection[str] | None = None
+) -> list[Job]:
     return list(load(path, fmt, statuses).jobs)

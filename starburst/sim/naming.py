@@ -35,8 +35,9 @@ def series_name(kind: PolicyKind, out_of_order: bool) -> str:
     return f"{name} ({'out of order' if out_of_order else 'in order'})"
 
 
-def label(kind: PolicyKind, out_of_order: bool, budget: float | None,
-          coefficient: float | None = None) -> str:
+def label(
+    kind: PolicyKind, out_of_order: bool, budget: float | None, coefficient: float | None = None
+) -> str:
     name = series_name(kind, out_of_order)
     if kind in _BUDGETLESS:
         return name

@@ -32,8 +32,7 @@ def explain(rows: Sequence[Row], tolerance: float | None = None) -> list[Row]:
     out = []
     for row in rows:
         peers = groups[row.get("load")]
-        notes = [n for n in (_costlier(row, peers), _twin(row, peers),
-                             _over(row, tolerance)) if n]
+        notes = [n for n in (_costlier(row, peers), _twin(row, peers), _over(row, tolerance)) if n]
         row = dict(row)
         if notes:
             row["note"] = "; ".join(notes)
@@ -53,25 +52,34 @@ def _costlier(row: Row, peers: Sequence[Row]) -> str | None:
     in_order = not int(row.get("out_of_order", 0) or 0)
     if pulled:
         head = "; in order they wait at the head and block the jobs behind" if in_order else ""
-        return (f"costs more than No-Wait: {pulled} jobs were pulled back from the cloud "
-                f"after a paid stint and re-queued{head}")
+        return (
+            f"costs more than No-Wait: {pulled} jobs were pulled back from the cloud "
+            f"after a paid stint and re-queued{head}"
+        )
     util, base_util = float(row["cluster_utilization"]), float(base["cluster_utilization"])
     if in_order and util < base_util:
-        return (f"costs more than No-Wait: head-of-line blocking — in order, a job waiting at "
-                f"the head kept GPUs idle (cluster {util:.0%} busy vs {base_util:.0%}) while "
-                "jobs behind it burst")
-    return ("costs more than No-Wait: wait budgets that do not follow the jobs' compute let "
-            "long jobs burst while short ones hold the GPUs")
+        return (
+            f"costs more than No-Wait: head-of-line blocking — in order, a job waiting at "
+            f"the head kept GPUs idle (cluster {util:.0%} busy vs {base_util:.0%}) while "
+            "jobs behind it burst"
+        )
+    return (
+        "costs more than No-Wait: wait budgets that do not follow the jobs' compute let "
+        "long jobs burst while short ones hold the GPUs"
+    )
 
 
 def _twin(row: Row, peers: Sequence[Row]) -> str | None:
     if "savings" not in row or row["policy"] == "no-wait":
         return None
     for other in peers:
-        if (other["policy"] == row["policy"] and other.get("budget") == row.get("budget")
-                and other.get("out_of_order") != row.get("out_of_order")
-                and "savings" in other
-                and float(other["savings"]) >= float(row["savings"]) + TWIN_MARGIN):
+        if (
+            other["policy"] == row["policy"]
+            and other.get("budget") == row.get("budget")
+            and other.get("out_of_order") != row.get("out_of_order")
+            and "savings" in other
+            and float(other["savings"]) >= float(row["savings"]) + TWIN_MARGIN
+        ):
             mode = "out of order" if int(other.get("out_of_order", 0) or 0) else "in order"
             saving = float(other["savings"])
             said = f"saves {saving:.0%} vs" if saving >= 0 else f"costs {-saving:.0%} more than"

@@ -155,9 +155,12 @@ def solve_optimum(
     _validate(jobs, cluster_gpus, mean_wait_bound)
     budget = mean_wait_bound * len(jobs)
     points = _check_points(jobs, opts, budget)
-    opts_list = [o for j, job in enumerate(jobs)
-                 if 0 < job.gpus <= cluster_gpus and (job.runtime or 0.0) > 0
-                 for o in _options(j, job, points, budget, opts)]
+    opts_list = [
+        o
+        for j, job in enumerate(jobs)
+        if 0 < job.gpus <= cluster_gpus and (job.runtime or 0.0) > 0
+        for o in _options(j, job, points, budget, opts)
+    ]
     started = time.perf_counter()
     x, status, gap, bound = _solve(jobs, cluster_gpus, budget, points, opts_list, opts)
     return _result(jobs, opts_list, x, status, gap, bound, time.perf_counter() - started, opts)
@@ -174,8 +177,10 @@ def _validate(jobs: Sequence[Job], cluster_gpus: int, mean_wait_bound: float) ->
         raise ConfigError("job ids must be unique within a trace")
     for job in jobs:
         if job.runtime is None or job.runtime < 0 or not math.isfinite(job.runtime):
-            raise ConfigError(f"job {job.id} has no usable runtime ({job.runtime}); "
-                              "the optimum needs every job's runtime")
+            raise ConfigError(
+                f"job {job.id} has no usable runtime ({job.runtime}); "
+                "the optimum needs every job's runtime"
+            )
         if job.gpus < 0:
             raise ConfigError(f"job {job.id} asks for {job.gpus} GPUs")
 
@@ -189,13 +194,14 @@ def _check_points(jobs: Sequence[Job], opts: OptimumOptions, budget: float) -> l
     return sorted({*grid, *(j.submit_time for j in jobs)})
 
 
-def _rungs(submit: float, points: Sequence[float], reach: float, opts: OptimumOptions) -> list[
-        float]:
+def _rungs(
+    submit: float, points: Sequence[float], reach: float, opts: OptimumOptions
+) -> list[float]:
     """Submit, then check points after it: every one at first, then steps ≥ slot and ≥ growth
     × the wait so far, up to ``reach`` seconds of wait."""
     rungs = [submit]
     target = 0.0
-    for t in points[bisect.bisect_right(points, submit):]:
+    for t in points[bisect.bisect_right(points, submit) :]:
         wait = t - submit
         if wait > reach:
             break
@@ -205,8 +211,9 @@ def _rungs(submit: float, points: Sequence[float], reach: float, opts: OptimumOp
     return rungs
 
 
-def _options(j: int, job: Job, points: Sequence[float], budget: float,
-             opts: OptimumOptions) -> list[_Option]:
+def _options(
+    j: int, job: Job, points: Sequence[float], budget: float, opts: OptimumOptions
+) -> list[_Option]:
     runtime = job.runtime or 0.0
     rungs = _rungs(job.submit_time, points, min(opts.horizon, budget), opts)
     if opts.mode is Mode.SCHEDULE:
@@ -216,8 +223,10 @@ def _options(j: int, job: Job, points: Sequence[float], budget: float,
         rungs.append(limit)  # the catch-all: every later start, counted at the last rung
     submit = job.submit_time
     exact = _Option(j, submit, *_span(points, submit, submit + runtime, closed=False))
-    later = [_Option(j, a, *_span(points, b, a + runtime, closed=True))
-             for a, b in itertools.pairwise(rungs)]
+    later = [
+        _Option(j, a, *_span(points, b, a + runtime, closed=True))
+        for a, b in itertools.pairwise(rungs)
+    ]
     return [exact, *later]
 
 
@@ -228,9 +237,14 @@ def _span(points: Sequence[float], start: float, end: float, closed: bool) -> tu
     return lo, max(lo, hi)
 
 
-def _solve(jobs: Sequence[Job], gpus: int, budget: float, points: Sequence[float],
-           options: Sequence[_Option], opts: OptimumOptions) -> tuple[
-               list[float], str, float, float]:
+def _solve(
+    jobs: Sequence[Job],
+    gpus: int,
+    budget: float,
+    points: Sequence[float],
+    options: Sequence[_Option],
+    opts: OptimumOptions,
+) -> tuple[list[float], str, float, float]:
     """Minimise cloud GPU-hours; returns (option values, status, gap, bound on GPU-hours).
 
     Variables: a binary per option, then a continuous "bursts" z_j ∈ [0, 1] per job with
@@ -258,8 +272,14 @@ def _solve(jobs: Sequence[Job], gpus: int, budget: float, points: Sequence[float
     return [float(v) for v in res.x[: len(options)]], status, gap, max(0.0, bound)
 
 
-def _constraints(jobs: Sequence[Job], gpus: int, budget: float, n_points: int,
-                 options: Sequence[_Option], constraint: Any) -> list[Any]:
+def _constraints(
+    jobs: Sequence[Job],
+    gpus: int,
+    budget: float,
+    n_points: int,
+    options: Sequence[_Option],
+    constraint: Any,
+) -> list[Any]:
     """Capacity at each check point that could bind, one choice per job, the wait budget."""
     import numpy as np
     from scipy.sparse import coo_matrix, hstack, identity
@@ -268,10 +288,14 @@ def _constraints(jobs: Sequence[Job], gpus: int, budget: float, n_points: int,
     cols = np.arange(n)
     weight = np.array([jobs[o.job].gpus for o in options], dtype=float)
     lengths = np.array([o.hi - o.lo for o in options])
-    rows = np.concatenate([np.arange(o.lo, o.hi) for o in options]) if lengths.sum() else (
-        np.zeros(0, dtype=int))
-    cap = coo_matrix((np.repeat(weight, lengths), (rows, np.repeat(cols, lengths))),
-                     shape=(n_points, n + m)).tocsr()
+    rows = (
+        np.concatenate([np.arange(o.lo, o.hi) for o in options])
+        if lengths.sum()
+        else (np.zeros(0, dtype=int))
+    )
+    cap = coo_matrix(
+        (np.repeat(weight, lengths), (rows, np.repeat(cols, lengths))), shape=(n_points, n + m)
+    ).tocsr()
     busy = np.asarray(cap.sum(axis=1)).ravel() > gpus  # rows that can never bind are dropped
     waits = [(o.start - jobs[o.job].submit_time) / 3600.0 for o in options]
     job_of = np.array([o.job for o in options])
@@ -283,8 +307,16 @@ def _constraints(jobs: Sequence[Job], gpus: int, budget: float, n_points: int,
     ]
 
 
-def _result(jobs: Sequence[Job], options: Sequence[_Option], x: Sequence[float], status: str,
-            gap: float, bound: float, seconds: float, opts: OptimumOptions) -> OptimumResult:
+def _result(
+    jobs: Sequence[Job],
+    options: Sequence[_Option],
+    x: Sequence[float],
+    status: str,
+    gap: float,
+    bound: float,
+    seconds: float,
+    opts: OptimumOptions,
+) -> OptimumResult:
     chosen = {options[i].job: options[i] for i, v in enumerate(x) if v > 0.5}
     choices = []
     for j, job in enumerate(jobs):
@@ -295,8 +327,14 @@ def _result(jobs: Sequence[Job], options: Sequence[_Option], x: Sequence[float],
             choices.append(JobChoice(job.id, "onprem", start - job.submit_time, start))
         else:
             choices.append(JobChoice(job.id, "cloud", 0.0, None))
-    cloud = math.fsum(j.gpus * (j.runtime or 0.0) for j, c in zip(jobs, choices, strict=True)
-                      if c.where == "cloud") / 3600.0
+    cloud = (
+        math.fsum(
+            j.gpus * (j.runtime or 0.0)
+            for j, c in zip(jobs, choices, strict=True)
+            if c.where == "cloud"
+        )
+        / 3600.0
+    )
     return OptimumResult(
         cloud_gpu_hours=cloud,
         cloud_cost_usd=cloud * opts.price_per_gpu_hour,

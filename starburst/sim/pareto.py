@@ -25,15 +25,34 @@ Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels
 
 #: label offsets tried in order, in points from the data point
 #: (rows 12 points apart: a label is 8.4 points high)
-_OFFSETS = ((4, 3), (4, -9), (-4, 3), (-4, -9), (4, 15), (-4, 15), (4, -21), (-4, -21),
-            (4, 27), (-4, 27), (4, -33), (-4, -33))
+_OFFSETS = (
+    (4, 3),
+    (4, -9),
+    (-4, 3),
+    (-4, -9),
+    (4, 15),
+    (-4, 15),
+    (4, -21),
+    (-4, -21),
+    (4, 27),
+    (-4, 27),
+    (4, -33),
+    (-4, -33),
+)
 _FONT = 7
 #: colours of highlighted settings, by caption prefix
 _RING = {"today": "tab:red", "recommended": "tab:green", "knee": "tab:purple"}
 #: one colour per policy (none a ring's); the line style tells the mode apart
-_COLOUR = {"compute": "tab:blue", "constant": "tab:orange", "runtime": "tab:cyan",
-           "resource": "tab:brown", "star": "tab:olive", "no-wait": "tab:gray",
-           "infinite": "tab:pink", "compute-expected": "navy"}
+_COLOUR = {
+    "compute": "tab:blue",
+    "constant": "tab:orange",
+    "runtime": "tab:cyan",
+    "resource": "tab:brown",
+    "star": "tab:olive",
+    "no-wait": "tab:gray",
+    "infinite": "tab:pink",
+    "compute-expected": "navy",
+}
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -47,8 +66,12 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, flo
     return front
 
 
-def plot(rows: Sequence[Row], path: Path, title: str = "Cloud cost vs mean JCT",
-         highlights: Mapping[str, str] | None = None) -> Path:
+def plot(
+    rows: Sequence[Row],
+    path: Path,
+    title: str = "Cloud cost vs mean JCT",
+    highlights: Mapping[str, str] | None = None,
+) -> Path:
     """Write the plot; ``highlights`` maps a row's label to a caption ("today", …)."""
     try:
         import matplotlib
@@ -91,18 +114,33 @@ def _draw(fig: Any, ax: Any, rows: Sequence[Row], highlights: Mapping[str, str])
         xs, ys = zip(*(_xy(r) for r in series), strict=True)
         first = series[0]
         in_order = str(first.get("out_of_order", "")) in ("0", "False")
-        ax.plot(xs, ys, marker="o", markersize=4, label=name,
-                color=_COLOUR.get(str(first["policy"])), linestyle="--" if in_order else "-")
+        ax.plot(
+            xs,
+            ys,
+            marker="o",
+            markersize=4,
+            label=name,
+            color=_COLOUR.get(str(first["policy"])),
+            linestyle="--" if in_order else "-",
+        )
     front = pareto_front([_xy(r) for r in rows])
     if front:
         fx, fy = zip(*front, strict=True)
-        ax.step(fx, fy, where="post", color="black", linestyle=":", linewidth=1.5,
-                label="Pareto front")
+        ax.step(
+            fx, fy, where="post", color="black", linestyle=":", linewidth=1.5, label="Pareto front"
+        )
     marked = [(r, highlights[str(r["label"])]) for r in rows if str(r["label"]) in highlights]
     for row, caption in marked:
         colour = _RING.get(caption.split()[0], "tab:gray")
-        ax.scatter(*_xy(row), s=160, facecolors="none", edgecolors=colour, linewidths=2,
-                   zorder=5, label=f"{caption}: {row['label']}")
+        ax.scatter(
+            *_xy(row),
+            s=160,
+            facecolors="none",
+            edgecolors=colour,
+            linewidths=2,
+            zorder=5,
+            label=f"{caption}: {row['label']}",
+        )
     ax.set_xlabel("cloud cost ($)")
     ax.set_ylabel("mean JCT (hours)")
     ax.grid(True, alpha=0.3)
@@ -122,14 +160,23 @@ def _place_labels(fig: Any, ax: Any, rows: Sequence[Row], marked: Sequence[Row])
     labelled = sorted((r for r in rows if r.get("budget") not in ("", None)), key=_xy)
     texts = [f"b={float(r['budget']):g}" for r in labelled]
     anchors = [(*to_px(_xy(r)), t) for r, t in zip(labelled, texts, strict=True)]
-    for row, text, ((dx, dy), _) in zip(labelled, texts, place_labels(anchors, rings, scale),
-                                        strict=True):
-        ax.annotate(text, _xy(row), fontsize=_FONT, xytext=(dx, dy), textcoords="offset points",
-                    ha="left" if dx >= 0 else "right", va="bottom")
+    for row, text, ((dx, dy), _) in zip(
+        labelled, texts, place_labels(anchors, rings, scale), strict=True
+    ):
+        ax.annotate(
+            text,
+            _xy(row),
+            fontsize=_FONT,
+            xytext=(dx, dy),
+            textcoords="offset points",
+            ha="left" if dx >= 0 else "right",
+            va="bottom",
+        )
 
 
-def place_labels(anchors: Sequence[tuple[float, float, str]], taken: Sequence[Box] = (),
-                 scale: float = 1.0) -> list[tuple[tuple[int, int], Box]]:
+def place_labels(
+    anchors: Sequence[tuple[float, float, str]], taken: Sequence[Box] = (), scale: float = 1.0
+) -> list[tuple[tuple[int, int], Box]]:
     """For each (x, y, text) anchor in display pixels: the offset (points) and box chosen.
 
     Greedy in the given order: the first offset whose box overlaps nothing placed so far

@@ -38,8 +38,7 @@ def parse_tolerance(text: str) -> float:
     try:
         value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
     except ValueError:
-        raise ConfigError(f"JCT tolerance {text!r} is not a number such as 5% or 0.05") \
-            from None
+        raise ConfigError(f"JCT tolerance {text!r} is not a number such as 5% or 0.05") from None
     if not 0 <= value < 100:
         raise ConfigError(f"JCT tolerance must be between 0% and 10000%, got {text}")
     return value
@@ -58,7 +57,8 @@ def add_changes(rows: Sequence[Row]) -> list[Row]:
         now = today.get(row.get("load"))
         if now is not None and float(now["cloud_cost_usd"]):
             row["saving_vs_today"] = 1.0 - float(row["cloud_cost_usd"]) / float(
-                now["cloud_cost_usd"])
+                now["cloud_cost_usd"]
+            )
         out.append(row)
     return out
 
@@ -134,8 +134,7 @@ def highlights(rec: Recommendation) -> dict[str, str]:
     """Plot captions for the settings a recommendation names (a later caption wins a tie:
     the recommendation over the knee over today)."""
     marks: dict[str, str] = {}
-    for caption, row in (("today", rec.today), ("knee", rec.knee),
-                         ("recommended", rec.cheapest)):
+    for caption, row in (("today", rec.today), ("knee", rec.knee), ("recommended", rec.cheapest)):
         if row is not None:
             marks[str(row["label"])] = caption
     return marks

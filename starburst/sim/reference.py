@@ -36,17 +36,24 @@ def _split(gpus: int, largest: int) -> list[int]:
     return [*parts, gpus % largest] if gpus % largest else parts
 
 
-def _place(job: Job, nodes: Sequence[Node], free: list[int], free_cpu: list[float],
-           best_fit: bool) -> list[tuple[int, int, float]] | None:
-    eligible = [i for i, n in enumerate(nodes)
-                if n.schedulable and (job.gpu_type is None or n.gpu_type == job.gpu_type)]
+def _place(
+    job: Job, nodes: Sequence[Node], free: list[int], free_cpu: list[float], best_fit: bool
+) -> list[tuple[int, int, float]] | None:
+    eligible = [
+        i
+        for i, n in enumerate(nodes)
+        if n.schedulable and (job.gpu_type is None or n.gpu_type == job.gpu_type)
+    ]
     largest = max((nodes[i].gpus for i in eligible), default=0)
     trial, trial_cpu = list(free), list(free_cpu)
     parts = []
     for size in _split(job.gpus, largest):
         cpus = job.cpus * size / job.gpus if job.gpus else job.cpus
-        fits = [i for i in eligible if trial[i] >= size
-                and (not cpus or not nodes[i].cpus or trial_cpu[i] + 1e-9 >= cpus)]
+        fits = [
+            i
+            for i in eligible
+            if trial[i] >= size and (not cpus or not nodes[i].cpus or trial_cpu[i] + 1e-9 >= cpus)
+        ]
         if not fits:
             return None
         i = min(fits, key=lambda i: (trial[i] - size, i)) if best_fit else fits[0]
@@ -129,8 +136,16 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
             job = entry[2]
             parts = None if blocked else _place(job, nodes, free, free_cpu, best_fit)
             if parts is None:
-                never = _place(job, nodes, [n.gpus if n.schedulable else 0 for n in nodes],
-                               [n.cpus for n in nodes], best_fit) is None
+                never = (
+                    _place(
+                        job,
+                        nodes,
+                        [n.gpus if n.schedulable else 0 for n in nodes],
+                        [n.cpus for n in nodes],
+                        best_fit,
+                    )
+                    is None
+                )
                 if not blocked and never and math.isinf(entry[3]):
                     burst(job, t)
                     continue
@@ -143,8 +158,14 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
             end = t + (job.runtime or 0.0)
             running.append((end, job, parts, t))
             where = "cloud+onprem" if job.id in pulled else "onprem"
-            out[job.id] = RefOutcome(job.id, where, t, end, cloud.get(job.id, 0.0),
-                                     tuple(nodes[i].name for i, _, _ in parts))
+            out[job.id] = RefOutcome(
+                job.id,
+                where,
+                t,
+                end,
+                cloud.get(job.id, 0.0),
+                tuple(nodes[i].name for i, _, _ in parts),
+            )
         queue = []
         for entry in waiting:
             if entry[3] <= t:

@@ -69,9 +69,7 @@ class SimResult:
         jcts = [o.jct for o in outs]
         waits = [o.wait for o in outs]
         cloud_gpu_h = math.fsum(o.cloud_gpu_seconds for o in outs) / 3600.0
-        onprem_gpu_s = math.fsum(
-            o.job.gpus * (o.job.runtime or 0.0) for o in outs if not o.burst
-        )
+        onprem_gpu_s = math.fsum(o.job.gpus * (o.job.runtime or 0.0) for o in outs if not o.burst)
         first = min((o.job.submit_time for o in outs), default=0.0)
         last_end = max((o.end for o in outs), default=0.0)
         last_submit = max((o.job.submit_time for o in outs), default=0.0)
@@ -100,19 +98,44 @@ class SimResult:
 
     def write_per_job(self, path: Path) -> None:
         """One CSV row per job: where it ran, when, its wait budget and the reasons."""
-        columns = ["job_id", "submit_time", "gpus", "runtime", "estimate", "wait_budget_s",
-                   "where", "start", "end", "wait_s", "jct_s", "cloud_gpu_hours", "placement",
-                   "reason"]
+        columns = [
+            "job_id",
+            "submit_time",
+            "gpus",
+            "runtime",
+            "estimate",
+            "wait_budget_s",
+            "where",
+            "start",
+            "end",
+            "wait_s",
+            "jct_s",
+            "cloud_gpu_hours",
+            "placement",
+            "reason",
+        ]
         with path.open("w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(columns)
             for o in sorted(self.outcomes, key=lambda o: (o.job.submit_time, o.job.id)):
-                writer.writerow([
-                    o.job.id, _num(o.job.submit_time), o.job.gpus, _num(o.job.runtime),
-                    _num(o.job.estimate), _num(o.budget), o.where, _num(o.start), _num(o.end),
-                    _num(o.wait), _num(o.jct), _num(o.cloud_gpu_seconds / 3600.0), o.placement,
-                    o.reason,
-                ])
+                writer.writerow(
+                    [
+                        o.job.id,
+                        _num(o.job.submit_time),
+                        o.job.gpus,
+                        _num(o.job.runtime),
+                        _num(o.job.estimate),
+                        _num(o.budget),
+                        o.where,
+                        _num(o.start),
+                        _num(o.end),
+                        _num(o.wait),
+                        _num(o.jct),
+                        _num(o.cloud_gpu_seconds / 3600.0),
+                        o.placement,
+                        o.reason,
+                    ]
+                )
 
 
 def _num(value: float | None) -> str:

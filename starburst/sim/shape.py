@@ -72,8 +72,12 @@ def write_shape(nodes: Sequence[Node], path: Path) -> None:
 
     groups: list[dict[str, Any]] = []
     for node in nodes:
-        group = {"gpus": node.gpus, "cpus": node.cpus, "memory_mb": node.memory_mb,
-                 "gpu_type": node.gpu_type}
+        group = {
+            "gpus": node.gpus,
+            "cpus": node.cpus,
+            "memory_mb": node.memory_mb,
+            "gpu_type": node.gpu_type,
+        }
         if groups and {k: v for k, v in groups[-1].items() if k != "count"} == group:
             groups[-1]["count"] += 1
         else:

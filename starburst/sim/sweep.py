@@ -52,8 +52,9 @@ class RunSpec:
             policy = WaitPolicy(self.policy, self.coefficient)
         else:
             policy = WaitPolicy(self.policy, calibrate(self.policy, self.budget or 0.0, jobs))
-        return SchedulerConfig(policy, self.out_of_order, self.queue_cap, self.order,
-                               self.placement)
+        return SchedulerConfig(
+            policy, self.out_of_order, self.queue_cap, self.order, self.placement
+        )
 
 
 Source = Path | Workload
@@ -99,11 +100,15 @@ def run_task(task: Task) -> Row:
     config = task.spec.config(jobs)
     summary = simulate(jobs, task.nodes, config, task.options).summary()
     spec = task.spec
-    row: Row = {"label": spec.label, "series": spec.series, "policy": spec.policy.value,
-                "budget": spec.budget if spec.budget is not None else "",
-                "coefficient": config.policy.coefficient,
-                "out_of_order": int(spec.out_of_order),
-                "queue_cap": spec.queue_cap if spec.queue_cap is not None else ""}
+    row: Row = {
+        "label": spec.label,
+        "series": spec.series,
+        "policy": spec.policy.value,
+        "budget": spec.budget if spec.budget is not None else "",
+        "coefficient": config.policy.coefficient,
+        "out_of_order": int(spec.out_of_order),
+        "queue_cap": spec.queue_cap if spec.queue_cap is not None else "",
+    }
     if task.load_label is not None:
         row["load"] = task.load_label
     row.update(summary)
@@ -168,8 +173,15 @@ def sweep(
     opts = options or SimOptions()
     tasks = []
     for load, source in sources:
-        tasks.append(Task(source, tuple(nodes),
-                          RunSpec("No-Wait", PolicyKind.NO_WAIT, None, order=order), opts, load))
+        tasks.append(
+            Task(
+                source,
+                tuple(nodes),
+                RunSpec("No-Wait", PolicyKind.NO_WAIT, None, order=order),
+                opts,
+                load,
+            )
+        )
         for kind in policies:
             budgets_for: list[float | None] = (
                 [None] if kind in (PolicyKind.NO_WAIT, PolicyKind.INFINITE) else list(budgets)
@@ -184,5 +196,3 @@ def sweep(
                 if kind is not PolicyKind.NO_WAIT:
                     tasks.append(Task(source, tuple(nodes), spec, opts, load))
     return add_savings(run_tasks(tasks, processes))
-
-

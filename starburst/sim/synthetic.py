@@ -62,12 +62,20 @@ def generate(workload: Workload) -> list[Job]:
     jobs = []
     for i in range(workload.jobs):
         if i:
-            t += (rng.expovariate(1.0 / mean_gap) if workload.cv == 1.0
-                  else rng.gammavariate(shape, mean_gap / shape))
+            t += (
+                rng.expovariate(1.0 / mean_gap)
+                if workload.cv == 1.0
+                else rng.gammavariate(shape, mean_gap / shape)
+            )
         gpus = rng.choices(sizes, weights)[0]
         runtime = rng.expovariate(1.0 / workload.mean_runtime)
-        jobs.append(Job(
-            id=f"j{i:0{width}d}", submit_time=t, gpus=gpus,
-            cpus=gpus * workload.cpus_per_gpu, runtime=runtime,
-        ))
+        jobs.append(
+            Job(
+                id=f"j{i:0{width}d}",
+                submit_time=t,
+                gpus=gpus,
+                cpus=gpus * workload.cpus_per_gpu,
+                runtime=runtime,
+            )
+        )
     return jobs

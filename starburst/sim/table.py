@@ -39,12 +39,15 @@ def render(rows: Sequence[Row]) -> str:
                 continue
             line.append(fmt.format(float(value) / 3600.0 if key in _HOURS else value))
         cells.append(line)
-    widths = [len(c[1]) if c[0] == "note" else max(len(r[i]) for r in cells)
-              for i, c in enumerate(cols)]
+    widths = [
+        len(c[1]) if c[0] == "note" else max(len(r[i]) for r in cells) for i, c in enumerate(cols)
+    ]
     lines = []
     for n, line in enumerate(cells):
-        parts = [v.ljust(w) if cols[i][0] in _LEFT else v.rjust(w)
-                 for i, (v, w) in enumerate(zip(line, widths, strict=True))]
+        parts = [
+            v.ljust(w) if cols[i][0] in _LEFT else v.rjust(w)
+            for i, (v, w) in enumerate(zip(line, widths, strict=True))
+        ]
         lines.append("  ".join(parts).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))

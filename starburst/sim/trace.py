@@ -23,8 +23,7 @@ from starburst.core.job import Job
 from starburst.sim.trace_errors import TraceError
 
 REQUIRED = ("job_id", "submit_time", "runtime", "gpus", "cpus")
-_NUMERIC_OPTIONAL = ("estimate", "memory_mb", "deadline", "pods", "estimate_low",
-                     "estimate_high")
+_NUMERIC_OPTIONAL = ("estimate", "memory_mb", "deadline", "pods", "estimate_low", "estimate_high")
 _TEXT_OPTIONAL = ("gpu_type", "user", "team", "name")
 KNOWN = (*REQUIRED, *_NUMERIC_OPTIONAL, *_TEXT_OPTIONAL)
 
@@ -104,32 +103,53 @@ def _job(name: str, line: int, row: dict[str, str]) -> Job:
     text = {c: (row.get(c) or "").strip() or None for c in _TEXT_OPTIONAL}
     extra = {k: v for k, v in row.items() if k not in KNOWN and v is not None}
     return Job(
-        id=job_id, submit_time=nums["submit_time"] or 0.0, gpus=int(gpus),
-        cpus=nums["cpus"] or 0.0, memory_mb=nums["memory_mb"] or 0.0,
-        gpu_type=text["gpu_type"], runtime=nums["runtime"], estimate=nums["estimate"],
-        user=text["user"], team=text["team"], name=text["name"], deadline=nums["deadline"],
-        pods=None if pods is None else int(pods), extra=extra,
-        estimate_low=nums["estimate_low"], estimate_high=nums["estimate_high"],
+        id=job_id,
+        submit_time=nums["submit_time"] or 0.0,
+        gpus=int(gpus),
+        cpus=nums["cpus"] or 0.0,
+        memory_mb=nums["memory_mb"] or 0.0,
+        gpu_type=text["gpu_type"],
+        runtime=nums["runtime"],
+        estimate=nums["estimate"],
+        user=text["user"],
+        team=text["team"],
+        name=text["name"],
+        deadline=nums["deadline"],
+        pods=None if pods is None else int(pods),
+        extra=extra,
+        estimate_low=nums["estimate_low"],
+        estimate_high=nums["estimate_high"],
     )
 
 
 def write_trace(jobs: Iterable[Job], path: str | Path) -> None:
     """Write jobs in the project's format (the columns any job uses, extras last)."""
     jobs = list(jobs)
-    optional = [c for c in (*_NUMERIC_OPTIONAL, *_TEXT_OPTIONAL)
-                if any(getattr(j, c) is not None and getattr(j, c) != 0.0 for j in jobs)]
+    optional = [
+        c
+        for c in (*_NUMERIC_OPTIONAL, *_TEXT_OPTIONAL)
+        if any(getattr(j, c) is not None and getattr(j, c) != 0.0 for j in jobs)
+    ]
     extras = sorted({k for j in jobs for k in j.extra})
     with Path(path).open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow([*REQUIRED, *optional, *extras])
         for j in jobs:
             values = [getattr(j, c) for c in optional]
-            writer.writerow([
-                j.id, _fmt(j.submit_time), _fmt(j.runtime), j.gpus, _fmt(j.cpus),
-                *("" if v is None else _fmt(v) if isinstance(v, float) else str(v)
-                  for v in values),
-                *(j.extra.get(k, "") for k in extras),
-            ])
+            writer.writerow(
+                [
+                    j.id,
+                    _fmt(j.submit_time),
+                    _fmt(j.runtime),
+                    j.gpus,
+                    _fmt(j.cpus),
+                    *(
+                        "" if v is None else _fmt(v) if isinstance(v, float) else str(v)
+                        for v in values
+                    ),
+                    *(j.extra.get(k, "") for k in extras),
+                ]
+            )
 
 
 def _fmt(value: float | None) -> str:

@@ -16,8 +16,9 @@ from starburst.core.errors import StarburstError
 class TraceError(StarburstError, ValueError):
     """Unreadable trace input; ``path``, ``line`` and ``record`` say where."""
 
-    def __init__(self, path: str | Path, message: str, *, line: int | None = None,
-                 record: int | None = None) -> None:
+    def __init__(
+        self, path: str | Path, message: str, *, line: int | None = None, record: int | None = None
+    ) -> None:
         self.path = Path(path)
         self.line = line
         self.record = record

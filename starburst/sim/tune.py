@@ -30,8 +30,13 @@ from starburst.sim.sweep import RunSpec, Source, Task, add_savings, run_tasks
 
 Row = dict[str, float | int | str]
 
-DEFAULT_POLICIES = (PolicyKind.COMPUTE, PolicyKind.CONSTANT, PolicyKind.RUNTIME,
-                    PolicyKind.RESOURCE, PolicyKind.STAR)
+DEFAULT_POLICIES = (
+    PolicyKind.COMPUTE,
+    PolicyKind.CONSTANT,
+    PolicyKind.RUNTIME,
+    PolicyKind.RESOURCE,
+    PolicyKind.STAR,
+)
 DEFAULT_BUDGETS = (0.05, 0.1, 0.25, 0.5, 1.0)
 _BUDGETLESS = (PolicyKind.NO_WAIT, PolicyKind.INFINITE)
 
@@ -51,10 +56,19 @@ class Deployed:
 
     def spec(self) -> RunSpec:
         budget = None if self.policy in _BUDGETLESS else self.budget
-        shown = label(self.policy, self.out_of_order, budget,
-                      self.coefficient if budget is None else None)
-        return RunSpec(shown, self.policy, budget, self.coefficient, self.out_of_order,
-                       self.queue_cap, self.order, self.placement)
+        shown = label(
+            self.policy, self.out_of_order, budget, self.coefficient if budget is None else None
+        )
+        return RunSpec(
+            shown,
+            self.policy,
+            budget,
+            self.coefficient,
+            self.out_of_order,
+            self.queue_cap,
+            self.order,
+            self.placement,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,24 +77,37 @@ class Tuning:
     recommendation: recommend.Recommendation
 
 
-def candidates(deployed: Deployed, policies: Sequence[PolicyKind],
-               budgets: Sequence[float]) -> list[RunSpec]:
+def candidates(
+    deployed: Deployed, policies: Sequence[PolicyKind], budgets: Sequence[float]
+) -> list[RunSpec]:
     """No-Wait, then each policy × budget × mode with the deployed cap, order, placement."""
-    base = RunSpec("", PolicyKind.NO_WAIT, None, None, False, deployed.queue_cap,
-                   deployed.order, deployed.placement)
+    base = RunSpec(
+        "",
+        PolicyKind.NO_WAIT,
+        None,
+        None,
+        False,
+        deployed.queue_cap,
+        deployed.order,
+        deployed.placement,
+    )
     specs = [replace(base, label=label(PolicyKind.NO_WAIT, False, None))]
     for kind in policies:
         if kind is PolicyKind.NO_WAIT:
             continue
         if kind is PolicyKind.INFINITE:
             for ooo in (False, True):
-                specs.append(replace(base, label=label(kind, ooo, None), policy=kind,
-                                     out_of_order=ooo))
+                specs.append(
+                    replace(base, label=label(kind, ooo, None), policy=kind, out_of_order=ooo)
+                )
             continue
         for b in budgets:
             for ooo in (False, True):
-                specs.append(replace(base, label=label(kind, ooo, b), policy=kind, budget=b,
-                                     out_of_order=ooo))
+                specs.append(
+                    replace(
+                        base, label=label(kind, ooo, b), policy=kind, budget=b, out_of_order=ooo
+                    )
+                )
     return specs
 
 
@@ -103,8 +130,9 @@ def tune(
         same = [len(specs) - 1]
     opts = options or SimOptions()
     rows = run_tasks([Task(source, tuple(nodes), s, opts) for s in specs], processes)
-    ran_with = "" if today.coefficient is None or today.budget is None \
-        else f", c={today.coefficient:.3g}"  # the coefficient it really ran with
+    ran_with = (
+        "" if today.coefficient is None or today.budget is None else f", c={today.coefficient:.3g}"
+    )  # the coefficient it really ran with
     for i in same:
         rows[i] = {**rows[i], "role": "today", "label": f"{rows[i]['label']} (today{ran_with})"}
     rows = add_savings(rows)

@@ -38,8 +38,15 @@ class LiveServer:
     def __init__(self, app: Any) -> None:
         import uvicorn
 
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                lifespan="off", ws="none", access_log=False)
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=0,
+            log_level="warning",
+            lifespan="off",
+            ws="none",
+            access_log=False,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.url = ""
@@ -117,15 +124,25 @@ class Api:
         secret = token if token is not None else (self.tokens[who] if who else None)
         headers = {"Authorization": f"Bearer {secret}"} if secret else {}
         return self.resources.enter_context(
-            httpx.Client(base_url=self.url, headers=headers, timeout=10.0))
+            httpx.Client(base_url=self.url, headers=headers, timeout=10.0)
+        )
 
 
-PRICES = {"taken": "2026-01-01", "regions": {"aws": "us-east-1"},
-          "gpus": {"A100": {"aws": {"on_demand": 4.0}, "gcp": {"on_demand": 3.0}}}}
+PRICES = {
+    "taken": "2026-01-01",
+    "regions": {"aws": "us-east-1"},
+    "gpus": {"A100": {"aws": {"on_demand": 4.0}, "gcp": {"on_demand": 3.0}}},
+}
 
 
-def build_api(db_url: str, store: Any, clock: ManualClock, resources: ExitStack,
-              serve: Callable[[Any], LiveServer], **options: Any) -> Api:
+def build_api(
+    db_url: str,
+    store: Any,
+    clock: ManualClock,
+    resources: ExitStack,
+    serve: Callable[[Any], LiveServer],
+    **options: Any,
+) -> Api:
     from starburst.adapters.db.records import Role
     from starburst.api import create_app
     from starburst.pricing import parse_price_table
@@ -135,16 +152,24 @@ def build_api(db_url: str, store: Any, clock: ManualClock, resources: ExitStack,
     settings = Settings(database_url=db_url, **options.pop("settings", {}))
     app = create_app(settings, store, clock=clock, **options)
     api = Api(serve(app).url, db_url, store, clock, resources)
-    for name, team, role in (("alice", "ml", Role.USER), ("bob", "vision", Role.USER),
-                             ("fin", None, Role.FINANCE), ("root", None, Role.ADMIN)):
+    for name, team, role in (
+        ("alice", "ml", Role.USER),
+        ("bob", "vision", Role.USER),
+        ("fin", None, Role.FINANCE),
+        ("root", None, Role.ADMIN),
+    ):
         store.save_user(name, team=team)
         api.tokens[name] = store.issue_token(name, role).secret
     return api
 
 
 @pytest.fixture(params=["sqlite"])
-def db_url(request: pytest.FixtureRequest, templates: MigratedTemplates, tmp_path: Path,
-           resources: ExitStack) -> str:
+def db_url(
+    request: pytest.FixtureRequest,
+    templates: MigratedTemplates,
+    tmp_path: Path,
+    resources: ExitStack,
+) -> str:
     """A migrated database; tests choose PostgreSQL with ``parametrize(..., indirect=True)``."""
     if request.param == "sqlite":
         return templates.sqlite_url(tmp_path)
@@ -152,7 +177,6 @@ def db_url(request: pytest.FixtureRequest, templates: MigratedTemplates, tmp_pat
     url = templates.postgres_url(server, request.getfixturevalue("pg_template"))
     resources.callback(_postgres.drop_database, url)  # runs after the store closes
     return url
-
 
 
 @pytest.fixture(scope="session")
@@ -170,6 +194,12 @@ def api_options(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 @pytest.fixture
-def api(db_url: str, clock: ManualClock, resources: ExitStack, open_store: Callable[[str], Any],
-        serve: Callable[[Any], LiveServer], api_options: dict[str, Any]) -> Api:
+def api(
+    db_url: str,
+    clock: ManualClock,
+    resources: ExitStack,
+    open_store: Callable[[str], Any],
+    serve: Callable[[Any], LiveServer],
+    api_options: dict[str, Any],
+) -> Api:
     return build_api(db_url, open_store(db_url), clock, resources, serve, **api_options)

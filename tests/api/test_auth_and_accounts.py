@@ -11,8 +11,11 @@ SPEC = {"image": "img", "command": "true", "gpus": 1}
 
 def test_missing_malformed_and_unknown_tokens_are_401(api):  # type: ignore[no-untyped-def]
     for client in (api.client(None), api.client(token="sb_not-a-real-token")):
-        for answer in (client.get("/v1/jobs"), client.post("/v1/jobs", json=SPEC),
-                       client.get("/v1/costs")):
+        for answer in (
+            client.get("/v1/jobs"),
+            client.post("/v1/jobs", json=SPEC),
+            client.get("/v1/costs"),
+        ):
             assert answer.status_code == 401
             assert answer.headers["www-authenticate"] == "Bearer"
             assert "token" in answer.json()["detail"]
@@ -26,8 +29,12 @@ def test_revoked_and_expired_tokens_stop_working(api):  # type: ignore[no-untype
     root = api.client("root")
     issued = root.post("/v1/tokens", json={"user": "alice", "expires_in_s": 60}).json()
     temp = api.client(token=issued["secret"])
-    assert temp.get("/v1/whoami").json() == {"user": "alice", "team": "ml", "role": "user",
-                                             "auth": True}
+    assert temp.get("/v1/whoami").json() == {
+        "user": "alice",
+        "team": "ml",
+        "role": "user",
+        "auth": True,
+    }
     api.clock.advance(61)
     assert temp.get("/v1/whoami").status_code == 401
     other = api.store.issue_token("alice", Role.USER)
@@ -39,10 +46,12 @@ def test_revoked_and_expired_tokens_stop_working(api):  # type: ignore[no-untype
 def test_admin_endpoints_refuse_users_and_finance(api):  # type: ignore[no-untyped-def]
     for who in ("alice", "fin"):
         client = api.client(who)
-        answers = [client.post("/v1/users", json={"name": "eve"}),
-                   client.post("/v1/tokens", json={"user": who, "role": "admin"}),
-                   client.post("/v1/teams", json={"name": "x"}),
-                   client.put("/v1/teams/ml/budget", json={"monthly_limit": "1"})]
+        answers = [
+            client.post("/v1/users", json={"name": "eve"}),
+            client.post("/v1/tokens", json={"user": who, "role": "admin"}),
+            client.post("/v1/teams", json={"name": "x"}),
+            client.put("/v1/teams/ml/budget", json={"monthly_limit": "1"}),
+        ]
         assert [a.status_code for a in answers] == [403] * 4
         assert "needs admin" in answers[1].json()["detail"]
     assert api.store.user("eve") is None
@@ -72,29 +81,50 @@ def test_team_budget_shows_the_months_spending(api):  # type: ignore[no-untyped-
     assert root.get("/v1/teams/ml/budget").status_code == 404
     job = api.store.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     now = api.clock.now()
-    api.store.record_costs([CostEntry(job, now - 3600, now, Decimal("30.5"), "aws"),
-                            CostEntry(job, now - 90 * 86400, now - 89 * 86400,
-                                      Decimal("999"), "aws")])
+    api.store.record_costs(
+        [
+            CostEntry(job, now - 3600, now, Decimal("30.5"), "aws"),
+            CostEntry(job, now - 90 * 86400, now - 89 * 86400, Decimal("999"), "aws"),
+        ]
+    )
     put = root.put("/v1/teams/ml/budget", json={"monthly_limit": "100", "currency": "usd"})
     assert put.status_code == 200
     budget = api.client("alice").get("/v1/teams/ml/budget").json()
-    assert budget == {"team": "ml", "monthly_limit": "100.00", "currency": "USD",
-                      "month": budget["month"], "spent": "30.50", "remaining": "69.50",
-                      "exhausted": False, "forecast": budget["forecast"],
-                      "used_fraction": 0.305, "alerts": [], "warning": None}
+    assert budget == {
+        "team": "ml",
+        "monthly_limit": "100.00",
+        "currency": "USD",
+        "month": budget["month"],
+        "spent": "30.50",
+        "remaining": "69.50",
+        "exhausted": False,
+        "forecast": budget["forecast"],
+        "used_fraction": 0.305,
+        "alerts": [],
+        "warning": None,
+    }
     assert api.client("bob").get("/v1/teams/ml/budget").status_code == 403
     assert api.client("fin").get("/v1/teams/ml/budget").status_code == 200
     negative = root.put("/v1/teams/ml/budget", json={"monthly_limit": "-5"})
     assert negative.status_code == 422 and "monthly_limit" in negative.json()["detail"]
 
 
-def test_without_auth_every_request_acts_as_the_local_admin(db_url, clock, resources,  # type: ignore[no-untyped-def]
-                                                             open_store, serve):
+def test_without_auth_every_request_acts_as_the_local_admin(
+    db_url,
+    clock,
+    resources,  # type: ignore[no-untyped-def]
+    open_store,
+    serve,
+):
     from tests.api.conftest import build_api
 
     api = build_api(db_url, open_store(db_url), clock, resources, serve, auth=False)
     anyone = api.client(None)
-    assert anyone.get("/v1/whoami").json() == {"user": "local", "team": None, "role": "admin",
-                                               "auth": False}
+    assert anyone.get("/v1/whoami").json() == {
+        "user": "local",
+        "team": None,
+        "role": "admin",
+        "auth": False,
+    }
     job = anyone.post("/v1/jobs", json=SPEC).json()
     assert job["user"] == "local" and anyone.get("/v1/costs").status_code == 200

@@ -11,7 +11,8 @@ import pytest
 from starburst.adapters.db.records import CostEntry, JobSpec
 
 BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True)
+    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
 NOV16 = datetime(2026, 11, 16, tzinfo=UTC).timestamp()  # half of November gone
 
 
@@ -26,12 +27,16 @@ def test_budgets_show_spent_remaining_forecast_and_warn(api):  # type: ignore[no
     assert (ok["spent"], ok["remaining"], ok["forecast"]) == ("40.00", "60.00", "80.00")
     low = root.put("/v1/teams/ml/budget", json={"monthly_limit": "25"}).json()
     assert low["exhausted"] and low["remaining"] == "0.00"
-    assert low["warning"] == ("team ml already spent 40.00 USD this month, more than the new "
-                              "limit of 25.00: its jobs stop bursting now")
+    assert low["warning"] == (
+        "team ml already spent 40.00 USD this month, more than the new "
+        "limit of 25.00: its jobs stop bursting now"
+    )
     root.put("/v1/teams/vision/budget", json={"monthly_limit": "10"})
     every = api.client("fin").get("/v1/costs/budgets").json()
     assert [(b["team"], b["spent"], b["forecast"], b["used_fraction"]) for b in every] == [
-        ("ml", "40.00", "80.00", 1.6), ("vision", "0.00", "0.00", 0.0)]
+        ("ml", "40.00", "80.00", 1.6),
+        ("vision", "0.00", "0.00", 0.0),
+    ]
     assert [b["team"] for b in api.client("alice").get("/v1/costs/budgets").json()] == ["ml"]
 
 
@@ -50,8 +55,16 @@ def test_admin_budgets_show_and_set_warn(api):  # type: ignore[no-untyped-def]
     assert shown.exit_code == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert lines[0].startswith("budgets for ")
-    assert lines[1].split() == ["TEAM", "LIMIT", "SPENT", "REMAINING", "FORECAST", "CURRENCY",
-                                "USED", "ALERTS"]
+    assert lines[1].split() == [
+        "TEAM",
+        "LIMIT",
+        "SPENT",
+        "REMAINING",
+        "FORECAST",
+        "CURRENCY",
+        "USED",
+        "ALERTS",
+    ]
     ml = lines[2].split()
     assert ml[:4] == ["ml", "10.00", "12.50", "0.00"] and ml[5:7] == ["USD", "125%"]
     assert Decimal(ml[4]) >= Decimal("12.50")  # the forecast never falls below spent

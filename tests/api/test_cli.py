@@ -28,9 +28,27 @@ def _free_port() -> int:
 
 def test_submit_jobs_explain_status_cancel_through_the_server(api):  # type: ignore[no-untyped-def]
     env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
-    made = run(["submit", "--gpus", "2", "--image", "pytorch:2.4", "--name", "resnet",
-                "--runtime", "1h30m", "--env", "SEED=7", "--", "python", "train.py", "--lr",
-                "3e-4"], env)
+    made = run(
+        [
+            "submit",
+            "--gpus",
+            "2",
+            "--image",
+            "pytorch:2.4",
+            "--name",
+            "resnet",
+            "--runtime",
+            "1h30m",
+            "--env",
+            "SEED=7",
+            "--",
+            "python",
+            "train.py",
+            "--lr",
+            "3e-4",
+        ],
+        env,
+    )
     assert made.exit_code == 0, made.stderr
     job_id, state = made.stdout.split()
     assert state == "submitted"
@@ -44,8 +62,9 @@ def test_submit_jobs_explain_status_cancel_through_the_server(api):  # type: ign
     assert header.split()[:5] == ["POS", "ID", "NAME", "USER", "STATE"]
     assert row.split()[:6] == ["1", job_id[:8], "resnet", "alice", "submitted", "2"]
 
-    api.store.transition(job_id, JobState.QUEUED, reason="admitted: budget 40m",
-                         actor="controller", wait_budget=2400)
+    api.store.transition(
+        job_id, JobState.QUEUED, reason="admitted: budget 40m", actor="controller", wait_budget=2400
+    )
     api.clock.advance(720)
     explained = run(["explain", job_id], env)
     assert explained.exit_code == 0
@@ -59,8 +78,10 @@ def test_submit_jobs_explain_status_cancel_through_the_server(api):  # type: ign
     assert cancelled.exit_code == 0 and cancelled.stdout.split() == [job_id, "cancelled"]
     again = run(["cancel", job_id], env)
     assert again.exit_code == 1 and again.stdout == ""
-    assert again.stderr == (f"error: job {job_id} already cancelled; only waiting or running "
-                            "jobs can be cancelled (HTTP 409)\n")
+    assert again.stderr == (
+        f"error: job {job_id} already cancelled; only waiting or running "
+        "jobs can be cancelled (HTTP 409)\n"
+    )
     unknown = run(["status", "nope", "--server", api.url], env)
     assert unknown.exit_code == 1 and unknown.stderr == "error: no job nope (HTTP 404)\n"
 
@@ -72,14 +93,22 @@ def test_costs_prints_the_report_and_tokens_decide_what_is_seen(api):  # type: i
 
     job = api.store.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     now = api.clock.now()
-    api.store.record_costs([CostEntry(job, now - 7200, now - 3600, Decimal("12.5"), "aws",
-                                      gpu_hours=1.0)])
-    report = run(["costs", "--by", "team,cloud", "--server", api.url,
-                  "--token", api.tokens["fin"]])
+    api.store.record_costs(
+        [CostEntry(job, now - 7200, now - 3600, Decimal("12.5"), "aws", gpu_hours=1.0)]
+    )
+    report = run(["costs", "--by", "team,cloud", "--server", api.url, "--token", api.tokens["fin"]])
     assert report.exit_code == 0, report.stderr
     lines = report.stdout.splitlines()
-    assert lines[1].split() == ["TEAM", "CLOUD", "AMOUNT", "CURRENCY", "GPU-H", "ONPREM-GPU-H",
-                                "SHOWBACK", "ENTRIES"]
+    assert lines[1].split() == [
+        "TEAM",
+        "CLOUD",
+        "AMOUNT",
+        "CURRENCY",
+        "GPU-H",
+        "ONPREM-GPU-H",
+        "SHOWBACK",
+        "ENTRIES",
+    ]
     assert lines[2].split() == ["ml", "aws", "12.50", "USD", "1.00", "0.00", "0.00", "1"]
     assert lines[3].split() == ["total", "12.50", "USD", "1.00", "0.00", "0.00"]
     nobody = run(["costs", "--server", api.url, "--token", "sb_wrong"])
@@ -92,19 +121,27 @@ def test_an_unreachable_server_is_one_clear_line_and_exit_2() -> None:
     for args in (["jobs"], ["submit", "--image", "i", "--", "true"], ["costs"]):
         result = run(args, {"STARBURST_SERVER": url})
         assert result.exit_code == 2
-        assert result.stderr == (f"error: cannot reach the Starburst server at {url}: "
-                                 "connection refused; is `starburst server` running?\n")
+        assert result.stderr == (
+            f"error: cannot reach the Starburst server at {url}: "
+            "connection refused; is `starburst server` running?\n"
+        )
 
 
 def test_the_installed_command_prints_no_traceback_when_the_server_is_down() -> None:
     url = f"http://127.0.0.1:{_free_port()}"
     script = Path(sys.executable).parent / "starburst"
-    done = subprocess.run([str(script), "explain", "abc"], capture_output=True, text=True,
-                          env={"STARBURST_SERVER": url, "PATH": "/usr/bin:/bin"}, check=False)
+    done = subprocess.run(
+        [str(script), "explain", "abc"],
+        capture_output=True,
+        text=True,
+        env={"STARBURST_SERVER": url, "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines() == [
         f"error: cannot reach the Starburst server at {url}: connection refused; "
-        "is `starburst server` running?"]
+        "is `starburst server` running?"
+    ]
 
 
 def test_bad_durations_are_usage_errors() -> None:
@@ -112,8 +149,10 @@ def test_bad_durations_are_usage_errors() -> None:
     assert result.exit_code == 2 and "'soon' is not a duration" in result.stderr
 
 
-@pytest.mark.parametrize("text,seconds", [("90", 90), ("45s", 45), ("30m", 1800),
-                                          ("2h", 7200), ("1h30m", 5400), ("1.5d", 129600)])
+@pytest.mark.parametrize(
+    "text,seconds",
+    [("90", 90), ("45s", 45), ("30m", 1800), ("2h", 7200), ("1h30m", 5400), ("1.5d", 129600)],
+)
 def test_durations(text: str, seconds: float) -> None:
     from starburst.cli.jobs import parse_duration
 
@@ -121,17 +160,22 @@ def test_durations(text: str, seconds: float) -> None:
 
 
 def test_admin_verbs_work_on_the_database_and_the_issued_token_authenticates(  # type: ignore[no-untyped-def]
-        db_url, open_store):
+    db_url, open_store
+):
     env = {"STARBURST_DATABASE_URL": db_url}
-    assert run(["admin", "users", "add", "dana", "--team", "rl"], env).stdout == \
-        "user dana (team rl)\n"
+    assert (
+        run(["admin", "users", "add", "dana", "--team", "rl"], env).stdout
+        == "user dana (team rl)\n"
+    )
     issued = run(["admin", "tokens", "issue", "dana", "--role", "finance"], env)
     assert issued.exit_code == 0 and "shown once" in issued.stderr
     secret = issued.stdout.strip()
     principal = open_store(db_url).authenticate(secret)
     assert (principal.user, principal.team, principal.role.value) == ("dana", "rl", "finance")
-    assert run(["admin", "budgets", "set", "rl", "2500.50", "--url", db_url]).stdout == \
-        "team rl: 2500.5 USD per month\n"
+    assert (
+        run(["admin", "budgets", "set", "rl", "2500.50", "--url", db_url]).stdout
+        == "team rl: 2500.5 USD per month\n"
+    )
     assert open_store(db_url).team_budget("rl").monthly_limit == 2500.5
     assert run(["admin", "budgets", "show", "rl"], env).exit_code == 0
     missing = run(["admin", "budgets", "show", "none"], env)
@@ -152,17 +196,24 @@ def test_admin_errors_for_people_exit_2_without_a_traceback(db_url) -> None:  # 
 
 
 def test_serving_a_database_without_the_schema_says_to_run_db_upgrade(tmp_path: Path) -> None:
-    env = {"STARBURST_DATABASE_URL": f"sqlite:///{tmp_path / 'empty.db'}",
-           "STARBURST_STATE_DIR": str(tmp_path / "state"), "STARBURST_API_PORT": "0",
-           "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([str(Path(sys.executable).parent / "starburst"), "server"],
-                          env=env, capture_output=True, text=True, timeout=120)
+    env = {
+        "STARBURST_DATABASE_URL": f"sqlite:///{tmp_path / 'empty.db'}",
+        "STARBURST_STATE_DIR": str(tmp_path / "state"),
+        "STARBURST_API_PORT": "0",
+        "PATH": "/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "starburst"), "server"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "has no Starburst schema yet: run `starburst db upgrade` first" in done.stderr
 
 
-def test_serving_a_database_behind_the_newest_schema_names_both_revisions(
-        tmp_path: Path) -> None:
+def test_serving_a_database_behind_the_newest_schema_names_both_revisions(tmp_path: Path) -> None:
     from starburst.adapters.db import migrate
 
     url = f"sqlite:///{tmp_path / 'old.db'}"

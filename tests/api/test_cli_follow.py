@@ -19,8 +19,14 @@ def test_follow_waits_for_the_start_prints_growth_once_and_the_last_words() -> N
     states = iter([False, False, False, False, False, True])
     printed: list[str] = []
     naps: list[float] = []
-    follow(lambda: next(snapshots), lambda: next(states), printed.append, first_tail=2,
-           interval=0.5, sleep=naps.append)
+    follow(
+        lambda: next(snapshots),
+        lambda: next(states),
+        printed.append,
+        first_tail=2,
+        interval=0.5,
+        sleep=naps.append,
+    )
     assert printed == ["2\n3\n", "4\n", "bye\n"]  # the first look shows its last 2 lines
     assert naps == [0.5] * 5  # no sleep after the last look
 

@@ -12,7 +12,8 @@ from starburst.adapters.db.records import CostEntry, JobSpec
 from starburst.core.lifecycle import JobState
 
 BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True)
+    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
 WINDOW = {"since": "2026-10-01", "until": "2026-12-01"}
 RATES = {"onprem_rates": {"A100": 1.5, "*": 0.5}}
 
@@ -23,20 +24,52 @@ def _epoch(text: str) -> float:
 
 def _spend(store):  # type: ignore[no-untyped-def]
     """Four cloud entries of two jobs (hand-checked figures in the tests below)."""
-    a = store.submit(JobSpec(gpus=1, user="alice", team="ml", gpu_type="A100",
-                             extra={"project": "llm"})).job.id
+    a = store.submit(
+        JobSpec(gpus=1, user="alice", team="ml", gpu_type="A100", extra={"project": "llm"})
+    ).job.id
     b = store.submit(JobSpec(gpus=2, user="bob", team="vision")).job.id
     hour = 3600
-    store.record_costs([
-        CostEntry(a, _epoch("2026-10-03T10:00"), _epoch("2026-10-03T11:00"), Decimal("4.10"),
-                  "aws", gpu_hours=1.0, region="us-east-1"),
-        CostEntry(a, _epoch("2026-11-02T10:00"), _epoch("2026-11-02T12:00"), Decimal("8.20"),
-                  "aws", gpu_hours=2.0, region="us-east-1"),
-        CostEntry(b, _epoch("2026-11-05T00:00"), _epoch("2026-11-05T00:00") + hour,
-                  Decimal("0.333333"), "gcp", gpu_hours=2.0, gpu_type="T4"),
-        CostEntry(b, _epoch("2026-11-06T00:00"), _epoch("2026-11-06T00:00") + hour,
-                  Decimal("7"), "gcp", gpu_hours=2.0, currency="EUR", gpu_type="T4"),
-    ])
+    store.record_costs(
+        [
+            CostEntry(
+                a,
+                _epoch("2026-10-03T10:00"),
+                _epoch("2026-10-03T11:00"),
+                Decimal("4.10"),
+                "aws",
+                gpu_hours=1.0,
+                region="us-east-1",
+            ),
+            CostEntry(
+                a,
+                _epoch("2026-11-02T10:00"),
+                _epoch("2026-11-02T12:00"),
+                Decimal("8.20"),
+                "aws",
+                gpu_hours=2.0,
+                region="us-east-1",
+            ),
+            CostEntry(
+                b,
+                _epoch("2026-11-05T00:00"),
+                _epoch("2026-11-05T00:00") + hour,
+                Decimal("0.333333"),
+                "gcp",
+                gpu_hours=2.0,
+                gpu_type="T4",
+            ),
+            CostEntry(
+                b,
+                _epoch("2026-11-06T00:00"),
+                _epoch("2026-11-06T00:00") + hour,
+                Decimal("7"),
+                "gcp",
+                gpu_hours=2.0,
+                currency="EUR",
+                gpu_type="T4",
+            ),
+        ]
+    )
     return a, b
 
 
@@ -55,8 +88,10 @@ def test_finance_reads_costs_grouped_by_team_and_month(api):  # type: ignore[no-
         ({"team": "vision", "month": "2026-11"}, "7.00", "EUR", 2.0, 1),
         ({"team": "vision", "month": "2026-11"}, "0.33", "USD", 2.0, 1),
     ]
-    assert [(t["currency"], t["amount"]) for t in report["totals"]] == [("EUR", "7.00"),
-                                                                        ("USD", "12.63")]
+    assert [(t["currency"], t["amount"]) for t in report["totals"]] == [
+        ("EUR", "7.00"),
+        ("USD", "12.63"),
+    ]
     assert report["scope"] == "all"
     by_cloud = fin.get("/v1/costs", params={**WINDOW, "by": "cloud", "cloud": "aws"}).json()
     assert _rows(by_cloud, "amount") == [({"cloud": "aws"}, "12.30")]
@@ -72,24 +107,38 @@ def test_every_grouping_key_and_a_zoned_window(api):  # type: ignore[no-untyped-
         assert answer.status_code == 200, answer.text
         return _rows(answer.json(), "amount", "currency")
 
-    assert by("project") == [({"project": None}, "7.00", "EUR"),
-                             ({"project": None}, "0.33", "USD"),
-                             ({"project": "llm"}, "12.30", "USD")]
+    assert by("project") == [
+        ({"project": None}, "7.00", "EUR"),
+        ({"project": None}, "0.33", "USD"),
+        ({"project": "llm"}, "12.30", "USD"),
+    ]
     assert by("label", project="llm") == [({"label": "llm"}, "12.30", "USD")]
-    assert by("gpu_type,user") == [({"gpu_type": "A100", "user": "alice"}, "12.30", "USD"),
-                                   ({"gpu_type": "T4", "user": "bob"}, "7.00", "EUR"),
-                                   ({"gpu_type": "T4", "user": "bob"}, "0.33", "USD")]
-    assert [k for k, *_ in by("location")] == [{"location": "aws:us-east-1"},
-                                               {"location": "gcp"}, {"location": "gcp"}]
+    assert by("gpu_type,user") == [
+        ({"gpu_type": "A100", "user": "alice"}, "12.30", "USD"),
+        ({"gpu_type": "T4", "user": "bob"}, "7.00", "EUR"),
+        ({"gpu_type": "T4", "user": "bob"}, "0.33", "USD"),
+    ]
+    assert [k for k, *_ in by("location")] == [
+        {"location": "aws:us-east-1"},
+        {"location": "gcp"},
+        {"location": "gcp"},
+    ]
     assert by("region,cloud")[0] == ({"region": None, "cloud": "gcp"}, "7.00", "EUR")
     assert by("job", team="ml") == [({"job": a}, "12.30", "USD")]
-    assert by("job,job,team", team="vision")[1] == ({"job": b, "team": "vision"}, "0.33",
-                                                    "USD")  # a key named twice counts once
+    assert by("job,job,team", team="vision")[1] == (
+        {"job": b, "team": "vision"},
+        "0.33",
+        "USD",
+    )  # a key named twice counts once
     # 2026-11-02 is a Monday; 11-05 (Thu) and 11-06 (Fri) are in the same ISO week
-    assert by("week", cloud="gcp") == [({"week": "2026-11-02"}, "7.00", "EUR"),
-                                       ({"week": "2026-11-02"}, "0.33", "USD")]
-    assert by("day", user="alice") == [({"day": "2026-10-03"}, "4.10", "USD"),
-                                       ({"day": "2026-11-02"}, "8.20", "USD")]
+    assert by("week", cloud="gcp") == [
+        ({"week": "2026-11-02"}, "7.00", "EUR"),
+        ({"week": "2026-11-02"}, "0.33", "USD"),
+    ]
+    assert by("day", user="alice") == [
+        ({"day": "2026-10-03"}, "4.10", "USD"),
+        ({"day": "2026-11-02"}, "8.20", "USD"),
+    ]
     # 2026-11-05T00:00Z is 01:00 at +01:00: a window starting there leaves it out
     zoned = by("team", since="2026-11-05T01:00:01+01:00", until="2026-11-07T00:00:00+01:00")
     assert zoned == [({"team": "vision"}, "7.00", "EUR")]
@@ -106,12 +155,16 @@ def test_csv_by_format_or_accept_header(api):  # type: ignore[no-untyped-def]
         assert answer.status_code == 200
         assert answer.headers["content-type"].startswith("text/csv")
         assert "attachment" in answer.headers["content-disposition"]
-    assert by_param.text == by_header.text == (
-        "team,month,currency,amount,gpu_hours,onprem_gpu_hours,onprem_amount,entries\n"
-        "ml,2026-10,USD,4.10,1.0,0.0,0.00,1\n"
-        "ml,2026-11,USD,8.20,2.0,0.0,0.00,1\n"
-        "vision,2026-11,EUR,7.00,2.0,0.0,0.00,1\n"
-        "vision,2026-11,USD,0.33,2.0,0.0,0.00,1\n"
+    assert (
+        by_param.text
+        == by_header.text
+        == (
+            "team,month,currency,amount,gpu_hours,onprem_gpu_hours,onprem_amount,entries\n"
+            "ml,2026-10,USD,4.10,1.0,0.0,0.00,1\n"
+            "ml,2026-11,USD,8.20,2.0,0.0,0.00,1\n"
+            "vision,2026-11,EUR,7.00,2.0,0.0,0.00,1\n"
+            "vision,2026-11,USD,0.33,2.0,0.0,0.00,1\n"
+        )
     )
     bad = fin.get("/v1/costs", params={**params, "format": "xlsx"})
     assert bad.status_code == 422 and "not json or csv" in bad.json()["detail"]
@@ -131,25 +184,47 @@ def _run_onprem(store, clock, spec, seconds):  # type: ignore[no-untyped-def]
 def test_onprem_showback_beside_cloud_spend(api):  # type: ignore[no-untyped-def]
     store, clock = api.store, api.clock
     clock.t = _epoch("2026-11-10T00:00")
-    _run_onprem(store, clock, JobSpec(gpus=4, user="alice", team="ml", gpu_type="A100",
-                                      extra={"project": "llm"}), 1800)  # 2 GPU-h at 1.5
+    _run_onprem(
+        store,
+        clock,
+        JobSpec(gpus=4, user="alice", team="ml", gpu_type="A100", extra={"project": "llm"}),
+        1800,
+    )  # 2 GPU-h at 1.5
     _run_onprem(store, clock, JobSpec(gpus=2, user="bob", team="vision"), 5400)  # 3 at 0.5
-    store.record_costs([CostEntry(_run_onprem(store, clock, JobSpec(gpus=0, user="bob"), 60),
-                                  clock.now() - 60, clock.now(), Decimal("0.01"), "aws")])
+    store.record_costs(
+        [
+            CostEntry(
+                _run_onprem(store, clock, JobSpec(gpus=0, user="bob"), 60),
+                clock.now() - 60,
+                clock.now(),
+                Decimal("0.01"),
+                "aws",
+            )
+        ]
+    )
     report = api.client("fin").get("/v1/costs", params={**WINDOW, "by": "team"}).json()
     assert _rows(report, "amount", "gpu_hours", "onprem_gpu_hours", "onprem_amount") == [
         ({"team": None}, "0.01", 0.0, 0.0, "0.00"),
         ({"team": "ml"}, "0.00", 0.0, 2.0, "3.00"),
         ({"team": "vision"}, "0.00", 0.0, 3.0, "1.50"),
     ]
-    assert report["totals"] == [{"amount": "0.01", "currency": "USD", "gpu_hours": 0.0,
-                                 "onprem_gpu_hours": 5.0, "onprem_amount": "4.50"}]
+    assert report["totals"] == [
+        {
+            "amount": "0.01",
+            "currency": "USD",
+            "gpu_hours": 0.0,
+            "onprem_gpu_hours": 5.0,
+            "onprem_amount": "4.50",
+        }
+    ]
     assert report["onprem_rates"] == {"*": "0.5", "A100": "1.5"}
-    by_source = api.client("fin").get(
-        "/v1/costs", params={**WINDOW, "by": "location,project"}).json()
+    by_source = (
+        api.client("fin").get("/v1/costs", params={**WINDOW, "by": "location,project"}).json()
+    )
     assert _rows(by_source, "onprem_gpu_hours")[1:] == [
         ({"location": "onprem", "project": None}, 3.0),
-        ({"location": "onprem", "project": "llm"}, 2.0)]
+        ({"location": "onprem", "project": "llm"}, 2.0),
+    ]
 
 
 @BOTH
@@ -159,8 +234,20 @@ def test_per_job_costs_sum_to_every_report_total(api):  # type: ignore[no-untype
     jobs = {j: Decimal(fin.get(f"/v1/jobs/{j}").json()["cost_so_far"]) for j in (a, b)}
     assert jobs == {a: Decimal("12.30"), b: Decimal("7.33")}  # its own view: the ledger
     total = sum(jobs.values())
-    for keys in ("team", "user", "project", "cloud", "region", "location", "gpu_type", "job",
-                 "day", "week", "month", "team,user,week"):
+    for keys in (
+        "team",
+        "user",
+        "project",
+        "cloud",
+        "region",
+        "location",
+        "gpu_type",
+        "job",
+        "day",
+        "week",
+        "month",
+        "team,user,week",
+    ):
         report = fin.get("/v1/costs", params={**WINDOW, "by": keys}).json()
         rows = sum(Decimal(r["amount"]) for r in report["rows"])
         totals = sum(Decimal(t["amount"]) for t in report["totals"])
@@ -184,9 +271,13 @@ def test_users_read_only_their_own_costs_labelled_as_theirs(api):  # type: ignor
 
 def test_bad_report_parameters_are_422_and_say_what_is_wrong(api):  # type: ignore[no-untyped-def]
     fin = api.client("fin")
-    cases = ({"by": "team,colour"}, {"since": "yesterday"},
-             {"since": "2026-11-02", "until": "2026-11-01"},
-             {"since": "0001-01-01T00:00:00+01:00"}, {"top": "0"})
+    cases = (
+        {"by": "team,colour"},
+        {"since": "yesterday"},
+        {"since": "2026-11-02", "until": "2026-11-01"},
+        {"since": "0001-01-01T00:00:00+01:00"},
+        {"top": "0"},
+    )
     details = []
     for params in cases:
         answer = fin.get("/v1/costs", params=params)
@@ -208,8 +299,12 @@ def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore
     odd = store.submit(JobSpec(gpus=1, user="bob", gpu_type="TPU-v9")).job.id
     untyped = store.submit(JobSpec(gpus=1, user="bob")).job.id  # bursts as the default, A100
     never = store.submit(JobSpec(gpus=1, user="bob")).job.id
-    for job_id, where in ((local, JobState.RUNNING_ONPREM), (cloud, JobState.BURSTING),
-                          (odd, JobState.RUNNING_ONPREM), (untyped, JobState.RUNNING_ONPREM)):
+    for job_id, where in (
+        (local, JobState.RUNNING_ONPREM),
+        (cloud, JobState.BURSTING),
+        (odd, JobState.RUNNING_ONPREM),
+        (untyped, JobState.RUNNING_ONPREM),
+    ):
         store.transition(job_id, JobState.QUEUED, reason="t", actor="c")
         if where is JobState.BURSTING:
             store.transition(job_id, where, reason="t", actor="c")
@@ -217,10 +312,15 @@ def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore
         store.transition(job_id, where, reason="t", actor="c")
     clock.advance(3600)
     for job_id in (local, cloud, odd, untyped, never):
-        store.transition(job_id, JobState.CANCELLED if job_id == never else JobState.SUCCEEDED,
-                         reason="done", actor="c")
-    store.record_costs([CostEntry(cloud, clock.now() - 3700, clock.now(), Decimal("3.10"),
-                                  "gcp", gpu_hours=1.0)])  # provisioning billed too
+        store.transition(
+            job_id,
+            JobState.CANCELLED if job_id == never else JobState.SUCCEEDED,
+            reason="done",
+            actor="c",
+        )
+    store.record_costs(
+        [CostEntry(cloud, clock.now() - 3700, clock.now(), Decimal("3.10"), "gcp", gpu_hours=1.0)]
+    )  # provisioning billed too
     saved = api.client("fin").get("/v1/costs/savings", params=WINDOW).json()
     # The cheapest A100 in the test price table is $3/GPU-h. No-Wait: the burst job as it
     # was billed (3.10), 2 + 1 on-prem A100 GPU-hours at 3 (9.00).

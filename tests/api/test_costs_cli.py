@@ -13,10 +13,12 @@ from tests.api.test_cli import run
 def _spend(api):  # type: ignore[no-untyped-def]
     now = api.clock.now()
     for user, team, amount in (("alice", "ml", "12.5"), ("bob", "vision", "2.25")):
-        job = api.store.submit(JobSpec(gpus=1, user=user, team=team,
-                                       extra={"project": f"p-{team}"})).job.id
-        api.store.record_costs([CostEntry(job, now - 7200, now - 3600, Decimal(amount), "aws",
-                                          gpu_hours=1.23456)])
+        job = api.store.submit(
+            JobSpec(gpus=1, user=user, team=team, extra={"project": f"p-{team}"})
+        ).job.id
+        api.store.record_costs(
+            [CostEntry(job, now - 7200, now - 3600, Decimal(amount), "aws", gpu_hours=1.23456)]
+        )
 
 
 def test_costs_as_csv_json_and_a_users_own_table(api):  # type: ignore[no-untyped-def]
@@ -27,10 +29,13 @@ def test_costs_as_csv_json_and_a_users_own_table(api):  # type: ignore[no-untype
     assert as_csv.stdout == (
         "project,currency,amount,gpu_hours,onprem_gpu_hours,onprem_amount,entries\n"
         "p-ml,USD,12.50,1.235,0.0,0.00,1\n"
-        "p-vision,USD,2.25,1.235,0.0,0.00,1\n")
+        "p-vision,USD,2.25,1.235,0.0,0.00,1\n"
+    )
     as_json = json.loads(run(["costs", "--by", "team", "-o", "json", *fin]).stdout)
     assert [(r["key"]["team"], r["amount"]) for r in as_json["rows"]] == [
-        ("ml", "12.50"), ("vision", "2.25")]
+        ("ml", "12.50"),
+        ("vision", "2.25"),
+    ]
     top = json.loads(run(["costs", "--by", "user", "--top", "1", "--json", *fin]).stdout)
     assert [r["key"]["user"] for r in top["rows"]] == ["alice"]
     mine = run(["costs", "--server", api.url, "--token", api.tokens["bob"]])

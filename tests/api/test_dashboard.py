@@ -17,8 +17,9 @@ from starburst.adapters.db.records import CostEntry, JobSpec
 from starburst.core.lifecycle import JobState
 from tests.support.browser import ARGS, chromium_path
 
-PG = pytest.mark.parametrize("db_url", [pytest.param("postgresql", marks=pytest.mark.postgres)],
-                             indirect=True)
+PG = pytest.mark.parametrize(
+    "db_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
 SCREENSHOT = Path(__file__).resolve().parents[2] / "bench" / "out" / "dashboard.png"
 NOV20 = datetime(2026, 11, 20, tzinfo=UTC).timestamp()
 DAY = 86400.0
@@ -42,33 +43,62 @@ def _month_of_spending(store: Any, clock: Any) -> None:
     store.set_team_budget("vision", Decimal("50"), at=NOV20)
     for day in range(1, 6):
         at = NOV20 - day * DAY
-        a = store.submit(JobSpec(gpus=8, user="alice", team="ml", gpu_type="A100",
-                                 name=f"train-{day}"), at=at).job.id
-        b = store.submit(JobSpec(gpus=1, user="bob", team="vision", gpu_type="T4"),
-                         at=at).job.id
-        store.record_costs([
-            CostEntry(a, at, at + 3600, Decimal("32.80") * day / 2, "aws",
-                      region="us-east-1", gpu_hours=8.0),
-            CostEntry(b, at, at + 1800, Decimal("0.35") * day, "gcp", region="us-central1",
-                      gpu_hours=0.5)])
-    burst = store.submit(JobSpec(gpus=2, user="alice", team="ml", gpu_type="A100"),
-                         at=NOV20 - 2 * DAY).job.id
-    for state in (JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD,
-                  JobState.SUCCEEDED):
+        a = store.submit(
+            JobSpec(gpus=8, user="alice", team="ml", gpu_type="A100", name=f"train-{day}"), at=at
+        ).job.id
+        b = store.submit(JobSpec(gpus=1, user="bob", team="vision", gpu_type="T4"), at=at).job.id
+        store.record_costs(
+            [
+                CostEntry(
+                    a,
+                    at,
+                    at + 3600,
+                    Decimal("32.80") * day / 2,
+                    "aws",
+                    region="us-east-1",
+                    gpu_hours=8.0,
+                ),
+                CostEntry(
+                    b,
+                    at,
+                    at + 1800,
+                    Decimal("0.35") * day,
+                    "gcp",
+                    region="us-central1",
+                    gpu_hours=0.5,
+                ),
+            ]
+        )
+    burst = store.submit(
+        JobSpec(gpus=2, user="alice", team="ml", gpu_type="A100"), at=NOV20 - 2 * DAY
+    ).job.id
+    for state in (JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD, JobState.SUCCEEDED):
         store.transition(burst, state, reason="t", actor="c", at=NOV20 - 2 * DAY + 3600)
-    store.record_costs([CostEntry(burst, NOV20 - 2 * DAY, NOV20 - 2 * DAY + 3600,
-                                  Decimal("20.00"), "azure", region="eastus", gpu_hours=2.0)])
-    local = store.submit(JobSpec(gpus=4, user="alice", team="ml", gpu_type="A100"),
-                         at=NOV20 - 3 * DAY).job.id
+    store.record_costs(
+        [
+            CostEntry(
+                burst,
+                NOV20 - 2 * DAY,
+                NOV20 - 2 * DAY + 3600,
+                Decimal("20.00"),
+                "azure",
+                region="eastus",
+                gpu_hours=2.0,
+            )
+        ]
+    )
+    local = store.submit(
+        JobSpec(gpus=4, user="alice", team="ml", gpu_type="A100"), at=NOV20 - 3 * DAY
+    ).job.id
     store.transition(local, JobState.QUEUED, reason="t", actor="c", at=NOV20 - 3 * DAY)
     store.transition(local, JobState.RUNNING_ONPREM, reason="t", actor="c", at=NOV20 - 3 * DAY)
-    store.transition(local, JobState.SUCCEEDED, reason="t", actor="c",
-                     at=NOV20 - 3 * DAY + 7200)
+    store.transition(local, JobState.SUCCEEDED, reason="t", actor="c", at=NOV20 - 3 * DAY + 7200)
 
 
 @PG
-@pytest.mark.parametrize("api_options", [{"settings": {"onprem_rates": {"A100": 1.25}}}],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "api_options", [{"settings": {"onprem_rates": {"A100": 1.25}}}], indirect=True
+)
 def test_finance_sees_the_rest_figures_and_downloads_the_csv(  # type: ignore[no-untyped-def]
     api, browser, tmp_path
 ) -> None:
@@ -83,8 +113,7 @@ def test_finance_sees_the_rest_figures_and_downloads_the_csv(  # type: ignore[no
     assert total["onprem_gpu_hours"] == 8.0  # 4 GPUs × 2 h
     assert total["onprem_amount"] == "10.00"  # at 1.25 $/GPU-h
     # No-Wait: the burst job as billed (20) + 8 on-prem A100 GPU-h at the burst's $3
-    assert (savings["no_wait"], savings["actual"], savings["saved"]) == ("44.00", "20.00",
-                                                                         "24.00")
+    assert (savings["no_wait"], savings["actual"], savings["saved"]) == ("44.00", "20.00", "24.00")
 
     context = browser.new_context(accept_downloads=True)
     page = context.new_page()
@@ -105,8 +134,10 @@ def test_finance_sees_the_rest_figures_and_downloads_the_csv(  # type: ignore[no
     assert budgets.nth(1).inner_text().split("\t")[:3] == ["vision", "50.00 USD", "5.25 USD"]
     jobs = page.locator("#top-jobs tbody tr")
     assert jobs.count() == len(top)
-    assert jobs.nth(0).inner_text().split("\t")[:2] == [top[0]["key"]["job"],
-                                                        f"{top[0]['amount']} USD"]
+    assert jobs.nth(0).inner_text().split("\t")[:2] == [
+        top[0]["key"]["job"],
+        f"{top[0]['amount']} USD",
+    ]
     assert page.evaluate("Object.keys(Chart.instances).length") == 4  # the vendored charts
     page.select_option("#csv-by", "team")
     with page.expect_download() as download_info:

@@ -6,32 +6,38 @@ import pytest
 
 
 def test_healthz_and_readyz_need_no_token_and_readyz_reports_the_probe(  # type: ignore[no-untyped-def]
-        db_url, clock, resources, open_store, serve):
+    db_url, clock, resources, open_store, serve
+):
     from tests.api.conftest import build_api
 
     verdict: list[str | None] = [None]
-    api = build_api(db_url, open_store(db_url), clock, resources, serve,
-                    health=lambda: verdict[0])
+    api = build_api(db_url, open_store(db_url), clock, resources, serve, health=lambda: verdict[0])
     anyone = api.client(None)
     assert anyone.get("/healthz").json() == {"status": "ok"}
     ready = anyone.get("/readyz")
-    assert ready.status_code == 200 and ready.json()["checks"] == {"database": "ok",
-                                                                   "controller": "ok"}
+    assert ready.status_code == 200 and ready.json()["checks"] == {
+        "database": "ok",
+        "controller": "ok",
+    }
     verdict[0] = "not leader"
     standby = anyone.get("/readyz")
     assert standby.status_code == 503 and standby.json()["detail"] == "not leader"
 
 
-def test_metrics_serve_the_registry_given_to_the_app(db_url, clock, resources,  # type: ignore[no-untyped-def]
-                                                      open_store, serve):
+def test_metrics_serve_the_registry_given_to_the_app(
+    db_url,
+    clock,
+    resources,  # type: ignore[no-untyped-def]
+    open_store,
+    serve,
+):
     from prometheus_client import CollectorRegistry, Gauge
 
     from tests.api.conftest import build_api
 
     registry = CollectorRegistry()
     Gauge("starburst_queue_length", "Jobs waiting", registry=registry).set(17)
-    api = build_api(db_url, open_store(db_url), clock, resources, serve,
-                    metrics_registry=registry)
+    api = build_api(db_url, open_store(db_url), clock, resources, serve, metrics_registry=registry)
     answer = api.client(None).get("/metrics")
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
     assert "starburst_queue_length 17.0" in answer.text
@@ -61,9 +67,13 @@ def test_database_down_is_503_naming_the_url_without_its_password(unreachable, s
     _url, store, settings = unreachable
     server = serve(create_app(settings, store, auth=auth))
     with httpx.Client(base_url=server.url, headers={"Authorization": "Bearer sb_x"}) as client:
-        answers = [client.get("/v1/jobs"), client.get("/v1/jobs/abc"),
-                   client.post("/v1/jobs", json={"image": "i", "command": "c", "gpus": 1}),
-                   client.get("/v1/costs"), client.get("/readyz")]
+        answers = [
+            client.get("/v1/jobs"),
+            client.get("/v1/jobs/abc"),
+            client.post("/v1/jobs", json={"image": "i", "command": "c", "gpus": 1}),
+            client.get("/v1/costs"),
+            client.get("/readyz"),
+        ]
         assert client.get("/healthz").status_code == 200
     for answer in answers:
         assert answer.status_code == 503, answer.text
@@ -74,7 +84,8 @@ def test_database_down_is_503_naming_the_url_without_its_password(unreachable, s
 
 @pytest.mark.postgres
 def test_a_postgres_server_that_stops_turns_requests_into_503(  # type: ignore[no-untyped-def]
-        resources, serve, clock):
+    resources, serve, clock
+):
     import httpx
 
     from starburst.adapters.db import migrate

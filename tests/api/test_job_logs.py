@@ -24,22 +24,34 @@ PRINTS = "echo first; echo second; echo third"
 
 
 def test_logs_come_from_where_the_job_ran(  # type: ignore[no-untyped-def]
-    db_url: str, clock: ManualClock, resources: ExitStack, open_store: Callable[[str], Any],
-    serve: Callable[[Any], LiveServer], tmp_path: Path,
+    db_url: str,
+    clock: ManualClock,
+    resources: ExitStack,
+    open_store: Callable[[str], Any],
+    serve: Callable[[Any], LiveServer],
+    tmp_path: Path,
 ) -> None:
     store = open_store(db_url)
     cluster = LocalCluster(tmp_path / "cluster", 1)
     cloud = EmulatedCloud(tmp_path / "cloud")
-    loop = SchedulingLoop(store, cluster, cloud, clock,
-                          SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True))
-    api = build_api(db_url, store, clock, resources, serve,
-                    job_logs=lambda: JobLogs(cluster, cloud))
+    loop = SchedulingLoop(
+        store,
+        cluster,
+        cloud,
+        clock,
+        SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True),
+    )
+    api = build_api(
+        db_url, store, clock, resources, serve, job_logs=lambda: JobLogs(cluster, cloud)
+    )
     here = store.submit(JobSpec(id="here", gpus=1, user="alice", command=PRINTS)).job.id
-    there = store.submit(JobSpec(id="there", gpus=2, gpu_type="A100", user="alice",
-                                 command="echo from the cloud")).job.id
+    there = store.submit(
+        JobSpec(id="there", gpus=2, gpu_type="A100", user="alice", command="echo from the cloud")
+    ).job.id
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and {store.get(i).state for i in (here, there)} != {
-            JobState.SUCCEEDED}:
+        JobState.SUCCEEDED
+    }:
         loop.run_pass()
         clock.advance(1)
         time.sleep(0.05)

@@ -9,7 +9,8 @@ import pytest
 from starburst.core.lifecycle import JobState
 
 BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True)
+    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
 
 SPEC = {"image": "pytorch:2.4", "command": ["python", "train.py", "--lr", "3e-4"], "gpus": 2}
 
@@ -17,8 +18,15 @@ SPEC = {"image": "pytorch:2.4", "command": ["python", "train.py", "--lr", "3e-4"
 @BOTH
 def test_submit_stores_the_spec_and_a_repeated_idempotency_key_returns_the_same_job(api):  # type: ignore[no-untyped-def]
     alice = api.client("alice")
-    body = {**SPEC, "name": "resnet", "env": {"SEED": "7"}, "declared_runtime_s": 7200,
-            "cpus": 8, "memory_mb": 32000, "gpu_type": "A100"}
+    body = {
+        **SPEC,
+        "name": "resnet",
+        "env": {"SEED": "7"},
+        "declared_runtime_s": 7200,
+        "cpus": 8,
+        "memory_mb": 32000,
+        "gpu_type": "A100",
+    }
     first = alice.post("/v1/jobs", json=body, headers={"Idempotency-Key": "run-1"})
     again = alice.post("/v1/jobs", json=body, headers={"Idempotency-Key": "run-1"})
     other = alice.post("/v1/jobs", json=body, headers={"Idempotency-Key": "run-2"})
@@ -48,8 +56,12 @@ def test_malformed_specs_are_422_naming_every_bad_field(api):  # type: ignore[no
     detail = answer.json()["detail"]
     for name in ("image", "gpus", "command", "colour"):
         assert name in detail
-    assert alice.post("/v1/jobs", content=b"{not json",
-                      headers={"Content-Type": "application/json"}).status_code == 422
+    assert (
+        alice.post(
+            "/v1/jobs", content=b"{not json", headers={"Content-Type": "application/json"}
+        ).status_code
+        == 422
+    )
     bad_env = alice.post("/v1/jobs", json={**SPEC, "env": {"A B": "1"}})
     assert bad_env.status_code == 422 and "A B" in bad_env.json()["detail"]
 
@@ -108,21 +120,45 @@ def test_status_shows_budget_placement_and_cloud_cost_so_far(api):  # type: igno
     assert waiting["wait_budget_s"] == 2400 and waiting["predicted_runtime_s"] == 3600
     assert waiting["budget_expires_at"] is not None and waiting["cost_so_far"] == "0.00"
     api.store.transition(job_id, JobState.BURSTING, reason="burst", actor="controller")
-    launched = api.store.record_launch(CloudLaunch(
-        job_id=job_id, name="sb-1", provider="aws", accelerators="A100:2",
-        hourly_price=Decimal("8.00"), region="us-east-1", launched_at=api.clock.now(),
-        started_at=api.clock.now()))
+    launched = api.store.record_launch(
+        CloudLaunch(
+            job_id=job_id,
+            name="sb-1",
+            provider="aws",
+            accelerators="A100:2",
+            hourly_price=Decimal("8.00"),
+            region="us-east-1",
+            launched_at=api.clock.now(),
+            started_at=api.clock.now(),
+        )
+    )
     api.clock.advance(1800)
 
     def meter(final: bool) -> None:  # as the controller does: the one billing rule
         from starburst.adapters.db.records import CostEntry
         from starburst.core.billing import charges
 
-        api.store.record_costs([
-            CostEntry(job_id, c.start, c.end, c.amount, "aws", gpu_hours=c.gpu_hours,
-                      launch_id=launched.id)
-            for c in charges(launched.launched_at, api.clock.now(), Decimal("8.00"), 2,
-                             chunk=600, final=final)])
+        api.store.record_costs(
+            [
+                CostEntry(
+                    job_id,
+                    c.start,
+                    c.end,
+                    c.amount,
+                    "aws",
+                    gpu_hours=c.gpu_hours,
+                    launch_id=launched.id,
+                )
+                for c in charges(
+                    launched.launched_at,
+                    api.clock.now(),
+                    Decimal("8.00"),
+                    2,
+                    chunk=600,
+                    final=final,
+                )
+            ]
+        )
 
     meter(final=False)
     running = alice.get(f"/v1/jobs/{job_id}").json()
@@ -145,28 +181,37 @@ def test_status_shows_the_on_prem_placement(api):  # type: ignore[no-untyped-def
     api.store.record_placement(job_id, parts)
     api.store.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="controller")
     job = api.client("alice").get(f"/v1/jobs/{job_id}").json()
-    assert [(p["node_name"], p["gpus"]) for p in job["placement"]] == [("node-a", 1),
-                                                                        ("node-d", 1)]
+    assert [(p["node_name"], p["gpus"]) for p in job["placement"]] == [("node-a", 1), ("node-d", 1)]
 
 
 def test_explain_shows_the_reasons_the_store_recorded_and_the_budget_left(api):  # type: ignore[no-untyped-def]
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.transition(job_id, JobState.QUEUED, reason="admitted: budget 40m (compute-wait)",
-                         actor="controller", wait_budget=2400)
+    api.store.transition(
+        job_id,
+        JobState.QUEUED,
+        reason="admitted: budget 40m (compute-wait)",
+        actor="controller",
+        wait_budget=2400,
+    )
     api.clock.advance(720)
     waiting = alice.get(f"/v1/jobs/{job_id}/explain").json()
     assert waiting["summary"].startswith("waiting 12m of a 40m budget; bursts to the cloud in 28m")
     assert waiting["waited_s"] == 720 and waiting["wait_budget_s"] == 2400
     assert [e["reason"] for e in waiting["events"]] == [
-        "submitted", "admitted: budget 40m (compute-wait)"]
+        "submitted",
+        "admitted: budget 40m (compute-wait)",
+    ]
     api.clock.advance(1700)
-    api.store.transition(job_id, JobState.BURSTING, actor="controller",
-                         reason="burst to aws:us-east-1 (A100:2, $8.00/h)")
+    api.store.transition(
+        job_id,
+        JobState.BURSTING,
+        actor="controller",
+        reason="burst to aws:us-east-1 (A100:2, $8.00/h)",
+    )
     burst = alice.get(f"/v1/jobs/{job_id}/explain").json()
     assert burst["summary"] == "bursting: burst to aws:us-east-1 (A100:2, $8.00/h)"
-    assert [(e["from_state"], e["to_state"]) for e in burst["events"]][-1] == ("queued",
-                                                                                "bursting")
+    assert [(e["from_state"], e["to_state"]) for e in burst["events"]][-1] == ("queued", "bursting")
     assert burst["budget_expires_at"] is None
 
 
@@ -178,12 +223,16 @@ def test_cancel_records_who_and_a_finished_job_is_409(api):  # type: ignore[no-u
     done = alice.post(f"/v1/jobs/{job_id}/cancel")
     assert done.status_code == 200 and done.json()["state"] == "cancelled"
     last = api.store.events(job_id)[-1]
-    assert (last.to_state, last.reason, last.actor) == (JobState.CANCELLED,
-                                                        "cancelled by alice", "alice")
+    assert (last.to_state, last.reason, last.actor) == (
+        JobState.CANCELLED,
+        "cancelled by alice",
+        "alice",
+    )
     again = alice.post(f"/v1/jobs/{job_id}/cancel")
     assert again.status_code == 409
-    assert again.json()["detail"] == (f"job {job_id} already cancelled; only waiting or "
-                                      "running jobs can be cancelled")
+    assert again.json()["detail"] == (
+        f"job {job_id} already cancelled; only waiting or running jobs can be cancelled"
+    )
     finished = alice.post("/v1/jobs", json=SPEC).json()["id"]
     for state in (JobState.QUEUED, JobState.RUNNING_ONPREM, JobState.SUCCEEDED):
         api.store.transition(finished, state, reason="test", actor="controller")
@@ -194,8 +243,11 @@ def test_cancel_records_who_and_a_finished_job_is_409(api):  # type: ignore[no-u
 def test_other_users_jobs_are_invisible_and_uncancellable(api):  # type: ignore[no-untyped-def]
     job_id = api.client("alice").post("/v1/jobs", json=SPEC).json()["id"]
     bob = api.client("bob")
-    for answer in (bob.get(f"/v1/jobs/{job_id}"), bob.get(f"/v1/jobs/{job_id}/explain"),
-                   bob.post(f"/v1/jobs/{job_id}/cancel")):
+    for answer in (
+        bob.get(f"/v1/jobs/{job_id}"),
+        bob.get(f"/v1/jobs/{job_id}/explain"),
+        bob.post(f"/v1/jobs/{job_id}/cancel"),
+    ):
         assert answer.status_code == 404 and answer.json() == {"detail": f"no job {job_id}"}
     fin = api.client("fin")
     assert fin.get(f"/v1/jobs/{job_id}").status_code == 200
@@ -207,8 +259,11 @@ def test_other_users_jobs_are_invisible_and_uncancellable(api):  # type: ignore[
 
 def test_unknown_job_is_404_with_a_readable_body(api):  # type: ignore[no-untyped-def]
     alice = api.client("alice")
-    for answer in (alice.get("/v1/jobs/nope"), alice.get("/v1/jobs/nope/explain"),
-                   alice.post("/v1/jobs/nope/cancel")):
+    for answer in (
+        alice.get("/v1/jobs/nope"),
+        alice.get("/v1/jobs/nope/explain"),
+        alice.post("/v1/jobs/nope/cancel"),
+    ):
         assert answer.status_code == 404 and answer.json() == {"detail": "no job nope"}
 
 
@@ -216,19 +271,26 @@ def test_only_admins_submit_for_others_or_into_other_teams(api):  # type: ignore
     as_bob = {**SPEC, "user": "bob"}
     denied = api.client("alice").post("/v1/jobs", json=as_bob)
     assert denied.status_code == 403 and "alice cannot submit jobs as bob" in denied.text
-    assert api.client("alice").post("/v1/jobs", json={**SPEC, "team": "vision"}) \
-        .status_code == 403
+    assert api.client("alice").post("/v1/jobs", json={**SPEC, "team": "vision"}).status_code == 403
     made = api.client("root").post("/v1/jobs", json=as_bob).json()
     assert (made["user"], made["team"]) == ("bob", "vision")
 
 
 def test_a_job_that_never_bursts_reads_as_such_not_as_a_server_error(api):  # type: ignore[no-untyped-def]
     job_id = api.client("alice").post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.transition(job_id, JobState.QUEUED, reason="admitted: cluster only",
-                         actor="controller", wait_budget=float("inf"))
+    api.store.transition(
+        job_id,
+        JobState.QUEUED,
+        reason="admitted: cluster only",
+        actor="controller",
+        wait_budget=float("inf"),
+    )
     job = api.client("alice").get(f"/v1/jobs/{job_id}").json()
     assert (job["wait_budget_s"], job["never_bursts"], job["budget_expires_at"]) == (
-        None, True, None)
+        None,
+        True,
+        None,
+    )
     why = api.client("alice").get(f"/v1/jobs/{job_id}/explain").json()
     assert why["summary"] == "waiting 0s; never bursts (cluster-only policy)"
 
@@ -240,12 +302,14 @@ def test_explain_says_when_a_team_over_budget_keeps_a_job_on_prem(api):  # type:
 
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json={**SPEC, "team": "ml"}).json()["id"]
-    api.store.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller",
-                         wait_budget=60)
+    api.store.transition(
+        job_id, JobState.QUEUED, reason="admitted", actor="controller", wait_budget=60
+    )
     api.store.set_team_budget("ml", Decimal("100"))
     now = api.clock.now()
     api.store.record_costs([CostEntry(job_id, now - 10, now, Decimal("150"), "aws")])
     api.clock.advance(600)  # its budget has run out, but its team may not burst
     summary = alice.get(f"/v1/jobs/{job_id}/explain").json()["summary"]
-    assert summary.startswith("waiting 10m, past its budget: team ml spent $150.00 of its "
-                              "$100.00 cloud budget")
+    assert summary.startswith(
+        "waiting 10m, past its budget: team ml spent $150.00 of its $100.00 cloud budget"
+    )

@@ -36,8 +36,9 @@ class Calls:
 
     def __init__(self, calls: list[Callable[[], object]]) -> None:
         self._out: list[object] = [None] * len(calls)
-        self._threads = [threading.Thread(target=self._one, args=(i, c))
-                         for i, c in enumerate(calls)]
+        self._threads = [
+            threading.Thread(target=self._one, args=(i, c)) for i, c in enumerate(calls)
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -59,12 +60,17 @@ def spec(**kw: Any) -> JobSpec:
 
 @pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
 def test_concurrent_submissions_share_a_transaction_and_each_gets_its_own_job(
-        db_url: str, open_store: Callable[[str], Any]) -> None:
+    db_url: str, open_store: Callable[[str], Any]
+) -> None:
     gated = GatedStore(open_store(db_url))
     batcher = SubmissionBatcher(gated)  # type: ignore[arg-type]
     specs = [spec(user=f"u{i % 3}", name=f"j{i}") for i in range(40)]
-    calls = Calls([lambda s=s, i=i: batcher.submit(s, f"key-{i}", f"actor-{i}")  # type: ignore[misc]
-                   for i, s in enumerate(specs)])
+    calls = Calls(
+        [
+            lambda s=s, i=i: batcher.submit(s, f"key-{i}", f"actor-{i}")  # type: ignore[misc]
+            for i, s in enumerate(specs)
+        ]
+    )
     held = lambda: len(gated.sizes) == 1 and gated.sizes[0] + batcher._queue.qsize() == 40  # noqa: E731
     assert wait_for(held)
     gated.gate.set()
@@ -82,16 +88,21 @@ def test_concurrent_submissions_share_a_transaction_and_each_gets_its_own_job(
 
 @pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
 def test_one_bad_submission_fails_alone_and_a_repeated_key_gets_the_same_job(
-        db_url: str, open_store: Callable[[str], Any]) -> None:
+    db_url: str, open_store: Callable[[str], Any]
+) -> None:
     gated = GatedStore(open_store(db_url))
     gated.store.submit(spec(id="taken", command="original"))
     batcher = SubmissionBatcher(gated)  # type: ignore[arg-type]
     first = Calls([lambda: batcher.submit(spec(), "first", None)])
     assert wait_for(lambda: gated.sizes == [1])
-    rest = Calls([lambda: batcher.submit(spec(), "same", "a"),
-                  lambda: batcher.submit(spec(id="taken", command="x"), None, "b"),
-                  lambda: batcher.submit(spec(), "same", "c"),
-                  lambda: batcher.submit(spec(gpus=2), "other", "d")])
+    rest = Calls(
+        [
+            lambda: batcher.submit(spec(), "same", "a"),
+            lambda: batcher.submit(spec(id="taken", command="x"), None, "b"),
+            lambda: batcher.submit(spec(), "same", "c"),
+            lambda: batcher.submit(spec(gpus=2), "other", "d"),
+        ]
+    )
     assert wait_for(lambda: batcher._queue.qsize() == 4)
     gated.gate.set()
     same_a, dup, same_c, other = rest.results()
@@ -107,7 +118,8 @@ def test_one_bad_submission_fails_alone_and_a_repeated_key_gets_the_same_job(
 
 
 def test_an_idle_committer_ends_and_the_next_submission_starts_another(
-        db_url: str, open_store: Callable[[str], Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    db_url: str, open_store: Callable[[str], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from starburst.api import submissions
 
     monkeypatch.setattr(submissions, "IDLE_S", 0.05)

@@ -13,9 +13,16 @@ DAY = 86_400.0
 def test_an_admin_tunes_on_history_and_applies_the_recommendation(api) -> None:  # type: ignore[no-untyped-def]
     record_history(api.store, api.clock.t - 10 * DAY)
     root = api.client("root")
-    answer = root.post("/v1/tuning/runs", json={
-        "since_s": 20 * DAY, "budgets": [0.1, 0.5], "policies": ["compute", "constant"],
-        "max_jct_increase": 10.0, "apply": True})
+    answer = root.post(
+        "/v1/tuning/runs",
+        json={
+            "since_s": 20 * DAY,
+            "budgets": [0.1, 0.5],
+            "policies": ["compute", "constant"],
+            "max_jct_increase": 10.0,
+            "apply": True,
+        },
+    )
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["jobs"] == 80 and body["price_per_gpu_hour"] == pytest.approx(2.5)
@@ -35,8 +42,10 @@ def test_an_admin_tunes_on_history_and_applies_the_recommendation(api) -> None: 
 
 def test_a_setting_applied_by_hand_is_logged_with_its_reason(api) -> None:  # type: ignore[no-untyped-def]
     root = api.client("root")
-    made = root.post("/v1/tuning/settings", json={
-        "policy": "compute", "budget": 0.1, "out_of_order": True, "reason": "holiday week"})
+    made = root.post(
+        "/v1/tuning/settings",
+        json={"policy": "compute", "budget": 0.1, "out_of_order": True, "reason": "holiday week"},
+    )
     assert made.status_code == 201, made.text
     assert made.json()["reason"] == "holiday week"
     assert root.get("/v1/tuning/settings").json()["in_force"]["budget"] == 0.1
@@ -47,20 +56,27 @@ def test_only_admins_may_tune(api) -> None:  # type: ignore[no-untyped-def]
         client = api.client(who)
         assert client.post("/v1/tuning/runs", json={}).status_code == code
         assert client.get("/v1/tuning/settings").status_code == code
-        assert client.post("/v1/tuning/settings", json={
-            "policy": "compute", "reason": "x"}).status_code == code
+        assert (
+            client.post(
+                "/v1/tuning/settings", json={"policy": "compute", "reason": "x"}
+            ).status_code
+            == code
+        )
     assert TuningRecords(api.store).setting_in_force() is None
 
 
-@pytest.mark.parametrize(("body", "words"), [
-    ({"budgets": [-1]}, "budgets.0"),
-    ({"budgets": []}, "budgets"),
-    ({"policies": ["bogus"]}, "policies.0"),
-    ({"since_s": 0}, "since_s"),
-    ({"max_jct_increase": -0.1}, "max_jct_increase"),
-    ({"choose": "best"}, "choose"),
-    ({"surprise": 1}, "surprise"),
-])
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"budgets": [-1]}, "budgets.0"),
+        ({"budgets": []}, "budgets"),
+        ({"policies": ["bogus"]}, "policies.0"),
+        ({"since_s": 0}, "since_s"),
+        ({"max_jct_increase": -0.1}, "max_jct_increase"),
+        ({"choose": "best"}, "choose"),
+        ({"surprise": 1}, "surprise"),
+    ],
+)
 def test_bad_requests_are_422_naming_the_field(api, body, words) -> None:  # type: ignore[no-untyped-def]
     answer = api.client("root").post("/v1/tuning/runs", json=body)
     assert answer.status_code == 422 and words in answer.json()["detail"]
@@ -70,6 +86,7 @@ def test_no_history_or_no_shape_is_a_422_that_says_so(api) -> None:  # type: ign
     root = api.client("root")
     empty = root.post("/v1/tuning/runs", json={})
     assert empty.status_code == 422 and "no finished jobs" in empty.json()["detail"]
-    bad = root.post("/v1/tuning/settings", json={"policy": "compute", "coefficient": -1,
-                                                 "reason": "x"})
+    bad = root.post(
+        "/v1/tuning/settings", json={"policy": "compute", "coefficient": -1, "reason": "x"}
+    )
     assert bad.status_code == 422 and "coefficient" in bad.json()["detail"]

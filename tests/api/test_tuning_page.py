@@ -32,8 +32,12 @@ def browser() -> Iterator[Any]:
 
 def test_an_admin_replays_history_and_applies_the_cheapest(api, browser) -> None:  # type: ignore[no-untyped-def]
     record_history(api.store, api.clock.t - 10 * DAY)
-    request = {"since_s": 20 * DAY, "budgets": [0.1, 0.5], "policies": ["compute"],
-               "max_jct_increase": 10.0}
+    request = {
+        "since_s": 20 * DAY,
+        "budgets": [0.1, 0.5],
+        "policies": ["compute"],
+        "max_jct_increase": 10.0,
+    }
     expected = api.client("root").post("/v1/tuning/runs", json=request).json()
     page = browser.new_context().new_page()
     outside: list[str] = []

@@ -12,7 +12,8 @@ from starburst.controller.serve import WakeOnWrite
 
 
 def test_a_successful_post_wakes_the_scheduler_and_nothing_else_does(
-        serve: Callable[[Any], Any]) -> None:
+    serve: Callable[[Any], Any],
+) -> None:
     woken: list[int] = []
     app = FastAPI()
 

@@ -52,10 +52,12 @@ def test_a_running_launch_is_adopted_and_billed_from_its_start(tmp_path: Path) -
     clock.t = 1_900.0
     assert finished(second, handle) is CloudStatus.SUCCEEDED
     assert second.ended_at(handle) == 1_900.0
-    entries = charges(billed.launched_at, 1_900.0, Decimal(str(billed.price_per_hour)), 1,
-                      chunk=600, final=True)
+    entries = charges(
+        billed.launched_at, 1_900.0, Decimal(str(billed.price_per_hour)), 1, chunk=600, final=True
+    )
     assert float(sum(e.amount for e in entries)) == pytest.approx(
-        billed.price_per_hour * 1_800.0 / 3600)
+        billed.price_per_hour * 1_800.0 / 3600
+    )
     assert lines(runs) == ["run e"]
     assert finished(first, handle) is CloudStatus.SUCCEEDED  # the first life reaps its child
 

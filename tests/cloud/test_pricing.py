@@ -121,8 +121,11 @@ def test_a_multi_node_option_prices_every_node_and_says_its_shape() -> None:
 
 
 def test_an_admin_table_sets_the_largest_instance(tmp_path: Path) -> None:
-    data = {"taken": "2025-01-01", "max_gpus_per_node": 16,
-            "gpus": {"A100": {"gcp": {"on_demand": 3.0}}}}
+    data = {
+        "taken": "2025-01-01",
+        "max_gpus_per_node": 16,
+        "gpus": {"A100": {"gcp": {"on_demand": 3.0}}},
+    }
     table = load_price_table(_write(tmp_path, data))
     (option,) = table.options("A100", 16)
     assert (option.nodes, option.shape) == (1, "A100:16")
@@ -153,10 +156,14 @@ def _write(tmp_path: Path, data: object) -> Path:
             },
             "twice",
         ),
-        ({"taken": "d", "max_gpus_per_node": 0, "gpus": {"T4": {"aws": {"on_demand": 1}}}},
-         "max_gpus_per_node"),
-        ({"taken": "d", "max_gpus_per_node": "8", "gpus": {"T4": {"aws": {"on_demand": 1}}}},
-         "max_gpus_per_node"),
+        (
+            {"taken": "d", "max_gpus_per_node": 0, "gpus": {"T4": {"aws": {"on_demand": 1}}}},
+            "max_gpus_per_node",
+        ),
+        (
+            {"taken": "d", "max_gpus_per_node": "8", "gpus": {"T4": {"aws": {"on_demand": 1}}}},
+            "max_gpus_per_node",
+        ),
     ],
 )
 def test_invalid_tables_are_refused_whole(tmp_path: Path, data: object, message: str) -> None:

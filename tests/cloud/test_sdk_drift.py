@@ -149,8 +149,14 @@ def test_job_becomes_a_real_sky_task(sky: ModuleType) -> None:
 
 
 def test_a_job_larger_than_an_instance_becomes_a_multi_node_task(sky: ModuleType) -> None:
-    big = Job("ns/pretrain", 0.0, 16, gpu_type="H100", pods=2,
-              extra={"command": "torchrun --nnodes=$SKYPILOT_NUM_NODES train.py"})
+    big = Job(
+        "ns/pretrain",
+        0.0,
+        16,
+        gpu_type="H100",
+        pods=2,
+        extra={"command": "torchrun --nnodes=$SKYPILOT_NUM_NODES train.py"},
+    )
     task, option = build(sky, big)
     assert task.num_nodes == 2 and option.price.shape == "2xH100:8"
     (resources,) = list(task.resources)
@@ -159,8 +165,10 @@ def test_a_job_larger_than_an_instance_becomes_a_multi_node_task(sky: ModuleType
     single, _ = build(sky, job())
     assert single.num_nodes == 1
     with pytest.raises(PermanentError, match="in pods of 12"):
-        launch_options(Job("ns/huge", 0.0, 24, gpu_type="H100", pods=2,
-                           extra={"command": "x"}), load_price_table())
+        launch_options(
+            Job("ns/huge", 0.0, 24, gpu_type="H100", pods=2, extra={"command": "x"}),
+            load_price_table(),
+        )
 
 
 def test_regions_become_any_of_and_spot_is_passed(sky: ModuleType) -> None:

@@ -304,7 +304,13 @@ def test_cost_entries_add_up_to_price_times_billed_time(
     launch = cloud.launch_of(j.id)
     assert launch is not None and launch.launched_at is not None and launch.ended_at is not None
     assert billed.launched_at == launch.launched_at  # provisioning is billed
-    entries = charges(billed.launched_at, launch.ended_at, Decimal(str(billed.price_per_hour)),
-                      1, chunk=600, final=True)
+    entries = charges(
+        billed.launched_at,
+        launch.ended_at,
+        Decimal(str(billed.price_per_hour)),
+        1,
+        chunk=600,
+        final=True,
+    )
     billed_hours = (launch.ended_at - launch.launched_at) / 3600
     assert float(sum(e.amount for e in entries)) == pytest.approx(3.40 * billed_hours)

@@ -92,9 +92,14 @@ class SimHarness:
 
 #: what PodSecurity ``restricted`` asks of every container (the real tier enforces it)
 RESTRICTED_CONTAINER = {
-    "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
-                        "runAsUser": 65534, "capabilities": {"drop": ["ALL"]},
-                        "seccompProfile": {"type": "RuntimeDefault"}}}
+    "securityContext": {
+        "allowPrivilegeEscalation": False,
+        "runAsNonRoot": True,
+        "runAsUser": 65534,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+}
 
 
 class KubeHarness:
@@ -107,7 +112,8 @@ class KubeHarness:
         self.kube, self.api_client = kube, api_client
         self.scriptable = kube is not None
         self.namespace = namespace or (
-            "default" if kube is not None else f"sb-contract-{uuid.uuid4().hex[:6]}")
+            "default" if kube is not None else f"sb-contract-{uuid.uuid4().hex[:6]}"
+        )
         from kubernetes import client
 
         self.batch = client.BatchV1Api(api_client)
@@ -118,8 +124,10 @@ class KubeHarness:
             for node in NODES:
                 kube.add_node(node.name, gpus=node.gpus, cpu="64", memory="512Gi")
         self.cluster = KubernetesCluster(
-            api_client, _Clock(), Settings(namespace=self.namespace,
-                                           backoff=Backoff(base=0.05, cap=0.5)))
+            api_client,
+            _Clock(),
+            Settings(namespace=self.namespace, backoff=Backoff(base=0.05, cap=0.5)),
+        )
         self.cluster.start_watching()
         assert self.cluster.wait_synced(30)
         self._offered: dict[str, Job] = {}
@@ -131,17 +139,32 @@ class KubeHarness:
 
     def submit(self, name: str, gpus: int, pods: int = 1, runtime: float = 100.0) -> Job:
         per_pod = gpus // pods
-        self.batch.create_namespaced_job(self.namespace, {
-            "metadata": {"name": name, "labels": {"starburst.io/queue": "contract"}},
-            "spec": {"suspend": True, "parallelism": pods, "completions": pods,
-                     "backoffLimit": 0, "template": {"spec": {
-                         "restartPolicy": "Never",
-                         "containers": [{"name": "main", "image": "busybox",
-                                         **RESTRICTED_CONTAINER,
-                                         "command": ["sleep", str(int(runtime))],
-                                         "resources": {"limits": {
-                                             "nvidia.com/gpu": str(per_pod)}}}]}}},
-        })
+        self.batch.create_namespaced_job(
+            self.namespace,
+            {
+                "metadata": {"name": name, "labels": {"starburst.io/queue": "contract"}},
+                "spec": {
+                    "suspend": True,
+                    "parallelism": pods,
+                    "completions": pods,
+                    "backoffLimit": 0,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "busybox",
+                                    **RESTRICTED_CONTAINER,
+                                    "command": ["sleep", str(int(runtime))],
+                                    "resources": {"limits": {"nvidia.com/gpu": str(per_pod)}},
+                                }
+                            ],
+                        }
+                    },
+                },
+            },
+        )
         job_id = f"{self.namespace}/{name}"
 
         def offered() -> Job | None:
@@ -157,7 +180,8 @@ class KubeHarness:
             def running() -> bool:
                 pods = self.kube.pods_of(self.namespace, job.name)
                 return len(pods) == (job.pods or 1) and all(
-                    p["status"].get("phase") == "Running" for p in pods)
+                    p["status"].get("phase") == "Running" for p in pods
+                )
 
             _wait(running, timeout=60)
         for pod in self.kube.pods_of(self.namespace, job.name):

@@ -75,12 +75,14 @@ def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 
 
 def spend(store: SqlStore, job: str, amount: str, at: float) -> None:
-    store.record_costs([CostEntry(job, at, at + 60, Decimal(amount), "aws",
-                                  region="us-east-1", gpu_hours=1.0)])
+    store.record_costs(
+        [CostEntry(job, at, at + 60, Decimal(amount), "aws", region="us-east-1", gpu_hours=1.0)]
+    )
 
 
 def test_alerts_fire_once_per_month_everywhere(
-    store: SqlStore, webhook: tuple[str, list[dict[str, Any]]],
+    store: SqlStore,
+    webhook: tuple[str, list[dict[str, Any]]],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     url, received = webhook
@@ -97,12 +99,21 @@ def test_alerts_fire_once_per_month_everywhere(
     assert first.threshold == 0.8
     # 250 in 10 of 30 days: 750 by the end of November at this rate
     assert first.state.forecast == Decimal(750)
-    assert "team ml spent 250.00 of its 300.00 USD cloud budget for November 2026 (83%" \
-        in caplog.text and "forecast 750.00" in caplog.text
+    assert (
+        "team ml spent 250.00 of its 300.00 USD cloud budget for November 2026 (83%" in caplog.text
+        and "forecast 750.00" in caplog.text
+    )
     assert wait_for(lambda: len(received) == 1)
-    assert received[0] == {"team": "ml", "month": "2026-11", "threshold": 0.8,
-                           "spent": "250.00", "limit": "300.00", "forecast": "750.00",
-                           "currency": "USD", "message": first.message}
+    assert received[0] == {
+        "team": "ml",
+        "month": "2026-11",
+        "threshold": 0.8,
+        "spent": "250.00",
+        "limit": "300.00",
+        "forecast": "750.00",
+        "currency": "USD",
+        "message": first.message,
+    }
     value = metrics.registry.get_sample_value
     assert value("starburst_budget_alerts_total", {"team": "ml", "threshold": "0.8"}) == 1
     assert value("starburst_budget_used_ratio", {"team": "ml"}) == pytest.approx(250 / 300)
@@ -124,8 +135,7 @@ def test_gate_holds_an_exhausted_team_and_checks_alerts(store: SqlStore) -> None
     store.set_team_budget("ml", Decimal("10"))
     spend(store, "j", "12", NOV10 - DAY)
     gate = BudgetGate(store, alerts=BudgetAlerts(store, [1.0]))
-    assert "team ml spent $12.00 of its $10.00 cloud budget for November 2026" \
-        in gate(NOV10)["ml"]
+    assert "team ml spent $12.00 of its $10.00 cloud budget for November 2026" in gate(NOV10)["ml"]
     assert store.budget_alerts("2026-11") == {"ml": [1.0]}
     (state,) = budget_states(store, NOV10)
     assert (state.remaining, state.used) == (Decimal(0), pytest.approx(1.2))
@@ -138,18 +148,32 @@ def test_cost_counters_follow_the_ledger(store: SqlStore) -> None:
     metrics.follow_ledger(store)
     value = metrics.registry.get_sample_value
     spend(store, "c", "2.50", NOV10 - DAY)
-    assert value("starburst_cloud_cost_total", {
-        "team": "ml", "location": "aws:us-east-1", "currency": "USD"}) == 2.5
+    assert (
+        value(
+            "starburst_cloud_cost_total",
+            {"team": "ml", "location": "aws:us-east-1", "currency": "USD"},
+        )
+        == 2.5
+    )
     spend(store, "c", "1.25", NOV10 - DAY + 60)
     store.transition("o", JobState.QUEUED, reason="t", actor="c", at=NOV10 - 7200)
     store.transition("o", JobState.RUNNING_ONPREM, reason="t", actor="c", at=NOV10 - 7200)
     store.transition("o", JobState.SUCCEEDED, reason="t", actor="c", at=NOV10 - 3600)
-    assert value("starburst_cloud_cost_total", {
-        "team": "ml", "location": "aws:us-east-1", "currency": "USD"}) == 3.75
-    assert value("starburst_gpu_seconds_total", {
-        "team": "ml", "location": "aws:us-east-1"}) == pytest.approx(7200)
-    assert value("starburst_gpu_seconds_total", {
-        "team": "cv", "location": "onprem"}) == pytest.approx(4 * 3600)
+    assert (
+        value(
+            "starburst_cloud_cost_total",
+            {"team": "ml", "location": "aws:us-east-1", "currency": "USD"},
+        )
+        == 3.75
+    )
+    assert value(
+        "starburst_gpu_seconds_total", {"team": "ml", "location": "aws:us-east-1"}
+    ) == pytest.approx(7200)
+    assert value(
+        "starburst_gpu_seconds_total", {"team": "cv", "location": "onprem"}
+    ) == pytest.approx(4 * 3600)
     report = store.cost_report(NOV10 - 2 * DAY, NOV10, by=("team",))
     assert [(r.key["team"], r.amount, r.onprem_gpu_hours) for r in report] == [
-        ("cv", Decimal(0), 4.0), ("ml", Decimal("3.75"), 0.0)]
+        ("cv", Decimal(0), 4.0),
+        ("ml", Decimal("3.75"), 0.0),
+    ]

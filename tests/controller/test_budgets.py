@@ -46,8 +46,14 @@ def test_a_team_over_budget_is_held_on_prem_while_others_burst(tmp_path: Path) -
 
     cluster = SimCluster(uniform_nodes(1, 8), clock, {"ml-1": 60.0, "cv-1": 60.0})
     cluster.start(Job("busy", NOW, 8, runtime=1e6), (Part(0, "node-0", 8, 0.0, 0.0),))
-    loop = SchedulingLoop(store, cluster, SimCloud(clock, 2.5), clock,
-                          SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT)), hold=gate)
+    loop = SchedulingLoop(
+        store,
+        cluster,
+        SimCloud(clock, 2.5),
+        clock,
+        SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT)),
+        hold=gate,
+    )
     store.submit(JobSpec(id="ml-1", gpus=1, team="ml"), at=NOW)
     store.submit(JobSpec(id="cv-1", gpus=1, team="cv"), at=NOW)
     report = loop.run_pass()

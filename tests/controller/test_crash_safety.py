@@ -44,8 +44,12 @@ def free_port() -> int:
 
 def start_controller(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "starburst.cli", "controller"],
-                                env=env, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [sys.executable, "-m", "starburst.cli", "controller"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 @pytest.mark.slow
@@ -58,20 +62,33 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
     specs = []
     for i in range(JOBS):
         seconds = round(rng.uniform(0.3, 2.0), 2)
-        specs.append(JobSpec(
-            id=f"job-{i:03d}", gpus=rng.choice([1, 1, 1, 2, 4]), team=rng.choice(["ml", "cv"]),
-            command=f'echo "$STARBURST_JOB_ID" >> {runs}; sleep {seconds}',
-            declared_runtime=seconds))
+        specs.append(
+            JobSpec(
+                id=f"job-{i:03d}",
+                gpus=rng.choice([1, 1, 1, 2, 4]),
+                team=rng.choice(["ml", "cv"]),
+                command=f'echo "$STARBURST_JOB_ID" >> {runs}; sleep {seconds}',
+                declared_runtime=seconds,
+            )
+        )
     # jobs keep arriving while the controller is being killed: ~10 per second
-    submitter = threading.Thread(target=lambda: [
-        (store.submit(spec), time.sleep(0.1)) for spec in specs], daemon=True)
+    submitter = threading.Thread(
+        target=lambda: [(store.submit(spec), time.sleep(0.1)) for spec in specs], daemon=True
+    )
     submitter.start()
-    env = {**os.environ, "STARBURST_DATABASE_URL": url, "STARBURST_STATE_DIR": str(tmp_path),
-           "STARBURST_LOCAL_GPUS": "8", "STARBURST_CLOUD": "emulated",
-           "STARBURST_PASS_INTERVAL_S": "0.2", "STARBURST_API_PORT": str(free_port()),
-           "STARBURST_BUDGET": "0.5", "STARBURST_QUEUE_CAP": "40",
-           # jobs append to a file in this root-only temporary directory: run them as root
-           "STARBURST_LOCAL_RUN_AS": ""}
+    env = {
+        **os.environ,
+        "STARBURST_DATABASE_URL": url,
+        "STARBURST_STATE_DIR": str(tmp_path),
+        "STARBURST_LOCAL_GPUS": "8",
+        "STARBURST_CLOUD": "emulated",
+        "STARBURST_PASS_INTERVAL_S": "0.2",
+        "STARBURST_API_PORT": str(free_port()),
+        "STARBURST_BUDGET": "0.5",
+        "STARBURST_QUEUE_CAP": "40",
+        # jobs append to a file in this root-only temporary directory: run them as root
+        "STARBURST_LOCAL_RUN_AS": "",
+    }
     log = tmp_path / "controller.log"
     for _ in range(KILLS):
         proc = start_controller(env, log)
@@ -112,8 +129,11 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
     assert launches, "the workload must burst some jobs for the test to mean anything"
     assert len({launch.job_id for launch in launches}) == len(launches)  # one launch per job
     with store.engine.connect() as conn:
-        metered = dict(conn.execute(sa.text(
-            "select launch_id, sum(amount_micros) from cost_entries group by launch_id")).all())
+        metered = dict(
+            conn.execute(
+                sa.text("select launch_id, sum(amount_micros) from cost_entries group by launch_id")
+            ).all()
+        )
     for launch in launches:
         assert launch.ended_at is not None
         ran = Decimal(str(launch.ended_at - launch.launched_at))

@@ -21,11 +21,18 @@ from tests.support.waiting import wait_for
 
 
 def make_controller(url: str, tmp: Path, name: str) -> Controller:
-    settings = Settings(database_url=url, state_dir=tmp / name, local_gpus=2, cloud="none",
-                        pass_interval_s=0.1, budget=0.25)
+    settings = Settings(
+        database_url=url,
+        state_dir=tmp / name,
+        local_gpus=2,
+        cloud="none",
+        pass_interval_s=0.1,
+        budget=0.25,
+    )
     store = SqlStore.open(url)
-    return Controller(settings, store, build_cluster(settings, _clock()),
-                      build_cloud(settings, _clock()))
+    return Controller(
+        settings, store, build_cluster(settings, _clock()), build_cloud(settings, _clock())
+    )
 
 
 def _clock():  # type: ignore[no-untyped-def]
@@ -73,8 +80,9 @@ def test_one_replica_leads_and_a_standby_takes_over_with_a_newer_fencing_token(
         # the deposed leader cannot act: its fencing token is refused
         third = submit(b.store, "third", seconds=5)
         with pytest.raises(StaleLeader):
-            a.store.transition(third, JobState.QUEUED, reason="zombie", actor="a",
-                               fencing_token=old_token)
+            a.store.transition(
+                third, JobState.QUEUED, reason="zombie", actor="a", fencing_token=old_token
+            )
     finally:
         a.stop()
         b.stop()
@@ -101,8 +109,9 @@ def test_a_30_second_database_outage_pauses_the_controller_which_then_resumes(
         server.halt()
         outage_started = time.monotonic()
         assert wait_for(lambda: not controller.health().ready, timeout=10)
-        assert "database" in controller.health().detail or "unavailable" in \
-            controller.health().detail
+        assert (
+            "database" in controller.health().detail or "unavailable" in controller.health().detail
+        )
         while time.monotonic() - outage_started < 30:
             assert controller._scheduler is not None and controller._scheduler.running
             assert not controller.health().ready
@@ -123,8 +132,14 @@ def test_a_local_job_ending_wakes_the_controller_at_once(tmp_path: Path) -> None
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     migrate.upgrade(url)
     # passes every 10 minutes: a job seen to end sooner was noticed by the local end watch
-    settings = Settings(database_url=url, state_dir=tmp_path / "state", local_gpus=1,
-                        cloud="none", pass_interval_s=600, policy="infinite")
+    settings = Settings(
+        database_url=url,
+        state_dir=tmp_path / "state",
+        local_gpus=1,
+        cloud="none",
+        pass_interval_s=600,
+        policy="infinite",
+    )
     store = SqlStore.open(url)
     controller = Controller(settings, store, build_cluster(settings, _clock()), None)
     controller.start()

@@ -26,8 +26,13 @@ def test_a_sixteen_gpu_job_bursts_as_two_eight_gpu_nodes(tmp_path: Path) -> None
     store = SqlStore.open(url, clock=clock)
     cluster = LocalCluster(tmp_path / "cluster", 0, clock=clock)  # nothing fits on-prem
     cloud = EmulatedCloud(tmp_path / "cloud", clock=clock)
-    loop = SchedulingLoop(store, cluster, cloud, clock,
-                          SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True))
+    loop = SchedulingLoop(
+        store,
+        cluster,
+        cloud,
+        clock,
+        SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True),
+    )
     store.submit(JobSpec(id="big", gpus=16, gpu_type="H100", command="sleep 0.3"))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and store.get("big").state is not JobState.SUCCEEDED:

@@ -44,8 +44,10 @@ class Oracle:
         self.runtimes = runtimes
 
     def estimate(self, jobs: list[Job]) -> list[Estimate]:  # type: ignore[override]
-        return [Estimate(self.runtimes[j.id], self.runtimes[j.id], self.runtimes[j.id], "oracle")
-                for j in jobs]
+        return [
+            Estimate(self.runtimes[j.id], self.runtimes[j.id], self.runtimes[j.id], "oracle")
+            for j in jobs
+        ]
 
 
 def band_factor(job_id: str) -> float:
@@ -57,8 +59,15 @@ class BandedOracle(Oracle):
     """The true runtime with a band around it: what ``compute-expected`` budgets from."""
 
     def estimate(self, jobs: list[Job]) -> list[Estimate]:  # type: ignore[override]
-        return [Estimate(self.runtimes[j.id], self.runtimes[j.id] / band_factor(j.id),
-                         self.runtimes[j.id] * band_factor(j.id), "banded") for j in jobs]
+        return [
+            Estimate(
+                self.runtimes[j.id],
+                self.runtimes[j.id] / band_factor(j.id),
+                self.runtimes[j.id] * band_factor(j.id),
+                "banded",
+            )
+            for j in jobs
+        ]
 
 
 def banded(job: Job) -> Job:
@@ -70,12 +79,18 @@ def trace(seed: int) -> list[Job]:
     raw = generate(Workload(120, 24, load=1.3, cv=2.0, mean_runtime=1800, seed=seed))
     # millisecond times: the store keeps microseconds; instants are compared to 0.1 ms, the
     # float resolution of epoch seconds
-    return [Job(j.id, EPOCH + round(j.submit_time, 3), j.gpus, runtime=round(j.runtime or 1, 3))
-            for j in raw]
+    return [
+        Job(j.id, EPOCH + round(j.submit_time, 3), j.gpus, runtime=round(j.runtime or 1, 3))
+        for j in raw
+    ]
 
 
-def drive(jobs: list[Job], config: SchedulerConfig, tmp: Path,  # type: ignore[type-arg]
-          oracle: type[Oracle] = Oracle) -> dict[str, tuple]:
+def drive(
+    jobs: list[Job],
+    config: SchedulerConfig,
+    tmp: Path,  # type: ignore[type-arg]
+    oracle: type[Oracle] = Oracle,
+) -> dict[str, tuple]:
     url = f"sqlite:///{tmp / 'parity.db'}"
     migrate.upgrade(url)
     clock = SteppedClock()
@@ -112,8 +127,11 @@ def drive(jobs: list[Job], config: SchedulerConfig, tmp: Path,  # type: ignore[t
         store.close()
 
 
-def expected(jobs: list[Job], config: SchedulerConfig,  # type: ignore[type-arg]
-             band: bool = False) -> dict[str, tuple]:
+def expected(
+    jobs: list[Job],
+    config: SchedulerConfig,  # type: ignore[type-arg]
+    band: bool = False,
+) -> dict[str, tuple]:
     shifted = [Job(j.id, j.submit_time - EPOCH, j.gpus, runtime=j.runtime) for j in jobs]
     shifted = [banded(j) for j in shifted] if band else shifted
     out = {}
@@ -127,12 +145,15 @@ def expected(jobs: list[Job], config: SchedulerConfig,  # type: ignore[type-arg]
 
 CONFIGS = {
     "starburst": lambda jobs: SchedulerConfig(
-        WaitPolicy.from_budget(PolicyKind.COMPUTE, 0.25, jobs), out_of_order=True, queue_cap=6),
+        WaitPolicy.from_budget(PolicyKind.COMPUTE, 0.25, jobs), out_of_order=True, queue_cap=6
+    ),
     "constant-in-order": lambda jobs: SchedulerConfig(
-        WaitPolicy.from_budget(PolicyKind.CONSTANT, 0.3, jobs)),
+        WaitPolicy.from_budget(PolicyKind.CONSTANT, 0.3, jobs)
+    ),
     "no-wait": lambda jobs: SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT)),
     "star-wait": lambda jobs: SchedulerConfig(
-        WaitPolicy.from_budget(PolicyKind.STAR, 1.0, jobs), out_of_order=True),
+        WaitPolicy.from_budget(PolicyKind.STAR, 1.0, jobs), out_of_order=True
+    ),
 }
 
 
@@ -145,15 +166,18 @@ def test_controller_decisions_match_the_simulator(name: str, tmp_path: Path) -> 
     assert live.keys() == sim.keys()
     mismatched = {j: (live[j], sim[j]) for j in sim if live[j] != sim[j]}
     assert not mismatched
-    assert any(d[0] == "cloud" for d in sim.values()) and any(d[0] == "onprem"
-                                                             for d in sim.values())
+    assert any(d[0] == "cloud" for d in sim.values()) and any(
+        d[0] == "onprem" for d in sim.values()
+    )
 
 
 def test_controller_passes_the_estimate_band_to_compute_expected(tmp_path: Path) -> None:
     jobs = trace(seed=7)
     config = SchedulerConfig(
         WaitPolicy.from_budget(PolicyKind.COMPUTE_EXPECTED, 0.25, [banded(j) for j in jobs]),
-        out_of_order=True, queue_cap=6)
+        out_of_order=True,
+        queue_cap=6,
+    )
     live = drive(jobs, config, tmp_path, BandedOracle)
     sim = expected(jobs, config, band=True)
     assert live == sim

@@ -11,8 +11,13 @@ import pytest
 
 @pytest.mark.slow
 def test_quickstart_shows_waiting_out_of_order_bursting_and_the_savings() -> None:
-    done = subprocess.run([sys.executable, "-m", "starburst.cli", "quickstart"],
-                          capture_output=True, text=True, timeout=240, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "starburst.cli", "quickstart"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
     out = done.stdout
     assert done.returncode == 0, done.stderr[-2000:]
     assert "queued with a" in out and "wait budget" in out

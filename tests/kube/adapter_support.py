@@ -41,24 +41,42 @@ def submitted(cluster, count: int) -> dict[str, Any]:
     return seen
 
 
-def queued_job(name: str, gpus: int = 1, pods: int = 1, gpu_type: str | None = None,
-               labels: dict[str, str] | None = None, cpu: str = "2", memory: str = "4Gi"
-               ) -> dict[str, Any]:
+def queued_job(
+    name: str,
+    gpus: int = 1,
+    pods: int = 1,
+    gpu_type: str | None = None,
+    labels: dict[str, str] | None = None,
+    cpu: str = "2",
+    memory: str = "4Gi",
+) -> dict[str, Any]:
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
-        "containers": [{"name": "main", "image": "trainer:1",
-                        "command": ["python", "train.py"], "resources": {
-            "requests": {"nvidia.com/gpu": str(gpus), "cpu": cpu, "memory": memory},
-            "limits": {"nvidia.com/gpu": str(gpus)}}}],
+        "containers": [
+            {
+                "name": "main",
+                "image": "trainer:1",
+                "command": ["python", "train.py"],
+                "resources": {
+                    "requests": {"nvidia.com/gpu": str(gpus), "cpu": cpu, "memory": memory},
+                    "limits": {"nvidia.com/gpu": str(gpus)},
+                },
+            }
+        ],
     }
     if gpu_type:
         pod_spec["nodeSelector"] = {"nvidia.com/gpu.product": gpu_type}
     return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "labels": {"starburst.io/queue": "default",
-                                              **(labels or {})}},
-        "spec": {"suspend": True, "parallelism": pods, "completions": pods, "backoffLimit": 0,
-                 "template": {"spec": pod_spec}},
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": {"starburst.io/queue": "default", **(labels or {})}},
+        "spec": {
+            "suspend": True,
+            "parallelism": pods,
+            "completions": pods,
+            "backoffLimit": 0,
+            "template": {"spec": pod_spec},
+        },
     }
 
 

@@ -15,9 +15,18 @@ from tests.kube.adapter_support import eventually, on, queued_job
 
 
 def test_a_suspended_labelled_job_becomes_a_submission(kube, batch, cluster, clock):
-    batch.create_namespaced_job("default", queued_job(
-        "train", gpus=2, pods=4, gpu_type="A100", cpu="4", memory="16Gi",
-        labels={"starburst.io/user": "ada", "starburst.io/team": "vision"}))
+    batch.create_namespaced_job(
+        "default",
+        queued_job(
+            "train",
+            gpus=2,
+            pods=4,
+            gpu_type="A100",
+            cpu="4",
+            memory="16Gi",
+            labels={"starburst.io/user": "ada", "starburst.io/team": "vision"},
+        ),
+    )
     (job,) = eventually(cluster.submissions)
     assert job.id == "default/train" and job.name == "train"
     assert (job.gpus, job.pods, job.cpus, job.memory_mb) == (8, 4, 16.0, 4 * 16 * 1024.0)
@@ -94,8 +103,9 @@ def test_start_pins_the_pods_and_unsuspends_in_one_patch(kube, core, batch, clus
     assert stored.spec.suspend is False
     assert stored.metadata.annotations["starburst.io/placement"] == "n2×8, n3×8"
     assert stored.metadata.annotations["starburst.io/state"] == "running"
-    assert eventually(lambda: sorted(p.spec.node_name or "-" for p in started_pods(
-        core, "train")) == ["n2", "n3"])  # released from the gate one per node (pinning.py)
+    assert eventually(
+        lambda: sorted(p.spec.node_name or "-" for p in started_pods(core, "train")) == ["n2", "n3"]
+    )  # released from the gate one per node (pinning.py)
     events = core.list_namespaced_event("default", field_selector="involvedObject.name=train")
     assert [(e.reason, e.message) for e in events.items] == [("Started", "fits now")]
 
@@ -201,8 +211,13 @@ def test_a_failing_pod_ends_the_job_as_failed(kube, batch, cluster):
 def test_burst_keeps_the_job_suspended_and_says_where(kube, core, batch, cluster):
     batch.create_namespaced_job("default", queued_job("a", gpus=8))
     (job,) = eventually(cluster.submissions)
-    cluster.burst(job.id, "aws:us-east-1", "waited 31m of a 30m budget", cloud_job="sky-7",
-                  price_per_hour=32.77)
+    cluster.burst(
+        job.id,
+        "aws:us-east-1",
+        "waited 31m of a 30m budget",
+        cloud_job="sky-7",
+        price_per_hour=32.77,
+    )
     stored = batch.read_namespaced_job("a", "default")
     assert stored.spec.suspend is True
     notes = stored.metadata.annotations
@@ -220,7 +235,9 @@ def test_waiting_is_visible_on_the_job(kube, core, batch, cluster):
     cluster.note_waiting(job.id, 2400, 3600, "waiting 12m of 40m budget")
     notes = batch.read_namespaced_job("a", "default").metadata.annotations
     assert (notes["starburst.io/wait-budget"], notes["starburst.io/predicted-runtime"]) == (
-        "2400", "3600")
+        "2400",
+        "3600",
+    )
     events = core.list_namespaced_event("default", field_selector="reason=Waiting").items
     assert [e.message for e in events] == ["waiting 12m of 40m budget"]
     assert [j.id for j in cluster.queued()] == [job.id]  # still waiting
@@ -262,6 +279,10 @@ def test_the_core_places_on_the_adapters_snapshot(kube, batch, cluster):
     assert placement is not None
     cluster.start(job, placement, "gang of two")
     # the pods are gated, then released onto their nodes by the adapter's pod watch
-    assert eventually(lambda: sorted(p["spec"].get("nodeName") or "-" for p in
-                                     kube.pods_of("default", "big")) == ["n1", "n2"])
+    assert eventually(
+        lambda: (
+            sorted(p["spec"].get("nodeName") or "-" for p in kube.pods_of("default", "big"))
+            == ["n1", "n2"]
+        )
+    )
     assert cluster.snapshot().capacity.free_gpus == 0

@@ -39,24 +39,37 @@ def documents() -> dict[str, dict[str, Any]]:
 
 
 def rules_of(role: dict[str, Any]) -> set[tuple[str, str, str]]:
-    return {(verb, group, resource) for rule in role["rules"] for group in rule["apiGroups"]
-            for resource in rule["resources"] for verb in rule["verbs"]}
+    return {
+        (verb, group, resource)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
 
 
 def test_the_file_binds_its_roles_to_its_service_account():
     docs = documents()
     account = docs["ServiceAccount"]["metadata"]
-    subject = {"kind": "ServiceAccount", "name": account["name"],
-               "namespace": account["namespace"]}
+    subject = {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
     binding = docs["ClusterRoleBinding"]
     assert binding["subjects"] == [subject]
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                  "name": docs["ClusterRole"]["metadata"]["name"]}
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": docs["ClusterRole"]["metadata"]["name"],
+    }
 
 
 def test_nothing_destructive_is_granted():
     assert not {v for v, _, _ in rules_of(documents()["ClusterRole"])} & {
-        "delete", "deletecollection", "*", "escalate", "bind", "impersonate"}
+        "delete",
+        "deletecollection",
+        "*",
+        "escalate",
+        "bind",
+        "impersonate",
+    }
 
 
 @pytest.fixture
@@ -102,8 +115,11 @@ def test_every_request_the_adapter_makes_is_granted(kube, core, batch, cluster):
     lock.release()
     lock.close()
 
-    made = {(verb, group, resource, ns) for verb, group, resource, ns, agent in kube.audit
-            if agent == AGENT}
+    made = {
+        (verb, group, resource, ns)
+        for verb, group, resource, ns, agent in kube.audit
+        if agent == AGENT
+    }
     granted = rules_of(documents()["ClusterRole"])
     assert sorted(m for m in made if m[:3] not in granted) == []
     # the scenario exercised every grant (so the list is also not longer than needed)

@@ -24,8 +24,7 @@ def test_a_cut_watch_resumes_without_relisting(kube, batch, cluster):
     assert jobs.lists == 1  # resumed from its resourceVersion
 
 
-def test_an_expired_resource_version_relists_and_notices_missed_changes(
-        kube, batch, cluster):
+def test_an_expired_resource_version_relists_and_notices_missed_changes(kube, batch, cluster):
     kube.add_node("n1", gpus=8)
     batch.create_namespaced_job("default", queued_job("queued-then-deleted"))
     batch.create_namespaced_job("default", queued_job("running-then-deleted"))
@@ -38,8 +37,7 @@ def test_an_expired_resource_version_relists_and_notices_missed_changes(
     eventually(lambda: kube.cut_watches() >= 3 or None)
     eventually(lambda: jobs.errors >= 1)
     batch.delete_namespaced_job("queued-then-deleted", "default")
-    batch.delete_namespaced_job("running-then-deleted", "default",
-                                propagation_policy="Background")
+    batch.delete_namespaced_job("running-then-deleted", "default", propagation_policy="Background")
     batch.create_namespaced_job("default", queued_job("new"))
     kube.compact()  # ...and the history they would resume from is gone.
     kube.faults.clear()
@@ -48,14 +46,14 @@ def test_an_expired_resource_version_relists_and_notices_missed_changes(
     # both records end, the queued one too (a deleted Job is never started or burst)
     assert sorted((e.job_id, e.succeeded, e.reason) for e in ends) == [
         ("default/queued-then-deleted", False, "its Kubernetes Job was deleted"),
-        ("default/running-then-deleted", False, "its Kubernetes Job was deleted")]
+        ("default/running-then-deleted", False, "its Kubernetes Job was deleted"),
+    ]
     assert [j.name for j in eventually(cluster.submissions)] == ["new"]
     assert jobs.lists == 2
     assert [j.name for j in cluster.queued()] == ["new"]
 
 
-def test_a_restarted_adapter_neither_loses_nor_restarts_admitted_jobs(
-        kube, batch, make_cluster):
+def test_a_restarted_adapter_neither_loses_nor_restarts_admitted_jobs(kube, batch, make_cluster):
     kube.add_node("n1", gpus=8)
     first = make_cluster()
     batch.create_namespaced_job("default", queued_job("running", gpus=6))
@@ -68,7 +66,8 @@ def test_a_restarted_adapter_neither_loses_nor_restarts_admitted_jobs(
     second = make_cluster()
     snap = second.snapshot()
     assert [(r.job.id, [(p.node_name, p.gpus) for p in r.placement]) for r in snap.running] == [
-        ("default/running", [("n1", 6)])]
+        ("default/running", [("n1", 6)])
+    ]
     assert snap.capacity.free_on(0) == 2  # taken once, not once per pod and once per placement
     assert [j.name for j in second.submissions()] == ["waiting"]
     rv = batch.read_namespaced_job("running", "default").metadata.resource_version
@@ -105,8 +104,7 @@ def test_server_errors_are_retried_with_backoff(kube, batch, make_cluster):
     assert [j.name for j in cluster.submissions()] == ["a"]
 
 
-def test_bookmarks_keep_a_quiet_watch_resumable_after_compaction(kube, core, batch,
-                                                                make_cluster):
+def test_bookmarks_keep_a_quiet_watch_resumable_after_compaction(kube, core, batch, make_cluster):
     kube.bookmark_interval = 0.05
     cluster = make_cluster()
     jobs = informer(cluster, "jobs")

@@ -21,14 +21,21 @@ def test_budget_alerts_are_events_in_the_team_namespace(core, cluster, tmp_path:
     store = SqlStore.open(url)
     store.submit(JobSpec(id="j", gpus=1, team="default"), at=NOW - 3600)
     store.submit(JobSpec(id="k", gpus=1, team="Data Science"), at=NOW - 3600)
-    store.record_costs([CostEntry("j", NOW - 3600, NOW, Decimal("90"), "aws"),
-                        CostEntry("k", NOW - 3600, NOW, Decimal("5"), "aws")])
+    store.record_costs(
+        [
+            CostEntry("j", NOW - 3600, NOW, Decimal("90"), "aws"),
+            CostEntry("k", NOW - 3600, NOW, Decimal("5"), "aws"),
+        ]
+    )
     store.set_team_budget("default", Decimal("100"))
     store.set_team_budget("Data Science", Decimal("5"))
     fired = BudgetAlerts(store, [0.8, 1.0], notes=cluster).check(NOW)
     store.close()
     assert sorted((a.state.team, a.threshold) for a in fired) == [
-        ("Data Science", 0.8), ("Data Science", 1.0), ("default", 0.8)]
+        ("Data Science", 0.8),
+        ("Data Science", 1.0),
+        ("default", 0.8),
+    ]
     events = core.list_namespaced_event("default", field_selector="reason=BudgetAlert").items
     messages = sorted(e.message for e in events)
     assert len(messages) == 3  # "Data Science" is no namespace name: in the adapter's own

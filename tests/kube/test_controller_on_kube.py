@@ -43,17 +43,31 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
 
         alpha = batch.read_namespaced_job("alpha", "default")
         assert alpha.spec.suspend is False
-        terms = alpha.spec.template.spec.affinity.node_affinity \
-            .required_during_scheduling_ignored_during_execution.node_selector_terms
-        pinned = {v for t in terms for e in t.match_expressions or []
-                  if e.key == "kubernetes.io/hostname" for v in e.values or []}
+        affinity = alpha.spec.template.spec.affinity.node_affinity
+        terms = affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
+        pinned = {
+            v
+            for t in terms
+            for e in t.match_expressions or []
+            if e.key == "kubernetes.io/hostname"
+            for v in e.values or []
+        }
         assert pinned == {"gpu-a", "gpu-b"}
         assert not any(t.match_fields for t in terms)  # a real server allows one value only
-        eventually(lambda: sorted(p["spec"].get("nodeName") or "-"
-                                  for p in kube.pods_of("default", "alpha")) == ["gpu-a", "gpu-b"])
-        beta = eventually(lambda: (batch.read_namespaced_job("beta", "default").metadata
-                                   .annotations or {}).get("starburst.io/burst-to")
-                          and batch.read_namespaced_job("beta", "default"))
+        eventually(
+            lambda: (
+                sorted(p["spec"].get("nodeName") or "-" for p in kube.pods_of("default", "alpha"))
+                == ["gpu-a", "gpu-b"]
+            )
+        )
+        beta = eventually(
+            lambda: (
+                (batch.read_namespaced_job("beta", "default").metadata.annotations or {}).get(
+                    "starburst.io/burst-to"
+                )
+                and batch.read_namespaced_job("beta", "default")
+            )
+        )
         assert beta.spec.suspend is True
         assert store.get("default/beta").state is JobState.BURSTING
         budget = (alpha.metadata.annotations or {}).get("starburst.io/wait-budget")
@@ -62,8 +76,12 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
         for pod in kube.pods_of("default", "alpha"):
             kube.set_pod_phase("default", pod["metadata"]["name"], "Succeeded")
         clock.t += 60
-        eventually(lambda: controller.run_pass() is not None and
-                   store.get("default/alpha").state is JobState.SUCCEEDED)
+        eventually(
+            lambda: (
+                controller.run_pass() is not None
+                and store.get("default/alpha").state is JobState.SUCCEEDED
+            )
+        )
         reasons = [e.reason for e in store.events("default/alpha")]
         assert any(r.startswith("fits on gpu-a×8, gpu-b×8") for r in reasons)
 
@@ -78,6 +96,7 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
         assert report.burst == ["default/mono"]
         assert store.get("default/trio").state is JobState.RUNNING_ONPREM
         assert any("fits on gpu-a×6, gpu-b×3" in e.reason for e in store.events("default/trio"))
+
         # unequal counts: the adapter releases each gated pod onto a node with room left
         def placed() -> list[str]:
             return sorted(p["spec"].get("nodeName") or "-" for p in kube.pods_of("default", "trio"))
@@ -102,8 +121,9 @@ def test_a_job_arriving_or_ending_wakes_the_controller_at_once(
     store = SqlStore.open(url, clock=clock)
     cluster = make_cluster()
     # passes every 10 minutes: anything quicker than that was woken by the watch
-    settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none",
-                        pass_interval_s=600)
+    settings = Settings(
+        database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none", pass_interval_s=600
+    )
     controller = Controller(settings, store, cluster, None, clock=clock)
     controller.start()
     try:

@@ -64,7 +64,8 @@ class World:
 
     def events(self, name: str) -> list[tuple[str, str, str]]:
         items = self.core.list_namespaced_event(
-            "default", field_selector=f"involvedObject.name={name}").items
+            "default", field_selector=f"involvedObject.name={name}"
+        ).items
         return [(e.type, e.reason, e.message) for e in items]
 
 
@@ -98,12 +99,19 @@ def test_a_kubectl_job_bursts_with_its_image_command_and_env(world: World) -> No
     world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
     body = queued_job("q3", gpus=4, gpu_type="A100")
     body["spec"]["template"]["spec"]["containers"][0].update(
-        image="ghcr.io/lab/train:7", command=["python", "train.py"], args=["--epochs", "3"],
-        env=[{"name": "SEED", "value": "7"}])
+        image="ghcr.io/lab/train:7",
+        command=["python", "train.py"],
+        args=["--epochs", "3"],
+        env=[{"name": "SEED", "value": "7"}],
+    )
     world.batch.create_namespaced_job("default", body)
-    eventually(lambda: world.controller.run_pass() is not None
-               and _known(world.store, "default/q3")
-               and world.state("default/q3") is JobState.BURSTING)
+    eventually(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, "default/q3")
+            and world.state("default/q3") is JobState.BURSTING
+        )
+    )
     (launched,) = [j for j in world.cloud.launched if j.id == "default/q3"]
     option = launch_options(launched, default_price_table())[0]
     task = build_task(FakeSky(), launched, option, "n")
@@ -116,14 +124,19 @@ def test_a_kubectl_job_bursts_with_its_image_command_and_env(world: World) -> No
 
 def test_a_job_a_cloud_cannot_run_waits_on_prem_with_the_reason(world: World) -> None:
     world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
-    eventually(lambda: world.controller.run_pass() is not None
-               and _known(world.store, "default/fill")
-               and world.state("default/fill") is JobState.RUNNING_ONPREM)
+    eventually(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, "default/fill")
+            and world.state("default/fill") is JobState.RUNNING_ONPREM
+        )
+    )
     two = queued_job("sidecar", gpus=2)
     two["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
     world.batch.create_namespaced_job("default", two)
-    eventually(lambda: world.controller.run_pass() is not None
-               and _known(world.store, "default/sidecar"))
+    eventually(
+        lambda: world.controller.run_pass() is not None and _known(world.store, "default/sidecar")
+    )
     for _ in range(3):
         world.run()
     stored = world.store.get("default/sidecar")
@@ -136,9 +149,13 @@ def test_a_job_a_cloud_cannot_run_waits_on_prem_with_the_reason(world: World) ->
     big = queued_job("huge", gpus=16)
     big["spec"]["template"]["spec"]["containers"][0]["command"] = None
     world.batch.create_namespaced_job("default", big)
-    eventually(lambda: world.controller.run_pass() is not None
-               and _known(world.store, "default/huge")
-               and world.state("default/huge") is JobState.FAILED)
+    eventually(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, "default/huge")
+            and world.state("default/huge") is JobState.FAILED
+        )
+    )
     (last,) = world.reasons("default/huge")[-1:]
     assert "cannot burst" in last and "sets no command" in last
 
@@ -148,50 +165,83 @@ def test_deleting_a_waiting_job_ends_its_record(world: World) -> None:
     body = queued_job("later", gpus=2)
     body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
     world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
-    eventually(lambda: world.controller.run_pass() is not None
-               and _known(world.store, "default/later")
-               and world.state("default/later") is JobState.QUEUED)
+    eventually(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, "default/later")
+            and world.state("default/later") is JobState.QUEUED
+        )
+    )
     world.batch.delete_namespaced_job("later", "default")
-    eventually(lambda: world.controller.run_pass() is not None
-               and world.state("default/later") is JobState.FAILED)
+    eventually(
+        lambda: (
+            world.controller.run_pass() is not None
+            and world.state("default/later") is JobState.FAILED
+        )
+    )
     assert "its Kubernetes Job was deleted" in world.reasons("default/later")[-1]
 
 
 def test_a_job_suspended_by_someone_else_ends_and_frees_its_gpus(world: World) -> None:
     world.batch.create_namespaced_job("default", queued_job("mine", gpus=8))
-    eventually(lambda: world.controller.run_pass() is not None
-               and _known(world.store, "default/mine")
-               and world.state("default/mine") is JobState.RUNNING_ONPREM)
+    eventually(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, "default/mine")
+            and world.state("default/mine") is JobState.RUNNING_ONPREM
+        )
+    )
     # `kubectl apply` of the original manifest (suspend: true), or Kueue, suspends it
     world.batch.patch_namespaced_job("mine", "default", {"spec": {"suspend": True}})
-    eventually(lambda: world.controller.run_pass() is not None
-               and world.state("default/mine") is JobState.FAILED)
+    eventually(
+        lambda: (
+            world.controller.run_pass() is not None
+            and world.state("default/mine") is JobState.FAILED
+        )
+    )
     assert "suspended by someone else" in world.reasons("default/mine")[-1]
     assert world.controller.cluster.snapshot().capacity.free_gpus == 8
-    job = eventually(lambda: (j := world.batch.read_namespaced_job("mine", "default"))
-                     .metadata.annotations["starburst.io/state"] == "failed" and j)
+    job = eventually(
+        lambda: (
+            (j := world.batch.read_namespaced_job("mine", "default")).metadata.annotations[
+                "starburst.io/state"
+            ]
+            == "failed"
+            and j
+        )
+    )
     assert "suspended by someone else" in job.metadata.annotations["starburst.io/reason"]
     assert eventually(lambda: [e for e in world.events("mine") if e[:2] == ("Warning", "Stopped")])
     # a new Job queued after it gets the GPUs
     world.batch.create_namespaced_job("default", queued_job("next", gpus=8))
-    eventually(lambda: world.controller.run_pass() is not None
-               and _known(world.store, "default/next")
-               and world.state("default/next") is JobState.RUNNING_ONPREM)
+    eventually(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, "default/next")
+            and world.state("default/next") is JobState.RUNNING_ONPREM
+        )
+    )
 
 
 def test_a_job_deleted_while_no_controller_watched_ends_at_the_next_start(
-        world: World, make_cluster, tmp_path: Path) -> None:
+    world: World, make_cluster, tmp_path: Path
+) -> None:
     world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
     body = queued_job("orphan", gpus=2)
     body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
     world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
-    eventually(lambda: world.controller.run_pass() is not None
-               and _known(world.store, "default/orphan")
-               and world.state("default/orphan") is JobState.QUEUED)
+    eventually(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, "default/orphan")
+            and world.state("default/orphan") is JobState.QUEUED
+        )
+    )
     world.controller.stop()
     world.batch.delete_namespaced_job("orphan", "default")  # while nobody watches
-    settings = Settings(database_url=str(world.store.engine.url), state_dir=tmp_path,
-                        policy="no-wait", cloud="none")
+    settings = Settings(
+        database_url=str(world.store.engine.url), state_dir=tmp_path, policy="no-wait", cloud="none"
+    )
     again = Controller(settings, world.store, make_cluster(), world.cloud, clock=world.clock)
     try:
         assert again.run_pass() is not None  # leads, reconciles

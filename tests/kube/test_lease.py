@@ -28,8 +28,10 @@ def lease_of(coordination: client.CoordinationV1Api) -> client.V1Lease:
 
 def two_replicas(api: client.ApiClient, duration: float = 1.0) -> tuple[LeaseLock, LeaseLock]:
     tokens = itertools.count(1).__next__  # the store's terms, in memory
-    return (LeaseLock(api, "default", NAME, "host-a:1", tokens, duration=duration),
-            LeaseLock(api, "default", NAME, "host-b:2", tokens, duration=duration))
+    return (
+        LeaseLock(api, "default", NAME, "host-a:1", tokens, duration=duration),
+        LeaseLock(api, "default", NAME, "host-b:2", tokens, duration=duration),
+    )
 
 
 def test_one_replica_holds_the_lease_and_a_release_hands_it_over(
@@ -84,10 +86,22 @@ def test_a_deposed_leaders_writes_are_refused_by_the_store(
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     migrate.upgrade(url)
     store = SqlStore.open(url)
-    a = LeaseLock(api, "default", NAME, "host-a:1",
-                  lambda: next_term(store.engine, "controller", "host-a:1"), duration=1.0)
-    b = LeaseLock(api, "default", NAME, "host-b:2",
-                  lambda: next_term(store.engine, "controller", "host-b:2"), duration=1.0)
+    a = LeaseLock(
+        api,
+        "default",
+        NAME,
+        "host-a:1",
+        lambda: next_term(store.engine, "controller", "host-a:1"),
+        duration=1.0,
+    )
+    b = LeaseLock(
+        api,
+        "default",
+        NAME,
+        "host-b:2",
+        lambda: next_term(store.engine, "controller", "host-b:2"),
+        duration=1.0,
+    )
     try:
         job_id = store.submit(JobSpec(gpus=1)).job.id
         old = a.try_acquire()
@@ -96,10 +110,8 @@ def test_a_deposed_leaders_writes_are_refused_by_the_store(
         new = b.acquire(timeout=10)
         assert new == old + 1
         with pytest.raises(StaleLeader):  # a paused old leader waking up late
-            store.transition(job_id, JobState.QUEUED, reason="late", actor="a",
-                             fencing_token=old)
-        moved = store.transition(job_id, JobState.QUEUED, reason="ok", actor="b",
-                                 fencing_token=new)
+            store.transition(job_id, JobState.QUEUED, reason="late", actor="a", fencing_token=old)
+        moved = store.transition(job_id, JobState.QUEUED, reason="ok", actor="b", fencing_token=new)
         assert moved.state is JobState.QUEUED
     finally:
         a.release()

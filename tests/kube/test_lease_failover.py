@@ -25,9 +25,16 @@ def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: P
     kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
 
     def replica(name: str) -> Controller:
-        settings = Settings(database_url=url, state_dir=tmp_path / name, local_gpus=1,
-                            cloud="none", pass_interval_s=0.1, leader_election="lease",
-                            kubeconfig=str(kubeconfig), lease_duration_s=1.0)
+        settings = Settings(
+            database_url=url,
+            state_dir=tmp_path / name,
+            local_gpus=1,
+            cloud="none",
+            pass_interval_s=0.1,
+            leader_election="lease",
+            kubeconfig=str(kubeconfig),
+            lease_duration_s=1.0,
+        )
         return build_controller(settings)
 
     a, b = replica("a"), replica("b")
@@ -52,8 +59,9 @@ def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: P
         assert wait_for(lambda: b.store.get(second).state is JobState.SUCCEEDED)
         third = b.store.submit(JobSpec(gpus=1, command="sleep 5")).job.id
         with pytest.raises(StaleLeader):
-            a.store.transition(third, JobState.QUEUED, reason="zombie", actor="a",
-                               fencing_token=old)
+            a.store.transition(
+                third, JobState.QUEUED, reason="zombie", actor="a", fencing_token=old
+            )
     finally:
         a.stop()
         b.stop()
@@ -64,9 +72,13 @@ def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: P
 def test_an_unreachable_kubernetes_api_is_a_clear_start_up_error(tmp_path: Path) -> None:
     from starburst.core.errors import ConfigError
 
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'sb.db'}", state_dir=tmp_path,
-                        cloud="none", leader_election="lease",
-                        kubeconfig=str(tmp_path / "missing-kubeconfig"))
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'sb.db'}",
+        state_dir=tmp_path,
+        cloud="none",
+        leader_election="lease",
+        kubeconfig=str(tmp_path / "missing-kubeconfig"),
+    )
     migrate.upgrade(settings.database_url)
     with pytest.raises(ConfigError, match="cannot configure the Kubernetes client"):
         build_controller(settings)

@@ -35,21 +35,29 @@ def test_job_logs_gather_every_pod_of_the_job(kube, batch, cluster) -> None:
     job = queued_job("train", gpus=1, pods=2)
     job["spec"]["suspend"] = False
     batch.create_namespaced_job("default", job)
-    pods = sorted(p["metadata"]["name"] for p in eventually(
-        lambda: len(kube.pods_of("default", "train")) == 2 and kube.pods_of("default", "train")))
+    pods = sorted(
+        p["metadata"]["name"]
+        for p in eventually(
+            lambda: len(kube.pods_of("default", "train")) == 2 and kube.pods_of("default", "train")
+        )
+    )
     kube.set_pod_phase("default", pods[0], "Running")
     kube.write_pod_log("default", pods[0], "loss 0.9\nloss 0.5\n")
-    stored = Job("default/train", 0.0, 2, pods=2,
-                 extra={"namespace": "default", "k8s_name": "train"})
+    stored = Job(
+        "default/train", 0.0, 2, pods=2, extra={"namespace": "default", "k8s_name": "train"}
+    )
     text = cluster.job_logs(stored, 1)
-    assert text == (f"==> pod {pods[0]} <==\nloss 0.5\n"
-                    f"==> pod {pods[1]} <==\n(no output yet: the container has not started)\n")
+    assert text == (
+        f"==> pod {pods[0]} <==\nloss 0.5\n"
+        f"==> pod {pods[1]} <==\n(no output yet: the container has not started)\n"
+    )
     ghost = cluster.job_logs(Job("default/ghost", 0.0, 1), None)
     assert ghost.startswith("(job sb-default-ghost-") and "has no pods" in ghost
 
 
-def test_the_api_alone_reads_pod_output_without_watching(kube, api: client.ApiClient,
-                                                         clock) -> None:
+def test_the_api_alone_reads_pod_output_without_watching(
+    kube, api: client.ApiClient, clock
+) -> None:
     from starburst.adapters.kubernetes.cluster import KubernetesCluster
 
     kube.add_node("n1", gpus=8)

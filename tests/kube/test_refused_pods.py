@@ -25,15 +25,18 @@ def test_a_restricted_namespace_refuses_a_plain_pod_with_the_plugins_message(cor
         core.create_namespaced_pod(locked, pod_body("plain"))
     assert caught.value.status == 403
     message = json.loads(caught.value.body)["message"]
-    assert message.startswith('pods "plain" is forbidden: violates PodSecurity '
-                              '"restricted:latest": allowPrivilegeEscalation != false')
+    assert message.startswith(
+        'pods "plain" is forbidden: violates PodSecurity '
+        '"restricted:latest": allowPrivilegeEscalation != false'
+    )
     for check in ("unrestricted capabilities", "runAsNonRoot != true", "seccompProfile"):
         assert check in message
     core.create_namespaced_pod("default", pod_body("plain"))  # elsewhere: fine
 
 
 def test_a_started_job_whose_pods_are_refused_ends_and_frees_its_placement(
-        kube, core, batch, make_cluster, locked):
+    kube, core, batch, make_cluster, locked
+):
     kube.add_node("n1", gpus=8)
     cluster = make_cluster()
     batch.create_namespaced_job(locked, queued_job("open", gpus=4))
@@ -45,12 +48,13 @@ def test_a_started_job_whose_pods_are_refused_ends_and_frees_its_placement(
     assert end.reason.startswith('its pods were refused: pods "open-')
     assert 'violates PodSecurity "restricted:latest"' in end.reason
     assert cluster.snapshot().capacity.free_gpus == 8 and not cluster.snapshot().running
-    stored = eventually(lambda: (j := batch.read_namespaced_job("open", locked)).spec.suspend
-                        and j)
+    stored = eventually(lambda: (j := batch.read_namespaced_job("open", locked)).spec.suspend and j)
     assert stored.metadata.annotations["starburst.io/state"] == "failed"
     events = core.list_namespaced_event(locked, field_selector="involvedObject.name=open").items
-    assert {(e.type, e.reason) for e in events} >= {("Warning", "FailedCreate"),
-                                                    ("Warning", "Stopped")}
+    assert {(e.type, e.reason) for e in events} >= {
+        ("Warning", "FailedCreate"),
+        ("Warning", "Stopped"),
+    }
 
 
 def test_the_jobs_starburst_creates_pass_podsecurity_restricted(kube, make_cluster, locked):
@@ -58,14 +62,32 @@ def test_the_jobs_starburst_creates_pass_podsecurity_restricted(kube, make_clust
     kube.add_node("n2", gpus=8)
     cluster = make_cluster(namespace=locked)
     eventually(lambda: len(cluster.snapshot().capacity.nodes) == 2)
-    job = Job("sub-1", 0.0, 16, pods=2, extra={"command": "python train.py",
-                                               "image": "pytorch/pytorch:2.4"})
+    job = Job(
+        "sub-1",
+        0.0,
+        16,
+        pods=2,
+        extra={"command": "python train.py", "image": "pytorch/pytorch:2.4"},
+    )
     cluster.start(job, on(cluster.snapshot(), ("n1", 8), ("n2", 8)), "fits")
-    pods = eventually(lambda: len(p := [x for x in kube.store.items(kube_pods())
-                                        if x["metadata"]["namespace"] == locked]) == 2 and p)
+    pods = eventually(
+        lambda: (
+            len(
+                p := [
+                    x for x in kube.store.items(kube_pods()) if x["metadata"]["namespace"] == locked
+                ]
+            )
+            == 2
+            and p
+        )
+    )
     assert all(p["spec"]["securityContext"]["runAsNonRoot"] for p in pods)
-    assert eventually(lambda: sorted(x["spec"].get("nodeName") or "-" for x in kube.store.items(
-        kube_pods())) == ["n1", "n2"])
+    assert eventually(
+        lambda: (
+            sorted(x["spec"].get("nodeName") or "-" for x in kube.store.items(kube_pods()))
+            == ["n1", "n2"]
+        )
+    )
     assert not cluster.ended()
 
 
@@ -87,11 +109,22 @@ def test_a_refusal_retried_with_success_is_not_a_failure(kube, core, batch, make
     first = kube.pods_of("default", "flaky")[0]["metadata"]["name"]
     kube.set_pod_phase("default", first, "Succeeded")  # one pod done: one unfinished left
     uid = batch.read_namespaced_job("flaky", "default").metadata.uid
-    core.create_namespaced_event("default", {
-        "metadata": {"generateName": "flaky."}, "reason": "FailedCreate", "type": "Warning",
-        "message": "Error creating: Internal error occurred: failed calling webhook: timeout",
-        "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": "flaky",
-                           "namespace": "default", "uid": uid}})
+    core.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"generateName": "flaky."},
+            "reason": "FailedCreate",
+            "type": "Warning",
+            "message": "Error creating: Internal error occurred: failed calling webhook: timeout",
+            "involvedObject": {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": "flaky",
+                "namespace": "default",
+                "uid": uid,
+            },
+        },
+    )
     events = next(i for i in cluster.informers if i.name == "events")
     eventually(lambda: events.cache)  # this life saw the Event...
     restarted = make_cluster()  # ...and a new controller life reads it in its first list

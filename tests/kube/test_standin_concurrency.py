@@ -34,15 +34,22 @@ def test_concurrent_writers_and_one_watcher(kube, core):
         t.join()
     assert errors == []
     w, seen = watch.Watch(), []
-    for event in w.stream(core.list_namespaced_pod, "default", resource_version=start_rv,
-                          timeout_seconds=10):
-        seen.append((event["type"], event["raw_object"]["metadata"]["name"],
-                     int(event["raw_object"]["metadata"]["resourceVersion"])))
+    for event in w.stream(
+        core.list_namespaced_pod, "default", resource_version=start_rv, timeout_seconds=10
+    ):
+        seen.append(
+            (
+                event["type"],
+                event["raw_object"]["metadata"]["name"],
+                int(event["raw_object"]["metadata"]["resourceVersion"]),
+            )
+        )
         if len(seen) == 160:
             w.stop()
     rvs = [rv for _, _, rv in seen]
     assert rvs == sorted(set(rvs))  # strictly increasing: one total order of writes
     assert sorted(n for t, n, _ in seen if t == "ADDED") == sorted(
-        f"w{n}-{i:02d}" for n in range(4) for i in range(20))
+        f"w{n}-{i:02d}" for n in range(4) for i in range(20)
+    )
     assert sum(1 for t, _, _ in seen if t == "MODIFIED") == 80
     assert len(core.list_namespaced_pod("default", label_selector="n=1").items) == 80

@@ -165,8 +165,9 @@ def test_job_names_are_at_most_63_characters(batch):
     assert err.value.status == 422
 
 
-@pytest.mark.parametrize("labels", [{"bad key": "v"}, {"k": "v" * 64}, {"k": "-v"},
-                                    {"Bad_Prefix/k": "v"}])
+@pytest.mark.parametrize(
+    "labels", [{"bad key": "v"}, {"k": "v" * 64}, {"k": "-v"}, {"Bad_Prefix/k": "v"}]
+)
 def test_label_keys_and_values_are_validated(core, labels):
     with pytest.raises(client.ApiException) as err:
         core.create_namespaced_pod("default", pod_body("a", labels))
@@ -174,8 +175,9 @@ def test_label_keys_and_values_are_validated(core, labels):
 
 
 def test_qualified_label_keys_are_fine(core):
-    pod = core.create_namespaced_pod("default", pod_body("a", {"starburst.io/queue": "",
-                                                                "app.kubernetes.io/name": "x"}))
+    pod = core.create_namespaced_pod(
+        "default", pod_body("a", {"starburst.io/queue": "", "app.kubernetes.io/name": "x"})
+    )
     assert pod.metadata.labels["starburst.io/queue"] == ""
 
 

@@ -21,9 +21,19 @@ def pods(core, job: str) -> list[client.V1Pod]:
 
 
 def pin(nodes: list[str]) -> dict:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}]}]}}}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
 
 
 def test_a_suspended_job_creates_no_pods(core, batch):
@@ -44,8 +54,7 @@ def test_an_unsuspended_job_creates_parallelism_pods_owned_by_it(kube, core, bat
         assert pod.metadata.labels["controller-uid"] == job.metadata.uid
         assert pod.metadata.labels["batch.kubernetes.io/job-name"] == "j"
         ref = pod.metadata.owner_references[0]
-        assert (ref.kind, ref.name, ref.uid, ref.controller) == ("Job", "j", job.metadata.uid,
-                                                                 True)
+        assert (ref.kind, ref.name, ref.uid, ref.controller) == ("Job", "j", job.metadata.uid, True)
     status = batch.read_namespaced_job("j", "default").status
     assert status.active == 3 and status.start_time is not None
 
@@ -94,16 +103,18 @@ def test_a_pending_pod_binds_when_room_frees(kube, core, batch):
 def test_node_affinity_is_honoured(kube, core, batch):
     for name in ("n1", "n2", "n3"):
         kube.add_node(name, gpus=8)
-    batch.create_namespaced_job("default", job_body("j", gpus=1, parallelism=2,
-                                                    affinity=pin(["n3"])))
+    batch.create_namespaced_job(
+        "default", job_body("j", gpus=1, parallelism=2, affinity=pin(["n3"]))
+    )
     assert [p.spec.node_name for p in pods(core, "j")] == ["n3", "n3"]
 
 
 def test_node_selector_selects_the_gpu_type(kube, core, batch):
     kube.add_node("n1", gpus=8, labels={"nvidia.com/gpu.product": "V100"})
     kube.add_node("n2", gpus=8, labels={"nvidia.com/gpu.product": "A100"})
-    batch.create_namespaced_job("default", job_body(
-        "j", nodeSelector={"nvidia.com/gpu.product": "A100"}))
+    batch.create_namespaced_job(
+        "default", job_body("j", nodeSelector={"nvidia.com/gpu.product": "A100"})
+    )
     assert pods(core, "j")[0].spec.node_name == "n2"
 
 
@@ -118,8 +129,13 @@ def test_cordoned_tainted_and_not_ready_nodes_are_skipped(kube, core, batch):
 
 def test_a_tolerated_taint_does_not_block(kube, core, batch):
     kube.add_node("n1", taints=[Taint("nvidia.com/gpu", value="present")])
-    batch.create_namespaced_job("default", job_body("j", tolerations=[
-        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]))
+    batch.create_namespaced_job(
+        "default",
+        job_body(
+            "j",
+            tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        ),
+    )
     assert pods(core, "j")[0].spec.node_name == "n1"
 
 
@@ -127,8 +143,7 @@ def test_cpu_and_memory_requests_count(kube, core):
     kube.add_node("n1", gpus=8, cpu="2", memory="4Gi")
     for name in ("a", "b"):
         body = pod_body(name)
-        body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1500m",
-                                                                   "memory": "1Gi"}}
+        body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1500m", "memory": "1Gi"}}
         core.create_namespaced_pod("default", body)
     assert core.read_namespaced_pod("a", "default").spec.node_name == "n1"
     assert core.read_namespaced_pod("b", "default").spec.node_name is None
@@ -203,8 +218,7 @@ def test_suspending_deletes_active_pods_and_resuming_recreates_them(kube, core, 
     batch.patch_namespaced_job("j", "default", {"spec": {"suspend": False}})
     assert len(pods(core, "j")) == 2
     conds = batch.read_namespaced_job("j", "default").status.conditions
-    assert [(c.type, c.status, c.reason) for c in conds] == [("Suspended", "False",
-                                                              "JobResumed")]
+    assert [(c.type, c.status, c.reason) for c in conds] == [("Suspended", "False", "JobResumed")]
 
 
 def test_deleting_a_job_in_the_background_deletes_its_pods(kube, core, batch):
@@ -218,6 +232,9 @@ def test_pin_and_unsuspend_in_one_patch_lands_on_the_pinned_node(kube, core, bat
     for name in ("n1", "n2"):
         kube.add_node(name, gpus=8)
     batch.create_namespaced_job("default", job_body("j", gpus=4, parallelism=2, suspend=True))
-    batch.patch_namespaced_job("j", "default", {"spec": {
-        "suspend": False, "template": {"spec": {"affinity": pin(["n2"])}}}})
+    batch.patch_namespaced_job(
+        "j",
+        "default",
+        {"spec": {"suspend": False, "template": {"spec": {"affinity": pin(["n2"])}}}},
+    )
     assert [p.spec.node_name for p in pods(core, "j")] == ["n2", "n2"]

@@ -40,15 +40,21 @@ def test_kubectl_apply_get_patch_cordon_delete(kube, tmp_path):
     kube.add_node("n1", gpus=8)
 
     def kubectl(*args: str, stdin: str | None = None) -> str:
-        command = [KUBECTL, "--kubeconfig", str(config), "--cache-dir", str(tmp_path / "cache"),
-                   *args]
-        done = subprocess.run(command, input=stdin,
-                              capture_output=True, text=True, timeout=30, check=False)
+        command = [
+            KUBECTL,
+            "--kubeconfig",
+            str(config),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            *args,
+        ]
+        done = subprocess.run(
+            command, input=stdin, capture_output=True, text=True, timeout=30, check=False
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    assert "job.batch/train created" in kubectl("apply", "--validate=false", "-f", "-",
-                                                stdin=JOB)
+    assert "job.batch/train created" in kubectl("apply", "--validate=false", "-f", "-", stdin=JOB)
     job = json.loads(kubectl("get", "job", "train", "-o", "json"))
     assert job["spec"]["suspend"] is True and job["metadata"]["uid"]
     kubectl("patch", "job", "train", "-p", '{"spec":{"suspend":false}}')

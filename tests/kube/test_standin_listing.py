@@ -75,19 +75,22 @@ def labelled(core):
     core.create_namespaced_pod("default", quiet("c", {"tier": "gpu"}))
 
 
-@pytest.mark.parametrize(("selector", "expected"), [
-    ("tier=gpu", ["a", "c"]),
-    ("tier==gpu", ["a", "c"]),
-    ("tier!=gpu", ["b"]),
-    ("team!=x", ["b", "c"]),  # != also matches objects without the label
-    ("team in (x, y)", ["a", "b"]),
-    ("team notin (x)", ["b", "c"]),
-    ("team", ["a", "b"]),
-    ("!team", ["c"]),
-    ("tier=gpu,team", ["a"]),
-    ("tier in (gpu),!team", ["c"]),
-    ("", ["a", "b", "c"]),
-])
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("tier=gpu", ["a", "c"]),
+        ("tier==gpu", ["a", "c"]),
+        ("tier!=gpu", ["b"]),
+        ("team!=x", ["b", "c"]),  # != also matches objects without the label
+        ("team in (x, y)", ["a", "b"]),
+        ("team notin (x)", ["b", "c"]),
+        ("team", ["a", "b"]),
+        ("!team", ["c"]),
+        ("tier=gpu,team", ["a"]),
+        ("tier in (gpu),!team", ["c"]),
+        ("", ["a", "b", "c"]),
+    ],
+)
 def test_label_selector_operators(core, labelled, selector, expected):
     assert names(core.list_namespaced_pod("default", label_selector=selector)) == expected
 
@@ -104,15 +107,23 @@ def test_pod_field_selectors(kube, core):
     core.create_namespaced_pod("default", quiet("floating"))
     kube.set_pod_phase("default", "bound", "Running")
     assert names(core.list_namespaced_pod("default", field_selector="spec.nodeName=n1")) == [
-        "bound"]
+        "bound"
+    ]
     assert names(core.list_namespaced_pod("default", field_selector="spec.nodeName=")) == [
-        "floating"]
+        "floating"
+    ]
     assert names(core.list_namespaced_pod("default", field_selector="status.phase!=Running")) == [
-        "floating"]
-    assert names(core.list_namespaced_pod(
-        "default", field_selector="metadata.name=bound,status.phase=Running")) == ["bound"]
-    assert names(core.list_pod_for_all_namespaces(
-        field_selector="metadata.namespace=default")) == ["bound", "floating"]
+        "floating"
+    ]
+    assert names(
+        core.list_namespaced_pod(
+            "default", field_selector="metadata.name=bound,status.phase=Running"
+        )
+    ) == ["bound"]
+    assert names(core.list_pod_for_all_namespaces(field_selector="metadata.namespace=default")) == [
+        "bound",
+        "floating",
+    ]
 
 
 def test_node_field_selector_on_unschedulable(kube, core):
@@ -125,14 +136,24 @@ def test_node_field_selector_on_unschedulable(kube, core):
 
 def test_event_field_selectors_on_the_involved_object(core):
     for target in ("job-a", "job-b"):
-        core.create_namespaced_event("default", {
-            "metadata": {"generateName": f"{target}."},
-            "involvedObject": {"kind": "Job", "name": target, "namespace": "default",
-                               "apiVersion": "batch/v1"},
-            "reason": "Waiting", "message": "waiting 12m of 40m budget", "type": "Normal",
-        })
+        core.create_namespaced_event(
+            "default",
+            {
+                "metadata": {"generateName": f"{target}."},
+                "involvedObject": {
+                    "kind": "Job",
+                    "name": target,
+                    "namespace": "default",
+                    "apiVersion": "batch/v1",
+                },
+                "reason": "Waiting",
+                "message": "waiting 12m of 40m budget",
+                "type": "Normal",
+            },
+        )
     found = core.list_namespaced_event(
-        "default", field_selector="involvedObject.kind=Job,involvedObject.name=job-b")
+        "default", field_selector="involvedObject.kind=Job,involvedObject.name=job-b"
+    )
     assert [e.involved_object.name for e in found.items] == ["job-b"]
     assert found.items[0].reason == "Waiting"
 
@@ -151,8 +172,9 @@ def test_selectors_apply_to_watches_too(core, labelled):
     from kubernetes import watch
 
     w, seen = watch.Watch(), []
-    for event in w.stream(core.list_namespaced_pod, "default", label_selector="tier=gpu",
-                          timeout_seconds=10):
+    for event in w.stream(
+        core.list_namespaced_pod, "default", label_selector="tier=gpu", timeout_seconds=10
+    ):
         seen.append(event["object"].metadata.name)
         if len(seen) == 2:
             w.stop()

@@ -16,15 +16,23 @@ from tests.kube.builders import call
 
 
 def test_nodes_carry_allocatable_gpus_labels_taints_and_readiness(kube, core):
-    kube.add_node("n1", gpus=8, cpu="96", memory="768Gi", labels={"gpu": "a100"},
-                  taints=[Taint("dedicated", value="ml")], ready=False)
+    kube.add_node(
+        "n1",
+        gpus=8,
+        cpu="96",
+        memory="768Gi",
+        labels={"gpu": "a100"},
+        taints=[Taint("dedicated", value="ml")],
+        ready=False,
+    )
     node = core.read_node("n1")
     assert node.status.allocatable["nvidia.com/gpu"] == "8"
     assert node.status.allocatable["cpu"] == "96" and node.status.allocatable["memory"] == "768Gi"
     assert node.metadata.labels["gpu"] == "a100"
     assert node.metadata.labels["kubernetes.io/hostname"] == "n1"
     assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [
-        ("dedicated", "ml", "NoSchedule")]
+        ("dedicated", "ml", "NoSchedule")
+    ]
     ready = next(c for c in node.status.conditions if c.type == "Ready")
     assert ready.status == "False"
 
@@ -36,19 +44,26 @@ def test_cordoning_is_a_patch_of_spec_unschedulable(kube, core):
 
 
 def test_nodes_are_cluster_scoped(core):
-    node = core.create_node({"metadata": {"name": "n9"}, "status": {
-        "allocatable": {"nvidia.com/gpu": "4"}}})
+    node = core.create_node(
+        {"metadata": {"name": "n9"}, "status": {"allocatable": {"nvidia.com/gpu": "4"}}}
+    )
     assert node.metadata.namespace is None
     assert node.status.allocatable == {"nvidia.com/gpu": "4"}  # kubelets register with status
 
 
 def test_core_v1_events(core):
-    event = core.create_namespaced_event("default", {
-        "metadata": {"name": "job-a.1"},
-        "involvedObject": {"kind": "Job", "name": "job-a", "namespace": "default"},
-        "reason": "Burst", "message": "burst to aws:us-east-1 (A100:8, $32.77/h)",
-        "type": "Normal", "source": {"component": "starburst"}, "count": 1,
-    })
+    event = core.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"name": "job-a.1"},
+            "involvedObject": {"kind": "Job", "name": "job-a", "namespace": "default"},
+            "reason": "Burst",
+            "message": "burst to aws:us-east-1 (A100:8, $32.77/h)",
+            "type": "Normal",
+            "source": {"component": "starburst"},
+            "count": 1,
+        },
+    )
     assert event.metadata.uid
     got = core.list_namespaced_event("default", field_selector="reason=Burst").items
     assert [e.message for e in got] == ["burst to aws:us-east-1 (A100:8, $32.77/h)"]
@@ -56,20 +71,32 @@ def test_core_v1_events(core):
 
 def test_events_k8s_io_v1_events(api):
     events = client.EventsV1Api(api)
-    events.create_namespaced_event("default", {
-        "metadata": {"name": "e1"}, "eventTime": "2026-01-01T00:00:00.000000Z",
-        "reportingController": "starburst.io/controller", "reportingInstance": "starburst-0",
-        "action": "Schedule", "reason": "Started", "type": "Normal", "note": "started on n1",
-        "regarding": {"kind": "Job", "name": "job-a", "namespace": "default"},
-    })
+    events.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"name": "e1"},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reportingController": "starburst.io/controller",
+            "reportingInstance": "starburst-0",
+            "action": "Schedule",
+            "reason": "Started",
+            "type": "Normal",
+            "note": "started on n1",
+            "regarding": {"kind": "Job", "name": "job-a", "namespace": "default"},
+        },
+    )
     found = events.list_namespaced_event("default", field_selector="regarding.name=job-a")
     assert [e.note for e in found.items] == ["started on n1"]
 
 
 def test_leases_for_leader_election(coordination):
-    lease = coordination.create_namespaced_lease("default", {
-        "metadata": {"name": "starburst-leader"},
-        "spec": {"holderIdentity": "replica-a", "leaseDurationSeconds": 15}})
+    lease = coordination.create_namespaced_lease(
+        "default",
+        {
+            "metadata": {"name": "starburst-leader"},
+            "spec": {"holderIdentity": "replica-a", "leaseDurationSeconds": 15},
+        },
+    )
     lease.spec.holder_identity = "replica-b"
     coordination.replace_namespaced_lease("starburst-leader", "default", lease)
     stale = lease
@@ -81,12 +108,21 @@ def test_leases_for_leader_election(coordination):
     assert got.spec.holder_identity == "replica-b"
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ("2", Decimal(2)), ("500m", Decimal("0.5")), ("16Gi", Decimal(16 * 1024**3)),
-    ("1k", Decimal(1000)), ("1.5", Decimal("1.5")), ("1e3", Decimal(1000)),
-    ("128974848", Decimal(128974848)), ("129M", Decimal(129_000_000)),
-    ("123Mi", Decimal(123 * 1024**2)), ("100u", Decimal("0.0001")),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("2", Decimal(2)),
+        ("500m", Decimal("0.5")),
+        ("16Gi", Decimal(16 * 1024**3)),
+        ("1k", Decimal(1000)),
+        ("1.5", Decimal("1.5")),
+        ("1e3", Decimal(1000)),
+        ("128974848", Decimal(128974848)),
+        ("129M", Decimal(129_000_000)),
+        ("123Mi", Decimal(123 * 1024**2)),
+        ("100u", Decimal("0.0001")),
+    ],
+)
 def test_quantities(text, value):
     assert parse_quantity(text) == value
 
@@ -138,9 +174,17 @@ def test_injected_5xx(kube, core):
 def test_runs_as_a_separate_process_with_a_kubeconfig(tmp_path):
     path = tmp_path / "kubeconfig"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "starburst.testing.kubeapi", "--kubeconfig", str(path),
-         "--gpu-nodes", "2"],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "starburst.testing.kubeapi",
+            "--kubeconfig",
+            str(path),
+            "--gpu-nodes",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None

@@ -31,8 +31,9 @@ def test_status_subresource_changes_only_status(batch):
 
 def test_main_resource_ignores_status(batch):
     batch.create_namespaced_job("default", job_body("j", suspend=True))
-    out = batch.patch_namespaced_job("j", "default", {"metadata": {"labels": {"a": "1"}},
-                                                      "status": {"active": 9}})
+    out = batch.patch_namespaced_job(
+        "j", "default", {"metadata": {"labels": {"a": "1"}}, "status": {"active": 9}}
+    )
     assert out.metadata.labels["a"] == "1"
     assert out.status.active is None
 
@@ -79,8 +80,11 @@ def test_an_update_that_changes_nothing_keeps_the_resource_version(core):
 
 def test_server_owned_metadata_cannot_be_overwritten(core):
     pod = core.create_namespaced_pod("default", quiet("p"))
-    out = core.patch_namespaced_pod("p", "default", {"metadata": {
-        "uid": pod.metadata.uid, "creationTimestamp": "2000-01-01T00:00:00Z"}})
+    out = core.patch_namespaced_pod(
+        "p",
+        "default",
+        {"metadata": {"uid": pod.metadata.uid, "creationTimestamp": "2000-01-01T00:00:00Z"}},
+    )
     assert out.metadata.creation_timestamp == pod.metadata.creation_timestamp
 
 
@@ -128,9 +132,14 @@ def test_no_new_finalizers_on_an_object_being_deleted(core):
 
 def owned_pod(name: str, owner) -> dict:
     body = quiet(name)
-    body["metadata"]["ownerReferences"] = [{
-        "apiVersion": "batch/v1", "kind": "Job", "name": owner.metadata.name,
-        "uid": owner.metadata.uid}]  # not the controller: the Job controller leaves it alone
+    body["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": owner.metadata.name,
+            "uid": owner.metadata.uid,
+        }
+    ]  # not the controller: the Job controller leaves it alone
     return body
 
 
@@ -163,8 +172,9 @@ def test_a_dependent_with_another_live_owner_survives(core, batch):
     a = batch.create_namespaced_job("default", job_body("a", suspend=True))
     b = batch.create_namespaced_job("default", job_body("b", suspend=True))
     body = owned_pod("shared", a)
-    body["metadata"]["ownerReferences"].append({
-        "apiVersion": "batch/v1", "kind": "Job", "name": "b", "uid": b.metadata.uid})
+    body["metadata"]["ownerReferences"].append(
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "b", "uid": b.metadata.uid}
+    )
     core.create_namespaced_pod("default", body)
     batch.delete_namespaced_job("a", "default", propagation_policy="Background")
     survivor = core.read_namespaced_pod("shared", "default")
@@ -178,6 +188,7 @@ def test_cascade_waits_for_the_owners_finalizers(core, batch):
     core.create_namespaced_pod("default", owned_pod("dep", owner))
     batch.delete_namespaced_job("j", "default", propagation_policy="Background")
     assert core.read_namespaced_pod("dep", "default")
-    batch.patch_namespaced_job("j", "default", {"metadata": {
-        "$deleteFromPrimitiveList/finalizers": ["starburst.io/keep"]}})
+    batch.patch_namespaced_job(
+        "j", "default", {"metadata": {"$deleteFromPrimitiveList/finalizers": ["starburst.io/keep"]}}
+    )
     assert core.list_namespaced_pod("default").items == []

@@ -76,8 +76,7 @@ def test_watch_delivers_changes_made_while_it_waits(core):
     def make_pods() -> None:
         core.create_namespaced_pod("default", pod_body("live"))
 
-    stream = w.stream(core.list_namespaced_pod, "default", resource_version=rv,
-                      timeout_seconds=5)
+    stream = w.stream(core.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=5)
     timer = threading.Timer(0.2, make_pods)
     timer.start()
     for event in stream:
@@ -89,9 +88,13 @@ def test_watch_delivers_changes_made_while_it_waits(core):
 
 def test_bookmarks_carry_only_a_resource_version(core):
     created = core.create_namespaced_pod("default", pod_body("a"))
-    seen = events(core.list_namespaced_pod, "default",
-                  resource_version=created.metadata.resource_version,
-                  allow_watch_bookmarks=True, timeout_seconds=1)
+    seen = events(
+        core.list_namespaced_pod,
+        "default",
+        resource_version=created.metadata.resource_version,
+        allow_watch_bookmarks=True,
+        timeout_seconds=1,
+    )
     assert [t for t, _ in seen] == ["BOOKMARK"]
     bookmark = seen[0][1]
     assert bookmark["kind"] == "Pod"
@@ -108,8 +111,13 @@ def test_bookmarks_are_sent_periodically(kube, core):
     kube.bookmark_interval = 0.1
     rv = core.create_namespaced_pod("default", pod_body("a")).metadata.resource_version
     w, kinds = watch.Watch(), []
-    for event in w.stream(core.list_namespaced_pod, "default", resource_version=rv,
-                          allow_watch_bookmarks=True, timeout_seconds=10):
+    for event in w.stream(
+        core.list_namespaced_pod,
+        "default",
+        resource_version=rv,
+        allow_watch_bookmarks=True,
+        timeout_seconds=10,
+    ):
         kinds.append(event["type"])
         if len(kinds) == 3:
             w.stop()
@@ -118,8 +126,9 @@ def test_bookmarks_are_sent_periodically(kube, core):
 
 def test_timeout_seconds_ends_the_stream(core):
     rv = core.list_namespaced_pod("default").metadata.resource_version
-    resp = core.list_namespaced_pod("default", watch=True, resource_version=rv,
-                                    timeout_seconds=1, _preload_content=False)
+    resp = core.list_namespaced_pod(
+        "default", watch=True, resource_version=rv, timeout_seconds=1, _preload_content=False
+    )
     try:
         assert resp.data == b""  # the server closed the stream: reading ends
     finally:
@@ -140,8 +149,9 @@ def test_expiry_arrives_as_an_error_event_with_a_status(kube, core):
     rv = core.create_namespaced_pod("default", pod_body("a")).metadata.resource_version
     core.create_namespaced_pod("default", pod_body("b"))
     kube.compact()
-    resp = core.list_namespaced_pod("default", watch=True, resource_version=rv,
-                                    timeout_seconds=5, _preload_content=False)
+    resp = core.list_namespaced_pod(
+        "default", watch=True, resource_version=rv, timeout_seconds=5, _preload_content=False
+    )
     try:
         assert resp.status == 200  # the failure travels inside the stream, as on a real server
         lines = resp.data.decode().splitlines()
@@ -190,9 +200,9 @@ def test_watch_is_scoped_to_its_namespace_and_resource(core):
 def test_cut_watches_ends_open_streams(kube, core):
     rv = core.list_namespaced_pod("default").metadata.resource_version
     w = watch.Watch()
-    stream = w.stream(core.list_namespaced_pod, "default", resource_version=rv,
-                      timeout_seconds=30)
+    stream = w.stream(core.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=30)
     cut: list[int] = []
+
     def cut_when_open() -> None:
         while not kube.watches:
             time.sleep(0.01)

@@ -28,30 +28,53 @@ DNS_1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def submitted(job_id: str = "5f2c", **kw: object) -> Job:
-    extra = {"command": "python train.py", "image": "pytorch/pytorch:2.4",
-             "env": json.dumps({"SEED": "7"})}
-    fields: dict = {"gpus": 4, "pods": 2, "cpus": 8.0, "memory_mb": 16384.0,
-                    "gpu_type": "A100", "user": "ana", "team": "ml", "extra": extra, **kw}
+    extra = {
+        "command": "python train.py",
+        "image": "pytorch/pytorch:2.4",
+        "env": json.dumps({"SEED": "7"}),
+    }
+    fields: dict = {
+        "gpus": 4,
+        "pods": 2,
+        "cpus": 8.0,
+        "memory_mb": 16384.0,
+        "gpu_type": "A100",
+        "user": "ana",
+        "team": "ml",
+        "extra": extra,
+        **kw,
+    }
     return Job(job_id, 0.0, **fields)
 
 
 def test_the_manifest_carries_the_spec_the_pin_and_the_identity() -> None:
     placement = (Part(0, "n1", 2, 4.0, 8192.0), Part(1, "n2", 2, 4.0, 8192.0))
-    body = job_manifest(submitted(), placement, "fits on n1×2, n2×2", 100.0, "default",
-                        Conventions())
+    body = job_manifest(
+        submitted(), placement, "fits on n1×2, n2×2", 100.0, "default", Conventions()
+    )
     spec, pod = body["spec"], body["spec"]["template"]["spec"]
     assert (spec["suspend"], spec["parallelism"], spec["completions"]) == (False, 2, 2)
     (container,) = pod["containers"]
     assert container["image"] == "pytorch/pytorch:2.4"
     assert container["command"] == ["/bin/sh", "-c", "python train.py"]
     assert {e["name"]: e["value"] for e in container["env"]} == {
-        "SEED": "7", "STARBURST_JOB_ID": "5f2c"}
+        "SEED": "7",
+        "STARBURST_JOB_ID": "5f2c",
+    }
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "2"}  # per pod
-    assert container["resources"]["requests"] == {"nvidia.com/gpu": "2", "cpu": "4",
-                                                  "memory": "8192Mi"}
+    assert container["resources"]["requests"] == {
+        "nvidia.com/gpu": "2",
+        "cpu": "4",
+        "memory": "8192Mi",
+    }
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert terms["nodeSelectorTerms"] == [{"matchExpressions": [
-        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1", "n2"]}]}]
+    assert terms["nodeSelectorTerms"] == [
+        {
+            "matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1", "n2"]}
+            ]
+        }
+    ]
     assert pod["schedulingGates"] == [{"name": "starburst.io/placement"}]
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "A100"}
     # read back as the watches will: the same job, already running
@@ -68,8 +91,9 @@ def test_the_manifest_carries_the_spec_the_pin_and_the_identity() -> None:
         job_manifest(submitted(extra={"command": "x"}), placement, "r", 0.0, "d", Conventions())
 
 
-def test_starting_a_submission_creates_its_job_once(kube, batch: client.BatchV1Api,
-                                                    make_cluster) -> None:
+def test_starting_a_submission_creates_its_job_once(
+    kube, batch: client.BatchV1Api, make_cluster
+) -> None:
     for name in ("n1", "n2"):
         kube.add_node(name, gpus=8, labels={"nvidia.com/gpu.product": "A100"})
     cluster = make_cluster()
@@ -80,6 +104,7 @@ def test_starting_a_submission_creates_its_job_once(kube, batch: client.BatchV1A
     cluster.start(job, placement, "again")  # idempotent
     (made,) = batch.list_namespaced_job("default").items
     assert made.metadata.name == job_name("5f2c") and made.spec.suspend is False
+
     def bound() -> list[str]:
         pods = kube.pods_of("default", made.metadata.name)
         return sorted(p["spec"].get("nodeName") or "" for p in pods)
@@ -97,8 +122,9 @@ def test_starting_a_submission_creates_its_job_once(kube, batch: client.BatchV1A
         cluster.start(Job("plain", 0.0, 1), on(cluster.snapshot(), ("n1", 1)), "r")
 
 
-def test_the_controller_runs_a_cli_submission_on_kubernetes(kube, make_cluster, clock,
-                                                            tmp_path: Path) -> None:
+def test_the_controller_runs_a_cli_submission_on_kubernetes(
+    kube, make_cluster, clock, tmp_path: Path
+) -> None:
     kube.add_node("gpu-a", gpus=8)
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     migrate.upgrade(url)
@@ -107,8 +133,9 @@ def test_the_controller_runs_a_cli_submission_on_kubernetes(kube, make_cluster, 
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
     controller = Controller(settings, store, cluster, None, clock=clock)
     try:
-        ok = store.submit(JobSpec(gpus=2, user="ana", image="python:3.11",
-                                  command="python -c 'print(42)'")).job.id
+        ok = store.submit(
+            JobSpec(gpus=2, user="ana", image="python:3.11", command="python -c 'print(42)'")
+        ).job.id
         no_image = store.submit(JobSpec(gpus=1, user="ana", command="true")).job.id
         report = controller.run_pass()
         assert report is not None and report.started == [ok]
@@ -124,8 +151,9 @@ def test_the_controller_runs_a_cli_submission_on_kubernetes(kube, make_cluster, 
         assert logs.endswith("42\n")
         kube.set_pod_phase("default", pod["metadata"]["name"], "Succeeded")
         clock.t += 30
-        eventually(lambda: controller.run_pass() is not None
-                   and store.get(ok).state is JobState.SUCCEEDED)
+        eventually(
+            lambda: controller.run_pass() is not None and store.get(ok).state is JobState.SUCCEEDED
+        )
     finally:
         controller.stop()
         store.close()

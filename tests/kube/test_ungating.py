@@ -13,10 +13,15 @@ HOSTS = {"a": "host-a", "b": "host-b"}
 
 
 def gated_pod(name: str, owner: str = "uid-1") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "ns",
-                         "labels": {"batch.kubernetes.io/controller-uid": owner}},
-            "spec": {"schedulingGates": [{"name": GATE}], "containers": [{"name": "m"}]},
-            "status": {"phase": "Pending"}}
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "labels": {"batch.kubernetes.io/controller-uid": owner},
+        },
+        "spec": {"schedulingGates": [{"name": GATE}], "containers": [{"name": "m"}]},
+        "status": {"phase": "Pending"},
+    }
 
 
 class FlakyCore:
@@ -51,8 +56,11 @@ def ungater_with(pods: int) -> tuple[Ungater, list[Release]]:
 def test_pods_go_to_nodes_in_the_placements_counts():
     ungater, releases = ungater_with(4)
     assert [r.node for r in releases] == ["a", "a", "b"]  # the fourth waits for a slot
-    assert releases[0].patch[-1] == {"op": "add", "path": "/spec/nodeSelector",
-                                     "value": {"kubernetes.io/hostname": "host-a"}}
+    assert releases[0].patch[-1] == {
+        "op": "add",
+        "path": "/spec/nodeSelector",
+        "value": {"kubernetes.io/hostname": "host-a"},
+    }
     assert ungater.decide(HOSTS) == []
     ungater.observe("DELETED", gated_pod("p0"), "uid-1", HOSTS)  # a pod on a went away
     (again,) = ungater.decide(HOSTS)

@@ -36,8 +36,14 @@ def test_the_watch_notifies_once_per_look_and_stops_when_nothing_is_left() -> No
         assert quick.returncode is None  # observed, not reaped: the backend reaps and reports
         slow.kill()  # a killed job ends too
         eventually(lambda: len(calls) == 2 and watch.watching == 0)
-        eventually(lambda: not any(t.name == "starburst-end-watch" and t.is_alive()
-                                   for t in threading.enumerate()) or None)
+        eventually(
+            lambda: (
+                not any(
+                    t.name == "starburst-end-watch" and t.is_alive() for t in threading.enumerate()
+                )
+                or None
+            )
+        )
     finally:
         for p in (quick, slow):
             p.kill()

@@ -124,8 +124,9 @@ def test_emulated_cloud_runs_locally_and_meters_at_cloud_prices(tmp_path: Path) 
     clock.t = 1800.0
     status = eventually(lambda: (s := cloud.poll(handle)) is not CloudStatus.RUNNING and s)
     assert status is CloudStatus.SUCCEEDED
-    entries = charges(billed.launched_at, clock.t, Decimal(str(billed.price_per_hour)), 1,
-                      chunk=600, final=True)
+    entries = charges(
+        billed.launched_at, clock.t, Decimal(str(billed.price_per_hour)), 1, chunk=600, final=True
+    )
     assert float(sum(e.amount for e in entries)) == pytest.approx(quote.price_per_hour / 2)
     assert billed.emulated
     logs = cloud.logs(handle)

@@ -23,7 +23,8 @@ from starburst.predictor.history import HistoryIndex
 
 
 def test_round_trip_keeps_predictions_and_metadata(
-        artifact: ModelArtifact, split: tuple[list[Job], list[Job]], tmp_path: Path) -> None:
+    artifact: ModelArtifact, split: tuple[list[Job], list[Job]], tmp_path: Path
+) -> None:
     train, test = split
     path = save_artifact(artifact, tmp_path / "m" / "model.joblib")
     loaded = load_artifact(path)
@@ -32,8 +33,9 @@ def test_round_trip_keeps_predictions_and_metadata(
     assert loaded.jobs == len(train)
     assert set(loaded.metrics) >= {"median_abs_log_ratio", "within_2x", "p10_p90_coverage"}
     history = HistoryIndex(train + test)
-    np.testing.assert_array_equal(loaded.model.predict(test, history).value,
-                                  artifact.model.predict(test, history).value)
+    np.testing.assert_array_equal(
+        loaded.model.predict(test, history).value, artifact.model.predict(test, history).value
+    )
     assert "training window" in loaded.describe()
     assert not (tmp_path / "m" / "model.joblib.tmp").exists()
 
@@ -68,13 +70,17 @@ def test_missing_file_and_foreign_object(tmp_path: Path) -> None:
         load_artifact(tmp_path / "dict.joblib")
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"schema_version": 999}, "feature schema v999"),
-    ({"sklearn_version": "0.1"}, "scikit-learn 0.1"),
-    ({"format": "other/9"}, "not a Starburst runtime model"),
-])
-def test_incompatible_artifact(artifact: ModelArtifact, tmp_path: Path,
-                               change: dict[str, object], message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"schema_version": 999}, "feature schema v999"),
+        ({"sklearn_version": "0.1"}, "scikit-learn 0.1"),
+        ({"format": "other/9"}, "not a Starburst runtime model"),
+    ],
+)
+def test_incompatible_artifact(
+    artifact: ModelArtifact, tmp_path: Path, change: dict[str, object], message: str
+) -> None:
     path = save_artifact(dataclasses.replace(artifact, **change), tmp_path / "model.joblib")
     with pytest.raises(ModelLoadError, match=message):
         load_artifact(path)
@@ -88,7 +94,8 @@ class Evil:
 
 
 def test_a_swapped_model_file_is_refused_before_unpickling(
-        artifact: ModelArtifact, tmp_path: Path) -> None:
+    artifact: ModelArtifact, tmp_path: Path
+) -> None:
     path = save_artifact(artifact, tmp_path / "model.joblib")
     assert path.stat().st_mode & 0o777 == 0o600
     assert digest_path(path).stat().st_mode & 0o777 == 0o600

@@ -15,31 +15,67 @@ run = run_cli
 
 def test_synth_train_show_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace, model = tmp_path / "trace.csv", tmp_path / "model.joblib"
-    code, out, _ = run(["predictor", "synth", str(trace), "--jobs", "700", "--users", "30",
-                        "--jobs-per-hour", "20", "--seed", "2"], capsys)
+    code, out, _ = run(
+        [
+            "predictor",
+            "synth",
+            str(trace),
+            "--jobs",
+            "700",
+            "--users",
+            "30",
+            "--jobs-per-hour",
+            "20",
+            "--seed",
+            "2",
+        ],
+        capsys,
+    )
     assert code == 0 and trace.exists()
-    code, out, _ = run(["predictor", "train", "--trace", str(trace), "--out", str(model),
-                        "--threads", "1"], capsys)
+    code, out, _ = run(
+        ["predictor", "train", "--trace", str(trace), "--out", str(model), "--threads", "1"], capsys
+    )
     assert code == 0 and model.exists() and "model version" in out and "(700 jobs)" in out
-    code, out, _ = run(["predictor", "show", "--model", str(model), "--trace", str(trace),
-                        "--limit", "3"], capsys)
+    code, out, _ = run(
+        ["predictor", "show", "--model", str(model), "--trace", str(trace), "--limit", "3"], capsys
+    )
     assert code == 0 and out.count("(model:rt-") == 3
     assert "chosen form        new users: " in out and "validation MALR (all users): " in out
-    code, out, _ = run(["predictor", "evaluate", "--trace", str(trace), "--schedule",
-                        "--load", "2", "--threads", "1"], capsys)
+    code, out, _ = run(
+        [
+            "predictor",
+            "evaluate",
+            "--trace",
+            str(trace),
+            "--schedule",
+            "--load",
+            "2",
+            "--threads",
+            "1",
+        ],
+        capsys,
+    )
     assert code == 0
-    for expected in ("global median", "user's recent median", "declared by user", "No-Wait",
-                     "Starburst, oracle runtimes", "Starburst, predicted runtimes", "Star-Wait",
-                     "Starburst, predicted p90", "compute-expected, predicted"):
+    for expected in (
+        "global median",
+        "user's recent median",
+        "declared by user",
+        "No-Wait",
+        "Starburst, oracle runtimes",
+        "Starburst, predicted runtimes",
+        "Star-Wait",
+        "Starburst, predicted p90",
+        "compute-expected, predicted",
+    ):
         assert expected in out
     # --status keeps only the listed final statuses (a trace without the column says so)
-    code, _, err = run(["predictor", "evaluate", "--trace", str(trace), "--status", "Pass"],
-                       capsys)
+    code, _, err = run(["predictor", "evaluate", "--trace", str(trace), "--status", "Pass"], capsys)
     assert code == 2 and "needs a 'status' or 'state' column" in err
 
 
 def test_show_a_corrupt_model_explains_the_fallback(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     model = tmp_path / "model.joblib"
     model.write_bytes(b"\x00garbage")
     code, _, err = run(["predictor", "show", "--model", str(model)], capsys)
@@ -64,6 +100,5 @@ def test_scikit_learn_is_imported_lazily() -> None:
         "m.build_app(['simulate'])\n"
         "print('sklearn' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -24,8 +24,13 @@ from starburst.predictor.estimator import (
 from starburst.predictor.history import HistoryIndex
 
 
-def job(i: int, user: str | None = "ann", submit: float = 1e6, runtime: float | None = None,
-        **extra: str) -> Job:
+def job(
+    i: int,
+    user: str | None = "ann",
+    submit: float = 1e6,
+    runtime: float | None = None,
+    **extra: str,
+) -> Job:
     return Job(id=f"j{i}", submit_time=submit, gpus=1, runtime=runtime, user=user, extra=extra)
 
 
@@ -34,8 +39,9 @@ HISTORY = [job(i, "ann", submit=i * 1000.0, runtime=r) for i, r in enumerate((60
 
 def test_fallback_chain_in_order() -> None:
     fb: RuntimeEstimator = FallbackEstimator(HistoryIndex(HISTORY))
-    ests = fb.estimate([job(1, declared_runtime="7200"), job(2), job(3, user="bob"),
-                        job(4, user=None)])
+    ests = fb.estimate(
+        [job(1, declared_runtime="7200"), job(2), job(3, user="bob"), job(4, user=None)]
+    )
     assert [e.source for e in ests] == [DECLARED, USER_HISTORY, GLOBAL_MEDIAN, GLOBAL_MEDIAN]
     assert ests[0].value == 7200.0 and ests[0].low == 1800.0
     assert math.isclose(ests[1].value, 120.0)
@@ -47,8 +53,16 @@ def test_model_estimates_carry_the_version_and_survive_odd_jobs(artifact: ModelA
     est = ModelEstimator(artifact)
     odd = [
         Job(id="a", submit_time=0.0, gpus=1),
-        Job(id="b", submit_time=9e9, gpus=64, gpu_type="TPUv9", user="nobody", team="x",
-            name="???", extra={"image": "unheard-of", "command": "--epochs -3 --steps"}),
+        Job(
+            id="b",
+            submit_time=9e9,
+            gpus=64,
+            gpu_type="TPUv9",
+            user="nobody",
+            team="x",
+            name="???",
+            extra={"image": "unheard-of", "command": "--epochs -3 --steps"},
+        ),
         Job(id="c", submit_time=1e5, gpus=0, cpus=0.5, extra={"declared_runtime": "junk"}),
     ]
     ests = est.estimate(odd)
@@ -57,8 +71,9 @@ def test_model_estimates_carry_the_version_and_survive_odd_jobs(artifact: ModelA
     assert est.estimate([]) == []
 
 
-def test_model_failure_falls_back_with_a_log(artifact: ModelArtifact,
-                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_model_failure_falls_back_with_a_log(
+    artifact: ModelArtifact, caplog: pytest.LogCaptureFixture
+) -> None:
     est = ModelEstimator(artifact, HistoryIndex(HISTORY))
 
     def boom(*_: object) -> object:

@@ -21,8 +21,7 @@ def test_time_split_is_ordered_and_complete(workload: list[Job]) -> None:
         time_split(workload, 1.0)
 
 
-def test_evaluation_compares_like_with_like(workload: list[Job],
-                                            artifact: ModelArtifact) -> None:
+def test_evaluation_compares_like_with_like(workload: list[Job], artifact: ModelArtifact) -> None:
     ev = evaluate(workload, 0.7, artifact=artifact)
     names = [r.name for r in ev.rows]
     assert names[1:] == ["global median", "user's recent median"]
@@ -42,9 +41,14 @@ def test_evaluation_compares_like_with_like(workload: list[Job],
 def test_scheduling_comparison(workload: list[Job]) -> None:
     cmp = compare_scheduling(workload[:1000], train_share=0.7, load=2.0, params=SMALL)
     labels = [r.label for r in cmp.rows]
-    assert labels == ["No-Wait", "Starburst, oracle runtimes", "Starburst, predicted runtimes",
-                      "Starburst, predicted p90", "compute-expected, predicted",
-                      "Star-Wait (no estimate)"]
+    assert labels == [
+        "No-Wait",
+        "Starburst, oracle runtimes",
+        "Starburst, predicted runtimes",
+        "Starburst, predicted p90",
+        "compute-expected, predicted",
+        "Star-Wait (no estimate)",
+    ]
     assert cmp.jobs == 300 and 1.5 < cmp.offered_load < 2.5
     nowait, oracle, predicted, p90, expected, _ = cmp.rows
     assert nowait.savings == 0.0 and oracle.savings > 0.0
@@ -59,9 +63,15 @@ def test_scheduling_comparison(workload: list[Job]) -> None:
 
 
 def test_bare_trace_without_users_or_declarations() -> None:
-    jobs = [Job(id=f"b{i}", submit_time=float(i * 600), gpus=1 + i % 4,
-                runtime=float(300 * (1 + i % 4) * (1 + (i * 7919) % 5 / 10)))
-            for i in range(300)]
+    jobs = [
+        Job(
+            id=f"b{i}",
+            submit_time=float(i * 600),
+            gpus=1 + i % 4,
+            runtime=float(300 * (1 + i % 4) * (1 + (i * 7919) % 5 / 10)),
+        )
+        for i in range(300)
+    ]
     ev = evaluate(jobs, 0.7, SMALL)
     assert ev.declared_rows[0].jobs == 0
     assert "no test job has a user-declared runtime" in format_evaluation(ev)

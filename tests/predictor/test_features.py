@@ -17,9 +17,17 @@ from starburst.predictor.history import HistoryIndex
 
 
 def job(i: int, **kw: object) -> Job:
-    base: dict[str, object] = dict(id=f"j{i}", submit_time=float(i), gpus=1, runtime=60.0,
-                                   user="ann", team="t", gpu_type="A100", name="n",
-                                   extra={"image": "img", "command": "python a.py"})
+    base: dict[str, object] = dict(
+        id=f"j{i}",
+        submit_time=float(i),
+        gpus=1,
+        runtime=60.0,
+        user="ann",
+        team="t",
+        gpu_type="A100",
+        name="n",
+        extra={"image": "img", "command": "python a.py"},
+    )
     base.update(kw)
     return Job(**base)  # type: ignore[arg-type]
 
@@ -31,9 +39,12 @@ def column(encoder: FeatureEncoder, name: str) -> int:
 def test_unseen_rare_and_missing_categories() -> None:
     train = [job(i) for i in range(5)] + [job(9, user="rare")]
     enc = FeatureEncoder.fit(train)
-    probe = [job(10), job(11, user="stranger", gpu_type="TPU", extra={"image": "new"}),
-             job(12, user="rare"), job(13, user=None, team=None, gpu_type=None, name=None,
-                                       extra={})]
+    probe = [
+        job(10),
+        job(11, user="stranger", gpu_type="TPU", extra={"image": "new"}),
+        job(12, user="rare"),
+        job(13, user=None, team=None, gpu_type=None, name=None, extra={}),
+    ]
     x = enc.transform(probe, HistoryIndex(train))
     assert x.shape == (4, len(enc.names))
     user, gpu, image = (column(enc, c) for c in ("user", "gpu_type", "image"))

@@ -44,10 +44,15 @@ def test_a_model_form_that_wins_in_every_block_is_chosen() -> None:
 
 def test_the_reference_baseline_comes_from_all_of_history_not_the_slice() -> None:
     target = np.zeros(N)
-    candidates = _candidates(target, user_median=np.full(N, 0.6), global_median=np.full(N, 0.4),
-                             model=np.full(N, 0.5))
-    judged = choose(candidates, target, np.ones(N, dtype=bool),
-                    {"global-median": 0.9, "user-median": 0.5, "shrunk-median": 0.7})
+    candidates = _candidates(
+        target, user_median=np.full(N, 0.6), global_median=np.full(N, 0.4), model=np.full(N, 0.5)
+    )
+    judged = choose(
+        candidates,
+        target,
+        np.ones(N, dtype=bool),
+        {"global-median": 0.9, "user-median": 0.5, "shrunk-median": 0.7},
+    )
     assert judged.chosen["known"] == "model"  # beats user-median, history's best baseline
     plain = choose(candidates, target, np.ones(N, dtype=bool))
     assert plain.chosen["known"] == "global-median"  # the slice's best baseline beats it
@@ -64,11 +69,15 @@ def test_small_segments_take_the_overall_choice() -> None:
 
 
 def test_baselines_shrink_users_with_little_history_towards_their_team() -> None:
-    done = [Job(id=f"t{i}", submit_time=float(i), gpus=1, runtime=100.0, user=f"u{i}",
-                team="vc") for i in range(5)]
+    done = [
+        Job(id=f"t{i}", submit_time=float(i), gpus=1, runtime=100.0, user=f"u{i}", team="vc")
+        for i in range(5)
+    ]
     done.append(Job(id="a0", submit_time=10.0, gpus=1, runtime=10_000.0, user="ann", team="vc"))
-    probe = [Job(id="p", submit_time=1e6, gpus=1, user="ann", team="vc"),
-             Job(id="q", submit_time=1e6, gpus=1, user="zed", team="other")]
+    probe = [
+        Job(id="p", submit_time=1e6, gpus=1, user="ann", team="vc"),
+        Job(id="q", submit_time=1e6, gpus=1, user="zed", team="other"),
+    ]
     base = Baselines.of(probe, HistoryIndex(done), global_log=np.log(500.0))
     assert base.user[0] == pytest.approx(np.log(10_000.0))  # ann's one job
     # one job of ann's against three of shrinkage towards vc's median (100 s)
@@ -97,15 +106,23 @@ def test_never_worse_than_a_baseline_where_the_model_has_nothing_to_learn() -> N
     jobs = []
     for i in range(1200):
         user = users[int(rng.integers(len(users)))]
-        jobs.append(Job(id=f"j{i}", submit_time=600.0 * i, gpus=int(rng.choice([1, 2, 4, 8])),
-                        runtime=scale[user] * float(rng.lognormal(0, 0.8)), user=user))
+        jobs.append(
+            Job(
+                id=f"j{i}",
+                submit_time=600.0 * i,
+                gpus=int(rng.choice([1, 2, 4, 8])),
+                runtime=scale[user] * float(rng.lognormal(0, 0.8)),
+                user=user,
+            )
+        )
     train, _ = time_split(jobs, 0.7)
     ev = evaluate(jobs, 0.7, artifact=train_artifact(train, SMALL))
     assert ev.model.median_abs_log_ratio <= 1.05 * ev.best_baseline.median_abs_log_ratio
 
 
-def test_estimates_carry_the_chosen_forms_centre(artifact: ModelArtifact,
-                                                 split: tuple[list[Job], list[Job]]) -> None:
+def test_estimates_carry_the_chosen_forms_centre(
+    artifact: ModelArtifact, split: tuple[list[Job], list[Job]]
+) -> None:
     train, test = split
     history = HistoryIndex(train + test)
     estimator = ModelEstimator(artifact, history)

@@ -12,10 +12,17 @@ from starburst.predictor.features import FeatureEncoder
 from starburst.predictor.history import HistoryIndex, family_key, finish_time
 
 
-def job(i: int, submit: float, runtime: float, user: str | None = "ann", name: str = "exp-1",
-        **extra: str) -> Job:
-    return Job(id=f"j{i}", submit_time=submit, gpus=1, runtime=runtime, user=user, name=name,
-               extra=extra)
+def job(
+    i: int,
+    submit: float,
+    runtime: float,
+    user: str | None = "ann",
+    name: str = "exp-1",
+    **extra: str,
+) -> Job:
+    return Job(
+        id=f"j{i}", submit_time=submit, gpus=1, runtime=runtime, user=user, name=name, extra=extra
+    )
 
 
 def test_lookup_sees_only_jobs_finished_strictly_before() -> None:
@@ -35,10 +42,12 @@ def test_features_equal_those_computed_from_only_the_past(workload: list[Job]) -
         probe = workload[int(i)]
         past = [j for j in workload if finish_time(j) < probe.submit_time]
         before = HistoryIndex(past)
-        for a, b in ((full.users([probe]), before.users([probe])),
-                     (full.families([probe]), before.families([probe])),
-                     (full.teams([probe]), before.teams([probe])),
-                     (full.at_same_gpus([probe]), before.at_same_gpus([probe]))):
+        for a, b in (
+            (full.users([probe]), before.users([probe])),
+            (full.families([probe]), before.families([probe])),
+            (full.teams([probe]), before.teams([probe])),
+            (full.at_same_gpus([probe]), before.at_same_gpus([probe])),
+        ):
             np.testing.assert_array_equal(a.count, b.count)
             np.testing.assert_allclose(a.median, b.median, equal_nan=True)
             np.testing.assert_allclose(a.last, b.last, equal_nan=True)
@@ -53,9 +62,19 @@ def test_training_rows_do_not_change_when_a_later_job_changes(workload: list[Job
     target = 200
     old = jobs[target]
     changed = list(jobs)
-    changed[target] = Job(old.id, old.submit_time, old.gpus, old.cpus, old.memory_mb,
-                          old.gpu_type, runtime=1e6, user=old.user, team=old.team,
-                          name=old.name, extra=old.extra)
+    changed[target] = Job(
+        old.id,
+        old.submit_time,
+        old.gpus,
+        old.cpus,
+        old.memory_mb,
+        old.gpu_type,
+        runtime=1e6,
+        user=old.user,
+        team=old.team,
+        name=old.name,
+        extra=old.extra,
+    )
     after = encoder.transform(changed, HistoryIndex(changed))
     submit = np.array([j.submit_time for j in jobs])
     blind = submit <= finish_time(old)  # could see the job in neither version
@@ -98,11 +117,15 @@ def test_families_fold_digits_and_finish_time_prefers_the_record() -> None:
 
 
 def test_team_same_gpus_windows_and_usual_gpus() -> None:
-    done = [Job(id=f"d{i}", submit_time=float(i), gpus=g, runtime=r, user="ann", team="vc1")
-            for i, (g, r) in enumerate([(1, 10.0), (8, 1000.0), (1, 30.0), (8, 3000.0)])]
+    done = [
+        Job(id=f"d{i}", submit_time=float(i), gpus=g, runtime=r, user="ann", team="vc1")
+        for i, (g, r) in enumerate([(1, 10.0), (8, 1000.0), (1, 30.0), (8, 3000.0)])
+    ]
     index = HistoryIndex(done)
-    probe = [Job(id="p", submit_time=1e6, gpus=8, user="ann", team="vc1"),
-             Job(id="q", submit_time=1e6, gpus=2, user="bob", team="vc1")]
+    probe = [
+        Job(id="p", submit_time=1e6, gpus=8, user="ann", team="vc1"),
+        Job(id="q", submit_time=1e6, gpus=2, user="bob", team="vc1"),
+    ]
     same = index.at_same_gpus(probe)
     assert same.count.tolist()[0] == 2 and same.last[0] == math.log(3000.0)
     assert same.count[1] == 0  # bob has no jobs at any GPU count
@@ -114,9 +137,19 @@ def test_team_same_gpus_windows_and_usual_gpus() -> None:
 
 
 def test_in_flight_gpus_count_only_submitted_and_unfinished_jobs() -> None:
-    done = [Job(id="a", submit_time=0.0, gpus=4, runtime=100.0),  # in flight during [0, 100)
-            Job(id="b", submit_time=50.0, gpus=2, runtime=100.0)]  # during [50, 150)
+    done = [
+        Job(id="a", submit_time=0.0, gpus=4, runtime=100.0),  # in flight during [0, 100)
+        Job(id="b", submit_time=50.0, gpus=2, runtime=100.0),
+    ]  # during [50, 150)
     running = [Job(id="c", submit_time=120.0, gpus=8)]  # live: still running, finish unknown
     load = HistoryIndex(done, in_flight=running).load
     assert load.at(np.array([0.0, 1.0, 50.0, 60.0, 100.0, 101.0, 121.0, 200.0])).tolist() == [
-        0, 4, 4, 6, 6, 2, 10, 8]
+        0,
+        4,
+        4,
+        6,
+        6,
+        2,
+        10,
+        8,
+    ]

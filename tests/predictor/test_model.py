@@ -12,8 +12,9 @@ from starburst.predictor.model import TrainingError, fit_model
 from tests.predictor.conftest import SMALL
 
 
-def test_model_beats_the_users_recent_median(artifact: ModelArtifact,
-                                             split: tuple[list[Job], list[Job]]) -> None:
+def test_model_beats_the_users_recent_median(
+    artifact: ModelArtifact, split: tuple[list[Job], list[Job]]
+) -> None:
     train, test = split
     history = HistoryIndex(train + test)
     pred = artifact.model.predict(test, history)
@@ -27,7 +28,8 @@ def test_model_beats_the_users_recent_median(artifact: ModelArtifact,
 
 
 def test_band_is_ordered_and_covers_about_eighty_percent(
-        artifact: ModelArtifact, split: tuple[list[Job], list[Job]]) -> None:
+    artifact: ModelArtifact, split: tuple[list[Job], list[Job]]
+) -> None:
     train, test = split
     pred = artifact.model.predict(test, HistoryIndex(train + test))
     assert (pred.low <= pred.value).all() and (pred.value <= pred.high).all()
@@ -51,9 +53,12 @@ def test_empty_prediction(artifact: ModelArtifact) -> None:
 
 def test_bare_trace_without_optional_fields_trains_and_predicts() -> None:
     rng = np.random.default_rng(1)
-    jobs = [Job(id=f"b{i}", submit_time=float(i * 60), gpus=int(g), runtime=float(60 * g * r))
-            for i, (g, r) in enumerate(zip(rng.choice([1, 2, 4, 8], 120),
-                                           rng.lognormal(0, 0.2, 120), strict=True))]
+    jobs = [
+        Job(id=f"b{i}", submit_time=float(i * 60), gpus=int(g), runtime=float(60 * g * r))
+        for i, (g, r) in enumerate(
+            zip(rng.choice([1, 2, 4, 8], 120), rng.lognormal(0, 0.2, 120), strict=True)
+        )
+    ]
     model = fit_model(jobs, SMALL)
     pred = model.predict(jobs[-20:], HistoryIndex(jobs))
     assert np.isfinite(pred.value).all()
@@ -61,9 +66,9 @@ def test_bare_trace_without_optional_fields_trains_and_predicts() -> None:
     assert pred.value[gpus == 8].mean() > pred.value[gpus == 1].mean()  # learnt gpus → runtime
 
 
-def test_threaded_prediction_matches_one_thread(artifact: ModelArtifact,
-                                                split: tuple[list[Job], list[Job]],
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_threaded_prediction_matches_one_thread(
+    artifact: ModelArtifact, split: tuple[list[Job], list[Job]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     train, test = split
     history = HistoryIndex(train + test)
     monkeypatch.setattr("starburst.predictor.model.PARALLEL_ROWS", 10**9)
@@ -71,6 +76,9 @@ def test_threaded_prediction_matches_one_thread(artifact: ModelArtifact,
     monkeypatch.setattr("starburst.predictor.model.PARALLEL_ROWS", 50)
     monkeypatch.setattr("starburst.predictor.model.os.cpu_count", lambda: 4)
     chunked = artifact.model.predict(test, history)
-    for a, b in ((whole.value, chunked.value), (whole.low, chunked.low),
-                 (whole.high, chunked.high)):
+    for a, b in (
+        (whole.value, chunked.value),
+        (whole.low, chunked.low),
+        (whole.high, chunked.high),
+    ):
         np.testing.assert_array_equal(a, b)

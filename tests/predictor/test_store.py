@@ -36,8 +36,14 @@ def finish_jobs(store: SqlStore, n: int) -> None:
     clock = store._clock  # type: ignore[attr-defined]
     for i in range(n):
         kind = list(KINDS)[i % 3]
-        spec = JobSpec(gpus=1, user=f"u{i % 4}", name=f"{kind}-{i}", image="img",
-                       command=f"python {kind}.py", declared_runtime=9999.0)
+        spec = JobSpec(
+            gpus=1,
+            user=f"u{i % 4}",
+            name=f"{kind}-{i}",
+            image="img",
+            command=f"python {kind}.py",
+            declared_runtime=9999.0,
+        )
         job_id = store.submit(spec).job.id
         store.transition(job_id, JobState.QUEUED, reason="admitted", actor="t")
         clock.advance(5)
@@ -63,16 +69,27 @@ def test_train_load_predict_and_record(store: SqlStore, tmp_path: Path) -> None:
 
     loaded = load_from_store(store)
     assert isinstance(loaded.estimator, ModelEstimator)
-    spec = JobSpec(gpus=1, user="u1", name="debug-x", image="img", command="python debug.py",
-                   declared_runtime=7200.0)
+    spec = JobSpec(
+        gpus=1,
+        user="u1",
+        name="debug-x",
+        image="img",
+        command="python debug.py",
+        declared_runtime=7200.0,
+    )
     stored = store.get(store.submit(spec).job.id)
     job = queued_job(stored)
     assert job.extra["command"] == "python debug.py" and job.extra["declared_runtime"]
     [est] = loaded.estimator.estimate([job])
     assert est.source == f"model:{artifact.version}" and est.value < 1800  # a debug job
 
-    record_estimates(store, [job], [est], at=store._clock.now(),  # type: ignore[attr-defined]
-                     model_version_id=active.id)
+    record_estimates(
+        store,
+        [job],
+        [est],
+        at=store._clock.now(),  # type: ignore[attr-defined]
+        model_version_id=active.id,
+    )
     [pred] = store.predictions(job.id)
     assert (pred.source, pred.model_version_id, pred.value) == (est.source, active.id, est.value)
     assert store.get(job.id).predicted_runtime == est.value

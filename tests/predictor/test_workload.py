@@ -41,9 +41,10 @@ def test_structure_a_predictor_can_learn(workload: list[Job]) -> None:
 def test_trace_round_trip(tmp_path: Path) -> None:
     jobs = generate(WorkloadSpec(jobs=50, seed=1))
     loaded = load_trace(write_trace(jobs, tmp_path / "sub" / "trace.csv"))
-    assert [(j.id, j.submit_time, j.runtime, j.gpus, j.user, j.team, j.gpu_type, j.name)
-            for j in loaded] == [
-        (j.id, j.submit_time, j.runtime, j.gpus, j.user, j.team, j.gpu_type, j.name)
-        for j in jobs]
+    assert [
+        (j.id, j.submit_time, j.runtime, j.gpus, j.user, j.team, j.gpu_type, j.name) for j in loaded
+    ] == [
+        (j.id, j.submit_time, j.runtime, j.gpus, j.user, j.team, j.gpu_type, j.name) for j in jobs
+    ]
     assert [j.extra.get("command") for j in loaded] == [j.extra["command"] for j in jobs]
     assert [declared_runtime(j) for j in loaded] == [declared_runtime(j) for j in jobs]

@@ -231,4 +231,3 @@ def test_watches_answer_alike(pair: Pair, real_kube: RealKube) -> None:
     ]
     pair.compare("watch", *events)
     assert_no_differences(pair)
-

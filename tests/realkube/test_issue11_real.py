@@ -87,9 +87,11 @@ class Rig:
 
     def denied(self) -> list[str]:
         """Requests the controller's ServiceAccount was refused (403), from the audit log."""
-        return [f"{e['verb']} {e['objectRef'].get('resource')}"
-                for e in self.real.audit_events(user=self.user)
-                if e["responseStatus"]["code"] == 403]
+        return [
+            f"{e['verb']} {e['objectRef'].get('resource')}"
+            for e in self.real.audit_events(user=self.user)
+            if e["responseStatus"]["code"] == 403
+        ]
 
 
 def shipped_cluster_role() -> dict[str, Any]:
@@ -98,28 +100,32 @@ def shipped_cluster_role() -> dict[str, Any]:
 
 
 @pytest.fixture
-def rig(real_kube: RealKube, real_namespace: str, kubelet: FakeKubelet,
-        tmp_path: Path) -> Iterator[Rig]:
+def rig(
+    real_kube: RealKube, real_namespace: str, kubelet: FakeKubelet, tmp_path: Path
+) -> Iterator[Rig]:
     kubelet.add_node("gpu-a", gpus=8)
     kubelet.add_node("gpu-b", gpus=8)
     role = shipped_cluster_role()
     real_kube.apply_cluster_role(role)
-    creds = real_kube.service_account(real_namespace, "starburst",
-                                      cluster_role=role["metadata"]["name"])
+    creds = real_kube.service_account(
+        real_namespace, "starburst", cluster_role=role["metadata"]["name"]
+    )
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     migrate.upgrade(url)
     clock = ManualClock()
     store = SqlStore.open(url, clock=clock)
     api = real_kube.api_client(creds.token)
-    cluster = KubernetesCluster(api, clock, KubeSettings(
-        namespace=real_namespace, backoff=Backoff(base=0.05, cap=0.5))).start_watching()
+    cluster = KubernetesCluster(
+        api, clock, KubeSettings(namespace=real_namespace, backoff=Backoff(base=0.05, cap=0.5))
+    ).start_watching()
     assert cluster.wait_synced(30)
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
     cloud = RecordingCloud(clock, 2.5)
     controller = Controller(settings, store, cluster, cloud, clock=clock)
     try:
-        yield Rig(controller, store, cluster, cloud, clock, real_namespace, real_kube,
-                  creds.username)
+        yield Rig(
+            controller, store, cluster, cloud, clock, real_namespace, real_kube, creds.username
+        )
     finally:
         controller.stop()
         cluster.close()
@@ -132,11 +138,22 @@ def placed(kubelet: FakeKubelet, ns: str, name: str) -> list[str]:
 
 
 def test_the_old_multi_node_pin_is_refused_as_the_stand_in_refuses_it(
-        real_namespace: str, batch: client.BatchV1Api) -> None:
+    real_namespace: str, batch: client.BatchV1Api
+) -> None:
     batch.create_namespaced_job(real_namespace, suspended_job("old", gpus=1))
-    pin = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": ["gpu-a", "gpu-b"]}]}]}}}
+    pin = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": ["gpu-a", "gpu-b"]}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
     patch = {"spec": {"suspend": False, "template": {"spec": {"affinity": pin}}}}
     with pytest.raises(client.ApiException) as caught:
         batch.patch_namespaced_job("old", real_namespace, patch)
@@ -157,7 +174,8 @@ def test_the_old_multi_node_pin_is_refused_as_the_stand_in_refuses_it(
 
 
 def test_an_unequal_multi_node_split_lands_in_the_placements_counts(
-        rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api) -> None:
+    rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api
+) -> None:
     """3 pods of 3 GPUs on two 8-GPU nodes: the core places 2 + 1; the real scheduler binds
     each released pod to exactly the node Starburst chose for it."""
     batch.create_namespaced_job(rig.ns, suspended_job("trio", gpus=3, pods=3))
@@ -172,19 +190,19 @@ def test_an_unequal_multi_node_split_lands_in_the_placements_counts(
 
 
 def test_a_kubectl_job_bursts_with_what_its_template_runs(
-        rig: Rig, batch: client.BatchV1Api) -> None:
+    rig: Rig, batch: client.BatchV1Api
+) -> None:
     batch.create_namespaced_job(rig.ns, suspended_job("fill-a", gpus=8))
     batch.create_namespaced_job(rig.ns, suspended_job("fill-b", gpus=8))
     body = suspended_job("q3", gpus=4)
     body["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "A100"}
     body["spec"]["template"]["spec"]["containers"][0].update(
-        image="ghcr.io/lab/train:7", args=["--epochs", "3"], env=[{"name": "SEED",
-                                                                   "value": "7"}])
+        image="ghcr.io/lab/train:7", args=["--epochs", "3"], env=[{"name": "SEED", "value": "7"}]
+    )
     batch.create_namespaced_job(rig.ns, body)
     assert rig.passes_until(lambda: rig.state("q3") is JobState.BURSTING)
     (launched,) = [j for j in rig.cloud.launched if j.id == f"{rig.ns}/q3"]
-    task = build_task(FakeSky(), launched, launch_options(launched, default_price_table())[0],
-                      "n")
+    task = build_task(FakeSky(), launched, launch_options(launched, default_price_table())[0], "n")
     assert task.kwargs["run"] == "python train.py --epochs 3"
     assert task.kwargs["envs"] == {"SEED": "7", "STARBURST_JOB_ID": f"{rig.ns}/q3"}
     assert task.kwargs["resources"].kwargs["image_id"] == "docker:ghcr.io/lab/train:7"
@@ -193,16 +211,22 @@ def test_a_kubectl_job_bursts_with_what_its_template_runs(
 
 
 def test_suspension_by_someone_else_and_deletion_end_the_job(
-        rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api,
-        core: client.CoreV1Api) -> None:
+    rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api, core: client.CoreV1Api
+) -> None:
     batch.create_namespaced_job(rig.ns, suspended_job("mine", gpus=8))
     assert rig.passes_until(lambda: rig.state("mine") is JobState.RUNNING_ONPREM)
     assert wait_for(lambda: placed(kubelet, rig.ns, "mine") == ["gpu-a"])
     batch.patch_namespaced_job("mine", rig.ns, {"spec": {"suspend": True}})  # kubectl, Kueue
     assert rig.passes_until(lambda: rig.state("mine") is JobState.FAILED)
     assert "suspended by someone else" in rig.reasons("mine")[-1]
-    assert wait_for(lambda: (batch.read_namespaced_job("mine", rig.ns).metadata.annotations
-                             or {}).get("starburst.io/state") == "failed")
+    assert wait_for(
+        lambda: (
+            (batch.read_namespaced_job("mine", rig.ns).metadata.annotations or {}).get(
+                "starburst.io/state"
+            )
+            == "failed"
+        )
+    )
     events = core.list_namespaced_event(rig.ns, field_selector="involvedObject.name=mine")
     assert ("Warning", "Stopped") in {(e.type, e.reason) for e in events.items}
     # its GPUs are free again: a 16-GPU gang fits both nodes
@@ -211,7 +235,8 @@ def test_suspension_by_someone_else_and_deletion_end_the_job(
     # a waiting Job deleted with kubectl ends its record
     body = suspended_job("later", gpus=2)
     body["spec"]["template"]["spec"]["containers"].append(
-        {**body["spec"]["template"]["spec"]["containers"][0], "name": "sidecar"})
+        {**body["spec"]["template"]["spec"]["containers"][0], "name": "sidecar"}
+    )
     batch.create_namespaced_job(rig.ns, body)  # cannot burst (two containers): waits
     assert rig.passes_until(lambda: rig.state("later") is JobState.QUEUED)
     batch.delete_namespaced_job("later", rig.ns)
@@ -221,7 +246,8 @@ def test_suspension_by_someone_else_and_deletion_end_the_job(
 
 
 def test_pods_refused_by_podsecurity_end_the_job_and_free_its_gpus(
-        rig: Rig, batch: client.BatchV1Api) -> None:
+    rig: Rig, batch: client.BatchV1Api
+) -> None:
     body = suspended_job("open", gpus=8)
     del body["spec"]["template"]["spec"]["containers"][0]["securityContext"]
     batch.create_namespaced_job(rig.ns, body)  # a Job is admitted; its pods will not be
@@ -234,9 +260,15 @@ def test_pods_refused_by_podsecurity_end_the_job_and_free_its_gpus(
 
 
 def test_a_job_starburst_creates_passes_restricted_and_runs_split(
-        rig: Rig, kubelet: FakeKubelet) -> None:
-    job = Job("sub-1", 0.0, 16, pods=2, extra={"command": "python train.py",
-                                               "image": "pytorch/pytorch:2.4"})
+    rig: Rig, kubelet: FakeKubelet
+) -> None:
+    job = Job(
+        "sub-1",
+        0.0,
+        16,
+        pods=2,
+        extra={"command": "python train.py", "image": "pytorch/pytorch:2.4"},
+    )
     snap = rig.cluster.snapshot()
     index = {n.name: i for i, n in enumerate(snap.capacity.nodes)}
     from starburst.core.capacity import Part
@@ -251,7 +283,8 @@ def test_a_job_starburst_creates_passes_restricted_and_runs_split(
 
 
 def test_every_request_the_adapter_makes_is_granted_by_the_shipped_role(
-        rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api) -> None:
+    rig: Rig, kubelet: FakeKubelet, batch: client.BatchV1Api
+) -> None:
     """The real audit log of the ServiceAccount, through everything the adapter does: every
     (verb, resource) it used is a rule of rbac.yaml's ClusterRole, and none was refused."""
     from starburst.adapters.kubernetes.lease import LeaseLock
@@ -279,18 +312,26 @@ def test_every_request_the_adapter_makes_is_granted_by_the_shipped_role(
     cluster.cancel(jobs["gone"].id)
     cluster.start(jobs["refused"], on(("gpu-b", 1)), "fits")
     assert wait_for(lambda: batch.read_namespaced_job("refused", ns).spec.suspend is True)
-    cluster.start(Job("sub-1", 0.0, 1, extra={"command": "python x.py", "image": "py:3"}),
-                  on(("gpu-a", 1)), "fits")
+    cluster.start(
+        Job("sub-1", 0.0, 1, extra={"command": "python x.py", "image": "py:3"}),
+        on(("gpu-a", 1)),
+        "fits",
+    )
     cluster.job_logs(jobs["gone"])  # lists its pods (none left)
-    lock = LeaseLock(cluster._core.api_client, ns, "starburst-leader", "me", lambda: 1,
-                     duration=5.0)
+    lock = LeaseLock(
+        cluster._core.api_client, ns, "starburst-leader", "me", lambda: 1, duration=5.0
+    )
     assert lock.try_acquire() == 1
     lock.release()
     lock.close()
 
-    granted = {(verb, group, resource) for rule in shipped_cluster_role()["rules"]
-               for group in rule["apiGroups"] for resource in rule["resources"]
-               for verb in rule["verbs"]}
+    granted = {
+        (verb, group, resource)
+        for rule in shipped_cluster_role()["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
 
     def used() -> set[tuple[str, str, str]]:
         out = set()

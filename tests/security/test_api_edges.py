@@ -48,9 +48,11 @@ def api(postgres_url: str) -> Iterator[Api]:
     store.save_user("alice", team="ml")
     store.save_user("bob")  # in no team
     store.ensure_team("rich")
-    tokens = {"admin": store.issue_token("root", Role.ADMIN).secret,
-              "alice": store.issue_token("alice", Role.USER).secret,
-              "bob": store.issue_token("bob", Role.USER).secret}
+    tokens = {
+        "admin": store.issue_token("root", Role.ADMIN).secret,
+        "alice": store.issue_token("alice", Role.USER).secret,
+        "bob": store.issue_token("bob", Role.USER).secret,
+    }
     app = create_app(Settings(database_url=database), store, auth=True)
     server = LiveServer(app).start()
     try:
@@ -62,15 +64,33 @@ def api(postgres_url: str) -> Iterator[Api]:
         drop_database(database)
 
 
-@pytest.mark.parametrize("change", [
-    {"image": "py\x00thon"}, {"name": "a\x00b"}, {"command": "echo a\x00b"},
-    {"env": {"TOKEN": "a\x00b"}}, {"team": "m\x00l"}, {"gpu_type": "a\x00"},
-    {"command": ["echo", "a\x00b"]}, {"command": "   "}, {"command": "\ufeff\t\x1c"},
-    {"declared_runtime_s": 1e308}, {"cpus": 1e20}, {"memory_mb": 1e300}, {"gpus": 10**12},
-    {"command": "x" * (64 * 1024 + 1)}, {"env": {f"V{i}": "x" for i in range(65)}},
-    {"env": {"1BAD": "x"}}, {"env": {"V": "x" * (16 * 1024 + 1)}}, {"cpus": True},
-    {"declared_runtime_s": "60"}, {"gpus": 365.0}, {"gpus": "2"}, {"gpus": True},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"image": "py\x00thon"},
+        {"name": "a\x00b"},
+        {"command": "echo a\x00b"},
+        {"env": {"TOKEN": "a\x00b"}},
+        {"team": "m\x00l"},
+        {"gpu_type": "a\x00"},
+        {"command": ["echo", "a\x00b"]},
+        {"command": "   "},
+        {"command": "\ufeff\t\x1c"},
+        {"declared_runtime_s": 1e308},
+        {"cpus": 1e20},
+        {"memory_mb": 1e300},
+        {"gpus": 10**12},
+        {"command": "x" * (64 * 1024 + 1)},
+        {"env": {f"V{i}": "x" for i in range(65)}},
+        {"env": {"1BAD": "x"}},
+        {"env": {"V": "x" * (16 * 1024 + 1)}},
+        {"cpus": True},
+        {"declared_runtime_s": "60"},
+        {"gpus": 365.0},
+        {"gpus": "2"},
+        {"gpus": True},
+    ],
+)
 def test_bad_job_fields_are_422_naming_the_field(api: Api, change: dict[str, Any]) -> None:
     answer = api.call("alice", "POST", "/v1/jobs", json={**JOB, **change})
     assert answer.status_code == 422, answer.text
@@ -82,15 +102,17 @@ def test_non_finite_json_numbers_are_422(api: Api, raw: str) -> None:
     """Python's JSON parser reads these literals; no number field may take them."""
     for field in ("declared_runtime_s", "cpus", "memory_mb"):
         body = f'{{"image": "i", "command": "c", "gpus": 1, "{field}": {raw}}}'
-        answer = api.call("alice", "POST", "/v1/jobs", content=body,
-                          headers={"Content-Type": "application/json"})
+        answer = api.call(
+            "alice", "POST", "/v1/jobs", content=body, headers={"Content-Type": "application/json"}
+        )
         assert answer.status_code == 422, (field, answer.text)
 
 
 def test_a_huge_body_is_413_before_anything_reads_it(api: Api) -> None:
     before = api.store.count(JobState.SUBMITTED)
-    answer = api.call("alice", "POST", "/v1/jobs",
-                      json={**JOB, "command": "x" * (MAX_BODY_BYTES + 1)})
+    answer = api.call(
+        "alice", "POST", "/v1/jobs", json={**JOB, "command": "x" * (MAX_BODY_BYTES + 1)}
+    )
     assert answer.status_code == 413 and "larger than" in answer.json()["detail"]
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: counted while it streams in
@@ -99,15 +121,24 @@ def test_a_huge_body_is_413_before_anything_reads_it(api: Api) -> None:
             yield b"x" * 65536
         yield b'"}'
 
-    streamed = api.call("alice", "POST", "/v1/jobs", content=chunks(),
-                        headers={"Content-Type": "application/json"})
+    streamed = api.call(
+        "alice", "POST", "/v1/jobs", content=chunks(), headers={"Content-Type": "application/json"}
+    )
     assert streamed.status_code == 413, streamed.text
     assert api.store.count(JobState.SUBMITTED) == before
 
 
-@pytest.mark.parametrize("path", ["/v1/jobs/a%00b", "/v1/jobs/a%00b/explain",
-                                  "/v1/users/a%00b", "/v1/teams/m%00l/budget",
-                                  "/v1/jobs?team=m%00l", "/v1/costs?user=%01x"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/jobs/a%00b",
+        "/v1/jobs/a%00b/explain",
+        "/v1/users/a%00b",
+        "/v1/teams/m%00l/budget",
+        "/v1/jobs?team=m%00l",
+        "/v1/costs?user=%01x",
+    ],
+)
 def test_control_bytes_in_path_ids_and_queries_are_422(api: Api, path: str) -> None:
     answer = api.call("admin", "GET", path)
     assert answer.status_code == 422 and "control character" in answer.json()["detail"]
@@ -116,8 +147,7 @@ def test_control_bytes_in_path_ids_and_queries_are_422(api: Api, path: str) -> N
 def test_token_ids_beyond_int64_and_absurd_expiry_are_422(api: Api) -> None:
     assert api.call("admin", "DELETE", f"/v1/tokens/{2**63}").status_code == 422
     assert api.call("admin", "DELETE", f"/v1/tokens/{2**63 - 1}").status_code == 404
-    issued = api.call("admin", "POST", "/v1/tokens",
-                      json={"user": "alice", "expires_in_s": 1e17})
+    issued = api.call("admin", "POST", "/v1/tokens", json={"user": "alice", "expires_in_s": 1e17})
     assert issued.status_code == 422 and "expires_in_s" in issued.json()["detail"]
 
 
@@ -140,14 +170,17 @@ def test_a_user_submits_only_into_the_team_an_admin_assigned(api: Api) -> None:
 
 
 def test_a_user_cannot_change_any_tokens_role(api: Api) -> None:
-    assert api.call("alice", "POST", "/v1/tokens",
-                    json={"user": "alice", "role": "admin"}).status_code == 403
+    assert (
+        api.call("alice", "POST", "/v1/tokens", json={"user": "alice", "role": "admin"}).status_code
+        == 403
+    )
     assert api.call("alice", "DELETE", "/v1/tokens/1").status_code == 403
     assert api.call("alice", "GET", "/v1/whoami").json()["role"] == "user"
 
 
 def test_an_unexpected_error_is_a_500_whose_log_has_the_real_exception_and_no_sql_params(
-        api: Api, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    api: Api, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert api.store.engine.hide_parameters  # statement parameters hold commands and env
 
     def broken(*_: object, **__: object) -> object:

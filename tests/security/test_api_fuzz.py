@@ -25,8 +25,13 @@ def test_schema_fuzzing_finds_no_5xx_and_no_schema_violation(postgres_database: 
     try:
         store.save_user("fuzz-admin", team="ml")
         app = create_app(Settings(database_url=postgres_database), store, auth=True)
-        result = fuzz(app, lambda: store.issue_token("fuzz-admin", Role.ADMIN).secret,
-                      max_examples=15, seed=10, time_limit=40)
+        result = fuzz(
+            app,
+            lambda: store.issue_token("fuzz-admin", Role.ADMIN).secret,
+            max_examples=15,
+            seed=10,
+            time_limit=40,
+        )
     finally:
         store.close()
     print(result.summary())

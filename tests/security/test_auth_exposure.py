@@ -27,7 +27,8 @@ def test_auth_off_on_loopback_is_the_single_machine_default(host: str) -> None:
 
 
 def test_allowing_it_explicitly_starts_with_a_loud_warning(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     settings = load_settings(auth=False, api_host="0.0.0.0", allow_insecure_no_auth=True)
     with caplog.at_level(logging.WARNING, logger="starburst.controller"):
         warn_if_insecure(settings)
@@ -38,10 +39,20 @@ def test_allowing_it_explicitly_starts_with_a_loud_warning(
 
 
 def test_the_server_refuses_to_start(tmp_path: Path) -> None:
-    env = {**os.environ, "STARBURST_AUTH": "false", "STARBURST_API_HOST": "0.0.0.0",
-           "STARBURST_STATE_DIR": str(tmp_path),
-           "STARBURST_DATABASE_URL": f"sqlite:///{tmp_path / 'sb.db'}"}
-    done = subprocess.run([sys.executable, "-m", "starburst.cli", "server"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    env = {
+        **os.environ,
+        "STARBURST_AUTH": "false",
+        "STARBURST_API_HOST": "0.0.0.0",
+        "STARBURST_STATE_DIR": str(tmp_path),
+        "STARBURST_DATABASE_URL": f"sqlite:///{tmp_path / 'sb.db'}",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "starburst.cli", "server"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2, done.stderr
     assert "allow_insecure_no_auth" in done.stderr and "Traceback" not in done.stderr

@@ -19,9 +19,12 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e308"])
 def test_submit_refuses_non_finite_cpus_before_sending(
-        value: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = run(["submit", "--image", "x", "--cpus", value,
-                     "--server", "http://127.0.0.1:9", "--", "true"], capsys)
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = run(
+        ["submit", "--image", "x", "--cpus", value, "--server", "http://127.0.0.1:9", "--", "true"],
+        capsys,
+    )
     assert code == 2 and "finite number" in out and "Traceback" not in out
 
 
@@ -31,13 +34,17 @@ def test_db_upgrade_names_the_supported_databases(capsys: pytest.CaptureFixture[
     assert "secret" not in out and "Traceback" not in out
 
 
-@pytest.mark.parametrize(("row", "message"), [
-    ("a,0,1e308,1,1", "runtime 1e308 is beyond the limit"),
-    ("a,0,60,1e20,1", "gpus 1e20 is beyond the limit"),
-    ("a,1e300,60,1,1", "submit_time 1e300 is beyond the limit"),
-])
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("a,0,1e308,1,1", "runtime 1e308 is beyond the limit"),
+        ("a,0,60,1e20,1", "gpus 1e20 is beyond the limit"),
+        ("a,1e300,60,1,1", "submit_time 1e300 is beyond the limit"),
+    ],
+)
 def test_simulate_refuses_overflowing_traces(
-        row: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    row: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text(f"job_id,submit_time,runtime,gpus,cpus\n{row}\n")
     code, out = run(["simulate", str(trace), "--nodes", "2", "--gpus-per-node", "8"], capsys)
@@ -46,19 +53,21 @@ def test_simulate_refuses_overflowing_traces(
 
 
 def test_simulate_refuses_an_absurd_cluster_at_once(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text("job_id,submit_time,runtime,gpus,cpus\na,0,60,1,1\n")
-    code, out = run(["simulate", str(trace), "--nodes", "99999999999",
-                     "--gpus-per-node", "8"], capsys)
+    code, out = run(
+        ["simulate", str(trace), "--nodes", "99999999999", "--gpus-per-node", "8"], capsys
+    )
     assert code == 2 and "--nodes" in out
 
 
-@pytest.mark.parametrize("field", ["budget", "pass_interval_s", "default_runtime_s",
-                                   "coefficient"])
+@pytest.mark.parametrize("field", ["budget", "pass_interval_s", "default_runtime_s", "coefficient"])
 @pytest.mark.parametrize("value", ["nan", "inf"])
 def test_settings_refuse_non_finite_numbers(
-        field: str, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    field: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from starburst.settings import SettingsError, load_settings
 
     monkeypatch.setenv(f"STARBURST_{field.upper()}", value)

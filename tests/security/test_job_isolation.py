@@ -33,8 +33,18 @@ from tests.support.postgres import ThrowawayPostgres, find_bindir, required
 from tests.support.waiting import wait_for
 
 PASSWORD = f"pw-{uuid.uuid4().hex}"
-ALLOWED_ENV = {"PATH", "HOME", "LANG", "PWD", "SHLVL", "_", "OLDPWD", "CUDA_VISIBLE_DEVICES",
-               "STARBURST_JOB_ID", "STARBURST_SPAWN"}
+ALLOWED_ENV = {
+    "PATH",
+    "HOME",
+    "LANG",
+    "PWD",
+    "SHLVL",
+    "_",
+    "OLDPWD",
+    "CUDA_VISIBLE_DEVICES",
+    "STARBURST_JOB_ID",
+    "STARBURST_SPAWN",
+}
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="jobs switch users only under root")
 
@@ -74,19 +84,31 @@ def server(password_postgres: str, tmp_path: Path) -> Iterator[Served]:
     store = SqlStore.open(password_postgres)
     store.save_user("mallory", team="ml")
     store.save_user("root-admin")
-    tokens = {"user": store.issue_token("mallory", Role.USER).secret,
-              "admin": store.issue_token("root-admin", Role.ADMIN).secret}
+    tokens = {
+        "user": store.issue_token("mallory", Role.USER).secret,
+        "admin": store.issue_token("root-admin", Role.ADMIN).secret,
+    }
     store.close()
     state = tmp_path / "state"
     port = _free_port()
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
-           "STARBURST_DATABASE_URL": password_postgres, "STARBURST_AUTH": "true",
-           "STARBURST_STATE_DIR": str(state), "STARBURST_CLOUD": "none",
-           "STARBURST_LOCAL_WORK_DIR": str(tmp_path / "work"),
-           "STARBURST_API_PORT": str(port), "STARBURST_PASS_INTERVAL_S": "0.2"}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/root"),
+        "STARBURST_DATABASE_URL": password_postgres,
+        "STARBURST_AUTH": "true",
+        "STARBURST_STATE_DIR": str(state),
+        "STARBURST_CLOUD": "none",
+        "STARBURST_LOCAL_WORK_DIR": str(tmp_path / "work"),
+        "STARBURST_API_PORT": str(port),
+        "STARBURST_PASS_INTERVAL_S": "0.2",
+    }
     with (tmp_path / "server.log").open("ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "starburst.cli", "server"], env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "starburst.cli", "server"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
 
     def ready() -> bool:
@@ -96,8 +118,9 @@ def server(password_postgres: str, tmp_path: Path) -> Iterator[Served]:
             return proc.poll() is not None
 
     try:
-        assert wait_for(ready, timeout=60) and proc.poll() is None, \
-            (tmp_path / "server.log").read_text()
+        assert wait_for(ready, timeout=60) and proc.poll() is None, (
+            tmp_path / "server.log"
+        ).read_text()
         db = make_url(password_postgres)
         guess = f"postgresql://{db.username}@{db.host}:{db.port}/{db.database}"
         assert PASSWORD not in guess
@@ -112,14 +135,18 @@ def server(password_postgres: str, tmp_path: Path) -> Iterator[Served]:
 
 
 def _run_job(client: httpx.Client, command: str, env: dict[str, str] | None = None) -> str:
-    made = client.post("/v1/jobs", json={"image": "none", "command": command, "gpus": 1,
-                                         "env": env or {}})
+    made = client.post(
+        "/v1/jobs", json={"image": "none", "command": command, "gpus": 1, "env": env or {}}
+    )
     assert made.status_code == 201, made.text
     job_id = str(made.json()["id"])
 
     def done() -> bool:
         return client.get(f"/v1/jobs/{job_id}").json()["state"] in (
-            "succeeded", "failed", "cancelled")
+            "succeeded",
+            "failed",
+            "cancelled",
+        )
 
     assert wait_for(done, timeout=60), client.get(f"/v1/jobs/{job_id}").json()
     return job_id
@@ -144,8 +171,7 @@ echo "== done"
 """
 
 
-def test_a_user_job_sees_nothing_of_the_controller_and_cannot_become_admin(
-        server: Served) -> None:
+def test_a_user_job_sees_nothing_of_the_controller_and_cannot_become_admin(server: Served) -> None:
     url, proc, state, tokens = server.url, server.proc, server.state, server.tokens
     admin_url = server.passwordless_db_url
     headers = {"Authorization": f"Bearer {tokens['user']}"}
@@ -161,9 +187,18 @@ def test_a_user_job_sees_nothing_of_the_controller_and_cannot_become_admin(
     env_lines = out.split("== env\n", 1)[1].split("== end env", 1)[0].splitlines()
     names = {line.split("=", 1)[0] for line in env_lines if "=" in line}
     assert names <= ALLOWED_ENV, names - ALLOWED_ENV
-    for leaked in (PASSWORD, "STARBURST_DATABASE_URL", "victim-output-7f3a", "hunter2-victim",
-                   "READ-SPAWN-OK", "READ-LOG-OK", "LIST-STATE-OK", "READ-PROC-OK",
-                   "SIGNAL-OK", "ESCALATED"):
+    for leaked in (
+        PASSWORD,
+        "STARBURST_DATABASE_URL",
+        "victim-output-7f3a",
+        "hunter2-victim",
+        "READ-SPAWN-OK",
+        "READ-LOG-OK",
+        "LIST-STATE-OK",
+        "READ-PROC-OK",
+        "SIGNAL-OK",
+        "ESCALATED",
+    ):
         assert leaked not in out, f"{leaked} in the attacker's output:\n{out}"
     assert whoami["role"] == "user"
     assert promote.status_code == 403
@@ -178,7 +213,8 @@ def test_a_user_job_sees_nothing_of_the_controller_and_cannot_become_admin(
 
 
 def test_emulated_cloud_jobs_run_as_the_run_as_user_with_a_minimal_environment(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from starburst.adapters.local import EmulatedCloud
     from starburst.adapters.local.isolation import resolve_run_as
     from starburst.core.job import Job

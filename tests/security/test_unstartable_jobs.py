@@ -32,11 +32,21 @@ SECRET = "do-not-log-this-7c1e"
 @pytest.fixture
 def controller(postgres_database: str, tmp_path: Path) -> Iterator[Controller]:
     migrate.upgrade(postgres_database)
-    settings = Settings(database_url=postgres_database, state_dir=tmp_path / "state",
-                        local_gpus=4, cloud="emulated", pass_interval_s=0.1, budget=0.25)
+    settings = Settings(
+        database_url=postgres_database,
+        state_dir=tmp_path / "state",
+        local_gpus=4,
+        cloud="emulated",
+        pass_interval_s=0.1,
+        budget=0.25,
+    )
     clock = WallClock()
-    made = Controller(settings, SqlStore.open(postgres_database), build_cluster(settings, clock),
-                      build_cloud(settings, clock))
+    made = Controller(
+        settings,
+        SqlStore.open(postgres_database),
+        build_cluster(settings, clock),
+        build_cloud(settings, clock),
+    )
     try:
         yield made
     finally:
@@ -55,13 +65,20 @@ def passes(controller: Controller, count: int) -> None:
         controller.run_pass()
 
 
-@pytest.mark.parametrize(("command", "env", "reason"), [
-    (f"echo {SECRET}", {"TOKEN": f"{SECRET}\x00tail"}, "holds a NUL byte"),
-    (f"echo {SECRET} " + "x" * 10_000_000, None, "too large"),
-])
+@pytest.mark.parametrize(
+    ("command", "env", "reason"),
+    [
+        (f"echo {SECRET}", {"TOKEN": f"{SECRET}\x00tail"}, "holds a NUL byte"),
+        (f"echo {SECRET} " + "x" * 10_000_000, None, "too large"),
+    ],
+)
 def test_a_job_that_cannot_start_fails_once_with_the_reason_and_the_pass_goes_on(
-        controller: Controller, caplog: pytest.LogCaptureFixture, command: str,
-        env: dict[str, str] | None, reason: str) -> None:
+    controller: Controller,
+    caplog: pytest.LogCaptureFixture,
+    command: str,
+    env: dict[str, str] | None,
+    reason: str,
+) -> None:
     store = controller.store
     bad = submit(store, command, env)
     good = submit(store, "true")
@@ -72,16 +89,14 @@ def test_a_job_that_cannot_start_fails_once_with_the_reason_and_the_pass_goes_on
     events = [e for e in store.events(bad) if e.to_state is JobState.FAILED]
     assert len(events) == 1 and "cannot start on-prem" in events[0].reason
     assert reason in events[0].reason
-    assert wait_for(lambda: (controller.run_pass(), store.get(good).state)[1]
-                    is JobState.SUCCEEDED)
+    assert wait_for(lambda: (controller.run_pass(), store.get(good).state)[1] is JobState.SUCCEEDED)
     assert controller.health().ready
     assert controller.metrics.unstartable._value.get() == 1  # type: ignore[attr-defined]
     assert controller.metrics.pass_errors._value.get() == 0  # type: ignore[attr-defined]
     assert SECRET not in caplog.text
 
 
-def test_a_new_leader_does_not_trip_over_it_either(
-        controller: Controller) -> None:
+def test_a_new_leader_does_not_trip_over_it_either(controller: Controller) -> None:
     """The job was recorded as running (by an older controller) but can never start."""
     store = controller.store
     bad = submit(store, "true", {"TOKEN": "a\x00b"})
@@ -94,8 +109,8 @@ def test_a_new_leader_does_not_trip_over_it_either(
 
 
 def test_persistent_pass_errors_are_counted_logged_with_the_stack_and_degrade_readiness(
-        controller: Controller, caplog: pytest.LogCaptureFixture,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    controller: Controller, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     submit(controller.store, f"echo {SECRET}")
     passes(controller, 1)
     assert controller.health().ready

@@ -20,8 +20,10 @@ def by_id(result):  # type: ignore[no-untyped-def]
 
 
 def test_a_budget_expiring_at_the_instant_gpus_free_up_bursts() -> None:
-    jobs = [make_job("a", gpus=8, runtime=H, submit=0),
-            make_job("b", gpus=1, runtime=H, submit=1800)]
+    jobs = [
+        make_job("a", gpus=8, runtime=H, submit=0),
+        make_job("b", gpus=1, runtime=H, submit=1800),
+    ]
     out = by_id(simulate(jobs, nodes(1, 8), config(PolicyKind.CONSTANT, 1800)))
     assert out["a"].where == "onprem" and out["a"].end == H
     assert out["b"].where == "cloud" and out["b"].start == H  # deadline 1800+1800 = A's end
@@ -29,15 +31,20 @@ def test_a_budget_expiring_at_the_instant_gpus_free_up_bursts() -> None:
 
 
 def test_a_job_starts_when_gpus_free_before_its_budget_runs_out() -> None:
-    jobs = [make_job("a", gpus=8, runtime=H, submit=0),
-            make_job("b", gpus=1, runtime=H, submit=1800)]
+    jobs = [
+        make_job("a", gpus=8, runtime=H, submit=0),
+        make_job("b", gpus=1, runtime=H, submit=1800),
+    ]
     out = by_id(simulate(jobs, nodes(1, 8), config(PolicyKind.CONSTANT, 1801)))
     assert out["b"].where == "onprem" and out["b"].start == H and out["b"].wait == 1800
 
 
 def test_no_wait_bursts_whatever_does_not_fit_on_arrival() -> None:
-    jobs = [make_job("a", gpus=6, submit=0), make_job("b", gpus=4, submit=10),
-            make_job("c", gpus=2, submit=20)]
+    jobs = [
+        make_job("a", gpus=6, submit=0),
+        make_job("b", gpus=4, submit=10),
+        make_job("c", gpus=2, submit=20),
+    ]
     result = simulate(jobs, nodes(1, 8), config(PolicyKind.NO_WAIT))
     out = by_id(result)
     assert [out[x].where for x in "abc"] == ["onprem", "cloud", "onprem"]
@@ -50,8 +57,10 @@ def test_no_wait_bursts_whatever_does_not_fit_on_arrival() -> None:
 
 def test_star_wait_pulls_back_a_long_cloud_job_and_requeues_it() -> None:
     # One 8-GPU node busy for 1 h; a 4-GPU 2 h job arrives at t=0 with Star-Wait c = 1000 s/GPU.
-    jobs = [make_job("busy", gpus=8, runtime=H, submit=0),
-            make_job("star", gpus=4, runtime=2 * H, submit=0.5)]
+    jobs = [
+        make_job("busy", gpus=8, runtime=H, submit=0),
+        make_job("star", gpus=4, runtime=2 * H, submit=0.5),
+    ]
     policy = WaitPolicy(PolicyKind.STAR, 1000)
     out = by_id(simulate(jobs, nodes(1, 8), SchedulerConfig(policy)))
     star = out["star"]
@@ -64,8 +73,10 @@ def test_star_wait_pulls_back_a_long_cloud_job_and_requeues_it() -> None:
 
 
 def test_star_wait_bursts_again_for_the_full_runtime_when_still_no_room() -> None:
-    jobs = [make_job("busy", gpus=8, runtime=10 * H, submit=0),
-            make_job("star", gpus=1, runtime=2 * H, submit=0)]
+    jobs = [
+        make_job("busy", gpus=8, runtime=10 * H, submit=0),
+        make_job("star", gpus=1, runtime=2 * H, submit=0),
+    ]
     policy = WaitPolicy(PolicyKind.STAR, 100)  # requeue budget 3 × max(0, 100 − 900) = 0
     out = by_id(simulate(jobs, nodes(1, 8), SchedulerConfig(policy)))
     star = out["star"]
@@ -75,16 +86,19 @@ def test_star_wait_bursts_again_for_the_full_runtime_when_still_no_room() -> Non
 
 
 def test_short_star_jobs_are_never_pulled_back() -> None:
-    jobs = [make_job("busy", gpus=8, runtime=H, submit=0),
-            make_job("quick", gpus=1, runtime=600, submit=0)]
+    jobs = [
+        make_job("busy", gpus=8, runtime=H, submit=0),
+        make_job("quick", gpus=1, runtime=600, submit=0),
+    ]
     out = by_id(simulate(jobs, nodes(1, 8), SchedulerConfig(WaitPolicy(PolicyKind.STAR, 1e6))))
     assert out["quick"].where == "cloud" and out["quick"].cloud_gpu_seconds == 600
 
 
 def test_cloud_startup_delay_adds_to_jct_but_not_to_cost() -> None:
     jobs = [make_job("a", gpus=8, submit=0), make_job("b", gpus=8, submit=0)]
-    result = simulate(jobs, nodes(1, 8), config(PolicyKind.NO_WAIT),
-                      SimOptions(cloud_startup_delay=300))
+    result = simulate(
+        jobs, nodes(1, 8), config(PolicyKind.NO_WAIT), SimOptions(cloud_startup_delay=300)
+    )
     out = by_id(result)
     assert out["b"].jct == H + 300
     assert result.summary()["cloud_gpu_hours"] == pytest.approx(8.0)
@@ -109,8 +123,9 @@ def test_the_same_trace_and_seed_give_the_same_outcomes() -> None:
     options = SimOptions(estimate_error=0.5, seed=7)
     first = simulate(jobs, nodes(4, 8), cfg, options).outcomes
     again = simulate(list(reversed(jobs)), nodes(4, 8), cfg, options).outcomes
-    assert [(o.job.id, o.where, o.start) for o in first] == \
-           [(o.job.id, o.where, o.start) for o in again]
+    assert [(o.job.id, o.where, o.start) for o in first] == [
+        (o.job.id, o.where, o.start) for o in again
+    ]
 
 
 def test_estimate_error_changes_budgets_but_not_runtimes() -> None:
@@ -122,13 +137,23 @@ def test_estimate_error_changes_budgets_but_not_runtimes() -> None:
     assert all(noisy[j].job.runtime == exact[j].job.runtime for j in exact)
 
 
-POLICIES = [PolicyKind.NO_WAIT, PolicyKind.CONSTANT, PolicyKind.RUNTIME, PolicyKind.RESOURCE,
-            PolicyKind.COMPUTE, PolicyKind.STAR, PolicyKind.INFINITE]
+POLICIES = [
+    PolicyKind.NO_WAIT,
+    PolicyKind.CONSTANT,
+    PolicyKind.RUNTIME,
+    PolicyKind.RESOURCE,
+    PolicyKind.COMPUTE,
+    PolicyKind.STAR,
+    PolicyKind.INFINITE,
+]
 
 
 # SB_EXAMPLES=2000 runs a longer search locally; CI uses the default.
-@settings(max_examples=int(os.environ.get("SB_EXAMPLES", "60")), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("SB_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     seed=st.integers(0, 10_000),
     kind=st.sampled_from(POLICIES),
@@ -140,21 +165,43 @@ POLICIES = [PolicyKind.NO_WAIT, PolicyKind.CONSTANT, PolicyKind.RUNTIME, PolicyK
     cpus=st.booleans(),
 )
 def test_the_fast_engine_agrees_with_the_naive_reference(
-    seed: int, kind: PolicyKind, budget: float, out_of_order: bool, cap: int | None,
-    best_fit: bool, shape: tuple[int, int], cpus: bool,
+    seed: int,
+    kind: PolicyKind,
+    budget: float,
+    out_of_order: bool,
+    cap: int | None,
+    best_fit: bool,
+    shape: tuple[int, int],
+    cpus: bool,
 ) -> None:
     count, gpus = shape
     cluster = [Node(f"n{i}", gpus, cpus=16.0 if cpus else 0.0) for i in range(count)]
-    raw = generate(Workload(60, count * gpus, load=1.3, cv=2.0, mean_runtime=1800, seed=seed,
-                            cpus_per_gpu=3.0 if cpus else 0.0))
-    jobs = [j if j.gpus <= count * gpus else make_job(j.id, gpus=count * gpus,
-                                                      runtime=j.runtime or 0, submit=j.submit_time)
-            for j in raw]
+    raw = generate(
+        Workload(
+            60,
+            count * gpus,
+            load=1.3,
+            cv=2.0,
+            mean_runtime=1800,
+            seed=seed,
+            cpus_per_gpu=3.0 if cpus else 0.0,
+        )
+    )
+    jobs = [
+        j
+        if j.gpus <= count * gpus
+        else make_job(j.id, gpus=count * gpus, runtime=j.runtime or 0, submit=j.submit_time)
+        for j in raw
+    ]
     policy = WaitPolicy.from_budget(kind, budget, jobs)
     from starburst.core.capacity import PlacementStrategy
 
-    cfg = SchedulerConfig(policy, out_of_order, cap, placement=PlacementStrategy.BEST_FIT
-                          if best_fit else PlacementStrategy.FIRST_FIT)
+    cfg = SchedulerConfig(
+        policy,
+        out_of_order,
+        cap,
+        placement=PlacementStrategy.BEST_FIT if best_fit else PlacementStrategy.FIRST_FIT,
+    )
     fast = {o.job.id: o for o in simulate(jobs, cluster, cfg).outcomes}
     ref = reference_simulate(jobs, cluster, policy, out_of_order, cap, best_fit)
     assert fast.keys() == ref.keys()

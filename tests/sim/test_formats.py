@@ -20,8 +20,9 @@ from starburst.sim.trace_errors import TraceError
 DATA = Path(__file__).parent / "data"
 PHILLY = DATA / "philly_cluster_job_log.json"
 HELIOS = DATA / "helios_cluster_log.csv"
-HELIOS_HEADER = ("job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,"
-                 "end_time,duration,queue")
+HELIOS_HEADER = (
+    "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue"
+)
 HELIOS_ROW = "7,u1,vc1,2,8,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,,60,0"
 
 
@@ -38,8 +39,12 @@ def test_philly_jobs_in_project_units() -> None:
 
 def test_philly_skips_are_counted_by_reason() -> None:
     trace = load_philly(PHILLY)
-    assert trace.skipped == {formats.NO_GPUS: 1, formats.NO_ATTEMPTS: 1, formats.RUNNING: 1,
-                             formats.NO_TIMES: 1}
+    assert trace.skipped == {
+        formats.NO_GPUS: 1,
+        formats.NO_ATTEMPTS: 1,
+        formats.RUNNING: 1,
+        formats.NO_TIMES: 1,
+    }
     assert trace.skipped_total == 4
     assert trace.describe().startswith(f"3 jobs from {PHILLY}; skipped 4")
 
@@ -64,28 +69,57 @@ def _philly(tmp_path: Path, records: object) -> Path:
 
 def _record(**overrides: object) -> dict[str, object]:
     record: dict[str, object] = {
-        "jobid": "app_1", "user": "u", "vc": "v", "status": "Pass",
+        "jobid": "app_1",
+        "user": "u",
+        "vc": "v",
+        "status": "Pass",
         "submitted_time": "2017-10-07 01:00:00",
-        "attempts": [{"start_time": "2017-10-07 01:00:00", "end_time": "2017-10-07 02:00:00",
-                      "detail": [{"ip": "m1", "gpus": ["gpu0"]}]}],
+        "attempts": [
+            {
+                "start_time": "2017-10-07 01:00:00",
+                "end_time": "2017-10-07 02:00:00",
+                "detail": [{"ip": "m1", "gpus": ["gpu0"]}],
+            }
+        ],
     }
     record.update(overrides)
     return record
 
 
-@pytest.mark.parametrize(("records", "message"), [
-    ([_record(), _record(jobid="app_2", submitted_time=None)],
-     r"philly\.json: record 2: missing 'submitted_time'"),
-    ([_record(jobid=None)], r"philly\.json: record 1: missing 'jobid'"),
-    ([_record(submitted_time="07/10/2017 01:00")], r"record 1: bad timestamp '07/10/2017 01:00'"),
-    ([_record(), "not a job"], r"record 2: expected a JSON object"),
-    ([_record(attempts={"start_time": "x"})], r"record 1: 'attempts' must be a list"),
-    ([_record(attempts=[{"start_time": "2017-10-07 02:00:00", "end_time": "2017-10-07 01:00:00",
-                         "detail": []}])], r"record 1: attempt ends before it starts"),
-    ({"jobs": []}, r"philly\.json: expected a JSON list of jobs"),
-])
-def test_unreadable_philly_names_file_and_record(tmp_path: Path, records: object,
-                                                 message: str) -> None:
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        (
+            [_record(), _record(jobid="app_2", submitted_time=None)],
+            r"philly\.json: record 2: missing 'submitted_time'",
+        ),
+        ([_record(jobid=None)], r"philly\.json: record 1: missing 'jobid'"),
+        (
+            [_record(submitted_time="07/10/2017 01:00")],
+            r"record 1: bad timestamp '07/10/2017 01:00'",
+        ),
+        ([_record(), "not a job"], r"record 2: expected a JSON object"),
+        ([_record(attempts={"start_time": "x"})], r"record 1: 'attempts' must be a list"),
+        (
+            [
+                _record(
+                    attempts=[
+                        {
+                            "start_time": "2017-10-07 02:00:00",
+                            "end_time": "2017-10-07 01:00:00",
+                            "detail": [],
+                        }
+                    ]
+                )
+            ],
+            r"record 1: attempt ends before it starts",
+        ),
+        ({"jobs": []}, r"philly\.json: expected a JSON list of jobs"),
+    ],
+)
+def test_unreadable_philly_names_file_and_record(
+    tmp_path: Path, records: object, message: str
+) -> None:
     with pytest.raises(TraceError, match=message) as caught:
         load_philly(_philly(tmp_path, records))
     assert caught.value.path.name == "philly.json"
@@ -116,7 +150,10 @@ def test_helios_jobs_in_project_units() -> None:
     ]
     last = trace.jobs[-1]
     assert (last.user, last.team, dict(last.extra)) == (
-        "uXBbc", "vcJkd", {"state": "COMPLETED", "vc": "vcJkd", "node_num": "2"})
+        "uXBbc",
+        "vcJkd",
+        {"state": "COMPLETED", "vc": "vcJkd", "node_num": "2"},
+    )
     assert trace.skipped == {formats.NO_GPUS: 1, formats.NO_RUNTIME: 1}
 
 
@@ -132,20 +169,35 @@ def _helios(tmp_path: Path, *lines: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("lines", "message"), [
-    ((HELIOS_HEADER.replace("gpu_num,", ""), HELIOS_ROW.replace(",2,8,", ",8,")),
-     r"cluster_log\.csv: line 1: missing column 'gpu_num'"),
-    ((HELIOS_HEADER, HELIOS_ROW, HELIOS_ROW.replace(",2,8,", ",two,8,")),
-     r"cluster_log\.csv: line 3: gpu_num must be a number, got 'two'"),
-    ((HELIOS_HEADER, HELIOS_ROW.replace(",60,0", ",-5,0")),
-     r"line 2: duration must be a finite number ≥ 0"),
-    ((HELIOS_HEADER, HELIOS_ROW.replace(",2,8,", ",1.5,8,")), r"line 2: gpu_num must be a whole"),
-    ((HELIOS_HEADER, HELIOS_ROW.replace("2020-06-09 18:41:01,", "yesterday,", 1)),
-     r"line 2: bad timestamp 'yesterday'"),
-    ((HELIOS_HEADER, "7,u1,vc1,2"), r"line 2: wrong number of fields"),
-])
-def test_unreadable_helios_names_file_and_line(tmp_path: Path, lines: tuple[str, ...],
-                                               message: str) -> None:
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (
+            (HELIOS_HEADER.replace("gpu_num,", ""), HELIOS_ROW.replace(",2,8,", ",8,")),
+            r"cluster_log\.csv: line 1: missing column 'gpu_num'",
+        ),
+        (
+            (HELIOS_HEADER, HELIOS_ROW, HELIOS_ROW.replace(",2,8,", ",two,8,")),
+            r"cluster_log\.csv: line 3: gpu_num must be a number, got 'two'",
+        ),
+        (
+            (HELIOS_HEADER, HELIOS_ROW.replace(",60,0", ",-5,0")),
+            r"line 2: duration must be a finite number ≥ 0",
+        ),
+        (
+            (HELIOS_HEADER, HELIOS_ROW.replace(",2,8,", ",1.5,8,")),
+            r"line 2: gpu_num must be a whole",
+        ),
+        (
+            (HELIOS_HEADER, HELIOS_ROW.replace("2020-06-09 18:41:01,", "yesterday,", 1)),
+            r"line 2: bad timestamp 'yesterday'",
+        ),
+        ((HELIOS_HEADER, "7,u1,vc1,2"), r"line 2: wrong number of fields"),
+    ],
+)
+def test_unreadable_helios_names_file_and_line(
+    tmp_path: Path, lines: tuple[str, ...], message: str
+) -> None:
     with pytest.raises(TraceError, match=message):
         load_helios(_helios(tmp_path, *lines))
 

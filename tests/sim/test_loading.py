@@ -35,8 +35,11 @@ REAL_PHILLY = SHARED / "philly-sample" / "cluster_job_log"
 
 
 def _attempt(start: str | None, end: str | None, gpus: int) -> dict[str, object]:
-    return {"start_time": start, "end_time": end,
-            "detail": [{"ip": "m1", "gpus": [f"gpu{i}" for i in range(gpus)]}]}
+    return {
+        "start_time": start,
+        "end_time": end,
+        "detail": [{"ip": "m1", "gpus": [f"gpu{i}" for i in range(gpus)]}],
+    }
 
 
 @pytest.fixture
@@ -58,7 +61,10 @@ def test_auto_recognises_gzipped_philly_and_helios(tmp_path: Path) -> None:
     helios = tmp_path / "cluster_log.csv.gz"
     helios.write_bytes(gzip.compress(HELIOS.read_bytes()))
     assert (guess_format(packed), guess_format(helios), guess_format(HELIOS)) == (
-        "philly", "helios", "helios")
+        "philly",
+        "helios",
+        "helios",
+    )
     assert load(packed).jobs == load(PHILLY).jobs
 
 
@@ -77,12 +83,20 @@ def test_a_missing_or_directory_path_is_a_trace_error(tmp_path: Path) -> None:
 
 
 def test_multi_attempt_job_runs_from_first_start_to_last_end_on_the_last_gpus(
-        tmp_path: Path) -> None:
-    record = {"jobid": "app_9", "user": "u", "vc": "v", "status": "Pass",
-              "submitted_time": "2017-10-07 00:00:00",
-              "attempts": [_attempt("2017-10-07 01:00:00", "2017-10-07 01:10:00", 8),
-                           _attempt(None, None, 8),  # a middle attempt's times are not needed
-                           _attempt("2017-10-07 03:00:00", "2017-10-07 04:00:00", 2)]}
+    tmp_path: Path,
+) -> None:
+    record = {
+        "jobid": "app_9",
+        "user": "u",
+        "vc": "v",
+        "status": "Pass",
+        "submitted_time": "2017-10-07 00:00:00",
+        "attempts": [
+            _attempt("2017-10-07 01:00:00", "2017-10-07 01:10:00", 8),
+            _attempt(None, None, 8),  # a middle attempt's times are not needed
+            _attempt("2017-10-07 03:00:00", "2017-10-07 04:00:00", 2),
+        ],
+    }
     path = tmp_path / "cluster_job_log"
     path.write_text(json.dumps([record]))
     (job,) = load(path).jobs
@@ -90,10 +104,16 @@ def test_multi_attempt_job_runs_from_first_start_to_last_end_on_the_last_gpus(
 
 
 def test_last_attempt_without_end_is_running(tmp_path: Path) -> None:
-    record = {"jobid": "app_9", "user": "u", "status": "Running",
-              "submitted_time": "2017-10-07 00:00:00",
-              "attempts": [_attempt("2017-10-07 01:00:00", "2017-10-07 01:10:00", 1),
-                           _attempt("2017-10-07 02:00:00", None, 1)]}
+    record = {
+        "jobid": "app_9",
+        "user": "u",
+        "status": "Running",
+        "submitted_time": "2017-10-07 00:00:00",
+        "attempts": [
+            _attempt("2017-10-07 01:00:00", "2017-10-07 01:10:00", 1),
+            _attempt("2017-10-07 02:00:00", None, 1),
+        ],
+    }
     path = tmp_path / "cluster_job_log"
     path.write_text(json.dumps([record]))
     assert load(path).skipped == {formats.RUNNING: 1}
@@ -110,8 +130,10 @@ def test_status_filter_through_load(job_log: Path) -> None:
 
 def test_status_filter_on_the_projects_csv(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
-    path.write_text("job_id,submit_time,runtime,gpus,cpus,status\n"
-                    "a,0,60,1,0,Pass\nb,5,60,1,0,Failed\nc,9,60,1,0,Pass\n")
+    path.write_text(
+        "job_id,submit_time,runtime,gpus,cpus,status\n"
+        "a,0,60,1,0,Pass\nb,5,60,1,0,Failed\nc,9,60,1,0,Pass\n"
+    )
     trace = load(path, statuses={"Pass"})
     assert [j.id for j in trace.jobs] == ["a", "c"]
     assert trace.skipped == {formats.STATUS: 1}
@@ -127,11 +149,21 @@ def test_parse_statuses() -> None:
     assert parse_statuses(None) is None
 
 
-def test_cli_simulates_an_extensionless_log_with_a_status_filter(job_log: Path,
-                                                                  capsys) -> None:  # type: ignore[no-untyped-def]
-    code, out, err = run_cli(["simulate", str(job_log), "--nodes", "2", "--gpus-per-node", "8",
-                              "--status", "Pass",
-                              "--json"], capsys)
+def test_cli_simulates_an_extensionless_log_with_a_status_filter(job_log: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out, err = run_cli(
+        [
+            "simulate",
+            str(job_log),
+            "--nodes",
+            "2",
+            "--gpus-per-node",
+            "8",
+            "--status",
+            "Pass",
+            "--json",
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert json.loads(out)["jobs"] == 2
     assert "status filtered out: 5" in err
@@ -143,8 +175,7 @@ def test_the_real_philly_log_loads_by_content_and_matches_its_csv() -> None:
     csv = load(SHARED / "philly-sample" / "philly-sample.csv", statuses={"Pass"})
     assert len(passed.jobs) == len(csv.jobs) > 1000
     by_id = {j.id: j for j in csv.jobs}
-    assert all((j.gpus, j.runtime) == (by_id[j.id].gpus, by_id[j.id].runtime)
-               for j in passed.jobs)
+    assert all((j.gpus, j.runtime) == (by_id[j.id].gpus, by_id[j.id].runtime) for j in passed.jobs)
 
 
 def test_a_band_in_the_trace_drives_compute_expected(tmp_path: Path) -> None:
@@ -152,8 +183,10 @@ def test_a_band_in_the_trace_drives_compute_expected(tmp_path: Path) -> None:
     from starburst.sim.trace import load_trace, write_trace
 
     path = tmp_path / "band.csv"
-    path.write_text("job_id,submit_time,runtime,gpus,cpus,estimate,estimate_low,estimate_high\n"
-                    "a,0,3600,2,0,3600,360,36000\nb,1,3600,2,0,3600,,\n")
+    path.write_text(
+        "job_id,submit_time,runtime,gpus,cpus,estimate,estimate_low,estimate_high\n"
+        "a,0,3600,2,0,3600,360,36000\nb,1,3600,2,0,3600,,\n"
+    )
     banded, bare = load_trace(path)
     assert (banded.estimate_low, banded.estimate_high) == (360.0, 36000.0)
     policy = WaitPolicy(PolicyKind.COMPUTE_EXPECTED, 0.25)

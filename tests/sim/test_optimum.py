@@ -34,12 +34,16 @@ def conflicting(first_runtime: float, second_runtime: float) -> list[Job]:
 
 
 @pytest.mark.parametrize("mode", list(Mode))
-@pytest.mark.parametrize(("runtimes", "burst", "gpu_hours"), [
-    ((1 * H, 2 * H), "a", 1.0),
-    ((2 * H, 1 * H), "b", 1.0),
-])
+@pytest.mark.parametrize(
+    ("runtimes", "burst", "gpu_hours"),
+    [
+        ((1 * H, 2 * H), "a", 1.0),
+        ((2 * H, 1 * H), "b", 1.0),
+    ],
+)
 def test_without_waiting_the_cheaper_of_two_conflicting_jobs_bursts(
-        mode: Mode, runtimes: tuple[float, float], burst: str, gpu_hours: float) -> None:
+    mode: Mode, runtimes: tuple[float, float], burst: str, gpu_hours: float
+) -> None:
     result = solve_optimum(conflicting(*runtimes), 1, 0.0, OptimumOptions(mode=mode, **FINE))
     assert result.status == "optimal"
     assert where(result)[burst] == "cloud"
@@ -117,8 +121,9 @@ def test_schedule_mode_returns_a_schedule_that_fits_and_meets_the_bound() -> Non
     assert result.mean_wait_s <= 300.0 + 1e-6
 
 
-def _simulated(jobs: list[Job], policy: WaitPolicy, out_of_order: bool,
-               cap: int | None) -> dict[str, float | int | str]:
+def _simulated(
+    jobs: list[Job], policy: WaitPolicy, out_of_order: bool, cap: int | None
+) -> dict[str, float | int | str]:
     config = SchedulerConfig(policy, out_of_order=out_of_order, queue_cap=cap)
     return simulate(jobs, uniform_nodes(1, 8), config).summary()
 
@@ -142,16 +147,20 @@ def test_no_simulated_policy_beats_the_optimum_at_its_own_mean_wait(name: str) -
         assert low.cloud_gpu_hours < float(run["cloud_gpu_hours"])  # FIFO is not optimal
 
 
-@pytest.mark.parametrize(("jobs", "gpus", "bound", "message"), [
-    ([], 8, 0.0, "at least one job"),
-    ([make_job("a", 0.0, H)], 8, -1.0, "mean wait bound"),
-    ([make_job("a", 0.0, H)], 8, math.nan, "mean wait bound"),
-    ([Job(id="a", submit_time=0.0, gpus=1)], 8, 0.0, "job a has no usable runtime"),
-    ([make_job("a", 0.0, H)], 0, 0.0, "at least one GPU"),
-    ([make_job("a", 0.0, H), make_job("a", 1.0, H)], 8, 0.0, "unique"),
-])
-def test_bad_input_is_a_config_error(jobs: list[Job], gpus: int, bound: float,
-                                     message: str) -> None:
+@pytest.mark.parametrize(
+    ("jobs", "gpus", "bound", "message"),
+    [
+        ([], 8, 0.0, "at least one job"),
+        ([make_job("a", 0.0, H)], 8, -1.0, "mean wait bound"),
+        ([make_job("a", 0.0, H)], 8, math.nan, "mean wait bound"),
+        ([Job(id="a", submit_time=0.0, gpus=1)], 8, 0.0, "job a has no usable runtime"),
+        ([make_job("a", 0.0, H)], 0, 0.0, "at least one GPU"),
+        ([make_job("a", 0.0, H), make_job("a", 1.0, H)], 8, 0.0, "unique"),
+    ],
+)
+def test_bad_input_is_a_config_error(
+    jobs: list[Job], gpus: int, bound: float, message: str
+) -> None:
     with pytest.raises(ConfigError, match=message):
         solve_optimum(jobs, gpus, bound)
 

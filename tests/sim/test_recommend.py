@@ -19,9 +19,17 @@ Row = dict[str, float | int | str]
 
 
 def row(name: str, cost: float, jct: float, **extra: float | int | str) -> Row:
-    out: Row = {"label": name, "policy": extra.pop("policy", "compute"), "budget": 0.1,
-                "cloud_cost_usd": cost, "mean_jct_s": jct, "p90_jct_s": jct * 2,
-                "burst_jobs": 3, "cluster_utilization": 0.7, "out_of_order": 1}
+    out: Row = {
+        "label": name,
+        "policy": extra.pop("policy", "compute"),
+        "budget": 0.1,
+        "cloud_cost_usd": cost,
+        "mean_jct_s": jct,
+        "p90_jct_s": jct * 2,
+        "burst_jobs": 3,
+        "cluster_utilization": 0.7,
+        "out_of_order": 1,
+    }
     out.update(extra)
     return out
 
@@ -39,10 +47,14 @@ def test_names_match_the_papers_and_spell_out_only_the_unusual_mode() -> None:
 
 
 def test_the_cheapest_setting_within_the_tolerance_is_recommended() -> None:
-    rows = recommend.add_changes([
-        row("No-Wait", 100, 1000, policy="no-wait", budget=""),
-        row("a", 60, 1040), row("b", 40, 1049), row("c", 10, 1200),
-    ])
+    rows = recommend.add_changes(
+        [
+            row("No-Wait", 100, 1000, policy="no-wait", budget=""),
+            row("a", 60, 1040),
+            row("b", 40, 1049),
+            row("c", 10, 1200),
+        ]
+    )
     rows = [{**r, "jct_change": float(r["mean_jct_s"]) / 1000 - 1} for r in rows]
     rec = recommend.recommend(rows, 0.05)
     assert rec.cheapest is not None and rec.cheapest["label"] == "b"
@@ -51,8 +63,13 @@ def test_the_cheapest_setting_within_the_tolerance_is_recommended() -> None:
 
 
 def test_the_knee_is_where_the_front_bends() -> None:
-    front = [row("dear", 100, 1000), row("knee", 30, 1020), row("mid", 20, 1200),
-             row("cheap", 0, 2000), row("dominated", 50, 1100)]
+    front = [
+        row("dear", 100, 1000),
+        row("knee", 30, 1020),
+        row("mid", 20, 1200),
+        row("cheap", 0, 2000),
+        row("dominated", 50, 1100),
+    ]
     knee = recommend.knee(front)
     assert knee is not None and knee["label"] == "knee"
     assert recommend.knee(front[:2]) is None  # two points have no bend
@@ -70,15 +87,17 @@ def test_tolerance_accepts_percent_and_fraction() -> None:
 
 
 def test_notes_explain_rows_that_cost_more_than_no_wait_from_their_figures() -> None:
-    base = row("No-Wait", 100, 1000, policy="no-wait", budget="", savings=0.0,
-               cluster_utilization=0.7)
+    base = row(
+        "No-Wait", 100, 1000, policy="no-wait", budget="", savings=0.0, cluster_utilization=0.7
+    )
     pulled = row("P", 120, 1000, policy="x", savings=-0.2, pulled_back=9, out_of_order=0)
-    blocked = row("B", 110, 1000, policy="y", savings=-0.1, cluster_utilization=0.6,
-                  out_of_order=0)
+    blocked = row("B", 110, 1000, policy="y", savings=-0.1, cluster_utilization=0.6, out_of_order=0)
     twin = row("B ooo", 60, 1000, policy="y", savings=0.4, cluster_utilization=0.8)
     fine = row("F", 50, 1000, policy="z", savings=0.5, jct_change=0.2)
-    out = {str(r["label"]): r.get("note", "") for r in
-           notes.explain([base, pulled, blocked, twin, fine], tolerance=0.05)}
+    out = {
+        str(r["label"]): r.get("note", "")
+        for r in notes.explain([base, pulled, blocked, twin, fine], tolerance=0.05)
+    }
     assert "9 jobs were pulled back" in str(out["P"]) and "head" in str(out["P"])
     assert "head-of-line blocking" in str(out["B"]) and "60% busy vs 70%" in str(out["B"])
     assert "out of order it saves 40% vs No-Wait (B ooo)" in str(out["B"])
@@ -90,7 +109,7 @@ def test_labels_at_one_spot_are_spread_so_none_overlap() -> None:
     anchors = [(100.0, 100.0, f"b={b}") for b in (0.05, 0.1, 0.25, 0.5, 1, 2)]
     boxes = [box for _, box in pareto.place_labels(anchors)]
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             assert pareto._overlap(a, b) == 0.0
 
 
@@ -100,9 +119,11 @@ def test_plot_legend_uses_the_table_names_and_marks_the_choice(tmp_path: Path) -
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [row("No-Wait", 100, 1000, policy="no-wait", budget="", series="No-Wait"),
-            row("Starburst b=0.1", 60, 1040, series="Starburst"),
-            row("Starburst b=0.5", 30, 1100, series="Starburst", budget=0.5)]
+    rows = [
+        row("No-Wait", 100, 1000, policy="no-wait", budget="", series="No-Wait"),
+        row("Starburst b=0.1", 60, 1040, series="Starburst"),
+        row("Starburst b=0.5", 30, 1100, series="Starburst", budget=0.5),
+    ]
     fig, ax = plt.subplots()
     pareto._draw(fig, ax, rows, {"Starburst b=0.1": "recommended"})
     names = ax.get_legend_handles_labels()[1]
@@ -116,13 +137,23 @@ def test_tune_replays_today_and_recommends_within_the_tolerance(tmp_path: Path) 
     jobs = generate(Workload(300, 16, load=1.1, seed=3))
     write_trace([j.with_estimate((j.runtime or 0) * 1.3) for j in jobs], trace)
     deployed = Deployed(PolicyKind.COMPUTE, 0.5, out_of_order=True, queue_cap=10)
-    result = tune(trace, uniform_nodes(2, 8), deployed, [PolicyKind.COMPUTE, PolicyKind.STAR],
-                  [0.1, 0.5], tolerance=0.05, processes=1)
+    result = tune(
+        trace,
+        uniform_nodes(2, 8),
+        deployed,
+        [PolicyKind.COMPUTE, PolicyKind.STAR],
+        [0.1, 0.5],
+        tolerance=0.05,
+        processes=1,
+    )
     today = [r for r in result.rows if r.get("role") == "today"]
     assert [r["label"] for r in today] == ["Starburst b=0.5 (today)"]
     assert today[0]["saving_vs_today"] == 0.0
     assert len(result.rows) == 1 + 2 * 2 * 2  # No-Wait + policies × budgets × modes
     rec = result.recommendation
     assert rec.cheapest is not None and float(rec.cheapest["jct_change"]) <= 0.05
-    assert all(float(r["cloud_cost_usd"]) >= float(rec.cheapest["cloud_cost_usd"])
-               for r in result.rows if float(r["jct_change"]) <= 0.05)
+    assert all(
+        float(r["cloud_cost_usd"]) >= float(rec.cheapest["cloud_cost_usd"])
+        for r in result.rows
+        if float(r["jct_change"]) <= 0.05
+    )

@@ -24,11 +24,18 @@ def test_round_trip_keeps_every_job(tmp_path: Path) -> None:
 
 
 def test_optional_and_unknown_columns_are_carried_through(tmp_path: Path) -> None:
-    path = write(tmp_path, f"{HEADER},user,gpu_type,name,estimate,project\n"
-                           "a,0,3600,2,8,alice,a100,train-bert,1800,nlp\n")
+    path = write(
+        tmp_path,
+        f"{HEADER},user,gpu_type,name,estimate,project\n"
+        "a,0,3600,2,8,alice,a100,train-bert,1800,nlp\n",
+    )
     [job] = load_trace(path)
-    assert (job.user, job.gpu_type, job.name, job.estimate) == ("alice", "a100", "train-bert",
-                                                                1800.0)
+    assert (job.user, job.gpu_type, job.name, job.estimate) == (
+        "alice",
+        "a100",
+        "train-bert",
+        1800.0,
+    )
     assert job.extra == {"project": "nlp"}
 
 

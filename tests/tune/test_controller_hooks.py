@@ -20,12 +20,23 @@ from tests.support.databases import ManualClock
 def controller(tmp: Path, clock: ManualClock) -> Controller:
     url = f"sqlite:///{tmp / 'sb.db'}"
     migrate.upgrade(url)
-    settings = Settings(database_url=url, state_dir=tmp, local_gpus=3, cloud="none",
-                        local_gpu_type="l4", queue_cap=12)
+    settings = Settings(
+        database_url=url,
+        state_dir=tmp,
+        local_gpus=3,
+        cloud="none",
+        local_gpu_type="l4",
+        queue_cap=12,
+    )
     store = SqlStore.open(url, clock=clock)
-    return Controller(settings, store, LocalCluster(tmp / "cluster", 3, gpu_type="l4",
-                                                    clock=clock),
-                      None, clock=clock, metrics=ControllerMetrics.create())
+    return Controller(
+        settings,
+        store,
+        LocalCluster(tmp / "cluster", 3, gpu_type="l4", clock=clock),
+        None,
+        clock=clock,
+        metrics=ControllerMetrics.create(),
+    )
 
 
 def test_the_local_cluster_records_its_gpu_slots_and_configuration(tmp_path: Path) -> None:
@@ -37,8 +48,11 @@ def test_the_local_cluster_records_its_gpu_slots_and_configuration(tmp_path: Pat
         assert [(n.gpus, n.gpu_type) for n in records.cluster_shape() or []] == [(3, "l4")]
         scheduler = records.state("scheduler")
         assert scheduler is not None
-        assert (scheduler["policy"], scheduler["budget"], scheduler["queue_cap"]) == \
-            ("compute", 0.25, 12)
+        assert (scheduler["policy"], scheduler["budget"], scheduler["queue_cap"]) == (
+            "compute",
+            0.25,
+            12,
+        )
         assert scheduler["coefficient"] == c.config.policy.coefficient
     finally:
         c.stop()
@@ -50,8 +64,11 @@ def test_a_setting_applied_before_start_is_in_force_at_once(tmp_path: Path) -> N
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     migrate.upgrade(url)
     store = SqlStore.open(url, clock=clock)
-    TuningRecords(store).apply_setting(PolicySetting(PolicyKind.CONSTANT, None, 120.0, False),
-                                       actor="t", reason="before the restart")
+    TuningRecords(store).apply_setting(
+        PolicySetting(PolicyKind.CONSTANT, None, 120.0, False),
+        actor="t",
+        reason="before the restart",
+    )
     store.close()
     c = controller(tmp_path, clock)
     try:

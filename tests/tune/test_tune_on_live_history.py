@@ -49,12 +49,25 @@ def rows_of(path: Path) -> list[dict[str, str]]:
 
 
 def test_export_writes_the_jobs_with_the_controllers_estimates_and_the_shape(
-        live: tuple[LiveRun, list[str], str], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    live: tuple[LiveRun, list[str], str], tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
     run, ids, since = live
     trace, shape = tmp_path / "trace.csv", tmp_path / "cluster.yaml"
-    code, out, err = run_cli(["history", "export", "--since", since, "-o", str(trace),
-                              "--cluster", str(shape), "--url", str(run.store.engine.url)],
-                             capsys)
+    code, out, err = run_cli(
+        [
+            "history",
+            "export",
+            "--since",
+            since,
+            "-o",
+            str(trace),
+            "--cluster",
+            str(shape),
+            "--url",
+            str(run.store.engine.url),
+        ],
+        capsys,
+    )
     assert code == 0, err
     jobs = {j.id: j for j in load_trace(trace)}
     assert set(jobs) == set(ids)  # the second month, every job, nothing of the first
@@ -70,12 +83,29 @@ def test_export_writes_the_jobs_with_the_controllers_estimates_and_the_shape(
 
 
 def test_tune_reproduces_the_live_run_and_recommends_within_the_tolerance(
-        live: tuple[LiveRun, list[str], str], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    live: tuple[LiveRun, list[str], str], tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
     run, ids, since = live
-    code, out, err = run_cli(["tune", "--since", since, "--policies", "compute,star,constant",
-                              "--budgets", "0.1,0.25,0.5,1", "--max-jct-increase", "10%",
-                              "--processes", "1", "--out", str(tmp_path),
-                              "--url", str(run.store.engine.url)], capsys)
+    code, out, err = run_cli(
+        [
+            "tune",
+            "--since",
+            since,
+            "--policies",
+            "compute,star,constant",
+            "--budgets",
+            "0.1,0.25,0.5,1",
+            "--max-jct-increase",
+            "10%",
+            "--processes",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--url",
+            str(run.store.engine.url),
+        ],
+        capsys,
+    )
     assert code == 0, err
     rows = rows_of(tmp_path / "results.csv")
     [today] = [r for r in rows if r["role"] == "today"]
@@ -87,8 +117,9 @@ def test_tune_reproduces_the_live_run_and_recommends_within_the_tolerance(
     assert float(today["mean_jct_s"]) == pytest.approx(live_jct, rel=0.01)
     assert float(today["coefficient"]) == pytest.approx(run.controller.config.policy.coefficient)
 
-    [cheapest] = [r for r in rows if r["label"] in out.split("cheapest within tolerance")[1]
-                  .split(":")[0]]
+    [cheapest] = [
+        r for r in rows if r["label"] in out.split("cheapest within tolerance")[1].split(":")[0]
+    ]
     no_wait = next(r for r in rows if r["policy"] == "no-wait")
     assert float(cheapest["mean_jct_s"]) <= 1.10 * float(no_wait["mean_jct_s"]) + 1e-6
     within = [r for r in rows if float(r["jct_change"]) <= 0.10]
@@ -97,15 +128,31 @@ def test_tune_reproduces_the_live_run_and_recommends_within_the_tolerance(
     assert (tmp_path / "pareto.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_apply_reaches_the_running_controller_without_a_restart(
-        tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_apply_reaches_the_running_controller_without_a_restart(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     first = round(time.time()) - 10 * DAY
     run = start_controller(tmp_path, SETTINGS, uniform_nodes(2, 8), first)  # its own store
     run.run(workload("a", first, 40, 16, seed=5))
-    code, out, err = run_cli(["tune", "--since", "20d", "--policies", "compute,constant",
-                              "--budgets", "0.1,1", "--max-jct-increase", "50%", "--apply",
-                              "--processes", "1", "--out", str(tmp_path / "out"),
-                              "--url", str(run.store.engine.url)], capsys)
+    code, out, err = run_cli(
+        [
+            "tune",
+            "--since",
+            "20d",
+            "--policies",
+            "compute,constant",
+            "--budgets",
+            "0.1,1",
+            "--max-jct-increase",
+            "50%",
+            "--apply",
+            "--processes",
+            "1",
+            "--out",
+            str(tmp_path / "out"),
+            "--url",
+            str(run.store.engine.url),
+        ],
+        capsys,
+    )
     assert code == 0, err
     applied = TuningRecords(run.store).setting_in_force()
     assert applied is not None and "applied" in out
@@ -115,8 +162,10 @@ def test_apply_reaches_the_running_controller_without_a_restart(
     run.clock.t += 60  # past the follower's look-up interval
     assert run.controller.run_pass() is not None
     after = run.controller.config
-    assert (after.policy.kind, after.out_of_order) == (applied.setting.policy,
-                                                      applied.setting.out_of_order)
+    assert (after.policy.kind, after.out_of_order) == (
+        applied.setting.policy,
+        applied.setting.out_of_order,
+    )
     assert after != before and after.queue_cap == before.queue_cap
     scheduler = TuningRecords(run.store).state("scheduler")
     assert scheduler is not None and scheduler["setting_id"] == applied.id
@@ -126,7 +175,9 @@ def test_apply_reaches_the_running_controller_without_a_restart(
     assert run.controller.run_pass() is not None
     late = run.store.get("late")
     assert late.state is not JobState.SUBMITTED and late.predicted_runtime is not None
-    assert late.wait_budget == pytest.approx(after.policy.budget(
-        late.job.with_estimate(late.predicted_runtime)))
-    assert late.wait_budget != pytest.approx(before.policy.budget(
-        late.job.with_estimate(late.predicted_runtime)))
+    assert late.wait_budget == pytest.approx(
+        after.policy.budget(late.job.with_estimate(late.predicted_runtime))
+    )
+    assert late.wait_budget != pytest.approx(
+        before.policy.budget(late.job.with_estimate(late.predicted_runtime))
+    )

@@ -41,10 +41,16 @@ def test_best_fit_breaks_ties_by_node_order() -> None:
 def test_a_large_job_is_split_into_full_nodes_and_a_remainder() -> None:
     index = CapacityIndex(nodes(4, 8))
     use(index, {0: 6})  # node0 has 2 free
-    assert shares(index.place(make_job(gpus=18), FF)) == [("node-1", 8), ("node-2", 8),
-                                                           ("node-0", 2)]
-    assert shares(index.place(make_job(gpus=18), BF)) == [("node-1", 8), ("node-2", 8),
-                                                           ("node-0", 2)]
+    assert shares(index.place(make_job(gpus=18), FF)) == [
+        ("node-1", 8),
+        ("node-2", 8),
+        ("node-0", 2),
+    ]
+    assert shares(index.place(make_job(gpus=18), BF)) == [
+        ("node-1", 8),
+        ("node-2", 8),
+        ("node-0", 2),
+    ]
     assert shares(index.place(make_job(gpus=16), FF)) == [("node-1", 8), ("node-2", 8)]
 
 

@@ -54,8 +54,10 @@ def test_a_bigger_job_of_smaller_pods_fits_where_a_smaller_one_pod_job_did_not()
     index = CapacityIndex(nodes(2, 8))
     busy(index, 0, 2)
     busy(index, 1, 2)  # 6 free on each node: no room for one 8-GPU pod, room for two 6-GPU pods
-    queue = [queued(make_job("one-pod", gpus=8, pods=1), H),
-             queued(make_job("two-pods", gpus=12, pods=2, submit=1), H)]
+    queue = [
+        queued(make_job("one-pod", gpus=8, pods=1), H),
+        queued(make_job("two-pods", gpus=12, pods=2, submit=1), H),
+    ]
     result = schedule_pass(10, queue, [], index, config(out_of_order=True))
     assert ids(result.starts) == ["two-pods"] and ids(result.waiting) == ["one-pod"]
     assert [p.gpus for p in result.starts[0].placement] == [6, 6]
@@ -71,8 +73,10 @@ def test_zero_budget_arrival_that_does_not_fit_bursts_in_the_same_instant() -> N
     index = CapacityIndex(nodes(1, 8))
     busy(index, 0, 7)
     no_wait = WaitPolicy(PolicyKind.NO_WAIT)
-    arrivals = [admit(make_job("fits", gpus=1, submit=5), no_wait, 5),
-                admit(make_job("too-big", gpus=2, submit=5), no_wait, 5)]
+    arrivals = [
+        admit(make_job("fits", gpus=1, submit=5), no_wait, 5),
+        admit(make_job("too-big", gpus=2, submit=5), no_wait, 5),
+    ]
     result = schedule_pass(5, [], arrivals, index, config(PolicyKind.NO_WAIT))
     assert ids(result.starts) == ["fits"]
     assert ids(result.bursts) == ["too-big"]
@@ -150,14 +154,17 @@ def test_an_arrival_the_empty_cluster_cannot_hold_bursts_at_once_whatever_its_bu
     busy(index, 0, 8)
     busy(index, 1, 8)  # full: a job that could fit later waits its budget
     compute = WaitPolicy(PolicyKind.COMPUTE, coefficient=1.0)
-    arrivals = [admit(make_job("giant", gpus=1000), compute, 0),
-                admit(make_job("h100", gpus=8, gpu_type="h100"), compute, 0),
-                admit(make_job("fits-later", gpus=8), compute, 0)]
+    arrivals = [
+        admit(make_job("giant", gpus=1000), compute, 0),
+        admit(make_job("h100", gpus=8, gpu_type="h100"), compute, 0),
+        admit(make_job("fits-later", gpus=8), compute, 0),
+    ]
     result = schedule_pass(0, [], arrivals, index, config(PolicyKind.COMPUTE))
     assert ids(result.bursts) == ["giant", "h100"]
     assert result.bursts[0].reason == (
         "needs 1000 GPUs and the private cluster has 16 GPUs in all: bursts at once instead "
-        "of waiting its budget")
+        "of waiting its budget"
+    )
     assert "no node of the private cluster has h100 GPUs" in result.bursts[1].reason
     assert ids(result.waiting) == ["fits-later"]
 

@@ -99,14 +99,29 @@ def test_compute_expected_calibration_adds_up_over_expected_runtimes() -> None:
     assert total_wait == pytest.approx(0.4 * sum(j.expected_runtime for j in jobs))
     # without bands it is Compute-Wait exactly
     assert calibrate(PolicyKind.COMPUTE_EXPECTED, 0.25, JOBS) == calibrate(
-        PolicyKind.COMPUTE, 0.25, JOBS)
+        PolicyKind.COMPUTE, 0.25, JOBS
+    )
 
 
-@pytest.mark.parametrize("kind", [PolicyKind.CONSTANT, PolicyKind.RESOURCE, PolicyKind.STAR,
-                                  PolicyKind.COMPUTE, PolicyKind.COMPUTE_EXPECTED])
-@pytest.mark.parametrize("runtimes", [
-    [1e308, 1e308], [math.inf, 3600.0], [1e308, 1.0, 5.0], [math.nan, 60.0],
-])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        PolicyKind.CONSTANT,
+        PolicyKind.RESOURCE,
+        PolicyKind.STAR,
+        PolicyKind.COMPUTE,
+        PolicyKind.COMPUTE_EXPECTED,
+    ],
+)
+@pytest.mark.parametrize(
+    "runtimes",
+    [
+        [1e308, 1e308],
+        [math.inf, 3600.0],
+        [1e308, 1.0, 5.0],
+        [math.nan, 60.0],
+    ],
+)
 def test_calibration_never_overflows(kind: PolicyKind, runtimes: list[float]) -> None:
     """A declared runtime of 1e308 or Infinity once made recalibration raise OverflowError."""
     jobs = [make_job(f"j{i}", gpus=8, runtime=r) for i, r in enumerate(runtimes)]

@@ -50,11 +50,16 @@ class AccountsStore(StoreBase):
         run(self._engine, lambda c: self._upsert_team(c, name, now))
 
     def _upsert_team(self, conn: sa.Connection, name: str, now: datetime) -> None:
-        conn.execute(self._insert(TEAMS).on_conflict_do_nothing(), {"name": name,
-                                                                   "created_at": now})
+        conn.execute(
+            self._insert(TEAMS).on_conflict_do_nothing(), {"name": name, "created_at": now}
+        )
 
     def save_user(
-        self, name: str, *, team: str | None = None, email: str | None = None,
+        self,
+        name: str,
+        *,
+        team: str | None = None,
+        email: str | None = None,
         at: float | None = None,
     ) -> User:
         """Create the user, or update their team and e-mail."""
@@ -65,10 +70,13 @@ class AccountsStore(StoreBase):
         def write(conn: sa.Connection) -> User:
             if team is not None:
                 self._upsert_team(conn, team, now)
-            conn.execute(self._insert(USERS).on_conflict_do_nothing(), {
-                "name": name, "team_name": team, "email": email, "created_at": now})
-            conn.execute(sa.update(USERS).where(USERS.c.name == name)
-                         .values(team_name=team, email=email))
+            conn.execute(
+                self._insert(USERS).on_conflict_do_nothing(),
+                {"name": name, "team_name": team, "email": email, "created_at": now},
+            )
+            conn.execute(
+                sa.update(USERS).where(USERS.c.name == name).values(team_name=team, email=email)
+            )
             return User(name, team, email)
 
         return run(self._engine, write)
@@ -79,8 +87,14 @@ class AccountsStore(StoreBase):
         return None if row is None else User(row["name"], row["team_name"], row["email"])
 
     def issue_token(
-        self, user: str, role: Role, *, label: str | None = None,
-        expires_at: float | None = None, at: float | None = None, secret: str | None = None,
+        self,
+        user: str,
+        role: Role,
+        *,
+        label: str | None = None,
+        expires_at: float | None = None,
+        at: float | None = None,
+        secret: str | None = None,
     ) -> IssuedToken:
         """A new API token for an existing user; the returned secret is not stored.
 
@@ -96,11 +110,21 @@ class AccountsStore(StoreBase):
         def write(conn: sa.Connection) -> IssuedToken:
             if conn.execute(sa.select(USERS.c.name).where(USERS.c.name == user)).first() is None:
                 raise ConfigError(f"no user {user!r}: create the user first")
-            token_id = new_id(conn.execute(sa.insert(TOKENS).values(
-                user_name=user, token_hash=hash_secret(secret), prefix=secret[:10],
-                role=Role(role).value, label=label, created_at=now,
-                expires_at=maybe_time(expires_at), revoked_at=None, last_used_at=None,
-            )))
+            token_id = new_id(
+                conn.execute(
+                    sa.insert(TOKENS).values(
+                        user_name=user,
+                        token_hash=hash_secret(secret),
+                        prefix=secret[:10],
+                        role=Role(role).value,
+                        label=label,
+                        created_at=now,
+                        expires_at=maybe_time(expires_at),
+                        revoked_at=None,
+                        last_used_at=None,
+                    )
+                )
+            )
             return IssuedToken(token_id, secret, user, Role(role))
 
         return run(self._engine, write)
@@ -123,8 +147,11 @@ class AccountsStore(StoreBase):
                 return None
             last = row["last_used_at"]
             if last is None or now_epoch - to_epoch(last) >= LAST_USED_RESOLUTION_S:
-                conn.execute(sa.update(TOKENS).where(TOKENS.c.id == row["id"])
-                             .values(last_used_at=to_time(now_epoch)))
+                conn.execute(
+                    sa.update(TOKENS)
+                    .where(TOKENS.c.id == row["id"])
+                    .values(last_used_at=to_time(now_epoch))
+                )
             return Principal(row["id"], row["user_name"], row["team_name"], Role(row["role"]))
 
         return run(self._engine, read)
@@ -133,13 +160,18 @@ class AccountsStore(StoreBase):
         """Revoke a token; False if there is no such live token."""
         now = to_time(self._now(at))
         statement = (
-            sa.update(TOKENS).where(TOKENS.c.id == token_id, TOKENS.c.revoked_at.is_(None))
+            sa.update(TOKENS)
+            .where(TOKENS.c.id == token_id, TOKENS.c.revoked_at.is_(None))
             .values(revoked_at=now)
         )
         return run(self._engine, lambda c: c.execute(statement).rowcount == 1)
 
     def set_team_budget(
-        self, team: str, monthly_limit: Decimal, *, currency: str = "USD",
+        self,
+        team: str,
+        monthly_limit: Decimal,
+        *,
+        currency: str = "USD",
         at: float | None = None,
     ) -> TeamBudget:
         if monthly_limit < 0:
@@ -151,7 +183,8 @@ class AccountsStore(StoreBase):
         def write(conn: sa.Connection) -> TeamBudget:
             self._upsert_team(conn, team, now)
             conn.execute(
-                self._insert(BUDGETS).values(team_name=team, **values)
+                self._insert(BUDGETS)
+                .values(team_name=team, **values)
                 .on_conflict_do_update(index_elements=["team_name"], set_=values)
             )
             return TeamBudget(team, from_micros(micros), currency)
@@ -162,25 +195,37 @@ class AccountsStore(StoreBase):
         """Every team's budget, by team name."""
         query = sa.select(BUDGETS).order_by(BUDGETS.c.team_name)
         rows = run(self._engine, lambda c: c.execute(query).mappings().all())
-        return [TeamBudget(r["team_name"], from_micros(r["monthly_limit_micros"]),
-                           r["currency"]) for r in rows]
+        return [
+            TeamBudget(r["team_name"], from_micros(r["monthly_limit_micros"]), r["currency"])
+            for r in rows
+        ]
 
-    def claim_budget_alert(self, team: str, month: str, threshold: float, spent: Decimal, *,
-                           at: float | None = None) -> bool:
+    def claim_budget_alert(
+        self, team: str, month: str, threshold: float, spent: Decimal, *, at: float | None = None
+    ) -> bool:
         """Record that ``team`` crossed ``threshold`` (a share of its limit) in ``month``;
         True only for the first claim, so an alert fires once per period."""
-        statement = self._insert(ALERTS).values(
-            team_name=team, month=month, threshold_permille=round(threshold * 1000),
-            spent_micros=to_micros(spent), fired_at=to_time(self._now(at)),
-        ).on_conflict_do_nothing(
-            index_elements=["team_name", "month", "threshold_permille"]
-        ).returning(ALERTS.c.team_name)  # rowcount is not reliable here on every driver
+        statement = (
+            self._insert(ALERTS)
+            .values(
+                team_name=team,
+                month=month,
+                threshold_permille=round(threshold * 1000),
+                spent_micros=to_micros(spent),
+                fired_at=to_time(self._now(at)),
+            )
+            .on_conflict_do_nothing(index_elements=["team_name", "month", "threshold_permille"])
+            .returning(ALERTS.c.team_name)
+        )  # rowcount is not reliable here on every driver
         return run(self._engine, lambda c: c.execute(statement).first() is not None)
 
     def budget_alerts(self, month: str) -> dict[str, list[float]]:
         """The thresholds each team crossed in ``month`` (``YYYY-MM``)."""
-        query = sa.select(ALERTS.c.team_name, ALERTS.c.threshold_permille).where(
-            ALERTS.c.month == month).order_by(ALERTS.c.team_name, ALERTS.c.threshold_permille)
+        query = (
+            sa.select(ALERTS.c.team_name, ALERTS.c.threshold_permille)
+            .where(ALERTS.c.month == month)
+            .order_by(ALERTS.c.team_name, ALERTS.c.threshold_permille)
+        )
         rows = run(self._engine, lambda c: c.execute(query).all())
         out: dict[str, list[float]] = {}
         for team, permille in rows:

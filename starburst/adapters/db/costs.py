@@ -42,8 +42,21 @@ COSTS = table(CostEntryRow)
 JOBS = table(JobRow)
 
 #: Grouping keys a cost report understands (``label`` is another name for ``project``).
-REPORT_KEYS = ("team", "user", "project", "label", "cloud", "region", "location", "gpu_type",
-               "source", "job", "day", "week", "month")
+REPORT_KEYS = (
+    "team",
+    "user",
+    "project",
+    "label",
+    "cloud",
+    "region",
+    "location",
+    "gpu_type",
+    "source",
+    "job",
+    "day",
+    "week",
+    "month",
+)
 PERIODS = ("day", "week", "month")
 _FORMATS = {"day": "%Y-%m-%d", "week": "%Y-%m-%d", "month": "%Y-%m"}
 ONPREM = "onprem"
@@ -52,9 +65,18 @@ ONPREM = "onprem"
 def _columns() -> dict[str, sa.ColumnElement[Any]]:
     c = COSTS.c
     location = sa.case((c.region.is_(None), c.cloud), else_=c.cloud + ":" + c.region)
-    return {"team": c.team_name, "user": c.user_name, "project": c.project,
-            "label": c.project, "cloud": c.cloud, "region": c.region, "location": location,
-            "gpu_type": c.gpu_type, "source": c.source, "job": c.job_id}
+    return {
+        "team": c.team_name,
+        "user": c.user_name,
+        "project": c.project,
+        "label": c.project,
+        "cloud": c.cloud,
+        "region": c.region,
+        "location": location,
+        "gpu_type": c.gpu_type,
+        "source": c.source,
+        "job": c.job_id,
+    }
 
 
 def report_keys(by: Iterable[str]) -> list[str]:
@@ -62,8 +84,7 @@ def report_keys(by: Iterable[str]) -> list[str]:
     keys: list[str] = []
     for key in (k.strip().lower() for k in by):
         if key and key not in REPORT_KEYS:
-            raise ConfigError(f"cannot group costs by {key!r}; use any of "
-                              f"{', '.join(REPORT_KEYS)}")
+            raise ConfigError(f"cannot group costs by {key!r}; use any of {', '.join(REPORT_KEYS)}")
         if key and key not in keys:
             keys.append(key)
     return keys
@@ -80,8 +101,9 @@ class CostsStore(StoreBase):
             owners: dict[str, Any] = {}
             ids = {e.job_id for e in entries}
             for clause in in_chunks(JOBS.c.id, ids):
-                query = sa.select(JOBS.c.id, JOBS.c.user_name, JOBS.c.team_name,
-                                  JOBS.c.gpu_type, JOBS.c.extra).where(clause)
+                query = sa.select(
+                    JOBS.c.id, JOBS.c.user_name, JOBS.c.team_name, JOBS.c.gpu_type, JOBS.c.extra
+                ).where(clause)
                 owners.update({r.id: r for r in conn.execute(query)})
             missing = ids - owners.keys()
             if missing:
@@ -96,9 +118,17 @@ class CostsStore(StoreBase):
         run(self._engine, write)
 
     def cost_report(
-        self, since: float, until: float, by: Sequence[str] = ("team",), *,
-        team: str | None = None, user: str | None = None, cloud: str | None = None,
-        project: str | None = None, job: str | None = None, source: str | None = None,
+        self,
+        since: float,
+        until: float,
+        by: Sequence[str] = ("team",),
+        *,
+        team: str | None = None,
+        user: str | None = None,
+        cloud: str | None = None,
+        project: str | None = None,
+        job: str | None = None,
+        source: str | None = None,
         rates: Mapping[str, float] | None = None,
     ) -> list[CostTotal]:
         """Totals over ``[since, until)`` grouped by ``by`` (see ``REPORT_KEYS``) and
@@ -110,28 +140,41 @@ class CostsStore(StoreBase):
         onprem = c.source == ONPREM
         query = (
             sa.select(
-                *groups, c.currency, sa.func.sum(c.amount_micros).label("micros"),
+                *groups,
+                c.currency,
+                sa.func.sum(c.amount_micros).label("micros"),
                 sa.func.sum(sa.case((onprem, 0.0), else_=c.gpu_hours)).label("cloud_hours"),
                 sa.func.sum(sa.case((onprem, c.gpu_hours), else_=0.0)).label("onprem_hours"),
-                sa.func.sum(sa.case((onprem, c.gpu_hours * _rate(rates or {})), else_=0.0))
-                .label("onprem_value"),
+                sa.func.sum(sa.case((onprem, c.gpu_hours * _rate(rates or {})), else_=0.0)).label(
+                    "onprem_value"
+                ),
                 sa.func.count().label("entries"),
             )
             .where(c.period_start >= to_time(since), c.period_start < to_time(until))
             .group_by(*groups, c.currency)
         )
-        filters = ((c.team_name, team), (c.user_name, user), (c.cloud, cloud),
-                   (c.project, project), (c.job_id, job), (c.source, source))
+        filters = (
+            (c.team_name, team),
+            (c.user_name, user),
+            (c.cloud, cloud),
+            (c.project, project),
+            (c.job_id, job),
+            (c.source, source),
+        )
         for column, value in filters:
             if value is not None:
                 query = query.where(column == value)
         rows = run(self._engine, lambda conn: self._aggregate(conn, query))
         totals = [
-            CostTotal(key={k: _period_text(v, k) for k, v in zip(keys, r, strict=False)},
-                      currency=r.currency, amount=from_micros(r.micros),
-                      gpu_hours=float(r.cloud_hours or 0.0), entries=int(r.entries),
-                      onprem_gpu_hours=float(r.onprem_hours or 0.0),
-                      onprem_amount=Decimal(str(r.onprem_value or 0)).quantize(MICRO))
+            CostTotal(
+                key={k: _period_text(v, k) for k, v in zip(keys, r, strict=False)},
+                currency=r.currency,
+                amount=from_micros(r.micros),
+                gpu_hours=float(r.cloud_hours or 0.0),
+                entries=int(r.entries),
+                onprem_gpu_hours=float(r.onprem_hours or 0.0),
+                onprem_amount=Decimal(str(r.onprem_value or 0)).quantize(MICRO),
+            )
             for r in rows
         ]
         return sorted(totals, key=lambda t: (tuple(v or "" for v in t.key.values()), t.currency))
@@ -142,8 +185,11 @@ class CostsStore(StoreBase):
         statistics — and would sort a million rows on disk instead), without JIT
         compilation (a quarter of a second for a query that runs once)."""
         if self.is_postgres:
-            for setting in ("SET LOCAL enable_sort = off", "SET LOCAL jit = off",
-                            "SET LOCAL work_mem = '64MB'"):
+            for setting in (
+                "SET LOCAL enable_sort = off",
+                "SET LOCAL jit = off",
+                "SET LOCAL work_mem = '64MB'",
+            ):
                 conn.execute(sa.text(setting))
         return list(conn.execute(query).all())
 
@@ -155,8 +201,11 @@ class CostsStore(StoreBase):
 
         def read(conn: sa.Connection) -> None:
             for clause in in_chunks(c.job_id, set(job_ids)):
-                query = (sa.select(c.job_id, c.launch_id, sa.func.sum(c.amount_micros))
-                         .where(clause, c.source != ONPREM).group_by(c.job_id, c.launch_id))
+                query = (
+                    sa.select(c.job_id, c.launch_id, sa.func.sum(c.amount_micros))
+                    .where(clause, c.source != ONPREM)
+                    .group_by(c.job_id, c.launch_id)
+                )
                 for job_id, launch_id, micros in conn.execute(query):
                     out.setdefault(job_id, {})[launch_id] = from_micros(micros)
 
@@ -174,22 +223,36 @@ class CostsStore(StoreBase):
             top = conn.execute(sa.select(sa.func.max(c.id))).scalar()
             if top is None or int(top) <= after_id:
                 return after_id, []
-            query = (sa.select(c.team_name, location, c.source, c.currency,
-                               sa.func.sum(c.amount_micros), sa.func.sum(c.gpu_hours))
-                     .where(c.id > after_id, c.id <= top)
-                     .group_by(c.team_name, location, c.source, c.currency))
+            query = (
+                sa.select(
+                    c.team_name,
+                    location,
+                    c.source,
+                    c.currency,
+                    sa.func.sum(c.amount_micros),
+                    sa.func.sum(c.gpu_hours),
+                )
+                .where(c.id > after_id, c.id <= top)
+                .group_by(c.team_name, location, c.source, c.currency)
+            )
             return int(top), [tuple(r) for r in conn.execute(query)]
 
         return run(self._engine, read)
 
     def ended_jobs(self, since: float, until: float) -> list[StoredJob]:
         """Jobs that ended in ``[since, until)`` (any final state), oldest end first."""
-        query = (sa.select(JOBS)
-                 .where(JOBS.c.ended_at >= to_time(since), JOBS.c.ended_at < to_time(until),
-                        JOBS.c.state.in_([s.value for s in TERMINAL]))
-                 .order_by(JOBS.c.ended_at, JOBS.c.id))
-        return run(self._engine,
-                   lambda conn: [to_stored_job(r) for r in conn.execute(query).mappings()])
+        query = (
+            sa.select(JOBS)
+            .where(
+                JOBS.c.ended_at >= to_time(since),
+                JOBS.c.ended_at < to_time(until),
+                JOBS.c.state.in_([s.value for s in TERMINAL]),
+            )
+            .order_by(JOBS.c.ended_at, JOBS.c.id)
+        )
+        return run(
+            self._engine, lambda conn: [to_stored_job(r) for r in conn.execute(query).mappings()]
+        )
 
     def _group_expr(self, key: str) -> sa.ColumnElement[Any]:
         columns = _columns()
@@ -210,12 +273,20 @@ def onprem_usage_row(job: Mapping[str, Any], now: datetime) -> dict[str, Any] | 
         return None
     seconds = max(0.0, to_epoch(now) - to_epoch(started))
     return {
-        "job_id": job["id"], "launch_id": None, "source": ONPREM, "user_name": job["user_name"],
-        "team_name": job["team_name"], "project": _project(job["extra"]), "cloud": ONPREM,
-        "region": None, "gpu_type": job["gpu_type"], "period_start": started,
+        "job_id": job["id"],
+        "launch_id": None,
+        "source": ONPREM,
+        "user_name": job["user_name"],
+        "team_name": job["team_name"],
+        "project": _project(job["extra"]),
+        "cloud": ONPREM,
+        "region": None,
+        "gpu_type": job["gpu_type"],
+        "period_start": started,
         # an end reported by another clock (a Kubernetes Job's completionTime) may come before
         # the start this process recorded: the run is then empty, not negative
-        "period_end": now if seconds > 0 else started, "gpu_hours": job["gpus"] * seconds / 3600.0,
+        "period_end": now if seconds > 0 else started,
+        "gpu_hours": job["gpus"] * seconds / 3600.0,
         "amount_micros": 0,
         "currency": "USD",
     }
@@ -230,12 +301,20 @@ def _cost_row(entry: CostEntry, owner: Any) -> dict[str, Any]:
     if entry.end < entry.start:
         raise ConfigError(f"cost interval of job {entry.job_id} ends before it starts")
     return {
-        "job_id": entry.job_id, "launch_id": entry.launch_id, "source": entry.source,
-        "user_name": owner.user_name, "team_name": owner.team_name,
-        "project": _project(owner.extra), "cloud": entry.cloud, "region": entry.region,
-        "gpu_type": entry.gpu_type or owner.gpu_type, "period_start": to_time(entry.start),
-        "period_end": to_time(entry.end), "gpu_hours": entry.gpu_hours,
-        "amount_micros": to_micros(entry.amount), "currency": entry.currency,
+        "job_id": entry.job_id,
+        "launch_id": entry.launch_id,
+        "source": entry.source,
+        "user_name": owner.user_name,
+        "team_name": owner.team_name,
+        "project": _project(owner.extra),
+        "cloud": entry.cloud,
+        "region": entry.region,
+        "gpu_type": entry.gpu_type or owner.gpu_type,
+        "period_start": to_time(entry.start),
+        "period_end": to_time(entry.end),
+        "gpu_hours": entry.gpu_hours,
+        "amount_micros": to_micros(entry.amount),
+        "currency": entry.currency,
     }
 
 
@@ -246,8 +325,9 @@ def _rate(rates: Mapping[str, float]) -> sa.ColumnElement[Any]:
     if not lowered:
         return default
     kind = sa.func.lower(sa.func.coalesce(COSTS.c.gpu_type, ""))
-    return sa.case({k: sa.literal(v, sa.Float) for k, v in lowered.items()}, value=kind,
-                   else_=default)
+    return sa.case(
+        {k: sa.literal(v, sa.Float) for k, v in lowered.items()}, value=kind, else_=default
+    )
 
 
 def _period_text(value: Any, key: str) -> str | None:

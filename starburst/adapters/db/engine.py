@@ -64,7 +64,8 @@ def normalize_url(url: str) -> sa.URL:
     if not parsed.drivername.startswith(("postgresql", "sqlite")):
         raise DatabaseConfigError(
             f"cannot use database {redact(parsed)}: Starburst supports PostgreSQL and SQLite "
-            "only (postgresql://user:password@host/db or sqlite:///path)")
+            "only (postgresql://user:password@host/db or sqlite:///path)"
+        )
     return parsed
 
 

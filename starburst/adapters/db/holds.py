@@ -46,16 +46,21 @@ class BudgetState:
 
 
 def hold_reason(team: str, spent: Decimal, limit: Decimal, month: str) -> str:
-    return (f"team {team} spent ${spent:,.2f} of its ${limit:,.2f} cloud budget for {month}; "
-            "its jobs wait on-prem until the budget resets or is raised")
+    return (
+        f"team {team} spent ${spent:,.2f} of its ${limit:,.2f} cloud budget for {month}; "
+        "its jobs wait on-prem until the budget resets or is raised"
+    )
 
 
 def budget_states(store: SqlStore, now: float, team: str | None = None) -> list[BudgetState]:
     """Every team with a budget (or just ``team``), with this month's spend."""
     start, end, name = month_window(now)
     month = datetime.fromtimestamp(start, UTC).strftime("%Y-%m")
-    budgets = store.team_budgets() if team is None else [
-        b for b in [store.team_budget(team)] if b is not None]
+    budgets = (
+        store.team_budgets()
+        if team is None
+        else [b for b in [store.team_budget(team)] if b is not None]
+    )
     if not budgets:
         return []
     spent: dict[tuple[str | None, str], Decimal] = {
@@ -63,14 +68,23 @@ def budget_states(store: SqlStore, now: float, team: str | None = None) -> list[
         for r in store.cost_report(start, end, by=("team",), team=team)
     }
     return [
-        BudgetState(b.team, b.monthly_limit, b.currency, month, name,
-                    spent.get((b.team, b.currency), Decimal(0)),
-                    month_end_forecast(spent.get((b.team, b.currency), Decimal(0)), now))
+        BudgetState(
+            b.team,
+            b.monthly_limit,
+            b.currency,
+            month,
+            name,
+            spent.get((b.team, b.currency), Decimal(0)),
+            month_end_forecast(spent.get((b.team, b.currency), Decimal(0)), now),
+        )
         for b in budgets
     ]
 
 
 def team_holds(store: SqlStore, now: float, team: str | None = None) -> dict[str, str]:
     """Teams over their monthly cloud budget at ``now`` (or just ``team``), with the reason."""
-    return {s.team: hold_reason(s.team, s.spent, s.limit, s.month_name)
-            for s in budget_states(store, now, team) if s.exhausted and s.spent > 0}
+    return {
+        s.team: hold_reason(s.team, s.spent, s.limit, s.month_name)
+        for s in budget_states(store, now, team)
+        if s.exhausted and s.spent > 0
+    }

@@ -70,22 +70,32 @@ class JobsStore(StoreBase):
 
     # ---- submission -------------------------------------------------------------------
     def submit(
-        self, spec: JobSpec, *, idempotency_key: str | None = None, actor: str | None = None,
+        self,
+        spec: JobSpec,
+        *,
+        idempotency_key: str | None = None,
+        actor: str | None = None,
         at: float | None = None,
     ) -> Submission:
         """Store a new job in ``submitted``; a known ``idempotency_key`` returns its job."""
         return self.submit_many([(spec, idempotency_key)], actor=actor, at=at)[0]
 
     def submit_many(
-        self, items: Sequence[JobSpec | tuple[JobSpec, str | None]], *,
-        actor: str | None = None, at: float | None = None,
+        self,
+        items: Sequence[JobSpec | tuple[JobSpec, str | None]],
+        *,
+        actor: str | None = None,
+        at: float | None = None,
     ) -> list[Submission]:
         """Submit a batch in one transaction (all or nothing); results in input order."""
         pairs = [item if isinstance(item, tuple) else (item, None) for item in items]
         return self.submit_batch([(spec, key, actor) for spec, key in pairs], at=at)
 
     def submit_batch(
-        self, items: Sequence[tuple[JobSpec, str | None, str | None]], *, at: float | None = None,
+        self,
+        items: Sequence[tuple[JobSpec, str | None, str | None]],
+        *,
+        at: float | None = None,
     ) -> list[Submission]:
         """``submit_many`` with an actor per item ``(spec, idempotency_key, actor)``: the
         API commits concurrent requests of different callers together."""
@@ -94,7 +104,9 @@ class JobsStore(StoreBase):
         return run(self._engine, lambda conn: self._submit(conn, triples, now))
 
     def _submit(
-        self, conn: sa.Connection, triples: list[tuple[JobSpec, str | None, str | None]],
+        self,
+        conn: sa.Connection,
+        triples: list[tuple[JobSpec, str | None, str | None]],
         now: datetime,
     ) -> list[Submission]:
         self._ensure_owners(conn, [spec for spec, _, _ in triples], now)
@@ -106,10 +118,19 @@ class JobsStore(StoreBase):
                 rows.append(by_key[key])  # repeated within the batch: the first one wins
                 continue
             row = {
-                "id": spec.id or uuid.uuid4().hex, "idempotency_key": key,
-                **spec_columns(spec), "state": JobState.SUBMITTED.value, "version": 1,
-                "submitted_at": now, "queued_at": now, "started_at": None, "ended_at": None,
-                "runtime": None, "predicted_runtime": None, "wait_budget": None, "ran_on": None,
+                "id": spec.id or uuid.uuid4().hex,
+                "idempotency_key": key,
+                **spec_columns(spec),
+                "state": JobState.SUBMITTED.value,
+                "version": 1,
+                "submitted_at": now,
+                "queued_at": now,
+                "started_at": None,
+                "ended_at": None,
+                "runtime": None,
+                "predicted_runtime": None,
+                "wait_budget": None,
+                "ran_on": None,
             }
             rows.append(row)
             actor_of[id(row)] = actor
@@ -123,7 +144,8 @@ class JobsStore(StoreBase):
         # RETURNING makes SQLAlchemy batch the rows into multi-row INSERTs ("insertmanyvalues")
         # and tells which rows were new; rows whose key was known are skipped by the database.
         statement = (
-            self._insert(JOBS).on_conflict_do_nothing(index_elements=["idempotency_key"])
+            self._insert(JOBS)
+            .on_conflict_do_nothing(index_elements=["idempotency_key"])
             .returning(JOBS.c.id)
         )
         inserted: set[str] = set()
@@ -136,11 +158,18 @@ class JobsStore(StoreBase):
         existing = self._rows_by_key(
             conn, {r["idempotency_key"]: r for r in fresh if r["id"] not in inserted}
         )
-        events = [{
-            "job_id": r["id"], "at": now, "from_state": None, "to_state": r["state"],
-            "reason": "submitted", "actor": actor_of[id(r)] or r["user_name"] or "unknown",
-            "fencing_token": None,
-        } for r in created]
+        events = [
+            {
+                "job_id": r["id"],
+                "at": now,
+                "from_state": None,
+                "to_state": r["state"],
+                "reason": "submitted",
+                "actor": actor_of[id(r)] or r["user_name"] or "unknown",
+                "fencing_token": None,
+            }
+            for r in created
+        ]
         for part in chunks(events):
             conn.execute(sa.insert(EVENTS).returning(EVENTS.c.id), list(part)).all()
         made = {id(r) for r in created}
@@ -190,8 +219,10 @@ class JobsStore(StoreBase):
             first = dict(reversed(users))  # one row per user name
             conn.execute(
                 self._insert(table(UserRow)).on_conflict_do_nothing(),
-                [{"name": u, "team_name": t, "email": None, "created_at": now}
-                 for u, t in first.items()],
+                [
+                    {"name": u, "team_name": t, "email": None, "created_at": now}
+                    for u, t in first.items()
+                ],
             )
 
     # ---- reading ----------------------------------------------------------------------
@@ -204,8 +235,9 @@ class JobsStore(StoreBase):
 
         return run(self._engine, read)
 
-    def lookup(self, text: str, *, owner: str, everyone: bool = False,
-               limit: int = 10) -> list[StoredJob]:
+    def lookup(
+        self, text: str, *, owner: str, everyone: bool = False, limit: int = 10
+    ) -> list[StoredJob]:
         """Jobs whose id starts with ``text`` (``owner``'s only, unless ``everyone``) or
         ``owner``'s jobs named ``text``, oldest first, at most ``limit``: how a typed prefix
         or name is resolved."""
@@ -213,8 +245,12 @@ class JobsStore(StoreBase):
         if not everyone:
             by_id = sa.and_(by_id, JOBS.c.user_name == owner)
         by_name = sa.and_(JOBS.c.name == text, JOBS.c.user_name == owner)
-        query = (sa.select(JOBS).where(sa.or_(by_id, by_name))
-                 .order_by(JOBS.c.queued_at, JOBS.c.id).limit(limit))
+        query = (
+            sa.select(JOBS)
+            .where(sa.or_(by_id, by_name))
+            .order_by(JOBS.c.queued_at, JOBS.c.id)
+            .limit(limit)
+        )
         return run(self._engine, lambda c: [to_stored_job(r) for r in c.execute(query).mappings()])
 
     def states_of(self, job_ids: Iterable[str]) -> dict[str, JobState]:
@@ -239,9 +275,14 @@ class JobsStore(StoreBase):
         return run(self._engine, read)
 
     def queue(
-        self, *, limit: int = 100, cursor: str | None = None,
-        states: Sequence[JobState] = (JobState.QUEUED,), user: str | None = None,
-        team: str | None = None, name: str | None = None,
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        states: Sequence[JobState] = (JobState.QUEUED,),
+        user: str | None = None,
+        team: str | None = None,
+        name: str | None = None,
     ) -> QueuePage:
         """Jobs in ``states`` in FIFO order (``queued_at``, then id), one page at a time;
         ``user``/``team`` and ``name`` (a shell glob: ``sweep-*``) narrow it in the database,
@@ -249,8 +290,10 @@ class JobsStore(StoreBase):
         if limit < 1:
             raise ConfigError(f"page limit must be at least 1, got {limit}")
         query = (
-            sa.select(JOBS).where(JOBS.c.state.in_([s.value for s in states]))
-            .order_by(JOBS.c.queued_at, JOBS.c.id).limit(limit + 1)
+            sa.select(JOBS)
+            .where(JOBS.c.state.in_([s.value for s in states]))
+            .order_by(JOBS.c.queued_at, JOBS.c.id)
+            .limit(limit + 1)
         )
         if user is not None:
             query = query.where(JOBS.c.user_name == user)
@@ -280,16 +323,21 @@ class JobsStore(StoreBase):
         query = sa.select(sa.func.coalesce(sa.func.max(EVENTS.c.id), 0))
         return int(run(self._engine, lambda c: c.execute(query).scalar_one()))
 
-    def state_changes(self, after_id: int, limit: int = 10_000
-                      ) -> tuple[list[tuple[str, JobState]], int]:
+    def state_changes(
+        self, after_id: int, limit: int = 10_000
+    ) -> tuple[list[tuple[str, JobState]], int]:
         """Jobs that changed state after event ``after_id``, oldest first, and the new position.
 
         A change feed for caches of the queue. Under concurrent writers an event may commit
         after a later id was read, so a cache fed by it must still treat the store's
         transition checks as the truth (and refresh in full now and then).
         """
-        query = (sa.select(EVENTS.c.id, EVENTS.c.job_id, EVENTS.c.to_state)
-                 .where(EVENTS.c.id > after_id).order_by(EVENTS.c.id).limit(limit))
+        query = (
+            sa.select(EVENTS.c.id, EVENTS.c.job_id, EVENTS.c.to_state)
+            .where(EVENTS.c.id > after_id)
+            .order_by(EVENTS.c.id)
+            .limit(limit)
+        )
 
         def read(conn: sa.Connection) -> tuple[list[tuple[str, JobState]], int]:
             rows = conn.execute(query).all()

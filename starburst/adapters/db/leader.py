@@ -78,13 +78,15 @@ def lock_key(name: str) -> int:
 
 def _next_token(conn: sa.Connection, name: str, holder: str) -> int:
     now = datetime.now(UTC)
-    insert = (postgresql.insert(TERMS) if conn.dialect.name == "postgresql"
-              else sqlite.insert(TERMS))
-    statement = insert.values(name=name, token=1, holder=holder, acquired_at=now) \
+    insert = postgresql.insert(TERMS) if conn.dialect.name == "postgresql" else sqlite.insert(TERMS)
+    statement = (
+        insert.values(name=name, token=1, holder=holder, acquired_at=now)
         .on_conflict_do_update(
-        index_elements=["name"],
-        set_={"token": TERMS.c.token + 1, "holder": holder, "acquired_at": now},
-    ).returning(TERMS.c.token)
+            index_elements=["name"],
+            set_={"token": TERMS.c.token + 1, "holder": holder, "acquired_at": now},
+        )
+        .returning(TERMS.c.token)
+    )
     return int(conn.execute(statement).scalar_one())
 
 
@@ -229,8 +231,9 @@ class SqliteLeaderLock:
             self._memory = lock
         else:
             wait = 365 * 24 * 3600.0 if timeout is None else timeout
-            conn = sqlite3.connect(self.path, timeout=wait, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(
+                self.path, timeout=wait, isolation_level=None, check_same_thread=False
+            )
             try:
                 conn.execute("BEGIN EXCLUSIVE")
             except sqlite3.OperationalError:

@@ -33,14 +33,19 @@ class LearningStore(StoreBase):
     """Training history, predictions and model versions; mixed into ``SqlStore``."""
 
     def history(
-        self, *, since: float | None = None, until: float | None = None,
-        limit: int | None = None, states: Sequence[JobState] = (JobState.SUCCEEDED,),
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int | None = None,
+        states: Sequence[JobState] = (JobState.SUCCEEDED,),
     ) -> list[HistoryJob]:
         """Finished jobs with measured runtimes, oldest end first (optionally ended in
         ``[since, until)``; ``limit`` keeps the most recent)."""
         query = sa.select(JOBS).where(
             JOBS.c.state.in_([s.value for s in states]),
-            JOBS.c.started_at.is_not(None), JOBS.c.ended_at.is_not(None),
+            JOBS.c.started_at.is_not(None),
+            JOBS.c.ended_at.is_not(None),
         )
         if since is not None:
             query = query.where(JOBS.c.ended_at >= to_time(since))
@@ -66,37 +71,59 @@ class LearningStore(StoreBase):
                 )
                 if done.rowcount != 1:
                     raise JobNotFound(job_id)
-            rows = [{
-                "job_id": p.job_id, "model_version_id": p.model_version_id,
-                "source": p.source, "value": p.value, "low": p.low, "high": p.high,
-                "quantiles": dict(p.quantiles), "created_at": to_time(p.created_at),
-            } for p in predictions]
+            rows = [
+                {
+                    "job_id": p.job_id,
+                    "model_version_id": p.model_version_id,
+                    "source": p.source,
+                    "value": p.value,
+                    "low": p.low,
+                    "high": p.high,
+                    "quantiles": dict(p.quantiles),
+                    "created_at": to_time(p.created_at),
+                }
+                for p in predictions
+            ]
             for part in chunks(rows):
                 conn.execute(sa.insert(PREDICTIONS), list(part))
 
         run(self._engine, write)
 
     def predictions(self, job_id: str) -> list[Prediction]:
-        query = sa.select(PREDICTIONS).where(PREDICTIONS.c.job_id == job_id) \
-            .order_by(PREDICTIONS.c.id)
-        return run(self._engine,
-                   lambda c: [to_prediction(r) for r in c.execute(query).mappings()])
+        query = (
+            sa.select(PREDICTIONS).where(PREDICTIONS.c.job_id == job_id).order_by(PREDICTIONS.c.id)
+        )
+        return run(self._engine, lambda c: [to_prediction(r) for r in c.execute(query).mappings()])
 
     def register_model(
-        self, name: str, version: str, *, trained_on: int,
-        metrics: Mapping[str, float] | None = None, artifact_uri: str | None = None,
-        activate: bool = True, at: float | None = None,
+        self,
+        name: str,
+        version: str,
+        *,
+        trained_on: int,
+        metrics: Mapping[str, float] | None = None,
+        artifact_uri: str | None = None,
+        activate: bool = True,
+        at: float | None = None,
     ) -> ModelVersion:
         now = to_time(self._now(at))
 
         def write(conn: sa.Connection) -> ModelVersion:
             if activate:
                 conn.execute(sa.update(MODELS).where(MODELS.c.name == name).values(active=False))
-            model_id = new_id(conn.execute(sa.insert(MODELS).values(
-                name=name, version=version, artifact_uri=artifact_uri,
-                metrics=dict(metrics or {}), trained_on=trained_on, active=activate,
-                created_at=now,
-            )))
+            model_id = new_id(
+                conn.execute(
+                    sa.insert(MODELS).values(
+                        name=name,
+                        version=version,
+                        artifact_uri=artifact_uri,
+                        metrics=dict(metrics or {}),
+                        trained_on=trained_on,
+                        active=activate,
+                        created_at=now,
+                    )
+                )
+            )
             row = conn.execute(sa.select(MODELS).where(MODELS.c.id == model_id)).mappings().one()
             return to_model_version(row)
 
@@ -109,5 +136,6 @@ class LearningStore(StoreBase):
 
     def model_versions(self, name: str) -> list[ModelVersion]:
         query = sa.select(MODELS).where(MODELS.c.name == name).order_by(MODELS.c.id)
-        return run(self._engine,
-                   lambda c: [to_model_version(r) for r in c.execute(query).mappings()])
+        return run(
+            self._engine, lambda c: [to_model_version(r) for r in c.execute(query).mappings()]
+        )

@@ -33,7 +33,11 @@ class LedgerStore(StoreBase):
 
     # ---- on-prem placements -----------------------------------------------------------
     def record_placement(
-        self, job_id: str, placement: Placement, *, fencing_token: int | None = None,
+        self,
+        job_id: str,
+        placement: Placement,
+        *,
+        fencing_token: int | None = None,
         at: float | None = None,
     ) -> int:
         """Record where a job starts on-prem; returns the attempt number (1, 2, ...)."""
@@ -45,11 +49,24 @@ class LedgerStore(StoreBase):
                 sa.select(sa.func.max(PLACEMENTS.c.attempt)).where(PLACEMENTS.c.job_id == job_id)
             ).scalar()
             attempt = int(last or 0) + 1
-            conn.execute(sa.insert(PLACEMENTS), [{
-                "job_id": job_id, "attempt": attempt, "part": i, "node_index": p.node,
-                "node_name": p.node_name, "gpus": p.gpus, "cpus": p.cpus,
-                "memory_mb": p.memory_mb, "placed_at": now, "fencing_token": fencing_token,
-            } for i, p in enumerate(placement)])
+            conn.execute(
+                sa.insert(PLACEMENTS),
+                [
+                    {
+                        "job_id": job_id,
+                        "attempt": attempt,
+                        "part": i,
+                        "node_index": p.node,
+                        "node_name": p.node_name,
+                        "gpus": p.gpus,
+                        "cpus": p.cpus,
+                        "memory_mb": p.memory_mb,
+                        "placed_at": now,
+                        "fencing_token": fencing_token,
+                    }
+                    for i, p in enumerate(placement)
+                ],
+            )
             return attempt
 
         return run(self._engine, self._fk_guard(job_id, write))
@@ -58,7 +75,8 @@ class LedgerStore(StoreBase):
         """The job's latest placement (empty if it was never placed)."""
         latest = (
             sa.select(sa.func.max(PLACEMENTS.c.attempt))
-            .where(PLACEMENTS.c.job_id == job_id).scalar_subquery()
+            .where(PLACEMENTS.c.job_id == job_id)
+            .scalar_subquery()
         )
         query = (
             sa.select(PLACEMENTS)
@@ -87,16 +105,26 @@ class LedgerStore(StoreBase):
         return run(self._engine, self._fk_guard(launch.job_id, write))
 
     def update_launch(
-        self, launch_id: int, *, status: str | None = None, request_id: str | None = None,
-        cloud_job_id: str | None = None, started_at: float | None = None,
+        self,
+        launch_id: int,
+        *,
+        status: str | None = None,
+        request_id: str | None = None,
+        cloud_job_id: str | None = None,
+        started_at: float | None = None,
         ended_at: float | None = None,
     ) -> CloudLaunch:
         """Fill in what polling learned; fields left None keep their value."""
         values: dict[str, Any] = {
-            k: v for k, v in {
-                "status": status, "request_id": request_id, "cloud_job_id": cloud_job_id,
-                "started_at": maybe_time(started_at), "ended_at": maybe_time(ended_at),
-            }.items() if v is not None
+            k: v
+            for k, v in {
+                "status": status,
+                "request_id": request_id,
+                "cloud_job_id": cloud_job_id,
+                "started_at": maybe_time(started_at),
+                "ended_at": maybe_time(ended_at),
+            }.items()
+            if v is not None
         }
 
         def write(conn: sa.Connection) -> CloudLaunch:

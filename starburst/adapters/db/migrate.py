@@ -97,12 +97,16 @@ def require_schema(url: str) -> None:
     with the command that fixes it (instead of "no such table: jobs" on the first query)."""
     found = current(url)
     if found is None:
-        raise ConfigError(f"the database {redact(url)} has no Starburst schema yet: "
-                          "run `starburst db upgrade` first")
+        raise ConfigError(
+            f"the database {redact(url)} has no Starburst schema yet: "
+            "run `starburst db upgrade` first"
+        )
     try:
         wanted = head()
     except Exception:  # no migration scripts beside this install: only the emptiness check
         return
     if wanted is not None and found != wanted:
-        raise ConfigError(f"the database {redact(url)} is at schema revision {found}, this "
-                          f"Starburst needs {wanted}: run `starburst db upgrade`")
+        raise ConfigError(
+            f"the database {redact(url)} is at schema revision {found}, this "
+            f"Starburst needs {wanted}: run `starburst db upgrade`"
+        )

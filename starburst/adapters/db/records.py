@@ -90,9 +90,18 @@ class JobSpec:
     @classmethod
     def from_job(cls, job: Job) -> JobSpec:
         return cls(
-            id=job.id, gpus=job.gpus, pods=job.pods, cpus=job.cpus, memory_mb=job.memory_mb,
-            gpu_type=job.gpu_type, user=job.user, team=job.team, name=job.name,
-            declared_runtime=job.estimate, deadline=job.deadline, extra=dict(job.extra),
+            id=job.id,
+            gpus=job.gpus,
+            pods=job.pods,
+            cpus=job.cpus,
+            memory_mb=job.memory_mb,
+            gpu_type=job.gpu_type,
+            user=job.user,
+            team=job.team,
+            name=job.name,
+            declared_runtime=job.estimate,
+            deadline=job.deadline,
+            extra=dict(job.extra),
         )
 
 

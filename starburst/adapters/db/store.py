@@ -28,8 +28,7 @@ from .models import Base
 from .transitions import TransitionsStore
 
 
-class SqlStore(JobsStore, TransitionsStore, LedgerStore, CostsStore, AccountsStore,
-               LearningStore):
+class SqlStore(JobsStore, TransitionsStore, LedgerStore, CostsStore, AccountsStore, LearningStore):
     """The store over a SQLAlchemy engine.
 
     ``SqlStore(engine, clock=..., leader_name="controller")``: ``clock`` supplies "now" for
@@ -39,7 +38,10 @@ class SqlStore(JobsStore, TransitionsStore, LedgerStore, CostsStore, AccountsSto
 
     @classmethod
     def open(
-        cls, url: str | None = None, *, clock: Clock | None = None,
+        cls,
+        url: str | None = None,
+        *,
+        clock: Clock | None = None,
         leader_name: str = "controller",
     ) -> SqlStore:
         """Connect to ``url`` (default ``$STARBURST_DATABASE_URL`` or the SQLite file)."""

@@ -36,9 +36,16 @@ _STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
 
 class TransitionsStore(StoreBase):
     def transition(
-        self, job_id: str, to_state: JobState, *, reason: str, actor: str,
-        fencing_token: int | None = None, expected_version: int | None = None,
-        at: float | None = None, wait_budget: float | None = None,
+        self,
+        job_id: str,
+        to_state: JobState,
+        *,
+        reason: str,
+        actor: str,
+        fencing_token: int | None = None,
+        expected_version: int | None = None,
+        at: float | None = None,
+        wait_budget: float | None = None,
     ) -> StoredJob:
         """Move one job to ``to_state``; raises ``IllegalTransition``, ``StaleVersion``,
         ``StaleLeader`` or ``JobNotFound`` and then changes nothing."""
@@ -63,18 +70,30 @@ class TransitionsStore(StoreBase):
             if done.rowcount != 1:
                 actual = conn.execute(sa.select(JOBS.c.version).where(JOBS.c.id == job_id))
                 raise StaleVersion(job_id, row["version"], actual.scalar())
-            conn.execute(sa.insert(EVENTS).values(
-                job_id=job_id, at=now, from_state=row["state"], to_state=to_state.value,
-                reason=reason, actor=actor, fencing_token=fencing_token,
-            ))
+            conn.execute(
+                sa.insert(EVENTS).values(
+                    job_id=job_id,
+                    at=now,
+                    from_state=row["state"],
+                    to_state=to_state.value,
+                    reason=reason,
+                    actor=actor,
+                    fencing_token=fencing_token,
+                )
+            )
             self._enter_onprem_run(conn, [row], to_state, now)
             return to_stored_job({**row, **values})
 
         return run(self._engine, move)
 
     def transition_many(
-        self, moves: Sequence[Move], to_state: JobState, *, actor: str,
-        fencing_token: int | None = None, at: float | None = None,
+        self,
+        moves: Sequence[Move],
+        to_state: JobState,
+        *,
+        actor: str,
+        fencing_token: int | None = None,
+        at: float | None = None,
     ) -> Moved:
         """Move many jobs to ``to_state`` in one transaction (see the module docstring).
         Raises ``StaleLeader`` (then nothing changes); never ``IllegalTransition``."""
@@ -107,11 +126,17 @@ class TransitionsStore(StoreBase):
                 )
                 if done.rowcount != 1:  # cannot happen under the lock; never write blindly
                     raise StaleVersion(m.job_id, row["version"], None)
-                events.append({
-                    "job_id": m.job_id, "at": now, "from_state": row["state"],
-                    "to_state": to_state.value, "reason": m.reason, "actor": actor,
-                    "fencing_token": fencing_token,
-                })
+                events.append(
+                    {
+                        "job_id": m.job_id,
+                        "at": now,
+                        "from_state": row["state"],
+                        "to_state": to_state.value,
+                        "reason": m.reason,
+                        "actor": actor,
+                        "fencing_token": fencing_token,
+                    }
+                )
                 moved.append(to_stored_job({**row, **values}))
                 ended.append(row)
             for part in chunks(events):
@@ -122,8 +147,14 @@ class TransitionsStore(StoreBase):
         return run(self._engine, move_all)
 
     def claim(
-        self, to_state: JobState, *, limit: int, reason: str, actor: str,
-        from_state: JobState = JobState.QUEUED, fencing_token: int | None = None,
+        self,
+        to_state: JobState,
+        *,
+        limit: int,
+        reason: str,
+        actor: str,
+        from_state: JobState = JobState.QUEUED,
+        fencing_token: int | None = None,
         at: float | None = None,
     ) -> list[StoredJob]:
         """Move up to ``limit`` jobs from the head of ``from_state``'s queue to ``to_state``
@@ -134,8 +165,10 @@ class TransitionsStore(StoreBase):
         def take(conn: sa.Connection) -> list[StoredJob]:
             self._check_fence(conn, fencing_token)
             query = (
-                sa.select(JOBS).where(JOBS.c.state == from_state.value)
-                .order_by(JOBS.c.queued_at, JOBS.c.id).limit(limit)
+                sa.select(JOBS)
+                .where(JOBS.c.state == from_state.value)
+                .order_by(JOBS.c.queued_at, JOBS.c.id)
+                .limit(limit)
             )
             if self.is_postgres:
                 query = query.with_for_update(skip_locked=True)
@@ -145,29 +178,51 @@ class TransitionsStore(StoreBase):
                 conn.execute(sa.update(JOBS).where(JOBS.c.id == row["id"]).values(**values))
                 claimed.append({**row, **values})
             if claimed:
-                conn.execute(sa.insert(EVENTS), [{
-                    "job_id": r["id"], "at": now, "from_state": from_state.value,
-                    "to_state": to_state.value, "reason": reason, "actor": actor,
-                    "fencing_token": fencing_token,
-                } for r in claimed])
+                conn.execute(
+                    sa.insert(EVENTS),
+                    [
+                        {
+                            "job_id": r["id"],
+                            "at": now,
+                            "from_state": from_state.value,
+                            "to_state": to_state.value,
+                            "reason": reason,
+                            "actor": actor,
+                            "fencing_token": fencing_token,
+                        }
+                        for r in claimed
+                    ],
+                )
             return [to_stored_job(r) for r in claimed]
 
         return run(self._engine, take)
 
-    def _enter_onprem_run(self, conn: sa.Connection, rows: Sequence[Any], to_state: JobState,
-                          now: datetime) -> None:
+    def _enter_onprem_run(
+        self, conn: sa.Connection, rows: Sequence[Any], to_state: JobState, now: datetime
+    ) -> None:
         """Jobs leaving ``running_onprem`` have their run entered in the ledger (GPU-hours)
         in the same transaction, so it is entered exactly once."""
         if to_state is JobState.RUNNING_ONPREM:
             return
-        usage = [u for r in rows if r["state"] == JobState.RUNNING_ONPREM.value
-                 and (u := onprem_usage_row(r, now)) is not None]
+        usage = [
+            u
+            for r in rows
+            if r["state"] == JobState.RUNNING_ONPREM.value
+            and (u := onprem_usage_row(r, now)) is not None
+        ]
         if usage:
-            conn.execute(self._insert(COSTS).on_conflict_do_nothing(
-                index_elements=["job_id", "source", "period_start"]), usage)
+            conn.execute(
+                self._insert(COSTS).on_conflict_do_nothing(
+                    index_elements=["job_id", "source", "period_start"]
+                ),
+                usage,
+            )
 
     def set_estimates(
-        self, job_id: str, *, predicted_runtime: float | None = None,
+        self,
+        job_id: str,
+        *,
+        predicted_runtime: float | None = None,
         wait_budget: float | None = None,
     ) -> None:
         """Record the runtime estimate and wait budget the policy uses (not a state change,
@@ -181,8 +236,10 @@ class TransitionsStore(StoreBase):
             return
 
         def write(conn: sa.Connection) -> None:
-            if conn.execute(sa.update(JOBS).where(JOBS.c.id == job_id).values(**values)) \
-                    .rowcount != 1:
+            if (
+                conn.execute(sa.update(JOBS).where(JOBS.c.id == job_id).values(**values)).rowcount
+                != 1
+            ):
                 raise JobNotFound(job_id)
 
         run(self._engine, write)

@@ -83,11 +83,17 @@ class TuningRecords(StoreBase):
     def finished_jobs(self, since: float, until: float) -> list[Job]:
         """Finished jobs submitted in ``[since, until)`` with measured runtimes, by submit
         time then id; ``extra`` says where each ran (``ran_on``) and how it ended."""
-        query = sa.select(JOBS).where(
-            JOBS.c.state.in_([s.value for s in FINISHED]), JOBS.c.ran_on.is_not(None),
-            JOBS.c.ended_at.is_not(None),
-            JOBS.c.submitted_at >= to_time(since), JOBS.c.submitted_at < to_time(until),
-        ).order_by(JOBS.c.submitted_at, JOBS.c.id)
+        query = (
+            sa.select(JOBS)
+            .where(
+                JOBS.c.state.in_([s.value for s in FINISHED]),
+                JOBS.c.ran_on.is_not(None),
+                JOBS.c.ended_at.is_not(None),
+                JOBS.c.submitted_at >= to_time(since),
+                JOBS.c.submitted_at < to_time(until),
+            )
+            .order_by(JOBS.c.submitted_at, JOBS.c.id)
+        )
 
         def read(conn: sa.Connection) -> list[Job]:
             rows = list(conn.execute(query).mappings())
@@ -98,8 +104,13 @@ class TuningRecords(StoreBase):
                 if runtime is None or not math.isfinite(runtime):
                     continue  # a cloud run whose launch was never recorded: nothing to replay
                 job = to_job(row)
-                jobs.append(replace(job, runtime=max(0.0, runtime), extra={
-                    "ran_on": row["ran_on"], "state": row["state"]}))
+                jobs.append(
+                    replace(
+                        job,
+                        runtime=max(0.0, runtime),
+                        extra={"ran_on": row["ran_on"], "state": row["state"]},
+                    )
+                )
             return jobs
 
         return run(self._engine, read)
@@ -110,9 +121,10 @@ class TuningRecords(StoreBase):
         def read(conn: sa.Connection) -> CloudSpend:
             amount, hours = 0, 0.0
             for clause in in_chunks(COSTS.c.job_id, job_ids):
-                query = sa.select(sa.func.coalesce(sa.func.sum(COSTS.c.amount_micros), 0),
-                                  sa.func.coalesce(sa.func.sum(COSTS.c.gpu_hours), 0.0)) \
-                    .where(clause, COSTS.c.source == "cloud")
+                query = sa.select(
+                    sa.func.coalesce(sa.func.sum(COSTS.c.amount_micros), 0),
+                    sa.func.coalesce(sa.func.sum(COSTS.c.gpu_hours), 0.0),
+                ).where(clause, COSTS.c.source == "cloud")
                 micros, gpu_hours = conn.execute(query).one()
                 amount += int(micros)
                 hours += float(gpu_hours)
@@ -126,10 +138,15 @@ class TuningRecords(StoreBase):
 
         def write(conn: sa.Connection) -> None:
             statement = self._insert(STATE).values(**row)
-            conn.execute(statement.on_conflict_do_update(
-                index_elements=["name"],
-                set_={"value": statement.excluded.value,
-                      "updated_at": statement.excluded.updated_at}))
+            conn.execute(
+                statement.on_conflict_do_update(
+                    index_elements=["name"],
+                    set_={
+                        "value": statement.excluded.value,
+                        "updated_at": statement.excluded.updated_at,
+                    },
+                )
+            )
 
         run(self._engine, write)
 
@@ -145,26 +162,46 @@ class TuningRecords(StoreBase):
         value = self.state(CLUSTER_SHAPE)
         if value is None:
             return None
-        return [Node(str(n["name"]), int(n["gpus"]), float(n.get("cpus", 0.0)),
-                     float(n.get("memory_mb", 0.0)), str(n.get("gpu_type", "gpu")))
-                for n in value.get("nodes", [])]
+        return [
+            Node(
+                str(n["name"]),
+                int(n["gpus"]),
+                float(n.get("cpus", 0.0)),
+                float(n.get("memory_mb", 0.0)),
+                str(n.get("gpu_type", "gpu")),
+            )
+            for n in value.get("nodes", [])
+        ]
 
     # -- policy settings ----------------------------------------------------------------------
-    def apply_setting(self, setting: PolicySetting, *, actor: str, reason: str,
-                      evidence: Mapping[str, Any] | None = None,
-                      at: float | None = None) -> AppliedSetting:
+    def apply_setting(
+        self,
+        setting: PolicySetting,
+        *,
+        actor: str,
+        reason: str,
+        evidence: Mapping[str, Any] | None = None,
+        at: float | None = None,
+    ) -> AppliedSetting:
         """Append ``setting`` to the audit log; from now on it is the one in force."""
         values = {
-            "created_at": to_time(self._now(at)), "actor": actor,
-            "policy": setting.policy.value, "budget": setting.budget,
-            "coefficient": setting.coefficient, "out_of_order": setting.out_of_order,
-            "reason": reason, "evidence": dict(evidence or {}),
+            "created_at": to_time(self._now(at)),
+            "actor": actor,
+            "policy": setting.policy.value,
+            "budget": setting.budget,
+            "coefficient": setting.coefficient,
+            "out_of_order": setting.out_of_order,
+            "reason": reason,
+            "evidence": dict(evidence or {}),
         }
 
         def write(conn: sa.Connection) -> AppliedSetting:
             setting_id = new_id(conn.execute(sa.insert(SETTINGS).values(**values)))
-            return _applied(conn.execute(
-                sa.select(SETTINGS).where(SETTINGS.c.id == setting_id)).mappings().one())
+            return _applied(
+                conn.execute(sa.select(SETTINGS).where(SETTINGS.c.id == setting_id))
+                .mappings()
+                .one()
+            )
 
         return run(self._engine, write)
 
@@ -180,23 +217,38 @@ class TuningRecords(StoreBase):
 
 
 def node_json(node: Node) -> dict[str, Any]:
-    return {"name": node.name, "gpus": node.gpus, "cpus": node.cpus,
-            "memory_mb": node.memory_mb, "gpu_type": node.gpu_type}
+    return {
+        "name": node.name,
+        "gpus": node.gpus,
+        "cpus": node.cpus,
+        "memory_mb": node.memory_mb,
+        "gpu_type": node.gpu_type,
+    }
 
 
 def _billed_durations(conn: sa.Connection, job_ids: Sequence[str]) -> dict[str, float]:
     """Per job, launch → end of its last ended launch (the run it finished with)."""
     out: dict[str, float] = {}
     for clause in in_chunks(LAUNCHES.c.job_id, job_ids):
-        query = sa.select(LAUNCHES.c.job_id, LAUNCHES.c.launched_at, LAUNCHES.c.ended_at) \
-            .where(clause, LAUNCHES.c.ended_at.is_not(None)).order_by(LAUNCHES.c.id)
+        query = (
+            sa.select(LAUNCHES.c.job_id, LAUNCHES.c.launched_at, LAUNCHES.c.ended_at)
+            .where(clause, LAUNCHES.c.ended_at.is_not(None))
+            .order_by(LAUNCHES.c.id)
+        )
         for job_id, launched, ended in conn.execute(query):
             out[job_id] = to_epoch(ended) - to_epoch(launched)  # later launches win
     return out
 
 
 def _applied(row: Mapping[Any, Any]) -> AppliedSetting:
-    setting = PolicySetting(PolicyKind(row["policy"]), row["budget"], row["coefficient"],
-                            bool(row["out_of_order"]))
-    return AppliedSetting(int(row["id"]), to_epoch(row["created_at"]), row["actor"], setting,
-                          row["reason"], dict(row["evidence"] or {}))
+    setting = PolicySetting(
+        PolicyKind(row["policy"]), row["budget"], row["coefficient"], bool(row["out_of_order"])
+    )
+    return AppliedSetting(
+        int(row["id"]),
+        to_epoch(row["created_at"]),
+        row["actor"],
+        setting,
+        row["reason"],
+        dict(row["evidence"] or {}),
+    )

@@ -72,8 +72,9 @@ class KubernetesCluster:
         self._core = client.CoreV1Api(api_client)
         self._io = Writes(self._batch, self._core, clock)
         self._lock = threading.RLock()
-        self._book = JobBook(clock, self.settings.conventions, self._notify, self._pods_of,
-                             self._mark)
+        self._book = JobBook(
+            clock, self.settings.conventions, self._notify, self._pods_of, self._mark
+        )
         self._nodes: dict[str, Node] = {}
         self._hostnames: dict[str, str] = {}  # node name -> its kubernetes.io/hostname label
         self._ungater = Ungater(self._book.placement_of)
@@ -82,16 +83,30 @@ class KubernetesCluster:
         #: sets it to run a pass promptly (it must be quick and must not call back in here)
         self.on_change: Callable[[], None] | None = None
         s = self.settings
-        jobs = (self._batch.list_job_for_all_namespaces if s.namespace is None else
-                _bound(self._batch.list_namespaced_job, s.namespace))
-        events = (self._core.list_event_for_all_namespaces if s.namespace is None else
-                  _bound(self._core.list_namespaced_event, s.namespace))
-        common: dict[str, Any] = {"page_size": s.page_size, "watch_timeout": s.watch_timeout,
-                  "backoff": s.backoff}
+        jobs = (
+            self._batch.list_job_for_all_namespaces
+            if s.namespace is None
+            else _bound(self._batch.list_namespaced_job, s.namespace)
+        )
+        events = (
+            self._core.list_event_for_all_namespaces
+            if s.namespace is None
+            else _bound(self._core.list_namespaced_event, s.namespace)
+        )
+        common: dict[str, Any] = {
+            "page_size": s.page_size,
+            "watch_timeout": s.watch_timeout,
+            "backoff": s.backoff,
+        }
         self.informers = (
             Informer("nodes", self._core.list_node, self._on_node, **common),
-            Informer("pods", self._core.list_pod_for_all_namespaces, self._on_pod,
-                     field_selector=UNFINISHED, **common),
+            Informer(
+                "pods",
+                self._core.list_pod_for_all_namespaces,
+                self._on_pod,
+                field_selector=UNFINISHED,
+                **common,
+            ),
             Informer("jobs", jobs, self._on_job, label_selector=conv.QUEUE_LABEL, **common),
             Informer("events", events, self._on_event, field_selector=REFUSED, **common),
         )
@@ -125,8 +140,7 @@ class KubernetesCluster:
         key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
         usage = None if kind == "DELETED" else conv.pod_usage(obj)
         labels = obj["metadata"].get("labels") or {}
-        owner = labels.get("batch.kubernetes.io/controller-uid") or labels.get(
-            "controller-uid", "")
+        owner = labels.get("batch.kubernetes.io/controller-uid") or labels.get("controller-uid", "")
         with self._lock:
             if usage is None:
                 self._pods.pop(key, None)
@@ -213,15 +227,17 @@ class KubernetesCluster:
             if name not in index:
                 continue
             share = gpus / job.gpus if job.gpus else 1.0 / len(started.parts)
-            parts.append(_take(capacity, index[name], name, gpus, job.cpus * share,
-                               job.memory_mb * share))
+            parts.append(
+                _take(capacity, index[name], name, gpus, job.cpus * share, job.memory_mb * share)
+            )
         return tuple(parts)
 
     def start(self, job: Job, placement: Placement, reason: str) -> None:
         with self._lock:
             obj = self._book.jobs.get(job.id)
-            if job.id in self._book.running or (obj is not None and
-                                                conv.job_state(obj) != "queued"):
+            if job.id in self._book.running or (
+                obj is not None and conv.job_state(obj) != "queued"
+            ):
                 return
         _check_pod_sizes(job, placement)
         if obj is None and job.extra.get("k8s_name"):  # a user's Job, deleted meanwhile
@@ -245,13 +261,22 @@ class KubernetesCluster:
         derived from the job id, so after a crash the repeated start finds it (409) and
         adopts it instead of creating a second one."""
         if not job.extra.get("command"):
-            raise PermanentError(f"job {job.id} is not a queued Kubernetes Job, and has no "
-                                 "command to create one from")
+            raise PermanentError(
+                f"job {job.id} is not a queued Kubernetes Job, and has no "
+                "command to create one from"
+            )
         namespace = self.settings.namespace or "default"
         with self._lock:
             hostnames = dict(self._hostnames)
-        body = job_manifest(job, placement, reason, self._clock.now(), namespace,
-                            self.settings.conventions, hostnames)
+        body = job_manifest(
+            job,
+            placement,
+            reason,
+            self._clock.now(),
+            namespace,
+            self.settings.conventions,
+            hostnames,
+        )
         try:
             return self._io.create(namespace, body)
         except Exception as err:
@@ -259,8 +284,10 @@ class KubernetesCluster:
                 raise translate(err, f"creating the Kubernetes Job of {job.id}") from err
         existing = self._io.read(body["metadata"])
         if conv.job_id(existing) != job.id:
-            raise PermanentError(f"job {job.id}: a Kubernetes Job named "
-                                 f"{body['metadata']['name']} exists and is not this job's")
+            raise PermanentError(
+                f"job {job.id}: a Kubernetes Job named "
+                f"{body['metadata']['name']} exists and is not this job's"
+            )
         return existing
 
     def _start_patch(self, job: Job, obj: Obj, placement: Placement, reason: str) -> Obj | None:
@@ -298,8 +325,7 @@ class KubernetesCluster:
         return fresh
 
     def cancel(self, job_id: str) -> None:
-        self._annotate(job_id, {conv.STATE: "cancelled"}, "Cancelled", "cancelled",
-                       suspend=True)
+        self._annotate(job_id, {conv.STATE: "cancelled"}, "Cancelled", "cancelled", suspend=True)
         with self._lock:
             self._book.running.pop(job_id, None)
 
@@ -308,9 +334,14 @@ class KubernetesCluster:
         gone now (deleted while no controller watched); call it after ``wait_synced``."""
         scope = self.settings.namespace
         with self._lock:
-            return [j.id for j in jobs if j.extra.get("k8s_name")
-                    and scope in (None, j.extra.get("namespace"))
-                    and j.id not in self._book.jobs and j.id not in self._book.reported]
+            return [
+                j.id
+                for j in jobs
+                if j.extra.get("k8s_name")
+                and scope in (None, j.extra.get("namespace"))
+                and j.id not in self._book.jobs
+                and j.id not in self._book.reported
+            ]
 
     def ended(self) -> Sequence[JobEnded]:
         with self._lock:
@@ -332,8 +363,14 @@ class KubernetesCluster:
         return job_output(self._core, namespace, name, tail)
 
     # -- decisions that leave the Job suspended --------------------------------------------
-    def burst(self, job_id: str, where: str, reason: str, cloud_job: str | None = None,
-              price_per_hour: float | None = None) -> None:
+    def burst(
+        self,
+        job_id: str,
+        where: str,
+        reason: str,
+        cloud_job: str | None = None,
+        price_per_hour: float | None = None,
+    ) -> None:
         notes = {conv.STATE: "burst", conv.BURST_TO: where}
         if cloud_job:
             notes[conv.CLOUD_JOB] = cloud_job
@@ -341,8 +378,9 @@ class KubernetesCluster:
             notes[conv.PRICE] = f"{price_per_hour:.2f}"
         self._annotate(job_id, notes, "Burst", reason)
 
-    def note_waiting(self, job_id: str, budget: float, predicted_runtime: float | None,
-                     reason: str) -> None:
+    def note_waiting(
+        self, job_id: str, budget: float, predicted_runtime: float | None, reason: str
+    ) -> None:
         notes = {conv.WAIT_BUDGET: f"{budget:.0f}" if math.isfinite(budget) else "never"}
         if predicted_runtime is not None:
             notes[conv.PREDICTED_RUNTIME] = f"{predicted_runtime:.0f}"
@@ -354,8 +392,9 @@ class KubernetesCluster:
         in the adapter's own namespace."""
         self._io.namespace_event(team, self.settings.namespace or "default", reason, message)
 
-    def _annotate(self, job_id: str, notes: dict[str, str], event: str, reason: str,
-                  suspend: bool = False) -> None:
+    def _annotate(
+        self, job_id: str, notes: dict[str, str], event: str, reason: str, suspend: bool = False
+    ) -> None:
         with self._lock:
             obj = self._book.jobs.get(job_id)
         if obj is None:  # submitted through Starburst and not started here: no Job to mark
@@ -377,8 +416,9 @@ class KubernetesCluster:
     def _mark(self, obj: Obj, reason: str, suspend: bool) -> None:
         """Mark (and maybe suspend) a Job Starburst gave up, with a Warning Event; a failure
         is logged (the job's record has already ended)."""
-        patch: dict[str, Any] = {"metadata": {"annotations": {conv.STATE: "failed",
-                                                              conv.REASON: reason}}}
+        patch: dict[str, Any] = {
+            "metadata": {"annotations": {conv.STATE: "failed", conv.REASON: reason}}
+        }
         if suspend:
             patch["spec"] = {"suspend": True}
         try:
@@ -403,16 +443,17 @@ def _check_pod_sizes(job: Job, placement: Placement) -> None:
     per_pod = job.split_unit
     if job.pods and any(part.gpus % per_pod for part in placement):
         shares = ", ".join(str(p.gpus) for p in placement)
-        raise PermanentError(f"job {job.id} has {job.pods} pods of {per_pod} GPUs; a placement "
-                             f"of [{shares}] GPUs per node cannot hold whole pods")
+        raise PermanentError(
+            f"job {job.id} has {job.pods} pods of {per_pod} GPUs; a placement "
+            f"of [{shares}] GPUs per node cannot hold whole pods"
+        )
 
 
 def _size(job: Job) -> tuple[int, float, float, str | None]:
     return job.gpus, job.cpus, job.memory_mb, job.gpu_type
 
 
-def _take(capacity: CapacityIndex, i: int, name: str, gpus: float, cpus: float,
-          mem: float) -> Part:
+def _take(capacity: CapacityIndex, i: int, name: str, gpus: float, cpus: float, mem: float) -> Part:
     part = Part(i, name, min(round(gpus), capacity.free_on(i)), cpus, mem)
     capacity.allocate((part,))
     return part

@@ -78,9 +78,11 @@ def rfc3339(seconds: float) -> str:
 
 def job_id(obj: Obj) -> str:
     meta = obj["metadata"]
-    return str((meta.get("labels") or {}).get(JOB_ID_LABEL)
-               or (meta.get("annotations") or {}).get(JOB_ID_LABEL)
-               or f"{meta.get('namespace', '')}/{meta['name']}")
+    return str(
+        (meta.get("labels") or {}).get(JOB_ID_LABEL)
+        or (meta.get("annotations") or {}).get(JOB_ID_LABEL)
+        or f"{meta.get('namespace', '')}/{meta['name']}"
+    )
 
 
 def pod_resources(pod_spec: Obj) -> tuple[float, float, float]:
@@ -114,9 +116,13 @@ def job_from_k8s(obj: Obj, conv: Conventions) -> Job:
         team=labels.get(TEAM_LABEL) or meta.get("namespace"),
         name=meta["name"],
         pods=max(width, 1),
-        extra={"namespace": meta.get("namespace", ""), "k8s_name": meta["name"],
-               "uid": meta.get("uid", ""), "queue": labels.get(QUEUE_LABEL, ""),
-               **cloud_fields(pod_spec)},
+        extra={
+            "namespace": meta.get("namespace", ""),
+            "k8s_name": meta["name"],
+            "uid": meta.get("uid", ""),
+            "queue": labels.get(QUEUE_LABEL, ""),
+            **cloud_fields(pod_spec),
+        },
     )
 
 
@@ -200,8 +206,13 @@ def parse_placement(text: str) -> list[tuple[str, int]]:
     return parts
 
 
-def start_patch(obj: Obj, placement: Placement, reason: str, now: float,
-                hostnames: Mapping[str, str] | None = None) -> dict[str, Any]:
+def start_patch(
+    obj: Obj,
+    placement: Placement,
+    reason: str,
+    now: float,
+    hostnames: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The patch that pins a queued Job to ``placement`` and unsuspends it (``pinning``);
     ``hostnames`` maps node names to their ``kubernetes.io/hostname`` labels."""
     names = hostnames or {}
@@ -210,39 +221,59 @@ def start_patch(obj: Obj, placement: Placement, reason: str, now: float,
     return {
         "metadata": {
             "resourceVersion": obj["metadata"]["resourceVersion"],
-            "annotations": {STATE: "running", PLACEMENT: describe_placement(placement),
-                            REASON: reason, "starburst.io/started-at": rfc3339(now)},
+            "annotations": {
+                STATE: "running",
+                PLACEMENT: describe_placement(placement),
+                REASON: reason,
+                "starburst.io/started-at": rfc3339(now),
+            },
         },
-        "spec": {"suspend": False,
-                 "template": {"spec": pinned_scheduling(pod_spec, hosts)}},
+        "spec": {"suspend": False, "template": {"spec": pinned_scheduling(pod_spec, hosts)}},
     }
 
 
-def namespace_event_body(namespace: str, reason: str, message: str, now: float,
-                         kind: str = "Warning") -> dict[str, Any]:
+def namespace_event_body(
+    namespace: str, reason: str, message: str, now: float, kind: str = "Warning"
+) -> dict[str, Any]:
     """An Event about a whole namespace (a team's budget), recorded in that namespace."""
     stamp = rfc3339(now)
     return {
         "metadata": {"generateName": "starburst-budget.", "namespace": namespace},
         "involvedObject": {"apiVersion": "v1", "kind": "Namespace", "name": namespace},
-        "reason": reason, "message": message[:1024], "type": kind,
-        "source": {"component": "starburst"}, "reportingComponent": "starburst.io/controller",
-        "reportingInstance": "starburst", "firstTimestamp": stamp, "lastTimestamp": stamp,
+        "reason": reason,
+        "message": message[:1024],
+        "type": kind,
+        "source": {"component": "starburst"},
+        "reportingComponent": "starburst.io/controller",
+        "reportingInstance": "starburst",
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
         "count": 1,
     }
 
 
-def event_body(obj: Obj, reason: str, message: str, now: float, kind: str = "Normal"
-               ) -> dict[str, Any]:
+def event_body(
+    obj: Obj, reason: str, message: str, now: float, kind: str = "Normal"
+) -> dict[str, Any]:
     meta = obj["metadata"]
     stamp = rfc3339(now)
     return {
         "metadata": {"generateName": f"{meta['name']}.", "namespace": meta.get("namespace")},
-        "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
-                           "namespace": meta.get("namespace"), "uid": meta.get("uid"),
-                           "resourceVersion": meta.get("resourceVersion")},
-        "reason": reason, "message": message[:1024], "type": kind,
-        "source": {"component": "starburst"}, "reportingComponent": "starburst.io/controller",
-        "reportingInstance": "starburst", "firstTimestamp": stamp, "lastTimestamp": stamp,
+        "involvedObject": {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": meta["name"],
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "reason": reason,
+        "message": message[:1024],
+        "type": kind,
+        "source": {"component": "starburst"},
+        "reportingComponent": "starburst.io/controller",
+        "reportingInstance": "starburst",
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
         "count": 1,
     }

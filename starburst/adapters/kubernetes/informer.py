@@ -45,13 +45,23 @@ def key_of(obj: Obj) -> tuple[str, str]:
 
 class Informer:
     def __init__(
-        self, name: str, list_fn: Callable[..., Any], handler: Handler, *,
-        label_selector: str | None = None, field_selector: str | None = None,
-        page_size: int = 500, watch_timeout: int = 60, backoff: Backoff | None = None,
+        self,
+        name: str,
+        list_fn: Callable[..., Any],
+        handler: Handler,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+        watch_timeout: int = 60,
+        backoff: Backoff | None = None,
     ) -> None:
         self.name, self._list_fn, self._handler = name, list_fn, handler
-        self._selectors = {k: v for k, v in (("label_selector", label_selector),
-                                             ("field_selector", field_selector)) if v}
+        self._selectors = {
+            k: v
+            for k, v in (("label_selector", label_selector), ("field_selector", field_selector))
+            if v
+        }
         self.page_size, self.watch_timeout = page_size, watch_timeout
         self.backoff = backoff or Backoff()
         self.cache: dict[tuple[str, str], Obj] = {}
@@ -143,9 +153,13 @@ class Informer:
     # -- watch -----------------------------------------------------------------------------
     def _watch(self) -> None:
         response = self._list_fn(
-            **self._selectors, watch=True, resource_version=self.resource_version,
-            allow_watch_bookmarks=True, timeout_seconds=self.watch_timeout,
-            _preload_content=False, _request_timeout=(5, self.watch_timeout + 10),
+            **self._selectors,
+            watch=True,
+            resource_version=self.resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=self.watch_timeout,
+            _preload_content=False,
+            _request_timeout=(5, self.watch_timeout + 10),
         )
         self._response = response
         try:

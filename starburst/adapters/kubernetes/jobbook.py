@@ -30,8 +30,9 @@ from starburst.core.ports import Clock, JobEnded
 
 Obj = dict[str, Any]
 DELETED = "its Kubernetes Job was deleted"
-SUSPENDED = ("its Kubernetes Job was suspended by someone else (spec.suspend: true), which "
-             "stopped its pods")
+SUSPENDED = (
+    "its Kubernetes Job was suspended by someone else (spec.suspend: true), which stopped its pods"
+)
 #: (the Job, the reason, whether to suspend it): marks a given-up Job
 Mark = Callable[[Obj, str, bool], None]
 
@@ -45,8 +46,14 @@ class Started:
 
 
 class JobBook:
-    def __init__(self, clock: Clock, conventions: conv.Conventions,
-                 notify: Callable[[], None], pods_of: Callable[[str], int], mark: Mark) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        conventions: conv.Conventions,
+        notify: Callable[[], None],
+        pods_of: Callable[[str], int],
+        mark: Mark,
+    ) -> None:
         self._clock, self._conventions = clock, conventions
         self._notify, self._pods_of, self._mark = notify, pods_of, mark
         self.jobs: dict[str, Obj] = {}
@@ -132,8 +139,10 @@ class JobBook:
         started = self.running[jid] = Started(
             conv.job_from_k8s(obj, self._conventions),
             conv.parse_placement(annotations.get(conv.PLACEMENT, "")),
-            conv.parse_time(annotations.get("starburst.io/started-at")
-                            or (obj.get("status") or {}).get("startTime")),
+            conv.parse_time(
+                annotations.get("starburst.io/started-at")
+                or (obj.get("status") or {}).get("startTime")
+            ),
             obj["metadata"].get("uid", ""),
         )
         self._check_refused(started.uid)

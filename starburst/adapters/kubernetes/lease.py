@@ -53,8 +53,14 @@ class LeaseLock:
     """A ``LeaderLock`` on the Lease ``name`` in ``namespace`` (see the module docstring)."""
 
     def __init__(
-        self, api_client: Any, namespace: str, name: str, identity: str,
-        next_token: Callable[[], int], duration: float = 15.0, owns_client: bool = False,
+        self,
+        api_client: Any,
+        namespace: str,
+        name: str,
+        identity: str,
+        next_token: Callable[[], int],
+        duration: float = 15.0,
+        owns_client: bool = False,
     ) -> None:
         from kubernetes import client
 
@@ -89,8 +95,9 @@ class LeaseLock:
         with self._lock:
             self._token, self._renewed = token, time.monotonic()
             self._stop = threading.Event()
-            self._thread = threading.Thread(target=self._renew_loop, args=(self._stop,),
-                                            name="starburst-lease", daemon=True)
+            self._thread = threading.Thread(
+                target=self._renew_loop, args=(self._stop,), name="starburst-lease", daemon=True
+            )
             self._thread.start()
         return token
 
@@ -149,17 +156,21 @@ class LeaseLock:
         lease, version = self._read()
         now = _now_text()
         if lease is None:
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace},
-                    "spec": self._holding(now, now, 0)}
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": self._holding(now, now, 0),
+            }
             return self._write(lambda: self._api.create_namespaced_lease(self.namespace, body))
         spec = _spec(lease)
         holder = spec.get("holderIdentity") or ""
         if holder and holder != self.identity and not self._expired(holder, spec):
             return False
         transitions = int(spec.get("leaseTransitions") or 0) + (holder != self.identity)
-        return self._write(lambda: self._replace(
-            lease, version, self._holding(now, now, transitions)))
+        return self._write(
+            lambda: self._replace(lease, version, self._holding(now, now, transitions))
+        )
 
     def _expired(self, holder: str, spec: Obj) -> bool:
         """Judged by this replica's clock and the holder's announced duration."""
@@ -171,8 +182,13 @@ class LeaseLock:
         return time.monotonic() - self._observed_at > limit
 
     def _holding(self, acquired: str, renewed: str, transitions: int) -> Obj:
-        return {"holderIdentity": self.identity, "leaseDurationSeconds": _seconds(self.duration),
-                "acquireTime": acquired, "renewTime": renewed, "leaseTransitions": transitions}
+        return {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": _seconds(self.duration),
+            "acquireTime": acquired,
+            "renewTime": renewed,
+            "leaseTransitions": transitions,
+        }
 
     # -- renewal -------------------------------------------------------------------------------
     def _renew_loop(self, stop: threading.Event) -> None:
@@ -195,8 +211,11 @@ class LeaseLock:
         lease, version = self._read()
         if lease is None or _spec(lease).get("holderIdentity") != self.identity:
             return False
-        spec = {**_spec(lease), "renewTime": _now_text(),
-                "leaseDurationSeconds": _seconds(self.duration)}
+        spec = {
+            **_spec(lease),
+            "renewTime": _now_text(),
+            "leaseDurationSeconds": _seconds(self.duration),
+        }
         return self._write(lambda: self._replace(lease, version, spec))
 
     def _lose(self, why: str) -> None:
@@ -220,8 +239,11 @@ class LeaseLock:
         return lease, lease["metadata"].get("resourceVersion")
 
     def _replace(self, lease: Obj, version: str | None, spec: Obj) -> Any:
-        body = {**lease, "metadata": {**lease["metadata"], "resourceVersion": version},
-                "spec": spec}
+        body = {
+            **lease,
+            "metadata": {**lease["metadata"], "resourceVersion": version},
+            "spec": spec,
+        }
         return self._api.replace_namespaced_lease(self.name, self.namespace, body)
 
     @staticmethod
@@ -243,4 +265,3 @@ def _spec(lease: Obj) -> Obj:
 
 def _seconds(duration: float) -> int:
     return max(1, round(duration))
-

@@ -57,53 +57,78 @@ def label_value(value: str | None) -> str | None:
 
 
 def job_manifest(
-    job: Job, placement: Placement, reason: str, now: float, namespace: str,
-    conventions: conv.Conventions, hostnames: Mapping[str, str] | None = None,
+    job: Job,
+    placement: Placement,
+    reason: str,
+    now: float,
+    namespace: str,
+    conventions: conv.Conventions,
+    hostnames: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The started ``batch/v1`` Job that runs ``job`` on ``placement``."""
     command = job.extra.get("command", "").strip()
     image = job.extra.get("image", "").strip()
     if not command or not image:
-        missing = " and ".join(w for w, v in (("a command", command), ("an image", image))
-                               if not v)
+        missing = " and ".join(w for w, v in (("a command", command), ("an image", image)) if not v)
         raise PermanentError(f"job {job.id} needs {missing} to run as a Kubernetes Job")
     pods = job.pods or 1
     labels = {conv.QUEUE_LABEL: "starburst"}
-    for key, value in ((conv.JOB_ID_LABEL, job.id), (conv.USER_LABEL, job.user),
-                       (conv.TEAM_LABEL, job.team)):
+    for key, value in (
+        (conv.JOB_ID_LABEL, job.id),
+        (conv.USER_LABEL, job.user),
+        (conv.TEAM_LABEL, job.team),
+    ):
         if (checked := label_value(value)) is not None:
             labels[key] = checked
     names = hostnames or {}
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
-        "containers": [{
-            "name": CONTAINER, "image": image, "command": ["/bin/sh", "-c", command],
-            "env": [{"name": k, "value": v} for k, v in _env(job).items()],
-            "resources": _resources(job, pods),
-            "securityContext": {"allowPrivilegeEscalation": False,
-                                "capabilities": {"drop": ["ALL"]}},
-        }],
-        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS_USER,
-                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [
+            {
+                "name": CONTAINER,
+                "image": image,
+                "command": ["/bin/sh", "-c", command],
+                "env": [{"name": k, "value": v} for k, v in _env(job).items()],
+                "resources": _resources(job, pods),
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+            }
+        ],
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS_USER,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
         **pinned_scheduling({}, [names.get(p.node_name, p.node_name) for p in placement]),
-        "tolerations": [{"key": key, "operator": "Exists"}
-                        for key in sorted(conventions.tolerated_taints)],
+        "tolerations": [
+            {"key": key, "operator": "Exists"} for key in sorted(conventions.tolerated_taints)
+        ],
     }
     if job.gpu_type:
         pod_spec["nodeSelector"] = {conventions.gpu_type_label: job.gpu_type}
     spec: dict[str, Any] = {
-        "suspend": False, "parallelism": pods, "completions": pods, "backoffLimit": 0,
+        "suspend": False,
+        "parallelism": pods,
+        "completions": pods,
+        "backoffLimit": 0,
         "template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec},
     }
     if (limit := time_limit_of(job)) is not None:  # the hard --time-limit
         spec["activeDeadlineSeconds"] = max(1, math.ceil(limit))
     return {
-        "apiVersion": "batch/v1", "kind": "Job",
+        "apiVersion": "batch/v1",
+        "kind": "Job",
         "metadata": {
-            "name": job_name(job.id), "namespace": namespace, "labels": labels,
+            "name": job_name(job.id),
+            "namespace": namespace,
+            "labels": labels,
             "annotations": {
-                conv.JOB_ID_LABEL: job.id, conv.STATE: "running",
-                conv.PLACEMENT: describe_placement(placement), conv.REASON: reason,
+                conv.JOB_ID_LABEL: job.id,
+                conv.STATE: "running",
+                conv.PLACEMENT: describe_placement(placement),
+                conv.REASON: reason,
                 "starburst.io/started-at": conv.rfc3339(now),
             },
         },

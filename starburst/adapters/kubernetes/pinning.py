@@ -46,15 +46,21 @@ Obj = Mapping[str, Any]
 def pinned_scheduling(pod_spec: Obj, hostnames: Sequence[str]) -> dict[str, Any]:
     """The template's new ``affinity`` (and ``schedulingGates`` when several nodes): a merge
     onto ``pod_spec`` that pins its pods to ``hostnames``."""
-    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = copy.deepcopy(required.get("nodeSelectorTerms") or [{}])
     pin = {"key": HOSTNAME, "operator": "In", "values": sorted(set(hostnames))}
     for term in terms:
         kept = [e for e in term.get("matchExpressions") or () if e.get("key") != HOSTNAME]
         term["matchExpressions"] = [*kept, pin]
-    out: dict[str, Any] = {"affinity": {"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}
+    out: dict[str, Any] = {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+            }
+        }
+    }
     if len(pin["values"]) > 1:
         gates = [g for g in pod_spec.get("schedulingGates") or () if g.get("name") != GATE]
         out["schedulingGates"] = [*copy.deepcopy(gates), {"name": GATE}]
@@ -92,15 +98,17 @@ def release_patch(pod: Obj, hostname: str) -> list[dict[str, Any]]:
     """A JSON patch that selects the pod onto ``hostname`` and removes Starburst's gate; it
     fails (422) rather than doing anything else if the gate moved meanwhile."""
     spec = pod.get("spec") or {}
-    index = next(i for i, g in enumerate(spec.get("schedulingGates") or ())
-                 if g.get("name") == GATE)
+    index = next(
+        i for i, g in enumerate(spec.get("schedulingGates") or ()) if g.get("name") == GATE
+    )
     ops: list[dict[str, Any]] = [
         {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE},
         {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
     ]
     if spec.get("nodeSelector"):
-        ops.append({"op": "add", "path": "/spec/nodeSelector/kubernetes.io~1hostname",
-                    "value": hostname})
+        ops.append(
+            {"op": "add", "path": "/spec/nodeSelector/kubernetes.io~1hostname", "value": hostname}
+        )
     else:
         ops.append({"op": "add", "path": "/spec/nodeSelector", "value": {HOSTNAME: hostname}})
     return ops

@@ -29,8 +29,11 @@ def job_output(core: Any, namespace: str, name: str, tail: int | None = None) ->
     for pod in sorted(pods.items, key=lambda p: p.metadata.name):
         pod_name = pod.metadata.name
         try:
-            text = _text(core.read_namespaced_pod_log(pod_name, namespace, tail_lines=tail,
-                                                      _preload_content=False))
+            text = _text(
+                core.read_namespaced_pod_log(
+                    pod_name, namespace, tail_lines=tail, _preload_content=False
+                )
+            )
         except Exception as err:
             if status_of(err) != 400:
                 raise translate(err, f"reading the log of pod {pod_name}") from err

@@ -53,15 +53,16 @@ def cloud_fields(pod_spec: Obj) -> dict[str, str]:
 def _template_blocker(pod_spec: Obj, containers: list[Obj]) -> str | None:
     if len(containers) != 1:
         names = ", ".join(str(c.get("name")) for c in containers) or "none"
-        return (f"the pod template has {len(containers)} containers ({names}); a cloud task "
-                "runs one")
+        return f"the pod template has {len(containers)} containers ({names}); a cloud task runs one"
     if pod_spec.get("initContainers"):
         return "the pod template has init containers, which a cloud task cannot run"
     for volume in pod_spec.get("volumes") or ():
         kind = next((k for k in volume if k != "name"), "unknown")
         if kind != "emptyDir":
-            return (f"volume {volume.get('name')} ({kind}) exists only in the cluster; a cloud "
-                    "task cannot mount it")
+            return (
+                f"volume {volume.get('name')} ({kind}) exists only in the cluster; a cloud "
+                "task cannot mount it"
+            )
     return _container_blocker(containers[0])
 
 
@@ -69,18 +70,24 @@ def _container_blocker(container: Obj) -> str | None:
     name = container.get("name")
     if not container.get("command"):
         if container.get("args"):
-            return (f"container {name} sets args but no command: its image's entrypoint is "
-                    "not known to Starburst, so a cloud task cannot run it")
-        return (f"container {name} sets no command (it runs its image's entrypoint, which "
-                "Starburst cannot see), so a cloud task cannot run it")
+            return (
+                f"container {name} sets args but no command: its image's entrypoint is "
+                "not known to Starburst, so a cloud task cannot run it"
+            )
+        return (
+            f"container {name} sets no command (it runs its image's entrypoint, which "
+            "Starburst cannot see), so a cloud task cannot run it"
+        )
     if container.get("envFrom"):
         return f"container {name} takes env from envFrom, which exists only in the cluster"
     for var in container.get("env") or ():
         source = var.get("valueFrom")
         if source:
             kind = next(iter(source), "valueFrom")
-            return (f"env {var.get('name')} of container {name} comes from {kind}, which exists "
-                    "only in the cluster")
+            return (
+                f"env {var.get('name')} of container {name} comes from {kind}, which exists "
+                "only in the cluster"
+            )
     if not container.get("image"):
         return f"container {name} has no image"
     return None

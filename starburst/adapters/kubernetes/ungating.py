@@ -84,8 +84,9 @@ class Ungater:
             del self._gated[key]
             self._pods[key] = (owner, node)
             hostname = hostnames.get(node, node)
-            out.append(Release(key, owner, node, hostname,
-                               pinning.release_patch(pod, hostname), pod))
+            out.append(
+                Release(key, owner, node, hostname, pinning.release_patch(pod, hostname), pod)
+            )
         return out
 
     def undo(self, release: Release) -> None:
@@ -107,16 +108,18 @@ class Ungater:
                 time.sleep(0.1 * attempt)
             if error is not None:
                 if status_of(error) != 404:
-                    log.warning("could not release pod %s/%s onto %s: %r", *release.key,
-                                release.node, error)
+                    log.warning(
+                        "could not release pod %s/%s onto %s: %r", *release.key, release.node, error
+                    )
                 undo(release)
 
     @staticmethod
     def _send_one(core: Any, release: Release) -> BaseException | None:
         namespace, name = release.key
         try:
-            response = core.patch_namespaced_pod(name, namespace, release.patch,
-                                                 _preload_content=False)
+            response = core.patch_namespaced_pod(
+                name, namespace, release.patch, _preload_content=False
+            )
             try:
                 response.read()  # a half-read body would corrupt the pooled connection
             finally:

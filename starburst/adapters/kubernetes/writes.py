@@ -36,36 +36,43 @@ class Writes:
         self._batch, self._core, self._clock = batch, core, clock
 
     def create(self, namespace: str, body: Obj) -> Obj:
-        return read_json(self._batch.create_namespaced_job(namespace, body,
-                                                           _preload_content=False))
+        return read_json(self._batch.create_namespaced_job(namespace, body, _preload_content=False))
 
     def patch(self, meta: Obj, body: Obj) -> Obj:
-        return read_json(self._batch.patch_namespaced_job(
-            meta["name"], meta["namespace"], body, _preload_content=False))
+        return read_json(
+            self._batch.patch_namespaced_job(
+                meta["name"], meta["namespace"], body, _preload_content=False
+            )
+        )
 
     def read(self, meta: Obj) -> Obj:
-        return read_json(self._batch.read_namespaced_job(
-            meta["name"], meta["namespace"], _preload_content=False))
+        return read_json(
+            self._batch.read_namespaced_job(meta["name"], meta["namespace"], _preload_content=False)
+        )
 
     def event(self, obj: Obj, reason: str, message: str, kind: str = "Normal") -> None:
         body = conv.event_body(obj, reason, message, self._clock.now(), kind)
         try:
-            read_json(self._core.create_namespaced_event(obj["metadata"]["namespace"], body,
-                                                         _preload_content=False))
+            read_json(
+                self._core.create_namespaced_event(
+                    obj["metadata"]["namespace"], body, _preload_content=False
+                )
+            )
         except Exception:  # an Event is a courtesy: the decision itself is already recorded
-            log.warning("could not record the %s event on %s", reason,
-                        obj["metadata"]["name"], exc_info=True)
+            log.warning(
+                "could not record the %s event on %s",
+                reason,
+                obj["metadata"]["name"],
+                exc_info=True,
+            )
 
-    def namespace_event(self, namespace: str, fallback: str, reason: str,
-                        message: str) -> None:
+    def namespace_event(self, namespace: str, fallback: str, reason: str, message: str) -> None:
         """An Event about a whole namespace (a team's budget) in ``namespace``, or in
         ``fallback`` when the name cannot be a namespace or the namespace is not there."""
         for where in ([namespace] if NAMESPACE.fullmatch(namespace) else []) + [fallback]:
             body = conv.namespace_event_body(where, reason, message, self._clock.now())
             try:
-                read_json(self._core.create_namespaced_event(where, body,
-                                                             _preload_content=False))
+                read_json(self._core.create_namespaced_event(where, body, _preload_content=False))
                 return
             except Exception:  # an Event is a courtesy: the alert is logged and counted
-                log.warning("could not record the %s event in %s", reason, where,
-                            exc_info=True)
+                log.warning("could not record the %s event in %s", reason, where, exc_info=True)

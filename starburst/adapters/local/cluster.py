@@ -60,7 +60,6 @@ from starburst.wallclock import WallClock
 BACKEND = "local-cluster"
 
 
-
 @dataclass(slots=True)
 class _Running:
     running: RunningJob
@@ -249,6 +248,7 @@ class LocalCluster:
             why = entry.process.failure(outcome)
             if entry.timed_out:
                 why = with_output(time_limit.reason(running.job), entry.process.output_tail())
-            ended = JobEnded(job_id, self._clock.now(), outcome.succeeded and not entry.timed_out,
-                             why)
+            ended = JobEnded(
+                job_id, self._clock.now(), outcome.succeeded and not entry.timed_out, why
+            )
             self._unreported.append(ended)

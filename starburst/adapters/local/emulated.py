@@ -148,8 +148,17 @@ class EmulatedCloud:
         env = {"CUDA_VISIBLE_DEVICES": "", "STARBURST_EMULATED": "1"}
         process = spawn(job, self._root, env, header, record, self._grace, self._run_as)
         handle = CloudHandle(job.id, name, None, f"{EMULATED}-pid-{process.pid}")
-        self._remember(_Launch(job.id, job.team, quote, handle, process, now,
-                               time_limit=time_limit.time_limit_of(job)))
+        self._remember(
+            _Launch(
+                job.id,
+                job.team,
+                quote,
+                handle,
+                process,
+                now,
+                time_limit=time_limit.time_limit_of(job),
+            )
+        )
         return handle
 
     def poll(self, handle: CloudHandle) -> CloudStatus:
@@ -226,8 +235,12 @@ class EmulatedCloud:
     def _outcome(self, launch: _Launch) -> Outcome | None:
         """The launch's outcome (None while it runs), dating its end the first time it is seen."""
         process = launch.process
-        if (not launch.timed_out and process.outcome is None and launch.time_limit is not None
-                and self._clock.now() - launch.launched_at >= launch.time_limit):
+        if (
+            not launch.timed_out
+            and process.outcome is None
+            and launch.time_limit is not None
+            and self._clock.now() - launch.launched_at >= launch.time_limit
+        ):
             launch.timed_out = True
             process.kill()
         outcome = process.poll()

@@ -60,8 +60,14 @@ class RunAs:
 
     def command_prefix(self) -> list[str]:
         """argv that runs the rest of the argv as this user, with no way back to root."""
-        return [self.setpriv, f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
-                "--no-new-privs", "--"]
+        return [
+            self.setpriv,
+            f"--reuid={self.uid}",
+            f"--regid={self.gid}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--",
+        ]
 
 
 def resolve_run_as(user: str | None, work_root: Path) -> RunAs | None:
@@ -84,8 +90,9 @@ def resolve_run_as(user: str | None, work_root: Path) -> RunAs | None:
     return RunAs(entry.pw_name, entry.pw_uid, entry.pw_gid, setpriv, Path(work_root))
 
 
-def job_environment(job_env: Mapping[str, str], home: Path,
-                    fixed: Mapping[str, str]) -> dict[str, str]:
+def job_environment(
+    job_env: Mapping[str, str], home: Path, fixed: Mapping[str, str]
+) -> dict[str, str]:
     """The whole environment of a job: a minimal base, its own env, then ``fixed``."""
     base = {
         "PATH": os.environ.get("PATH") or DEFAULT_PATH,
@@ -129,9 +136,11 @@ def usable_workdir(path: str, run_as: RunAs | None) -> Path:
         raise ConfigError(f"workdir {path} is not a directory on this machine")
     for part in [directory, *directory.parents]:
         if not _allows(part, run_as, os.R_OK | os.X_OK if part == directory else os.X_OK):
-            raise ConfigError(f"workdir {path} is not readable by {who}: {part} does not let "
-                              "it in (make the directory and its parents world-readable, "
-                              "e.g. chmod o+rx, or put the code in a shared directory)")
+            raise ConfigError(
+                f"workdir {path} is not readable by {who}: {part} does not let "
+                "it in (make the directory and its parents world-readable, "
+                "e.g. chmod o+rx, or put the code in a shared directory)"
+            )
     return directory
 
 

@@ -88,14 +88,15 @@ LOST = "the job's process disappeared without an exit status"
 # user, through `setpriv`). Not `exec`: the wrapper must outlive the command to record its
 # status. `command -p`: the default PATH, whatever PATH the job sets.
 WRAPPER = (
-    'umask 077\n'
+    "umask 077\n"
     'printf "%s\\n" "$$" > .pid.tmp && command -p mv -f .pid.tmp pid\n'
-    'dir=$1; shift\n'
+    "dir=$1; shift\n"
     '(cd "$dir" && umask 022 && exec "$@")\n'
     "code=$?\n"
     'printf "%s\\n" "$code" > .exit_code.tmp && command -p mv -f .exit_code.tmp exit_code\n'
     'exit "$code"\n'
 )
+
 
 def _register(popen: subprocess.Popen[bytes]) -> None:
     with _UNREAPED_LOCK:
@@ -245,8 +246,9 @@ class JobProcess:
                 text = log.read().decode("utf-8", errors="replace")
         except FileNotFoundError:
             text = ""
-        return "".join(line for line in text.splitlines(keepends=True)
-                       if not line.startswith(_HEADERS))
+        return "".join(
+            line for line in text.splitlines(keepends=True) if not line.startswith(_HEADERS)
+        )
 
     def _running(self) -> bool:
         if self._popen is not None:
@@ -301,8 +303,17 @@ def spawn(
         log.flush()
         try:
             popen = subprocess.Popen(
-                ["/bin/sh", "-c", WRAPPER, "starburst-job", str(workdir), *prefix,
-                 "/bin/sh", "-c", command],
+                [
+                    "/bin/sh",
+                    "-c",
+                    WRAPPER,
+                    "starburst-job",
+                    str(workdir),
+                    *prefix,
+                    "/bin/sh",
+                    "-c",
+                    command,
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -37,8 +37,9 @@ class EndWatch:
         self._watched: dict[int, str] = {}  # pid -> spawn token
         self._thread: threading.Thread | None = None
 
-    def listen(self, listener: Callable[[], None] | None,
-               running: Iterable[tuple[int, str]] = ()) -> None:
+    def listen(
+        self, listener: Callable[[], None] | None, running: Iterable[tuple[int, str]] = ()
+    ) -> None:
         """Set (or clear) the listener, and watch the ``(pid, token)`` processes running now."""
         self.listener = listener
         for pid, token in running:
@@ -65,8 +66,9 @@ class EndWatch:
         while True:
             time.sleep(self._interval)
             with self._lock:
-                ended = [pid for pid, token in self._watched.items()
-                         if not procfs.alive(pid, token)]
+                ended = [
+                    pid for pid, token in self._watched.items() if not procfs.alive(pid, token)
+                ]
                 for pid in ended:
                     del self._watched[pid]
                 if not self._watched:

@@ -72,14 +72,16 @@ def issue_token(body: TokenIn, _admin: AdminDep, ctx: ContextDep) -> TokenOut:
         raise HTTPException(404, f"no user {body.user}: create it first (POST /v1/users)")
     now = ctx.clock.now()
     expires = now + body.expires_in_s if body.expires_in_s is not None else None
-    issued = ctx.store.issue_token(body.user, body.role, label=body.label,
-                                   expires_at=expires, at=now)
+    issued = ctx.store.issue_token(
+        body.user, body.role, label=body.label, expires_at=expires, at=now
+    )
     return TokenOut(id=issued.id, user=issued.user, role=issued.role, secret=issued.secret)
 
 
 @router.delete("/tokens/{token_id}", status_code=204)
-def revoke_token(token_id: Annotated[int, Path(ge=1, le=INT64_MAX)], _admin: AdminDep,
-                 ctx: ContextDep) -> Response:
+def revoke_token(
+    token_id: Annotated[int, Path(ge=1, le=INT64_MAX)], _admin: AdminDep, ctx: ContextDep
+) -> Response:
     if not ctx.store.revoke_token(token_id, at=ctx.clock.now()):
         raise HTTPException(404, f"no live token {token_id}")
     return Response(status_code=204)
@@ -88,8 +90,9 @@ def revoke_token(token_id: Annotated[int, Path(ge=1, le=INT64_MAX)], _admin: Adm
 @router.put("/teams/{team}/budget", response_model=BudgetOut)
 def set_budget(team: str, body: BudgetIn, _admin: AdminDep, ctx: ContextDep) -> BudgetOut:
     """Set the monthly limit; ``warning`` says so when the team already spent more."""
-    ctx.store.set_team_budget(team, body.monthly_limit, currency=body.currency.upper(),
-                              at=ctx.clock.now())
+    ctx.store.set_team_budget(
+        team, body.monthly_limit, currency=body.currency.upper(), at=ctx.clock.now()
+    )
     out = get_budget(team, _admin, ctx)
     if Decimal(out.spent) > Decimal(out.monthly_limit):
         out.warning = budget_warning(out)
@@ -110,14 +113,21 @@ def get_budget(team: str, caller: CallerDep, ctx: ContextDep) -> BudgetOut:
 
 def budget_out(state: BudgetState, alerts: list[float]) -> BudgetOut:
     return BudgetOut(
-        team=state.team, monthly_limit=str(state.limit.quantize(CENT)),
-        currency=state.currency, month=state.month, spent=str(state.spent.quantize(CENT)),
-        remaining=str(state.remaining.quantize(CENT)), exhausted=state.exhausted,
+        team=state.team,
+        monthly_limit=str(state.limit.quantize(CENT)),
+        currency=state.currency,
+        month=state.month,
+        spent=str(state.spent.quantize(CENT)),
+        remaining=str(state.remaining.quantize(CENT)),
+        exhausted=state.exhausted,
         forecast=str(state.forecast.quantize(CENT)),
-        used_fraction=round(min(state.used, 1e9), 4), alerts=alerts,
+        used_fraction=round(min(state.used, 1e9), 4),
+        alerts=alerts,
     )
 
 
 def budget_warning(out: BudgetOut) -> str:
-    return (f"team {out.team} already spent {out.spent} {out.currency} this month, more "
-            f"than the new limit of {out.monthly_limit}: its jobs stop bursting now")
+    return (
+        f"team {out.team} already spent {out.spent} {out.currency} this month, more "
+        f"than the new limit of {out.monthly_limit}: its jobs stop bursting now"
+    )

@@ -34,8 +34,10 @@ from starburst.savings import compare_with_no_wait, fraction_saved
 
 router = APIRouter(prefix="/v1/costs", tags=["costs"])
 CENT = finance.CENT
-KEYS_HELP = ("Comma-separated, any of: team, user, project (or label), cloud, region, "
-             "location, gpu_type, source, job, day, week, month.")
+KEYS_HELP = (
+    "Comma-separated, any of: team, user, project (or label), cloud, region, "
+    "location, gpu_type, source, job, day, week, month."
+)
 
 
 def parse_when(text: str | None, default: datetime, name: str) -> datetime:
@@ -44,8 +46,10 @@ def parse_when(text: str | None, default: datetime, name: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise ConfigError(f"{name}: {text!r} is not a date or datetime such as 2026-11-01 "
-                          "or 2026-11-01T12:00:00+01:00") from None
+        raise ConfigError(
+            f"{name}: {text!r} is not a date or datetime such as 2026-11-01 "
+            "or 2026-11-01T12:00:00+01:00"
+        ) from None
     moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     try:
         return moment.astimezone(UTC)
@@ -66,8 +70,11 @@ def scope_of(caller: Principal, user: str | None) -> str | None:
     if caller.role in (Role.ADMIN, Role.FINANCE):
         return user
     if user not in (None, caller.user):
-        raise HTTPException(403, f"{caller.user} can read only their own costs "
-                            "(cost reports of others need the finance role)")
+        raise HTTPException(
+            403,
+            f"{caller.user} can read only their own costs "
+            "(cost reports of others need the finance role)",
+        )
     return caller.user
 
 
@@ -80,18 +87,35 @@ def wants_csv(request: Request, fmt: str | None) -> bool:
 
 
 def build_report(
-    ctx: ApiContext, caller: Principal, since: str | None, until: str | None, by: str,
-    *, team: str | None = None, user: str | None = None, cloud: str | None = None,
-    project: str | None = None, job: str | None = None, top: int | None = None,
+    ctx: ApiContext,
+    caller: Principal,
+    since: str | None,
+    until: str | None,
+    by: str,
+    *,
+    team: str | None = None,
+    user: str | None = None,
+    cloud: str | None = None,
+    project: str | None = None,
+    job: str | None = None,
+    top: int | None = None,
 ) -> CostReport:
     """The report as the route and the dashboard serve it."""
     keys = list(dict.fromkeys(k.strip() for k in by.split(",")))  # by=team,team: once
     start, end = window(ctx, since, until)
     user = scope_of(caller, user)
     rates = ctx.settings.onprem_rates
-    totals = ctx.store.cost_report(start.timestamp(), end.timestamp(), keys, team=team,
-                                   user=user, cloud=cloud, project=project, job=job,
-                                   rates=rates)
+    totals = ctx.store.cost_report(
+        start.timestamp(),
+        end.timestamp(),
+        keys,
+        team=team,
+        user=user,
+        cloud=cloud,
+        project=project,
+        job=job,
+        rates=rates,
+    )
     rows = [finance.report_row(t) for t in totals]
     if top is not None:
         rows = sorted(rows, key=lambda r: (-Decimal(r.amount), -r.gpu_hours))[:top]
@@ -104,37 +128,66 @@ def build_report(
         used[t.currency] = (cloud_hours + t.gpu_hours, onprem_hours + t.onprem_gpu_hours)
     scope = f"user {user}" if user else f"team {team}" if team else "all"
     return CostReport(
-        since=start, until=end, by=[k for k in keys if k], scope=scope, rows=rows,
-        totals=[CostTotal(amount=finance.money(a), currency=c,
-                          gpu_hours=finance.hours(used[c][0]),
-                          onprem_gpu_hours=finance.hours(used[c][1]),
-                          onprem_amount=finance.money(shown))
-                for c, (a, shown) in sorted(money.items())],
+        since=start,
+        until=end,
+        by=[k for k in keys if k],
+        scope=scope,
+        rows=rows,
+        totals=[
+            CostTotal(
+                amount=finance.money(a),
+                currency=c,
+                gpu_hours=finance.hours(used[c][0]),
+                onprem_gpu_hours=finance.hours(used[c][1]),
+                onprem_amount=finance.money(shown),
+            )
+            for c, (a, shown) in sorted(money.items())
+        ],
         onprem_rates={k: str(v) for k, v in sorted(rates.items())},
     )
 
 
-@router.get("", response_model=CostReport,
-            responses={200: {"content": {"text/csv": {}}}})
+@router.get("", response_model=CostReport, responses={200: {"content": {"text/csv": {}}}})
 def report(
-    request: Request, caller: CallerDep, ctx: ContextDep,
-    since: str | None = None, until: str | None = None,
+    request: Request,
+    caller: CallerDep,
+    ctx: ContextDep,
+    since: str | None = None,
+    until: str | None = None,
     by: Annotated[str, Query(description=KEYS_HELP)] = "team",
-    team: str | None = None, user: str | None = None, cloud: str | None = None,
-    project: str | None = None, job: str | None = None,
-    top: Annotated[int | None, Query(ge=1, le=10_000, description=(
-        "Only the N rows of highest cloud spend."))] = None,
+    team: str | None = None,
+    user: str | None = None,
+    cloud: str | None = None,
+    project: str | None = None,
+    job: str | None = None,
+    top: Annotated[
+        int | None, Query(ge=1, le=10_000, description=("Only the N rows of highest cloud spend."))
+    ] = None,
     format: Annotated[str | None, Query(description="json (default) or csv.")] = None,
 ) -> CostReport | Response:
     """Cloud spend and on-prem use in ``[since, until)`` grouped by ``by``, with totals per
     currency; on-prem GPU-hours are priced at the internal rates (showback)."""
     csv = wants_csv(request, format)
-    built = build_report(ctx, caller, since, until, by, team=team, user=user, cloud=cloud,
-                         project=project, job=job, top=top)
+    built = build_report(
+        ctx,
+        caller,
+        since,
+        until,
+        by,
+        team=team,
+        user=user,
+        cloud=cloud,
+        project=project,
+        job=job,
+        top=top,
+    )
     if csv:
         name = f"starburst-costs-{built.since:%Y%m%d}-{built.until:%Y%m%d}.csv"
-        return Response(finance.report_csv(built.by, built.rows), media_type="text/csv",
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+        return Response(
+            finance.report_csv(built.by, built.rows),
+            media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
     return built
 
 
@@ -143,16 +196,23 @@ def build_savings(ctx: ApiContext, since: str | None, until: str | None) -> Savi
     quote = ctx.quote() if ctx.quote is not None else None
     figures = compare_with_no_wait(ctx.store, start.timestamp(), end.timestamp(), quote)
     return Savings(
-        since=start, until=end, jobs=figures.jobs, burst_jobs=figures.burst_jobs,
-        onprem_jobs=figures.onprem_jobs, gpu_hours=finance.hours(figures.gpu_hours),
+        since=start,
+        until=end,
+        jobs=figures.jobs,
+        burst_jobs=figures.burst_jobs,
+        onprem_jobs=figures.onprem_jobs,
+        gpu_hours=finance.hours(figures.gpu_hours),
         onprem_gpu_hours=finance.hours(figures.onprem_gpu_hours),
         onprem_cloud_value=finance.money(figures.onprem_cloud_value),
-        actual=finance.money(figures.actual), no_wait=finance.money(figures.no_wait),
+        actual=finance.money(figures.actual),
+        no_wait=finance.money(figures.no_wait),
         saved=finance.money(figures.no_wait - figures.actual),
-        saved_fraction=fraction_saved(figures), currency=figures.currency,
+        saved_fraction=fraction_saved(figures),
+        currency=figures.currency,
         unpriced_jobs=len(figures.unpriced),
-        unpriced=[UnpricedJob(job=u.job, reason=u.reason)
-                  for u in figures.unpriced[:finance.MAX_LISTED]],
+        unpriced=[
+            UnpricedJob(job=u.job, reason=u.reason) for u in figures.unpriced[: finance.MAX_LISTED]
+        ],
         assumptions="Jobs that ended in the range. Actual: their cloud spend in the ledger. "
         "No-Wait: each burst job at what its launches cost, each on-prem job's runtime at "
         "the price its burst would have had (same GPU type default, cheapest offer, "
@@ -163,13 +223,17 @@ def build_savings(ctx: ApiContext, since: str | None, until: str | None) -> Savi
 
 @router.get("/savings", response_model=Savings)
 def savings(
-    caller: CallerDep, ctx: ContextDep, since: str | None = None, until: str | None = None,
+    caller: CallerDep,
+    ctx: ContextDep,
+    since: str | None = None,
+    until: str | None = None,
 ) -> Savings:
     """Actual cloud spend of the jobs that ended in the range against bursting every one of
     them at once (No-Wait)."""
     if caller.role not in (Role.ADMIN, Role.FINANCE):
-        raise HTTPException(403, f"{caller.user} has role {caller.role.value}; "
-                            "savings need finance or admin")
+        raise HTTPException(
+            403, f"{caller.user} has role {caller.role.value}; savings need finance or admin"
+        )
     return build_savings(ctx, since, until)
 
 

@@ -74,11 +74,11 @@ def _visible(ctx: ApiContext, job_id: str, caller: Principal) -> StoredJob:
     if not found:
         raise JobNotFound(job_id)
     if len(found) > 1:
-        listed = "; ".join(f"{s.id} ({s.job.name or '-'}, {s.state.value})"
-                           for s in found[:_SHOWN])
+        listed = "; ".join(f"{s.id} ({s.job.name or '-'}, {s.state.value})" for s in found[:_SHOWN])
         more = " and more" if len(found) > _SHOWN else ""
-        raise HTTPException(409, f"{job_id!r} matches several jobs: {listed}{more}; "
-                                 "give more of the id")
+        raise HTTPException(
+            409, f"{job_id!r} matches several jobs: {listed}{more}; give more of the id"
+        )
     return found[0]
 
 
@@ -89,13 +89,21 @@ def _cloud_runs(ctx: ApiContext, stored: StoredJob) -> tuple[list[CloudRun], Dec
     runs, currency = [], "USD"
     for launch in ctx.store.launches(stored.id):
         currency = launch.currency
-        runs.append(CloudRun(
-            provider=launch.provider, region=launch.region, accelerators=launch.accelerators,
-            hourly_price=str(launch.hourly_price), currency=launch.currency, spot=launch.spot,
-            status=launch.status, launched_at=when(launch.launched_at),
-            started_at=when(launch.started_at), ended_at=when(launch.ended_at),
-            cost=str(metered.get(launch.id, Decimal(0)).quantize(Decimal("0.01"))),
-        ))
+        runs.append(
+            CloudRun(
+                provider=launch.provider,
+                region=launch.region,
+                accelerators=launch.accelerators,
+                hourly_price=str(launch.hourly_price),
+                currency=launch.currency,
+                spot=launch.spot,
+                status=launch.status,
+                launched_at=when(launch.launched_at),
+                started_at=when(launch.started_at),
+                ended_at=when(launch.ended_at),
+                cost=str(metered.get(launch.id, Decimal(0)).quantize(Decimal("0.01"))),
+            )
+        )
     total = sum(metered.values(), Decimal(0))
     return runs, total.quantize(Decimal("0.01")), currency
 
@@ -105,15 +113,27 @@ def detail(ctx: ApiContext, stored: StoredJob, *, fresh: bool = False) -> JobDet
     read yet (two queries saved on every submission)."""
     runs, cost, currency = ([], Decimal(0), "USD") if fresh else _cloud_runs(ctx, stored)
     placement = [] if fresh else ctx.store.placement(stored.id)
-    parts = [PlacementPart(node=p.node, node_name=p.node_name, gpus=p.gpus, cpus=p.cpus,
-                           memory_mb=p.memory_mb) for p in placement]
+    parts = [
+        PlacementPart(
+            node=p.node, node_name=p.node_name, gpus=p.gpus, cpus=p.cpus, memory_mb=p.memory_mb
+        )
+        for p in placement
+    ]
     job = stored.job
     failure = _failure(ctx.store.events(stored.id)) if stored.state is JobState.FAILED else None
     return JobDetail(
-        **summary_fields(stored), command=stored.command, cpus=job.cpus,
-        exit_code=exit_code_in(failure) if failure else None, failure=failure,
-        memory_mb=job.memory_mb, estimate_s=job.estimate, runtime_s=job.runtime,
-        version=stored.version, placement=parts, cloud=runs, cost_so_far=str(cost),
+        **summary_fields(stored),
+        command=stored.command,
+        cpus=job.cpus,
+        exit_code=exit_code_in(failure) if failure else None,
+        failure=failure,
+        memory_mb=job.memory_mb,
+        estimate_s=job.estimate,
+        runtime_s=job.runtime,
+        version=stored.version,
+        placement=parts,
+        cloud=runs,
+        cost_so_far=str(cost),
         currency=currency,
     )
 
@@ -141,10 +161,17 @@ def _owner(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[str, st
     return user, body.team or team
 
 
-@router.post("", status_code=201, response_model=JobDetail,
-             responses={200: {"description": "The job this Idempotency-Key already created"}})
+@router.post(
+    "",
+    status_code=201,
+    response_model=JobDetail,
+    responses={200: {"description": "The job this Idempotency-Key already created"}},
+)
 def submit(
-    body: JobSubmit, caller: CallerDep, ctx: ContextDep, response: Response,
+    body: JobSubmit,
+    caller: CallerDep,
+    ctx: ContextDep,
+    response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
 ) -> JobDetail:
     """Submit a job; it waits in ``submitted`` until the controller admits it."""
@@ -162,22 +189,37 @@ def submit(
     return detail(ctx, result.job, fresh=True)
 
 
-def _page(ctx: ApiContext, states: list[JobState], limit: int, cursor: str | None,
-          user: str | None, team: str | None, name: str | None) -> JobPage:
+def _page(
+    ctx: ApiContext,
+    states: list[JobState],
+    limit: int,
+    cursor: str | None,
+    user: str | None,
+    team: str | None,
+    name: str | None,
+) -> JobPage:
     """One keyset page of the store, filtered by owner and name in the database."""
-    page = ctx.store.queue(limit=limit, cursor=cursor, states=states, user=user, team=team,
-                           name=name)
+    page = ctx.store.queue(
+        limit=limit, cursor=cursor, states=states, user=user, team=team, name=name
+    )
     return JobPage(jobs=[JobSummary.of(s) for s in page.jobs], next_cursor=page.next_cursor)
 
 
 @router.get("", response_model=JobPage)
 def list_jobs(
-    caller: CallerDep, ctx: ContextDep,
-    state: Annotated[list[str] | None, Query(description=(
-        "Repeat for several; a state or a group: running, waiting, active, ended."))] = None,
-    user: str | None = None, team: str | None = None,
+    caller: CallerDep,
+    ctx: ContextDep,
+    state: Annotated[
+        list[str] | None,
+        Query(
+            description=("Repeat for several; a state or a group: running, waiting, active, ended.")
+        ),
+    ] = None,
+    user: str | None = None,
+    team: str | None = None,
     name: Annotated[str | None, Query(description="A glob on the job name: sweep-*")] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50, cursor: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: str | None = None,
 ) -> JobPage:
     """Jobs in queue order (queued time, then id), all states unless ``state`` is given
     (an unknown state is 400 listing the valid ones)."""
@@ -210,9 +252,11 @@ def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str,
             if held is not None:
                 return f"waiting {precise(waited)}, past its budget: {held}", waited
         then = "bursts to the cloud" if left > 0 else "budget spent: bursts on the next pass"
-        return (f"waiting {precise(waited)} of a {precise(stored.wait_budget)} budget; {then}"
-                f"{f' in {precise(left)}' if left > 0 else ''} unless GPUs free up on-prem",
-                waited)
+        return (
+            f"waiting {precise(waited)} of a {precise(stored.wait_budget)} budget; {then}"
+            f"{f' in {precise(left)}' if left > 0 else ''} unless GPUs free up on-prem",
+            waited,
+        )
     if stored.state is JobState.RUNNING_ONPREM:
         return f"running on-prem since {when(stored.started_at)}: {last_reason}", None
     if stored.state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
@@ -229,11 +273,17 @@ def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
     fields = summary_fields(stored)
     failure = _failure(events) if stored.state is JobState.FAILED else None
     return Explanation(
-        id=stored.id, state=stored.state, summary=summary,
-        wait_budget_s=fields["wait_budget_s"], never_bursts=fields["never_bursts"],
-        waited_s=waited, budget_expires_at=fields["budget_expires_at"],
-        predicted_runtime_s=stored.predicted_runtime, events=[EventOut.of(e) for e in events],
-        exit_code=exit_code_in(failure) if failure else None, failure=failure,
+        id=stored.id,
+        state=stored.state,
+        summary=summary,
+        wait_budget_s=fields["wait_budget_s"],
+        never_bursts=fields["never_bursts"],
+        waited_s=waited,
+        budget_expires_at=fields["budget_expires_at"],
+        predicted_runtime_s=stored.predicted_runtime,
+        events=[EventOut.of(e) for e in events],
+        exit_code=exit_code_in(failure) if failure else None,
+        failure=failure,
     )
 
 
@@ -246,12 +296,19 @@ def cancel(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
         if stored.job.user != caller.user and caller.role is not Role.ADMIN:
             raise HTTPException(403, f"only {stored.job.user} or an admin can cancel {job_id}")
         if stored.state.terminal:
-            raise HTTPException(409, f"job {job_id} already {stored.state.value}; only waiting "
-                                "or running jobs can be cancelled")
+            raise HTTPException(
+                409,
+                f"job {job_id} already {stored.state.value}; only waiting "
+                "or running jobs can be cancelled",
+            )
         try:
             moved = ctx.store.transition(
-                job_id, JobState.CANCELLED, reason=f"cancelled by {caller.user}",
-                actor=caller.user, expected_version=stored.version, at=ctx.clock.now(),
+                job_id,
+                JobState.CANCELLED,
+                reason=f"cancelled by {caller.user}",
+                actor=caller.user,
+                expected_version=stored.version,
+                at=ctx.clock.now(),
             )
         except StaleVersion:
             continue  # the controller moved it meanwhile: look again
@@ -261,15 +318,26 @@ def cancel(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
 
 @router.get("/{job_id:path}/logs", response_class=PlainTextResponse)
 def job_logs(
-    job_id: str, ctx: ContextDep, caller: CallerDep,
-    tail: Annotated[int | None, Query(ge=0, le=1_000_000, description=(
-        "Only the newest lines (default: all the backend keeps)."))] = None,
+    job_id: str,
+    ctx: ContextDep,
+    caller: CallerDep,
+    tail: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=1_000_000,
+            description=("Only the newest lines (default: all the backend keeps)."),
+        ),
+    ] = None,
 ) -> PlainTextResponse:
     """What the job printed, from where it ran (on-prem, or its latest cloud launch)."""
     stored = _visible(ctx, job_id, caller)
     if ctx.job_logs is None:
-        raise HTTPException(409, "this API serves no job output; ask the API of "
-                                 "`starburst server` or of a `starburst api` with backends")
+        raise HTTPException(
+            409,
+            "this API serves no job output; ask the API of "
+            "`starburst server` or of a `starburst api` with backends",
+        )
     reader = ctx.job_logs()
     return PlainTextResponse(reader.read(stored, ctx.store.launches(stored.id), tail))
 

@@ -35,9 +35,17 @@ router = APIRouter(prefix="/v1/tuning", tags=["tuning"])
 
 def applied_out(applied: AppliedSetting) -> AppliedOut:
     s = applied.setting
-    return AppliedOut(id=applied.id, at=applied.at, actor=applied.actor, policy=s.policy,
-                      budget=s.budget, coefficient=s.coefficient, out_of_order=s.out_of_order,
-                      reason=applied.reason, evidence=dict(applied.evidence))
+    return AppliedOut(
+        id=applied.id,
+        at=applied.at,
+        actor=applied.actor,
+        policy=s.policy,
+        budget=s.budget,
+        coefficient=s.coefficient,
+        out_of_order=s.out_of_order,
+        reason=applied.reason,
+        evidence=dict(applied.evidence),
+    )
 
 
 @router.post("/runs", response_model=TuneOut)
@@ -46,23 +54,35 @@ def run_tune(body: TuneIn, admin: AdminDep, ctx: ContextDep) -> TuneOut:
     from starburst.sim.history import TuneRequest, apply_choice, fallback, tune_history
 
     now = ctx.clock.now()
-    request = TuneRequest(now - body.since_s, now, tuple(body.policies), tuple(body.budgets),
-                          body.max_jct_increase, body.price_per_gpu_hour, processes=1)
+    request = TuneRequest(
+        now - body.since_s,
+        now,
+        tuple(body.policies),
+        tuple(body.budgets),
+        body.max_jct_increase,
+        body.price_per_gpu_hour,
+        processes=1,
+    )
     records = TuningRecords(ctx.store)
     with tempfile.TemporaryDirectory(prefix="starburst-tune-") as work:
         result, history = tune_history(
-            ctx.store, request, fallback(ctx.settings, records.setting_in_force()), Path(work))
+            ctx.store, request, fallback(ctx.settings, records.setting_in_force()), Path(work)
+        )
     applied = None
     if body.apply:
-        applied = apply_choice(records, result, body.choose, request, history,
-                               f"api:{admin.user}")
+        applied = apply_choice(records, result, body.choose, request, history, f"api:{admin.user}")
     rec = result.recommendation
     price = request.price if request.price is not None else history.price_per_gpu_hour
     return TuneOut(
-        jobs=len(history.jobs), price_per_gpu_hour=price, rows=[dict(r) for r in result.rows],
+        jobs=len(history.jobs),
+        price_per_gpu_hour=price,
+        rows=[dict(r) for r in result.rows],
         recommendation=RecommendationOut(
-            tolerance=rec.tolerance, cheapest=_maybe(rec.cheapest), knee=_maybe(rec.knee),
-            today=_maybe(rec.today)),
+            tolerance=rec.tolerance,
+            cheapest=_maybe(rec.cheapest),
+            knee=_maybe(rec.knee),
+            today=_maybe(rec.today),
+        ),
         applied=applied_out(applied) if applied is not None else None,
     )
 
@@ -70,8 +90,9 @@ def run_tune(body: TuneIn, admin: AdminDep, ctx: ContextDep) -> TuneOut:
 @router.get("/settings", response_model=SettingsOut)
 def settings_log(_admin: AdminDep, ctx: ContextDep) -> SettingsOut:
     log = TuningRecords(ctx.store).settings_log()
-    return SettingsOut(in_force=applied_out(log[0]) if log else None,
-                       log=[applied_out(a) for a in log])
+    return SettingsOut(
+        in_force=applied_out(log[0]) if log else None, log=[applied_out(a) for a in log]
+    )
 
 
 @router.post("/settings", status_code=201, response_model=AppliedOut)
@@ -79,7 +100,8 @@ def apply_setting(body: SettingIn, admin: AdminDep, ctx: ContextDep) -> AppliedO
     """Apply a setting by hand; the controller adopts it on its next passes."""
     setting = PolicySetting(body.policy, body.budget, body.coefficient, body.out_of_order)
     applied = TuningRecords(ctx.store).apply_setting(
-        setting, actor=f"api:{admin.user}", reason=body.reason, at=ctx.clock.now())
+        setting, actor=f"api:{admin.user}", reason=body.reason, at=ctx.clock.now()
+    )
     return applied_out(applied)
 
 

@@ -20,11 +20,15 @@ router = APIRouter(tags=["dashboard"], include_in_schema=False)
 @router.get("/ui/tuning")
 def tuning_page() -> HTMLResponse:
     page = (STATIC / "tuning.html").read_text(encoding="utf-8")
-    return HTMLResponse(page, headers={"Content-Security-Policy": POLICY,
-                                       "Cache-Control": "no-store"})
+    return HTMLResponse(
+        page, headers={"Content-Security-Policy": POLICY, "Cache-Control": "no-store"}
+    )
 
 
 @router.get("/ui/tuning/tuning.js")
 def tuning_script() -> FileResponse:
-    return FileResponse(STATIC / "tuning.js", media_type="text/javascript",
-                        headers={"Content-Security-Policy": POLICY})
+    return FileResponse(
+        STATIC / "tuning.js",
+        media_type="text/javascript",
+        headers={"Content-Security-Policy": POLICY},
+    )

@@ -38,8 +38,9 @@ class TokenIn(BaseModel):
     user: Name
     role: Role = Role.USER
     label: Label128 | None = None
-    expires_in_s: float | None = Field(default=None, gt=0, le=MAX_EXPIRES_S,
-                                       allow_inf_nan=False, strict=True)
+    expires_in_s: float | None = Field(
+        default=None, gt=0, le=MAX_EXPIRES_S, allow_inf_nan=False, strict=True
+    )
 
 
 class TokenOut(BaseModel):
@@ -70,10 +71,11 @@ class BudgetOut(BaseModel):
     spent: str
     remaining: str
     exhausted: bool
-    forecast: str = Field(default="0.00",
-                          description="Month-end spend at this month's rate so far.")
+    forecast: str = Field(
+        default="0.00", description="Month-end spend at this month's rate so far."
+    )
     used_fraction: float = Field(default=0.0, description="Spent ÷ limit.")
-    alerts: list[float] = Field(default_factory=list,
-                                description="Alert thresholds crossed this month.")
-    warning: str | None = Field(default=None,
-                                description="Set when a new limit is already spent.")
+    alerts: list[float] = Field(
+        default_factory=list, description="Alert thresholds crossed this month."
+    )
+    warning: str | None = Field(default=None, description="Set when a new limit is already spent.")

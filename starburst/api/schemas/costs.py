@@ -18,7 +18,8 @@ GPU_HOURS_DIGITS = 3
 
 class CostRow(BaseModel):
     key: dict[str, str | None] = Field(
-        description='The group, e.g. {"team": "ml", "month": "2026-11"}.')
+        description='The group, e.g. {"team": "ml", "month": "2026-11"}.'
+    )
     amount: str = Field(description="Cloud spend (decimal string).")
     currency: str
     gpu_hours: float = Field(description="Cloud GPU-hours.")
@@ -43,7 +44,8 @@ class CostReport(BaseModel):
     rows: list[CostRow]
     totals: list[CostTotal]
     onprem_rates: dict[str, str] = Field(
-        description="Internal $/GPU-hour per GPU type used for showback ('*': any other).")
+        description="Internal $/GPU-hour per GPU type used for showback ('*': any other)."
+    )
 
 
 class UnpricedJob(BaseModel):
@@ -63,7 +65,8 @@ class Savings(BaseModel):
     gpu_hours: float = Field(description="GPU-hours of the counted jobs.")
     onprem_gpu_hours: float
     onprem_cloud_value: str = Field(
-        description="What the cloud would have charged for the on-prem GPU-hours.")
+        description="What the cloud would have charged for the on-prem GPU-hours."
+    )
     actual: str
     no_wait: str
     saved: str

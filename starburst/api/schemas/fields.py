@@ -68,33 +68,53 @@ def _encodable(value: str) -> str:
     return value
 
 
-Label256 = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_CONTROL),
-                     AfterValidator(_encodable)]
-Label128 = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_CONTROL),
-                     AfterValidator(_encodable)]
-Label64 = Annotated[str, Field(min_length=1, max_length=64, pattern=NO_CONTROL),
-                    AfterValidator(_encodable)]
+Label256 = Annotated[
+    str, Field(min_length=1, max_length=256, pattern=NO_CONTROL), AfterValidator(_encodable)
+]
+Label128 = Annotated[
+    str, Field(min_length=1, max_length=128, pattern=NO_CONTROL), AfterValidator(_encodable)
+]
+Label64 = Annotated[
+    str, Field(min_length=1, max_length=64, pattern=NO_CONTROL), AfterValidator(_encodable)
+]
 AccountName = Annotated[str, Field(min_length=1, max_length=128, pattern=ACCOUNT_NAME)]
 CommandText = Annotated[
-    str, Field(min_length=1, max_length=MAX_COMMAND), AfterValidator(_no_nul),
-    AfterValidator(_not_blank), AfterValidator(_encodable),
-    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": MAX_COMMAND,
-                    "not": {"anyOf": [{"pattern": HAS_NUL}, {"pattern": BLANK}]}}),
+    str,
+    Field(min_length=1, max_length=MAX_COMMAND),
+    AfterValidator(_no_nul),
+    AfterValidator(_not_blank),
+    AfterValidator(_encodable),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_COMMAND,
+            "not": {"anyOf": [{"pattern": HAS_NUL}, {"pattern": BLANK}]},
+        }
+    ),
 ]
 #: a command given as a list: at most 64 arguments of 200 characters, so that even quoted by
 #: ``shlex.join`` (a ``'`` becomes five characters) it stays within ``MAX_COMMAND``
 CommandArg = Annotated[
-    str, Field(max_length=200), AfterValidator(_no_nul), AfterValidator(_encodable),
+    str,
+    Field(max_length=200),
+    AfterValidator(_no_nul),
+    AfterValidator(_encodable),
     WithJsonSchema({"type": "string", "maxLength": 200, "not": {"pattern": HAS_NUL}}),
 ]
 CommandArgs = Annotated[list[CommandArg], Field(min_length=1, max_length=64)]
 EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=ENV_NAME)]
 EnvValue = Annotated[
-    str, Field(max_length=MAX_ENV_VALUE), AfterValidator(_no_nul), AfterValidator(_encodable),
+    str,
+    Field(max_length=MAX_ENV_VALUE),
+    AfterValidator(_no_nul),
+    AfterValidator(_encodable),
     WithJsonSchema({"type": "string", "maxLength": MAX_ENV_VALUE, "not": {"pattern": HAS_NUL}}),
 ]
-EnvVars = Annotated[dict[EnvName, EnvValue], Field(
-    max_length=MAX_ENV_VARS, json_schema_extra={"additionalProperties": False})]
+EnvVars = Annotated[
+    dict[EnvName, EnvValue],
+    Field(max_length=MAX_ENV_VARS, json_schema_extra={"additionalProperties": False}),
+]
 MAX_MONEY = 10**12
 
 
@@ -105,9 +125,15 @@ def _micro_units(value: Decimal) -> Decimal:
 #: an amount of money: 0 to 10^12, rounded to six decimal places; a JSON number or a
 #: decimal string (``"12.50"``), so no float rounding reaches a bill
 Money = Annotated[
-    Decimal, Field(ge=0, le=MAX_MONEY, allow_inf_nan=False), AfterValidator(_micro_units),
-    WithJsonSchema({"anyOf": [
-        {"type": "number", "minimum": 0, "maximum": MAX_MONEY},
-        {"type": "string", "pattern": r"^[0-9]{1,12}(\.[0-9]{1,6})?$"},
-    ]}),
+    Decimal,
+    Field(ge=0, le=MAX_MONEY, allow_inf_nan=False),
+    AfterValidator(_micro_units),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "minimum": 0, "maximum": MAX_MONEY},
+                {"type": "string", "pattern": r"^[0-9]{1,12}(\.[0-9]{1,6})?$"},
+            ]
+        }
+    ),
 ]

@@ -59,16 +59,25 @@ class JobSubmit(BaseModel):
     gpu_type: Label64 | None = None
     declared_runtime_s: float | None = Field(default=None, gt=0, le=MAX_RUNTIME_S, strict=True)
     workdir: Annotated[str, Field(min_length=1, max_length=4096, pattern=r"^/[^\x00]*$")] | None = (
-        Field(default=None, description="An absolute directory the job runs in (local "
-              "cluster; it must be readable by the user local jobs run as)."))
-    time_limit_s: float | None = Field(default=None, gt=0, le=MAX_RUNTIME_S, strict=True,
-                                       description="A hard limit: the job is ended when it "
-                                       "has run this long (on-prem).")
+        Field(
+            default=None,
+            description="An absolute directory the job runs in (local "
+            "cluster; it must be readable by the user local jobs run as).",
+        )
+    )
+    time_limit_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_RUNTIME_S,
+        strict=True,
+        description="A hard limit: the job is ended when it has run this long (on-prem).",
+    )
     env: EnvVars = Field(default_factory=dict)
     team: AccountName | None = None
     user: AccountName | None = None
     project: Label128 | None = Field(
-        default=None, description="Cost reports group by it (by=project).")
+        default=None, description="Cost reports group by it (by=project)."
+    )
 
     @field_validator("command")
     @classmethod
@@ -92,9 +101,17 @@ class JobSubmit(BaseModel):
         if self.time_limit_s is not None:
             extra[TIME_LIMIT] = f"{self.time_limit_s:g}"
         return JobSpec(
-            gpus=self.gpus, name=self.name, user=user, team=team, image=self.image,
-            command=self.command_line(), cpus=self.cpus, memory_mb=self.memory_mb,
-            gpu_type=self.gpu_type, declared_runtime=self.declared_runtime_s, extra=extra,
+            gpus=self.gpus,
+            name=self.name,
+            user=user,
+            team=team,
+            image=self.image,
+            command=self.command_line(),
+            cpus=self.cpus,
+            memory_mb=self.memory_mb,
+            gpu_type=self.gpu_type,
+            declared_runtime=self.declared_runtime_s,
+            extra=extra,
         )
 
 
@@ -115,7 +132,8 @@ class JobSummary(BaseModel):
     ended_at: datetime | None
     predicted_runtime_s: float | None
     wait_budget_s: float | None = Field(
-        description="Null when not yet set, or when the job never bursts (never_bursts).")
+        description="Null when not yet set, or when the job never bursts (never_bursts)."
+    )
     never_bursts: bool = Field(description="An infinite wait budget (cluster-only policy).")
     budget_expires_at: datetime | None
     ran_on: str | None
@@ -133,13 +151,22 @@ def summary_fields(stored: StoredJob) -> dict[str, Any]:
     if budget is not None and finite and stored.state in (JobState.SUBMITTED, JobState.QUEUED):
         expires = when(stored.queued_at + budget)
     return {
-        "id": job.id, "name": job.name, "user": job.user, "team": job.team,
-        "state": stored.state, "gpus": job.gpus, "gpu_type": job.gpu_type,
-        "image": stored.image, "submitted_at": when(job.submit_time),
-        "queued_at": when(stored.queued_at), "started_at": when(stored.started_at),
-        "ended_at": when(stored.ended_at), "predicted_runtime_s": stored.predicted_runtime,
+        "id": job.id,
+        "name": job.name,
+        "user": job.user,
+        "team": job.team,
+        "state": stored.state,
+        "gpus": job.gpus,
+        "gpu_type": job.gpu_type,
+        "image": stored.image,
+        "submitted_at": when(job.submit_time),
+        "queued_at": when(stored.queued_at),
+        "started_at": when(stored.started_at),
+        "ended_at": when(stored.ended_at),
+        "predicted_runtime_s": stored.predicted_runtime,
         "wait_budget_s": budget if finite else None,
-        "never_bursts": budget is not None and not finite, "budget_expires_at": expires,
+        "never_bursts": budget is not None and not finite,
+        "budget_expires_at": expires,
         "ran_on": stored.ran_on,
     }
 
@@ -161,7 +188,8 @@ class CloudRun(BaseModel):
     spot: bool
     status: str
     launched_at: datetime | None = Field(
-        default=None, description="When it was requested: billing starts here.")
+        default=None, description="When it was requested: billing starts here."
+    )
     started_at: datetime | None
     ended_at: datetime | None
     cost: str = Field(default="0.00", description="Metered in the ledger for this launch.")
@@ -175,18 +203,25 @@ class JobDetail(JobSummary):
     memory_mb: float
     estimate_s: float | None = Field(
         description="The runtime the waiting policy plans with: the prediction, else the "
-        "user's declaration.")
+        "user's declaration."
+    )
     runtime_s: float | None
     version: int
     placement: list[PlacementPart]
     cloud: list[CloudRun]
-    exit_code: int | None = Field(default=None, description=(
-        "A failed job's exit code, when its backend reported one."))
-    failure: str | None = Field(default=None, description=(
-        "Why a failed job failed: the cause, then its last lines of output."))
-    cost_so_far: str = Field(description=(
-        "Cloud money metered in the ledger for this job (launch to end, provisioning "
-        "included; a running launch is metered in whole chunks)."))
+    exit_code: int | None = Field(
+        default=None, description=("A failed job's exit code, when its backend reported one.")
+    )
+    failure: str | None = Field(
+        default=None,
+        description=("Why a failed job failed: the cause, then its last lines of output."),
+    )
+    cost_so_far: str = Field(
+        description=(
+            "Cloud money metered in the ledger for this job (launch to end, provisioning "
+            "included; a running launch is metered in whole chunks)."
+        )
+    )
     currency: str
 
 
@@ -207,8 +242,13 @@ class EventOut(BaseModel):
 
     @classmethod
     def of(cls, event: JobEvent) -> EventOut:
-        return cls(at=datetime.fromtimestamp(event.at, UTC), from_state=event.from_state,
-                   to_state=event.to_state, reason=event.reason, actor=event.actor)
+        return cls(
+            at=datetime.fromtimestamp(event.at, UTC),
+            from_state=event.from_state,
+            to_state=event.to_state,
+            reason=event.reason,
+            actor=event.actor,
+        )
 
 
 class Explanation(BaseModel):

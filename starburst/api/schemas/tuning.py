@@ -14,15 +14,32 @@ Budget = Annotated[float, Field(ge=0, le=100, strict=True)]
 
 class TuneIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    since_s: float = Field(default=30 * 86_400.0, gt=0, le=10 * 365 * 86_400.0, strict=True,
-                           description="History window: jobs submitted in the last since_s.")
-    budgets: list[Budget] = Field(default=[0.05, 0.1, 0.25, 0.5, 1.0], min_length=1,
-                                  max_length=20)
+    since_s: float = Field(
+        default=30 * 86_400.0,
+        gt=0,
+        le=10 * 365 * 86_400.0,
+        strict=True,
+        description="History window: jobs submitted in the last since_s.",
+    )
+    budgets: list[Budget] = Field(default=[0.05, 0.1, 0.25, 0.5, 1.0], min_length=1, max_length=20)
     policies: list[PolicyKind] = Field(
-        default=[PolicyKind.COMPUTE, PolicyKind.CONSTANT, PolicyKind.RUNTIME,
-                 PolicyKind.RESOURCE, PolicyKind.STAR], min_length=1, max_length=7)
-    max_jct_increase: float = Field(default=0.05, ge=0, lt=100, strict=True,
-                                    description="Mean-JCT tolerance over No-Wait (0.05: 5%).")
+        default=[
+            PolicyKind.COMPUTE,
+            PolicyKind.CONSTANT,
+            PolicyKind.RUNTIME,
+            PolicyKind.RESOURCE,
+            PolicyKind.STAR,
+        ],
+        min_length=1,
+        max_length=7,
+    )
+    max_jct_increase: float = Field(
+        default=0.05,
+        ge=0,
+        lt=100,
+        strict=True,
+        description="Mean-JCT tolerance over No-Wait (0.05: 5%).",
+    )
     price_per_gpu_hour: float | None = Field(default=None, ge=0, le=1e6, strict=True)
     apply: bool = False
     choose: Literal["cheapest", "knee"] = "cheapest"

@@ -31,9 +31,11 @@ FILES = {
     "chart.umd.min.js": "text/javascript",
     "chart.js-LICENSE.md": "text/markdown",
 }
-POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: "
-          "blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
-          "frame-ancestors 'none'")
+POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: "
+    "blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
 
 router = APIRouter(tags=["dashboard"], include_in_schema=False)
 
@@ -41,8 +43,9 @@ router = APIRouter(tags=["dashboard"], include_in_schema=False)
 @router.get("/ui")
 def dashboard() -> HTMLResponse:
     page = (STATIC / "dashboard.html").read_text(encoding="utf-8")
-    return HTMLResponse(page, headers={"Content-Security-Policy": POLICY,
-                                       "Cache-Control": "no-store"})
+    return HTMLResponse(
+        page, headers={"Content-Security-Policy": POLICY, "Cache-Control": "no-store"}
+    )
 
 
 @router.get("/ui/")
@@ -55,5 +58,6 @@ def static(name: str) -> FileResponse:
     media = FILES.get(name)
     if media is None:
         raise HTTPException(404, f"no dashboard file {name}")
-    return FileResponse(STATIC / name, media_type=media,
-                        headers={"Content-Security-Policy": POLICY})
+    return FileResponse(
+        STATIC / name, media_type=media, headers={"Content-Security-Policy": POLICY}
+    )

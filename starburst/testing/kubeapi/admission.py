@@ -69,7 +69,8 @@ def _default_job(obj: dict[str, Any]) -> None:
         errors.append("spec.template.spec.containers: Required value")
     if pod_spec.get("restartPolicy") not in ("Never", "OnFailure"):
         errors.append(
-            'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"')
+            'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"'
+        )
     if errors:
         raise invalid("Job", name, errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
     if spec.get("parallelism") is None and spec.get("completions") is None:
@@ -78,8 +79,12 @@ def _default_job(obj: dict[str, Any]) -> None:
     spec.setdefault("backoffLimit", 6)
     spec.setdefault("suspend", False)
     spec.setdefault("completionMode", "NonIndexed")
-    ids = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
-           "controller-uid": uid, "job-name": name}
+    ids = {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": name,
+        "controller-uid": uid,
+        "job-name": name,
+    }
     spec.setdefault("selector", {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
     labels = template.setdefault("metadata", {}).setdefault("labels", {})
     labels.update(ids)
@@ -122,8 +127,10 @@ def _validate_job_update(old: dict[str, Any], new: dict[str, Any]) -> None:
 
 def _validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> None:
     gated = gated_pod_update(old, new)
-    before, after = gated or (copy.deepcopy(old.get("spec") or {}),
-                              copy.deepcopy(new.get("spec") or {}))
+    before, after = gated or (
+        copy.deepcopy(old.get("spec") or {}),
+        copy.deepcopy(new.get("spec") or {}),
+    )
     for spec in (before, after):
         for container in spec.get("containers") or []:
             container.pop("image", None)
@@ -131,7 +138,8 @@ def _validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> None:
     kept = before.pop("tolerations", None) or []
     if before != after or any(t not in added for t in kept):
         raise invalid(
-            "Pod", old["metadata"]["name"],
+            "Pod",
+            old["metadata"]["name"],
             "spec: Forbidden: pod updates may not change fields other than "
             "`spec.containers[*].image`, `spec.tolerations` "
             "(only additions to existing tolerations)",

@@ -105,8 +105,9 @@ def _discovery(parts: list[str]) -> dict[str, Any]:
     return found
 
 
-def audit_entry(method: str, r: Route, query: dict[str, str], agent: str
-                ) -> tuple[str, str, str, str, str]:
+def audit_entry(
+    method: str, r: Route, query: dict[str, str], agent: str
+) -> tuple[str, str, str, str, str]:
     """(verb, API group, resource[/subresource], namespace, User-Agent) as RBAC and the audit
     log name a request: GET is get, list or watch; POST create; PUT update; PATCH patch;
     DELETE delete or deletecollection."""
@@ -193,10 +194,18 @@ class ApiHandler(BaseHTTPRequestHandler):
         resource = attrs.get("resource", "")
         if attrs.get("subresource"):
             resource += "/" + attrs["subresource"]
-        allowed = (attrs.get("group", ""), resource, attrs.get("verb", "")) \
-            not in self.standin.denied
-        return {**review, "status": {"allowed": allowed, **({} if allowed else {
-            "reason": "denied by the stand-in's test settings"})}}
+        allowed = (
+            attrs.get("group", ""),
+            resource,
+            attrs.get("verb", ""),
+        ) not in self.standin.denied
+        return {
+            **review,
+            "status": {
+                "allowed": allowed,
+                **({} if allowed else {"reason": "denied by the stand-in's test settings"}),
+            },
+        }
 
     @staticmethod
     def _json(raw: bytes) -> Any:
@@ -229,15 +238,16 @@ class ApiHandler(BaseHTTPRequestHandler):
         pod = self.standin.store.get(r.rt, r.ns, r.name)  # 404 for an unknown pod
         if (pod.get("status") or {}).get("phase", "Pending") == "Pending":
             container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name", "")
-            raise bad_request(f'container "{container}" in pod "{r.name}" is waiting to start: '
-                              "ContainerCreating")
+            raise bad_request(
+                f'container "{container}" in pod "{r.name}" is waiting to start: ContainerCreating'
+            )
         text = self.standin.pod_logs.get((r.ns, r.name), "")
         tail = query.get("tailLines")
         if tail is not None:
             if not tail.isdigit():
                 raise bad_request(f"tailLines must be a non-negative integer, not {tail!r}")
             lines = text.splitlines(keepends=True)
-            text = "".join(lines[-int(tail):]) if int(tail) else ""
+            text = "".join(lines[-int(tail) :]) if int(tail) else ""
         return text
 
     def _dispatch(self, method: str, r: Route, query: dict[str, str], body: Any) -> None:
@@ -270,8 +280,9 @@ class ApiHandler(BaseHTTPRequestHandler):
             self._send(200, self._patch(r, body))
         elif method == "DELETE":
             options = {**(body or {}), **query}
-            obj, gone = store.delete(rt, ns, r.name, options.get("propagationPolicy"),
-                                     (body or {}).get("preconditions"))
+            obj, gone = store.delete(
+                rt, ns, r.name, options.get("propagationPolicy"), (body or {}).get("preconditions")
+            )
             if not gone:
                 self._send(202, obj)
             elif rt.returns_deleted:
@@ -286,12 +297,15 @@ class ApiHandler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             raise bad_request("the body of the request was in an unknown format")
         if body.get("kind") not in (None, rt.kind):
-            raise bad_request(f"the kind of the object ({body['kind']}) does not match the "
-                              f"resource ({rt.kind})")
+            raise bad_request(
+                f"the kind of the object ({body['kind']}) does not match the resource ({rt.kind})"
+            )
 
     def _selectors(self, rt: ResourceType, query: dict[str, str]) -> tuple[Any, Any]:
-        return (parse_label_selector(query.get("labelSelector")),
-                parse_field_selector(query.get("fieldSelector"), rt.fields))
+        return (
+            parse_label_selector(query.get("labelSelector")),
+            parse_field_selector(query.get("fieldSelector"), rt.fields),
+        )
 
     def _list(self, r: Route, query: dict[str, str]) -> dict[str, Any]:
         labels, fields = self._selectors(r.rt, query)
@@ -309,15 +323,23 @@ class ApiHandler(BaseHTTPRequestHandler):
             meta["continue"] = page.continue_token
         if page.remaining is not None:
             meta["remainingItemCount"] = page.remaining
-        return {"kind": f"{r.rt.kind}List", "apiVersion": r.rt.api_version, "metadata": meta,
-                "items": page.items}
+        return {
+            "kind": f"{r.rt.kind}List",
+            "apiVersion": r.rt.api_version,
+            "metadata": meta,
+            "items": page.items,
+        }
 
     def _patch(self, r: Route, body: Any) -> dict[str, Any]:
         kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
         apply = _PATCHES.get(kind)
         if apply is None:
-            raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an "
-                           f"unknown format - accepted media types include: {', '.join(_PATCHES)}")
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an "
+                f"unknown format - accepted media types include: {', '.join(_PATCHES)}",
+            )
         if body is None:
             raise bad_request("the patch body is empty")
 
@@ -343,8 +365,15 @@ class ApiHandler(BaseHTTPRequestHandler):
             except ApiError as err:
                 if err.code != 404:  # deleted meanwhile (e.g. by a cascade): fine
                     raise
-        self._send(200, {"kind": f"{r.rt.kind}List", "apiVersion": r.rt.api_version,
-                         "metadata": {"resourceVersion": str(rv)}, "items": items})
+        self._send(
+            200,
+            {
+                "kind": f"{r.rt.kind}List",
+                "apiVersion": r.rt.api_version,
+                "metadata": {"resourceVersion": str(rv)},
+                "items": items,
+            },
+        )
 
     # -- watch -----------------------------------------------------------------------------
     def _watch(self, r: Route, query: dict[str, str]) -> None:
@@ -359,8 +388,9 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.standin.watches.add(watch_id)
         try:
             try:
-                watcher = Watcher(self.standin.store, r.rt, r.ns, labels, fields,
-                                  query.get("resourceVersion"))
+                watcher = Watcher(
+                    self.standin.store, r.rt, r.ns, labels, fields, query.get("resourceVersion")
+                )
             except ApiError as err:
                 self._chunk({"type": "ERROR", "object": err.status()})
             else:

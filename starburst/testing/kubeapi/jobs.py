@@ -68,9 +68,15 @@ class JobController:
             return
         spec = job["spec"]
         uid = job["metadata"]["uid"]
-        pods = [p for p in self.store.dependents(uid) if p["kind"] == "Pod" and any(
-            r.get("uid") == uid and r.get("controller")
-            for r in p["metadata"].get("ownerReferences") or ())]
+        pods = [
+            p
+            for p in self.store.dependents(uid)
+            if p["kind"] == "Pod"
+            and any(
+                r.get("uid") == uid and r.get("controller")
+                for r in p["metadata"].get("ownerReferences") or ()
+            )
+        ]
         phases = [(p.get("status") or {}).get("phase", "Pending") for p in pods]
         succeeded, failed = phases.count("Succeeded"), phases.count("Failed")
         active = [p for p, phase in zip(pods, phases, strict=True) if phase not in TERMINAL]
@@ -88,8 +94,12 @@ class JobController:
             if _condition({"conditions": conditions}, "Suspended"):
                 _set_condition(conditions, "Suspended", "False", "JobResumed", "Job resumed", now)
             active = self._run(job, active, succeeded, failed, conditions, status, now)
-        status.update(active=len(active), succeeded=succeeded, failed=failed,
-                      ready=sum(1 for p in active if p["status"].get("phase") == "Running"))
+        status.update(
+            active=len(active),
+            succeeded=succeeded,
+            failed=failed,
+            ready=sum(1 for p in active if p["status"].get("phase") == "Running"),
+        )
         for key in ("active", "succeeded", "failed"):
             if not status[key]:
                 del status[key]
@@ -98,17 +108,34 @@ class JobController:
         if status != (job.get("status") or {}):
             self.store.mutate(JOBS, ns, name, lambda o: o.__setitem__("status", status), "status")
 
-    def _run(self, job: Obj, active: list[Obj], succeeded: int, failed: int,
-             conditions: list[dict[str, Any]], status: dict[str, Any], now: str) -> list[Obj]:
+    def _run(
+        self,
+        job: Obj,
+        active: list[Obj],
+        succeeded: int,
+        failed: int,
+        conditions: list[dict[str, Any]],
+        status: dict[str, Any],
+        now: str,
+    ) -> list[Obj]:
         spec = job["spec"]
         completions, parallelism = spec.get("completions"), spec.get("parallelism", 1)
         if failed > spec.get("backoffLimit", 6):
             self._delete(active)
-            _set_condition(conditions, "Failed", "True", "BackoffLimitExceeded",
-                           "Job has reached the specified backoff limit", now)
+            _set_condition(
+                conditions,
+                "Failed",
+                "True",
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+                now,
+            )
             return []
-        done = (succeeded >= completions) if completions is not None else (
-            succeeded > 0 and not active)
+        done = (
+            (succeeded >= completions)
+            if completions is not None
+            else (succeeded > 0 and not active)
+        )
         if done:
             self._delete(active)
             status["completionTime"] = now
@@ -132,14 +159,27 @@ class JobController:
     def _failed_create(self, job: Obj, err: ApiError) -> None:
         """The Warning Event a real Job controller records when a pod create is refused."""
         meta, now = job["metadata"], timestamp(self.store.now())
-        self.store.create(EVENTS, meta["namespace"], {
-            "metadata": {"generateName": f"{meta['name']}."},
-            "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
-                               "namespace": meta["namespace"], "uid": meta["uid"]},
-            "reason": "FailedCreate", "type": "Warning", "count": 1,
-            "message": f"Error creating: {err.message}", "source": {"component": "job-controller"},
-            "firstTimestamp": now, "lastTimestamp": now,
-        })
+        self.store.create(
+            EVENTS,
+            meta["namespace"],
+            {
+                "metadata": {"generateName": f"{meta['name']}."},
+                "involvedObject": {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "uid": meta["uid"],
+                },
+                "reason": "FailedCreate",
+                "type": "Warning",
+                "count": 1,
+                "message": f"Error creating: {err.message}",
+                "source": {"component": "job-controller"},
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+            },
+        )
 
     def _create_pod(self, job: Obj) -> Obj:
         meta, template = job["metadata"], job["spec"]["template"]
@@ -149,10 +189,16 @@ class JobController:
                 "generateName": f"{meta['name']}-",
                 "labels": dict(tmeta.get("labels") or {}),
                 "annotations": dict(tmeta.get("annotations") or {}),
-                "ownerReferences": [{
-                    "apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
-                    "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True,
-                }],
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
             },
             "spec": template.get("spec") or {},
         }
@@ -185,27 +231,48 @@ class JobController:
                 state: dict[str, Any] = {"running": {"startedAt": now}}
             else:
                 reason = "Completed" if phase == "Succeeded" else "Error"
-                state = {"terminated": {"exitCode": exit_code, "reason": reason,
-                                        "finishedAt": now}}
+                state = {"terminated": {"exitCode": exit_code, "reason": reason, "finishedAt": now}}
             status["containerStatuses"] = [
-                {"name": c["name"], "image": c.get("image", ""), "imageID": "",
-                 "ready": phase == "Running", "restartCount": 0, "state": state}
+                {
+                    "name": c["name"],
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "ready": phase == "Running",
+                    "restartCount": 0,
+                    "state": state,
+                }
                 for c in obj["spec"]["containers"]
             ]
             others = [c for c in status.get("conditions") or [] if c.get("type") != "Ready"]
-            status["conditions"] = [*others, {"type": "Ready",
-                                              "status": "True" if phase == "Running" else "False"}]
+            status["conditions"] = [
+                *others,
+                {"type": "Ready", "status": "True" if phase == "Running" else "False"},
+            ]
 
         return self.store.mutate(PODS, ns, name, report, "status")
 
 
-def _set_condition(conditions: list[dict[str, Any]], kind: str, state: str, reason: str,
-                   message: str, now: str) -> None:
+def _set_condition(
+    conditions: list[dict[str, Any]], kind: str, state: str, reason: str, message: str, now: str
+) -> None:
     for cond in conditions:
         if cond.get("type") == kind:
             if cond.get("status") != state:
-                cond.update(status=state, reason=reason, message=message,
-                            lastTransitionTime=now, lastProbeTime=now)
+                cond.update(
+                    status=state,
+                    reason=reason,
+                    message=message,
+                    lastTransitionTime=now,
+                    lastProbeTime=now,
+                )
             return
-    conditions.append({"type": kind, "status": state, "reason": reason, "message": message,
-                       "lastTransitionTime": now, "lastProbeTime": now})
+    conditions.append(
+        {
+            "type": kind,
+            "status": state,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": now,
+            "lastProbeTime": now,
+        }
+    )

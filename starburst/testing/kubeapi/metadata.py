@@ -24,8 +24,15 @@ _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
 _DNS_LABEL = re.compile(rf"^{_LABEL}$")
 _QUALIFIED = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                "generation", "namespace", "resourceVersion")
+SERVER_OWNED = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "namespace",
+    "resourceVersion",
+)
 
 
 def timestamp(moment: datetime) -> str:
@@ -38,27 +45,39 @@ def check_name(rt: ResourceType, name: str) -> None:
     else:
         ok = len(name) <= (63 if rt.key == "jobs.batch" else 253) and bool(_SUBDOMAIN.match(name))
     if not ok:
-        raise invalid(rt.kind, name, f'metadata.name: Invalid value: "{name}": a lowercase '
-                      "RFC 1123 name must consist of lower case alphanumeric characters, '-' "
-                      "or '.', and must start and end with an alphanumeric character")
+        raise invalid(
+            rt.kind,
+            name,
+            f'metadata.name: Invalid value: "{name}": a lowercase '
+            "RFC 1123 name must consist of lower case alphanumeric characters, '-' "
+            "or '.', and must start and end with an alphanumeric character",
+        )
 
 
 def check_labels(rt: ResourceType, meta: Obj) -> None:
     for key, value in (meta.get("labels") or {}).items():
         prefix, _, name = str(key).rpartition("/")
-        bad_key = (not name or len(name) > 63 or not _QUALIFIED.match(name)
-                   or (prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix))))
-        bad_value = not isinstance(value, str) or len(value) > 63 or (
-            value and not _QUALIFIED.match(value))
+        bad_key = (
+            not name
+            or len(name) > 63
+            or not _QUALIFIED.match(name)
+            or (prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)))
+        )
+        bad_value = (
+            not isinstance(value, str) or len(value) > 63 or (value and not _QUALIFIED.match(value))
+        )
         if bad_key or bad_value:
-            raise invalid(rt.kind, meta.get("name", ""),
-                          f'metadata.labels: Invalid value: "{key}={value}"')
+            raise invalid(
+                rt.kind, meta.get("name", ""), f'metadata.labels: Invalid value: "{key}={value}"'
+            )
 
 
 def server_owned(old: Obj, new: Obj) -> Obj:
     """Metadata the server owns comes from the stored object, whatever the client sent."""
-    return {**{k: v for k, v in new.items() if k not in SERVER_OWNED},
-            **{k: v for k, v in old.items() if k in SERVER_OWNED}}
+    return {
+        **{k: v for k, v in new.items() if k not in SERVER_OWNED},
+        **{k: v for k, v in old.items() if k in SERVER_OWNED},
+    }
 
 
 def check_finalizers(rt: ResourceType, old: Obj, new_meta: Obj) -> None:
@@ -66,5 +85,9 @@ def check_finalizers(rt: ResourceType, old: Obj, new_meta: Obj) -> None:
         return
     added = set(new_meta.get("finalizers") or ()) - set(old["metadata"].get("finalizers") or ())
     if added:
-        raise invalid(rt.kind, old["metadata"]["name"], "metadata.finalizers: Forbidden: no new "
-                      "finalizers can be added if the object is being deleted")
+        raise invalid(
+            rt.kind,
+            old["metadata"]["name"],
+            "metadata.finalizers: Forbidden: no new "
+            "finalizers can be added if the object is being deleted",
+        )

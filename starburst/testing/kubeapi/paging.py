@@ -64,8 +64,15 @@ class Pager:
         items, rv = found
         return self._cut(snap, items, rv, offset, limit, selected)
 
-    def _cut(self, snap: str, items: list[dict[str, Any]], rv: int, offset: int, limit: int,
-             selected: bool) -> Page:
+    def _cut(
+        self,
+        snap: str,
+        items: list[dict[str, Any]],
+        rv: int,
+        offset: int,
+        limit: int,
+        selected: bool,
+    ) -> Page:
         end = len(items) if limit <= 0 else offset + limit
         page = items[offset:end]
         if end >= len(items):

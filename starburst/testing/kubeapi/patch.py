@@ -24,10 +24,19 @@ from typing import Any
 from starburst.testing.kubeapi.status import ApiError
 
 MERGE_KEYS = {
-    "containers": "name", "initContainers": "name", "ephemeralContainers": "name",
-    "env": "name", "volumes": "name", "volumeMounts": "mountPath",
-    "volumeDevices": "devicePath", "ports": "containerPort", "imagePullSecrets": "name",
-    "conditions": "type", "ownerReferences": "uid", "hostAliases": "ip", "addresses": "type",
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "env": "name",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "volumeDevices": "devicePath",
+    "ports": "containerPort",
+    "imagePullSecrets": "name",
+    "conditions": "type",
+    "ownerReferences": "uid",
+    "hostAliases": "ip",
+    "addresses": "type",
     "resourceClaims": "name",
 }
 SET_LISTS = frozenset({"finalizers"})
@@ -175,8 +184,14 @@ def _merge_list(name: str, old: Any, patch: list[Any]) -> list[Any]:
         return copy.deepcopy(patch)
     result = [copy.deepcopy(e) for e in old_list]
     for element in patch:
-        where = next((i for i, e in enumerate(result)
-                      if isinstance(e, dict) and e.get(key) == element.get(key)), None)
+        where = next(
+            (
+                i
+                for i, e in enumerate(result)
+                if isinstance(e, dict) and e.get(key) == element.get(key)
+            ),
+            None,
+        )
         if element.get("$patch") == "delete":
             if where is not None:
                 del result[where]

@@ -31,8 +31,12 @@ def admit_pod(pod: Obj, namespace: Obj | None) -> None:
     problems = violations(pod.get("spec") or {})
     if problems:
         name = pod["metadata"].get("name", "")
-        raise ApiError(403, "Forbidden", f'pods "{name}" is forbidden: violates PodSecurity '
-                       f'"restricted:latest": {", ".join(problems)}')
+        raise ApiError(
+            403,
+            "Forbidden",
+            f'pods "{name}" is forbidden: violates PodSecurity '
+            f'"restricted:latest": {", ".join(problems)}',
+        )
 
 
 def violations(spec: Obj) -> list[str]:
@@ -46,27 +50,40 @@ def violations(spec: Obj) -> list[str]:
     if bad := each(lambda c: c.get("privileged") is True):
         out.append(f"privileged ({_names(bad)} must not set securityContext.privileged=true)")
     if bad := each(lambda c: c.get("allowPrivilegeEscalation") is not False):
-        out.append(f"allowPrivilegeEscalation != false ({_names(bad)} must set "
-                   "securityContext.allowPrivilegeEscalation=false)")
+        out.append(
+            f"allowPrivilegeEscalation != false ({_names(bad)} must set "
+            "securityContext.allowPrivilegeEscalation=false)"
+        )
     if bad := each(lambda c: "ALL" not in ((c.get("capabilities") or {}).get("drop") or ())):
-        out.append(f'unrestricted capabilities ({_names(bad)} must set '
-                   'securityContext.capabilities.drop=["ALL"])')
+        out.append(
+            f"unrestricted capabilities ({_names(bad)} must set "
+            'securityContext.capabilities.drop=["ALL"])'
+        )
     if hostpaths := [str(v.get("name")) for v in spec.get("volumes") or () if "hostPath" in v]:
         quoted = ", ".join(f'"{h}"' for h in hostpaths)
-        out.append(f'restricted volume types (volume{"s" if len(hostpaths) > 1 else ""} '
-                   f'{quoted} use{"" if len(hostpaths) > 1 else "s"} restricted volume type '
-                   '"hostPath")')
+        out.append(
+            f"restricted volume types (volume{'s' if len(hostpaths) > 1 else ''} "
+            f"{quoted} use{'' if len(hostpaths) > 1 else 's'} restricted volume type "
+            '"hostPath")'
+        )
     non_root = pod_ctx.get("runAsNonRoot") is True
-    if bad := each(lambda c: c.get("runAsNonRoot") is False or (
-            not non_root and c.get("runAsNonRoot") is not True)):
-        out.append(f"runAsNonRoot != true (pod or {_names(bad)} must set "
-                   "securityContext.runAsNonRoot=true)")
+    if bad := each(
+        lambda c: (
+            c.get("runAsNonRoot") is False or (not non_root and c.get("runAsNonRoot") is not True)
+        )
+    ):
+        out.append(
+            f"runAsNonRoot != true (pod or {_names(bad)} must set "
+            "securityContext.runAsNonRoot=true)"
+        )
     if pod_ctx.get("runAsUser") == 0 or each(lambda c: c.get("runAsUser") == 0):
         out.append("runAsUser=0 (pod and containers must not set runAsUser=0)")
     seccomp_ok = _seccomp_ok(pod_ctx)
     if bad := each(lambda c: not _seccomp_ok(c) if "seccompProfile" in c else not seccomp_ok):
-        out.append(f"seccompProfile (pod or {_names(bad)} must set "
-                   'securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")')
+        out.append(
+            f"seccompProfile (pod or {_names(bad)} must set "
+            'securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")'
+        )
     return out
 
 

@@ -46,27 +46,70 @@ class ResourceType:
 
 
 _EVENT_FIELDS = (
-    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-    "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-    "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
 )
 
 RESOURCE_TYPES: tuple[ResourceType, ...] = (
-    ResourceType("", "v1", "namespaces", "Namespace", False, True, True, ("ns",),
-                 _getters("status.phase")),
-    ResourceType("", "v1", "nodes", "Node", False, True, False, ("no",),
-                 _getters("spec.unschedulable")),
-    ResourceType("", "v1", "pods", "Pod", True, True, True, ("po",),
-                 _getters("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
-                          "spec.serviceAccountName", "status.phase", "status.podIP",
-                          "status.nominatedNodeName")),
-    ResourceType("", "v1", "events", "Event", True, False, False, ("ev",),
-                 _getters(*_EVENT_FIELDS)),
-    ResourceType("events.k8s.io", "v1", "events", "Event", True, False, False, ("ev",),
-                 _getters("regarding.kind", "regarding.namespace", "regarding.name",
-                          "regarding.uid", "reason", "type", "reportingController")),
-    ResourceType("batch", "v1", "jobs", "Job", True, True, False, (),
-                 _getters("status.successful")),
+    ResourceType(
+        "", "v1", "namespaces", "Namespace", False, True, True, ("ns",), _getters("status.phase")
+    ),
+    ResourceType(
+        "", "v1", "nodes", "Node", False, True, False, ("no",), _getters("spec.unschedulable")
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        True,
+        True,
+        True,
+        ("po",),
+        _getters(
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ),
+    ),
+    ResourceType(
+        "", "v1", "events", "Event", True, False, False, ("ev",), _getters(*_EVENT_FIELDS)
+    ),
+    ResourceType(
+        "events.k8s.io",
+        "v1",
+        "events",
+        "Event",
+        True,
+        False,
+        False,
+        ("ev",),
+        _getters(
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "reason",
+            "type",
+            "reportingController",
+        ),
+    ),
+    ResourceType(
+        "batch", "v1", "jobs", "Job", True, True, False, (), _getters("status.successful")
+    ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, False, False),
 )
 
@@ -88,18 +131,31 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
         return None
     resources: list[dict[str, Any]] = []
     for r in types:
-        resources.append({
-            "name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
-            "kind": r.kind, "verbs": _VERBS, "shortNames": list(r.short_names),
-        })
+        resources.append(
+            {
+                "name": r.plural,
+                "singularName": r.kind.lower(),
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": _VERBS,
+                "shortNames": list(r.short_names),
+            }
+        )
         if r.status_subresource:
-            resources.append({
-                "name": f"{r.plural}/status", "singularName": "", "namespaced": r.namespaced,
-                "kind": r.kind, "verbs": ["get", "patch", "update"],
-            })
+            resources.append(
+                {
+                    "name": f"{r.plural}/status",
+                    "singularName": "",
+                    "namespaced": r.namespaced,
+                    "kind": r.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
     return {
-        "kind": "APIResourceList", "apiVersion": "v1",
-        "groupVersion": f"{group}/{version}" if group else version, "resources": resources,
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": resources,
     }
 
 
@@ -109,26 +165,35 @@ def api_group(group: str) -> dict[str, Any] | None:
         return None
     entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {
-        "kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries,
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group,
+        "versions": entries,
         "preferredVersion": entries[0],
     }
 
 
 def api_group_list() -> dict[str, Any]:
     groups = sorted({r.group for r in RESOURCE_TYPES if r.group})
-    return {"kind": "APIGroupList", "apiVersion": "v1",
-            "groups": [api_group(g) for g in groups]}
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group(g) for g in groups]}
 
 
 def api_versions(address: str) -> dict[str, Any]:
     return {
-        "kind": "APIVersions", "versions": ["v1"],
+        "kind": "APIVersions",
+        "versions": ["v1"],
         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
     }
 
 
 VERSION_INFO = {
-    "major": "1", "minor": "31", "gitVersion": "v1.31.0-starburst-standin",
-    "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
-    "goVersion": "go1.22", "compiler": "gc", "platform": "linux/amd64",
+    "major": "1",
+    "minor": "31",
+    "gitVersion": "v1.31.0-starburst-standin",
+    "gitCommit": "",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.22",
+    "compiler": "gc",
+    "platform": "linux/amd64",
 }

@@ -88,8 +88,9 @@ def affinity_allows(pod: Obj, node: Obj) -> bool:
     selector = spec.get("nodeSelector") or {}
     if any(labels.get(k) != v for k, v in selector.items()):
         return False
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
     if not required:
         return True
     fields = {"metadata.name": node["metadata"]["name"]}
@@ -129,8 +130,12 @@ class Scheduler:
                 meta = new["metadata"]
                 self.pending[(meta["namespace"], meta["name"])] = None
             frees = _holds_room(change.old) and not _holds_room(new)
-            ungated = change.old is not None and _gated(change.old) and new is not None \
+            ungated = (
+                change.old is not None
+                and _gated(change.old)
+                and new is not None
                 and not _gated(new)
+            )
             if frees or ungated or change.type == "ADDED":
                 self.schedule()
         elif change.rt is NODES:
@@ -139,10 +144,13 @@ class Scheduler:
     @staticmethod
     def _is_pending(pod: Obj) -> bool:
         spec = pod.get("spec") or {}
-        return (not spec.get("nodeName") and not pod["metadata"].get("deletionTimestamp")
-                and not _gated(pod)
-                and spec.get("schedulerName", "default-scheduler") == "default-scheduler"
-                and (pod.get("status") or {}).get("phase", "Pending") == "Pending")
+        return (
+            not spec.get("nodeName")
+            and not pod["metadata"].get("deletionTimestamp")
+            and not _gated(pod)
+            and spec.get("schedulerName", "default-scheduler") == "default-scheduler"
+            and (pod.get("status") or {}).get("phase", "Pending") == "Pending"
+        )
 
     def _account(self, change: Change) -> None:
         meta = change.obj["metadata"]
@@ -184,8 +192,11 @@ class Scheduler:
             spec = node.get("spec") or {}
             if spec.get("unschedulable") or not node_ready(node):
                 continue
-            taints = [t for t in spec.get("taints") or []
-                      if t.get("effect") in ("NoSchedule", "NoExecute")]
+            taints = [
+                t
+                for t in spec.get("taints") or []
+                if t.get("effect") in ("NoSchedule", "NoExecute")
+            ]
             if not all(_tolerates(tolerations, t) for t in taints):
                 continue
             if not affinity_allows(pod, node):
@@ -224,8 +235,12 @@ class Scheduler:
         def mark(obj: Obj) -> None:
             obj.setdefault("status", {})["conditions"] = [
                 *conditions,
-                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                 "message": f"0/{nodes} nodes are available"},
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": f"0/{nodes} nodes are available",
+                },
             ]
 
         meta = pod["metadata"]

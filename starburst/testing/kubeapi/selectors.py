@@ -127,7 +127,7 @@ def parse_field_selector(text: str | None, allowed: Collection[str]) -> FieldSel
         else:
             raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
         if field not in allowed:
-            raise bad_request(f'field label not supported: {field}')
+            raise bad_request(f"field label not supported: {field}")
         out.append((field, op != "!=", value))
     return tuple(out)
 

@@ -83,8 +83,12 @@ class Taint:
 
 class KubeApiServer:
     def __init__(
-        self, port: int = 0, history: int = 10_000, bookmark_interval: float = 60.0,
-        max_watch_seconds: float = 1800.0, controllers: bool = True,
+        self,
+        port: int = 0,
+        history: int = 10_000,
+        bookmark_interval: float = 60.0,
+        max_watch_seconds: float = 1800.0,
+        controllers: bool = True,
     ) -> None:
         self.store = Store(history)
         self.pager = Pager()
@@ -117,8 +121,10 @@ class KubeApiServer:
         handler = type("BoundApiHandler", (ApiHandler,), {"standin": self})
         self._httpd = _HttpServer(("127.0.0.1", self._port), handler)
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-            name="kubeapi-standin", daemon=True,
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="kubeapi-standin",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -154,11 +160,14 @@ class KubeApiServer:
     def kubeconfig(self) -> dict[str, Any]:
         name = "starburst-standin"
         return {
-            "apiVersion": "v1", "kind": "Config", "current-context": name,
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": name,
             "clusters": [{"name": name, "cluster": {"server": self.url}}],
             "users": [{"name": name, "user": {"token": "standin"}}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": name,
-                                                     "namespace": "default"}}],
+            "contexts": [
+                {"name": name, "context": {"cluster": name, "user": name, "namespace": "default"}}
+            ],
         }
 
     def write_kubeconfig(self, path: Path) -> Path:
@@ -175,20 +184,35 @@ class KubeApiServer:
 
     # -- the cluster's physical side -------------------------------------------------------
     def add_node(
-        self, name: str, gpus: int = 8, cpu: str = "64", memory: str = "512Gi",
-        labels: dict[str, str] | None = None, taints: Iterable[Taint] = (),
-        unschedulable: bool = False, ready: bool = True,
+        self,
+        name: str,
+        gpus: int = 8,
+        cpu: str = "64",
+        memory: str = "512Gi",
+        labels: dict[str, str] | None = None,
+        taints: Iterable[Taint] = (),
+        unschedulable: bool = False,
+        ready: bool = True,
     ) -> Obj:
         resources = {"cpu": cpu, "memory": memory, "pods": "110", "nvidia.com/gpu": str(gpus)}
         node: Obj = {
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
-                                                  **(labels or {})}},
-            "spec": {"taints": [{"key": t.key, "value": t.value, "effect": t.effect}
-                                for t in taints]},
+            "metadata": {
+                "name": name,
+                "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+            },
+            "spec": {
+                "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
+            },
             "status": {
-                "capacity": resources, "allocatable": dict(resources),
-                "conditions": [{"type": "Ready", "status": "True" if ready else "False",
-                                "reason": "KubeletReady" if ready else "KubeletNotReady"}],
+                "capacity": resources,
+                "allocatable": dict(resources),
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True" if ready else "False",
+                        "reason": "KubeletReady" if ready else "KubeletNotReady",
+                    }
+                ],
             },
         }
         if unschedulable:
@@ -226,10 +250,15 @@ class KubeApiServer:
             self.store.changed.notify_all()
         return len(open_watches)
 
-    def inject_errors(self, count: int, code: int = 429, retry_after: int = 1,
-                      only_watches: bool = False) -> None:
-        reason = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
-                  504: "Timeout"}.get(code, "InternalError")
+    def inject_errors(
+        self, count: int, code: int = 429, retry_after: int = 1, only_watches: bool = False
+    ) -> None:
+        reason = {
+            429: "TooManyRequests",
+            500: "InternalError",
+            503: "ServiceUnavailable",
+            504: "Timeout",
+        }.get(code, "InternalError")
         headers = {"Retry-After": str(retry_after)} if code == 429 else {}
         error = ApiError(code, reason, f"injected {reason}", headers=headers)
         self.faults.add(error, count, only_watches)

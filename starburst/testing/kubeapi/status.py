@@ -16,7 +16,11 @@ class ApiError(Exception):
     """A request the stand-in refuses; ``status()`` is the body it answers with."""
 
     def __init__(
-        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None,
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
@@ -42,7 +46,9 @@ class ApiError(Exception):
 def not_found(plural: str, group: str, name: str) -> ApiError:
     what = f"{plural}.{group}" if group else plural
     return ApiError(
-        404, "NotFound", f'{what} "{name}" not found',
+        404,
+        "NotFound",
+        f'{what} "{name}" not found',
         {"name": name, "group": group, "kind": plural},
     )
 
@@ -50,7 +56,9 @@ def not_found(plural: str, group: str, name: str) -> ApiError:
 def already_exists(plural: str, group: str, name: str) -> ApiError:
     what = f"{plural}.{group}" if group else plural
     return ApiError(
-        409, "AlreadyExists", f'{what} "{name}" already exists',
+        409,
+        "AlreadyExists",
+        f'{what} "{name}" already exists',
         {"name": name, "group": group, "kind": plural},
     )
 
@@ -58,7 +66,9 @@ def already_exists(plural: str, group: str, name: str) -> ApiError:
 def conflict(plural: str, group: str, name: str, why: str) -> ApiError:
     what = f"{plural}.{group}" if group else plural
     return ApiError(
-        409, "Conflict", f'Operation cannot be fulfilled on {what} "{name}": {why}',
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {what} "{name}": {why}',
         {"name": name, "group": group, "kind": plural},
     )
 
@@ -70,10 +80,16 @@ def bad_request(message: str) -> ApiError:
 #: the API group of the kinds the stand-in validates (a real server names them ``Kind.group``)
 _GROUPS = {"Job": "batch", "Lease": "coordination.k8s.io"}
 #: field error types as Kubernetes words them in a message, and their ``causes`` reasons
-_CAUSES = {"Invalid value": "FieldValueInvalid", "Required value": "FieldValueRequired",
-           "Forbidden": "FieldValueForbidden", "Unsupported value": "FieldValueNotSupported",
-           "Duplicate value": "FieldValueDuplicate", "Not found": "FieldValueNotFound",
-           "Too long": "FieldValueTooLong", "Too many": "FieldValueTooMany"}
+_CAUSES = {
+    "Invalid value": "FieldValueInvalid",
+    "Required value": "FieldValueRequired",
+    "Forbidden": "FieldValueForbidden",
+    "Unsupported value": "FieldValueNotSupported",
+    "Duplicate value": "FieldValueDuplicate",
+    "Not found": "FieldValueNotFound",
+    "Too long": "FieldValueTooLong",
+    "Too many": "FieldValueTooMany",
+}
 _FIELD_ERROR = re.compile(r"(?:^|, )([A-Za-z][\w.\[\]/-]*): (" + "|".join(_CAUSES) + ")")
 
 
@@ -85,9 +101,8 @@ def causes(message: str) -> list[dict[str, str]]:
     out = []
     for i, match in enumerate(found):
         end = found[i + 1].start() if i + 1 < len(found) else len(text)
-        detail = text[match.start(2):end]
-        out.append({"reason": _CAUSES[match.group(2)], "message": detail,
-                    "field": match.group(1)})
+        detail = text[match.start(2) : end]
+        out.append({"reason": _CAUSES[match.group(2)], "message": detail, "field": match.group(1)})
     return out
 
 

@@ -58,21 +58,27 @@ from starburst.testing.kubeapi.status import (
 
 Obj = dict[str, Any]
 Ref = tuple[str, str, str]  # (resource key, namespace, name)
-_MODIFIED = "the object has been modified; please apply your changes to the latest version " \
-    "and try again"
+_MODIFIED = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
 
 #: kinds with a status subresource whose objects a real server gives no generation
 _NO_GENERATION = ("namespaces", "nodes")
 
 
-def _precondition_failed(rt: ResourceType, name: str, field: str, wanted: str, actual: str,
-                         tail: str) -> ApiError:
+def _precondition_failed(
+    rt: ResourceType, name: str, field: str, wanted: str, actual: str, tail: str
+) -> ApiError:
     """A delete's precondition that does not hold, in a real server's words (409)."""
     kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
-    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {kind} "{name}": the '
-                    f"{field} in the precondition ({wanted}) does not match the {field} in "
-                    f"record ({actual}). The object might have been {tail}",
-                    {"name": name, "group": rt.group, "kind": rt.kind})
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {kind} "{name}": the '
+        f"{field} in the precondition ({wanted}) does not match the {field} in "
+        f"record ({actual}). The object might have been {tail}",
+        {"name": name, "group": rt.group, "kind": rt.kind},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,13 +137,18 @@ class Store:
         return list(self._objects[rt.key].values())
 
     def select(
-        self, rt: ResourceType, ns: str | None, labels: LabelSelector = (),
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        labels: LabelSelector = (),
         fields: FieldSelector = (),
     ) -> tuple[list[Obj], int]:
         with self.lock:
             found = [
-                obj for (obj_ns, _), obj in self._objects[rt.key].items()
-                if (not ns or obj_ns == ns) and labels_match(labels, obj)
+                obj
+                for (obj_ns, _), obj in self._objects[rt.key].items()
+                if (not ns or obj_ns == ns)
+                and labels_match(labels, obj)
                 and fields_match(fields, obj, rt.fields)
             ]
             found.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
@@ -159,8 +170,9 @@ class Store:
             if not name and meta.get("generateName"):
                 name = meta["generateName"] + uuid.uuid4().hex[:5]
             if not name:
-                raise invalid(rt.kind, "", "metadata.name: Required value: name or generateName "
-                              "is required")
+                raise invalid(
+                    rt.kind, "", "metadata.name: Required value: name or generateName is required"
+                )
             check_name(rt, name)
             check_labels(rt, meta)
             if (ns, name) in self._objects[rt.key]:
@@ -186,17 +198,27 @@ class Store:
 
     def _check_namespace(self, ns: str, meta: Obj) -> None:
         if meta.get("namespace") not in (None, "", ns):
-            raise bad_request("the namespace of the provided object does not match the "
-                              "namespace sent on the request")
+            raise bad_request(
+                "the namespace of the provided object does not match the "
+                "namespace sent on the request"
+            )
         space = self._objects["namespaces"].get(("", ns))
         if space is None:
             raise not_found("namespaces", "", ns)
         if space["metadata"].get("deletionTimestamp"):
-            raise ApiError(403, "Forbidden", f"unable to create new content in namespace {ns} "
-                           "because it is being terminated")
+            raise ApiError(
+                403,
+                "Forbidden",
+                f"unable to create new content in namespace {ns} because it is being terminated",
+            )
 
     def update(
-        self, rt: ResourceType, ns: str, name: str, body: Obj, subresource: str | None = None,
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        body: Obj,
+        subresource: str | None = None,
         validate: bool = True,
     ) -> Obj:
         with self.lock:
@@ -205,8 +227,15 @@ class Store:
         self._drain()
         return result
 
-    def mutate(self, rt: ResourceType, ns: str, name: str, change: Callable[[Obj], None],
-               subresource: str | None = None, validate: bool = True) -> Obj:
+    def mutate(
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        change: Callable[[Obj], None],
+        subresource: str | None = None,
+        validate: bool = True,
+    ) -> Obj:
         """Read-modify-write under the lock (patches and the controllers use it)."""
         with self.lock:
             old = self.get(rt, ns, name)
@@ -216,18 +245,26 @@ class Store:
         self._drain()
         return result
 
-    def _update(self, rt: ResourceType, old: Obj, new: Obj, subresource: str | None,
-                validate: bool) -> Obj:
+    def _update(
+        self, rt: ResourceType, old: Obj, new: Obj, subresource: str | None, validate: bool
+    ) -> Obj:
         name = old["metadata"]["name"]
         meta = new.setdefault("metadata", {})
         if meta.get("name", name) != name:
-            raise bad_request(f"the name of the object ({meta.get('name')}) does not match "
-                              f"the name on the URL ({name})")
+            raise bad_request(
+                f"the name of the object ({meta.get('name')}) does not match "
+                f"the name on the URL ({name})"
+            )
         if meta.get("resourceVersion") not in (None, "", old["metadata"]["resourceVersion"]):
             raise conflict(rt.plural, rt.group, name, _MODIFIED)
         if meta.get("uid") not in (None, "", old["metadata"]["uid"]):
-            raise conflict(rt.plural, rt.group, name, "Precondition failed: UID in precondition: "
-                           f"{meta.get('uid')}, UID in object meta: {old['metadata']['uid']}")
+            raise conflict(
+                rt.plural,
+                rt.group,
+                name,
+                "Precondition failed: UID in precondition: "
+                f"{meta.get('uid')}, UID in object meta: {old['metadata']['uid']}",
+            )
         if subresource == "binding":  # internal: spec.nodeName and status in one write
             merged = new
         elif subresource == "status":
@@ -249,8 +286,11 @@ class Store:
         merged["kind"], merged["apiVersion"] = rt.kind, rt.api_version
         new_meta = merged["metadata"]
         check_finalizers(rt, old, new_meta)
-        if (rt.status_subresource and rt.key not in _NO_GENERATION
-                and merged.get("spec") != old.get("spec")):
+        if (
+            rt.status_subresource
+            and rt.key not in _NO_GENERATION
+            and merged.get("spec") != old.get("spec")
+        ):
             new_meta["generation"] = old["metadata"].get("generation", 1) + 1
         if not new_meta.get("finalizers"):
             new_meta.pop("finalizers", None)
@@ -263,18 +303,25 @@ class Store:
         return merged
 
     def delete(
-        self, rt: ResourceType, ns: str, name: str, propagation: str | None = None,
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        propagation: str | None = None,
         preconditions: Obj | None = None,
     ) -> tuple[Obj, bool]:
         """Delete (or start deleting) an object; True when it is gone already."""
         with self.lock:
             obj = self.get(rt, ns, name)
             pre = preconditions or {}
-            for key, field, tail in (("uid", "UID", "deleted and then recreated"),
-                                     ("resourceVersion", "ResourceVersion", "modified")):
+            for key, field, tail in (
+                ("uid", "UID", "deleted and then recreated"),
+                ("resourceVersion", "ResourceVersion", "modified"),
+            ):
                 if pre.get(key) not in (None, "", obj["metadata"][key]):
-                    raise _precondition_failed(rt, name, field, pre[key], obj["metadata"][key],
-                                               tail)
+                    raise _precondition_failed(
+                        rt, name, field, pre[key], obj["metadata"][key], tail
+                    )
             policy = propagation or ("Orphan" if rt.key == "jobs.batch" else "Background")
             if policy not in ("Orphan", "Background", "Foreground"):
                 raise bad_request(f"unsupported propagationPolicy {policy!r}")

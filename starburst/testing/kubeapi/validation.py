@@ -37,8 +37,9 @@ def _error(kind: str, name: str, message: str) -> ApiError:
 
 def node_field_selector_errors(pod_spec: Obj, path: str) -> list[str]:
     """Kubernetes' messages for every invalid ``matchFields`` requirement of ``pod_spec``."""
-    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     errors = []
     for t, term in enumerate(required.get("nodeSelectorTerms") or ()):
         for f, req in enumerate(term.get("matchFields") or ()):
@@ -48,11 +49,14 @@ def node_field_selector_errors(pod_spec: Obj, path: str) -> list[str]:
                 if len(req.get("values") or ()) != 1:
                     errors.append(f"{where}.values: Required value: {ONE_VALUE}")
             else:
-                errors.append(f'{where}.operator: Invalid value: "{op}": not a valid selector '
-                              "operator")
+                errors.append(
+                    f'{where}.operator: Invalid value: "{op}": not a valid selector operator'
+                )
             if req.get("key") != "metadata.name":
-                errors.append(f'{where}.key: Invalid value: "{req.get("key")}": not a valid '
-                              "field selector key")
+                errors.append(
+                    f'{where}.key: Invalid value: "{req.get("key")}": not a valid '
+                    "field selector key"
+                )
     return errors
 
 
@@ -60,8 +64,11 @@ def _bounds(spec: Obj, path: str, keys: tuple[str, ...], least: int) -> list[str
     """Kubernetes' messages for integer fields below their minimum (``ValidateNonnegativeField``
     for 0, "must be greater than 0" for 1)."""
     bound = "greater than or equal to 0" if least == 0 else "greater than 0"
-    return [f"{path}.{key}: Invalid value: {spec[key]}: must be {bound}" for key in keys
-            if isinstance(spec.get(key), int) and spec[key] < least]
+    return [
+        f"{path}.{key}: Invalid value: {spec[key]}: must be {bound}"
+        for key in keys
+        if isinstance(spec.get(key), int) and spec[key] < least
+    ]
 
 
 def validate_object(kind: str, obj: Obj) -> None:
@@ -83,8 +90,9 @@ def validate_object(kind: str, obj: Obj) -> None:
     else:
         return
     if errors:
-        raise _error(what, name, ", ".join(errors) if len(errors) == 1 else
-                     "[" + ", ".join(errors) + "]")
+        raise _error(
+            what, name, ", ".join(errors) if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+        )
 
 
 def gated_pod_update(old: Obj, new: Obj) -> tuple[Obj, Obj] | None:
@@ -97,8 +105,12 @@ def gated_pod_update(old: Obj, new: Obj) -> tuple[Obj, Obj] | None:
         return None
     name = old["metadata"]["name"]
     if any(g not in gates_before for g in gates_after):
-        raise _error("Pod", name, "spec.schedulingGates: Forbidden: only deletion is allowed, "
-                     "but found new scheduling gate")
+        raise _error(
+            "Pod",
+            name,
+            "spec.schedulingGates: Forbidden: only deletion is allowed, "
+            "but found new scheduling gate",
+        )
     before, after = copy.deepcopy(before), copy.deepcopy(after)
     for spec in (before, after):
         spec.pop("schedulingGates", None)
@@ -111,9 +123,14 @@ def _adds_keys(before: Obj, after: Obj) -> bool:
     return all(after.get(k) == v for k, v in before.items())
 
 
-def _take(before: Obj, after: Obj, key: str, allowed: Callable[[Any, Any], bool],
-          name: str) -> None:
+def _take(
+    before: Obj, after: Obj, key: str, allowed: Callable[[Any, Any], bool], name: str
+) -> None:
     old, new = before.pop(key, None) or {}, after.pop(key, None) or {}
     if old != new and not allowed(old, new):
-        raise _error("Pod", name, f"spec.{key}: Invalid value: only additions to "
-                     f"spec.{key} are allowed while the pod is gated")
+        raise _error(
+            "Pod",
+            name,
+            f"spec.{key}: Invalid value: only additions to "
+            f"spec.{key} are allowed while the pod is gated",
+        )

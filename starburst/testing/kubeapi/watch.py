@@ -34,8 +34,13 @@ def _too_old(rv: int, compacted: int) -> Exception:
 
 class Watcher:
     def __init__(
-        self, store: Store, rt: ResourceType, ns: str | None, labels: LabelSelector,
-        fields: FieldSelector, resource_version: str | None,
+        self,
+        store: Store,
+        rt: ResourceType,
+        ns: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        resource_version: str | None,
     ) -> None:
         self.store, self.rt, self.ns = store, rt, ns
         self.labels, self.fields = labels, fields
@@ -97,7 +102,11 @@ class Watcher:
 
     def bookmark(self) -> Event:
         rv = self.last  # every change up to here has been scanned (and sent if it matched)
-        return ("BOOKMARK", {
-            "kind": self.rt.kind, "apiVersion": self.rt.api_version,
-            "metadata": {"resourceVersion": str(rv)},
-        })
+        return (
+            "BOOKMARK",
+            {
+                "kind": self.rt.kind,
+                "apiVersion": self.rt.api_version,
+                "metadata": {"resourceVersion": str(rv)},
+            },
+        )

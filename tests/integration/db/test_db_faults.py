@@ -74,8 +74,9 @@ def test_two_concurrent_writers_cannot_both_move_a_job(store):  # type: ignore[n
     def writer(target: JobState) -> None:
         barrier.wait()
         try:
-            store.transition(job_id, target, reason="race", actor=f"w-{target}",
-                             expected_version=seen)
+            store.transition(
+                job_id, target, reason="race", actor=f"w-{target}", expected_version=seen
+            )
             won.append(target)
         except (StaleVersion, IllegalTransition) as exc:
             lost.append(exc)
@@ -102,8 +103,7 @@ def test_racing_writers_without_versions_still_move_a_job_once(store):  # type: 
     def writer() -> None:
         barrier.wait()
         try:
-            results.append(store.transition(job_id, JobState.RUNNING_ONPREM, reason="r",
-                                            actor="w"))
+            results.append(store.transition(job_id, JobState.RUNNING_ONPREM, reason="r", actor="w"))
         except (StaleVersion, IllegalTransition) as exc:
             results.append(exc)
 
@@ -129,8 +129,10 @@ def test_claim_skips_rows_another_transaction_holds(pg_db_url, clock):  # type: 
         ids.append(job_id)
     other = create_engine(pg_db_url)
     with other.connect() as conn, conn.begin():
-        conn.execute(sa.text("SELECT id FROM jobs WHERE id IN (:a, :b) FOR UPDATE"),
-                     {"a": ids[0], "b": ids[1]})
+        conn.execute(
+            sa.text("SELECT id FROM jobs WHERE id IN (:a, :b) FOR UPDATE"),
+            {"a": ids[0], "b": ids[1]},
+        )
         claimed = store.claim(JobState.BURSTING, limit=2, reason="cap", actor="c")
         assert [j.id for j in claimed] == ids[2:4]
     other.dispose()

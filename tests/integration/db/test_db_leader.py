@@ -92,8 +92,9 @@ def _holder_process(url: str) -> subprocess.Popen[str]:
         print(lock.acquire(timeout=10), flush=True)
         sys.stdin.read()  # hold until killed
     """)
-    return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
 
 
 def test_lock_frees_when_the_holding_process_is_killed(db_url, engine):  # type: ignore[no-untyped-def]

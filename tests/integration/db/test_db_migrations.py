@@ -91,11 +91,14 @@ def test_cli_uses_the_environment_url(tmp_path, capsys, monkeypatch) -> None:  #
     assert _tables(url) == TABLES
 
 
-@pytest.mark.parametrize("url", [
-    "postgresql://admin:hunter2@127.0.0.1:1/starburst",
-    "nosuchdb://admin:hunter2@host/db",
-    "admin:hunter2@host/db",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://admin:hunter2@127.0.0.1:1/starburst",
+        "nosuchdb://admin:hunter2@host/db",
+        "admin:hunter2@host/db",
+    ],
+)
 def test_cli_bad_or_unreachable_database_is_one_line_without_password(url, capsys) -> None:  # type: ignore[no-untyped-def]
     code = cli("db", "upgrade", "--url", url)
     err = capsys.readouterr().err
@@ -112,6 +115,11 @@ def test_cli_db_group_and_import_starburst_stay_free_of_sqlalchemy() -> None:
         "assert 'sqlalchemy' not in sys.modules, 'sqlalchemy imported';"
         "assert 'alembic' not in sys.modules, 'alembic imported'"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONWARNINGS": "error"}, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "error"},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr

@@ -37,16 +37,33 @@ def queued(store, n, *, team="ml", user="ann", gap=1.0, clock=None):  # type: ig
 
 
 def test_submit_stores_the_spec_and_a_submitted_event(store, clock):  # type: ignore[no-untyped-def]
-    spec = JobSpec(gpus=8, cpus=16, memory_mb=64_000, gpu_type="A100", user="ann", team="ml",
-                   image="pytorch:2", command="python train.py", declared_runtime=3600.0,
-                   extra={"queue": "default"})
+    spec = JobSpec(
+        gpus=8,
+        cpus=16,
+        memory_mb=64_000,
+        gpu_type="A100",
+        user="ann",
+        team="ml",
+        image="pytorch:2",
+        command="python train.py",
+        declared_runtime=3600.0,
+        extra={"queue": "default"},
+    )
     sub = store.submit(spec, idempotency_key="k-1", actor="cli")
     got = store.get(sub.job.id)
     assert sub.created and got == sub.job
     assert (got.state, got.version, got.job.gpus, got.job.gpu_type) == (
-        JobState.SUBMITTED, 1, 8, "A100")
+        JobState.SUBMITTED,
+        1,
+        8,
+        "A100",
+    )
     assert (got.job.user, got.job.team, got.job.estimate, got.image) == (
-        "ann", "ml", 3600.0, "pytorch:2")
+        "ann",
+        "ml",
+        3600.0,
+        "pytorch:2",
+    )
     assert got.job.submit_time == clock.now() and dict(got.job.extra) == {"queue": "default"}
     [event] = store.events(sub.job.id)
     assert (event.from_state, event.to_state, event.actor) == (None, JobState.SUBMITTED, "cli")
@@ -77,9 +94,14 @@ def test_duplicate_idempotency_key_returns_the_existing_job(store, clock):  # ty
 
 def test_batch_submission_dedupes_keys_within_and_across_batches(store):  # type: ignore[no-untyped-def]
     old = store.submit(JobSpec(gpus=1), idempotency_key="a").job
-    subs = store.submit_many([
-        (JobSpec(gpus=2), "a"), (JobSpec(gpus=3), "b"), (JobSpec(gpus=4), "b"), JobSpec(gpus=5),
-    ])
+    subs = store.submit_many(
+        [
+            (JobSpec(gpus=2), "a"),
+            (JobSpec(gpus=3), "b"),
+            (JobSpec(gpus=4), "b"),
+            JobSpec(gpus=5),
+        ]
+    )
     assert [s.created for s in subs] == [False, True, False, True]
     assert subs[0].job.id == old.id and subs[1].job.id == subs[2].job.id
     assert store.count(JobState.SUBMITTED) == 3
@@ -129,7 +151,11 @@ def test_lifecycle_on_prem_sets_times_runtime_and_history(store, clock):  # type
     [hist] = store.history()
     assert hist.job.id == job_id and hist.job.runtime == 100 and hist.ran_on == "onprem"
     assert [e.to_state for e in store.events(job_id)] == [
-        JobState.SUBMITTED, JobState.QUEUED, JobState.RUNNING_ONPREM, JobState.SUCCEEDED]
+        JobState.SUBMITTED,
+        JobState.QUEUED,
+        JobState.RUNNING_ONPREM,
+        JobState.SUCCEEDED,
+    ]
 
 
 def test_star_wait_pull_back_requeues_at_the_back(store, clock):  # type: ignore[no-untyped-def]
@@ -137,19 +163,23 @@ def test_star_wait_pull_back_requeues_at_the_back(store, clock):  # type: ignore
     store.transition(first, JobState.BURSTING, reason="budget spent", actor="c")
     store.transition(first, JobState.RUNNING_CLOUD, reason="launched", actor="c")
     clock.advance(900)
-    back = store.transition(first, JobState.QUEUED, reason="pull back", actor="c",
-                            wait_budget=120.0)
+    back = store.transition(
+        first, JobState.QUEUED, reason="pull back", actor="c", wait_budget=120.0
+    )
     assert back.queued_at == clock.now() and back.started_at is None
     assert back.wait_budget == 120.0
     assert [j.id for j in store.queue().jobs] == [second, first]
 
 
-@pytest.mark.parametrize(("path", "illegal"), [
-    ([], JobState.RUNNING_ONPREM),
-    ([JobState.QUEUED, JobState.RUNNING_ONPREM, JobState.SUCCEEDED], JobState.QUEUED),
-    ([JobState.CANCELLED], JobState.QUEUED),
-    ([JobState.QUEUED, JobState.RUNNING_ONPREM], JobState.BURSTING),
-])
+@pytest.mark.parametrize(
+    ("path", "illegal"),
+    [
+        ([], JobState.RUNNING_ONPREM),
+        ([JobState.QUEUED, JobState.RUNNING_ONPREM, JobState.SUCCEEDED], JobState.QUEUED),
+        ([JobState.CANCELLED], JobState.QUEUED),
+        ([JobState.QUEUED, JobState.RUNNING_ONPREM], JobState.BURSTING),
+    ],
+)
 def test_illegal_transitions_raise_and_change_nothing(store, path, illegal):  # type: ignore[no-untyped-def]
     job_id = store.submit(JobSpec(gpus=1)).job.id
     for state in path:
@@ -164,11 +194,13 @@ def test_illegal_transitions_raise_and_change_nothing(store, path, illegal):  # 
 def test_a_stale_version_cannot_move_the_job(store):  # type: ignore[no-untyped-def]
     [job_id] = queued(store, 1)
     seen = store.get(job_id)
-    store.transition(job_id, JobState.RUNNING_ONPREM, reason="a", actor="writer-a",
-                     expected_version=seen.version)
+    store.transition(
+        job_id, JobState.RUNNING_ONPREM, reason="a", actor="writer-a", expected_version=seen.version
+    )
     with pytest.raises(StaleVersion):
-        store.transition(job_id, JobState.CANCELLED, reason="b", actor="writer-b",
-                         expected_version=seen.version)
+        store.transition(
+            job_id, JobState.CANCELLED, reason="b", actor="writer-b", expected_version=seen.version
+        )
     assert store.get(job_id).state is JobState.RUNNING_ONPREM
 
 
@@ -191,10 +223,8 @@ def test_fencing_token_of_an_old_leader_is_refused(store, engine):  # type: igno
     successor.release()  # the token stays current until someone else acquires
     assert new > old
     with pytest.raises(StaleLeader):
-        store.transition(job_id, JobState.BURSTING, reason="late", actor="old",
-                         fencing_token=old)
-    moved = store.transition(job_id, JobState.BURSTING, reason="ok", actor="new",
-                             fencing_token=new)
+        store.transition(job_id, JobState.BURSTING, reason="late", actor="old", fencing_token=old)
+    moved = store.transition(job_id, JobState.BURSTING, reason="ok", actor="new", fencing_token=new)
     assert moved.state is JobState.BURSTING
     assert store.events(job_id)[-1].fencing_token == new
 
@@ -207,8 +237,9 @@ def test_claim_takes_the_head_of_the_queue_once(store, clock):  # type: ignore[n
     assert all(j.state is JobState.BURSTING and j.version == 3 for j in first + second)
     assert [j.id for j in store.queue().jobs] == ids[4:]
     with pytest.raises(IllegalTransition):
-        store.claim(JobState.SUCCEEDED, limit=1, reason="x", actor="c",
-                    from_state=JobState.SUBMITTED)
+        store.claim(
+            JobState.SUCCEEDED, limit=1, reason="x", actor="c", from_state=JobState.SUBMITTED
+        )
 
 
 def test_placements_are_kept_per_attempt(store):  # type: ignore[no-untyped-def]
@@ -223,13 +254,22 @@ def test_placements_are_kept_per_attempt(store):  # type: ignore[no-untyped-def]
 
 def test_cloud_launch_round_trip_and_active_list(store, clock):  # type: ignore[no-untyped-def]
     [job_id] = queued(store, 1)
-    launch = store.record_launch(CloudLaunch(
-        job_id=job_id, name=f"sb-{job_id}", provider="aws", accelerators="A100:8",
-        hourly_price=Decimal("32.7726"), region="us-east-1", launched_at=clock.now()))
+    launch = store.record_launch(
+        CloudLaunch(
+            job_id=job_id,
+            name=f"sb-{job_id}",
+            provider="aws",
+            accelerators="A100:8",
+            hourly_price=Decimal("32.7726"),
+            region="us-east-1",
+            launched_at=clock.now(),
+        )
+    )
     assert launch.id is not None and launch.hourly_price == Decimal("32.7726")
     assert store.launches(active=True) == [launch]
-    ended = store.update_launch(launch.id, status="succeeded", cloud_job_id="7",
-                                ended_at=clock.now() + 60)
+    ended = store.update_launch(
+        launch.id, status="succeeded", cloud_job_id="7", ended_at=clock.now() + 60
+    )
     assert (ended.status, ended.cloud_job_id, ended.request_id) == ("succeeded", "7", None)
     assert store.launches(active=True) == [] and store.launches(job_id) == [ended]
 
@@ -248,10 +288,14 @@ def test_cost_report_groups_in_sql_and_never_double_counts(store, clock):  # typ
     store.record_costs(entries[:2])  # a retried meter: ignored
     by_team = store.cost_report(t0, t0 + 60 * DAY, by=("team", "month"))
     assert [(t.key["team"], t.key["month"], t.amount, t.entries) for t in by_team] == [
-        ("cv", "2026-02", Decimal("0.000001"), 1), ("ml", "2026-01", Decimal("15.25"), 2)]
+        ("cv", "2026-02", Decimal("0.000001"), 1),
+        ("ml", "2026-01", Decimal("15.25"), 2),
+    ]
     by_day = store.cost_report(t0, t0 + 60 * DAY, by=("cloud", "day"), team="ml")
     assert [(t.key["cloud"], t.key["day"], t.gpu_hours) for t in by_day] == [
-        ("aws", "2026-01-01", 8.0), ("gcp", "2026-01-02", 4.0)]
+        ("aws", "2026-01-01", 8.0),
+        ("gcp", "2026-01-02", 4.0),
+    ]
     [by_user] = store.cost_report(t0, t0 + 60 * DAY, by=("user",), user="ann")
     assert by_user.amount == Decimal("15.25") and by_user.currency == "USD"
     with pytest.raises(ConfigError, match="group costs by 'colour'"):
@@ -262,8 +306,9 @@ def test_predictions_set_the_estimate_and_models_have_one_active_version(store, 
     [job_id] = queued(store, 1)
     v1 = store.register_model("runtime", "1", trained_on=100, metrics={"mae": 0.4})
     v2 = store.register_model("runtime", "2", trained_on=200)
-    store.record_predictions([Prediction(job_id, 1800.0, 900.0, 3600.0, "model",
-                                         clock.now(), v2.id, {"0.9": 3600.0})])
+    store.record_predictions(
+        [Prediction(job_id, 1800.0, 900.0, 3600.0, "model", clock.now(), v2.id, {"0.9": 3600.0})]
+    )
     assert store.get(job_id).job.estimate == 1800.0
     [pred] = store.predictions(job_id)
     assert pred.model_version_id == v2.id and dict(pred.quantiles) == {"0.9": 3600.0}
@@ -276,8 +321,7 @@ def test_tokens_are_hashed_roles_kept_and_revocation_works(store, engine, clock)
     import sqlalchemy as sa
 
     store.save_user("fin", team="finance", email="f@example.org")
-    issued = store.issue_token("fin", Role.FINANCE, label="reports",
-                               expires_at=clock.now() + 3600)
+    issued = store.issue_token("fin", Role.FINANCE, label="reports", expires_at=clock.now() + 3600)
     with engine.connect() as conn:
         stored = conn.execute(sa.text("SELECT token_hash FROM api_tokens")).scalar_one()
     assert issued.secret not in stored and len(stored) == 64
@@ -303,8 +347,11 @@ def test_team_budgets_upsert(store):  # type: ignore[no-untyped-def]
 
 def test_history_keeps_the_most_recent_finished_jobs_in_end_order(store, clock):  # type: ignore[no-untyped-def]
     ids = queued(store, 4, clock=clock)
-    for job_id, outcome in zip(ids, [JobState.SUCCEEDED, JobState.FAILED,
-                                     JobState.SUCCEEDED, JobState.SUCCEEDED], strict=True):
+    for job_id, outcome in zip(
+        ids,
+        [JobState.SUCCEEDED, JobState.FAILED, JobState.SUCCEEDED, JobState.SUCCEEDED],
+        strict=True,
+    ):
         store.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c")
         clock.advance(10)
         store.transition(job_id, outcome, reason="ended", actor="c")
@@ -340,7 +387,10 @@ def test_a_batch_transition_moves_what_it_may_in_one_go(store, engine, clock):  
         assert got == next(m for m in result.moved if m.job.id == ids[n])
         last = store.events(ids[n])[-1]
         assert (last.from_state, last.to_state, last.reason) == (
-            JobState.SUBMITTED, JobState.QUEUED, f"queued {n}")
+            JobState.SUBMITTED,
+            JobState.QUEUED,
+            f"queued {n}",
+        )
         assert last.at == clock.now()
     assert store.get(ids[2]).state is JobState.CANCELLED  # skipped, untouched
     again = store.transition_many(moves[:1], JobState.QUEUED, actor="controller")
@@ -355,8 +405,9 @@ def test_a_batch_transition_moves_what_it_may_in_one_go(store, engine, clock):  
     successor.release()
     fresh = store.submit(JobSpec(gpus=1, user="ann")).job.id
     with pytest.raises(StaleLeader):
-        store.transition_many([Move(fresh, "late")], JobState.QUEUED, actor="controller",
-                              fencing_token=old)
+        store.transition_many(
+            [Move(fresh, "late")], JobState.QUEUED, actor="controller", fencing_token=old
+        )
     assert store.get(fresh).state is JobState.SUBMITTED and len(store.events(fresh)) == 1
 
 
@@ -364,8 +415,11 @@ def test_states_of_many_jobs_in_one_read(store):  # type: ignore[no-untyped-def]
     ids = [store.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(3)]
     store.transition(ids[1], JobState.CANCELLED, reason="user", actor="ann")
     many = [*ids, "not-a-starburst-job"] + [f"other-{i}" for i in range(1500)]  # > one chunk
-    assert store.states_of(many) == {ids[0]: JobState.SUBMITTED, ids[1]: JobState.CANCELLED,
-                                     ids[2]: JobState.SUBMITTED}
+    assert store.states_of(many) == {
+        ids[0]: JobState.SUBMITTED,
+        ids[1]: JobState.CANCELLED,
+        ids[2]: JobState.SUBMITTED,
+    }
     assert store.states_of([]) == {}
 
 

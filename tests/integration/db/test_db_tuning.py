@@ -16,21 +16,48 @@ from starburst.core.setting import PolicySetting
 T0 = 1_780_000_000.0
 
 
-def run_job(store, job_id: str, *, cloud: bool, submit: float, start: float, end: float,  # type: ignore[no-untyped-def]
-            estimate: float) -> None:
-    store.submit(JobSpec(id=job_id, gpus=2, cpus=4, user="ann", team="ml", gpu_type="a100"),
-                 at=submit)
+def run_job(
+    store,
+    job_id: str,
+    *,
+    cloud: bool,
+    submit: float,
+    start: float,
+    end: float,  # type: ignore[no-untyped-def]
+    estimate: float,
+) -> None:
+    store.submit(
+        JobSpec(id=job_id, gpus=2, cpus=4, user="ann", team="ml", gpu_type="a100"), at=submit
+    )
     store.set_estimates(job_id, predicted_runtime=estimate)
     store.transition(job_id, JobState.QUEUED, reason="queued", actor="t", at=submit)
     if cloud:
         store.transition(job_id, JobState.BURSTING, reason="burst", actor="t", at=start)
-        launch = store.record_launch(CloudLaunch(
-            job_id=job_id, name=f"sb-{job_id}", provider="aws", accelerators="A100:2",
-            hourly_price=Decimal("6"), launched_at=start))
+        launch = store.record_launch(
+            CloudLaunch(
+                job_id=job_id,
+                name=f"sb-{job_id}",
+                provider="aws",
+                accelerators="A100:2",
+                hourly_price=Decimal("6"),
+                launched_at=start,
+            )
+        )
         store.update_launch(launch.id or 0, status="succeeded", ended_at=end)
-        store.record_costs([CostEntry(job_id, start, end, Decimal("6") * Decimal(
-            str((end - start) / 3600)), "aws", gpu_hours=2 * (end - start) / 3600,
-            source="cloud", launch_id=launch.id)])
+        store.record_costs(
+            [
+                CostEntry(
+                    job_id,
+                    start,
+                    end,
+                    Decimal("6") * Decimal(str((end - start) / 3600)),
+                    "aws",
+                    gpu_hours=2 * (end - start) / 3600,
+                    source="cloud",
+                    launch_id=launch.id,
+                )
+            ]
+        )
     else:
         store.record_placement(job_id, (Part(0, "n0", 2, 4.0, 0.0),), at=start)
         store.transition(job_id, JobState.RUNNING_ONPREM, reason="start", actor="t", at=start)
@@ -39,16 +66,19 @@ def run_job(store, job_id: str, *, cloud: bool, submit: float, start: float, end
 
 def test_finished_jobs_carry_measured_runtimes_and_the_controllers_estimates(store) -> None:  # type: ignore[no-untyped-def]
     run_job(store, "a", cloud=False, submit=T0, start=T0 + 100, end=T0 + 1100, estimate=800)
-    run_job(store, "b", cloud=True, submit=T0 + 10, start=T0 + 70, end=T0 + 3670,
-            estimate=4000)
+    run_job(store, "b", cloud=True, submit=T0 + 10, start=T0 + 70, end=T0 + 3670, estimate=4000)
     store.submit(JobSpec(id="late", gpus=1), at=T0 + 20)  # never ran: not history
     records = TuningRecords(store)
     jobs = {j.id: j for j in records.finished_jobs(T0, T0 + 60)}
     assert set(jobs) == {"a", "b"}
     assert jobs["a"].runtime == pytest.approx(1000) and jobs["a"].estimate == 800
     assert jobs["b"].runtime == pytest.approx(3600) and jobs["b"].estimate == 4000
-    assert (jobs["b"].user, jobs["b"].team, jobs["b"].gpu_type, jobs["b"].cpus) == \
-        ("ann", "ml", "a100", 4.0)
+    assert (jobs["b"].user, jobs["b"].team, jobs["b"].gpu_type, jobs["b"].cpus) == (
+        "ann",
+        "ml",
+        "a100",
+        4.0,
+    )
     assert jobs["b"].extra == {"ran_on": "cloud", "state": "succeeded"}
     assert records.finished_jobs(T0 + 5, T0 + 60)[0].id == "b"  # submitted in the window
     spend = records.cloud_spend(["a", "b"])
@@ -60,13 +90,20 @@ def test_state_is_overwritten_and_settings_are_an_append_only_log(store, clock) 
     assert records.cluster_shape() is None and records.setting_in_force() is None
     records.record_cluster_shape([Node("n0", 8, 64.0, 0.0, "a100")])
     records.record_cluster_shape([Node("n0", 8), Node("n1", 4, gpu_type="t4")])
-    assert [(n.name, n.gpus, n.gpu_type) for n in records.cluster_shape() or []] == \
-        [("n0", 8, "gpu"), ("n1", 4, "t4")]
-    first = records.apply_setting(PolicySetting(PolicyKind.COMPUTE, 0.1, None, True),
-                                  actor="cli:ann", reason="tune", evidence={"jobs": 3})
+    assert [(n.name, n.gpus, n.gpu_type) for n in records.cluster_shape() or []] == [
+        ("n0", 8, "gpu"),
+        ("n1", 4, "t4"),
+    ]
+    first = records.apply_setting(
+        PolicySetting(PolicyKind.COMPUTE, 0.1, None, True),
+        actor="cli:ann",
+        reason="tune",
+        evidence={"jobs": 3},
+    )
     clock.t += 5
-    second = records.apply_setting(PolicySetting(PolicyKind.CONSTANT, 0.5, None, False),
-                                   actor="api:bob", reason="tune again")
+    second = records.apply_setting(
+        PolicySetting(PolicyKind.CONSTANT, 0.5, None, False), actor="api:bob", reason="tune again"
+    )
     in_force = records.setting_in_force()
     assert in_force == second and second.id > first.id
     assert [a.id for a in records.settings_log()] == [second.id, first.id]
