@@ -86,7 +86,7 @@ def api(postgres_url: str) -> Iterator[Api]:
         {"env": {"V": "x" * (16 * 1024 + 1)}},
         {"cpus": True},
         {"declared_runtime_s": "60"},
-        {"gpus": 365.0},
+        {"gpus": 2.5},
         {"gpus": "2"},
         {"gpus": True},
     ],
@@ -95,6 +95,12 @@ def test_bad_job_fields_are_422_naming_the_field(api: Api, change: dict[str, Any
     answer = api.call("alice", "POST", "/v1/jobs", json={**JOB, **change})
     assert answer.status_code == 422, answer.text
     assert next(iter(change)) in answer.json()["detail"]
+
+
+def test_a_gpu_count_written_as_a_whole_float_is_that_count(api: Api) -> None:
+    answer = api.call("alice", "POST", "/v1/jobs", json={**JOB, "gpus": 2.0})
+    assert answer.status_code == 201, answer.text  # JSON Schema's integer includes 2.0
+    assert answer.json()["gpus"] == 2
 
 
 @pytest.mark.parametrize("raw", ["Infinity", "NaN", "-Infinity"])

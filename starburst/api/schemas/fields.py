@@ -22,7 +22,7 @@ import re
 from decimal import Decimal
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
 from starburst.api.limits import NO_CONTROL
 
@@ -67,6 +67,21 @@ def _encodable(value: str) -> str:
         raise ValueError("must be valid Unicode text (no lone surrogates)") from None
     return value
 
+
+def _whole_number(value: object) -> object:
+    """JSON Schema's ``integer``: 2 and 2.0 are whole numbers; true, "2" and 2.5 are not
+    (pydantic's lax mode would take the first two, its strict mode would refuse 2.0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a whole number")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("must be a whole number")
+        return int(value)
+    return value
+
+
+#: A count in JSON: a whole number, written 2 or 2.0.
+WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
 
 Label256 = Annotated[
     str, Field(min_length=1, max_length=256, pattern=NO_CONTROL), AfterValidator(_encodable)

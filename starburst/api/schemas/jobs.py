@@ -30,6 +30,7 @@ from starburst.api.schemas.fields import (
     Label64,
     Label128,
     Label256,
+    WholeNumber,
 )
 from starburst.core.lifecycle import JobState
 from starburst.core.time_limit import TIME_LIMIT
@@ -52,7 +53,7 @@ class JobSubmit(BaseModel):
 
     image: Label256
     command: CommandText | CommandArgs
-    gpus: int = Field(ge=0, le=MAX_GPUS, strict=True)  # strict: 2.0 is not a GPU count
+    gpus: WholeNumber = Field(ge=0, le=MAX_GPUS)
     name: Label256 | None = None
     cpus: float = Field(default=0.0, ge=0, le=MAX_CPUS, strict=True)  # strict: no true → 1.0
     memory_mb: float = Field(default=0.0, ge=0, le=MAX_MEMORY_MB, strict=True)
