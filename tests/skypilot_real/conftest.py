@@ -40,10 +40,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _import_sky() -> ModuleType:
+    """The SDK, reading its endpoint afresh: it caches the server URL process-wide on first
+    use (``get_server_url``), so an earlier test in the same run (tests/cloud, tests/doctor)
+    would otherwise leave it talking to SkyPilot's default port instead of this server."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import sky
+        from sky.server import common
 
+    common.get_server_url.cache_clear()
+    common.is_api_server_local.cache_clear()
     return sky
 
 
