@@ -163,6 +163,30 @@ def build_api(
     return api
 
 
+def serve_loop(
+    db_url: str,
+    store: Any,
+    clock: ManualClock,
+    resources: ExitStack,
+    serve: Callable[[Any], LiveServer],
+    cluster: Any,
+    cloud: Any = None,
+    policy: Any = None,
+    **options: Any,
+) -> tuple[Any, Api, dict[str, str]]:
+    """A scheduling loop the test drives by hand (``loop.run_pass()``) beside the served API,
+    and the environment that points the real CLI at it as alice: ``(loop, api, env)``.
+    ``policy`` is a ``PolicyKind`` (default ``infinite``: nothing bursts)."""
+    from starburst.controller.scheduling import SchedulingLoop
+    from starburst.core.cycle import SchedulerConfig
+    from starburst.core.policy import PolicyKind, WaitPolicy
+
+    config = SchedulerConfig(WaitPolicy(policy or PolicyKind.INFINITE), out_of_order=True)
+    loop = SchedulingLoop(store, cluster, cloud, clock, config)
+    api = build_api(db_url, store, clock, resources, serve, **options)
+    return loop, api, {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
+
+
 @pytest.fixture(params=["sqlite"])
 def db_url(
     request: pytest.FixtureRequest,

@@ -12,11 +12,9 @@ from typing import Any
 from starburst.adapters.db.records import JobSpec
 from starburst.adapters.local import EmulatedCloud, LocalCluster
 from starburst.controller.joblogs import JobLogs
-from starburst.controller.scheduling import SchedulingLoop
-from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
-from starburst.core.policy import PolicyKind, WaitPolicy
-from tests.api.conftest import LiveServer, build_api
+from starburst.core.policy import PolicyKind
+from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.support.databases import ManualClock
 
@@ -34,15 +32,16 @@ def test_logs_come_from_where_the_job_ran(  # type: ignore[no-untyped-def]
     store = open_store(db_url)
     cluster = LocalCluster(tmp_path / "cluster", 1)
     cloud = EmulatedCloud(tmp_path / "cloud")
-    loop = SchedulingLoop(
+    loop, api, _ = serve_loop(
+        db_url,
         store,
+        clock,
+        resources,
+        serve,
         cluster,
         cloud,
-        clock,
-        SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True),
-    )
-    api = build_api(
-        db_url, store, clock, resources, serve, job_logs=lambda: JobLogs(cluster, cloud)
+        PolicyKind.NO_WAIT,
+        job_logs=lambda: JobLogs(cluster, cloud),
     )
     here = store.submit(JobSpec(id="here", gpus=1, user="alice", command=PRINTS)).job.id
     there = store.submit(

@@ -15,13 +15,11 @@ import pytest
 from starburst.adapters.kubernetes.conversion import Conventions
 from starburst.adapters.kubernetes.manifest import job_manifest
 from starburst.adapters.local import LocalCluster
-from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.capacity import Part
-from starburst.core.cycle import SchedulerConfig
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
-from starburst.core.policy import PolicyKind, WaitPolicy
-from tests.api.conftest import LiveServer, build_api
+from starburst.core.policy import PolicyKind
+from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.support.databases import ManualClock
 from tests.support.waiting import wait_for
@@ -42,15 +40,7 @@ def test_the_local_cluster_kills_a_job_at_its_time_limit(  # type: ignore[no-unt
 ) -> None:
     store = open_store(db_url)
     cluster = LocalCluster(tmp_path / "cluster", 2, clock=clock, grace=0.5)
-    loop = SchedulingLoop(
-        store,
-        cluster,
-        None,
-        clock,
-        SchedulerConfig(WaitPolicy(PolicyKind.INFINITE), out_of_order=True),
-    )
-    api = build_api(db_url, store, clock, resources, serve)
-    env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
+    loop, _, env = serve_loop(db_url, store, clock, resources, serve, cluster)
     made = run(
         [
             "submit",
@@ -134,15 +124,9 @@ def test_the_emulated_cloud_ends_a_burst_job_at_its_time_limit(  # type: ignore[
     store = open_store(db_url)
     cluster = LocalCluster(tmp_path / "cluster", 1, clock=clock)
     cloud = EmulatedCloud(tmp_path / "cloud", clock=clock, grace=0.5)
-    loop = SchedulingLoop(
-        store,
-        cluster,
-        cloud,
-        clock,
-        SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True),
+    loop, _, env = serve_loop(
+        db_url, store, clock, resources, serve, cluster, cloud, PolicyKind.NO_WAIT
     )
-    api = build_api(db_url, store, clock, resources, serve)
-    env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
     made = run(
         [
             "submit",

@@ -17,10 +17,7 @@ import pytest
 
 from starburst.adapters.local import LocalCluster
 from starburst.adapters.local.isolation import resolve_run_as
-from starburst.controller.scheduling import SchedulingLoop
-from starburst.core.cycle import SchedulerConfig
-from starburst.core.policy import PolicyKind, WaitPolicy
-from tests.api.conftest import LiveServer, build_api
+from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.support.databases import ManualClock
 from tests.support.waiting import wait_for
@@ -28,15 +25,7 @@ from tests.support.waiting import wait_for
 
 def _serve(db_url, clock, resources, open_store, serve, cluster):  # type: ignore[no-untyped-def]
     store = open_store(db_url)
-    loop = SchedulingLoop(
-        store,
-        cluster,
-        None,
-        clock,
-        SchedulerConfig(WaitPolicy(PolicyKind.INFINITE), out_of_order=True),
-    )
-    api = build_api(db_url, store, clock, resources, serve)
-    env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
+    loop, api, env = serve_loop(db_url, store, clock, resources, serve, cluster)
     return store, loop, api, env
 
 
