@@ -51,3 +51,18 @@ def test_another_spawn_and_zombies_are_not_ours(
     fake_proc(tmp_path, 9, "S", b"")  # stays empty: a kernel thread, say
     assert not any(procfs.alive(pid, TOKEN) for pid in (7, 8, 9, 10))
     assert procfs.find_leader(TOKEN) is None
+
+
+def test_an_adopted_wrapper_caught_alive_after_writing_exit_code_has_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wrapper writes ``exit_code`` and then exits: a new life that looks in between
+    must see the job ended, not running (the adoption test's rare failure under load)."""
+    from starburst.adapters.local.processes import JobProcess
+
+    monkeypatch.setattr(procfs, "alive", lambda pid, token: True)  # still exiting
+    process = JobProcess("quick", tmp_path, pid=4242, token="t", grace=1.0)
+    assert process.poll() is None  # no exit_code yet: running
+    (tmp_path / "exit_code").write_text("0\n")
+    outcome = process.poll()
+    assert outcome is not None and outcome.succeeded

@@ -253,6 +253,10 @@ class JobProcess:
     def _running(self) -> bool:
         if self._popen is not None:
             return self._popen.poll() is None
+        # an adopted wrapper writes exit_code as its last act: once it is there the command
+        # has ended, even if the wrapper is caught alive in the instant before it exits
+        if (self.directory / EXIT_CODE).exists():
+            return False
         return procfs.alive(self.pid, self.token)
 
     def _signal(self, sig: signal.Signals) -> None:
