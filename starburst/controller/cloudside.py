@@ -117,7 +117,10 @@ class CloudSide:
         if status is CloudStatus.REFUSED:
             self._refused(job, launch, handle, now, token)
             return
-        if self._launched(handle):  # a launch still looking for an earlier one costs nothing
+        if status not in _ENDED and self._launched(handle):
+            # whole chunks up to now; an ended launch is metered once, to its real end, by
+            # ``_stop_cloud`` (a restarted controller learns of the end late: chunks up to its
+            # own now would bill time after the end, which no later entry takes back)
             self._meter(launch, now, final=False)
         if status in _ENDED:
             end = self._end_of(handle, now)
