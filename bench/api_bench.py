@@ -46,8 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from starburst.adapters.db import migrate  # noqa: E402
-from starburst.adapters.db.records import JobSpec, Role  # noqa: E402
 from starburst.adapters.db.store import SqlStore  # noqa: E402
+from starburst.core.records import JobSpec, Role  # noqa: E402
 from tests.support.postgres import drop_database, fresh_database, server_url  # noqa: E402
 
 BODY = {"image": "bench:1", "command": "sleep 600", "gpus": 1, "team": "lab"}

@@ -30,9 +30,9 @@ def main() -> int:
     args = parser.parse_args()
 
     from starburst.adapters.db import migrate
-    from starburst.adapters.db.records import Role
     from starburst.adapters.db.store import SqlStore
     from starburst.api import create_app
+    from starburst.core.records import Role
     from starburst.settings import Settings
     from tests.support.apifuzz import fuzz
     from tests.support.postgres import fresh_database, server_url

@@ -34,13 +34,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec, Move
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.capacity import uniform_nodes
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
+from starburst.core.records import JobSpec, Move
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
 

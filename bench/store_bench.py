@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 from starburst.adapters.db import migrate  # noqa: E402
 from starburst.adapters.db.engine import create_engine, redact  # noqa: E402
-from starburst.adapters.db.records import CostEntry, JobSpec  # noqa: E402
 from starburst.adapters.db.store import SqlStore  # noqa: E402
 from starburst.core.lifecycle import JobState  # noqa: E402
+from starburst.core.records import CostEntry, JobSpec  # noqa: E402
 from tests.support.postgres import drop_database, fresh_database, server_url  # noqa: E402
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00Z

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from starburst.adapters.db.records import StoredJob
 from starburst.core.errors import ConfigError, PermanentError, TransientError
 from starburst.core.job import Job
 from starburst.core.ports import Quote
+from starburst.core.records import StoredJob
 
 Quoter = Callable[[Job], Quote]
 

@@ -18,11 +18,11 @@ from decimal import Decimal
 
 from fastapi import HTTPException
 
-from starburst.adapters.db.records import JobSpec
 from starburst.api.context import ApiContext
 from starburst.core.errors import StarburstError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
 
 _IN_CLOUD = (JobState.BURSTING, JobState.RUNNING_CLOUD)
 

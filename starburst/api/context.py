@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from starburst.adapters.db.records import Principal, Role
 from starburst.adapters.db.store import SqlStore
 from starburst.api.submissions import SubmissionBatcher
+from starburst.core.records import Principal, Role
 from starburst.settings import Settings
 
 HealthProbe = Callable[[], "str | None"]

@@ -16,9 +16,9 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from starburst.adapters.db.records import Principal, Role
 from starburst.adapters.db.store import SqlStore
 from starburst.api.context import ApiContext
+from starburst.core.records import Principal, Role
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 

@@ -27,9 +27,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from starburst.adapters.db.engine import DatabaseUnavailable
-from starburst.adapters.db.records import DuplicateJob, JobNotFound, StaleLeader, StaleVersion
 from starburst.core.errors import ConfigError, PermanentError, StarburstError, TransientError
 from starburst.core.lifecycle import IllegalTransition
+from starburst.core.records import DuplicateJob, JobNotFound, StaleLeader, StaleVersion
 
 log = logging.getLogger("starburst.api")
 

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from starburst.adapters.db.records import CostTotal
 from starburst.api.schemas.costs import GPU_HOURS_DIGITS, CostRow
+from starburst.core.records import CostTotal
 from starburst.savings import Quoter
 
 CENT = Decimal("0.01")

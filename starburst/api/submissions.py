@@ -21,8 +21,8 @@ import queue
 import threading
 from dataclasses import dataclass, field
 
-from starburst.adapters.db.records import JobSpec, Submission
 from starburst.adapters.db.store import SqlStore
+from starburst.core.records import JobSpec, Submission
 
 #: The most submissions one transaction carries.
 MAX_BATCH = 500

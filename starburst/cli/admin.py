@@ -116,8 +116,8 @@ def issue(
     """Issue an API token for an existing user and print its secret (shown only now)."""
     import time
 
-    from starburst.adapters.db.records import Role
     from starburst.cli.jobs import parse_duration
+    from starburst.core.records import Role
 
     if role not in ROLES:
         raise typer.BadParameter(f"{role!r}: choose {', '.join(ROLES)}", param_hint="--role")
@@ -224,7 +224,7 @@ def bootstrap(
     For deployments whose first admin token lives in a secret store (the Helm chart's
     migration Job runs this): the secret never appears on a command line or in the output.
     """
-    from starburst.adapters.db.records import Role
+    from starburst.core.records import Role
 
     secret = os.environ.get(BOOTSTRAP_ENV, "").strip()
     if not secret:

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
 
-from starburst.adapters.db.records import CloudLaunch, CostEntry, StoredJob
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.queue_view import QueueView
 from starburst.controller.report import PassReport
@@ -25,6 +24,7 @@ from starburst.core.failure import OUTPUT_MARK, with_output
 from starburst.core.job import Job, QueuedJob
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import Cloud, CloudHandle, CloudStatus
+from starburst.core.records import CloudLaunch, CostEntry, StoredJob
 from starburst.core.star import pull_back_at, pull_back_reason
 from starburst.pricing import gpus_in
 

@@ -35,7 +35,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from starburst.adapters.db.leader import LeaderLock, leader_lock
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.controller import logs
 from starburst.controller.budgets import BudgetAlerts, BudgetGate, BudgetNotes
@@ -47,6 +46,7 @@ from starburst.controller.tuning import TuningHooks
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import StarburstError, TransientError
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
+from starburst.core.records import JobSpec
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from starburst.adapters.db.records import CloudLaunch, StoredJob
 from starburst.controller.cloudside import cloud_id
 from starburst.controller.report import backend_job
 from starburst.core.errors import PermanentError
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import CloudHandle
+from starburst.core.records import CloudLaunch, StoredJob
 
 _NOT_RUN = (JobState.SUBMITTED, JobState.QUEUED, JobState.BURSTING)
 

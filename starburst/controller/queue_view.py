@@ -9,11 +9,11 @@ re-read every ``refresh_s`` seconds bounds any drift.
 
 from __future__ import annotations
 
-from starburst.adapters.db.records import JobNotFound, StoredJob
 from starburst.adapters.db.store import SqlStore
 from starburst.core.job import QueuedJob
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import WaitPolicy
+from starburst.core.records import JobNotFound, StoredJob
 
 PAGE = 1000
 

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
 from starburst.core.lifecycle import TERMINAL, JobState
+from starburst.core.records import JobSpec
 
 SAMPLE = [  # (name, gpus, seconds)
     ("prep-data", 1, 4),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from starburst.adapters.db.records import StoredJob
 from starburst.core.job import Job
+from starburst.core.records import StoredJob
 
 
 @dataclass(slots=True)

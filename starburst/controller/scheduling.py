@@ -27,7 +27,6 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from starburst.adapters.db.records import JobNotFound, Move, StoredJob
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.cloudside import CloudSide, cloud_job
 from starburst.controller.queue_view import QueueView, read_all
@@ -48,6 +47,7 @@ from starburst.core.ports import (
     Estimate,
     RuntimeEstimator,
 )
+from starburst.core.records import JobNotFound, Move, StoredJob
 
 log = logging.getLogger("starburst.controller")
 

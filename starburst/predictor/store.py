@@ -129,7 +129,7 @@ def record_estimates(
     model_version_id: int | None = None,
 ) -> None:
     """Record each estimate with its source (and the model version it came from)."""
-    from starburst.adapters.db.records import Prediction
+    from starburst.core.records import Prediction
 
     store.record_predictions(
         [

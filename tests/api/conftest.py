@@ -143,8 +143,8 @@ def build_api(
     serve: Callable[[Any], LiveServer],
     **options: Any,
 ) -> Api:
-    from starburst.adapters.db.records import Role
     from starburst.api import create_app
+    from starburst.core.records import Role
     from starburst.pricing import parse_price_table
     from starburst.settings import Settings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from starburst.adapters.db.records import CostEntry, JobSpec
+from starburst.core.records import CostEntry, JobSpec
 
 SPEC = {"image": "img", "command": "true", "gpus": 1}
 
@@ -24,7 +24,7 @@ def test_missing_malformed_and_unknown_tokens_are_401(api):  # type: ignore[no-u
 
 
 def test_revoked_and_expired_tokens_stop_working(api):  # type: ignore[no-untyped-def]
-    from starburst.adapters.db.records import Role
+    from starburst.core.records import Role
 
     root = api.client("root")
     issued = root.post("/v1/tokens", json={"user": "alice", "expires_in_s": 60}).json()

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from starburst.adapters.db.records import CostEntry, JobSpec
+from starburst.core.records import CostEntry, JobSpec
 
 BOTH = pytest.mark.parametrize(
     "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True

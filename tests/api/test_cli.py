@@ -89,7 +89,7 @@ def test_submit_jobs_explain_status_cancel_through_the_server(api):  # type: ign
 def test_costs_prints_the_report_and_tokens_decide_what_is_seen(api):  # type: ignore[no-untyped-def]
     from decimal import Decimal
 
-    from starburst.adapters.db.records import CostEntry, JobSpec
+    from starburst.core.records import CostEntry, JobSpec
 
     job = api.store.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     now = api.clock.now()

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 import pytest
 from typer.testing import CliRunner
 
-from starburst.adapters.db.records import JobSpec
 from starburst.cli.main import build_app
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from starburst.adapters.db.records import CostEntry, JobSpec
 from starburst.core.lifecycle import JobState
+from starburst.core.records import CostEntry, JobSpec
 
 BOTH = pytest.mark.parametrize(
     "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
-from starburst.adapters.db.records import CostEntry, JobSpec
+from starburst.core.records import CostEntry, JobSpec
 from tests.api.test_cli import run
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from starburst.adapters.db.records import CostEntry, JobSpec
 from starburst.core.lifecycle import JobState
+from starburst.core.records import CostEntry, JobSpec
 from tests.support.browser import ARGS, chromium_path
 
 PG = pytest.mark.parametrize(

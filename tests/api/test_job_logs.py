@@ -9,11 +9,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.local import EmulatedCloud, LocalCluster
 from starburst.controller.joblogs import JobLogs
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind
+from starburst.core.records import JobSpec
 from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.support.databases import ManualClock

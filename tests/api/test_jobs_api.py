@@ -110,7 +110,7 @@ def test_filters_by_user_and_team_and_users_see_only_their_own(api):  # type: ig
 def test_status_shows_budget_placement_and_cloud_cost_so_far(api):  # type: ignore[no-untyped-def]
     from decimal import Decimal
 
-    from starburst.adapters.db.records import CloudLaunch
+    from starburst.core.records import CloudLaunch
 
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json=SPEC).json()["id"]
@@ -135,8 +135,8 @@ def test_status_shows_budget_placement_and_cloud_cost_so_far(api):  # type: igno
     api.clock.advance(1800)
 
     def meter(final: bool) -> None:  # as the controller does: the one billing rule
-        from starburst.adapters.db.records import CostEntry
         from starburst.core.billing import charges
+        from starburst.core.records import CostEntry
 
         api.store.record_costs(
             [
@@ -298,7 +298,7 @@ def test_a_job_that_never_bursts_reads_as_such_not_as_a_server_error(api):  # ty
 def test_explain_says_when_a_team_over_budget_keeps_a_job_on_prem(api):  # type: ignore[no-untyped-def]
     from decimal import Decimal
 
-    from starburst.adapters.db.records import CostEntry
+    from starburst.core.records import CostEntry
 
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json={**SPEC, "team": "ml"}).json()["id"]

@@ -8,9 +8,9 @@ from decimal import Decimal
 import pytest
 from typer.testing import CliRunner
 
-from starburst.adapters.db.records import CloudLaunch, JobSpec
 from starburst.cli.main import build_app
 from starburst.core.lifecycle import JobState
+from starburst.core.records import CloudLaunch, JobSpec
 
 CEILINGS = {"settings": {"max_job_cloud_price": 10.0, "max_team_cloud_price": 12.0}}
 

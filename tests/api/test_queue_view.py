@@ -10,9 +10,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from starburst.adapters.db.records import JobSpec
 from starburst.cli.main import build_app
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
 
 BOTH = pytest.mark.parametrize(
     "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True

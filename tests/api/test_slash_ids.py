@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from starburst.adapters.db.records import JobSpec
 from starburst.cli.main import build_app
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
 
 
 def run(args: list[str], env: dict[str, str]):  # type: ignore[no-untyped-def]

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from starburst.adapters.db.records import DuplicateJob, JobSpec, Submission
 from starburst.api.submissions import SubmissionBatcher
+from starburst.core.records import DuplicateJob, JobSpec, Submission
 from tests.support.waiting import wait_for
 
 

@@ -9,7 +9,6 @@ import httpx
 import pytest
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.adapters.skypilot import Backoff, SkyPilotCloud
@@ -19,6 +18,7 @@ from starburst.controller.serve import server_app
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import CloudStatus
+from starburst.core.records import JobSpec
 from starburst.pricing import load_price_table
 from starburst.settings import Settings
 from tests.api.conftest import LiveServer

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.adapters.skypilot import SkyPilotCloud
@@ -18,6 +17,7 @@ from starburst.adapters.skypilot.task import SPOT_RECOVERY
 from starburst.controller.daemon import Controller
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
 from starburst.pricing import load_price_table
 from starburst.settings import Settings
 from tests.cloud.fake_sky import FakeSky

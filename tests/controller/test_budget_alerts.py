@@ -18,11 +18,11 @@ import pytest
 
 from starburst.adapters.db import migrate
 from starburst.adapters.db.holds import budget_states
-from starburst.adapters.db.records import CostEntry, JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.budgets import BudgetAlerts, BudgetGate
 from starburst.controller.metrics import ControllerMetrics
 from starburst.core.lifecycle import JobState
+from starburst.core.records import CostEntry, JobSpec
 from tests.support.waiting import wait_for
 
 DAY = 86400.0

@@ -6,7 +6,6 @@ from decimal import Decimal
 from pathlib import Path
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import CostEntry, JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.budgets import BudgetGate
 from starburst.controller.scheduling import SchedulingLoop
@@ -15,6 +14,7 @@ from starburst.core.cycle import SchedulerConfig
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
+from starburst.core.records import CostEntry, JobSpec
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
 

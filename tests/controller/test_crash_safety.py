@@ -28,9 +28,9 @@ import sqlalchemy as sa
 
 from starburst.adapters.db import migrate
 from starburst.adapters.db.leader import leader_lock
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.core.lifecycle import TERMINAL, JobState
+from starburst.core.records import JobSpec
 
 JOBS = 300
 KILLS = 22

@@ -10,11 +10,11 @@ import pytest
 import sqlalchemy as sa
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec, StaleLeader
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.controller.wiring import build_cloud, build_cluster
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec, StaleLeader
 from starburst.settings import Settings
 from tests.support.postgres import ThrowawayPostgres, find_bindir, fresh_database
 from tests.support.waiting import wait_for

@@ -8,7 +8,6 @@ from decimal import Decimal
 from pathlib import Path
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.controller.scheduling import SchedulingLoop
@@ -17,6 +16,7 @@ from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.ports import CloudHandle, CloudStatus, Quote
+from starburst.core.records import JobSpec
 from tests.support.databases import ManualClock
 
 PRICE = 3.6  # $/h: one cent for every 10 s

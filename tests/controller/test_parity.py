@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.capacity import describe_placement, uniform_nodes
@@ -23,6 +22,7 @@ from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.ports import Estimate
+from starburst.core.records import JobSpec
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
 from starburst.sim.engine import simulate

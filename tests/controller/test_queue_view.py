@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.capacity import uniform_nodes
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
+from starburst.core.records import JobSpec
 from starburst.sim.cluster import SimCluster
 
 T0 = 1_780_000_000.0

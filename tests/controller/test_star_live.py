@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import EmulatedCloud, LocalCluster
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
+from starburst.core.records import JobSpec
 from starburst.wallclock import WallClock
 
 

@@ -7,9 +7,9 @@ from decimal import Decimal
 from pathlib import Path
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import CostEntry, JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.budgets import BudgetAlerts, BudgetNotes
+from starburst.core.records import CostEntry, JobSpec
 
 NOW = 1_795_000_000.0  # 2026-11-18
 

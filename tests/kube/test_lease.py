@@ -13,10 +13,10 @@ from kubernetes import client
 
 from starburst.adapters.db import migrate
 from starburst.adapters.db.leader import next_term
-from starburst.adapters.db.records import JobSpec, StaleLeader
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.kubernetes.lease import LeaseBusy, LeaseLock
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec, StaleLeader
 from tests.kube.adapter_support import eventually
 
 NAME = "starburst-controller"

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec, StaleLeader
 from starburst.adapters.kubernetes.lease import LeaseLock
 from starburst.controller.daemon import Controller
 from starburst.controller.wiring import build_controller
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec, StaleLeader
 from starburst.settings import Settings
 from tests.support.waiting import wait_for
 

@@ -11,7 +11,6 @@ import pytest
 from kubernetes import client
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.kubernetes.conversion import Conventions, job_from_k8s, job_id
 from starburst.adapters.kubernetes.manifest import job_manifest, job_name
@@ -21,6 +20,7 @@ from starburst.core.capacity import Part
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
 from starburst.settings import Settings
 from tests.kube.adapter_support import eventually, on
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from starburst.adapters.db.engine import create_engine
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore, create_schema
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
 from starburst.predictor.estimator import DECLARED, FallbackEstimator, ModelEstimator
 from starburst.predictor.store import (
     MODEL_NAME,

@@ -15,11 +15,11 @@ import httpx
 import pytest
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import Role
 from starburst.adapters.db.store import SqlStore
 from starburst.api import create_app
 from starburst.api.limits import MAX_BODY_BYTES
 from starburst.core.lifecycle import JobState
+from starburst.core.records import Role
 from starburst.settings import Settings
 from tests.api.conftest import LiveServer
 from tests.support.postgres import drop_database, fresh_database

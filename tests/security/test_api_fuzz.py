@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import Role
 from starburst.adapters.db.store import SqlStore
 from starburst.api import create_app
+from starburst.core.records import Role
 from starburst.settings import Settings
 from tests.support.apifuzz import fuzz
 

@@ -27,8 +27,8 @@ import pytest
 from sqlalchemy import make_url
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import Role
 from starburst.adapters.db.store import SqlStore
+from starburst.core.records import Role
 from tests.support.postgres import ThrowawayPostgres, find_bindir, required
 from tests.support.waiting import wait_for
 

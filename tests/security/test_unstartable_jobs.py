@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import DEGRADED_AFTER, Controller
 from starburst.controller.wiring import build_cloud, build_cluster
 from starburst.core.capacity import Part
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
 from tests.support.waiting import wait_for

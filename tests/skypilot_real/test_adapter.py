@@ -14,7 +14,6 @@ from types import ModuleType
 import httpx
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.adapters.skypilot import SkyPilotCloud
@@ -24,6 +23,7 @@ from starburst.controller.serve import probes_app
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import CloudHandle, CloudStatus
+from starburst.core.records import JobSpec
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
 from tests.api.conftest import LiveServer

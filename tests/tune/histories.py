@@ -8,13 +8,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from starburst.adapters.db.records import CloudLaunch, CostEntry, JobSpec
 from starburst.adapters.db.tuning import TuningRecords
 from starburst.core.capacity import uniform_nodes
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
+from starburst.core.records import CloudLaunch, CostEntry, JobSpec
 from starburst.sim.engine import simulate
 from starburst.sim.synthetic import Workload, generate
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.controller.metrics import ControllerMetrics
 from starburst.core.capacity import Node
 from starburst.core.job import Job
 from starburst.core.ports import Estimate
+from starburst.core.records import JobSpec
 from starburst.settings import Settings
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster

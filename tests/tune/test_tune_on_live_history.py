@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db.records import JobSpec
 from starburst.adapters.db.tuning import TuningRecords
 from starburst.core.capacity import uniform_nodes
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
 from starburst.sim.shape import load_shape
 from starburst.sim.trace import load_trace
 from tests.builders import run_cli

@@ -21,8 +21,9 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
+from starburst.core.records import StaleLeader
+
 from .models import LeaderTermRow, table
-from .records import StaleLeader
 
 T = TypeVar("T")
 

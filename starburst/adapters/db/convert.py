@@ -17,8 +17,7 @@ from typing import Any
 
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
-
-from .records import (
+from starburst.core.records import (
     CloudLaunch,
     HistoryJob,
     JobEvent,

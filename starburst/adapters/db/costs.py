@@ -31,12 +31,12 @@ import sqlalchemy as sa
 from starburst.core.billing import MICRO
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import TERMINAL
+from starburst.core.records import CostEntry, CostTotal, JobNotFound, StoredJob
 
 from .base import StoreBase, chunks, in_chunks
 from .convert import from_micros, to_epoch, to_micros, to_stored_job, to_time
 from .engine import run
 from .models import CostEntryRow, JobRow, table
-from .records import CostEntry, CostTotal, JobNotFound, StoredJob
 
 COSTS = table(CostEntryRow)
 JOBS = table(JobRow)

@@ -21,12 +21,7 @@ import sqlalchemy as sa
 
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
-
-from .base import StoreBase, chunks, in_chunks
-from .convert import spec_columns, to_event, to_stored_job, to_time
-from .engine import run
-from .models import JobEventRow, JobRow, TeamRow, UserRow, table
-from .records import (
+from starburst.core.records import (
     DuplicateJob,
     JobEvent,
     JobNotFound,
@@ -35,6 +30,11 @@ from .records import (
     StoredJob,
     Submission,
 )
+
+from .base import StoreBase, chunks, in_chunks
+from .convert import spec_columns, to_event, to_stored_job, to_time
+from .engine import run
+from .models import JobEventRow, JobRow, TeamRow, UserRow, table
 
 JOBS = table(JobRow)
 EVENTS = table(JobEventRow)

@@ -17,12 +17,12 @@ from collections.abc import Mapping, Sequence
 import sqlalchemy as sa
 
 from starburst.core.lifecycle import JobState
+from starburst.core.records import HistoryJob, JobNotFound, ModelVersion, Prediction
 
 from .base import StoreBase, chunks, new_id
 from .convert import to_history, to_model_version, to_prediction, to_time
 from .engine import run
 from .models import JobRow, ModelVersionRow, PredictionRow, table
-from .records import HistoryJob, JobNotFound, ModelVersion, Prediction
 
 JOBS = table(JobRow)
 PREDICTIONS = table(PredictionRow)

@@ -16,12 +16,12 @@ import sqlalchemy as sa
 
 from starburst.core.capacity import Part, Placement
 from starburst.core.errors import ConfigError
+from starburst.core.records import CloudLaunch, JobNotFound
 
 from .base import StoreBase, T, new_id
 from .convert import launch_columns, maybe_time, to_launch, to_time
 from .engine import run
 from .models import CloudLaunchRow, JobRow, PlacementRow, table
-from .records import CloudLaunch, JobNotFound
 
 PLACEMENTS = table(PlacementRow)
 LAUNCHES = table(CloudLaunchRow)

@@ -23,13 +23,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from starburst.core.lifecycle import ALLOWED, JobState, check_transition
+from starburst.core.records import JobNotFound, Move, Moved, StaleVersion, StoredJob
 
 from .base import StoreBase, chunks, in_chunks
 from .convert import to_epoch, to_stored_job, to_time
 from .costs import COSTS, onprem_usage_row
 from .engine import run
 from .jobs import EVENTS, JOBS
-from .records import JobNotFound, Move, Moved, StaleVersion, StoredJob
 
 _STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
 

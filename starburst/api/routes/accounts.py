@@ -18,7 +18,6 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Response
 
 from starburst.adapters.db.holds import BudgetState, budget_states
-from starburst.adapters.db.records import Role
 from starburst.api.deps import AdminDep, CallerDep, ContextDep
 from starburst.api.schemas.accounts import (
     BudgetIn,
@@ -32,6 +31,7 @@ from starburst.api.schemas.accounts import (
     WhoAmI,
 )
 from starburst.api.schemas.fields import INT64_MAX
+from starburst.core.records import Role
 
 router = APIRouter(prefix="/v1", tags=["accounts"])
 CENT = Decimal("0.01")

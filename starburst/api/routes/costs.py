@@ -22,7 +22,6 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 
 from starburst.adapters.db.holds import budget_states
-from starburst.adapters.db.records import Principal, Role
 from starburst.api import finance
 from starburst.api.context import ApiContext
 from starburst.api.deps import CallerDep, ContextDep
@@ -30,6 +29,7 @@ from starburst.api.routes.accounts import budget_out
 from starburst.api.schemas.accounts import BudgetOut
 from starburst.api.schemas.costs import CostReport, CostTotal, Savings, UnpricedJob
 from starburst.core.errors import ConfigError
+from starburst.core.records import Principal, Role
 from starburst.savings import compare_with_no_wait, fraction_saved
 
 router = APIRouter(prefix="/v1/costs", tags=["costs"])

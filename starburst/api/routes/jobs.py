@@ -24,14 +24,6 @@ from fastapi import APIRouter, Header, HTTPException, Query, Response
 from fastapi.responses import PlainTextResponse
 
 from starburst.adapters.db.holds import team_holds
-from starburst.adapters.db.records import (
-    JobEvent,
-    JobNotFound,
-    Principal,
-    Role,
-    StaleVersion,
-    StoredJob,
-)
 from starburst.api import ceilings
 from starburst.api.context import ApiContext
 from starburst.api.deps import CallerDep, ContextDep, is_privileged
@@ -51,6 +43,14 @@ from starburst.core.duration import precise
 from starburst.core.failure import cause_of, exit_code_in
 from starburst.core.job import cloud_blocker
 from starburst.core.lifecycle import JobState
+from starburst.core.records import (
+    JobEvent,
+    JobNotFound,
+    Principal,
+    Role,
+    StaleVersion,
+    StoredJob,
+)
 from starburst.core.state_filter import parse_states
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])

@@ -15,13 +15,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from starburst.adapters.db.records import Principal, StoredJob
 from starburst.adapters.db.store import SqlStore
 from starburst.api.deps import CallerDep, ContextDep, is_privileged
 from starburst.api.schemas.jobs import when
 from starburst.api.schemas.queue import QueueEntry, QueueView
 from starburst.core.duration import precise
 from starburst.core.lifecycle import JobState
+from starburst.core.records import Principal, StoredJob
 
 router = APIRouter(prefix="/v1/queue", tags=["jobs"])
 

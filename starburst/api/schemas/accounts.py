@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from starburst.adapters.db.records import Role
 from starburst.api.schemas.fields import MAX_EXPIRES_S, AccountName, Label128, Label256, Money
+from starburst.core.records import Role
 
 Name = AccountName
 

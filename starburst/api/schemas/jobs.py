@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from starburst.adapters.db.records import JobEvent, JobSpec, StoredJob
 from starburst.api.schemas.fields import (
     MAX_CPUS,
     MAX_GPUS,
@@ -33,6 +32,7 @@ from starburst.api.schemas.fields import (
     WholeNumber,
 )
 from starburst.core.lifecycle import JobState
+from starburst.core.records import JobEvent, JobSpec, StoredJob
 from starburst.core.time_limit import TIME_LIMIT
 
 Name = Annotated[str, Field(min_length=1, max_length=256)]

@@ -9,9 +9,9 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from starburst.adapters.db.engine import DatabaseUnavailable, create_engine
-from starburst.adapters.db.records import JobSpec, StaleVersion
 from starburst.core.errors import StarburstError, TransientError
 from starburst.core.lifecycle import IllegalTransition, JobState
+from starburst.core.records import JobSpec, StaleVersion
 
 
 class SimulatedCrash(Exception):

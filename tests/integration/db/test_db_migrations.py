@@ -75,7 +75,7 @@ def test_cli_upgrade_current_downgrade(tmp_path, capsys) -> None:  # type: ignor
 
 
 def test_job_events_are_append_only(store, engine) -> None:  # type: ignore[no-untyped-def]
-    from starburst.adapters.db.records import JobSpec
+    from starburst.core.records import JobSpec
 
     job_id = store.submit(JobSpec(gpus=1)).job.id
     for statement in ("UPDATE job_events SET reason = 'rewritten'", "DELETE FROM job_events"):

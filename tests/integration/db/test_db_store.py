@@ -6,7 +6,10 @@ from decimal import Decimal
 
 import pytest
 
-from starburst.adapters.db.records import (
+from starburst.core.capacity import Part
+from starburst.core.errors import ConfigError, PermanentError
+from starburst.core.lifecycle import IllegalTransition, JobState
+from starburst.core.records import (
     CloudLaunch,
     CostEntry,
     DuplicateJob,
@@ -18,9 +21,6 @@ from starburst.adapters.db.records import (
     StaleLeader,
     StaleVersion,
 )
-from starburst.core.capacity import Part
-from starburst.core.errors import ConfigError, PermanentError
-from starburst.core.lifecycle import IllegalTransition, JobState
 
 DAY = 86_400.0
 

@@ -6,11 +6,11 @@ from decimal import Decimal
 
 import pytest
 
-from starburst.adapters.db.records import CloudLaunch, CostEntry, JobSpec
 from starburst.adapters.db.tuning import TuningRecords
 from starburst.core.capacity import Node, Part
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind
+from starburst.core.records import CloudLaunch, CostEntry, JobSpec
 from starburst.core.setting import PolicySetting
 
 T0 = 1_780_000_000.0

@@ -1,4 +1,6 @@
-"""Values the store takes and returns: frozen dataclasses, never ORM rows.
+"""The vocabulary every layer shares: the values a store takes and returns (frozen
+dataclasses, never ORM rows) and the store's errors. They live in the core so the API, CLI,
+controller and predictor name them without reaching into an adapter.
 
 Jobs leave the store as ``StoredJob`` (a core ``Job`` plus its lifecycle state and
 bookkeeping); everything else has its own small record. Times are seconds since the epoch
