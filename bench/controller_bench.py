@@ -210,7 +210,7 @@ def latency_bench(samples: int) -> None:
     import httpx
     import uvicorn
 
-    from starburst.controller.serve import server_app
+    from starburst.api.serve import server_app
     from starburst.controller.wiring import build_controller
     from starburst.settings import Settings
 

@@ -31,7 +31,7 @@ def server(
     host: HostOption = None,
 ) -> None:
     """Controller and REST API in one process (the simple default)."""
-    from starburst.controller.serve import run
+    from starburst.api.serve import run
 
     run(_settings(config, api_port=port, api_host=host), "server")
 
@@ -41,7 +41,7 @@ def controller(
     port: Annotated[int | None, Opt(help="Port of /healthz, /readyz and /metrics")] = None,
 ) -> None:
     """The controller alone, with its probes and metrics (for deployments)."""
-    from starburst.controller.serve import run
+    from starburst.api.serve import run
 
     run(_settings(config, api_port=port), "controller")
 
@@ -52,7 +52,7 @@ def api(
     host: HostOption = None,
 ) -> None:
     """The REST API alone (for deployments with separate controller replicas)."""
-    from starburst.controller.serve import run
+    from starburst.api.serve import run
 
     run(_settings(config, api_port=port, api_host=host), "api")
 

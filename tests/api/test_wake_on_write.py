@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI, HTTPException
 
-from starburst.controller.serve import WakeOnWrite
+from starburst.api.serve import WakeOnWrite
 
 
 def test_a_successful_post_wakes_the_scheduler_and_nothing_else_does(

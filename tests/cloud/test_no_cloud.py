@@ -13,8 +13,8 @@ from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.adapters.skypilot import Backoff, SkyPilotCloud
 from starburst.adapters.skypilot.outcomes import NO_CLOUD
+from starburst.api.serve import server_app
 from starburst.controller.daemon import Controller
-from starburst.controller.serve import server_app
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import CloudStatus

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from starburst.controller.serve import warn_if_insecure
+from starburst.api.serve import warn_if_insecure
 from starburst.settings import SettingsError, is_loopback, load_settings
 
 
