@@ -9,14 +9,35 @@ loop (a cloud launch returns a handle at once and later passes poll it); adapter
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from starburst.core.capacity import CapacityIndex, Placement
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
+from starburst.core.records import (
+    CloudLaunch,
+    CostEntry,
+    CostTotal,
+    HistoryJob,
+    IssuedToken,
+    JobEvent,
+    JobSpec,
+    ModelVersion,
+    Move,
+    Moved,
+    Prediction,
+    Principal,
+    QueuePage,
+    Role,
+    StoredJob,
+    Submission,
+    TeamBudget,
+    User,
+)
 
 
 class Clock(Protocol):
@@ -137,14 +158,116 @@ class RuntimeEstimator(Protocol):
     def estimate(self, jobs: Sequence[Job]) -> list[Estimate]: ...
 
 
-@runtime_checkable
-class Store(Protocol):
-    """The durable record of decisions, in core terms (PostgreSQL/SQLite implement it).
+# ---- the store ---------------------------------------------------------------------------
+# The durable record of jobs, money, accounts and models, split by concept so each user names
+# only what it needs. ``SqlStore`` (PostgreSQL, SQLite) and ``MemoryStore`` implement all of
+# them and pass one contract suite (``tests/contract/test_store_contract.py``).
+#
+# Shared rules: times are epoch seconds and a write without ``at=`` is stamped by the store's
+# clock; money is ``Decimal`` kept exactly to the micro-unit (1e-6); a write carrying a
+# ``fencing_token`` older than the current leader's raises ``StaleLeader`` and changes
+# nothing; every method is one transaction (all of its writes or none).
 
-    Submissions, the queue, launches and the cost ledger carry store-specific records and are
-    part of the store's own typed API; what every scheduler needs is here: transitions through
-    the one lifecycle table with the leader's fencing token, placements, and a change feed.
+#: One row of ``Ledger.ledger_totals_after``: team, location, source, currency, micro-units
+#: of money and GPU-hours.
+LedgerTotalRow = tuple[str | None, str, str, str, int, float]
+
+
+class JobStore(Protocol):
+    """Jobs: idempotent submission, reads, the queue, state changes and placements.
+
+    Contract:
+    - A job is created in ``submitted`` with ``version`` 1 and a ``submitted`` event; an
+      ``idempotency_key`` already known returns the existing job (``created`` False); a given
+      id that exists raises ``DuplicateJob`` and keeps nothing of the batch.
+    - Every state change goes through ``core.lifecycle``'s one table, bumps ``version`` by
+      one and appends one event. Entering ``running_onprem``/``running_cloud`` sets
+      ``started_at`` and ``ran_on``; ``bursting`` sets ``ran_on`` to ``cloud``; re-entering
+      ``queued`` after a run (Star-Wait) re-stamps ``queued_at`` and clears ``started_at`` and
+      ``ran_on``; a terminal state sets ``ended_at`` and the measured ``runtime``. A job
+      leaving ``running_onprem`` has its run entered in the ledger (source ``onprem``).
+    - The queue is FIFO on (``queued_at``, id) and paged by an opaque cursor that stays valid
+      under concurrent inserts; a malformed cursor or a limit below 1 is a ``ConfigError``.
+    - Unknown ids raise ``JobNotFound`` (reads of many ids leave unknown ones out instead).
     """
+
+    def submit(
+        self,
+        spec: JobSpec,
+        *,
+        idempotency_key: str | None = None,
+        actor: str | None = None,
+        at: float | None = None,
+    ) -> Submission:
+        """Store a new job in ``submitted``; a known ``idempotency_key`` returns its job.
+        Its user and team are created if new."""
+        ...
+
+    def submit_many(
+        self,
+        items: Sequence[JobSpec | tuple[JobSpec, str | None]],
+        *,
+        actor: str | None = None,
+        at: float | None = None,
+    ) -> list[Submission]:
+        """Submit a batch at once (all or nothing); results in input order. A key repeated
+        inside the batch makes one job, ``created`` at its first position only."""
+        ...
+
+    def submit_batch(
+        self,
+        items: Sequence[tuple[JobSpec, str | None, str | None]],
+        *,
+        at: float | None = None,
+    ) -> list[Submission]:
+        """``submit_many`` with an actor per item: ``(spec, idempotency_key, actor)``."""
+        ...
+
+    def get(self, job_id: str) -> StoredJob: ...
+
+    def lookup(
+        self, text: str, *, owner: str, everyone: bool = False, limit: int = 10
+    ) -> list[StoredJob]:
+        """Jobs whose id starts with ``text`` (``owner``'s only unless ``everyone``) or
+        ``owner``'s jobs named ``text``; oldest queued first, at most ``limit``."""
+        ...
+
+    def states_of(self, job_ids: Iterable[str]) -> dict[str, JobState]:
+        """The state of each known id of ``job_ids`` (unknown ids are left out)."""
+        ...
+
+    def find_by_key(self, idempotency_key: str) -> StoredJob | None: ...
+
+    def queue(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        states: Sequence[JobState] = (JobState.QUEUED,),
+        user: str | None = None,
+        team: str | None = None,
+        name: str | None = None,
+    ) -> QueuePage:
+        """One page of the jobs in ``states``, FIFO; ``user``/``team`` match exactly and
+        ``name`` is a case-insensitive shell glob (``sweep-*``, ``?``)."""
+        ...
+
+    def events(self, job_id: str) -> list[JobEvent]:
+        """The job's events, oldest first (an unknown job has none)."""
+        ...
+
+    def last_event_id(self) -> int:
+        """The position of the newest event in the change feed (0 when there is none)."""
+        ...
+
+    def state_changes(
+        self, after_id: int, limit: int = 10_000
+    ) -> tuple[list[tuple[str, JobState]], int]:
+        """Up to ``limit`` (job id, new state) changes after position ``after_id``, oldest
+        first, and the position of the last one returned (``after_id`` if none)."""
+        ...
+
+    def count(self, state: JobState) -> int: ...
 
     def transition(
         self,
@@ -157,8 +280,50 @@ class Store(Protocol):
         expected_version: int | None = None,
         at: float | None = None,
         wait_budget: float | None = None,
-    ) -> object:
-        """Move a job; raises ``IllegalTransition`` (and a stale-leader error) unchanged."""
+    ) -> StoredJob:
+        """Move one job and return it as it now is; raises ``JobNotFound``, ``StaleLeader``,
+        ``StaleVersion`` (``expected_version`` is not the job's) or ``IllegalTransition``,
+        and then changes nothing."""
+        ...
+
+    def transition_many(
+        self,
+        moves: Sequence[Move],
+        to_state: JobState,
+        *,
+        actor: str,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> Moved:
+        """Move a batch at once; a job that is unknown, named twice or whose state no longer
+        allows the move is skipped and named, the others move. Raises only ``StaleLeader``
+        (then nothing changes), never ``IllegalTransition``."""
+        ...
+
+    def claim(
+        self,
+        to_state: JobState,
+        *,
+        limit: int,
+        reason: str,
+        actor: str,
+        from_state: JobState = JobState.QUEUED,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> list[StoredJob]:
+        """Move up to ``limit`` jobs from the head of ``from_state``'s FIFO to ``to_state``;
+        concurrent claimers get disjoint sets. ``IllegalTransition`` if the move never is."""
+        ...
+
+    def set_estimates(
+        self,
+        job_id: str,
+        *,
+        predicted_runtime: float | None = None,
+        wait_budget: float | None = None,
+    ) -> None:
+        """Record the estimate and wait budget the policy uses; not a state change (the
+        version stays); None leaves a field as it is."""
         ...
 
     def record_placement(
@@ -168,14 +333,219 @@ class Store(Protocol):
         *,
         fencing_token: int | None = None,
         at: float | None = None,
-    ) -> int: ...
+    ) -> int:
+        """Record where a job starts on-prem; returns the attempt number (1, 2, ...)."""
+        ...
 
-    def placement(self, job_id: str) -> Placement: ...
+    def placement(self, job_id: str) -> Placement:
+        """The job's latest placement, parts in order (empty if never placed)."""
+        ...
 
-    def count(self, state: JobState) -> int: ...
 
-    def last_event_id(self) -> int: ...
+class Ledger(Protocol):
+    """Where money went: cloud launches and metered cost entries, and the reports on them.
 
-    def state_changes(
-        self, after_id: int, limit: int = 10_000
-    ) -> tuple[list[tuple[str, JobState]], int]: ...
+    Contract:
+    - A launch gets its ``id`` when recorded; updates fill in fields and never clear one;
+      ``ended_at`` set means it bills no more (it leaves ``launches(active=True)``).
+    - Cost entries are idempotent per (job, source, start): a re-sent interval is ignored.
+      An entry takes its job's user, team, project (``extra["project"]``) and, unless it
+      names one, GPU type at the time it is recorded.
+    - Reports cover entries whose start is in ``[since, until)``, grouped by any of
+      ``team user project label cloud region location gpu_type source job day week month``
+      (UTC; a week is named by its Monday) and by currency, sorted by key then currency.
+      ``location`` is ``cloud:region`` or ``cloud``. On-prem entries add GPU-hours to
+      ``onprem_gpu_hours`` (priced at ``rates`` into ``onprem_amount``), not to money.
+    """
+
+    def record_launch(
+        self, launch: CloudLaunch, *, fencing_token: int | None = None
+    ) -> CloudLaunch:
+        """Store a launch of a known job (``JobNotFound`` otherwise); returns it with its id."""
+        ...
+
+    def update_launch(
+        self,
+        launch_id: int,
+        *,
+        status: str | None = None,
+        request_id: str | None = None,
+        cloud_job_id: str | None = None,
+        started_at: float | None = None,
+        ended_at: float | None = None,
+    ) -> CloudLaunch:
+        """Fill in what polling learned (None keeps a field); ``ConfigError`` if unknown."""
+        ...
+
+    def launches(self, job_id: str | None = None, *, active: bool = False) -> list[CloudLaunch]:
+        """Launches of one job (or all) in the order recorded; ``active``: not yet ended."""
+        ...
+
+    def record_costs(self, entries: Sequence[CostEntry]) -> None:
+        """Record metered entries at once; ``JobNotFound`` for an unknown job and
+        ``ConfigError`` for an interval ending before it starts (then nothing is kept)."""
+        ...
+
+    def cost_report(
+        self,
+        since: float,
+        until: float,
+        by: Sequence[str] = ("team",),
+        *,
+        team: str | None = None,
+        user: str | None = None,
+        cloud: str | None = None,
+        project: str | None = None,
+        job: str | None = None,
+        source: str | None = None,
+        rates: Mapping[str, float] | None = None,
+    ) -> list[CostTotal]:
+        """Totals over ``[since, until)`` (see the class docstring); filters narrow the
+        entries first; ``rates`` are $/GPU-hour per GPU type, case-insensitive, ``*`` for
+        any other. An unknown key is a ``ConfigError``."""
+        ...
+
+    def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[int | None, Decimal]]:
+        """Money metered per job and launch id (None: entries of no launch), over all time,
+        on-prem entries left out; jobs without entries are absent."""
+        ...
+
+    def ledger_totals_after(self, after_id: int) -> tuple[int, list[LedgerTotalRow]]:
+        """Entries recorded after position ``after_id`` summed by team, location, source and
+        currency, and the new position (``after_id`` when nothing is new)."""
+        ...
+
+    def ended_jobs(self, since: float, until: float) -> list[StoredJob]:
+        """Jobs in a final state that ended in ``[since, until)``, oldest end first."""
+        ...
+
+
+class Accounts(Protocol):
+    """Users, teams, API tokens, team budgets and budget alerts.
+
+    Contract: a token's secret is returned once and never stored; a revoked or expired token
+    authenticates nobody; its last use is noted at most once a minute. A budget is a monthly
+    cloud limit (never negative: ``ConfigError``); an alert is claimed once per (team, month,
+    threshold).
+    """
+
+    def ensure_team(self, name: str, *, at: float | None = None) -> None: ...
+
+    def save_user(
+        self,
+        name: str,
+        *,
+        team: str | None = None,
+        email: str | None = None,
+        at: float | None = None,
+    ) -> User:
+        """Create the user, or set their team and e-mail; ``ConfigError`` for a blank name."""
+        ...
+
+    def user(self, name: str) -> User | None: ...
+
+    def issue_token(
+        self,
+        user: str,
+        role: Role,
+        *,
+        label: str | None = None,
+        expires_at: float | None = None,
+        at: float | None = None,
+        secret: str | None = None,
+    ) -> IssuedToken:
+        """A new token for an existing user (``ConfigError`` otherwise). ``secret`` registers
+        one chosen outside: ``sb_`` and 32+ characters, else ``ConfigError``."""
+        ...
+
+    def authenticate(self, secret: str, *, at: float | None = None) -> Principal | None:
+        """Who holds this secret, if it is a live token."""
+        ...
+
+    def revoke_token(self, token_id: int, *, at: float | None = None) -> bool:
+        """Revoke a token; False if there is no such live token."""
+        ...
+
+    def set_team_budget(
+        self,
+        team: str,
+        monthly_limit: Decimal,
+        *,
+        currency: str = "USD",
+        at: float | None = None,
+    ) -> TeamBudget: ...
+
+    def team_budgets(self) -> list[TeamBudget]:
+        """Every team's budget, by team name."""
+        ...
+
+    def team_budget(self, team: str) -> TeamBudget | None: ...
+
+    def claim_budget_alert(
+        self, team: str, month: str, threshold: float, spent: Decimal, *, at: float | None = None
+    ) -> bool:
+        """True only for the first claim of (team, month, threshold to the permille)."""
+        ...
+
+    def budget_alerts(self, month: str) -> dict[str, list[float]]:
+        """The thresholds each team crossed in ``month`` (``YYYY-MM``), ascending."""
+        ...
+
+
+class ModelRegistry(Protocol):
+    """What the runtime predictor learns from and writes: history, predictions, models.
+
+    Contract: ``history`` holds only jobs with a start and an end, so every runtime is a
+    measured one, oldest end first (then id). Recording a prediction sets the job's
+    ``predicted_runtime`` (what ``StoredJob.job.estimate`` reads). At most one version per
+    model name is active; registering an active version retires the previous one.
+    """
+
+    def history(
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int | None = None,
+        states: Sequence[JobState] = (JobState.SUCCEEDED,),
+    ) -> list[HistoryJob]:
+        """Finished jobs in ``states`` (optionally ended in ``[since, until)``; ``limit``
+        keeps the most recent), oldest end first."""
+        ...
+
+    def record_predictions(self, predictions: Sequence[Prediction]) -> None:
+        """Store predictions (``JobNotFound`` for an unknown job; the last one per job sets
+        its ``predicted_runtime``)."""
+        ...
+
+    def predictions(self, job_id: str) -> list[Prediction]:
+        """The job's predictions in the order recorded."""
+        ...
+
+    def register_model(
+        self,
+        name: str,
+        version: str,
+        *,
+        trained_on: int,
+        metrics: Mapping[str, float] | None = None,
+        artifact_uri: str | None = None,
+        activate: bool = True,
+        at: float | None = None,
+    ) -> ModelVersion: ...
+
+    def active_model(self, name: str) -> ModelVersion | None: ...
+
+    def model_versions(self, name: str) -> list[ModelVersion]:
+        """Every version of ``name`` in the order registered."""
+        ...
+
+
+@runtime_checkable
+class Store(JobStore, Ledger, Accounts, ModelRegistry, Protocol):
+    """The whole store, for the composition roots that hand its parts out (the API, the
+    controller's wiring, the CLI's admin verbs)."""
+
+    def close(self) -> None:
+        """Release connections; the store is not used afterwards."""
+        ...

@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from starburst.core.billing import MICRO
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import TERMINAL
+from starburst.core.ports import LedgerTotalRow
 from starburst.core.records import CostEntry, CostTotal, JobNotFound, StoredJob
 
 from .base import StoreBase, chunks, in_chunks
@@ -212,14 +213,14 @@ class CostsStore(StoreBase):
         run(self._engine, read)
         return out
 
-    def ledger_totals_after(self, after_id: int) -> tuple[int, list[Any]]:
+    def ledger_totals_after(self, after_id: int) -> tuple[int, list[LedgerTotalRow]]:
         """Entries with an id above ``after_id`` summed by team, location, source and
         currency: ``(highest id read, rows of (team, location, source, currency, micros,
         gpu_hours))``; for counters that follow the ledger."""
         c = COSTS.c
         location = _columns()["location"]
 
-        def read(conn: sa.Connection) -> tuple[int, list[Any]]:
+        def read(conn: sa.Connection) -> tuple[int, list[LedgerTotalRow]]:
             top = conn.execute(sa.select(sa.func.max(c.id))).scalar()
             if top is None or int(top) <= after_id:
                 return after_id, []
@@ -235,7 +236,10 @@ class CostsStore(StoreBase):
                 .where(c.id > after_id, c.id <= top)
                 .group_by(c.team_name, location, c.source, c.currency)
             )
-            return int(top), [tuple(r) for r in conn.execute(query)]
+            return int(top), [
+                (team, where, source, currency, int(micros or 0), float(hours or 0.0))
+                for team, where, source, currency, micros, hours in conn.execute(query)
+            ]
 
         return run(self._engine, read)
 

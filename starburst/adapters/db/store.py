@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
-from starburst.core.ports import Store
+from starburst.core.ports import Accounts, JobStore, Ledger, ModelRegistry, Store
 
 from .accounts import AccountsStore
 from .base import Clock
@@ -57,5 +57,6 @@ def create_schema(engine: Engine) -> None:
         Base.metadata.create_all(engine)
 
 
-def _implements_the_core_port(store: SqlStore) -> Store:
-    return store  # mypy checks, structurally, that SqlStore is the core's Store
+def _implements_the_core_ports(store: SqlStore) -> tuple[JobStore, Ledger, Accounts, ModelRegistry]:
+    whole: Store = store  # mypy checks, structurally, that SqlStore is every store port
+    return whole, whole, whole, whole
