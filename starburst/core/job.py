@@ -16,6 +16,9 @@ Terms:
   node whole pods. ``None`` (trace jobs, the paper's model): any split of the GPUs is allowed.
 - *env*: extra environment variables for the job's command, ``extra["env"]``, a JSON object
   of strings (``job_env`` parses it for every backend; a malformed one is a ``PermanentError``).
+- *after*: the jobs this one waits for before it enters the queue; *array* and
+  *array_limit*: the array it belongs to and how many of its elements may run at once
+  (``starburst.core.dependencies`` defines both; a job with either is *gated*).
 - *cloud blocker*: ``extra["cloud_blocker"]``, why the job cannot run in a cloud, set by the
   cluster adapter that knows (a Kubernetes pod template with several containers, env from a
   Secret, a persistent volume...). Such a job never bursts: it waits for room on-prem, and
@@ -32,6 +35,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from starburst.core.dependencies import Dependency
 from starburst.core.errors import PermanentError
 
 #: the standard normal's 90th percentile: a p10–p90 band is ±Z90 σ in log space
@@ -60,6 +64,9 @@ class Job:
     extra: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
     estimate_low: float | None = None
     estimate_high: float | None = None
+    after: tuple[Dependency, ...] = ()
+    array: str | None = None
+    array_limit: int | None = None
 
     @property
     def believed_runtime(self) -> float:

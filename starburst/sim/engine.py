@@ -1,11 +1,12 @@
 """The event loop: jump to the next event, finish, pass, apply — the controller's cycle on a
 simulated clock.
 
-Events are arrivals, on-prem completions, wait-budget expiries and Star-Wait pull-backs. At
-each event time the engine (1) collects jobs that ended by then (freeing GPUs), (2) turns
-pull-backs and arrivals due by then into queue entries, (3) calls ``schedule_pass`` — which
-bursts expired budgets before it schedules, as DESIGN.md orders — and (4) applies the
-decisions through the in-memory cluster and cloud ports.
+Events are arrivals, on-prem completions, wait-budget expiries, Star-Wait pull-backs and the
+cloud ends that held jobs wait for. At each event time the engine (1) collects jobs that
+ended by then (freeing GPUs), (2) turns pull-backs, arrivals and held jobs the gate releases
+(``sim.gating``: dependencies, array throttles) into queue entries, (3) calls
+``schedule_pass`` — which bursts expired budgets before it schedules, as DESIGN.md orders —
+and (4) applies the decisions through the in-memory cluster and cloud ports.
 
 Invariants: time never goes backwards; all heaps break ties with a sequence number or the
 job id, so a trace and a seed always give the same outcomes; a job ends exactly once.
@@ -28,6 +29,7 @@ from starburst.core.star import pull_back_at, pull_back_reason, requeue
 from starburst.sim.clock import SimClock
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
+from starburst.sim.gating import Gatekeeper
 from starburst.sim.report import JobOutcome, SimResult
 
 
@@ -99,6 +101,7 @@ class Simulation:
         self._arrivals = sorted(jobs, key=lambda j: (j.submit_time, j.id))
         if len({j.id for j in jobs}) != len(jobs):
             raise ConfigError("job ids must be unique within a trace")
+        self._gate = Gatekeeper(jobs)
         self._tracks: dict[str, _Track] = {}
         self._queue: list[QueuedJob] = []
         self._deadlines: list[tuple[float, str]] = []
@@ -121,8 +124,10 @@ class Simulation:
             while i < n and arrivals[i].submit_time <= t:
                 job = arrivals[i]
                 self._tracks[job.id] = _Track(job)
-                fresh.append(admit(job, self.config.policy, t))
+                if self._gate.arrive(job):
+                    fresh.append(admit(job, self.config.policy, t))
                 i += 1
+            fresh += [admit(job, self.config.policy, t) for job in self._gate.release(t)]
             self._step(t, fresh)
         if len(self._outcomes) != n:
             lost = sorted(self._tracks)[:5]
@@ -150,7 +155,7 @@ class Simulation:
             t = deadlines[0][0]
         if self._pullbacks and self._pullbacks[0][0] < t:
             t = self._pullbacks[0][0]
-        return t
+        return min(t, self._gate.next_event(self.clock.now()))
 
     def _pulled_back(self, t: float) -> list[QueuedJob]:
         fresh = []
@@ -212,6 +217,7 @@ class Simulation:
         self._record(track, "onprem", track.started_at, at)
 
     def _record(self, track: _Track, where: str, start: float, end: float) -> None:
+        self._gate.ended(track.job.id, end, self.clock.now())
         if track.pulled_back:
             where = f"cloud+{where}"
         self._outcomes.append(

@@ -6,6 +6,10 @@ event, and finished jobs are found by scanning everything that runs — the cost
 published artifact's simulator (queue length × running jobs per event). It exists for two
 reasons: differential tests check that the fast engine makes exactly the same decisions on
 random traces, and ``bench/sim_speed.py`` uses it as the in-process baseline.
+
+Dependencies and array throttles (``core.dependencies``) are re-derived from the outcomes
+decided so far: a job is released once every job it waits for has an outcome that ended by
+now, and while fewer than its array's limit of admitted elements have not ended.
 """
 
 from __future__ import annotations
@@ -98,9 +102,36 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
         empty = [n.gpus if n.schedulable else 0 for n in nodes]
         return _place(job, nodes, empty, [n.cpus for n in nodes], best_fit) is None
 
-    while pending or running or queue or pullbacks:
+    held: list[Job] = []
+    admitted: list[Job] = []  # throttled array elements that entered the queue
+    t = -math.inf
+
+    def ended_by(job_id: str, when: float) -> bool:
+        return job_id in out and out[job_id].end <= when
+
+    def busy(array: str | None, when: float) -> list[str]:
+        return [j.id for j in admitted if j.array == array and not ended_by(j.id, when)]
+
+    def free_at(job: Job) -> float | None:
+        """The earliest time the job could be released, as far as outcomes tell yet."""
+        ends = [out[d.job_id].end if d.job_id in out else None for d in job.after]
+        if any(e is None for e in ends):
+            return None
+        at = max([e for e in ends if e is not None], default=-math.inf)
+        if job.array_limit is not None:
+            taken = busy(job.array, max(at, t))
+            if len(taken) >= job.array_limit:
+                known = sorted(out[i].end for i in taken if i in out)
+                extra = len(taken) - job.array_limit
+                if len(known) <= extra:
+                    return None
+                at = max(at, known[extra])
+        return max(at, t)
+
+    while pending or running or queue or pullbacks or held:
         candidates = [e[3] for e in queue if math.isfinite(e[3])]
         candidates += [r[0] for r in running] + [p[0] for p in pullbacks]
+        candidates += [a for a in map(free_at, held) if a is not None]
         if pending:
             candidates.append(pending[0].submit_time)
         t = min(candidates)
@@ -123,7 +154,16 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
             budget = policy.star_requeue_budget(job, at)
             arrived.append((at, job.id, job, at + budget))
         while pending and pending[0].submit_time <= t:
-            job = pending.pop(0)
+            held.append(pending.pop(0))
+        held.sort(key=lambda j: (j.submit_time, j.id))
+        for job in list(held):
+            deps_met = all(ended_by(d.job_id, t) for d in job.after)
+            limit = job.array_limit
+            if not deps_met or (limit is not None and len(busy(job.array, t)) >= limit):
+                continue
+            held.remove(job)
+            if limit is not None:
+                admitted.append(job)
             if never_fits(job):  # waiting cannot help a job the empty cluster cannot hold
                 burst(job, t)
                 continue
