@@ -5,6 +5,8 @@ on the command line, so ``starburst simulate`` never pays for SQLAlchemy or scik
 imports. ``starburst --help`` (and ``starburst`` alone) prints ``SUMMARIES``, a static copy of
 each command's first line of help, without importing typer or any command module (start-up
 in tens of milliseconds instead of hundreds); a test keeps it equal to the commands' own help.
+``starburst simulate`` with well-formed arguments skips typer too (``starburst.cli.fastpath``):
+the simulator's whole command is then the interpreter, the trace and the engine.
 Errors meant for people (``StarburstError``) print one line to stderr
 and exit 2; nothing prints a traceback for bad input.
 """
@@ -134,7 +136,24 @@ def main(argv: list[str] | None = None) -> None:
     from starburst.core.errors import StarburstError
 
     try:
-        build_app(args)(args, prog_name="starburst")
+        if not _fast_path(args):
+            build_app(args)(args, prog_name="starburst")
     except StarburstError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _fast_path(args: list[str]) -> bool:
+    """Run ``simulate`` without typer when ``starburst.cli.fastpath`` recognises its
+    arguments; False: typer runs the command (help, usage errors, unusual spellings)."""
+    if args[:1] != ["simulate"]:
+        return False
+    from starburst.cli.fastpath import parse_simulate
+
+    parsed = parse_simulate(args[1:])
+    if parsed is None:
+        return False
+    from starburst.cli.simulation import run_simulate
+
+    run_simulate(parsed)
+    return True

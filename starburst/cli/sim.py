@@ -4,62 +4,26 @@ comparison, ``synth`` a synthetic trace. All run the same decision core as the c
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
+from starburst.cli.simulation import (
+    DEFAULT,
+    MAX_GPUS_PER_NODE,
+    MAX_NODES,
+    SimulateArgs,
+    parse_queue_cap,
+    policy_kind,
+    run_simulate,
+)
 from starburst.core import defaults
 from starburst.core.errors import ConfigError
 
-#: the largest uniform cluster the simulator is asked for (a typo like --nodes 99999999999
-#: is refused at once instead of building nodes for minutes)
-MAX_NODES = 100_000
-MAX_GPUS_PER_NODE = 1024
-
-if TYPE_CHECKING:
-    from starburst.core.capacity import Node
-    from starburst.core.policy import PolicyKind
-
 Opt = typer.Option
-
-
-def policy_kind(name: str) -> PolicyKind:
-    """A policy name, or a preset's (``starburst`` is Compute-Wait; its order and queue cap
-    are the commands' defaults)."""
-    from starburst.core.policy import parse_policy
-
-    preset = defaults.PRESETS.get(name.strip().lower())
-    return preset.policy if preset is not None else parse_policy(name)
-
-
-def parse_queue_cap(text: str) -> int | None:
-    """``--queue-cap``: a position ≥ 0, or ``none`` for no cap."""
-    if text.strip().lower() in ("none", "off", ""):
-        return None
-    try:
-        cap = int(text)
-    except ValueError:
-        raise ConfigError(f"--queue-cap {text!r} is not a whole number or 'none'") from None
-    if cap < 0:
-        raise ConfigError("--queue-cap must be ≥ 0")
-    return cap
-
-
-def _nodes(
-    nodes: int | None, gpus_per_node: int | None, cpus_per_node: float, cluster: Path | None
-) -> list[Node]:
-    from starburst.sim.shape import load_shape, uniform
-
-    if cluster is not None:
-        if nodes is not None or gpus_per_node is not None:
-            raise ConfigError("give either --cluster FILE or --nodes/--gpus-per-node, not both")
-        return load_shape(cluster)
-    if nodes is None or gpus_per_node is None:
-        raise ConfigError("give --nodes and --gpus-per-node (or --cluster FILE)")
-    return uniform(nodes, gpus_per_node, cpus_per_node)
+D = DEFAULT  # the simulate defaults, shared with the fast path
 
 
 def simulate(
@@ -70,7 +34,7 @@ def simulate(
     gpus_per_node: Annotated[
         int | None, Opt(help="GPUs per node", min=0, max=MAX_GPUS_PER_NODE)
     ] = None,
-    cpus_per_node: Annotated[float, Opt(help="CPUs per node (0: not tracked)")] = 0.0,
+    cpus_per_node: Annotated[float, Opt(help="CPUs per node (0: not tracked)")] = D.cpus_per_node,
     cluster: Annotated[Path | None, Opt(help="YAML file describing heterogeneous nodes")] = None,
     policy: Annotated[
         str,
@@ -79,7 +43,7 @@ def simulate(
             "order, queue cap 30) or one of no-wait|infinite|constant|"
             "runtime|resource|compute|star|compute-expected"
         ),
-    ] = "starburst",
+    ] = D.policy,
     coefficient: Annotated[
         float | None,
         Opt(help="Policy coefficient (seconds for constant, seconds per GPU for resource/star)"),
@@ -87,13 +51,13 @@ def simulate(
     budget: Annotated[float | None, Opt(help="Waiting budget b (default 0.25)")] = None,
     out_of_order: Annotated[
         bool, Opt("--out-of-order/--in-order", help="Default: as the controller (out of order)")
-    ] = defaults.OUT_OF_ORDER,
+    ] = D.out_of_order,
     queue_cap: Annotated[
         str, Opt(help="Burst jobs beyond this queue position; 'none' for no cap")
-    ] = str(defaults.QUEUE_CAP),
-    order: Annotated[str, Opt(help="fifo|sjf|edf")] = defaults.ORDER.value,
-    placement: Annotated[str, Opt(help="first-fit|best-fit")] = "first-fit",
-    trace_format: Annotated[str, Opt("--format", help="auto|csv|philly|helios")] = "auto",
+    ] = D.queue_cap,
+    order: Annotated[str, Opt(help="fifo|sjf|edf")] = D.order,
+    placement: Annotated[str, Opt(help="first-fit|best-fit")] = D.placement,
+    trace_format: Annotated[str, Opt("--format", help="auto|csv|philly|helios")] = D.trace_format,
     status: Annotated[
         str | None,
         Opt(
@@ -101,75 +65,42 @@ def simulate(
             "comma-separated (e.g. Pass; COMPLETED,TIMEOUT)"
         ),
     ] = None,
-    price: Annotated[float, Opt(help="Cloud price per GPU-hour ($)")] = 2.5,
-    startup_delay: Annotated[float, Opt(help="Cloud start-up delay (s), added to JCT")] = 0.0,
-    estimate_error: Annotated[float, Opt(help="Relative runtime-estimate error, e.g. 0.5")] = 0.0,
-    seed: Annotated[int, Opt(help="Seed for the estimate error")] = 0,
-    as_json: Annotated[bool, Opt("--json", help="Print one JSON object")] = False,
+    price: Annotated[float, Opt(help="Cloud price per GPU-hour ($)")] = D.price,
+    startup_delay: Annotated[
+        float, Opt(help="Cloud start-up delay (s), added to JCT")
+    ] = D.startup_delay,
+    estimate_error: Annotated[
+        float, Opt(help="Relative runtime-estimate error, e.g. 0.5")
+    ] = D.estimate_error,
+    seed: Annotated[int, Opt(help="Seed for the estimate error")] = D.seed,
+    as_json: Annotated[bool, Opt("--json", help="Print one JSON object")] = D.as_json,
     per_job: Annotated[Path | None, Opt(help="Write each job's outcome to this CSV")] = None,
 ) -> None:
     """Simulate one scheduler configuration over a trace and print its cost and JCT."""
-    from starburst.core.capacity import parse_placement
-    from starburst.core.cycle import SchedulerConfig
-    from starburst.core.ordering import parse_order
-    from starburst.core.policy import WaitPolicy, calibrate
-    from starburst.sim.engine import SimOptions, perturb_estimates
-    from starburst.sim.engine import simulate as run
-    from starburst.sim.loading import load, parse_statuses
-
-    kind = policy_kind(policy)
-    cap = parse_queue_cap(queue_cap)
-    if coefficient is not None and budget is not None:
-        raise ConfigError("give either --coefficient or --budget, not both")
-    node_list = _nodes(nodes, gpus_per_node, cpus_per_node, cluster)
-    SimOptions(price, startup_delay, estimate_error, seed)  # validates the knobs up front
-    loaded = load(trace, trace_format, parse_statuses(status))
-    if loaded.skipped:
-        typer.echo(loaded.describe(), err=True)
-    jobs = perturb_estimates(loaded.jobs, estimate_error, seed)
-    if not jobs:
-        raise ConfigError(f"{trace}: the trace has no jobs")
-    coef = (
-        coefficient
-        if coefficient is not None
-        else calibrate(kind, defaults.BUDGET if budget is None else budget, jobs)
+    run_simulate(
+        SimulateArgs(
+            trace=trace,
+            nodes=nodes,
+            gpus_per_node=gpus_per_node,
+            cpus_per_node=cpus_per_node,
+            cluster=cluster,
+            policy=policy,
+            coefficient=coefficient,
+            budget=budget,
+            out_of_order=out_of_order,
+            queue_cap=queue_cap,
+            order=order,
+            placement=placement,
+            trace_format=trace_format,
+            status=status,
+            price=price,
+            startup_delay=startup_delay,
+            estimate_error=estimate_error,
+            seed=seed,
+            as_json=as_json,
+            per_job=per_job,
+        )
     )
-    config = SchedulerConfig(
-        WaitPolicy(kind, coef), out_of_order, cap, parse_order(order), parse_placement(placement)
-    )
-    started = time.perf_counter()
-    result = run(jobs, node_list, config, SimOptions(price, startup_delay, 0.0, seed))
-    elapsed = time.perf_counter() - started
-    summary = result.summary()
-    summary["coefficient"] = coef
-    summary["simulation_seconds"] = elapsed
-    if per_job is not None:
-        result.write_per_job(per_job)
-    if as_json:
-        typer.echo(json.dumps(summary, sort_keys=True))
-        return
-    _print_summary(summary, per_job)
-
-
-def _print_summary(summary: dict[str, Any], per_job: Path | None) -> None:
-    h = 3600.0
-    s = summary
-    typer.echo(f"configuration        {s['config']}")
-    typer.echo(f"jobs                 {s['jobs']} ({s['burst_jobs']} burst to the cloud)")
-    typer.echo(
-        f"cloud cost           ${s['cloud_cost_usd']:,.2f} "
-        f"({s['cloud_gpu_hours']:,.1f} GPU-h at ${s['price_per_gpu_hour']}/GPU-h)"
-    )
-    typer.echo(
-        f"JCT mean/p90/p99     {s['mean_jct_s'] / h:.3f} / {s['p90_jct_s'] / h:.3f}"
-        f" / {s['p99_jct_s'] / h:.3f} h"
-    )
-    typer.echo(f"wait mean            {s['mean_wait_s'] / h:.3f} h")
-    typer.echo(f"cluster utilisation  {summary['cluster_utilization']:.1%}")
-    typer.echo(f"offered load         {summary['offered_load']:.2f}")
-    typer.echo(f"simulated in         {summary['simulation_seconds']:.2f} s")
-    if per_job is not None:
-        typer.echo(f"per-job outcomes     {per_job}")
 
 
 def sweep(
