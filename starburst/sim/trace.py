@@ -44,7 +44,7 @@ def load_trace(path: str | Path) -> list[Job]:
     path = Path(path)
     try:
         with path.open(newline="", encoding="utf-8") as fh:
-            return _parse(str(path), csv.DictReader(fh))
+            return _parse(str(path), fh)
     except FileNotFoundError:
         raise TraceError(path, "no such trace file") from None
     except IsADirectoryError:
@@ -55,21 +55,44 @@ def load_trace(path: str | Path) -> list[Job]:
         raise TraceError(path, f"malformed CSV: {exc}") from None
 
 
-def _parse(name: str, reader: csv.DictReader[str]) -> list[Job]:
-    if reader.fieldnames is None:
+class _Columns:
+    """Where each column sits in a row (a repeated name: its last position, as a dict of the
+    row would keep), so rows are read as lists rather than built into dicts: reading the
+    paper's 8,000-job trace is then a small part of a whole ``starburst simulate``."""
+
+    def __init__(self, header: list[str]) -> None:
+        self.width = len(header)
+        where = {name: i for i, name in enumerate(header)}
+        self.index = where
+        self.numeric = [(c, where.get(c)) for c in (*REQUIRED[1:], *_NUMERIC_OPTIONAL)]
+        present = [(c, i) for c, i in self.numeric if i is not None]
+        self.present = [c for c, _ in present]
+        self.positions = [i for _, i in present]
+        self.limits = [LIMITS.get(c, MAX_SECONDS) for c in self.present]
+        self.absent = {c: None for c, i in self.numeric if i is None}
+        self.text = [(c, where.get(c)) for c in _TEXT_OPTIONAL]
+        self.gates = [where.get(c) for c in _GATE_COLUMNS]
+        self.extra = [(k, i) for k, i in where.items() if k not in KNOWN]
+
+
+def _parse(name: str, fh: Iterable[str]) -> list[Job]:
+    reader = csv.reader(fh)
+    header_row = next(reader, None)
+    if header_row is None:
         raise TraceError(name, f"empty file; expected a header with {', '.join(REQUIRED)}")
-    header = [h.strip() for h in reader.fieldnames]
-    reader.fieldnames = header
-    missing = [c for c in REQUIRED if c not in header]
+    columns = _Columns([h.strip() for h in header_row])
+    missing = [c for c in REQUIRED if c not in columns.index]
     if missing:
         raise TraceError(name, f"missing column(s): {', '.join(missing)}", line=1)
     jobs: list[Job] = []
     seen: set[str] = set()
     for row in reader:
+        if not row:
+            continue  # a blank line
         line = reader.line_num
-        if None in row:
+        if len(row) > columns.width:
             raise TraceError(name, "more fields than the header has", line=line)
-        job = _job(name, line, row)
+        job = _job(name, line, row, columns)
         if job.id in seen:
             raise TraceError(name, f"duplicate job_id {job.id!r}", line=line)
         seen.add(job.id)
@@ -88,8 +111,7 @@ def _check_dependencies(name: str, jobs: list[Job], ids: set[str]) -> None:
         raise TraceError(name, f"dependency cycle: {' → '.join(cycle)}")
 
 
-def _number(name: str, line: int, row: dict[str, str], column: str) -> float | None:
-    raw = (row.get(column) or "").strip()
+def _number(name: str, line: int, raw: str, column: str) -> float | None:
     if not raw:
         if column in REQUIRED:
             raise TraceError(name, f"{column} is empty", line=line)
@@ -106,22 +128,43 @@ def _number(name: str, line: int, row: dict[str, str], column: str) -> float | N
     return value
 
 
-def _job(name: str, line: int, row: dict[str, str]) -> Job:
-    job_id = (row.get("job_id") or "").strip()
+def _numbers(name: str, line: int, row: list[str], c: _Columns) -> dict[str, float | None]:
+    """The numeric columns of ``row``. Most rows hold a valid number in every column the
+    file has: one pass of ``float`` and a range check reads those; any other row is read
+    cell by cell by ``_number``, which says what is wrong (or that an empty cell is None)."""
+    try:
+        values = [float(row[i]) for i in c.positions]
+    except (ValueError, IndexError):
+        values = None
+    if values is not None and all(0.0 <= v <= m for v, m in zip(values, c.limits, strict=True)):
+        nums: dict[str, float | None] = dict(c.absent)
+        nums.update(zip(c.present, values, strict=True))
+        return nums
+    return {col: _number(name, line, _cell(row, i), col) for col, i in c.numeric}
+
+
+def _cell(row: list[str], index: int | None) -> str:
+    """The stripped cell at ``index``; "" for a column the file or this short row lacks."""
+    return row[index].strip() if index is not None and index < len(row) else ""
+
+
+def _job(name: str, line: int, row: list[str], columns: _Columns) -> Job:
+    job_id = _cell(row, columns.index["job_id"])
     if not job_id:
         raise TraceError(name, "job_id is empty", line=line)
-    nums = {c: _number(name, line, row, c) for c in (*REQUIRED[1:], *_NUMERIC_OPTIONAL)}
+    nums = _numbers(name, line, row, columns)
     gpus = nums["gpus"] or 0.0
     if gpus != int(gpus):
         raise TraceError(name, f"gpus must be a whole number, got {gpus:g}", line=line)
     pods = nums["pods"]
     if pods is not None and (pods != int(pods) or pods < 1):
         raise TraceError(name, f"pods must be a whole number ≥ 1, got {pods:g}", line=line)
-    text = {c: (row.get(c) or "").strip() or None for c in _TEXT_OPTIONAL}
-    extra = {k: v for k, v in row.items() if k not in KNOWN and v is not None}
+    text = {c: _cell(row, i) or None for c, i in columns.text}
+    extra = {k: row[i] for k, i in columns.extra if i < len(row)}
+    after_cell, array_cell, limit_cell = (_cell(row, i) for i in columns.gates)
     try:
-        after = tuple(parse_after(t) for t in (row.get("after") or "").replace(";", " ").split())
-        array, limit = _array(row)
+        after = tuple(parse_after(t) for t in after_cell.replace(";", " ").split())
+        array, limit = _array(array_cell, limit_cell)
     except ConfigError as exc:
         raise TraceError(name, str(exc), line=line) from None
     if any(d.job_id == job_id for d in after):
@@ -149,9 +192,8 @@ def _job(name: str, line: int, row: dict[str, str]) -> Job:
     )
 
 
-def _array(row: dict[str, str]) -> tuple[str | None, int | None]:
-    array = (row.get("array") or "").strip() or None
-    raw = (row.get("array_limit") or "").strip()
+def _array(array_cell: str, raw: str) -> tuple[str | None, int | None]:
+    array = array_cell or None
     if not raw:
         return array, None
     if array is None:

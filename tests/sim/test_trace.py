@@ -50,6 +50,13 @@ def test_optional_and_unknown_columns_are_carried_through(tmp_path: Path) -> Non
         (f"{HEADER}\na,0,,1,1\n", "line 2: runtime is empty"),
         (f"{HEADER}\na,0,5,1,1,extra\n", "line 2: more fields than the header has"),
         ("", "empty file"),
+        (f"{HEADER}\na,0,nan,1,1\n", "line 2: runtime must be a finite number ≥ 0, got nan"),
+        (f"{HEADER}\na,0,inf,1,1\n", "line 2: runtime must be a finite number ≥ 0, got inf"),
+        (f"{HEADER}\na,0,1e12,1,1\n", "line 2: runtime 1e12 is beyond the limit"),
+        (f"{HEADER}\na,0,5,2000000,1\n", "line 2: gpus 2000000 is beyond the limit"),
+        (f"{HEADER},pods\na,0,5,4,1,0\n", "line 2: pods must be a whole number ≥ 1"),
+        (f"{HEADER}\n\na,0,5,1,1\nb,0,x,1,1\n", "line 4: runtime 'x' is not a number"),
+        (f"\n{HEADER}\na,0,5,1,1\n", "line 1: missing column(s)"),
     ],
 )
 def test_each_fault_names_the_file_and_line(tmp_path: Path, body: str, message: str) -> None:
@@ -58,6 +65,23 @@ def test_each_fault_names_the_file_and_line(tmp_path: Path, body: str, message: 
         load_trace(path)
     assert str(caught.value).startswith(str(path))
     assert message in str(caught.value)
+
+
+def test_short_rows_blank_cells_and_repeated_columns_read_as_a_dict_of_the_row_would(
+    tmp_path: Path,
+) -> None:
+    path = write(
+        tmp_path,
+        f"{HEADER},estimate,user,project,project\n"
+        "a,0,3600,2,8,, bob ,p1,p2\n"
+        "b,1,60,1,0\n"
+        "\n"
+        "c, 2 ,60,1,0,30,,p3\n",
+    )
+    a, b, c = load_trace(path)
+    assert (a.estimate, a.user, a.extra) == (None, "bob", {"project": "p2"})
+    assert (b.estimate, b.user, b.extra) == (None, None, {})
+    assert (c.submit_time, c.estimate, c.extra) == (2.0, 30.0, {})  # the last "project" is missing
 
 
 def test_a_missing_file_is_a_trace_error(tmp_path: Path) -> None:
