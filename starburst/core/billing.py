@@ -20,12 +20,55 @@ Invariants: pure — time comes in as arguments; amounts are ``Decimal`` rounded
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from starburst.core.errors import ConfigError
 
 MICRO = Decimal("0.000001")
 _HOUR = Decimal(3600)
+_PER_UNIT = Decimal(1_000_000)
+
+
+#: Grouping keys a cost report understands (``label`` is another name for ``project``).
+REPORT_KEYS = (
+    "team",
+    "user",
+    "project",
+    "label",
+    "cloud",
+    "region",
+    "location",
+    "gpu_type",
+    "source",
+    "job",
+    "day",
+    "week",
+    "month",
+)
+
+
+def report_keys(by: Iterable[str]) -> list[str]:
+    """``by`` checked and deduplicated, in the order given."""
+    keys: list[str] = []
+    for key in (k.strip().lower() for k in by):
+        if key and key not in REPORT_KEYS:
+            raise ConfigError(f"cannot group costs by {key!r}; use any of {', '.join(REPORT_KEYS)}")
+        if key and key not in keys:
+            keys.append(key)
+    return keys
+
+
+def to_micros(amount: Decimal | float | int) -> int:
+    """``amount`` in micro-units (millionths), rounded half to even: how every store keeps
+    money, so sums are exact whatever the store."""
+    return int((Decimal(str(amount)) * _PER_UNIT).quantize(Decimal(1), ROUND_HALF_EVEN))
+
+
+def from_micros(micros: int | None) -> Decimal:
+    return Decimal(int(micros or 0)) / _PER_UNIT
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,11 +20,12 @@ from decimal import Decimal
 
 import sqlalchemy as sa
 
+from starburst.core.billing import from_micros, to_micros
 from starburst.core.errors import ConfigError
 from starburst.core.records import IssuedToken, Principal, Role, TeamBudget, User
 
 from .base import StoreBase, new_id
-from .convert import from_micros, maybe_time, to_epoch, to_micros, to_time
+from .convert import maybe_time, to_epoch, to_time
 from .engine import run
 from .models import ApiTokenRow, BudgetAlertRow, TeamBudgetRow, TeamRow, UserRow, table
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
+from starburst.core.billing import from_micros, to_micros
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
@@ -26,8 +26,6 @@ from starburst.core.records import (
     Prediction,
     StoredJob,
 )
-
-_MICRO = Decimal(1_000_000)
 
 
 def to_time(epoch: float) -> datetime:
@@ -46,15 +44,6 @@ def to_epoch(value: datetime) -> float:
 
 def maybe_epoch(value: datetime | None) -> float | None:
     return None if value is None else to_epoch(value)
-
-
-def to_micros(amount: Decimal | float | int) -> int:
-    quantized = (Decimal(str(amount)) * _MICRO).quantize(Decimal(1), ROUND_HALF_EVEN)
-    return int(quantized)
-
-
-def from_micros(micros: int | None) -> Decimal:
-    return Decimal(int(micros or 0)) / _MICRO
 
 
 def spec_columns(spec: JobSpec) -> dict[str, Any]:

@@ -28,36 +28,20 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from starburst.core.billing import MICRO
+from starburst.core.billing import MICRO, from_micros, report_keys, to_micros
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import TERMINAL
 from starburst.core.ports import LedgerTotalRow
 from starburst.core.records import CostEntry, CostTotal, JobNotFound, StoredJob
 
 from .base import StoreBase, chunks, in_chunks
-from .convert import from_micros, to_epoch, to_micros, to_stored_job, to_time
+from .convert import to_epoch, to_stored_job, to_time
 from .engine import run
 from .models import CostEntryRow, JobRow, table
 
 COSTS = table(CostEntryRow)
 JOBS = table(JobRow)
 
-#: Grouping keys a cost report understands (``label`` is another name for ``project``).
-REPORT_KEYS = (
-    "team",
-    "user",
-    "project",
-    "label",
-    "cloud",
-    "region",
-    "location",
-    "gpu_type",
-    "source",
-    "job",
-    "day",
-    "week",
-    "month",
-)
 PERIODS = ("day", "week", "month")
 _FORMATS = {"day": "%Y-%m-%d", "week": "%Y-%m-%d", "month": "%Y-%m"}
 ONPREM = "onprem"
@@ -78,17 +62,6 @@ def _columns() -> dict[str, sa.ColumnElement[Any]]:
         "source": c.source,
         "job": c.job_id,
     }
-
-
-def report_keys(by: Iterable[str]) -> list[str]:
-    """``by`` checked and deduplicated, in the order given."""
-    keys: list[str] = []
-    for key in (k.strip().lower() for k in by):
-        if key and key not in REPORT_KEYS:
-            raise ConfigError(f"cannot group costs by {key!r}; use any of {', '.join(REPORT_KEYS)}")
-        if key and key not in keys:
-            keys.append(key)
-    return keys
 
 
 class CostsStore(StoreBase):
