@@ -382,8 +382,9 @@ class Ledger(Protocol):
         ...
 
     def record_costs(self, entries: Sequence[CostEntry]) -> None:
-        """Record metered entries at once; ``JobNotFound`` for an unknown job and
-        ``ConfigError`` for an interval ending before it starts (then nothing is kept)."""
+        """Record metered entries at once; ``JobNotFound`` for an unknown job, and
+        ``ConfigError`` for an unknown launch id or an interval ending before it starts
+        (then nothing is kept)."""
         ...
 
     def cost_report(

@@ -61,3 +61,20 @@ class MigratedTemplates:
 
     def close(self) -> None:
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def emptied(url: str) -> str:
+    """Remove every row of the PostgreSQL database at ``url`` and return ``url`` (cheaper
+    than a new database per test: ~30 ms against ~250 ms)."""
+    from starburst.adapters.db.engine import create_engine
+    from starburst.adapters.db.models import Base
+
+    tables = ", ".join(t.name for t in Base.metadata.sorted_tables)
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("SET LOCAL lock_timeout = '10s'")  # a leaked session fails fast
+            conn.exec_driver_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+    finally:
+        engine.dispose()
+    return url

@@ -37,9 +37,10 @@ from starburst.core.records import CostEntry, CostTotal, JobNotFound, StoredJob
 from .base import StoreBase, chunks, in_chunks
 from .convert import to_epoch, to_stored_job, to_time
 from .engine import run
-from .models import CostEntryRow, JobRow, table
+from .models import CloudLaunchRow, CostEntryRow, JobRow, table
 
 COSTS = table(CostEntryRow)
+LAUNCHES = table(CloudLaunchRow)
 JOBS = table(JobRow)
 
 PERIODS = ("day", "week", "month")
@@ -82,6 +83,7 @@ class CostsStore(StoreBase):
             missing = ids - owners.keys()
             if missing:
                 raise JobNotFound(sorted(missing)[0])
+            self._check_launches(conn, {e.launch_id for e in entries} - {None})
             statement = self._insert(COSTS).on_conflict_do_nothing(
                 index_elements=["job_id", "source", "period_start"]
             )
@@ -90,6 +92,17 @@ class CostsStore(StoreBase):
                 conn.execute(statement, list(part))
 
         run(self._engine, write)
+
+    @staticmethod
+    def _check_launches(conn: sa.Connection, launch_ids: set[int | None]) -> None:
+        """A ``ConfigError`` for an entry of a launch never recorded (not a foreign-key
+        error from the database)."""
+        found: set[int] = set()
+        for clause in in_chunks(LAUNCHES.c.id, launch_ids):
+            found.update(conn.execute(sa.select(LAUNCHES.c.id).where(clause)).scalars())
+        unknown = sorted(i for i in launch_ids if i is not None and i not in found)
+        if unknown:
+            raise ConfigError(f"no cloud launch {unknown[0]}")
 
     def cost_report(
         self,

@@ -19,7 +19,7 @@ if str(_ROOT) not in sys.path:  # `pytest` run without `python -m`
     sys.path.insert(0, str(_ROOT))
 
 from tests.support import postgres as _postgres  # noqa: E402
-from tests.support.databases import ManualClock, MigratedTemplates  # noqa: E402
+from tests.support.databases import ManualClock, MigratedTemplates, emptied  # noqa: E402
 
 drop_database = _postgres.drop_database
 # Fixtures shared through tests/support/postgres.py (re-exported so pytest finds them here).
@@ -44,22 +44,6 @@ def postgres_session_db(postgres_url: str, migrated_templates: MigratedTemplates
     drop_database(url)
 
 
-def _emptied(url: str) -> str:
-    """Remove every row (cheaper than a new database per test: ~30 ms against ~250 ms)."""
-    from starburst.adapters.db.engine import create_engine
-    from starburst.adapters.db.models import Base
-
-    tables = ", ".join(t.name for t in Base.metadata.sorted_tables)
-    engine = create_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.exec_driver_sql("SET LOCAL lock_timeout = '10s'")  # a leaked session fails fast
-            conn.exec_driver_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
-    finally:
-        engine.dispose()
-    return url
-
-
 @pytest.fixture(
     params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)],
 )
@@ -69,7 +53,7 @@ def db_url(
     """An empty, migrated database of the parametrized dialect."""
     if request.param == "sqlite":
         return migrated_templates.sqlite_url(tmp_path)
-    return _emptied(request.getfixturevalue("postgres_session_db"))
+    return emptied(request.getfixturevalue("postgres_session_db"))
 
 
 @pytest.fixture
@@ -96,4 +80,4 @@ def store(engine, clock: ManualClock):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def pg_db_url(postgres_session_db: str) -> str:
     """An empty, migrated PostgreSQL database (for PostgreSQL-only behaviour)."""
-    return _emptied(postgres_session_db)
+    return emptied(postgres_session_db)

@@ -1,8 +1,7 @@
-"""Faults: connections dying mid-transaction, unreachable servers, racing writers."""
+"""Faults: connections dying mid-transaction, unreachable servers, locked rows (racing
+writers are in the store contract, ``tests/contract/test_store_jobs.py``)."""
 
 from __future__ import annotations
-
-import threading
 
 import pytest
 import sqlalchemy as sa
@@ -10,8 +9,8 @@ from sqlalchemy import event
 
 from starburst.adapters.db.engine import DatabaseUnavailable, create_engine
 from starburst.core.errors import StarburstError, TransientError
-from starburst.core.lifecycle import IllegalTransition, JobState
-from starburst.core.records import JobSpec, StaleVersion
+from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
 
 
 class SimulatedCrash(Exception):
@@ -60,60 +59,6 @@ def test_lost_connection_is_transient_and_names_the_url_without_password(postgre
     message = str(info.value)
     assert isinstance(info.value, TransientError) and isinstance(info.value, StarburstError)
     assert "s3cret" not in message and "postgres:***@127.0.0.1:1" in message
-
-
-def test_two_concurrent_writers_cannot_both_move_a_job(store):  # type: ignore[no-untyped-def]
-    job_id = store.submit(JobSpec(gpus=1)).job.id
-    store.transition(job_id, JobState.QUEUED, reason="admitted", actor="c")
-    seen = store.get(job_id).version
-    targets = [JobState.RUNNING_ONPREM, JobState.BURSTING, JobState.CANCELLED] * 2
-    barrier = threading.Barrier(len(targets))
-    won: list[JobState] = []
-    lost: list[Exception] = []
-
-    def writer(target: JobState) -> None:
-        barrier.wait()
-        try:
-            store.transition(
-                job_id, target, reason="race", actor=f"w-{target}", expected_version=seen
-            )
-            won.append(target)
-        except (StaleVersion, IllegalTransition) as exc:
-            lost.append(exc)
-
-    threads = [threading.Thread(target=writer, args=(t,)) for t in targets]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(won) == 1 and len(lost) == len(targets) - 1
-    final = store.get(job_id)
-    assert final.state is won[0] and final.version == seen + 1
-    moves = [e for e in store.events(job_id) if e.from_state is JobState.QUEUED]
-    assert len(moves) == 1
-
-
-def test_racing_writers_without_versions_still_move_a_job_once(store):  # type: ignore[no-untyped-def]
-    """Without ``expected_version`` the lifecycle itself refuses the losers."""
-    job_id = store.submit(JobSpec(gpus=1)).job.id
-    store.transition(job_id, JobState.QUEUED, reason="admitted", actor="c")
-    barrier = threading.Barrier(4)
-    results: list[object] = []
-
-    def writer() -> None:
-        barrier.wait()
-        try:
-            results.append(store.transition(job_id, JobState.RUNNING_ONPREM, reason="r", actor="w"))
-        except (StaleVersion, IllegalTransition) as exc:
-            results.append(exc)
-
-    threads = [threading.Thread(target=writer) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sum(not isinstance(r, Exception) for r in results) == 1
-    assert len([e for e in store.events(job_id) if e.to_state is JobState.RUNNING_ONPREM]) == 1
 
 
 @pytest.mark.postgres

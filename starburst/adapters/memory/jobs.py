@@ -1,0 +1,238 @@
+"""Jobs in the in-memory store: idempotent submission, reads, the queue and its change feed
+(the ``JobStore`` port's reads and submissions; state changes are in ``transitions.py``).
+
+Invariants: as in the SQL store — a job and its ``submitted`` event appear together or not at
+all; the queue is FIFO on ``(queued_at, id)``, paged by a cursor naming the last key seen, so
+a page is stable under concurrent inserts; an event's id is its position in the change feed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import heapq
+import re
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+
+from starburst.core.errors import ConfigError
+from starburst.core.lifecycle import JobState
+from starburst.core.records import (
+    DuplicateJob,
+    JobEvent,
+    JobSpec,
+    QueuePage,
+    StoredJob,
+    Submission,
+    User,
+)
+
+from .tables import JobRow, MemoryBase
+
+Key = tuple[float, str]
+
+
+def encode_cursor(key: Key) -> str:
+    raw = f"{key[0]!r}|{key[1]}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> Key:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        stamp, job_id = raw.split("|", 1)
+        return float(stamp), job_id
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        raise ConfigError(f"invalid queue cursor {cursor!r}") from None
+
+
+def glob_matcher(pattern: str) -> re.Pattern[str]:
+    """A shell glob (``*``, ``?``; nothing else is special) matched whole and
+    case-insensitively, like the SQL store's ILIKE."""
+    wild = {"*": ".*", "?": "."}
+    regex = "".join(wild.get(ch, re.escape(ch)) for ch in pattern)
+    return re.compile(regex + r"\Z", re.IGNORECASE | re.DOTALL)
+
+
+class MemoryJobs(MemoryBase):
+    """Submission, reads, the queue and the change feed; mixed into ``MemoryStore``."""
+
+    # ---- submission -------------------------------------------------------------------
+    def submit(
+        self,
+        spec: JobSpec,
+        *,
+        idempotency_key: str | None = None,
+        actor: str | None = None,
+        at: float | None = None,
+    ) -> Submission:
+        return self.submit_many([(spec, idempotency_key)], actor=actor, at=at)[0]
+
+    def submit_many(
+        self,
+        items: Sequence[JobSpec | tuple[JobSpec, str | None]],
+        *,
+        actor: str | None = None,
+        at: float | None = None,
+    ) -> list[Submission]:
+        pairs = [item if isinstance(item, tuple) else (item, None) for item in items]
+        return self.submit_batch([(spec, key, actor) for spec, key in pairs], at=at)
+
+    def submit_batch(
+        self,
+        items: Sequence[tuple[JobSpec, str | None, str | None]],
+        *,
+        at: float | None = None,
+    ) -> list[Submission]:
+        with self._lock:
+            now = self._now(at)
+            self._refuse_taken_ids(items)
+            self._ensure_owners([spec for spec, _, _ in items], now)
+            out: list[Submission] = []
+            for spec, key, actor in items:
+                known = self._t.by_key.get(key) if key is not None else None
+                if known is not None:
+                    out.append(Submission(self._t.jobs[known].stored(), False))
+                else:
+                    out.append(Submission(self._create(spec, key, actor, now), True))
+            return out
+
+    def _refuse_taken_ids(self, items: Sequence[tuple[JobSpec, str | None, str | None]]) -> None:
+        """``DuplicateJob`` for a given id that exists or that two new jobs of the batch
+        share (a key repeated in the batch makes one job, not two)."""
+        ids: set[str] = set()
+        keys: set[str] = set()
+        for spec, key, _ in items:
+            if spec.id is not None and spec.id in self._t.jobs:
+                raise DuplicateJob(spec.id)
+            if key is not None and key in keys:
+                continue
+            if spec.id is not None and spec.id in ids:
+                raise DuplicateJob(spec.id)
+            ids.update([spec.id] if spec.id is not None else [])
+            keys.update([key] if key is not None else [])
+
+    def _create(self, spec: JobSpec, key: str | None, actor: str | None, now: float) -> StoredJob:
+        row = JobRow(
+            id=spec.id or uuid.uuid4().hex,
+            submitted_at=now,
+            gpus=spec.gpus,
+            queued_at=now,
+            idempotency_key=key,
+            name=spec.name,
+            user=spec.user,
+            team=spec.team,
+            image=spec.image,
+            command=spec.command,
+            cpus=spec.cpus,
+            memory_mb=spec.memory_mb,
+            gpu_type=spec.gpu_type,
+            declared_runtime=spec.declared_runtime,
+            deadline=spec.deadline,
+            pods=spec.pods,
+            extra=dict(spec.extra),
+        )
+        self._t.jobs[row.id] = row
+        self._t.index(row)
+        if key is not None:
+            self._t.by_key[key] = row.id
+        who = actor or spec.user or "unknown"
+        self._t.add_event(JobEvent(row.id, now, None, row.state, "submitted", who, None))
+        return row.stored()
+
+    def _ensure_owners(self, specs: Iterable[JobSpec], now: float) -> None:
+        """A submission's team and user are created if new (an existing user keeps theirs)."""
+        for spec in specs:
+            if spec.team:
+                self._t.teams.add(spec.team)
+            if spec.user and spec.user not in self._t.users:
+                self._t.users[spec.user] = User(spec.user, spec.team)
+
+    # ---- reading ----------------------------------------------------------------------
+    def get(self, job_id: str) -> StoredJob:
+        with self._lock:
+            return self._t.row(job_id).stored()
+
+    def lookup(
+        self, text: str, *, owner: str, everyone: bool = False, limit: int = 10
+    ) -> list[StoredJob]:
+        def wanted(row: JobRow) -> bool:
+            by_id = row.id.startswith(text) and (everyone or row.user == owner)
+            return by_id or (row.name == text and row.user == owner)
+
+        with self._lock:
+            hits = sorted((r for r in self._t.jobs.values() if wanted(r)), key=_fifo_key)
+            return [r.stored() for r in hits[:limit]]
+
+    def states_of(self, job_ids: Iterable[str]) -> dict[str, JobState]:
+        with self._lock:
+            return {i: self._t.jobs[i].state for i in job_ids if i in self._t.jobs}
+
+    def find_by_key(self, idempotency_key: str) -> StoredJob | None:
+        with self._lock:
+            job_id = self._t.by_key.get(idempotency_key)
+            return None if job_id is None else self._t.jobs[job_id].stored()
+
+    def queue(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        states: Sequence[JobState] = (JobState.QUEUED,),
+        user: str | None = None,
+        team: str | None = None,
+        name: str | None = None,
+    ) -> QueuePage:
+        if limit < 1:
+            raise ConfigError(f"page limit must be at least 1, got {limit}")
+        after = decode_cursor(cursor) if cursor is not None else None
+        pattern = glob_matcher(name) if name is not None else None
+
+        def wanted(row: JobRow) -> bool:
+            return (
+                (user is None or row.user == user)
+                and (team is None or row.team == team)
+                and (pattern is None or (row.name is not None and bool(pattern.match(row.name))))
+            )
+
+        with self._lock:
+            keys = heapq.merge(*(self._keys_after(s, after) for s in set(states)))
+            rows = (self._t.jobs[job_id] for _, job_id in keys)
+            found = list(islice((r for r in rows if wanted(r)), limit + 1))
+            page = found[:limit]
+            more = len(found) > limit
+            return QueuePage(
+                [r.stored() for r in page], encode_cursor(_fifo_key(page[-1])) if more else None
+            )
+
+    def _keys_after(self, state: JobState, after: Key | None) -> Iterator[Key]:
+        keys = self._t.fifo.get(state, [])
+        start = 0 if after is None else bisect.bisect_right(keys, after)
+        return (keys[i] for i in range(start, len(keys)))
+
+    def events(self, job_id: str) -> list[JobEvent]:
+        with self._lock:
+            return [self._t.events[i] for i in self._t.events_of.get(job_id, [])]
+
+    def last_event_id(self) -> int:
+        with self._lock:
+            return len(self._t.events)
+
+    def state_changes(
+        self, after_id: int, limit: int = 10_000
+    ) -> tuple[list[tuple[str, JobState]], int]:
+        with self._lock:
+            start = max(after_id, 0)
+            chunk = self._t.events[start : start + limit]
+            changes = [(e.job_id, e.to_state) for e in chunk]
+            return changes, (start + len(chunk) if chunk else after_id)
+
+    def count(self, state: JobState) -> int:
+        with self._lock:
+            return len(self._t.fifo.get(state, []))
+
+
+def _fifo_key(row: JobRow) -> Key:
+    return (row.queued_at, row.id)

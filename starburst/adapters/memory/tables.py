@@ -1,0 +1,226 @@
+"""The in-memory store's state: its "tables", the lock that makes each method one
+transaction, the clock and the leader terms that fence writes.
+
+Terms:
+- *row*: a mutable record owned by the store (``JobRow``, ``CostRow``, ...). Rows never leave
+  the store; callers get frozen core records built from them, so nothing outside can change
+  the store's state without going through a method.
+- *FIFO index*: per state, the sorted list of ``(queued_at, id)`` keys of its jobs, so the
+  head of a queue and a page after a cursor are found by bisection, not by sorting.
+- *leader term*: per lock name, the latest fencing token handed out (``next_term``); a write
+  carrying any other token raises ``StaleLeader``, as in the SQL store.
+
+Invariants: every public method of the store takes ``lock`` (re-entrant) for its whole run
+and validates everything before it changes anything, so a method that raises leaves the
+state as it found it (all or nothing, like a database transaction).
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from starburst.core.capacity import Placement
+from starburst.core.job import Job
+from starburst.core.lifecycle import JobState
+from starburst.core.ports import Clock
+from starburst.core.records import (
+    CloudLaunch,
+    JobEvent,
+    JobNotFound,
+    ModelVersion,
+    Prediction,
+    Role,
+    StaleLeader,
+    StoredJob,
+    TeamBudget,
+    User,
+)
+from starburst.wallclock import WallClock
+
+
+@dataclass(slots=True)
+class JobRow:
+    """One job as the store keeps it (the columns of the SQL ``jobs`` table)."""
+
+    id: str
+    submitted_at: float
+    gpus: int
+    state: JobState = JobState.SUBMITTED
+    version: int = 1
+    queued_at: float = 0.0
+    idempotency_key: str | None = None
+    name: str | None = None
+    user: str | None = None
+    team: str | None = None
+    image: str | None = None
+    command: str | None = None
+    cpus: float = 0.0
+    memory_mb: float = 0.0
+    gpu_type: str | None = None
+    declared_runtime: float | None = None
+    deadline: float | None = None
+    pods: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    started_at: float | None = None
+    ended_at: float | None = None
+    runtime: float | None = None
+    predicted_runtime: float | None = None
+    wait_budget: float | None = None
+    ran_on: str | None = None
+
+    def job(self) -> Job:
+        """The core job; its estimate is the prediction, else the declaration."""
+        estimate = self.predicted_runtime
+        return Job(
+            id=self.id,
+            submit_time=self.submitted_at,
+            gpus=self.gpus,
+            cpus=self.cpus,
+            memory_mb=self.memory_mb,
+            gpu_type=self.gpu_type,
+            runtime=self.runtime,
+            estimate=estimate if estimate is not None else self.declared_runtime,
+            user=self.user,
+            team=self.team,
+            name=self.name,
+            deadline=self.deadline,
+            pods=self.pods,
+            extra=dict(self.extra),
+        )
+
+    def stored(self) -> StoredJob:
+        return StoredJob(
+            job=self.job(),
+            state=self.state,
+            version=self.version,
+            queued_at=self.queued_at,
+            idempotency_key=self.idempotency_key,
+            image=self.image,
+            command=self.command,
+            started_at=self.started_at,
+            ended_at=self.ended_at,
+            predicted_runtime=self.predicted_runtime,
+            declared_runtime=self.declared_runtime,
+            wait_budget=self.wait_budget,
+            ran_on=self.ran_on,
+        )
+
+
+@dataclass(slots=True)
+class CostRow:
+    """One ledger entry, with the owner columns copied from its job when recorded."""
+
+    id: int
+    job_id: str
+    source: str
+    start: float
+    end: float
+    micros: int
+    gpu_hours: float
+    currency: str
+    cloud: str
+    region: str | None
+    gpu_type: str | None
+    user: str | None
+    team: str | None
+    project: str | None
+    launch_id: int | None
+
+
+@dataclass(slots=True)
+class TokenRow:
+    """An API token: only the SHA-256 of its secret is kept."""
+
+    user: str
+    role: Role
+    label: str | None
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None = None
+    last_used_at: float | None = None
+
+
+@dataclass(slots=True)
+class Tables:
+    """Everything the store holds. Ids of events, entries, launches, tokens and models start
+    at 1 and only grow (the change feed and ``ledger_totals_after`` read positions)."""
+
+    jobs: dict[str, JobRow] = field(default_factory=dict)
+    by_key: dict[str, str] = field(default_factory=dict)  # idempotency key → job id
+    fifo: dict[JobState, list[tuple[float, str]]] = field(default_factory=dict)
+    events: list[JobEvent] = field(default_factory=list)  # an event's id is its index + 1
+    events_of: dict[str, list[int]] = field(default_factory=dict)  # job id → event indexes
+    placements: dict[str, list[Placement]] = field(default_factory=dict)  # attempt = index + 1
+    terms: dict[str, int] = field(default_factory=dict)  # leader name → current token
+    costs: list[CostRow] = field(default_factory=list)  # an entry's id is its index + 1
+    cost_keys: set[tuple[str, str, float]] = field(default_factory=set)  # (job, source, start)
+    launches: dict[int, CloudLaunch] = field(default_factory=dict)
+    teams: set[str] = field(default_factory=set)
+    users: dict[str, User] = field(default_factory=dict)
+    tokens: dict[int, TokenRow] = field(default_factory=dict)
+    token_by_hash: dict[str, int] = field(default_factory=dict)
+    budgets: dict[str, TeamBudget] = field(default_factory=dict)
+    alerts: dict[tuple[str, str, int], int] = field(default_factory=dict)  # → spent micros
+    predictions: dict[str, list[Prediction]] = field(default_factory=dict)
+    models: list[ModelVersion] = field(default_factory=list)  # a version's id is index + 1
+
+    def index(self, row: JobRow) -> None:
+        bisect.insort(self.fifo.setdefault(row.state, []), (row.queued_at, row.id))
+
+    def unindex(self, row: JobRow) -> None:
+        keys = self.fifo[row.state]
+        del keys[bisect.bisect_left(keys, (row.queued_at, row.id))]
+
+    def row(self, job_id: str) -> JobRow:
+        row = self.jobs.get(job_id)
+        if row is None:
+            raise JobNotFound(job_id)
+        return row
+
+    def add_cost(self, row: CostRow) -> None:
+        """Enter ``row`` unless its (job, source, start) is entered already (a re-sent
+        interval); its id is assigned here."""
+        key = (row.job_id, row.source, row.start)
+        if key not in self.cost_keys:
+            self.cost_keys.add(key)
+            row.id = len(self.costs) + 1
+            self.costs.append(row)
+
+    def add_event(self, event: JobEvent) -> None:
+        self.events.append(event)
+        self.events_of.setdefault(event.job_id, []).append(len(self.events) - 1)
+
+
+class MemoryBase:
+    """State every part of the in-memory store shares (the counterpart of ``StoreBase``)."""
+
+    def __init__(self, *, clock: Clock | None = None, leader_name: str = "controller") -> None:
+        self._clock: Clock = clock or WallClock()
+        self.leader_name = leader_name
+        self._lock = threading.RLock()
+        self._t = Tables()
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    def _now(self, at: float | None) -> float:
+        return self._clock.now() if at is None else at
+
+    def _check_fence(self, token: int | None) -> None:
+        if token is None:
+            return
+        current = self._t.terms.get(self.leader_name)
+        if current != token:
+            raise StaleLeader(self.leader_name, token, int(current or 0))
+
+    def next_term(self, name: str | None = None) -> int:
+        """Hand out the next fencing token of lock ``name`` (default: this store's leader);
+        from now on writes fenced with an older token are refused."""
+        with self._lock:
+            key = self.leader_name if name is None else name
+            self._t.terms[key] = self._t.terms.get(key, 0) + 1
+            return self._t.terms[key]

@@ -1,0 +1,166 @@
+"""Job state changes and placements in the in-memory store (the ``JobStore`` port's writes).
+
+Invariants, as in the SQL store: every change goes through ``core.lifecycle``'s one table,
+bumps the version by one and appends one event; a job leaving ``running_onprem`` has its run
+entered in the ledger in the same step; a stale fencing token changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from starburst.core.capacity import Placement
+from starburst.core.lifecycle import ALLOWED, JobState, check_transition
+from starburst.core.records import JobEvent, Move, Moved, StaleVersion, StoredJob
+
+from .ledger import onprem_usage
+from .tables import JobRow, MemoryBase
+
+_STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
+
+
+class MemoryTransitions(MemoryBase):
+    """State changes, estimates and placements; mixed into ``MemoryStore``."""
+
+    def transition(
+        self,
+        job_id: str,
+        to_state: JobState,
+        *,
+        reason: str,
+        actor: str,
+        fencing_token: int | None = None,
+        expected_version: int | None = None,
+        at: float | None = None,
+        wait_budget: float | None = None,
+    ) -> StoredJob:
+        with self._lock:
+            now = self._now(at)
+            self._check_fence(fencing_token)
+            row = self._t.row(job_id)
+            if expected_version is not None and row.version != expected_version:
+                raise StaleVersion(job_id, expected_version, row.version)
+            check_transition(job_id, row.state, to_state)
+            self._move(row, to_state, now, reason, actor, fencing_token, wait_budget)
+            return row.stored()
+
+    def transition_many(
+        self,
+        moves: Sequence[Move],
+        to_state: JobState,
+        *,
+        actor: str,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> Moved:
+        with self._lock:
+            now = self._now(at)
+            self._check_fence(fencing_token)
+            seen: set[str] = set()
+            moved: list[StoredJob] = []
+            skipped: list[str] = []
+            for m in moves:
+                row = self._t.jobs.get(m.job_id) if m.job_id not in seen else None
+                seen.add(m.job_id)  # a job named twice moves once
+                if row is None or to_state not in ALLOWED[row.state]:
+                    skipped.append(m.job_id)
+                    continue
+                self._move(row, to_state, now, m.reason, actor, fencing_token, m.wait_budget)
+                moved.append(row.stored())
+            return Moved(moved, skipped)
+
+    def claim(
+        self,
+        to_state: JobState,
+        *,
+        limit: int,
+        reason: str,
+        actor: str,
+        from_state: JobState = JobState.QUEUED,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> list[StoredJob]:
+        check_transition("(claim)", from_state, to_state)
+        with self._lock:
+            now = self._now(at)
+            self._check_fence(fencing_token)
+            head = self._t.fifo.get(from_state, [])[: max(limit, 0)]
+            rows = [self._t.jobs[job_id] for _, job_id in head]
+            for row in rows:
+                self._move(row, to_state, now, reason, actor, fencing_token, None)
+            return [row.stored() for row in rows]
+
+    def _move(
+        self,
+        row: JobRow,
+        to_state: JobState,
+        now: float,
+        reason: str,
+        actor: str,
+        fencing_token: int | None,
+        wait_budget: float | None,
+    ) -> None:
+        """Apply a checked state change to ``row``: fields, FIFO index, event, ledger."""
+        before = row.state
+        if before is JobState.RUNNING_ONPREM and to_state is not before:
+            usage = onprem_usage(row, now)  # read before the change clears started_at
+            if usage is not None:
+                self._t.add_cost(usage)
+        self._t.unindex(row)
+        _enter(row, to_state, now)
+        if wait_budget is not None:
+            row.wait_budget = wait_budget
+        self._t.index(row)
+        self._t.add_event(JobEvent(row.id, now, before, to_state, reason, actor, fencing_token))
+
+    def set_estimates(
+        self,
+        job_id: str,
+        *,
+        predicted_runtime: float | None = None,
+        wait_budget: float | None = None,
+    ) -> None:
+        if predicted_runtime is None and wait_budget is None:
+            return
+        with self._lock:
+            row = self._t.row(job_id)
+            if predicted_runtime is not None:
+                row.predicted_runtime = predicted_runtime
+            if wait_budget is not None:
+                row.wait_budget = wait_budget
+
+    def record_placement(
+        self,
+        job_id: str,
+        placement: Placement,
+        *,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> int:
+        with self._lock:
+            self._t.row(job_id)
+            self._check_fence(fencing_token)
+            attempts = self._t.placements.setdefault(job_id, [])
+            attempts.append(tuple(placement))
+            return len(attempts)
+
+    def placement(self, job_id: str) -> Placement:
+        with self._lock:
+            attempts = self._t.placements.get(job_id)
+            return attempts[-1] if attempts else ()
+
+
+def _enter(row: JobRow, to_state: JobState, now: float) -> None:
+    """The fields that change with entering ``to_state`` at ``now`` (and the version)."""
+    was = row.state
+    row.state, row.version = to_state, row.version + 1
+    if to_state in _STARTED:
+        row.started_at, row.ran_on = now, _STARTED[to_state]
+    elif to_state is JobState.BURSTING:
+        row.ran_on = "cloud"
+    elif to_state is JobState.QUEUED and was is not JobState.SUBMITTED:
+        row.queued_at, row.started_at, row.ran_on = now, None, None  # Star-Wait re-arrival
+    elif to_state.terminal:
+        row.ended_at = now
+        if row.started_at is not None:
+            row.runtime = now - row.started_at

@@ -1,0 +1,531 @@
+"""The ``JobStore`` contract: every store implementation (``memory``, ``sqlite``,
+``postgresql``; see ``conftest.py``) passes the same tests of submission, the queue, state
+changes with versions and fencing tokens, the change feed and placements."""
+
+from __future__ import annotations
+
+import threading
+from decimal import Decimal
+
+import pytest
+
+from starburst.core.capacity import Part
+from starburst.core.errors import ConfigError, PermanentError
+from starburst.core.lifecycle import IllegalTransition, JobState
+from starburst.core.records import (
+    CostEntry,
+    DuplicateJob,
+    JobNotFound,
+    JobSpec,
+    Move,
+    StaleLeader,
+    StaleVersion,
+)
+
+
+def queued(store, n, *, team="ml", user="ann", gap=1.0, clock=None):  # type: ignore[no-untyped-def]
+    ids = []
+    for i in range(n):
+        if clock is not None:
+            clock.advance(gap)
+        job = store.submit(JobSpec(gpus=1 + i % 4, user=user, team=team, name=f"j{i}")).job
+        store.transition(job.id, JobState.QUEUED, reason="admitted", actor="controller")
+        ids.append(job.id)
+    return ids
+
+
+# ---- submission ---------------------------------------------------------------------------
+def test_submit_stores_the_spec_and_a_submitted_event(store, clock):  # type: ignore[no-untyped-def]
+    spec = JobSpec(
+        gpus=8,
+        cpus=16,
+        memory_mb=64_000,
+        gpu_type="A100",
+        user="ann",
+        team="ml",
+        image="pytorch:2",
+        command="python train.py",
+        declared_runtime=3600.0,
+        deadline=clock.now() + 7200,
+        extra={"queue": "default"},
+    )
+    sub = store.submit(spec, idempotency_key="k-1", actor="cli")
+    got = store.get(sub.job.id)
+    assert sub.created and got == sub.job
+    assert (got.state, got.version, got.job.gpus, got.job.gpu_type) == (
+        JobState.SUBMITTED,
+        1,
+        8,
+        "A100",
+    )
+    assert (got.job.user, got.job.team, got.job.estimate, got.image, got.command) == (
+        "ann",
+        "ml",
+        3600.0,
+        "pytorch:2",
+        "python train.py",
+    )
+    assert (got.job.cpus, got.job.memory_mb, got.job.deadline) == (16, 64_000, clock.now() + 7200)
+    assert got.job.submit_time == clock.now() == got.queued_at
+    assert dict(got.job.extra) == {"queue": "default"} and got.idempotency_key == "k-1"
+    assert (got.started_at, got.ended_at, got.ran_on, got.wait_budget) == (None, None, None, None)
+    [event] = store.events(sub.job.id)
+    assert (event.from_state, event.to_state, event.actor, event.at) == (
+        None,
+        JobState.SUBMITTED,
+        "cli",
+        clock.now(),
+    )
+    assert store.user("ann").team == "ml"
+
+
+def test_a_job_of_pods_keeps_its_pod_count(store):  # type: ignore[no-untyped-def]
+    pods = store.submit(JobSpec(gpus=12, pods=4, user="ann")).job
+    plain = store.submit(JobSpec(gpus=12, user="ann")).job
+    assert store.get(pods.id).job.pods == 4 and store.get(pods.id).job.split_unit == 3
+    assert store.get(plain.id).job.pods is None  # not made of pods: any split
+    with pytest.raises(PermanentError, match="4 pods cannot share 10 GPUs"):
+        JobSpec(gpus=10, pods=4)
+    with pytest.raises(PermanentError):
+        JobSpec(gpus=2, pods=0)
+
+
+def test_duplicate_idempotency_key_returns_the_existing_job(store, clock):  # type: ignore[no-untyped-def]
+    first = store.submit(JobSpec(gpus=2, user="ann"), idempotency_key="same")
+    clock.advance(60)
+    again = store.submit(JobSpec(gpus=4, user="bob"), idempotency_key="same")
+    assert not again.created
+    assert again.job.id == first.job.id and again.job.job.gpus == 2
+    assert store.count(JobState.SUBMITTED) == 1
+    assert len(store.events(first.job.id)) == 1
+    assert store.find_by_key("same").id == first.job.id
+    assert store.find_by_key("never-used") is None
+
+
+def test_batch_submission_dedupes_keys_within_and_across_batches(store):  # type: ignore[no-untyped-def]
+    old = store.submit(JobSpec(gpus=1), idempotency_key="a").job
+    subs = store.submit_many(
+        [
+            (JobSpec(gpus=2), "a"),
+            (JobSpec(gpus=3), "b"),
+            (JobSpec(gpus=4), "b"),
+            JobSpec(gpus=5),
+        ]
+    )
+    assert [s.created for s in subs] == [False, True, False, True]
+    assert subs[0].job.id == old.id and subs[1].job.id == subs[2].job.id
+    assert store.count(JobState.SUBMITTED) == 3
+
+
+def test_a_batch_names_each_submitter_and_creates_their_user(store):  # type: ignore[no-untyped-def]
+    subs = store.submit_batch(
+        [
+            (JobSpec(gpus=1, user="ann", team="ml"), "k-ann", "ann@cli"),
+            (JobSpec(gpus=1, user="bob"), None, None),
+            (JobSpec(gpus=1), None, None),
+        ]
+    )
+    actors = [store.events(s.job.id)[0].actor for s in subs]
+    assert actors == ["ann@cli", "bob", "unknown"]  # else the job's user, else unknown
+    assert store.user("bob").team is None and store.user("ann").team == "ml"
+    assert store.find_by_key("k-ann").id == subs[0].job.id
+
+
+def test_a_taken_job_id_is_refused_and_nothing_of_the_batch_is_kept(store):  # type: ignore[no-untyped-def]
+    store.submit(JobSpec(gpus=1, id="job-1"))
+    with pytest.raises(DuplicateJob, match="job-1"):
+        store.submit_many([JobSpec(gpus=1, id="job-2"), JobSpec(gpus=1, id="job-1")])
+    with pytest.raises(JobNotFound):
+        store.get("job-2")
+    assert store.last_event_id() == 1  # only job-1's submission
+
+
+# ---- reading --------------------------------------------------------------------------------
+def test_queue_pages_in_fifo_order_with_ties_broken_by_id(store, clock):  # type: ignore[no-untyped-def]
+    ids = queued(store, 7, clock=clock)
+    clock.advance(1)
+    tied = [store.submit(JobSpec(gpus=1, id=i)).job.id for i in ("z-tie", "a-tie")]
+    for job_id in tied:
+        store.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
+    seen, cursor, pages = [], None, 0
+    while True:
+        page = store.queue(limit=3, cursor=cursor)
+        seen += [j.id for j in page.jobs]
+        pages += 1
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert seen == [*ids, "a-tie", "z-tie"] and pages == 3
+    assert store.queue(limit=100, states=[JobState.SUBMITTED]).jobs == []
+
+
+def test_a_cursor_stays_valid_while_jobs_arrive(store, clock):  # type: ignore[no-untyped-def]
+    ids = queued(store, 4, clock=clock)
+    page = store.queue(limit=2)
+    later = queued(store, 2, clock=clock)  # arrive between the pages, behind the cursor
+    rest = store.queue(limit=10, cursor=page.next_cursor)
+    assert [j.id for j in page.jobs + rest.jobs] == ids + later
+
+
+def test_a_queue_of_several_states_is_one_fifo(store, clock):  # type: ignore[no-untyped-def]
+    ids = queued(store, 3, clock=clock)
+    store.transition(ids[1], JobState.BURSTING, reason="cloud", actor="c")
+    both = store.queue(states=[JobState.QUEUED, JobState.BURSTING])
+    assert [j.id for j in both.jobs] == ids and both.next_cursor is None
+
+
+def test_bad_cursor_and_limit_are_clear_errors(store):  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError, match="cursor"):
+        store.queue(cursor="not-a-cursor")
+    with pytest.raises(ConfigError, match="limit"):
+        store.queue(limit=0)
+
+
+def test_a_queue_page_of_one_owner_is_filtered_in_the_store(store, clock):  # type: ignore[no-untyped-def]
+    mine = queued(store, 3, user="ann", team="ml", clock=clock)
+    queued(store, 120, user="bob", team="nlp", clock=clock)  # many pages of other people's jobs
+    mine += queued(store, 2, user="ann", team="ml", clock=clock)
+    seen, cursor = [], None
+    for _ in range(3):
+        page = store.queue(limit=2, cursor=cursor, user="ann")
+        seen += [j.id for j in page.jobs]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == mine and cursor is None
+    assert [j.job.team for j in store.queue(limit=500, team="ml").jobs] == ["ml"] * 5
+    assert store.queue(limit=10, user="ann", team="nlp").jobs == []
+
+
+def test_a_queue_narrowed_by_a_name_glob(store, clock):  # type: ignore[no-untyped-def]
+    names = ["sweep-1", "Sweep-22", "sweep_x", "sweeps", "train", "50%-off"]
+    ids = {}
+    for name in names:
+        clock.advance(1)
+        ids[name] = store.submit(JobSpec(gpus=1, name=name)).job.id
+        store.transition(ids[name], JobState.QUEUED, reason="admitted", actor="c")
+    store.submit(JobSpec(gpus=1))  # no name: never matches
+
+    def named(pattern: str) -> list[str]:
+        return [j.job.name for j in store.queue(name=pattern).jobs]
+
+    assert named("sweep-*") == ["sweep-1", "Sweep-22"]  # case-insensitive
+    assert named("sweep?") == ["sweeps"]  # ? is one character; _ is not special
+    assert named("sweep_x") == ["sweep_x"]
+    assert named("50%*") == ["50%-off"] and named("50") == []  # % is literal; whole name
+
+
+def test_lookup_resolves_an_id_prefix_or_the_owners_job_name(store, clock):  # type: ignore[no-untyped-def]
+    for job_id, user, name in [
+        ("abc-1", "ann", "train"),
+        ("abc-2", "bob", "train"),
+        ("xyz-9", "ann", "abc"),
+        ("abd-3", "ann", None),
+    ]:
+        clock.advance(1)
+        store.submit(JobSpec(gpus=1, id=job_id, user=user, name=name))
+    assert [j.id for j in store.lookup("abc", owner="ann")] == ["abc-1", "xyz-9"]
+    assert [j.id for j in store.lookup("abc", owner="ann", everyone=True)] == [
+        "abc-1",
+        "abc-2",
+        "xyz-9",
+    ]
+    assert [j.id for j in store.lookup("train", owner="bob")] == ["abc-2"]
+    assert [j.id for j in store.lookup("ab", owner="ann", limit=1)] == ["abc-1"]
+    assert store.lookup("nothing", owner="ann", everyone=True) == []
+
+
+def test_states_of_many_jobs_in_one_read(store):  # type: ignore[no-untyped-def]
+    ids = [store.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(3)]
+    store.transition(ids[1], JobState.CANCELLED, reason="user", actor="ann")
+    many = [*ids, "not-a-starburst-job"] + [f"other-{i}" for i in range(1500)]  # > one chunk
+    assert store.states_of(many) == {
+        ids[0]: JobState.SUBMITTED,
+        ids[1]: JobState.CANCELLED,
+        ids[2]: JobState.SUBMITTED,
+    }
+    assert store.states_of([]) == {}
+
+
+def test_the_change_feed_names_each_state_change_once_in_order(store):  # type: ignore[no-untyped-def]
+    assert store.last_event_id() == 0 and store.state_changes(0) == ([], 0)
+    a = store.submit(JobSpec(gpus=1)).job.id
+    start = store.last_event_id()
+    b = store.submit(JobSpec(gpus=1)).job.id
+    store.transition(a, JobState.QUEUED, reason="admitted", actor="c")
+    store.transition(a, JobState.CANCELLED, reason="user", actor="c")
+    changes, position = store.state_changes(start)
+    assert changes == [
+        (b, JobState.SUBMITTED),
+        (a, JobState.QUEUED),
+        (a, JobState.CANCELLED),
+    ]
+    assert position == store.last_event_id() == start + 3
+    first, mid = store.state_changes(start, limit=2)
+    assert first == changes[:2] and store.state_changes(mid) == (changes[2:], position)
+    assert store.state_changes(position) == ([], position)
+    assert store.events("ghost") == []
+
+
+def test_count_follows_the_states(store):  # type: ignore[no-untyped-def]
+    ids = queued(store, 3)
+    store.transition(ids[0], JobState.RUNNING_ONPREM, reason="fits", actor="c")
+    assert [store.count(s) for s in (JobState.QUEUED, JobState.RUNNING_ONPREM)] == [2, 1]
+    assert store.count(JobState.SUBMITTED) == 0
+
+
+# ---- state changes ------------------------------------------------------------------------
+def test_lifecycle_on_prem_sets_times_runtime_and_history(store, clock):  # type: ignore[no-untyped-def]
+    [job_id] = queued(store, 1)
+    clock.advance(30)
+    running = store.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c")
+    clock.advance(100)
+    done = store.transition(job_id, JobState.SUCCEEDED, reason="exit 0", actor="c")
+    assert running.started_at == clock.now() - 100 and running.ran_on == "onprem"
+    assert done.version == 4 and done.job.runtime == 100 and done.ended_at == clock.now()
+    assert store.get(job_id) == done
+    [hist] = store.history()
+    assert hist.job.id == job_id and hist.job.runtime == 100 and hist.ran_on == "onprem"
+    assert [e.to_state for e in store.events(job_id)] == [
+        JobState.SUBMITTED,
+        JobState.QUEUED,
+        JobState.RUNNING_ONPREM,
+        JobState.SUCCEEDED,
+    ]
+
+
+def test_a_cloud_run_and_a_job_cancelled_before_it_started(store, clock):  # type: ignore[no-untyped-def]
+    cloud, never = queued(store, 2)
+    bursting = store.transition(cloud, JobState.BURSTING, reason="budget spent", actor="c")
+    assert (bursting.ran_on, bursting.started_at) == ("cloud", None)
+    clock.advance(10)
+    running = store.transition(cloud, JobState.RUNNING_CLOUD, reason="launched", actor="c")
+    assert (running.ran_on, running.started_at) == ("cloud", clock.now())
+    clock.advance(50)
+    failed = store.transition(cloud, JobState.FAILED, reason="exit 1", actor="c")
+    assert (failed.job.runtime, failed.ended_at) == (50, clock.now())
+    cancelled = store.transition(never, JobState.CANCELLED, reason="user", actor="ann", at=5.0)
+    assert (cancelled.ended_at, cancelled.job.runtime) == (5.0, None)
+    assert store.events(never)[-1].at == 5.0
+
+
+def test_star_wait_pull_back_requeues_at_the_back(store, clock):  # type: ignore[no-untyped-def]
+    first, second = queued(store, 2, clock=clock)
+    store.transition(first, JobState.BURSTING, reason="budget spent", actor="c")
+    store.transition(first, JobState.RUNNING_CLOUD, reason="launched", actor="c")
+    clock.advance(900)
+    back = store.transition(
+        first, JobState.QUEUED, reason="pull back", actor="c", wait_budget=120.0
+    )
+    assert back.queued_at == clock.now() and back.started_at is None and back.ran_on is None
+    assert back.wait_budget == 120.0
+    assert [j.id for j in store.queue().jobs] == [second, first]
+
+
+@pytest.mark.parametrize(
+    ("path", "illegal"),
+    [
+        ([], JobState.RUNNING_ONPREM),
+        ([JobState.QUEUED, JobState.RUNNING_ONPREM, JobState.SUCCEEDED], JobState.QUEUED),
+        ([JobState.CANCELLED], JobState.QUEUED),
+        ([JobState.QUEUED, JobState.RUNNING_ONPREM], JobState.BURSTING),
+    ],
+)
+def test_illegal_transitions_raise_and_change_nothing(store, path, illegal):  # type: ignore[no-untyped-def]
+    job_id = store.submit(JobSpec(gpus=1)).job.id
+    for state in path:
+        store.transition(job_id, state, reason="step", actor="c")
+    before = store.get(job_id)
+    with pytest.raises(IllegalTransition):
+        store.transition(job_id, illegal, reason="wrong", actor="c")
+    assert store.get(job_id) == before
+    assert len(store.events(job_id)) == 1 + len(path)
+
+
+def test_a_stale_version_cannot_move_the_job(store):  # type: ignore[no-untyped-def]
+    [job_id] = queued(store, 1)
+    seen = store.get(job_id)
+    store.transition(
+        job_id, JobState.RUNNING_ONPREM, reason="a", actor="writer-a", expected_version=seen.version
+    )
+    with pytest.raises(StaleVersion):
+        store.transition(
+            job_id, JobState.CANCELLED, reason="b", actor="writer-b", expected_version=seen.version
+        )
+    assert store.get(job_id).state is JobState.RUNNING_ONPREM
+
+
+def test_unknown_job_is_a_clear_error(store):  # type: ignore[no-untyped-def]
+    with pytest.raises(JobNotFound, match="nope"):
+        store.transition("nope", JobState.QUEUED, reason="x", actor="c")
+    with pytest.raises(JobNotFound):
+        store.get("nope")
+    with pytest.raises(JobNotFound):
+        store.record_costs([CostEntry("nope", 0, 1, Decimal(1), "aws")])
+    with pytest.raises(JobNotFound):
+        store.record_placement("nope", (Part(0, "node-0", 1, 0.0, 0.0),))
+
+
+def test_fencing_token_of_an_old_leader_is_refused(store, elect):  # type: ignore[no-untyped-def]
+    [job_id] = queued(store, 1)
+    with pytest.raises(StaleLeader):  # no leader yet: no token is current
+        store.transition(job_id, JobState.BURSTING, reason="early", actor="x", fencing_token=1)
+    old = elect()
+    new = elect()
+    assert new > old
+    with pytest.raises(StaleLeader):
+        store.transition(job_id, JobState.BURSTING, reason="late", actor="old", fencing_token=old)
+    with pytest.raises(StaleLeader):
+        store.record_placement(job_id, (Part(0, "node-0", 1, 0.0, 0.0),), fencing_token=old)
+    with pytest.raises(StaleLeader):
+        store.claim(JobState.BURSTING, limit=1, reason="late", actor="old", fencing_token=old)
+    assert store.get(job_id).state is JobState.QUEUED and store.placement(job_id) == ()
+    moved = store.transition(job_id, JobState.BURSTING, reason="ok", actor="new", fencing_token=new)
+    assert moved.state is JobState.BURSTING
+    assert store.events(job_id)[-1].fencing_token == new
+    assert store.events(job_id)[-2].fencing_token is None  # unfenced writes carry none
+
+
+def test_claim_takes_the_head_of_the_queue_once(store, clock):  # type: ignore[no-untyped-def]
+    ids = queued(store, 5, clock=clock)
+    first = store.claim(JobState.BURSTING, limit=2, reason="cap", actor="c")
+    second = store.claim(JobState.BURSTING, limit=2, reason="cap", actor="c")
+    assert [j.id for j in first] == ids[:2] and [j.id for j in second] == ids[2:4]
+    assert all(j.state is JobState.BURSTING and j.version == 3 for j in first + second)
+    assert [j.id for j in store.queue().jobs] == ids[4:]
+    assert store.events(ids[0])[-1].from_state is JobState.QUEUED
+    with pytest.raises(IllegalTransition):
+        store.claim(
+            JobState.SUCCEEDED, limit=1, reason="x", actor="c", from_state=JobState.SUBMITTED
+        )
+
+
+def test_concurrent_claimers_take_disjoint_jobs(store, clock):  # type: ignore[no-untyped-def]
+    ids = queued(store, 12, clock=clock)
+    barrier = threading.Barrier(4)
+    taken: list[list[str]] = []
+
+    def claimer() -> None:
+        barrier.wait()
+        got = store.claim(JobState.BURSTING, limit=3, reason="cap", actor="c")
+        taken.append([j.id for j in got])
+
+    threads = [threading.Thread(target=claimer) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    flat = [job_id for part in taken for job_id in part]
+    assert sorted(flat) == sorted(ids) and len(set(flat)) == 12
+
+
+def test_two_concurrent_writers_cannot_both_move_a_job(store):  # type: ignore[no-untyped-def]
+    job_id = store.submit(JobSpec(gpus=1)).job.id
+    store.transition(job_id, JobState.QUEUED, reason="admitted", actor="c")
+    seen = store.get(job_id).version
+    targets = [JobState.RUNNING_ONPREM, JobState.BURSTING, JobState.CANCELLED] * 2
+    barrier = threading.Barrier(len(targets))
+    won: list[JobState] = []
+    lost: list[Exception] = []
+
+    def writer(target: JobState) -> None:
+        barrier.wait()
+        try:
+            store.transition(
+                job_id, target, reason="race", actor=f"w-{target}", expected_version=seen
+            )
+            won.append(target)
+        except (StaleVersion, IllegalTransition) as exc:
+            lost.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(won) == 1 and len(lost) == len(targets) - 1
+    final = store.get(job_id)
+    assert final.state is won[0] and final.version == seen + 1
+    moves = [e for e in store.events(job_id) if e.from_state is JobState.QUEUED]
+    assert len(moves) == 1
+
+
+def test_racing_writers_without_versions_still_move_a_job_once(store):  # type: ignore[no-untyped-def]
+    """Without ``expected_version`` the lifecycle itself refuses the losers."""
+    job_id = store.submit(JobSpec(gpus=1)).job.id
+    store.transition(job_id, JobState.QUEUED, reason="admitted", actor="c")
+    barrier = threading.Barrier(4)
+    results: list[object] = []
+
+    def writer() -> None:
+        barrier.wait()
+        try:
+            results.append(store.transition(job_id, JobState.RUNNING_ONPREM, reason="r", actor="w"))
+        except (StaleVersion, IllegalTransition) as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=writer) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(not isinstance(r, Exception) for r in results) == 1
+    assert len([e for e in store.events(job_id) if e.to_state is JobState.RUNNING_ONPREM]) == 1
+
+
+def test_a_batch_transition_moves_what_it_may_in_one_go(store, elect, clock):  # type: ignore[no-untyped-def]
+    ids = [store.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(4)]
+    store.transition(ids[2], JobState.CANCELLED, reason="user", actor="ann")
+    moves = [Move(i, f"queued {n}", wait_budget=60.0 * n) for n, i in enumerate(ids)]
+    moves.append(Move("no-such-job", "ghost"))
+    moves.append(Move(ids[0], "named twice"))
+    clock.advance(5)
+    result = store.transition_many(moves, JobState.QUEUED, actor="controller")
+    assert [m.job.id for m in result.moved] == [ids[0], ids[1], ids[3]]
+    assert result.skipped == [ids[2], "no-such-job", ids[0]]
+    for n in (0, 1, 3):
+        got = store.get(ids[n])
+        assert (got.state, got.version, got.wait_budget) == (JobState.QUEUED, 2, 60.0 * n)
+        assert got == next(m for m in result.moved if m.job.id == ids[n])
+        last = store.events(ids[n])[-1]
+        assert (last.from_state, last.to_state, last.reason) == (
+            JobState.SUBMITTED,
+            JobState.QUEUED,
+            f"queued {n}",
+        )
+        assert last.at == clock.now()
+    assert store.get(ids[2]).state is JobState.CANCELLED  # skipped, untouched
+    again = store.transition_many(moves[:1], JobState.QUEUED, actor="controller")
+    assert again.moved == [] and again.skipped == [ids[0]]  # queued -> queued is no move
+
+    # a deposed leader's batch changes nothing at all
+    old = elect()
+    elect()
+    fresh = store.submit(JobSpec(gpus=1, user="ann")).job.id
+    with pytest.raises(StaleLeader):
+        store.transition_many(
+            [Move(fresh, "late")], JobState.QUEUED, actor="controller", fencing_token=old
+        )
+    assert store.get(fresh).state is JobState.SUBMITTED and len(store.events(fresh)) == 1
+
+
+def test_estimates_are_stored_without_a_state_change(store):  # type: ignore[no-untyped-def]
+    [job_id] = queued(store, 1)
+    store.set_estimates(job_id, predicted_runtime=600.0, wait_budget=90.0)
+    got = store.get(job_id)
+    assert (got.job.estimate, got.wait_budget, got.version) == (600.0, 90.0, 2)
+    store.set_estimates(job_id, wait_budget=30.0)  # None keeps the estimate
+    assert (store.get(job_id).job.estimate, store.get(job_id).wait_budget) == (600.0, 30.0)
+    with pytest.raises(JobNotFound):
+        store.set_estimates("ghost", wait_budget=1.0)
+
+
+def test_placements_are_kept_per_attempt(store, elect):  # type: ignore[no-untyped-def]
+    [job_id] = queued(store, 1)
+    assert store.placement(job_id) == ()
+    one = (Part(0, "node-0", 8, 0.0, 0.0), Part(3, "node-3", 2, 4.0, 100.0))
+    assert store.record_placement(job_id, one) == 1
+    two = (Part(1, "node-1", 8, 0.0, 0.0),)
+    assert store.record_placement(job_id, two, fencing_token=elect()) == 2
+    assert store.placement(job_id) == two
+    assert store.placement("never-placed") == ()
