@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
 from starburst.adapters.db import migrate
@@ -28,14 +26,10 @@ from starburst.settings import Settings
 from starburst.sim.cloud import SimCloud
 from tests.kube.adapter_support import ManualClock
 from tests.realkube.jobs import condition, suspended_job
+from tests.realkube.shipped import shipped_cluster_role
 from tests.support.controlplane import RealKube
 from tests.support.kubelet import FakeKubelet
 from tests.support.waiting import wait_for
-
-
-def shipped_cluster_role() -> dict[str, Any]:
-    text = resources.files("starburst.adapters.kubernetes").joinpath("rbac.yaml").read_text()
-    return next(d for d in yaml.safe_load_all(text) if d and d.get("kind") == "ClusterRole")
 
 
 @dataclass

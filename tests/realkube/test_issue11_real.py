@@ -14,12 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
 from starburst.adapters.db import migrate
@@ -40,6 +38,7 @@ from starburst.testing.kubeapi.validation import ONE_VALUE
 from tests.cloud.fake_sky import FakeSky
 from tests.kube.adapter_support import ManualClock
 from tests.realkube.jobs import suspended_job
+from tests.realkube.shipped import shipped_cluster_role
 from tests.support.controlplane import RealKube
 from tests.support.kubelet import FakeKubelet
 from tests.support.waiting import wait_for
@@ -92,11 +91,6 @@ class Rig:
             for e in self.real.audit_events(user=self.user)
             if e["responseStatus"]["code"] == 403
         ]
-
-
-def shipped_cluster_role() -> dict[str, Any]:
-    text = resources.files("starburst.adapters.kubernetes").joinpath("rbac.yaml").read_text()
-    return next(d for d in yaml.safe_load_all(text) if d and d.get("kind") == "ClusterRole")
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ Usage (one control plane per pytest session/worker; start-up takes seconds once 
         creds = real_kube.service_account(real_namespace, "starburst",
                                           cluster_role="starburst")   # optional binding
         sa_api = real_kube.api_client(creds.token)   # acts as the ServiceAccount
+        with real_kube.replica() as port: ...        # a second API server (HA, failover)
         creds.kubeconfig                             # a kubeconfig file for it
         real_kube.audit_events(user=creds.username)  # every request it made (audit log)
 
@@ -35,6 +36,7 @@ fails with the program's output.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -88,6 +90,8 @@ class RealKube:
         self.version = build.kubernetes_version()
         self.pki: Pki = make_pki(workdir / "pki")
         self.audit_log = workdir / "audit.log"
+        self.audit_log_replica = workdir / "audit-replica.log"
+        self.etcd_url = ""
         self.port = 0
         self.scheduler = scheduler
         self._processes: list[Process] = []
@@ -131,8 +135,8 @@ class RealKube:
             process.stop()
         self._processes.clear()
 
-    def _spawn(self, name: str, args: list[str]) -> Process:
-        process = Process(name, [str(self.bindir / name), *args], self.workdir)
+    def _spawn(self, name: str, args: list[str], program: str | None = None) -> Process:
+        process = Process(name, [str(self.bindir / (program or name)), *args], self.workdir)
         self._processes.append(process)
         return process
 
@@ -145,28 +149,44 @@ class RealKube:
             raise StartError(f"etcd did not start:\n{etcd.log_tail()}")
         return line.split(" ", 1)[1]
 
-    def _apiserver_args(self, etcd_url: str) -> list[str]:
+    def _start_apiserver(self, etcd_url: str) -> None:
+        self.etcd_url = etcd_url
+        self.port = self._spawn_apiserver("kube-apiserver", self.audit_log)[1]
+
+    def _spawn_apiserver(self, name: str, audit_log: Path) -> tuple[Process, int]:
         policy = self.workdir / "audit-policy.yaml"
         policy.write_text(AUDIT_POLICY)
-        return apiserver_args(self.pki, self.port, etcd_url, policy, self.audit_log)
-
-    def _start_apiserver(self, etcd_url: str) -> None:
         for attempt in range(3):  # a free port can be taken between probing and binding
-            self.port = free_port()
-            apiserver = self._spawn("kube-apiserver", self._apiserver_args(etcd_url))
-            if self._wait_ready(apiserver):
-                return
+            port = free_port()
+            args = apiserver_args(self.pki, port, self.etcd_url, policy, audit_log)
+            apiserver = self._spawn(name, args, program="kube-apiserver")
+            if self._wait_ready(apiserver, port):
+                return apiserver, port
             tail = apiserver.log_tail()
             apiserver.stop()
             self._processes.remove(apiserver)
             if "address already in use" not in tail or attempt == 2:
-                raise StartError(f"kube-apiserver did not become ready:\n{tail}")
+                raise StartError(f"{name} did not become ready:\n{tail}")
+        raise AssertionError("unreachable")
 
-    def _wait_ready(self, apiserver: Process, timeout: float = 180.0) -> bool:
+    @contextlib.contextmanager
+    def replica(self) -> Iterator[int]:
+        """A second kube-apiserver on the same etcd, as in a highly available control plane
+        (its own port, yielded; its own audit log), stopped afterwards. It starts with an
+        empty watch cache filled from etcd's current revision, so it has forgotten every
+        older resourceVersion: a watch from one gets 410 Gone, as after a failover."""
+        replica, port = self._spawn_apiserver("kube-apiserver-replica", self.audit_log_replica)
+        try:
+            yield port
+        finally:
+            replica.stop()
+            self._processes.remove(replica)
+
+    def _wait_ready(self, apiserver: Process, port: int, timeout: float = 180.0) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and apiserver.alive():
             try:
-                self.request("GET", "/readyz")
+                self.request("GET", "/readyz", port=port)
                 return True
             except (OSError, urllib.error.HTTPError):
                 time.sleep(0.2)
@@ -202,11 +222,13 @@ class RealKube:
         body: Any = None,
         token: str | None = None,
         content_type: str = "application/json",
+        port: int | None = None,
     ) -> Any:
-        """One HTTP request as admin (or ``token``'s identity); the decoded JSON reply."""
+        """One HTTP request as admin (or ``token``'s identity) to the API server (or the one
+        on ``port``, a replica); the decoded JSON reply."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(
-            self.url + path,
+            f"https://127.0.0.1:{port or self.port}" + path,
             data=data,
             method=method,
             headers={
@@ -240,12 +262,13 @@ class RealKube:
         path.chmod(0o600)
         return path
 
-    def api_client(self, token: str | None = None) -> Any:
-        """An official ``kubernetes.client.ApiClient`` (admin, or ``token``'s identity)."""
+    def api_client(self, token: str | None = None, url: str | None = None) -> Any:
+        """An official ``kubernetes.client.ApiClient`` (admin, or ``token``'s identity), to
+        the API server or to ``url`` (a proxy in front of it)."""
         from kubernetes import client
 
         config = client.Configuration()
-        config.host = self.url
+        config.host = url or self.url
         config.ssl_ca_cert = str(self.pki.ca_cert)
         config.api_key = {"authorization": f"Bearer {token or self.pki.admin_token}"}
         return client.ApiClient(config)
