@@ -121,6 +121,8 @@ class Pair:
     standin: Endpoint
     real: Endpoint
     namespace: str = ""
+    #: the stand-in itself (a ``KubeApiServer``), for what only a test can do to it (compact)
+    server: Any = None
     #: what differed, per request: (request, difference) pairs
     found: list[tuple[str, str]] = field(default_factory=list)
 

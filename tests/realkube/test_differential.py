@@ -6,12 +6,14 @@ is listed in ``starburst.testing.kubeapi``'s docstring). Covered: create/get/lis
 watch (the events from a resourceVersion), patches (merge, strategic, JSON, an unsupported
 type), the status subresource, 409 conflicts (AlreadyExists, a stale update), label and field
 selectors (and unparsable ones), paging (continue tokens, a bad token), and invalid objects
-(422 with the same causes). Not covered: 410 Gone — a fresh real server's watch cache still
-holds its whole history, so an old resourceVersion is not expired there.
+(422 with the same causes), and 410 Gone for a watch from an expired resourceVersion (the
+stand-in compacted; on the real side a second API server on the same etcd, whose watch cache
+started after that version: a fresh server's cache holds its whole history otherwise).
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterator
 
@@ -20,6 +22,7 @@ import pytest
 from starburst.testing.kubeapi import KubeApiServer
 from tests.realkube.differential import Endpoint, Pair
 from tests.support.controlplane import RealKube
+from tests.support.waiting import wait_for
 
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -39,6 +42,7 @@ _DEFAULTED = (  # fields a real server defaults that the stand-in leaves out
 KNOWN = frozenset({
     "differs: body.message",  # error wording (the code, reason and causes' fields agree)
     "differs: body.details.causes[].message",
+    "differs: [].object.message",  # a watch's 410: the same words, each server's revisions
     "only stand-in: body.items[].kind", "only stand-in: body.items[].apiVersion",
     "only real: body.details",  # an empty ``details: {}`` on a failed JSON-patch test
     *(f"only real: {prefix}.{path}" for prefix in ("body", "body.items[]")
@@ -52,6 +56,7 @@ def pair(real_kube: RealKube) -> Iterator[Pair]:
         p = Pair(
             Endpoint(standin.url),
             Endpoint(real_kube.url, real_kube.pki.admin_token, str(real_kube.pki.ca_cert)),
+            server=standin,
         )
         namespace = f"diff-{secrets.token_hex(3)}"
         p.namespace = namespace
@@ -230,4 +235,28 @@ def test_watches_answer_alike(pair: Pair, real_kube: RealKube) -> None:
         for ep, rv in zip((pair.standin, pair.real), starts, strict=True)
     ]
     pair.compare("watch", *events)
+    assert_no_differences(pair)
+
+
+def test_an_expired_resource_version_answers_alike(pair: Pair, real_kube: RealKube) -> None:
+    ns = pair.namespace
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
+    starts = [
+        ep.call("POST", leases, lease("old"))[1]["metadata"]["resourceVersion"]
+        for ep in (pair.standin, pair.real)
+    ]
+    pair.same("PATCH", f"{leases}/old", {"spec": {"holderIdentity": "b"}}, MERGE)
+    pair.server.compact()
+    with real_kube.replica() as port:
+        replica = Endpoint(f"https://127.0.0.1:{port}", pair.real.token, pair.real.ca_file)
+        watch = f"{leases}?watch=1&timeoutSeconds=1&resourceVersion="
+        # (a replica answers 429 until its watch cache is filled)
+        assert wait_for(lambda: replica.call("GET", watch + starts[1])[0] != 429, timeout=60)
+        events = [
+            ep.watch(watch + rv) for ep, rv in zip((pair.standin, replica), starts, strict=True)
+        ]
+    assert events[1][0]["object"]["code"] == 410, events  # the real server forgot it
+    for (event,) in events:  # the same words (the revisions named are each server's own)
+        assert re.fullmatch(r"too old resource version: \d+ \(\d+\)", event["object"]["message"])
+    pair.compare("watch from an expired resourceVersion", *events)
     assert_no_differences(pair)
