@@ -38,7 +38,7 @@ def server_app(settings: Settings, controller: Controller) -> Any:
     from starburst.api import create_app
     from starburst.controller.joblogs import JobLogs
 
-    reader = JobLogs(controller.cluster, controller.loop.cloud)
+    reader = JobLogs(controller.capabilities.logs, controller.cloud)
     app = create_app(
         settings,
         controller.store,

@@ -21,21 +21,14 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from starburst.adapters.db.holds import BudgetState, budget_states, team_holds
 from starburst.adapters.db.store import SqlStore
+from starburst.core.ports import BudgetNotes
 
 log = logging.getLogger("starburst.controller")
 CENT = Decimal("0.01")
-
-
-@runtime_checkable
-class BudgetNotes(Protocol):
-    """A cluster that can record a team's budget alert where its users look (a Kubernetes
-    Event)."""
-
-    def note_budget(self, team: str, reason: str, message: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,21 +1,21 @@
 """The cloud side's health as a hold: while the cloud cannot burst, every job waits on-prem.
 
-``CloudGate(cloud)`` asks a cloud that can tell (``CloudHealth``: SkyPilot says "no cloud
-enabled in SkyPilot: run `sky check`" or that its API server does not answer) once per pass;
-while it is degraded the pass holds every job (``HOLD_ALL``) with that reason instead of
-bursting it, and ``reason`` is what readiness reports as the cloud side's degradation. A cloud
-that cannot tell is never held here.
+``CloudGate(health)`` asks a cloud that can tell (its ``CloudHealth`` capability: SkyPilot
+says "no cloud enabled in SkyPilot: run `sky check`" or that its API server does not answer)
+once per pass; while it is degraded the pass holds every job (``HOLD_ALL``) with that reason
+instead of bursting it, and ``reason`` is what readiness reports as the cloud side's
+degradation. A cloud that cannot tell (``health`` None) is never held here.
 """
 
 from __future__ import annotations
 
 from starburst.core.cycle import HOLD_ALL
-from starburst.core.ports import Cloud, CloudHealth
+from starburst.core.ports import CloudHealth
 
 
 class CloudGate:
-    def __init__(self, cloud: Cloud | None) -> None:
-        self._health = cloud if isinstance(cloud, CloudHealth) else None
+    def __init__(self, health: CloudHealth | None) -> None:
+        self._health = health
         self.reason: str | None = None
 
     def __call__(self, now: float) -> dict[str, str]:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from decimal import Decimal
 
 from starburst.adapters.db.store import SqlStore
+from starburst.controller.capabilities import Capabilities
 from starburst.controller.queue_view import QueueView
 from starburst.controller.report import PassReport
 from starburst.core.billing import charges
@@ -40,6 +41,7 @@ _ENDED = {
 class CloudSide:
     store: SqlStore
     cloud: Cloud | None
+    caps: Capabilities
     config: SchedulerConfig
     view: QueueView
     _handles: dict[str, CloudHandle]
@@ -143,8 +145,10 @@ class CloudSide:
     def _failure(self, handle: CloudHandle, status: CloudStatus) -> str:
         """Why a cloud run did not succeed: the backend's reason (its exit code) and, for a
         failure, the last lines of output (``starburst.core.failure``)."""
-        why = getattr(self.cloud, "reason", None)
-        cause = f"cloud run {status.value}" + (f": {why(handle)}" if why is not None else "")
+        reasons = self.caps.reasons
+        cause = f"cloud run {status.value}"
+        if reasons is not None:
+            cause += f": {reasons.reason(handle)}"
         if status is not CloudStatus.FAILED or OUTPUT_MARK in cause:
             return cause
         assert self.cloud is not None
@@ -165,7 +169,8 @@ class CloudSide:
         """The cloud side could not launch (no cloud enabled, …): nothing ran, nothing is
         billed; the job waits on-prem again, its budget spent, held there while the cloud
         side says it is degraded (``CloudGate``), so it is not burst again in a loop."""
-        why = getattr(self.cloud, "reason", lambda h: "the cloud refused the launch")(handle)
+        reasons = self.caps.reasons
+        why = reasons.reason(handle) if reasons is not None else "the cloud refused the launch"
         if self._move(
             job.id,
             JobState.QUEUED,
@@ -179,9 +184,9 @@ class CloudSide:
 
     def _launched(self, handle: CloudHandle) -> bool:
         """Whether the backend launched anything to bill yet (one that cannot say: yes)."""
-        billed = getattr(self.cloud, "billed_launch", None)
+        billing = self.caps.billing
         try:
-            return billed is None or billed(handle) is not None
+            return billing is None or billing.billed_launch(handle) is not None
         except (TransientError, PermanentError):
             return True
 
@@ -192,9 +197,9 @@ class CloudSide:
 
     def _end_of(self, handle: CloudHandle, now: float) -> float:
         """When a launch really ended (a restarted controller learns it late), else now."""
-        ended_at = getattr(self.cloud, "ended_at", None)
+        ends = self.caps.ends
         try:
-            end = ended_at(handle) if ended_at is not None else None
+            end = ends.ended_at(handle) if ends is not None else None
         except (TransientError, PermanentError):
             end = None
         return min(end, now) if end is not None else now
@@ -275,8 +280,8 @@ class CloudSide:
         spot = quote.where.endswith(" (spot)")
         provider, region = provider.removesuffix(" (spot)"), region.removesuffix(" (spot)")
         launched_at = now
-        billed = getattr(self.cloud, "billed_launch", None)
-        known = billed(handle) if billed is not None else None
+        billing = self.caps.billing
+        known = billing.billed_launch(handle) if billing is not None else None
         if known is not None:  # the backend knows when it really launched (a restart)
             launched_at = known.launched_at
         self.store.record_launch(

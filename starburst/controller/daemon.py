@@ -3,8 +3,8 @@
 Periodic work runs as APScheduler jobs in one process:
 - ``pass``: a scheduling pass every ``pass_interval_s``, and sooner when something happens —
   a submission through the API (``poke``), a job arriving or ending in a backend that says
-  so (its ``on_change``: the Kubernetes watches, the local backends' end watch), or the next
-  budget expiry the last pass reported;
+  so (a ``ChangeNotifier``: the Kubernetes watches, the local backends' end watch), or the
+  next budget expiry the last pass reported;
 - ``recalibrate``: the waiting-budget coefficient refitted on a rolling window of recent jobs
   (Σ wait budgets = b × Σ predicted runtimes), every ``recalibrate_interval_s``;
 - ``retrain``: the runtime estimator rebuilt from the store's history.
@@ -37,7 +37,8 @@ from typing import Any
 from starburst.adapters.db.leader import LeaderLock, leader_lock
 from starburst.adapters.db.store import SqlStore
 from starburst.controller import logs
-from starburst.controller.budgets import BudgetAlerts, BudgetGate, BudgetNotes
+from starburst.controller.budgets import BudgetAlerts, BudgetGate
+from starburst.controller.capabilities import Capabilities
 from starburst.controller.cloudgate import CloudGate
 from starburst.controller.metrics import ControllerMetrics
 from starburst.controller.report import PassReport
@@ -77,11 +78,16 @@ class Controller:
         estimator: RuntimeEstimator | None = None,
         metrics: ControllerMetrics | None = None,
         lock: LeaderLock | None = None,
+        capabilities: Capabilities | None = None,
     ) -> None:
+        """``capabilities``: what the backends can do beyond their ports, as the wiring
+        resolved them (None: resolved here from ``cluster`` and ``cloud``)."""
+        caps = capabilities or Capabilities.of(cluster, cloud)
+        self.capabilities = caps
         self.tuning = TuningHooks(store)
         self.settings = settings = self.tuning.settings_in_force(settings)
         self.store = store
-        self.cluster = cluster
+        self.cluster, self.cloud = cluster, cloud
         self.clock = clock or WallClock()
         self.metrics = metrics or ControllerMetrics.create()
         self._lock = lock or leader_lock(store.engine, settings.leader_name)
@@ -91,9 +97,9 @@ class Controller:
             settings.budget_alerts,
             metrics=self.metrics,
             webhook=settings.budget_webhook,
-            notes=cluster if isinstance(cluster, BudgetNotes) else None,
+            notes=caps.budget_notes,
         )
-        budgets, self.cloud_gate = BudgetGate(store, alerts=alerts), CloudGate(cloud)
+        budgets, self.cloud_gate = BudgetGate(store, alerts=alerts), CloudGate(caps.health)
         self.loop = SchedulingLoop(
             store,
             cluster,
@@ -103,11 +109,11 @@ class Controller:
             estimator=estimator,
             fencing_token=lambda: self._lock.token,
             hold=lambda now: {**budgets(now), **self.cloud_gate(now)},
+            capabilities=caps,
         )
         self.metrics.follow_ledger(store)
-        for backend in (cluster, cloud):  # backends that can say when a job ends or arrives
-            if backend is not None and hasattr(backend, "on_change"):
-                backend.on_change = self.poke
+        for notifier in caps.notifiers:  # backends that can say when a job ends or arrives
+            notifier.subscribe(self.poke)
         self._health = Health(False, "starting")
         self._scheduler: Any = None
         self._pass_lock = threading.Lock()
@@ -311,10 +317,10 @@ class Controller:
 
     def _ingest(self) -> None:
         """Jobs the cluster itself discovered (suspended Kubernetes Jobs) enter the store."""
-        submissions = getattr(self.cluster, "submissions", None)
-        if submissions is None:
+        source = self.capabilities.submissions
+        if source is None:
             return
-        for job in submissions():
+        for job in source.submissions():
             self.store.submit(
                 JobSpec.from_job(job),
                 idempotency_key=f"cluster:{job.id}",

@@ -1,9 +1,9 @@
 """A job's output, from wherever it ran: the on-prem cluster or its latest cloud launch.
 
 ``JobLogs.read`` is what ``GET /v1/jobs/{id}/logs`` and ``starburst logs`` show. It asks the
-backend the job ran on: the cluster's ``job_logs(job, tail)`` (Kubernetes: the Job's pods)
-or ``logs(job_id)`` (the local cluster's output file), or the cloud's ``logs(handle)`` for
-the job's latest launch (SkyPilot's managed-job log, or the emulated cloud's output file).
+backend the job ran on: the cluster's ``LogSource`` capability (Kubernetes: the Job's pods;
+the local cluster: its output file), or the cloud's ``logs(handle)`` for the job's latest
+launch (SkyPilot's managed-job log, or the emulated cloud's output file).
 
 Terms: *tail* — only the newest ``tail`` lines (None: everything the backend keeps).
 
@@ -15,13 +15,12 @@ backend that keeps no output, is a ``NoLogs`` error whose message says why (the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from starburst.controller.cloudside import cloud_id
 from starburst.controller.report import backend_job
 from starburst.core.errors import PermanentError
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import CloudHandle
+from starburst.core.ports import Cloud, CloudHandle, LogSource
 from starburst.core.records import CloudLaunch, StoredJob
 
 _NOT_RUN = (JobState.SUBMITTED, JobState.QUEUED, JobState.BURSTING)
@@ -39,9 +38,10 @@ def last_lines(text: str, tail: int | None) -> str:
 
 
 class JobLogs:
-    """Reads job output through the backends the controller was built with."""
+    """Reads job output through the backends the controller was built with: the cluster's
+    ``LogSource`` (None: it keeps no output) and the cloud (None: none configured)."""
 
-    def __init__(self, cluster: Any, cloud: Any) -> None:
+    def __init__(self, cluster: LogSource | None, cloud: Cloud | None) -> None:
         self.cluster = cluster
         self.cloud = cloud
 
@@ -57,25 +57,18 @@ class JobLogs:
         return last_lines(self._onprem(stored, tail), tail)
 
     def _onprem(self, stored: StoredJob, tail: int | None) -> str:
-        reader = getattr(self.cluster, "job_logs", None)
-        if reader is not None:
-            text: str = reader(backend_job(stored), tail)
-            return text
-        reader = getattr(self.cluster, "logs", None)
-        if reader is None:
+        if self.cluster is None:
             raise NoLogs(f"job {stored.id} ran on a cluster that keeps no output")
-        text = reader(stored.id)
-        return text
+        return self.cluster.job_logs(backend_job(stored), tail)
 
     def _cloud(self, stored: StoredJob, launches: Sequence[CloudLaunch]) -> str:
         if not launches:
             raise NoLogs(f"job {stored.id} has no cloud launch on record")
-        if self.cloud is None or not hasattr(self.cloud, "logs"):
+        if self.cloud is None:
             raise NoLogs(f"job {stored.id} ran in the cloud, and no cloud is configured here")
         ordered = sorted(launches, key=lambda x: x.id or 0)
         latest = ordered[-1]
         handle = CloudHandle(
             cloud_id(stored.id, len(ordered)), latest.name, latest.request_id, latest.cloud_job_id
         )
-        text: str = self.cloud.logs(handle)
-        return text
+        return self.cloud.logs(handle)

@@ -133,7 +133,7 @@ def _report(
     from starburst.savings import compare_with_no_wait, fraction_saved
 
     jobs = [store.find_by_key(f"quickstart-{n}") for n, _, _ in SAMPLE]  # type: ignore[attr-defined]
-    cloud = controller.loop.cloud  # type: ignore[attr-defined]
+    cloud = controller.cloud  # type: ignore[attr-defined]
     figures = compare_with_no_wait(
         store, started - 60, time.time() + 60, cloud.quote if cloud is not None else None
     )

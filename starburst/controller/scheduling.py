@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from starburst.adapters.db.store import SqlStore
+from starburst.controller.capabilities import Capabilities
 from starburst.controller.cloudside import CloudSide, cloud_job
 from starburst.controller.queue_view import QueueView, read_all
 from starburst.controller.report import PassReport, backend_job
@@ -70,8 +71,10 @@ class SchedulingLoop(CloudSide, Unstartable):
         hold: Callable[[float], dict[str, str]] = lambda now: {},
         metering_chunk_s: float = 60.0,
         admissions_per_pass: int = 500,
+        capabilities: Capabilities | None = None,
     ) -> None:
         self.store, self.cluster, self.cloud, self.clock = store, cluster, cloud, clock
+        self.caps = capabilities or Capabilities.of(cluster, cloud)
         self.config = config
         self.estimator = estimator
         self._token = fencing_token
@@ -126,17 +129,16 @@ class SchedulingLoop(CloudSide, Unstartable):
     def _announce_held(self, held: list[tuple[str, str]]) -> None:
         """Say once per job why it waits past its budget (a log line, and a Kubernetes Event
         on its Job where the cluster can carry one)."""
-        note = getattr(self.cluster, "note_waiting", None)
+        annotator = self.caps.annotator
         for job_id, reason in held:
             if job_id in self._announced:
                 continue
             self._announced.add(job_id)
             log.info("held on-prem: %s", reason, extra={"job": job_id})
-            if note is not None:
+            if annotator is not None:
                 stored = self.store.get(job_id)
-                self._quietly(
-                    note, job_id, stored.wait_budget or 0.0, stored.predicted_runtime, reason
-                )
+                budget, runtime = stored.wait_budget or 0.0, stored.predicted_runtime
+                self._quietly(annotator.note_waiting, job_id, budget, runtime, reason)
         if not held:
             self._announced.clear()
 
@@ -188,11 +190,13 @@ class SchedulingLoop(CloudSide, Unstartable):
     def _end_vanished(self, now: float) -> None:
         """Jobs whose object in the cluster was deleted while no leader watched (a Kubernetes
         Job deleted with kubectl) end with that reason instead of starting or bursting."""
-        vanished = getattr(self.cluster, "vanished", None)
-        if vanished is None:
+        deleted = self.caps.deleted
+        if deleted is None:
             return
         states = (JobState.SUBMITTED, JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD)
-        for job_id in vanished([backend_job(s) for state in states for s in self._all(state)]):
+        for job_id in deleted.vanished(
+            [backend_job(s) for state in states for s in self._all(state)]
+        ):
             self._move(
                 job_id, JobState.FAILED, "its Kubernetes Job was deleted", self._token(), now
             )
@@ -257,13 +261,14 @@ class SchedulingLoop(CloudSide, Unstartable):
         )
         for job_id in result.skipped:
             log.info("skipped admitting %s: it is no longer submitted", job_id)
-        note = getattr(self.cluster, "note_waiting", None)
+        annotator = self.caps.annotator
         arrivals = []
         for moved in result.moved:
             queued, move, estimate = admitted[moved.job.id]
             arrivals.append(queued)
             report.budgets.append(queued.budget)
-            if note is not None:  # the budget and the estimate, on the Kubernetes Job
+            if annotator is not None:  # the budget and the estimate, on the Kubernetes Job
+                note = annotator.note_waiting
                 self._quietly(note, queued.id, queued.budget, estimate, move.reason)
             self.view.add(queued)
         report.admitted = len(arrivals)
@@ -343,9 +348,10 @@ class SchedulingLoop(CloudSide, Unstartable):
             return False
         self._record_launch(job, handle, now, token)
         self._handles[job.id] = handle
-        annotate = getattr(self.cluster, "burst", None)
-        if annotate is not None:  # the Job stays suspended; say where it went and why
-            self._quietly(annotate, job.id, quote.where, reason, handle.name, quote.price_per_hour)
+        annotator = self.caps.annotator
+        if annotator is not None:  # the Job stays suspended; say where it went and why
+            price = quote.price_per_hour
+            self._quietly(annotator.burst, job.id, quote.where, reason, handle.name, price)
         return True
 
     def _refuse_burst(
@@ -367,8 +373,9 @@ class SchedulingLoop(CloudSide, Unstartable):
         self._move(job.id, JobState.BURSTING, burst.reason, token, now)
         if self._move(job.id, JobState.QUEUED, reason, token, now, wait_budget=math.inf):
             self.view.add(QueuedJob(job, now, math.inf))
-            note = getattr(self.cluster, "note_waiting", None)
-            if note is not None:
+            annotator = self.caps.annotator
+            if annotator is not None:
+                note = annotator.note_waiting
                 self._quietly(note, job.id, math.inf, stored.predicted_runtime, reason)
         return False
 

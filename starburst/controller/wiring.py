@@ -11,6 +11,11 @@
   (``LeaseLock``) whose winners take their fencing tokens from the store.
 - Job output for an API without a controller (``job_logs_from``): the same backends, built
   on first use, the Kubernetes one without watching.
+- Capabilities: what the built backends can do beyond their ports (``Capabilities.of``),
+  resolved here once and handed to the controller and the job-output reader.
+
+A new backend is added here: a branch in ``build_cluster`` or ``build_cloud`` (and its name
+in ``Settings``); the capabilities it implements are then found by ``Capabilities.of``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from starburst.adapters.db.leader import LeaderLock, default_holder, leader_lock, next_term
 from starburst.adapters.db.store import SqlStore
+from starburst.controller.capabilities import Capabilities
 from starburst.controller.daemon import Controller
 from starburst.core.errors import ConfigError
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
@@ -144,12 +150,9 @@ def job_logs_from(settings: Settings) -> Callable[[], JobLogs]:
             if not built:
                 try:
                     clock = WallClock()
-                    built.append(
-                        JobLogs(
-                            build_cluster(settings, clock, watch=False),
-                            build_cloud(settings, clock),
-                        )
-                    )
+                    cluster = build_cluster(settings, clock, watch=False)
+                    cloud = build_cloud(settings, clock)
+                    built.append(JobLogs(Capabilities.of(cluster, cloud).logs, cloud))
                 except ConfigError as exc:
                     raise NoLogs(f"cannot reach the backends to read job output: {exc}") from None
             return built[0]
@@ -184,4 +187,5 @@ def build_controller(
         clock=clock,
         estimator=build_estimator(settings, store),
         lock=build_leader_lock(settings, store),
+        capabilities=Capabilities.of(cluster, cloud),
     )

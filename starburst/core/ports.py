@@ -5,16 +5,30 @@ The simulator's in-memory implementations (``starburst.sim``) and the live adapt
 against both. Rules: nothing but the ``Clock`` reads time; no port call blocks the scheduling
 loop (a cloud launch returns a handle at once and later passes poll it); adapters raise
 ``TransientError`` or ``PermanentError`` (``starburst.core.errors``), never SDK exceptions.
+
+Terms:
+- *port*: what every backend of a kind must do (``Clock``, ``Cluster``, ``Cloud``,
+  ``RuntimeEstimator``, and the store's ``JobStore``, ``Ledger``, ``Accounts``,
+  ``ModelRegistry``, united in ``Store``).
+- *capability*: what some backends can do beyond their port, each a small
+  ``@runtime_checkable`` protocol named after what it means (``ChangeNotifier``,
+  ``SubmissionSource``, ``JobAnnotator``, ``BudgetNotes``, ``DeletedJobs``, ``LogSource``,
+  ``CloudHealth``, ``FailureReasons``, ``BilledLaunches``, ``LaunchEnds``). A backend
+  declares one by implementing its methods; the controller resolves them once, when it is
+  wired (``starburst.controller.capabilities``), and never asks a backend again. A
+  backend without a capability is never worse than correct: the controller only loses a
+  courtesy (an annotation, a prompt pass, an exact end time).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
+from starburst.core.billing import BilledLaunch
 from starburst.core.capacity import CapacityIndex, Placement
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
@@ -111,13 +125,6 @@ class CloudStatus(StrEnum):
     REFUSED = "refused"
 
 
-@runtime_checkable
-class CloudHealth(Protocol):
-    """A cloud that can say why it cannot burst right now (None: it can)."""
-
-    def degraded(self) -> str | None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class CloudHandle:
     """Enough to find a launch again after a restart (the name is derived from the job id)."""
@@ -142,6 +149,117 @@ class Cloud(Protocol):
     def cancel(self, handle: CloudHandle) -> None: ...
 
     def logs(self, handle: CloudHandle) -> str: ...
+
+
+# -- capabilities: what some backends can do beyond their port ------------------------------
+@runtime_checkable
+class ChangeNotifier(Protocol):
+    """A backend that says when a pass is worth running now: a job ended or arrived (the
+    Kubernetes watches, the local backends' end watch). Without it, ends and arrivals are
+    seen at the next periodic pass."""
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (from the backend's own thread; it must be quick and must not
+        call back into the backend) after each such change. One listener: a later
+        ``subscribe`` replaces the earlier one."""
+        ...
+
+
+@runtime_checkable
+class SubmissionSource(Protocol):
+    """A cluster where users submit jobs themselves (suspended Kubernetes Jobs); each pass
+    enters them into the store."""
+
+    def submissions(self) -> list[Job]:
+        """Jobs submitted since the last call (each once per process), oldest first."""
+        ...
+
+
+@runtime_checkable
+class JobAnnotator(Protocol):
+    """A cluster whose job objects can carry Starburst's decisions where users look
+    (annotations and Events on a Kubernetes Job). Failures are logged, never fatal."""
+
+    def note_waiting(
+        self, job_id: str, budget: float, predicted_runtime: float | None, reason: str
+    ) -> None:
+        """The job's wait budget (``inf``: waits on-prem only), its estimate and why."""
+        ...
+
+    def burst(
+        self,
+        job_id: str,
+        where: str,
+        reason: str,
+        cloud_job: str | None = None,
+        price_per_hour: float | None = None,
+    ) -> None:
+        """The job went to the cloud (it stays suspended in the cluster): where and why."""
+        ...
+
+
+@runtime_checkable
+class BudgetNotes(Protocol):
+    """A cluster that can record a team's budget alert where its users look (a Kubernetes
+    Event in the team's namespace)."""
+
+    def note_budget(self, team: str, reason: str, message: str) -> None: ...
+
+
+@runtime_checkable
+class DeletedJobs(Protocol):
+    """A cluster whose jobs are objects a user can delete behind the controller's back (a
+    Kubernetes Job removed with kubectl while no leader watched)."""
+
+    def vanished(self, jobs: Iterable[Job]) -> list[str]:
+        """The ids of ``jobs`` whose object in the cluster is gone."""
+        ...
+
+
+@runtime_checkable
+class LogSource(Protocol):
+    """A cluster that keeps what its jobs printed (a Kubernetes Job's pods, the local
+    cluster's output files). The cloud's output is part of the ``Cloud`` port."""
+
+    def job_logs(self, job: Job, tail: int | None = None) -> str:
+        """The job's output, its last ``tail`` lines (None: all the backend keeps)."""
+        ...
+
+
+@runtime_checkable
+class CloudHealth(Protocol):
+    """A cloud that can say why it cannot burst right now (None: it can)."""
+
+    def degraded(self) -> str | None: ...
+
+
+@runtime_checkable
+class FailureReasons(Protocol):
+    """A cloud that can say why a launch is in its state (an ended run's exit code, a
+    refused launch's cause); without it a failure says only its status."""
+
+    def reason(self, handle: CloudHandle) -> str: ...
+
+
+@runtime_checkable
+class BilledLaunches(Protocol):
+    """A cloud that knows what it bills for a launch, so metering starts when it really
+    launched (a restarted controller re-records a launch from before it) and only once
+    something was launched. Without it a launch bills from when the controller recorded it."""
+
+    def billed_launch(self, handle: CloudHandle) -> BilledLaunch | None:
+        """What is billed for the launch (None: nothing launched yet)."""
+        ...
+
+
+@runtime_checkable
+class LaunchEnds(Protocol):
+    """A cloud that knows when a launch really ended, so a controller that learns of the end
+    late (after a restart) bills to the end, not to the poll. Without it: to the poll."""
+
+    def ended_at(self, handle: CloudHandle) -> float | None:
+        """When the launch ended (None: it has not, or the backend does not know)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Prompt ends: the local backends say at once that a job's process ended (``on_change``)."""
+"""Prompt ends: the local backends say at once that a job's process ended (``subscribe``)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_the_local_cluster_says_when_a_job_ends(tmp_path: Path) -> None:
     cluster = LocalCluster(tmp_path, gpus=2)
     changed = threading.Event()
     cluster.start(job("before", "sleep 0.3"), on_local(1), "fits")  # running before listening
-    cluster.on_change = changed.set
+    cluster.subscribe(changed.set)
     assert changed.wait(5.0)
     (ended,) = cluster.ended()
     assert ended.job_id == "before" and ended.succeeded
@@ -89,7 +89,7 @@ def test_the_local_cluster_says_when_a_job_ends(tmp_path: Path) -> None:
 def test_the_emulated_cloud_says_when_a_launch_ends(tmp_path: Path) -> None:
     cloud = EmulatedCloud(tmp_path, load_price_table())
     changed = threading.Event()
-    cloud.on_change = changed.set
+    cloud.subscribe(changed.set)
     handle = cloud.launch(job("burst", "sleep 0.2", gpu_type="A100"), "waited out its budget")
     assert cloud.poll(handle) is CloudStatus.RUNNING
     assert changed.wait(5.0)

@@ -79,9 +79,8 @@ class KubernetesCluster:
         self._hostnames: dict[str, str] = {}  # node name -> its kubernetes.io/hostname label
         self._ungater = Ungater(self._book.placement_of)
         self._pods: dict[tuple[str, str], tuple[str, float, float, float, str]] = {}
-        #: called from the watch threads when a Job ends or a new one is queued; the controller
-        #: sets it to run a pass promptly (it must be quick and must not call back in here)
-        self.on_change: Callable[[], None] | None = None
+        #: called from the watch threads when a Job ends or a new one is queued (``subscribe``)
+        self._listener: Callable[[], None] | None = None
         s = self.settings
         jobs = (
             self._batch.list_job_for_all_namespaces
@@ -185,9 +184,14 @@ class KubernetesCluster:
         for write in todo:
             write()
 
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """``ChangeNotifier``: call ``listener`` from the watch threads when a Job ends or a
+        new one is queued (the controller runs a pass promptly)."""
+        self._listener = listener
+
     def _notify(self) -> None:
         """Tell the controller something worth a pass happened (a Job ended or arrived)."""
-        listener = self.on_change
+        listener = self._listener
         if listener is not None:
             listener()
 

@@ -26,7 +26,7 @@ Restart safety — a job is never run twice and never lost:
 - ``started_at`` is the recorded spawn time; an end found (not seen) is dated by when its
   exit status was written.
 
-Prompt ends: once the controller sets ``on_change``, an ``EndWatch`` calls it as soon as a
+Prompt ends: once the controller subscribes, an ``EndWatch`` calls its listener as soon as a
 running job's process ends, so the next pass (which reports the end and frees the GPUs) comes
 at once instead of at the next tick.
 
@@ -102,13 +102,9 @@ class LocalCluster:
         self._watch = EndWatch()
         self._adopt_still_running()
 
-    @property
-    def on_change(self) -> Callable[[], None] | None:
-        """Called (from a watcher thread) soon after a running job's process ends."""
-        return self._watch.listener
-
-    @on_change.setter
-    def on_change(self, listener: Callable[[], None] | None) -> None:
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """``ChangeNotifier``: call ``listener`` (from a watcher thread) soon after a running
+        job's process ends."""
         running = self._running.values()
         self._watch.listen(listener, ((r.process.pid, r.process.token) for r in running))
 
@@ -163,6 +159,10 @@ class LocalCluster:
         return reported
 
     # -- more than the port: what the CLI and tests look at --------------------------------
+    def job_logs(self, job: Job, tail: int | None = None) -> str:
+        """``LogSource``: the job's output file, whole (the reader keeps the last lines)."""
+        return self.logs(job.id)
+
     def logs(self, job_id: str) -> str:
         process = self.process(job_id)
         if process is not None:

@@ -26,7 +26,7 @@ not know from the state directory. ``billed_launch`` bills from the recorded lau
 quote; ``ended_at`` is when the end was seen, or, for an end found after a restart, when the
 exit status was written — so metered cost is what really ran.
 
-Prompt ends: once the controller sets ``on_change``, an ``EndWatch`` calls it as soon as a
+Prompt ends: once the controller subscribes, an ``EndWatch`` calls its listener as soon as a
 launch's process ends, so its end is recorded (and its metering closed) by the very next pass.
 
 Invariants: ``launch`` returns as soon as the process exists; ``poll`` reads process state
@@ -96,13 +96,9 @@ class EmulatedCloud:
         self._launches: dict[str, _Launch] = {}
         self._watch = EndWatch()
 
-    @property
-    def on_change(self) -> Callable[[], None] | None:
-        """Called (from a watcher thread) soon after a launch's process ends."""
-        return self._watch.listener
-
-    @on_change.setter
-    def on_change(self, listener: Callable[[], None] | None) -> None:
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """``ChangeNotifier``: call ``listener`` (from a watcher thread) soon after a
+        launch's process ends."""
         live = [x.process for x in self._launches.values() if x.process.outcome is None]
         self._watch.listen(listener, ((p.pid, p.token) for p in live))
 
