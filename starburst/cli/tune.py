@@ -22,6 +22,7 @@ from starburst.cli.history import ConfigOption, UrlOption, open_store, settings_
 from starburst.core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from starburst.core.ports import TuningLog
     from starburst.sim.history import TuneRequest
     from starburst.sim.tune import Deployed, Tuning
 
@@ -90,9 +91,7 @@ def tune(
     from starburst.sim.history import tune_history
 
     with open_store(settings) as store:
-        from starburst.adapters.db.tuning import TuningRecords
-
-        records = TuningRecords(store)
+        records = store.tuning
         result, history = tune_history(
             store, request, fallback(settings, records.setting_in_force()), out
         )
@@ -143,7 +142,9 @@ def _report(result: Tuning, out: Path, began: float) -> None:
     )
 
 
-def _apply(records: Any, result: Tuning, choose: str, request: TuneRequest, history: Any) -> None:
+def _apply(
+    records: TuningLog, result: Tuning, choose: str, request: TuneRequest, history: Any
+) -> None:
     from starburst.sim.history import apply_choice
 
     applied = apply_choice(records, result, choose, request, history, f"cli:{getpass.getuser()}")

@@ -19,10 +19,10 @@ import logging
 from typing import Any
 
 from starburst.adapters.db.store import SqlStore
-from starburst.adapters.db.tuning import SCHEDULER, AppliedSetting, TuningRecords, node_json
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import StarburstError, TransientError
 from starburst.core.ports import Cluster
+from starburst.core.records import SCHEDULER, AppliedSetting, node_json
 from starburst.settings import Settings
 
 log = logging.getLogger("starburst.controller")
@@ -42,7 +42,7 @@ def with_setting(settings: Settings, applied: AppliedSetting) -> Settings:
 
 class TuningHooks:
     def __init__(self, store: SqlStore, ttl_s: float = 10.0) -> None:
-        self.records = TuningRecords(store)
+        self.records = store.tuning
         self.ttl_s = ttl_s
         self._seen: int | None = None
         self._checked_at = float("-inf")

@@ -26,14 +26,16 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from starburst.core.billing import BilledLaunch
-from starburst.core.capacity import CapacityIndex, Placement
+from starburst.core.capacity import CapacityIndex, Node, Placement
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
+    AppliedSetting,
     CloudLaunch,
+    CloudSpend,
     CostEntry,
     CostTotal,
     HistoryJob,
@@ -52,6 +54,7 @@ from starburst.core.records import (
     TeamBudget,
     User,
 )
+from starburst.core.setting import PolicySetting
 
 
 class Clock(Protocol):
@@ -660,10 +663,64 @@ class ModelRegistry(Protocol):
         ...
 
 
+class TuningLog(Protocol):
+    """What ``starburst tune`` reads and writes: finished jobs as a trace, the cloud money
+    they cost, the controller's observed state, and the policy settings applied at run time.
+
+    Contract:
+    - A *finished job* was submitted in ``[since, until)`` and ended succeeded or failed after
+      running somewhere; its runtime is what it ran where it ended (on-prem: its last run;
+      in the cloud: its last ended launch, launch to end, provisioning included), its
+      ``extra`` is ``{"ran_on": ..., "state": ...}``; a cloud job without an ended launch is
+      left out. Ordered by submit time, then id.
+    - The controller's state is one JSON value per name, overwritten by each write.
+    - Policy settings are append-only: the newest is in force; nothing updates or deletes one.
+    """
+
+    def finished_jobs(self, since: float, until: float) -> list[Job]: ...
+
+    def cloud_spend(self, job_ids: Sequence[str]) -> CloudSpend:
+        """Σ metered cloud money and GPU-hours of ``job_ids`` (every currency summed)."""
+        ...
+
+    def record_state(self, name: str, value: Mapping[str, Any], at: float | None = None) -> None:
+        """Overwrite the state ``name`` with ``value`` (kept as JSON)."""
+        ...
+
+    def state(self, name: str) -> dict[str, Any] | None: ...
+
+    def record_cluster_shape(self, nodes: Sequence[Node], at: float | None = None) -> None: ...
+
+    def cluster_shape(self) -> list[Node] | None: ...
+
+    def apply_setting(
+        self,
+        setting: PolicySetting,
+        *,
+        actor: str,
+        reason: str,
+        evidence: Mapping[str, Any] | None = None,
+        at: float | None = None,
+    ) -> AppliedSetting:
+        """Append ``setting`` to the audit log; from now on it is the one in force."""
+        ...
+
+    def setting_in_force(self) -> AppliedSetting | None: ...
+
+    def settings_log(self, limit: int = 100) -> list[AppliedSetting]:
+        """The newest ``limit`` applied settings, newest first."""
+        ...
+
+
 @runtime_checkable
 class Store(JobStore, Ledger, Accounts, ModelRegistry, Protocol):
     """The whole store, for the composition roots that hand its parts out (the API, the
     controller's wiring, the CLI's admin verbs)."""
+
+    @property
+    def tuning(self) -> TuningLog:
+        """The tuning records, over the same data."""
+        ...
 
     def close(self) -> None:
         """Release connections; the store is not used afterwards."""

@@ -17,10 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
+from typing import Any
 
+from starburst.core.capacity import Node
 from starburst.core.errors import PermanentError, StarburstError, TransientError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
+from starburst.core.setting import PolicySetting
 
 
 class JobNotFound(PermanentError):
@@ -300,3 +303,51 @@ class TeamBudget:
     team: str
     monthly_limit: Decimal
     currency: str
+
+
+# ---- what ``starburst tune`` reads and writes ------------------------------------------------
+#: Names of the controller's observed state (``TuningLog.record_state``): the nodes it could
+#: schedule on, and the scheduler configuration it runs.
+CLUSTER_SHAPE = "cluster_shape"
+SCHEDULER = "scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedSetting:
+    """One row of the policy settings' audit log."""
+
+    id: int
+    at: float
+    actor: str
+    setting: PolicySetting
+    reason: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CloudSpend:
+    """Metered cloud money and GPU-hours of a set of jobs (one currency assumed)."""
+
+    amount: float
+    gpu_hours: float
+
+
+def node_json(node: Node) -> dict[str, Any]:
+    """A node as the controller's recorded cluster shape keeps it (JSON)."""
+    return {
+        "name": node.name,
+        "gpus": node.gpus,
+        "cpus": node.cpus,
+        "memory_mb": node.memory_mb,
+        "gpu_type": node.gpu_type,
+    }
+
+
+def node_from_json(value: Mapping[str, Any]) -> Node:
+    return Node(
+        str(value["name"]),
+        int(value["gpus"]),
+        float(value.get("cpus", 0.0)),
+        float(value.get("memory_mb", 0.0)),
+        str(value.get("gpu_type", "gpu")),
+    )

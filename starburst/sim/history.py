@@ -21,13 +21,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from starburst.adapters.db.store import SqlStore
-from starburst.adapters.db.tuning import SCHEDULER, AppliedSetting, CloudSpend, TuningRecords
 from starburst.core.capacity import Node, PlacementStrategy
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import PolicyKind
+from starburst.core.ports import Store, TuningLog
+from starburst.core.records import SCHEDULER, AppliedSetting, CloudSpend
 from starburst.core.setting import PolicySetting
 from starburst.settings import Settings
 from starburst.sim.engine import SimOptions
@@ -60,8 +60,8 @@ class History:
         )
 
 
-def load_history(store: SqlStore, since: float, until: float) -> History:
-    records = TuningRecords(store)
+def load_history(store: Store, since: float, until: float) -> History:
+    records = store.tuning
     raw = records.finished_jobs(since, until)
     origin = min((j.submit_time for j in raw), default=since)
     jobs = [
@@ -147,7 +147,7 @@ class TuneRequest:
 
 
 def tune_history(
-    store: SqlStore, request: TuneRequest, fallback: Deployed, workdir: Path
+    store: Store, request: TuneRequest, fallback: Deployed, workdir: Path
 ) -> tuple[Tuning, History]:
     """Export the window to ``workdir`` (trace.csv, cluster.yaml) and replay it."""
     history = load_history(store, request.since, request.until)
@@ -209,7 +209,7 @@ def fallback(settings: Settings, applied: AppliedSetting | None) -> Deployed:
 
 
 def apply_choice(
-    records: TuningRecords,
+    records: TuningLog,
     result: Tuning,
     choose: str,
     request: TuneRequest,

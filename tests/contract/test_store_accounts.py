@@ -13,10 +13,10 @@ import pytest
 
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import Accounts, JobStore, Ledger, ModelRegistry, Store
+from starburst.core.ports import Accounts, JobStore, Ledger, ModelRegistry, Store, TuningLog
 from starburst.core.records import JobNotFound, JobSpec, Prediction, Role
 
-PORTS = (JobStore, Ledger, Accounts, ModelRegistry, Store)
+PORTS = (JobStore, Ledger, Accounts, ModelRegistry, Store, TuningLog)
 
 
 def port_methods() -> dict[str, type]:
@@ -24,7 +24,7 @@ def port_methods() -> dict[str, type]:
         name: port
         for port in PORTS
         for name, member in vars(port).items()
-        if not name.startswith("_") and callable(member)
+        if not name.startswith("_") and (callable(member) or isinstance(member, property))
     }
 
 
@@ -171,9 +171,13 @@ def test_history_keeps_the_most_recent_finished_jobs_in_end_order(store, clock):
 def test_a_store_has_every_port_method_with_the_ports_parameters(store):  # type: ignore[no-untyped-def]
     assert isinstance(store, Store)
     for name, port in port_methods().items():
+        target = store.tuning if port is TuningLog else store
+        if isinstance(vars(port)[name], property):
+            assert isinstance(getattr(type(target), name), property), name
+            continue
         wanted = list(inspect.signature(getattr(port, name)).parameters)
-        mine = list(inspect.signature(getattr(type(store), name)).parameters)
-        assert mine == wanted, f"{type(store).__name__}.{name}{mine} differs from {wanted}"
+        mine = list(inspect.signature(getattr(type(target), name)).parameters)
+        assert mine == wanted, f"{type(target).__name__}.{name}{mine} differs from {wanted}"
     store.close()
 
 
@@ -181,10 +185,13 @@ def test_every_port_method_is_exercised_by_the_contract() -> None:
     called: set[str] = set()
     for path in Path(__file__).parent.glob("test_store_*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == "store"
-            ):
+            if isinstance(node, ast.Attribute) and _is_a_store(node.value):
                 called.add(node.attr)
     assert sorted(set(port_methods()) - called) == []
+
+
+def _is_a_store(node: ast.expr) -> bool:
+    """``store``, ``records`` (its tuning log) or ``store.tuning``."""
+    if isinstance(node, ast.Name):
+        return node.id in ("store", "records")
+    return isinstance(node, ast.Attribute) and node.attr == "tuning" and _is_a_store(node.value)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
-from starburst.core.ports import Accounts, JobStore, Ledger, ModelRegistry, Store
+from starburst.core.ports import Accounts, JobStore, Ledger, ModelRegistry, Store, TuningLog
 
 from .accounts import AccountsStore
 from .base import Clock
@@ -26,6 +26,7 @@ from .learning import LearningStore
 from .ledger import LedgerStore
 from .models import Base
 from .transitions import TransitionsStore
+from .tuning import TuningRecords
 
 
 class SqlStore(JobsStore, TransitionsStore, LedgerStore, CostsStore, AccountsStore, LearningStore):
@@ -47,6 +48,10 @@ class SqlStore(JobsStore, TransitionsStore, LedgerStore, CostsStore, AccountsSto
         """Connect to ``url`` (default ``$STARBURST_DATABASE_URL`` or the SQLite file)."""
         return cls(create_engine(url), clock=clock, leader_name=leader_name)
 
+    @property
+    def tuning(self) -> TuningRecords:
+        return TuningRecords(self)
+
     def close(self) -> None:
         self._engine.dispose()
 
@@ -57,6 +62,8 @@ def create_schema(engine: Engine) -> None:
         Base.metadata.create_all(engine)
 
 
-def _implements_the_core_ports(store: SqlStore) -> tuple[JobStore, Ledger, Accounts, ModelRegistry]:
+def _implements_the_core_ports(
+    store: SqlStore,
+) -> tuple[JobStore, Ledger, Accounts, ModelRegistry, TuningLog]:
     whole: Store = store  # mypy checks, structurally, that SqlStore is every store port
-    return whole, whole, whole, whole
+    return whole, whole, whole, whole, whole.tuning

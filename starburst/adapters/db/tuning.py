@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -27,6 +27,13 @@ from starburst.core.capacity import Node
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind
+from starburst.core.records import (
+    CLUSTER_SHAPE,
+    AppliedSetting,
+    CloudSpend,
+    node_from_json,
+    node_json,
+)
 from starburst.core.setting import PolicySetting
 
 from .base import StoreBase, in_chunks, new_id
@@ -48,33 +55,11 @@ SETTINGS = table(PolicySettingRow)
 STATE = table(ControllerStateRow)
 
 FINISHED = (JobState.SUCCEEDED, JobState.FAILED)
-CLUSTER_SHAPE = "cluster_shape"
-SCHEDULER = "scheduler"
-
-
-@dataclass(frozen=True, slots=True)
-class AppliedSetting:
-    """One row of the policy settings' audit log."""
-
-    id: int
-    at: float
-    actor: str
-    setting: PolicySetting
-    reason: str
-    evidence: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class CloudSpend:
-    """Metered cloud money and GPU-hours of a set of jobs (one currency assumed)."""
-
-    amount: float
-    gpu_hours: float
 
 
 class TuningRecords(StoreBase):
-    """Read-mostly access for ``tune``; ``TuningRecords(store)`` shares the store's engine,
-    clock and leader name."""
+    """The ``TuningLog`` port over the store's engine; ``TuningRecords(store)`` (or
+    ``store.tuning``) shares the store's engine, clock and leader name."""
 
     def __init__(self, store: StoreBase) -> None:
         super().__init__(store.engine, clock=store.clock, leader_name=store.leader_name)
@@ -162,16 +147,7 @@ class TuningRecords(StoreBase):
         value = self.state(CLUSTER_SHAPE)
         if value is None:
             return None
-        return [
-            Node(
-                str(n["name"]),
-                int(n["gpus"]),
-                float(n.get("cpus", 0.0)),
-                float(n.get("memory_mb", 0.0)),
-                str(n.get("gpu_type", "gpu")),
-            )
-            for n in value.get("nodes", [])
-        ]
+        return [node_from_json(n) for n in value.get("nodes", [])]
 
     # -- policy settings ----------------------------------------------------------------------
     def apply_setting(
@@ -214,16 +190,6 @@ class TuningRecords(StoreBase):
         """The newest ``limit`` applied settings, newest first."""
         query = sa.select(SETTINGS).order_by(SETTINGS.c.id.desc()).limit(limit)
         return run(self._engine, lambda c: [_applied(r) for r in c.execute(query).mappings()])
-
-
-def node_json(node: Node) -> dict[str, Any]:
-    return {
-        "name": node.name,
-        "gpus": node.gpus,
-        "cpus": node.cpus,
-        "memory_mb": node.memory_mb,
-        "gpu_type": node.gpu_type,
-    }
 
 
 def _billed_durations(conn: sa.Connection, job_ids: Sequence[str]) -> dict[str, float]:

@@ -14,13 +14,22 @@ from __future__ import annotations
 import threading
 
 from starburst.core.errors import TransientError
-from starburst.core.ports import Accounts, Clock, JobStore, Ledger, ModelRegistry, Store
+from starburst.core.ports import (
+    Accounts,
+    Clock,
+    JobStore,
+    Ledger,
+    ModelRegistry,
+    Store,
+    TuningLog,
+)
 
 from .accounts import MemoryAccounts
 from .jobs import MemoryJobs
 from .learning import MemoryLearning
 from .ledger import MemoryLedger
 from .transitions import MemoryTransitions
+from .tuning import MemoryTuning
 
 
 class MemoryStore(MemoryJobs, MemoryTransitions, MemoryLedger, MemoryAccounts, MemoryLearning):
@@ -31,6 +40,10 @@ class MemoryStore(MemoryJobs, MemoryTransitions, MemoryLedger, MemoryAccounts, M
     def __init__(self, *, clock: Clock | None = None, leader_name: str = "controller") -> None:
         super().__init__(clock=clock, leader_name=leader_name)
         self._leader_locks: dict[str, threading.Lock] = {}
+
+    @property
+    def tuning(self) -> MemoryTuning:
+        return MemoryTuning(self)
 
     def close(self) -> None:
         """Nothing to release; the state stays readable."""
@@ -86,6 +99,6 @@ class MemoryLeaderLock:
 
 def _implements_the_core_ports(
     store: MemoryStore,
-) -> tuple[JobStore, Ledger, Accounts, ModelRegistry]:
+) -> tuple[JobStore, Ledger, Accounts, ModelRegistry, TuningLog]:
     whole: Store = store  # mypy checks, structurally, that MemoryStore is every store port
-    return whole, whole, whole, whole
+    return whole, whole, whole, whole, whole.tuning

@@ -27,6 +27,7 @@ from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import Clock
 from starburst.core.records import (
+    AppliedSetting,
     CloudLaunch,
     JobEvent,
     JobNotFound,
@@ -166,6 +167,8 @@ class Tables:
     alerts: dict[tuple[str, str, int], int] = field(default_factory=dict)  # → spent micros
     predictions: dict[str, list[Prediction]] = field(default_factory=dict)
     models: list[ModelVersion] = field(default_factory=list)  # a version's id is index + 1
+    controller_state: dict[str, dict[str, Any]] = field(default_factory=dict)
+    settings: list[AppliedSetting] = field(default_factory=list)  # an id is index + 1
 
     def index(self, row: JobRow) -> None:
         bisect.insort(self.fifo.setdefault(row.state, []), (row.queued_at, row.id))

@@ -18,7 +18,6 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from starburst.adapters.db.tuning import AppliedSetting, TuningRecords
 from starburst.api.deps import AdminDep, ContextDep
 from starburst.api.schemas.tuning import (
     AppliedOut,
@@ -28,6 +27,7 @@ from starburst.api.schemas.tuning import (
     TuneIn,
     TuneOut,
 )
+from starburst.core.records import AppliedSetting
 from starburst.core.setting import PolicySetting
 
 router = APIRouter(prefix="/v1/tuning", tags=["tuning"])
@@ -63,7 +63,7 @@ def run_tune(body: TuneIn, admin: AdminDep, ctx: ContextDep) -> TuneOut:
         body.price_per_gpu_hour,
         processes=1,
     )
-    records = TuningRecords(ctx.store)
+    records = ctx.store.tuning
     with tempfile.TemporaryDirectory(prefix="starburst-tune-") as work:
         result, history = tune_history(
             ctx.store, request, fallback(ctx.settings, records.setting_in_force()), Path(work)
@@ -89,7 +89,7 @@ def run_tune(body: TuneIn, admin: AdminDep, ctx: ContextDep) -> TuneOut:
 
 @router.get("/settings", response_model=SettingsOut)
 def settings_log(_admin: AdminDep, ctx: ContextDep) -> SettingsOut:
-    log = TuningRecords(ctx.store).settings_log()
+    log = ctx.store.tuning.settings_log()
     return SettingsOut(
         in_force=applied_out(log[0]) if log else None, log=[applied_out(a) for a in log]
     )
@@ -99,7 +99,7 @@ def settings_log(_admin: AdminDep, ctx: ContextDep) -> SettingsOut:
 def apply_setting(body: SettingIn, admin: AdminDep, ctx: ContextDep) -> AppliedOut:
     """Apply a setting by hand; the controller adopts it on its next passes."""
     setting = PolicySetting(body.policy, body.budget, body.coefficient, body.out_of_order)
-    applied = TuningRecords(ctx.store).apply_setting(
+    applied = ctx.store.tuning.apply_setting(
         setting, actor=f"api:{admin.user}", reason=body.reason, at=ctx.clock.now()
     )
     return applied_out(applied)

@@ -1,4 +1,5 @@
-"""What ``starburst tune`` reads and writes in the store, on SQLite and PostgreSQL."""
+"""The ``TuningLog`` contract (``store.tuning``): what ``starburst tune`` reads and writes,
+the same tests for every store implementation."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from decimal import Decimal
 
 import pytest
 
-from starburst.adapters.db.tuning import TuningRecords
 from starburst.core.capacity import Node, Part
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind
@@ -68,7 +68,7 @@ def test_finished_jobs_carry_measured_runtimes_and_the_controllers_estimates(sto
     run_job(store, "a", cloud=False, submit=T0, start=T0 + 100, end=T0 + 1100, estimate=800)
     run_job(store, "b", cloud=True, submit=T0 + 10, start=T0 + 70, end=T0 + 3670, estimate=4000)
     store.submit(JobSpec(id="late", gpus=1), at=T0 + 20)  # never ran: not history
-    records = TuningRecords(store)
+    records = store.tuning
     jobs = {j.id: j for j in records.finished_jobs(T0, T0 + 60)}
     assert set(jobs) == {"a", "b"}
     assert jobs["a"].runtime == pytest.approx(1000) and jobs["a"].estimate == 800
@@ -86,7 +86,7 @@ def test_finished_jobs_carry_measured_runtimes_and_the_controllers_estimates(sto
 
 
 def test_state_is_overwritten_and_settings_are_an_append_only_log(store, clock) -> None:  # type: ignore[no-untyped-def]
-    records = TuningRecords(store)
+    records = store.tuning
     assert records.cluster_shape() is None and records.setting_in_force() is None
     records.record_cluster_shape([Node("n0", 8, 64.0, 0.0, "a100")])
     records.record_cluster_shape([Node("n0", 8), Node("n1", 4, gpu_type="t4")])
@@ -108,3 +108,43 @@ def test_state_is_overwritten_and_settings_are_an_append_only_log(store, clock) 
     assert in_force == second and second.id > first.id
     assert [a.id for a in records.settings_log()] == [second.id, first.id]
     assert first.evidence == {"jobs": 3} and first.actor == "cli:ann"
+
+
+def test_a_cloud_job_without_an_ended_launch_is_not_history(store) -> None:  # type: ignore[no-untyped-def]
+    run_job(store, "b", cloud=True, submit=T0, start=T0 + 10, end=T0 + 70, estimate=60)
+    store.submit(JobSpec(id="c", gpus=1), at=T0 + 1)
+    store.transition("c", JobState.QUEUED, reason="queued", actor="t", at=T0 + 1)
+    store.transition("c", JobState.BURSTING, reason="burst", actor="t", at=T0 + 2)
+    store.transition("c", JobState.RUNNING_CLOUD, reason="up", actor="t", at=T0 + 3)
+    store.transition("c", JobState.FAILED, reason="lost", actor="t", at=T0 + 9)
+    store.submit(JobSpec(id="gone", gpus=1), at=T0 + 2)
+    store.transition("gone", JobState.CANCELLED, reason="user", actor="t", at=T0 + 3)
+    assert [j.id for j in store.tuning.finished_jobs(T0, T0 + 60)] == ["b"]
+    assert store.tuning.finished_jobs(T0 + 60, T0 + 99) == []
+    assert store.tuning.cloud_spend(["c", "ghost"]).amount == 0.0
+
+
+def test_controller_state_is_json_overwritten_per_name(store) -> None:  # type: ignore[no-untyped-def]
+    records = store.tuning
+    assert records.state("scheduler") is None
+    records.record_state("scheduler", {"policy": "constant", "caps": (1, 2)})
+    records.record_state("other", {"x": 1})
+    records.record_state("scheduler", {"policy": "compute", "nested": {"a": [1.5]}}, at=T0)
+    assert records.state("scheduler") == {"policy": "compute", "nested": {"a": [1.5]}}
+    assert records.state("other") == {"x": 1}
+    records.record_state("tuple", {"caps": (1, 2)})
+    assert records.state("tuple") == {"caps": [1, 2]}  # kept as JSON: a tuple reads as a list
+
+
+def test_the_settings_log_is_newest_first_and_bounded(store, clock) -> None:  # type: ignore[no-untyped-def]
+    records = store.tuning
+    applied = [
+        records.apply_setting(
+            PolicySetting(PolicyKind.CONSTANT, float(i)), actor="t", reason=f"r{i}", at=T0 + i
+        )
+        for i in range(4)
+    ]
+    assert [a.reason for a in records.settings_log(limit=2)] == ["r3", "r2"]
+    assert records.settings_log() == list(reversed(applied))
+    assert applied[1].at == T0 + 1 and applied[1].setting.budget == 1.0
+    assert records.setting_in_force() == applied[-1]
