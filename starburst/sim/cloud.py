@@ -26,6 +26,7 @@ class SimCloud:
         self.price_per_gpu_hour = price_per_gpu_hour
         self.startup_delay = startup_delay
         self._launches: dict[str, tuple[float, float]] = {}  # name → (launched, run seconds)
+        self._seen_ended: set[str] = set()  # launches a poll reported ended, or cancelled
         self.gpu_seconds = 0.0
         self.launches = 0
 
@@ -50,6 +51,7 @@ class SimCloud:
         launched, _ = self._launches[handle.name]
         now = self._clock.now()
         if now >= self.finish_time(handle):
+            self._seen_ended.add(handle.name)
             return CloudStatus.SUCCEEDED
         if now >= launched + self.startup_delay:
             return CloudStatus.RUNNING
@@ -59,14 +61,15 @@ class SimCloud:
         launched, _ = self._launches.get(handle.name, (0.0, 0.0))
         if handle.name in self._launches:  # it ran until now
             self._launches[handle.name] = (launched, self._clock.now() - launched)
+            self._seen_ended.add(handle.name)
 
     def next_finish(self) -> float | None:
-        """When the next launch that is still running finishes."""
-        now = self._clock.now()
+        """When the next launch whose end no poll has reported yet ends: possibly now or
+        earlier (a run of zero seconds), so a caller on virtual time polls again at once."""
         ends = [
             launched + self.startup_delay + seconds
-            for launched, seconds in self._launches.values()
-            if launched + self.startup_delay + seconds > now
+            for name, (launched, seconds) in self._launches.items()
+            if name not in self._seen_ended
         ]
         return min(ends, default=None)
 

@@ -230,6 +230,7 @@ class Simulation:
                 cloud_gpu_seconds=track.cloud_gpu_seconds,
                 placement=track.placement,
                 reason="; ".join(track.reasons),
+                first_burst=track.first_burst,
             )
         )
         del self._tracks[track.job.id]

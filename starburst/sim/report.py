@@ -32,6 +32,7 @@ class JobOutcome:
     cloud_gpu_seconds: float
     placement: str
     reason: str
+    first_burst: float | None = None  # when it first went to the cloud (None: never)
 
     @property
     def burst(self) -> bool:
