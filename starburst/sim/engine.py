@@ -201,11 +201,14 @@ class Simulation:
             track.first_burst = t
         runtime = job.runtime or 0.0
         pull_at = pull_back_at(self.config.policy, t, track.pulled_back)
-        if pull_at is not None and runtime > self.config.policy.star_threshold:
-            stint = self.config.policy.star_threshold
+        delay = self.options.cloud_startup_delay
+        # as the controller does: pulled back the threshold after the burst (start-up
+        # included) if still running then; it ran what the start-up left of the stint
+        if pull_at is not None and delay + runtime > self.config.policy.star_threshold:
+            stint = max(0.0, self.config.policy.star_threshold - delay)
             self.cloud.launch(job, burst.reason, run_for=stint)
             track.cloud_gpu_seconds += job.gpus * stint
-            heapq.heappush(self._pullbacks, (pull_at + self.options.cloud_startup_delay, job.id))
+            heapq.heappush(self._pullbacks, (pull_at, job.id))
             return
         handle = self.cloud.launch(job, burst.reason)
         track.cloud_gpu_seconds += job.gpus * runtime

@@ -85,6 +85,22 @@ def test_star_wait_bursts_again_for_the_full_runtime_when_still_no_room() -> Non
     assert star.cloud_gpu_seconds == pytest.approx(900 + 2 * H)
 
 
+def test_star_wait_counts_the_threshold_from_the_burst_start_up_included() -> None:
+    # as the controller does (``core.star.pull_back_at``): a 700 s job in a cloud that takes
+    # 300 s to start is still running 900 s after its burst, so it is pulled back then, having
+    # run 600 s; with no room on-prem it bursts again for its whole runtime
+    jobs = [
+        make_job("busy", gpus=8, runtime=10 * H, submit=0),
+        make_job("star", gpus=1, runtime=700, submit=0),
+    ]
+    options = SimOptions(cloud_startup_delay=300)
+    out = by_id(simulate(jobs, nodes(1, 8), SchedulerConfig(WaitPolicy(PolicyKind.STAR)), options))
+    star = out["star"]
+    assert (star.where, star.first_burst, star.start) == ("cloud+cloud", 0, 900)
+    assert star.end == 900 + 300 + 700
+    assert star.cloud_gpu_seconds == pytest.approx(600 + 700)
+
+
 def test_short_star_jobs_are_never_pulled_back() -> None:
     jobs = [
         make_job("busy", gpus=8, runtime=H, submit=0),
