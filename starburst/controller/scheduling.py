@@ -99,7 +99,10 @@ class SchedulingLoop(CloudSide, Unstartable):
         self._follow_cloud(now, report, token)
         queue = self.view.current(now, self.config.policy)
         self._stop_cancelled_onprem(self.view.take_cancelled(), full=self.view.reloaded)
-        arrivals = self._admit(now, token, report)
+        # a job pulled back this pass re-arrives (as in ``sim.engine``): with no budget left it
+        # still starts if it fits, and bursts again only if it does not
+        pulled = set(report.pulled_back)
+        arrivals = [*self._admit(now, token, report), *(q for q in queue if q.id in pulled)]
         arrival_ids = {a.id for a in arrivals}
         queue = [q for q in queue if q.id not in arrival_ids]
         snapshot = self.cluster.snapshot()
