@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from starburst.adapters.db.store import SqlStore
 from starburst.api.submissions import SubmissionBatcher
+from starburst.api.tokens import TokenCache
 from starburst.core.records import Principal, Role
 from starburst.settings import Settings
 
@@ -53,6 +54,8 @@ class ApiContext:
     quote: Callable[[], Any] | None = None  # returns the burst's quote function, or None
     #: group commit for submissions; ``create_app`` builds one
     submissions: SubmissionBatcher | None = None
+    #: successful token lookups, trusted for a second (``starburst.api.tokens``)
+    tokens: TokenCache = field(default_factory=TokenCache)
     anonymous: Principal = field(
         default_factory=lambda: Principal(token_id=0, user="local", team=None, role=Role.ADMIN)
     )

@@ -1,6 +1,7 @@
 """Request dependencies (``Annotated`` aliases): the context, the store and the caller.
 
-Authentication: ``Authorization: Bearer <token>``, checked with ``SqlStore.authenticate``.
+Authentication: ``Authorization: Bearer <token>``, checked with ``SqlStore.authenticate``
+and remembered for a second (``starburst.api.tokens``).
 A missing, malformed, unknown, revoked or expired token is 401; a known caller without the
 role an endpoint needs is 403. With ``auth`` off every request acts as the context's
 ``anonymous`` admin.
@@ -11,10 +12,11 @@ Roles: ``user`` (their own jobs), ``finance`` (cost reports, read-only views of 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
+from starlette.concurrency import run_in_threadpool
 
 from starburst.adapters.db.store import SqlStore
 from starburst.api.context import ApiContext
@@ -23,16 +25,22 @@ from starburst.core.records import Principal, Role
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
-def get_context(request: Request) -> ApiContext:
+# The dependencies are ``async``: FastAPI runs a plain ``def`` dependency in its thread pool,
+# a hand-off that cost more than the work of these.
+
+
+async def get_context(request: Request) -> ApiContext:
     ctx: ApiContext = request.app.state.starburst
     return ctx
 
 
-def get_store(ctx: Annotated[ApiContext, Depends(get_context)]) -> SqlStore:
+async def get_store(ctx: Annotated[ApiContext, Depends(get_context)]) -> SqlStore:
     return ctx.store
 
 
-def get_caller(request: Request, ctx: Annotated[ApiContext, Depends(get_context)]) -> Principal:
+async def get_caller(
+    request: Request, ctx: Annotated[ApiContext, Depends(get_context)]
+) -> Principal:
     if not ctx.auth:
         return ctx.anonymous
     header = request.headers.get("authorization", "")
@@ -44,7 +52,12 @@ def get_caller(request: Request, ctx: Annotated[ApiContext, Depends(get_context)
             "(an admin issues one with `starburst admin tokens issue USER`)",
             headers=_CHALLENGE,
         )
-    principal = ctx.store.authenticate(secret.strip(), at=ctx.clock.now())
+    secret, now = secret.strip(), ctx.clock.now()
+    principal = ctx.tokens.cached(secret, now)
+    if principal is None:
+        generation = ctx.tokens.generation
+        principal = await run_in_threadpool(ctx.store.authenticate, secret, at=now)
+        ctx.tokens.remember(secret, principal, now, generation)
     if principal is None:
         raise HTTPException(401, "invalid, expired or revoked API token", headers=_CHALLENGE)
     return principal
@@ -55,12 +68,12 @@ StoreDep = Annotated[SqlStore, Depends(get_store)]
 CallerDep = Annotated[Principal, Depends(get_caller)]
 
 
-def require(*roles: Role) -> Callable[[Principal], Principal]:
+def require(*roles: Role) -> Callable[[Principal], Awaitable[Principal]]:
     """A dependency that lets through admins and callers holding one of ``roles``."""
     allowed = {Role.ADMIN, *roles}
     names = " or ".join(sorted(r.value for r in allowed))
 
-    def check(caller: CallerDep) -> Principal:
+    async def check(caller: CallerDep) -> Principal:
         if caller.role not in allowed:
             raise HTTPException(
                 403, f"{caller.user} has role {caller.role.value}; this needs {names}"

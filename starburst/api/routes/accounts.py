@@ -38,7 +38,7 @@ CENT = Decimal("0.01")
 
 
 @router.get("/whoami", response_model=WhoAmI)
-def whoami(caller: CallerDep, ctx: ContextDep) -> WhoAmI:
+async def whoami(caller: CallerDep, ctx: ContextDep) -> WhoAmI:
     return WhoAmI(user=caller.user, team=caller.team, role=caller.role, auth=ctx.auth)
 
 
@@ -46,6 +46,7 @@ def whoami(caller: CallerDep, ctx: ContextDep) -> WhoAmI:
 def save_user(body: UserIn, _admin: AdminDep, ctx: ContextDep) -> UserOut:
     """Create a user, or update their team and e-mail."""
     user = ctx.store.save_user(body.name, team=body.team, email=body.email, at=ctx.clock.now())
+    ctx.tokens.forget()  # a cached caller may carry the old team
     return UserOut(name=user.name, team=user.team, email=user.email)
 
 
@@ -82,7 +83,9 @@ def issue_token(body: TokenIn, _admin: AdminDep, ctx: ContextDep) -> TokenOut:
 def revoke_token(
     token_id: Annotated[int, Path(ge=1, le=INT64_MAX)], _admin: AdminDep, ctx: ContextDep
 ) -> Response:
-    if not ctx.store.revoke_token(token_id, at=ctx.clock.now()):
+    revoked = ctx.store.revoke_token(token_id, at=ctx.clock.now())
+    ctx.tokens.forget()  # refused from the next request on, not a second later
+    if not revoked:
         raise HTTPException(404, f"no live token {token_id}")
     return Response(status_code=204)
 
