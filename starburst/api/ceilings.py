@@ -27,6 +27,12 @@ from starburst.core.records import JobSpec
 _IN_CLOUD = (JobState.BURSTING, JobState.RUNNING_CLOUD)
 
 
+def configured(ctx: ApiContext) -> bool:
+    """Whether any ceiling is set (else ``check`` has nothing to do)."""
+    settings = ctx.settings
+    return settings.max_job_cloud_price is not None or settings.max_team_cloud_price is not None
+
+
 def check(ctx: ApiContext, spec: JobSpec) -> None:
     """Raise 422 naming the price when a ceiling is exceeded (see the module docstring)."""
     per_job = ctx.settings.max_job_cloud_price

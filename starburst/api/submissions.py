@@ -2,8 +2,9 @@
 
 A lab's sweep script submits thousands of jobs at once. One transaction per request spends
 most of each request in round trips and commits; the store's ``submit_batch`` writes hundreds
-of jobs in one. ``SubmissionBatcher`` joins the two: each request thread hands its submission
-to one committer thread and waits; the committer takes everything that arrived while the
+of jobs in one. ``SubmissionBatcher`` joins the two: each request hands its submission to one
+committer thread and waits (a thread with ``submit``, a coroutine with ``submit_async``, which
+holds no thread while it waits); the committer takes everything that arrived while the
 previous batch was being written and commits it as the next batch. Nothing waits on a timer,
 so a lone request is committed at once and batches grow only with concurrency.
 
@@ -17,8 +18,11 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from starburst.adapters.db.store import SqlStore
@@ -38,6 +42,19 @@ class _Pending:
     done: threading.Event = field(default_factory=threading.Event)
     result: Submission | None = None
     error: BaseException | None = None
+    #: called by the committer once ``result`` or ``error`` is set (wakes a coroutine)
+    on_done: Callable[[], None] | None = None
+
+    def finish(self) -> None:
+        self.done.set()
+        if self.on_done is not None:
+            self.on_done()
+
+    def outcome(self) -> Submission:
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
 
 
 class SubmissionBatcher:
@@ -56,10 +73,22 @@ class SubmissionBatcher:
         self._queue.put(pending)  # first: a committer ending now sees it and stays
         self._ensure_running()
         pending.done.wait()
-        if pending.error is not None:
-            raise pending.error
-        assert pending.result is not None
-        return pending.result
+        return pending.outcome()
+
+    async def submit_async(self, spec: JobSpec, key: str | None, actor: str | None) -> Submission:
+        """``submit`` for a coroutine: the event loop serves other requests meanwhile."""
+        loop = asyncio.get_running_loop()
+        committed: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:  # on the committer thread
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(_settle, committed)
+
+        pending = _Pending(spec, key, actor, on_done=wake)
+        self._queue.put(pending)
+        self._ensure_running()
+        await committed
+        return pending.outcome()
 
     def close(self) -> None:
         """Stop the committer after the submissions already handed to it."""
@@ -119,8 +148,13 @@ class SubmissionBatcher:
                     self._commit([pending])
                 return
             batch[0].error = exc
-            batch[0].done.set()
+            batch[0].finish()
             return
         for pending, result in zip(batch, results, strict=True):
             pending.result = result
-            pending.done.set()
+            pending.finish()
+
+
+def _settle(committed: asyncio.Future[None]) -> None:
+    if not committed.done():  # a cancelled request (its client left) is not woken
+        committed.set_result(None)

@@ -128,3 +128,36 @@ def test_an_idle_committer_ends_and_the_next_submission_starts_another(
     assert wait_for(lambda: batcher._thread is None)
     assert batcher.submit(spec(), None, None).created  # a new committer takes it
     batcher.close()
+
+
+def test_coroutines_share_a_batch_and_each_gets_its_own_answer_or_error(
+    db_url: str, open_store: Callable[[str], Any]
+) -> None:
+    """``submit_async`` (what ``POST /v1/jobs`` awaits): waiting holds no thread, a batch
+    forms of what arrived meanwhile, and a bad submission fails only its own coroutine."""
+    import asyncio
+
+    gated = GatedStore(open_store(db_url))
+    gated.store.submit(spec(id="taken"))
+    batcher = SubmissionBatcher(gated)  # type: ignore[arg-type]
+
+    async def scenario() -> list[object]:
+        first = asyncio.ensure_future(batcher.submit_async(spec(), "k0", "a"))
+        while gated.sizes != [1]:  # the committer holds the first batch in submit_batch
+            await asyncio.sleep(0.001)
+        rest = [
+            asyncio.ensure_future(batcher.submit_async(spec(name=f"j{i}"), f"k{i}", "a"))
+            for i in range(1, 6)
+        ]
+        bad = asyncio.ensure_future(batcher.submit_async(spec(id="taken"), None, "b"))
+        while batcher._queue.qsize() < 6:
+            await asyncio.sleep(0.001)
+        gated.gate.set()  # released from the loop, which no waiting request blocks
+        return await asyncio.gather(first, *rest, bad, return_exceptions=True)
+
+    *ok, dup = asyncio.run(scenario())
+    batcher.close()
+    assert gated.sizes[:2] == [1, 6]  # five good ones and the bad one formed one batch
+    assert isinstance(dup, DuplicateJob)
+    assert all(isinstance(r, Submission) and r.created for r in ok)
+    assert [r.job.job.name for r in ok[1:]] == [f"j{i}" for i in range(1, 6)]  # type: ignore[union-attr]
