@@ -49,6 +49,7 @@ OPTIONS: dict[str, tuple[str, Any]] = {
     "--seed": ("seed", int),
     "--json": ("as_json", True),
     "--per-job": ("per_job", Path),
+    "--engine": ("engine", str),
 }
 
 

@@ -75,6 +75,13 @@ def simulate(
     seed: Annotated[int, Opt(help="Seed for the estimate error")] = D.seed,
     as_json: Annotated[bool, Opt("--json", help="Print one JSON object")] = D.as_json,
     per_job: Annotated[Path | None, Opt(help="Write each job's outcome to this CSV")] = None,
+    engine: Annotated[
+        str,
+        Opt(
+            help="sim (fast) or controller (the live controller's pass on virtual time: "
+            "the same decisions, slower)"
+        ),
+    ] = D.engine,
 ) -> None:
     """Simulate one scheduler configuration over a trace and print its cost and JCT."""
     run_simulate(
@@ -99,6 +106,7 @@ def simulate(
             seed=seed,
             as_json=as_json,
             per_job=per_job,
+            engine=engine,
         )
     )
 

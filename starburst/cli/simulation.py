@@ -22,8 +22,11 @@ from starburst.core import defaults
 from starburst.core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from starburst.core.capacity import Node
     from starburst.core.policy import PolicyKind
+    from starburst.sim.report import SimResult
 
 #: the largest uniform cluster the simulator is asked for (a typo like --nodes 99999999999
 #: is refused at once instead of building nodes for minutes)
@@ -55,6 +58,7 @@ class SimulateArgs:
     seed: int = 0
     as_json: bool = False
     per_job: Path | None = None
+    engine: str = "sim"
 
 
 #: the defaults, for the typer signature (``trace`` is required there)
@@ -98,6 +102,22 @@ def cluster_nodes(
     return uniform(nodes, gpus_per_node, cpus_per_node)
 
 
+def engine(name: str) -> Callable[..., SimResult]:
+    """``--engine``: ``sim`` (``starburst.sim.engine``) or ``controller`` (the live
+    controller's pass on virtual time, ``starburst.controller.replay``; it imports the store,
+    so only then)."""
+    choice = name.strip().lower()
+    if choice == "sim":
+        from starburst.sim.engine import simulate
+
+        return simulate
+    if choice == "controller":
+        from starburst.controller.replay import replay
+
+        return replay
+    raise ConfigError(f"unknown engine {name!r}; choose sim or controller")
+
+
 def run_simulate(a: SimulateArgs) -> None:
     """Simulate one configuration over ``a.trace`` and print its summary (or JSON)."""
     from starburst.core.capacity import parse_placement
@@ -105,9 +125,9 @@ def run_simulate(a: SimulateArgs) -> None:
     from starburst.core.ordering import parse_order
     from starburst.core.policy import WaitPolicy, calibrate
     from starburst.sim.engine import SimOptions, perturb_estimates
-    from starburst.sim.engine import simulate as run
     from starburst.sim.loading import load, parse_statuses
 
+    run = engine(a.engine)
     kind = policy_kind(a.policy)
     cap = parse_queue_cap(a.queue_cap)
     if a.coefficient is not None and a.budget is not None:
