@@ -311,17 +311,8 @@ def test_sweep_takes_the_order_and_the_queue_cap(tmp_path: Path, capsys) -> None
     assert "sjf" in starburst["config"]
 
 
-def test_the_controller_engine_prints_what_the_simulator_prints(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from starburst.core.job import Job
-
-    path = tmp_path / "small.csv"
-    raw = generate(Workload(60, 16, load=1.3, cv=2.0, mean_runtime=1800, seed=5))
-    # millisecond times: the controller's store keeps microseconds
-    write_trace(
-        [Job(j.id, round(j.submit_time, 3), j.gpus, runtime=round(j.runtime or 0, 3)) for j in raw],
-        path,
-    )
-    args = ["simulate", str(path), "--nodes", "2", "--gpus-per-node", "8", "--json"]
+def test_the_controller_engine_prints_what_the_simulator_prints(trace: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    args = ["simulate", str(trace), "--nodes", "4", "--gpus-per-node", "8", "--json"]
     figures = []
     for engine in ("sim", "controller"):
         code, out, err = run([*args, "--engine", engine], capsys)
@@ -330,7 +321,7 @@ def test_the_controller_engine_prints_what_the_simulator_prints(tmp_path: Path, 
         summary.pop("simulation_seconds")
         figures.append(summary)
     sim, controller = figures
-    assert sim["burst_jobs"] > 0 and sim["jobs"] == 60
+    assert sim["burst_jobs"] > 0 and sim["jobs"] == 300
     assert controller == pytest.approx(sim)
 
 
