@@ -31,7 +31,6 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from starburst.adapters.db.store import SqlStore
 from starburst.api import errors, openapi, ui
 from starburst.api.context import ApiContext, Clock, HealthProbe
 from starburst.api.finance import burst_quote
@@ -39,6 +38,7 @@ from starburst.api.limits import RequestLimits
 from starburst.api.routes import accounts, costs, jobs, queue, tuning, tuning_page
 from starburst.api.routes import health as health_routes
 from starburst.api.submissions import SubmissionBatcher
+from starburst.core.ports import Store
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
 
@@ -47,7 +47,7 @@ __all__ = ["HealthProbe", "create_app"]
 
 def create_app(
     settings: Settings,
-    store: SqlStore,
+    store: Store,
     *,
     health: HealthProbe | None = None,
     metrics_registry: Any = None,

@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from starburst.adapters.db.store import SqlStore
 from starburst.api.submissions import SubmissionBatcher
 from starburst.api.tokens import TokenCache
+from starburst.core.ports import Store
 from starburst.core.records import Principal, Role
 from starburst.settings import Settings
 
@@ -43,7 +43,7 @@ class Clock(Protocol):
 @dataclass(frozen=True)
 class ApiContext:
     settings: Settings
-    store: SqlStore
+    store: Store
     clock: Clock
     auth: bool = True
     health: HealthProbe | None = None

@@ -1,6 +1,6 @@
 """Request dependencies (``Annotated`` aliases): the context, the store and the caller.
 
-Authentication: ``Authorization: Bearer <token>``, checked with ``SqlStore.authenticate``
+Authentication: ``Authorization: Bearer <token>``, checked with ``Store.authenticate``
 and remembered for a second (``starburst.api.tokens``).
 A missing, malformed, unknown, revoked or expired token is 401; a known caller without the
 role an endpoint needs is 403. With ``auth`` off every request acts as the context's
@@ -18,8 +18,8 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 
-from starburst.adapters.db.store import SqlStore
 from starburst.api.context import ApiContext
+from starburst.core.ports import Store
 from starburst.core.records import Principal, Role
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
@@ -34,7 +34,7 @@ async def get_context(request: Request) -> ApiContext:
     return ctx
 
 
-async def get_store(ctx: Annotated[ApiContext, Depends(get_context)]) -> SqlStore:
+async def get_store(ctx: Annotated[ApiContext, Depends(get_context)]) -> Store:
     return ctx.store
 
 
@@ -64,7 +64,7 @@ async def get_caller(
 
 
 ContextDep = Annotated[ApiContext, Depends(get_context)]
-StoreDep = Annotated[SqlStore, Depends(get_store)]
+StoreDep = Annotated[Store, Depends(get_store)]
 CallerDep = Annotated[Principal, Depends(get_caller)]
 
 

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from starburst.adapters.db.store import SqlStore
+from starburst.core.ports import JobStore
 from starburst.core.records import JobSpec, Submission
 
 #: The most submissions one transaction carries.
@@ -60,7 +60,7 @@ class _Pending:
 class SubmissionBatcher:
     """Commits submissions from many request threads in shared transactions."""
 
-    def __init__(self, store: SqlStore, max_batch: int = MAX_BATCH) -> None:
+    def __init__(self, store: JobStore, max_batch: int = MAX_BATCH) -> None:
         self._store = store
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()

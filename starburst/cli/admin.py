@@ -28,7 +28,7 @@ import typer
 from starburst.cli.config import ConfigOption, database_url
 
 if TYPE_CHECKING:
-    from starburst.adapters.db.store import SqlStore
+    from starburst.core.ports import Store
 
 app = typer.Typer(
     help="Users, API tokens and team budgets (runs locally on the database).",
@@ -58,7 +58,7 @@ BOOTSTRAP_ENV = "STARBURST_BOOTSTRAP_TOKEN"
 
 
 @contextmanager
-def _store(url: str | None, config: Path | None) -> Iterator[SqlStore]:
+def _store(url: str | None, config: Path | None) -> Iterator[Store]:
     from starburst.adapters.db.store import SqlStore
 
     store = SqlStore.open(database_url(url, config))
@@ -159,7 +159,7 @@ def set_budget(
             f"{monthly_limit!r} is not an amount such as 5000 or 2500.50",
             param_hint="MONTHLY_LIMIT",
         ) from None
-    from starburst.adapters.db.holds import budget_states
+    from starburst.core.holds import budget_states
 
     with _store(url, config) as store:
         budget = store.set_team_budget(team, amount, currency=currency.upper())
@@ -181,8 +181,8 @@ def show_budget(
     config: ConfigOption = None,
 ) -> None:
     """Teams' monthly cloud budgets: limit, spent, remaining and month-end forecast."""
-    from starburst.adapters.db.holds import budget_states
     from starburst.cli.jobs import table
+    from starburst.core.holds import budget_states
 
     with _store(url, config) as store:
         states = budget_states(store, time.time(), team)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from starburst.adapters.db.store import SqlStore
+    from starburst.core.ports import Store
     from starburst.settings import Settings
 
 app = typer.Typer(
@@ -62,7 +62,7 @@ def settings_for(config: Path | None, url: str | None) -> Settings:
 
 
 @contextmanager
-def open_store(settings: Settings) -> Iterator[SqlStore]:
+def open_store(settings: Settings) -> Iterator[Store]:
     from starburst.adapters.db.store import SqlStore
 
     store = SqlStore.open(settings.database_url)

@@ -3,7 +3,7 @@ before (and when) a budget is spent.
 
 Terms:
 - *hold*: a team whose month's cloud spend reached its limit bursts no more
-  (``adapters.db.holds``); the gate is refreshed at most every ``ttl_s`` so a pass does not
+  (``core.holds``); the gate is refreshed at most every ``ttl_s`` so a pass does not
   aggregate the ledger each time.
 - *alert*: a team's spend crossed a threshold (a share of its limit, e.g. 0.8 and 1.0,
   ``Settings.budget_alerts``). It fires once per team, month and threshold — the store
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from starburst.adapters.db.holds import BudgetState, budget_states, team_holds
 from starburst.adapters.db.store import SqlStore
+from starburst.core.holds import BudgetState, budget_states, team_holds
 from starburst.core.ports import BudgetNotes
 
 log = logging.getLogger("starburst.controller")

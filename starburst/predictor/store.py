@@ -1,8 +1,7 @@
 """The predictor and the store: train from finished jobs, load the active model, record predictions.
 
-The store (``starburst.adapters.db.SqlStore``) is used through the few methods named in
-``PredictorStore`` only; nothing here imports SQLAlchemy, and the record type for predictions
-is imported when one is written.
+The store is used through its ``ModelRegistry`` port only (``starburst.core.ports``): any
+store implementation will do, and nothing here imports SQLAlchemy.
 
 Terms and conversions:
 - A *history job* (``store.history()``) becomes a training ``Job`` whose
@@ -20,14 +19,14 @@ Terms and conversions:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
 
 from starburst.core.job import Job
-from starburst.core.ports import Estimate
+from starburst.core.ports import Estimate, ModelRegistry
+from starburst.core.records import HistoryJob, Prediction, StoredJob
 from starburst.predictor.artifact import ModelArtifact, save_artifact
 from starburst.predictor.estimator import LoadedEstimator, load_estimator
 from starburst.predictor.model import TrainParams
@@ -37,26 +36,7 @@ MODEL_NAME = "runtime"
 DEFAULT_LIMIT = 100_000
 
 
-class PredictorStore(Protocol):
-    def history(self, *, limit: int | None = None) -> Sequence[Any]: ...
-
-    def register_model(
-        self,
-        name: str,
-        version: str,
-        *,
-        trained_on: int,
-        metrics: Mapping[str, float] | None = None,
-        artifact_uri: str | None = None,
-        activate: bool = True,
-    ) -> Any: ...
-
-    def active_model(self, name: str) -> Any: ...
-
-    def record_predictions(self, predictions: Sequence[Any]) -> None: ...
-
-
-def _submitted(record: Any) -> dict[str, str]:
+def _submitted(record: HistoryJob | StoredJob) -> dict[str, str]:
     """What the user gave at submit time beyond the core job, as trace-style ``extra``."""
     given = {"image": record.image, "command": record.command}
     extra = {key: value for key, value in given.items() if value}
@@ -65,26 +45,26 @@ def _submitted(record: Any) -> dict[str, str]:
     return extra
 
 
-def history_job(record: Any) -> Job:
+def history_job(record: HistoryJob) -> Job:
     """A store ``HistoryJob`` as a training job (real end time; no estimate)."""
-    job: Job = record.job
+    job = record.job
     extra = {**job.extra, **_submitted(record), "finish_time": repr(float(record.ended_at))}
     return replace(job, estimate=None, extra=extra)
 
 
-def queued_job(stored: Any) -> Job:
+def queued_job(stored: StoredJob) -> Job:
     """A store ``StoredJob`` as a prediction input (image, command, declaration in ``extra``)."""
-    job: Job = stored.job
+    job = stored.job
     return replace(job, extra={**job.extra, **_submitted(stored)})
 
 
-def completed_jobs(store: PredictorStore, limit: int = DEFAULT_LIMIT) -> list[Job]:
+def completed_jobs(store: ModelRegistry, limit: int = DEFAULT_LIMIT) -> list[Job]:
     """The most recent ``limit`` finished jobs of the store, as training jobs."""
     return [history_job(h) for h in store.history(limit=limit)]
 
 
 def train_from_store(
-    store: PredictorStore,
+    store: ModelRegistry,
     path: str | Path,
     *,
     limit: int = DEFAULT_LIMIT,
@@ -114,7 +94,7 @@ def train_from_store(
     return artifact
 
 
-def load_from_store(store: PredictorStore, limit: int = DEFAULT_LIMIT) -> LoadedEstimator:
+def load_from_store(store: ModelRegistry, limit: int = DEFAULT_LIMIT) -> LoadedEstimator:
     """Start-up: the store's active model over its recent history (never raises)."""
     active = store.active_model(MODEL_NAME)
     uri = active.artifact_uri if active is not None else None
@@ -122,15 +102,13 @@ def load_from_store(store: PredictorStore, limit: int = DEFAULT_LIMIT) -> Loaded
 
 
 def record_estimates(
-    store: PredictorStore,
+    store: ModelRegistry,
     jobs: Sequence[Job],
     estimates: Sequence[Estimate],
     at: float,
     model_version_id: int | None = None,
 ) -> None:
     """Record each estimate with its source (and the model version it came from)."""
-    from starburst.core.records import Prediction
-
     store.record_predictions(
         [
             Prediction(

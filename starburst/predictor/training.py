@@ -1,6 +1,6 @@
 """Training entry points: completed jobs in, a versioned model artifact out.
 
-The store (``starburst.adapters.db``) and trace files both feed the same narrow function,
+The store (its ``ModelRegistry`` port) and trace files both feed the same narrow function,
 ``train_artifact(jobs)``: a sequence of completed ``Job`` values with their true ``runtime``
 (and ``extra["finish_time"]`` when known). Nothing here reads a database or a clock: the
 caller passes ``trained_at``.

@@ -17,10 +17,10 @@ from typing import Any, ClassVar
 import pytest
 
 from starburst.adapters.db import migrate
-from starburst.adapters.db.holds import budget_states
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.budgets import BudgetAlerts, BudgetGate
 from starburst.controller.metrics import ControllerMetrics
+from starburst.core.holds import budget_states
 from starburst.core.lifecycle import JobState
 from starburst.core.records import CostEntry, JobSpec
 from tests.support.waiting import wait_for

@@ -7,7 +7,7 @@ members, finance and admins. The store has no listing of users or teams, so ther
 
 Budget month: the calendar month in UTC holding "now"; ``spent`` sums the team's cost entries
 whose period starts inside it (in the budget's currency); ``forecast`` extrapolates it to the
-month's end at the rate so far (``adapters.db.holds``).
+month's end at the rate so far (``core.holds``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Response
 
-from starburst.adapters.db.holds import BudgetState, budget_states
 from starburst.api.deps import AdminDep, CallerDep, ContextDep
 from starburst.api.schemas.accounts import (
     BudgetIn,
@@ -31,6 +30,7 @@ from starburst.api.schemas.accounts import (
     WhoAmI,
 )
 from starburst.api.schemas.fields import INT64_MAX
+from starburst.core.holds import BudgetState, budget_states
 from starburst.core.records import Role
 
 router = APIRouter(prefix="/v1", tags=["accounts"])

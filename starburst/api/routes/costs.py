@@ -21,7 +21,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 
-from starburst.adapters.db.holds import budget_states
 from starburst.api import finance
 from starburst.api.context import ApiContext
 from starburst.api.deps import CallerDep, ContextDep
@@ -29,6 +28,7 @@ from starburst.api.routes.accounts import budget_out
 from starburst.api.schemas.accounts import BudgetOut
 from starburst.api.schemas.costs import CostReport, CostTotal, Savings, UnpricedJob
 from starburst.core.errors import ConfigError
+from starburst.core.holds import budget_states
 from starburst.core.records import Principal, Role
 from starburst.savings import compare_with_no_wait, fraction_saved
 

@@ -24,7 +24,6 @@ from fastapi import APIRouter, Header, HTTPException, Query, Response
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from starburst.adapters.db.holds import team_holds
 from starburst.api import ceilings
 from starburst.api.context import ApiContext
 from starburst.api.deps import CallerDep, ContextDep, is_privileged
@@ -42,6 +41,7 @@ from starburst.api.schemas.jobs import (
 )
 from starburst.core.duration import precise
 from starburst.core.failure import cause_of, exit_code_in
+from starburst.core.holds import team_holds
 from starburst.core.job import cloud_blocker
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (

@@ -15,12 +15,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from starburst.adapters.db.store import SqlStore
 from starburst.api.deps import CallerDep, ContextDep, is_privileged
 from starburst.api.schemas.jobs import when
 from starburst.api.schemas.queue import QueueEntry, QueueView
 from starburst.core.duration import precise
 from starburst.core.lifecycle import JobState
+from starburst.core.ports import JobStore
 from starburst.core.records import Principal, StoredJob
 
 router = APIRouter(prefix="/v1/queue", tags=["jobs"])
@@ -78,7 +78,7 @@ def entry(stored: StoredJob, position: int, caller: Principal, now: float) -> Qu
     )
 
 
-def waiting_jobs(store: SqlStore) -> list[StoredJob]:
+def waiting_jobs(store: JobStore) -> list[StoredJob]:
     """Every waiting job in queue order."""
     jobs: list[StoredJob] = []
     cursor: str | None = None

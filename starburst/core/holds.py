@@ -3,7 +3,8 @@ teams may not burst now, and why.
 
 Terms: a team is *held* when its metered cloud spend in the current UTC calendar month has
 reached its monthly limit; its jobs then wait on-prem. *Forecast*: the month-end spend at the
-rate so far (``core.billing.month_end_forecast``). Spend is aggregated in SQL.
+rate so far (``core.billing.month_end_forecast``). Spend is read from the ledger's cost
+report (aggregated by the store); budgets from its accounts.
 """
 
 from __future__ import annotations
@@ -11,10 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Protocol
 
 from starburst.core.billing import month_end_forecast, month_window
+from starburst.core.ports import Accounts, Ledger
 
-from .store import SqlStore
+
+class BudgetBook(Accounts, Ledger, Protocol):
+    """What reading budgets needs: the budgets (``Accounts``) and the spend (``Ledger``);
+    every ``Store`` is one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +58,7 @@ def hold_reason(team: str, spent: Decimal, limit: Decimal, month: str) -> str:
     )
 
 
-def budget_states(store: SqlStore, now: float, team: str | None = None) -> list[BudgetState]:
+def budget_states(store: BudgetBook, now: float, team: str | None = None) -> list[BudgetState]:
     """Every team with a budget (or just ``team``), with this month's spend."""
     start, end, name = month_window(now)
     month = datetime.fromtimestamp(start, UTC).strftime("%Y-%m")
@@ -81,7 +87,7 @@ def budget_states(store: SqlStore, now: float, team: str | None = None) -> list[
     ]
 
 
-def team_holds(store: SqlStore, now: float, team: str | None = None) -> dict[str, str]:
+def team_holds(store: BudgetBook, now: float, team: str | None = None) -> dict[str, str]:
     """Teams over their monthly cloud budget at ``now`` (or just ``team``), with the reason."""
     return {
         s.team: hold_reason(s.team, s.spent, s.limit, s.month_name)
