@@ -1,10 +1,11 @@
 """Star-Wait: scheduling without a runtime estimate.
 
-On first arrival a job waits 0. If it bursts and is still running after the threshold L
-(0.25 h in the paper), it is pulled back: treated as having run L in the cloud (and charged for
-that stint), then re-queued at burst time + L with budget r × max(0, c × gpus − time since the
-original submit). If it then fits on-prem it restarts from scratch there; otherwise it bursts
-again for its full runtime (a job is pulled back at most once).
+On first arrival a job waits 0. If it bursts and is still running the threshold L after the
+burst (0.25 h in the paper; a cloud start-up counts towards it), it is pulled back: treated as
+having run that stint in the cloud (and charged for it), then re-queued at burst time + L with
+budget r × max(0, c × gpus − time since the original submit). If it then fits on-prem it
+restarts from scratch there, even with no budget left; otherwise it bursts again for its full
+runtime (a job is pulled back at most once).
 """
 
 from __future__ import annotations

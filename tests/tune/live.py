@@ -1,7 +1,7 @@
 """A live controller on virtual time: the real ``Controller`` (SQLite store, leader lock,
 scheduling loop, metering, recalibration, applied settings) with the simulator's cluster
-and cloud, and a clock the driver steps from event to event, as in
-``tests/controller/test_parity.py``.
+and cloud, and a clock the driver steps from event to event, as
+``starburst.controller.replay`` does for the scheduling pass alone.
 """
 
 from __future__ import annotations
