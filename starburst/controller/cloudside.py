@@ -1,6 +1,10 @@
 """The cloud side of a pass: following launches, Star-Wait pull-backs and cost metering.
 
-A mixin of ``SchedulingLoop`` (``scheduling.py``): the same store, ports and fencing token.
+``CloudFollower`` is built by ``SchedulingLoop`` (``scheduling.py``) when a cloud is
+configured, over the same store, queue view and job moves; the pass hands it the fencing
+token of each call. It owns what only the cloud side needs: the handles of this term's
+launches, the cancelled launches still draining, and the jobs already pulled back.
+
 Invariants: a job's state moves before the launch is stopped, so a controller that dies in
 between leaves a launch whose job is no longer bursting — which the next pass stops (the
 general rule in ``_follow``); cost entries are fixed chunks from the launch time, so metering
@@ -16,14 +20,15 @@ from decimal import Decimal
 
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.capabilities import Capabilities
+from starburst.controller.moves import Moves
 from starburst.controller.queue_view import QueueView
 from starburst.controller.report import PassReport
 from starburst.core.billing import charges
-from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.failure import OUTPUT_MARK, with_output
 from starburst.core.job import Job, QueuedJob
 from starburst.core.lifecycle import JobState
+from starburst.core.policy import WaitPolicy
 from starburst.core.ports import Cloud, CloudHandle, CloudStatus
 from starburst.core.records import CloudLaunch, CostEntry, StoredJob
 from starburst.core.star import pull_back_at, pull_back_reason
@@ -38,44 +43,54 @@ _ENDED = {
 }
 
 
-class CloudSide:
-    store: SqlStore
-    cloud: Cloud | None
-    caps: Capabilities
-    config: SchedulerConfig
-    view: QueueView
-    _handles: dict[str, CloudHandle]
-    _draining: dict[str, CloudHandle]
-    _pulled_back: set[str]
-    _chunk: float
-    _token: Callable[[], int | None]
+class CloudFollower:
+    """Follows the cloud launches of one leader term (see the module docstring)."""
 
-    def _move(
+    def __init__(
         self,
-        job_id: str,
-        state: JobState,
-        reason: str,
-        token: int | None,
-        at: float,
-        wait_budget: float | None = None,
-    ) -> bool:
-        raise NotImplementedError
+        store: SqlStore,
+        cloud: Cloud,
+        capabilities: Capabilities,
+        view: QueueView,
+        moves: Moves,
+        policy: Callable[[], WaitPolicy],
+        *,
+        metering_chunk_s: float = 60.0,
+    ) -> None:
+        """``policy``: the waiting policy in force (the controller refits it between passes)."""
+        self.store, self.cloud, self.view = store, cloud, view
+        self._move = moves.move
+        self._policy = policy
+        self._reasons, self._billing, self._ends = (
+            capabilities.reasons,
+            capabilities.billing,
+            capabilities.ends,
+        )
+        self._chunk = metering_chunk_s
+        self._handles: dict[str, CloudHandle] = {}
+        self._draining: dict[str, CloudHandle] = {}
+        self._pulled_back: set[str] = set()
 
-    def _pull_backs_due(self) -> list[float]:
-        if self.cloud is None or self.config.policy.kind.value != "star":
+    def track(self, job_id: str, handle: CloudHandle) -> None:
+        """Follow ``handle`` as the job's launch of this term (it has the newest ids)."""
+        self._handles[job_id] = handle
+
+    def pull_backs_due(self) -> list[float]:
+        """When the active launches are due to be pulled back (Star-Wait only)."""
+        policy = self._policy()
+        if policy.kind.value != "star":
             return []
         due = []
         for launch in self.store.launches(active=True):
             earlier = launch.job_id in self._pulled_back
-            at = pull_back_at(self.config.policy, launch.launched_at, earlier)
+            at = pull_back_at(policy, launch.launched_at, earlier)
             if at is not None:
                 due.append(at)
         return due
 
     # -- 2. follow the cloud ---------------------------------------------------------------
-    def _follow_cloud(self, now: float, report: PassReport, token: int | None) -> None:
-        if self.cloud is None:
-            return
+    def follow(self, now: float, report: PassReport, token: int | None) -> None:
+        """Poll every active launch: ends, starts, refusals, metering and pull-backs."""
         for launch in self.store.launches(active=True):
             self._follow(launch, now, report, token)
             report.spend_rate += float(launch.hourly_price)
@@ -84,7 +99,6 @@ class CloudSide:
     def _drain(self) -> None:
         """Keep polling launches we cancelled until the backend says they are gone, so it can
         escalate a kill and reap what it ran."""
-        assert self.cloud is not None
         for name, handle in list(self._draining.items()):
             try:
                 done = self.cloud.poll(handle) in (*_ENDED, CloudStatus.REFUSED)
@@ -96,7 +110,6 @@ class CloudSide:
     def _follow(
         self, launch: CloudLaunch, now: float, report: PassReport, token: int | None
     ) -> None:
-        assert self.cloud is not None
         handle = self._handles.get(launch.job_id) or CloudHandle(
             cloud_id(launch.job_id, self._attempt_of(launch)),
             launch.name,
@@ -145,13 +158,11 @@ class CloudSide:
     def _failure(self, handle: CloudHandle, status: CloudStatus) -> str:
         """Why a cloud run did not succeed: the backend's reason (its exit code) and, for a
         failure, the last lines of output (``starburst.core.failure``)."""
-        reasons = self.caps.reasons
         cause = f"cloud run {status.value}"
-        if reasons is not None:
-            cause += f": {reasons.reason(handle)}"
+        if self._reasons is not None:
+            cause += f": {self._reasons.reason(handle)}"
         if status is not CloudStatus.FAILED or OUTPUT_MARK in cause:
             return cause
-        assert self.cloud is not None
         try:
             return with_output(cause, self.cloud.logs(handle))
         except (TransientError, PermanentError) as exc:
@@ -169,7 +180,7 @@ class CloudSide:
         """The cloud side could not launch (no cloud enabled, …): nothing ran, nothing is
         billed; the job waits on-prem again, its budget spent, held there while the cloud
         side says it is degraded (``CloudGate``), so it is not burst again in a loop."""
-        reasons = self.caps.reasons
+        reasons = self._reasons
         why = reasons.reason(handle) if reasons is not None else "the cloud refused the launch"
         if self._move(
             job.id,
@@ -184,7 +195,7 @@ class CloudSide:
 
     def _launched(self, handle: CloudHandle) -> bool:
         """Whether the backend launched anything to bill yet (one that cannot say: yes)."""
-        billing = self.caps.billing
+        billing = self._billing
         try:
             return billing is None or billing.billed_launch(handle) is not None
         except (TransientError, PermanentError):
@@ -197,7 +208,7 @@ class CloudSide:
 
     def _end_of(self, handle: CloudHandle, now: float) -> float:
         """When a launch really ended (a restarted controller learns it late), else now."""
-        ends = self.caps.ends
+        ends = self._ends
         try:
             end = ends.ended_at(handle) if ends is not None else None
         except (TransientError, PermanentError):
@@ -213,7 +224,7 @@ class CloudSide:
         report: PassReport,
         token: int | None,
     ) -> None:
-        policy = self.config.policy
+        policy = self._policy()
         earlier = job.id in self._pulled_back or len(self.store.launches(job.id)) > 1
         due = pull_back_at(policy, launch.launched_at, earlier)
         if due is None or now < due:
@@ -234,7 +245,6 @@ class CloudSide:
     def _stop_cloud(
         self, launch: CloudLaunch, handle: CloudHandle, now: float, status: str, cancel: bool = True
     ) -> None:
-        assert self.cloud is not None
         if cancel:
             try:
                 self.cloud.cancel(handle)
@@ -273,14 +283,14 @@ class CloudSide:
         if entries:
             self.store.record_costs(entries)
 
-    def _record_launch(self, job: Job, handle: CloudHandle, now: float, token: int | None) -> None:
-        assert self.cloud is not None
+    def record_launch(self, job: Job, handle: CloudHandle, now: float, token: int | None) -> None:
+        """Record the job's launch in the ledger: what and where it bills, from when."""
         quote = self.cloud.quote(job)
         provider, _, region = quote.where.partition(":")
         spot = quote.where.endswith(" (spot)")
         provider, region = provider.removesuffix(" (spot)"), region.removesuffix(" (spot)")
         launched_at = now
-        billing = self.caps.billing
+        billing = self._billing
         known = billing.billed_launch(handle) if billing is not None else None
         if known is not None:  # the backend knows when it really launched (a restart)
             launched_at = known.launched_at

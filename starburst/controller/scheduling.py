@@ -18,6 +18,11 @@ leader's writes are refused by the store (``StaleLeader``) before any side effec
 call blocks (a cloud launch returns a handle, later passes poll it); a job a backend cannot
 start (a permanent error, or any unexpected exception from the port) fails once with the
 reason and the pass goes on — one bad job never jams the queue or a new leader's reconcile.
+
+Composition: ``SchedulingLoop`` runs the pass and owns the on-prem side; it builds, over the
+same store and queue view, one ``Moves`` (every state change), one ``Unstartable`` (jobs a
+backend cannot start) and, when a cloud is configured, one ``CloudFollower`` (launches,
+pull-backs, metering), and hands each the fencing token of the call.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from dataclasses import replace
 
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.capabilities import Capabilities
-from starburst.controller.cloudside import CloudSide, cloud_job
+from starburst.controller.cloudside import CloudFollower, cloud_job
+from starburst.controller.moves import ACTOR, Moves
 from starburst.controller.queue_view import QueueView, read_all
 from starburst.controller.report import PassReport, backend_job
 from starburst.controller.unstartable import Unstartable
@@ -38,24 +44,21 @@ from starburst.core.cycle import HOLD_ALL, PassResult, SchedulerConfig, schedule
 from starburst.core.decisions import Burst, Start
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job, QueuedJob, cloud_blocker
-from starburst.core.lifecycle import IllegalTransition, JobState
+from starburst.core.lifecycle import JobState
 from starburst.core.ordering import in_order
 from starburst.core.ports import (
     Clock,
     Cloud,
-    CloudHandle,
     Cluster,
     Estimate,
     RuntimeEstimator,
 )
-from starburst.core.records import JobNotFound, Move, StoredJob
+from starburst.core.records import Move, StoredJob
 
 log = logging.getLogger("starburst.controller")
 
-ACTOR = "controller"
 
-
-class SchedulingLoop(CloudSide, Unstartable):
+class SchedulingLoop:
     """The controller's pass over store, cluster and cloud. One instance per leader term."""
 
     def __init__(
@@ -73,21 +76,33 @@ class SchedulingLoop(CloudSide, Unstartable):
         admissions_per_pass: int = 500,
         capabilities: Capabilities | None = None,
     ) -> None:
-        self.store, self.cluster, self.cloud, self.clock = store, cluster, cloud, clock
-        self.caps = capabilities or Capabilities.of(cluster, cloud)
+        self.store, self.cluster, self.clock = store, cluster, clock
+        caps = capabilities or Capabilities.of(cluster, cloud)
+        self._annotator, self._deleted = caps.annotator, caps.deleted
         self.config = config
         self.estimator = estimator
         self._token = fencing_token
         self._hold = hold
-        self._chunk = metering_chunk_s
-        self._handles: dict[str, CloudHandle] = {}
-        self._draining: dict[str, CloudHandle] = {}
-        self._pulled_back: set[str] = set()
         self._announced: set[str] = set()
         self._pending_starts: dict[str, tuple[Placement, str]] = {}
         self.view = QueueView(store)
         self.admissions_per_pass = admissions_per_pass
-        self.failed_to_start: list[str] = []  # since the last report (reconcile included)
+        moves = Moves(store)
+        self._move = moves.move
+        self.unstartable = Unstartable(moves)
+        self.cloud_side = (
+            None
+            if cloud is None
+            else CloudFollower(
+                store,
+                cloud,
+                caps,
+                self.view,
+                moves,
+                lambda: self.config.policy,
+                metering_chunk_s=metering_chunk_s,
+            )
+        )
 
     # -- the pass ------------------------------------------------------------------------------
     def run_pass(self) -> PassReport:
@@ -96,7 +111,8 @@ class SchedulingLoop(CloudSide, Unstartable):
         token = self._token()
         self._finish_onprem(report, token)
         self._retry_starts(token, now)
-        self._follow_cloud(now, report, token)
+        if self.cloud_side is not None:
+            self.cloud_side.follow(now, report, token)
         queue = self.view.current(now, self.config.policy)
         self._stop_cancelled_onprem(self.view.take_cancelled(), full=self.view.reloaded)
         # a job pulled back this pass re-arrives (as in ``sim.engine``): with no budget left it
@@ -113,7 +129,7 @@ class SchedulingLoop(CloudSide, Unstartable):
         )
         self._apply(now, result, token, report)
         report.queue_length = len(result.waiting)
-        report.unstartable, self.failed_to_start = self.failed_to_start, []
+        report.unstartable = self.unstartable.take()
         report.held = result.held
         total = capacity.total_gpus
         started = sum(p.gpus for st in result.starts for p in st.placement)
@@ -124,7 +140,8 @@ class SchedulingLoop(CloudSide, Unstartable):
             if HOLD_ALL in hold
             else [q.deadline for q in result.waiting if q.job.team not in hold]
         )
-        report.next_wakeup = min([*deadlines, *self._pull_backs_due()], default=math.inf)
+        pull_backs = self.cloud_side.pull_backs_due() if self.cloud_side is not None else []
+        report.next_wakeup = min([*deadlines, *pull_backs], default=math.inf)
         if report.admitted == self.admissions_per_pass:
             report.next_wakeup = now  # more submissions wait: come back at once
         return report
@@ -132,7 +149,7 @@ class SchedulingLoop(CloudSide, Unstartable):
     def _announce_held(self, held: list[tuple[str, str]]) -> None:
         """Say once per job why it waits past its budget (a log line, and a Kubernetes Event
         on its Job where the cluster can carry one)."""
-        annotator = self.caps.annotator
+        annotator = self._annotator
         for job_id, reason in held:
             if job_id in self._announced:
                 continue
@@ -165,7 +182,8 @@ class SchedulingLoop(CloudSide, Unstartable):
                     stored.id, placement, "resumed by a new controller leader", self._token(), now
                 ):
                     resumed += 1
-        if self.cloud is None:
+        follower = self.cloud_side
+        if follower is None:
             return resumed
         for state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
             for stored in self._all(state):
@@ -176,24 +194,24 @@ class SchedulingLoop(CloudSide, Unstartable):
                 # launch and its record, so this is the attempt after the recorded ones
                 attempt = active[-1] + 1 if active else len(launches) + 1
                 try:
-                    handle = self.cloud.launch(
+                    handle = follower.cloud.launch(
                         cloud_job(job, attempt), "resumed by a new controller leader"
                     )
                 except TransientError:
                     raise
                 except Exception as exc:
-                    self._unstartable(job.id, "in the cloud", exc, self._token(), now)
+                    self.unstartable.fail(job.id, "in the cloud", exc, self._token(), now)
                     continue
-                self._handles[job.id] = handle
+                follower.track(job.id, handle)
                 if all(launch.name != handle.name for launch in launches):
-                    self._record_launch(job, handle, now, self._token())
+                    follower.record_launch(job, handle, now, self._token())
                 resumed += 1
         return resumed
 
     def _end_vanished(self, now: float) -> None:
         """Jobs whose object in the cluster was deleted while no leader watched (a Kubernetes
         Job deleted with kubectl) end with that reason instead of starting or bursting."""
-        deleted = self.caps.deleted
+        deleted = self._deleted
         if deleted is None:
             return
         states = (JobState.SUBMITTED, JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD)
@@ -264,7 +282,7 @@ class SchedulingLoop(CloudSide, Unstartable):
         )
         for job_id in result.skipped:
             log.info("skipped admitting %s: it is no longer submitted", job_id)
-        annotator = self.caps.annotator
+        annotator = self._annotator
         arrivals = []
         for moved in result.moved:
             queued, move, estimate = admitted[moved.job.id]
@@ -308,7 +326,7 @@ class SchedulingLoop(CloudSide, Unstartable):
             return True
         except Exception as exc:  # permanent, or a backend bug: fail this job, not the pass
             self._pending_starts.pop(job_id, None)
-            self._unstartable(job_id, "on-prem", exc, token, now)
+            self.unstartable.fail(job_id, "on-prem", exc, token, now)
             return False
         self._pending_starts.pop(job_id, None)
         return True
@@ -321,7 +339,8 @@ class SchedulingLoop(CloudSide, Unstartable):
                 self._pending_starts.pop(job_id, None)
 
     def _burst(self, burst: Burst, now: float, token: int | None) -> bool:
-        if self.cloud is None:
+        follower = self.cloud_side
+        if follower is None:
             return False
         stored = self.store.get(burst.job_id)
         job = backend_job(stored)
@@ -329,11 +348,11 @@ class SchedulingLoop(CloudSide, Unstartable):
         if blocker is not None:
             return self._refuse_burst(stored, burst, blocker, token, now)
         try:
-            quote = self.cloud.quote(job)
+            quote = follower.cloud.quote(job)
         except TransientError:
             raise
         except Exception as exc:
-            self._unstartable(job.id, "in the cloud", exc, token, now)
+            self.unstartable.fail(job.id, "in the cloud", exc, token, now)
             return False
         reason = (
             f"{burst.reason}: burst to {quote.where} ({quote.accelerators}, "
@@ -343,15 +362,15 @@ class SchedulingLoop(CloudSide, Unstartable):
             return False
         attempt = len(self.store.launches(job.id)) + 1
         try:
-            handle = self.cloud.launch(cloud_job(job, attempt), reason)
+            handle = follower.cloud.launch(cloud_job(job, attempt), reason)
         except TransientError:
             raise
         except Exception as exc:
-            self._unstartable(job.id, "in the cloud", exc, token, now)
+            self.unstartable.fail(job.id, "in the cloud", exc, token, now)
             return False
-        self._record_launch(job, handle, now, token)
-        self._handles[job.id] = handle
-        annotator = self.caps.annotator
+        follower.record_launch(job, handle, now, token)
+        follower.track(job.id, handle)
+        annotator = self._annotator
         if annotator is not None:  # the Job stays suspended; say where it went and why
             price = quote.price_per_hour
             self._quietly(annotator.burst, job.id, quote.where, reason, handle.name, price)
@@ -376,7 +395,7 @@ class SchedulingLoop(CloudSide, Unstartable):
         self._move(job.id, JobState.BURSTING, burst.reason, token, now)
         if self._move(job.id, JobState.QUEUED, reason, token, now, wait_budget=math.inf):
             self.view.add(QueuedJob(job, now, math.inf))
-            annotator = self.caps.annotator
+            annotator = self._annotator
             if annotator is not None:
                 note = annotator.note_waiting
                 self._quietly(note, job.id, math.inf, stored.predicted_runtime, reason)
@@ -396,31 +415,6 @@ class SchedulingLoop(CloudSide, Unstartable):
             call(*args)
         except (TransientError, PermanentError) as exc:
             log.warning("could not annotate job %s: %s", args[0], exc)
-
-    # -- store transitions -------------------------------------------------------------------
-    def _move(
-        self,
-        job_id: str,
-        state: JobState,
-        reason: str,
-        token: int | None,
-        at: float,
-        wait_budget: float | None = None,
-    ) -> bool:
-        try:
-            self.store.transition(
-                job_id,
-                state,
-                reason=reason,
-                actor=ACTOR,
-                fencing_token=token,
-                at=at,
-                wait_budget=wait_budget,
-            )
-        except (IllegalTransition, JobNotFound) as exc:
-            log.info("skipped: %s", exc)  # e.g. cancelled by a user meanwhile
-            return False
-        return True
 
 
 def _with_declaration(stored: StoredJob) -> Job:

@@ -1,10 +1,11 @@
 """Jobs a backend cannot start: failed once, with the reason, so one bad job never jams a pass.
 
-A mixin of ``SchedulingLoop`` (``scheduling.py``). A *permanent* refusal (a ``PermanentError``
+``Unstartable`` is built by ``SchedulingLoop`` (``scheduling.py``) over its job moves. A
+*permanent* refusal (a ``PermanentError``
 from a port: no command, a NUL byte in the env, a command too large for the kernel) and any
 *unexpected* exception from a port's ``start``/``quote``/``launch`` fail the job with the
-reason; transient errors are not this module's (they are retried). ``failed_to_start`` lists
-the jobs failed since the last report (the metric ``starburst_unstartable_jobs`` counts them).
+reason; transient errors are not this module's (they are retried). ``take`` hands over the
+jobs failed since the last report (the metric ``starburst_unstartable_jobs`` counts them).
 
 Log lines name the job and the error — with the stack for an unexpected one — never the
 job's command or environment.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import logging
 
+from starburst.controller.moves import Moves
 from starburst.core.errors import PermanentError
 from starburst.core.lifecycle import JobState
 
@@ -21,22 +23,18 @@ log = logging.getLogger("starburst.controller")
 
 
 class Unstartable:
-    failed_to_start: list[str]
+    """Fails jobs a backend cannot start, and remembers them until the next report."""
 
-    def _move(
-        self,
-        job_id: str,
-        state: JobState,
-        reason: str,
-        token: int | None,
-        at: float,
-        wait_budget: float | None = None,
-    ) -> bool:
-        raise NotImplementedError
+    def __init__(self, moves: Moves) -> None:
+        self._moves = moves
+        self._failed: list[str] = []  # since the last ``take`` (reconcile included)
 
-    def _unstartable(
-        self, job_id: str, where: str, exc: Exception, token: int | None, now: float
-    ) -> None:
+    def take(self) -> list[str]:
+        """The jobs failed since the last call."""
+        failed, self._failed = self._failed, []
+        return failed
+
+    def fail(self, job_id: str, where: str, exc: Exception, token: int | None, now: float) -> None:
         """Fail ``job_id``, which could not start ``where``, once with the reason."""
         if isinstance(exc, PermanentError):
             reason = f"cannot start {where}: {exc}"
@@ -46,5 +44,5 @@ class Unstartable:
             log.error(
                 "starting job %s %s raised %s", job_id, where, type(exc).__name__, exc_info=exc
             )
-        if self._move(job_id, JobState.FAILED, reason, token, now):
-            self.failed_to_start.append(job_id)
+        if self._moves.move(job_id, JobState.FAILED, reason, token, now):
+            self._failed.append(job_id)
