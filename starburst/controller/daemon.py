@@ -22,6 +22,8 @@ An unexpected exception in a pass (a bug, not a port's translated error) is coun
 row ``/readyz`` reports the controller degraded until a pass succeeds. A job a backend cannot
 start fails on its own (``scheduling``), so it never makes passes fail.
 
+``start`` runs the periodic work on a background APScheduler scheduler, or on the one it is
+given (its owner may pause it: passes stop and leadership is kept, as in a hung replica).
 ``stop`` (SIGTERM): no new passes, the running pass finishes, the lock is released.
 """
 
@@ -32,7 +34,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starburst.adapters.db.leader import LeaderLock, leader_lock
 from starburst.adapters.db.store import SqlStore
@@ -50,6 +52,9 @@ from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
 from starburst.core.records import JobSpec
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.base import BaseScheduler
 
 log = logging.getLogger("starburst.controller")
 
@@ -115,7 +120,7 @@ class Controller:
         for notifier in caps.notifiers:  # backends that can say when a job ends or arrives
             notifier.subscribe(self.poke)
         self._health = Health(False, "starting")
-        self._scheduler: Any = None
+        self._scheduler: BaseScheduler | None = None
         self._pass_lock = threading.Lock()
         self._stopping = threading.Event()
         self._poked = threading.Event()
@@ -123,11 +128,13 @@ class Controller:
         self._failed_passes = 0  # unexpected errors in a row
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, scheduler: BaseScheduler | None = None) -> None:
+        """Run the periodic work on ``scheduler`` (not started yet; default: a background
+        scheduler in UTC). ``stop`` shuts it down."""
         from apscheduler.schedulers.background import BackgroundScheduler
 
         s = self.settings
-        scheduler = BackgroundScheduler(timezone="UTC")
+        scheduler = scheduler if scheduler is not None else BackgroundScheduler(timezone="UTC")
         # two instances: a pass woken while another runs waits on the pass lock and then runs,
         # instead of being skipped by the scheduler (which would lose the wake-up)
         scheduler.add_job(
@@ -172,10 +179,6 @@ class Controller:
             if close is not None:
                 close()
         log.info("controller stopped")
-
-    def stop_scheduling_for_test(self) -> None:
-        """Stop running passes without releasing leadership, as a hung or dead replica would."""
-        self._stopping.set()
 
     def poke(self) -> None:
         """Run a pass as soon as possible (after a submission or a watch event). A poke that

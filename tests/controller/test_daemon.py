@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from apscheduler.schedulers.background import BackgroundScheduler
 
 from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
@@ -57,7 +58,8 @@ def test_one_replica_leads_and_a_standby_takes_over_with_a_newer_fencing_token(
     pg_url: str, tmp_path: Path
 ) -> None:
     a, b = make_controller(pg_url, tmp_path, "a"), make_controller(pg_url, tmp_path, "b")
-    a.start()
+    a_ticks = BackgroundScheduler(timezone="UTC")
+    a.start(a_ticks)
     assert wait_for(lambda: a.health().detail == "leading")
     b.start()
     try:
@@ -68,7 +70,7 @@ def test_one_replica_leads_and_a_standby_takes_over_with_a_newer_fencing_token(
         assert wait_for(lambda: a.store.get(job).state is JobState.SUCCEEDED)
         # the leader's process "dies": its database session is cut, the advisory lock goes
         pid = a._lock.backend_pid  # type: ignore[attr-defined]
-        a.stop_scheduling_for_test()
+        a_ticks.pause()  # no more passes, and the lock is not released
         admin = sa.create_engine(pg_url)
         with admin.connect() as conn:
             conn.execute(sa.text("select pg_terminate_backend(:p)"), {"p": pid})
@@ -103,7 +105,8 @@ def test_a_30_second_database_outage_pauses_the_controller_which_then_resumes(
         url = fresh_database(server.url, "outage")
         migrate.upgrade(url)
         controller = make_controller(url, tmp_path, "c")
-        controller.start()
+        ticks = BackgroundScheduler(timezone="UTC")
+        controller.start(ticks)
         before = submit(controller.store, "before")
         assert wait_for(lambda: controller.store.get(before).state is JobState.SUCCEEDED)
         server.halt()
@@ -113,7 +116,7 @@ def test_a_30_second_database_outage_pauses_the_controller_which_then_resumes(
             "database" in controller.health().detail or "unavailable" in controller.health().detail
         )
         while time.monotonic() - outage_started < 30:
-            assert controller._scheduler is not None and controller._scheduler.running
+            assert ticks.running  # the outage fails passes, never the scheduler
             assert not controller.health().ready
             time.sleep(1)
         server.resume()

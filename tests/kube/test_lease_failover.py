@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from apscheduler.schedulers.background import BackgroundScheduler
 
 from starburst.adapters.db import migrate
 from starburst.adapters.kubernetes.lease import LeaseLock
@@ -39,7 +40,8 @@ def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: P
 
     a, b = replica("a"), replica("b")
     assert isinstance(a._lock, LeaseLock) and isinstance(b._lock, LeaseLock)
-    a.start()
+    a_ticks = BackgroundScheduler(timezone="UTC")
+    a.start(a_ticks)
     assert wait_for(lambda: a.health().detail == "leading")
     b.start()
     try:
@@ -49,7 +51,7 @@ def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: P
         job = a.store.submit(JobSpec(gpus=1, command="true")).job.id
         assert wait_for(lambda: a.store.get(job).state is JobState.SUCCEEDED)
 
-        a.stop_scheduling_for_test()
+        a_ticks.pause()  # no more passes …
         a._lock.abandon()  # the leader's process dies: it neither renews nor releases
         died = time.monotonic()
         assert wait_for(lambda: b.health().detail == "leading")
