@@ -89,7 +89,7 @@ def test_cost_report_groups_and_never_double_counts(store):  # type: ignore[no-u
         CostEntry(b, T0 + 31 * DAY, T0 + 31 * DAY + 60, Decimal("0.000001"), "aws"),
         CostEntry(b, T0 - 1, T0 + 10, Decimal("99"), "aws"),  # before the range
     ]
-    store.record_costs(entries)
+    store.record_costs([*entries, entries[0]])  # an interval twice in a batch: once
     store.record_costs(entries[:2])  # a retried meter: ignored
     by_team = store.cost_report(T0, T0 + 60 * DAY, by=("team", "month"))
     assert [(t.key["team"], t.key["month"], t.amount, t.entries) for t in by_team] == [
