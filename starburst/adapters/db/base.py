@@ -13,15 +13,16 @@ Terms:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
+from starburst.core.ports import Clock
 from starburst.core.records import StaleLeader
+from starburst.wallclock import WallClock
 
 from .models import LeaderTermRow, table
 
@@ -29,17 +30,6 @@ T = TypeVar("T")
 
 #: Rows per statement in batch writes (keeps SQLite under its bound-parameter limit).
 CHUNK = 1000
-
-
-class Clock(Protocol):
-    def now(self) -> float: ...
-
-
-class SystemClock:
-    """The wall clock, for when no clock is injected."""
-
-    def now(self) -> float:
-        return time.time()
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
@@ -55,7 +45,7 @@ class StoreBase:
         self, engine: Engine, *, clock: Clock | None = None, leader_name: str = "controller"
     ) -> None:
         self._engine = engine
-        self._clock: Clock = clock or SystemClock()
+        self._clock: Clock = clock or WallClock()
         self.leader_name = leader_name
 
     @property

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
-from starburst.core.ports import Accounts, JobStore, Ledger, ModelRegistry, Store, TuningLog
+from starburst.core.ports import Accounts, Clock, JobStore, Ledger, ModelRegistry, Store, TuningLog
 
 from .accounts import AccountsStore
-from .base import Clock
 from .costs import CostsStore
 from .engine import create_engine, translate_errors
 from .jobs import JobsStore
