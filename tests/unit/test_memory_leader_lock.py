@@ -1,0 +1,40 @@
+"""The in-memory store's leader lock: one holder at a time among replicas sharing the store,
+a new fencing token at each acquisition, and writes fenced by a deposed holder refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from starburst.adapters.memory.store import LeaderLockBusy, MemoryLeaderLock, MemoryStore
+from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec, StaleLeader
+
+
+def test_one_holder_at_a_time_and_each_term_fences_the_last() -> None:
+    store = MemoryStore()
+    job_id = store.submit(JobSpec(gpus=1)).job.id
+    first, second = MemoryLeaderLock(store), MemoryLeaderLock(store)
+    token = first.try_acquire()
+    assert token == 1 and first.is_held() and first.token == 1
+    assert first.try_acquire() == 1  # holding it already: the same term
+    assert second.try_acquire() is None and not second.is_held()
+    with pytest.raises(LeaderLockBusy):
+        second.acquire(timeout=0.0)
+    store.transition(job_id, JobState.QUEUED, reason="ok", actor="a", fencing_token=token)
+    first.release()
+    assert not first.is_held() and first.token is None
+    assert second.acquire(timeout=0.0) == 2
+    with pytest.raises(StaleLeader):
+        store.transition(job_id, JobState.BURSTING, reason="late", actor="a", fencing_token=1)
+    assert store.get(job_id).state is JobState.QUEUED
+    second.release()
+    second.release()  # releasing twice is harmless
+
+
+def test_locks_of_other_names_and_stores_are_independent() -> None:
+    store, other = MemoryStore(), MemoryStore()
+    controller = MemoryLeaderLock(store)
+    assert controller.try_acquire() == 1
+    assert MemoryLeaderLock(store, "reporter").try_acquire() == 1  # another lock name
+    assert MemoryLeaderLock(other).try_acquire() == 1  # another store
+    assert store.next_term() == 2  # the store's own leader name: the controller's lock
