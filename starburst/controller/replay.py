@@ -39,7 +39,6 @@ from starburst.adapters.memory.store import MemoryStore
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.capacity import Node, describe_placement
 from starburst.core.cycle import SchedulerConfig
-from starburst.core.dependencies import is_gated
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
@@ -49,6 +48,7 @@ from starburst.sim.clock import SimClock
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
 from starburst.sim.engine import SimOptions, perturb_estimates
+from starburst.sim.gating import check as check_dependencies
 from starburst.sim.report import JobOutcome, SimResult
 
 #: states a job has once it is decided and carried out: where it runs
@@ -146,12 +146,7 @@ def _validated(jobs: Sequence[Job]) -> list[Job]:
             raise ConfigError(f"job {job.id} has no runtime; a trace must give every runtime")
     if len({j.id for j in jobs}) != len(jobs):
         raise ConfigError("job ids must be unique within a trace")
-    gated = next((j for j in jobs if is_gated(j)), None)
-    if gated is not None:  # the controller's pass does not gate jobs (yet): refuse, not differ
-        raise ConfigError(
-            f"job {gated.id} has dependencies or an array limit, which only the simulator's "
-            "engine follows so far; run it with --engine sim"
-        )
+    check_dependencies(jobs)  # as the simulator checks them
     return sorted(jobs, key=lambda j: (j.submit_time, j.id))
 
 

@@ -6,7 +6,8 @@ A pass, in DESIGN.md's order of work:
 2. *follow the cloud*: launches that came up → running_cloud; Star-Wait jobs still running
    after the threshold are pulled back and re-queued;
 3. *cancel*: work still running for jobs a user cancelled is stopped;
-4. *admit*: submitted jobs get a runtime estimate and a wait budget → queued;
+4. *admit*: submitted jobs get a runtime estimate and a wait budget → queued; jobs with
+   dependencies or an array limit only once ``controller.gating`` lets them in;
 5. *decide*: ``starburst.core.cycle.schedule_pass`` — the very function the simulator calls —
    on the queue, the arrivals and the cluster snapshot;
 6. *apply*: every decision is written to the store first (with the leader's fencing token),
@@ -35,6 +36,7 @@ from dataclasses import replace
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.cloudside import CloudFollower, cloud_job
+from starburst.controller.gating import DependencyGate
 from starburst.controller.moves import ACTOR, Moves
 from starburst.controller.queue_view import QueueView, read_all
 from starburst.controller.report import PassReport, backend_job
@@ -86,6 +88,7 @@ class SchedulingLoop:
         self._announced: set[str] = set()
         self._pending_starts: dict[str, tuple[Placement, str]] = {}
         self.view = QueueView(store)
+        self.gate = DependencyGate(store, ACTOR, admissions_per_pass)
         self.admissions_per_pass = admissions_per_pass
         moves = Moves(store)
         self._move = moves.move
@@ -142,7 +145,7 @@ class SchedulingLoop:
         )
         pull_backs = self.cloud_side.pull_backs_due() if self.cloud_side is not None else []
         report.next_wakeup = min([*deadlines, *pull_backs], default=math.inf)
-        if report.admitted == self.admissions_per_pass:
+        if report.admitted >= self.admissions_per_pass:
             report.next_wakeup = now  # more submissions wait: come back at once
         return report
 
@@ -251,8 +254,10 @@ class SchedulingLoop:
 
     # -- 4. admit ------------------------------------------------------------------------------
     def _admit(self, now: float, token: int | None, report: PassReport) -> list[QueuedJob]:
-        page = self.store.queue(limit=self.admissions_per_pass, states=(JobState.SUBMITTED,))
-        submitted = page.jobs
+        page = self.store.queue(
+            limit=self.admissions_per_pass, states=(JobState.SUBMITTED,), held=False
+        )
+        submitted = self.gate.admissible(page.jobs, now, token)
         if not submitted:
             return []
         jobs = [_with_declaration(s) for s in submitted]
@@ -271,7 +276,9 @@ class SchedulingLoop:
             if (blocker := cloud_blocker(job)) is not None:
                 budget, reason = math.inf, f"queued to run on-prem only: {blocker}"
             move = Move(job.id, reason, wait_budget=budget)
-            admitted[job.id] = (QueuedJob(job, stored.queued_at, budget), move, estimate)
+            # a job let in after a hold is queued now (the store re-stamps it too)
+            queued_at = now if stored.held is not None else stored.queued_at
+            admitted[job.id] = (QueuedJob(job, queued_at, budget), move, estimate)
         # one transaction for the whole page; a job cancelled meanwhile is skipped
         result = self.store.transition_many(
             [m for _, m, _ in admitted.values()],

@@ -368,9 +368,22 @@ class JobStore(Protocol):
         user: str | None = None,
         team: str | None = None,
         name: str | None = None,
+        held: bool | None = None,
     ) -> QueuePage:
         """One page of the jobs in ``states``, FIFO; ``user``/``team`` match exactly and
-        ``name`` is a case-insensitive shell glob (``sweep-*``, ``?``)."""
+        ``name`` is a case-insensitive shell glob (``sweep-*``, ``?``); ``held`` keeps only
+        the jobs held out of the queue (True) or only the others (False)."""
+        ...
+
+    def hold(self, reasons: Mapping[str, str]) -> None:
+        """Record why each ``submitted`` job is held out of the queue (no state change, no
+        event); the next state change clears it, and entering ``queued`` from a hold
+        re-stamps ``queued_at`` (its wait budget starts then)."""
+        ...
+
+    def array_in_flight(self, arrays: Iterable[str]) -> dict[str, int]:
+        """Elements of each array that are queued, bursting or running (arrays with none
+        are left out)."""
         ...
 
     def events(self, job_id: str) -> list[JobEvent]:

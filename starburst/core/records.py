@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from starburst.core.capacity import Node
+from starburst.core.dependencies import Dependency
 from starburst.core.errors import PermanentError, StarburstError, TransientError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
@@ -83,6 +84,11 @@ class JobSpec:
     deadline: float | None = None
     pods: int | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
+    #: jobs it waits for (resolved ids), and its array with the array's limit
+    #: (``core.dependencies``)
+    after: tuple[Dependency, ...] = ()
+    array: str | None = None
+    array_limit: int | None = None
 
     def __post_init__(self) -> None:
         if self.gpus < 0:
@@ -107,6 +113,9 @@ class JobSpec:
             declared_runtime=job.estimate,
             deadline=job.deadline,
             extra=dict(job.extra),
+            after=job.after,
+            array=job.array,
+            array_limit=job.array_limit,
         )
 
 
@@ -145,6 +154,8 @@ class StoredJob:
     declared_runtime: float | None = None
     wait_budget: float | None = None
     ran_on: str | None = None
+    #: why a submitted job is held out of the queue (``core.dependencies``), None otherwise
+    held: str | None = None
 
     @property
     def id(self) -> str:

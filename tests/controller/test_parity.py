@@ -19,6 +19,7 @@ import pytest
 from starburst.controller.replay import ReplayStats, replay
 from starburst.core.capacity import Node, PlacementStrategy, uniform_nodes
 from starburst.core.cycle import SchedulerConfig
+from starburst.core.dependencies import Dependency
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import PolicyKind, WaitPolicy
@@ -116,11 +117,12 @@ def test_bad_traces_are_refused_as_the_simulator_refuses_them() -> None:
         replay([Job("a", 0.0, 1)], uniform_nodes(1, 1), config)
     with pytest.raises(ConfigError, match="unique"):
         replay([Job("a", 0.0, 1, runtime=1.0)] * 2, uniform_nodes(1, 1), config)
-    # dependencies: the simulator gates them, the controller's pass does not yet; refused
-    # rather than replayed with different decisions
-    gated = [Job("a", 0.0, 1, runtime=1.0), Job("b", 0.0, 1, runtime=1.0, array="x", array_limit=1)]
-    with pytest.raises(ConfigError, match="--engine sim"):
-        replay(gated, uniform_nodes(1, 1), config)
+    loop = [
+        Job("a", 0.0, 1, runtime=1.0, after=(Dependency("b"),)),
+        Job("b", 0.0, 1, runtime=1.0, after=(Dependency("a"),)),
+    ]
+    with pytest.raises(ConfigError, match="cycle"):
+        replay(loop, uniform_nodes(1, 1), config)
 
 
 # -- the differential test --------------------------------------------------------------------

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from starburst.core.billing import from_micros, to_micros
+from starburst.core.dependencies import parse_after
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
@@ -62,6 +63,10 @@ def spec_columns(spec: JobSpec) -> dict[str, Any]:
         "declared_runtime": spec.declared_runtime,
         "deadline": maybe_time(spec.deadline),
         "extra": dict(spec.extra),
+        "depends_on": [str(d) for d in spec.after] or None,
+        "array_id": spec.array,
+        "array_limit": spec.array_limit,
+        "held_reason": None,
     }
 
 
@@ -83,6 +88,9 @@ def to_job(row: Mapping[Any, Any]) -> Job:
         deadline=maybe_epoch(row["deadline"]),
         pods=row["pods"],
         extra=dict(row["extra"] or {}),
+        after=tuple(parse_after(d) for d in row["depends_on"] or ()),
+        array=row["array_id"],
+        array_limit=row["array_limit"],
     )
 
 
@@ -101,6 +109,7 @@ def to_stored_job(row: Mapping[Any, Any]) -> StoredJob:
         declared_runtime=row["declared_runtime"],
         wait_budget=row["wait_budget"],
         ran_on=row["ran_on"],
+        held=row["held_reason"],
     )
 
 

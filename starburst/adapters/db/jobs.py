@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +38,13 @@ from .models import JobEventRow, JobRow, TeamRow, UserRow, table
 
 JOBS = table(JobRow)
 EVENTS = table(JobEventRow)
+#: the states in which an array element takes one of its array's slots
+_IN_FLIGHT = (
+    JobState.QUEUED,
+    JobState.BURSTING,
+    JobState.RUNNING_ONPREM,
+    JobState.RUNNING_CLOUD,
+)
 
 
 def encode_cursor(queued_at: datetime, job_id: str) -> str:
@@ -283,10 +290,12 @@ class JobsStore(StoreBase):
         user: str | None = None,
         team: str | None = None,
         name: str | None = None,
+        held: bool | None = None,
     ) -> QueuePage:
         """Jobs in ``states`` in FIFO order (``queued_at``, then id), one page at a time;
         ``user``/``team`` and ``name`` (a shell glob: ``sweep-*``) narrow it in the database,
-        so a page is one query however few of the jobs are theirs."""
+        so a page is one query however few of the jobs are theirs. ``held``: only jobs held
+        out of the queue (True) or only the others (False)."""
         if limit < 1:
             raise ConfigError(f"page limit must be at least 1, got {limit}")
         query = (
@@ -301,6 +310,9 @@ class JobsStore(StoreBase):
             query = query.where(JOBS.c.team_name == team)
         if name is not None:
             query = query.where(JOBS.c.name.ilike(glob_to_like(name), escape="\\"))
+        if held is not None:
+            is_held = JOBS.c.held_reason.is_not(None)
+            query = query.where(is_held if held else sa.not_(is_held))
         if cursor is not None:
             when, job_id = decode_cursor(cursor)
             query = query.where(sa.tuple_(JOBS.c.queued_at, JOBS.c.id) > sa.tuple_(when, job_id))
@@ -345,6 +357,40 @@ class JobsStore(StoreBase):
             return [(str(r[1]), JobState(r[2])) for r in rows], last
 
         return run(self._engine, read)
+
+    def hold(self, reasons: Mapping[str, str]) -> None:
+        """Say why each of these ``submitted`` jobs is held out of the queue (not a state
+        change: no event, the version stays). Jobs no longer submitted are left alone."""
+
+        def write(conn: sa.Connection) -> None:
+            for job_id, reason in sorted(reasons.items()):
+                conn.execute(
+                    sa.update(JOBS)
+                    .where(JOBS.c.id == job_id, JOBS.c.state == JobState.SUBMITTED.value)
+                    .values(held_reason=reason)
+                )
+
+        if reasons:
+            run(self._engine, write)
+
+    def array_in_flight(self, arrays: Iterable[str]) -> dict[str, int]:
+        """How many elements of each array are queued, bursting or running (the slots a
+        throttled array has taken, ``core.dependencies``); arrays with none are left out."""
+        busy = [s.value for s in _IN_FLIGHT]
+        clauses = in_chunks(JOBS.c.array_id, arrays)
+
+        def read(conn: sa.Connection) -> dict[str, int]:
+            found: dict[str, int] = {}
+            for clause in clauses:
+                query = (
+                    sa.select(JOBS.c.array_id, sa.func.count())
+                    .where(clause, JOBS.c.state.in_(busy))
+                    .group_by(JOBS.c.array_id)
+                )
+                found.update((str(a), int(n)) for a, n in conn.execute(query))
+            return found
+
+        return run(self._engine, read) if clauses else {}
 
     def count(self, state: JobState) -> int:
         query = sa.select(sa.func.count()).select_from(JOBS).where(JOBS.c.state == state.value)

@@ -6,7 +6,10 @@ Tables and their invariants:
   if the version it read is still current), times, predicted runtime, wait budget. ``queued_at``
   is the queue's FIFO key (the submit time, or the re-arrival time of a job pulled back from
   the cloud); ties end in ``id``. ``idempotency_key`` is unique: a repeated submission returns
-  the job the first one created.
+  the job the first one created. ``depends_on`` lists the jobs it waits for (``ID`` or
+  ``ID:ok``), ``array_id``/``array_limit`` its array and how many of its elements may be
+  queued or running at once; ``held_reason`` says why a ``submitted`` job is held out of
+  the queue (``core.dependencies``), NULL when it is not.
 - ``job_events``: append-only history of every state change (from → to, when, why, by whom,
   and the leader's fencing token). The store never updates or deletes an event.
 - ``placements``: the on-prem nodes a job was started on, one row per node part, grouped by
@@ -167,6 +170,10 @@ class JobRow(Base):
     predicted_runtime: Mapped[float | None] = mapped_column(Float)
     wait_budget: Mapped[float | None] = mapped_column(Float)
     ran_on: Mapped[str | None] = mapped_column(String(16))
+    depends_on: Mapped[list[str] | None] = mapped_column(JSON)
+    array_id: Mapped[str | None] = mapped_column(String(256), index=True)
+    array_limit: Mapped[int | None] = mapped_column(Integer)
+    held_reason: Mapped[str | None] = mapped_column(Text)
 
 
 class JobEventRow(Base):

@@ -248,12 +248,16 @@ class TransitionsStore(StoreBase):
 def _changes(row: Any, to_state: JobState, now: datetime) -> dict[str, Any]:
     """Column changes that come with entering ``to_state`` at ``now``."""
     values: dict[str, Any] = {"state": to_state.value, "version": row["version"] + 1}
+    if row["held_reason"] is not None:
+        values["held_reason"] = None  # only a submitted job is held
     if to_state in _STARTED:
         values.update(started_at=now, ran_on=_STARTED[to_state])
     elif to_state is JobState.BURSTING:
         values["ran_on"] = "cloud"
     elif to_state is JobState.QUEUED and row["state"] != JobState.SUBMITTED.value:
         values.update(queued_at=now, started_at=None, ran_on=None)  # Star-Wait re-arrival
+    elif to_state is JobState.QUEUED and row["held_reason"] is not None:
+        values["queued_at"] = now  # let in after a hold: its wait budget starts now
     elif to_state.terminal:
         values["ended_at"] = now
         started = row["started_at"]

@@ -14,7 +14,7 @@ import bisect
 import heapq
 import re
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 
 from starburst.core.errors import ConfigError
@@ -133,6 +133,9 @@ class MemoryJobs(MemoryBase):
             deadline=spec.deadline,
             pods=spec.pods,
             extra=dict(spec.extra),
+            after=spec.after,
+            array=spec.array,
+            array_limit=spec.array_limit,
         )
         self._t.jobs[row.id] = row
         self._t.index(row)
@@ -184,6 +187,7 @@ class MemoryJobs(MemoryBase):
         user: str | None = None,
         team: str | None = None,
         name: str | None = None,
+        held: bool | None = None,
     ) -> QueuePage:
         if limit < 1:
             raise ConfigError(f"page limit must be at least 1, got {limit}")
@@ -195,6 +199,7 @@ class MemoryJobs(MemoryBase):
                 (user is None or row.user == user)
                 and (team is None or row.team == team)
                 and (pattern is None or (row.name is not None and bool(pattern.match(row.name))))
+                and (held is None or (row.held is not None) == held)
             )
 
         with self._lock:
@@ -229,9 +234,31 @@ class MemoryJobs(MemoryBase):
             changes = [(e.job_id, e.to_state) for e in chunk]
             return changes, (start + len(chunk) if chunk else after_id)
 
+    def hold(self, reasons: Mapping[str, str]) -> None:
+        with self._lock:
+            for job_id, reason in reasons.items():
+                row = self._t.jobs.get(job_id)
+                if row is not None and row.state is JobState.SUBMITTED:
+                    row.held = reason
+
+    def array_in_flight(self, arrays: Iterable[str]) -> dict[str, int]:
+        wanted = set(arrays)
+        found: dict[str, int] = {}
+        with self._lock:
+            for state in _IN_FLIGHT:
+                for _, job_id in self._t.fifo.get(state, []):
+                    array = self._t.jobs[job_id].array
+                    if array is not None and array in wanted:
+                        found[array] = found.get(array, 0) + 1
+        return found
+
     def count(self, state: JobState) -> int:
         with self._lock:
             return len(self._t.fifo.get(state, []))
+
+
+#: the states in which an array element takes one of its array's slots
+_IN_FLIGHT = (JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_ONPREM, JobState.RUNNING_CLOUD)
 
 
 def _fifo_key(row: JobRow) -> Key:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from starburst.core.capacity import Placement
+from starburst.core.dependencies import Dependency
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import Clock
@@ -71,6 +72,10 @@ class JobRow:
     predicted_runtime: float | None = None
     wait_budget: float | None = None
     ran_on: str | None = None
+    after: tuple[Dependency, ...] = ()
+    array: str | None = None
+    array_limit: int | None = None
+    held: str | None = None
 
     def job(self) -> Job:
         """The core job; its estimate is the prediction, else the declaration."""
@@ -90,6 +95,9 @@ class JobRow:
             deadline=self.deadline,
             pods=self.pods,
             extra=dict(self.extra),
+            after=self.after,
+            array=self.array,
+            array_limit=self.array_limit,
         )
 
     def stored(self) -> StoredJob:
@@ -107,6 +115,7 @@ class JobRow:
             declared_runtime=self.declared_runtime,
             wait_budget=self.wait_budget,
             ran_on=self.ran_on,
+            held=self.held,
         )
 
 

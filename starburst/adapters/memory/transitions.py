@@ -154,12 +154,15 @@ def _enter(row: JobRow, to_state: JobState, now: float) -> None:
     """The fields that change with entering ``to_state`` at ``now`` (and the version)."""
     was = row.state
     row.state, row.version = to_state, row.version + 1
+    held, row.held = row.held, None  # only a submitted job is held
     if to_state in _STARTED:
         row.started_at, row.ran_on = now, _STARTED[to_state]
     elif to_state is JobState.BURSTING:
         row.ran_on = "cloud"
     elif to_state is JobState.QUEUED and was is not JobState.SUBMITTED:
         row.queued_at, row.started_at, row.ran_on = now, None, None  # Star-Wait re-arrival
+    elif to_state is JobState.QUEUED and held is not None:
+        row.queued_at = now  # let in after a hold: its wait budget starts now
     elif to_state.terminal:
         row.ended_at = now
         if row.started_at is not None:
