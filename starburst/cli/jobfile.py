@@ -3,7 +3,8 @@
 Two shapes, one file may mix them:
 - Starburst's own keys, named as the flags: ``image``, ``gpus``, ``gpu_type``, ``name``,
   ``runtime`` (``2h``), ``time_limit`` (``2h``, a hard limit), ``cpus``, ``memory_mb``,
-  ``env`` (a mapping), ``team``, ``project``, ``command`` (a string or a list of arguments).
+  ``env`` (a mapping), ``team``, ``project``, ``command`` (a string or a list of arguments),
+  ``after`` (a job to wait for, ``ID`` or ``ID:ok``, or a list of them).
 - A SkyPilot task, accepted as is: ``name``, ``run`` (and ``setup``, run first),
   ``envs``, ``resources.accelerators`` (``A100:2``, ``{A100: 2}``, or a list of which the
   first is taken), ``resources.cpus`` / ``memory`` (``8``, ``8+``; memory in GB),
@@ -36,6 +37,7 @@ OWN = (
     "command",
     "time_limit",
     "workdir",
+    "after",
 )
 SKY = ("run", "setup", "envs", "resources", "num_nodes")
 _REFUSED = {

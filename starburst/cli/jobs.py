@@ -237,7 +237,17 @@ def submit(
         str | None,
         typer.Option(
             "--array",
-            help="One job per index: 0-99, 1,4,7 (index in $STARBURST_ARRAY_INDEX).",
+            help="One job per index: 0-99, 1,4,7 (index in $STARBURST_ARRAY_INDEX); "
+            "0-99%8: at most 8 queued or running at once.",
+            show_default=False,
+        ),
+    ] = None,
+    after: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--after",
+            help="Start only after this job ends (ID) or succeeds (ID:ok); repeatable. "
+            "Its wait budget starts then.",
             show_default=False,
         ),
     ] = None,
@@ -285,6 +295,7 @@ def submit(
     if not body.get("image"):
         raise typer.BadParameter("give --image, or `image:` (`resources.image_id`) in a job file")
     body.setdefault("gpus", 1)
+    _add_dependencies(body, after)
     for given_as, sent_as in (("runtime", "declared_runtime_s"), ("time_limit", "time_limit_s")):
         text = body.pop(given_as, None)
         if text is not None:
@@ -307,17 +318,41 @@ def submit(
         raise typer.Exit(wait_for_end(server, token, job["id"], interval))
 
 
+def _add_dependencies(body: dict[str, Any], flags: list[str] | None) -> None:
+    """``--after`` values (and a job file's ``after``: a string or a list), checked here so
+    garbage is one line and exit code 2 before anything is sent."""
+    from starburst.core.dependencies import parse_many
+
+    given = body.pop("after", None)
+    texts = [given] if isinstance(given, str) else list(given or [])
+    if not all(isinstance(t, str) for t in texts):
+        raise typer.BadParameter("after: give job ids (ID or ID:ok)", param_hint="--after")
+    texts += flags or []
+    try:
+        deps = parse_many(texts)
+    except StarburstError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--after") from None
+    if deps:
+        body["after"] = [str(d) for d in deps]
+
+
 def submit_array(
     server: str, token: str | None, body: dict[str, Any], spec: str, key: str | None
 ) -> None:
-    """Submit one job per index of ``spec`` (``starburst.cli.arrays``)."""
-    from starburst.cli.arrays import INDEX_VAR, indices
+    """Submit one job per index of ``spec`` (``starburst.cli.arrays``); with a limit, the
+    elements share an array name (the idempotency key, else a random one) the server
+    throttles them by."""
+    import uuid
+
+    from starburst.cli.arrays import INDEX_VAR, parse
 
     try:
-        chosen = indices(spec)
+        chosen, limit = parse(spec)
     except StarburstError as exc:
         _fail(str(exc), 2)
     base = body.get("name") or "array"
+    if limit is not None:
+        body = {**body, "array": key or f"{base}-{uuid.uuid4().hex[:8]}", "array_limit": limit}
     for index in chosen:
         element = {
             **body,
@@ -333,7 +368,8 @@ def submit_array(
             headers={"Idempotency-Key": f"{key}-{index}"} if key else {},
         )
         typer.echo(f"{job['id']}  {job['state']}  {element['name']}")
-    typer.echo(f"submitted {len(chosen)} jobs: {base}-{chosen[0]} … {base}-{chosen[-1]}")
+    at_once = f", at most {limit} at once" if limit is not None else ""
+    typer.echo(f"submitted {len(chosen)} jobs: {base}-{chosen[0]} … {base}-{chosen[-1]}{at_once}")
 
 
 def wait_for_end(server: str, token: str | None, job_id: str, interval: float) -> int:

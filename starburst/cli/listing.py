@@ -111,6 +111,8 @@ def _row(job: dict[str, Any], place: dict[str, Any] | None) -> dict[str, Any]:
     plan = place["plan"] if place else _WHERE.get(job["state"], job["ran_on"] or "-")
     if place is None and job["state"] in ("submitted", "queued"):
         plan = "on-prem only: never bursts" if job["never_bursts"] else "waiting"
+    if job.get("held"):  # waits for other jobs or an array slot, out of the queue
+        plan = f"held: {job['held']}"
     return {
         **job,
         "position": place["position"] if place else None,
@@ -177,7 +179,7 @@ def render(rows: list[dict[str, Any]], output: Output, hidden: int = 0) -> str:
             r["id"] if wide else short(r["id"]),
             r.get("name") or "-",
             r.get("user") or "-",
-            r["state"],
+            "held" if r.get("held") else r["state"],
             str(r["gpus"]) + (f" {r['gpu_type']}" if r.get("gpu_type") else ""),
             precise(r["waited_s"]) if r.get("waited_s") is not None else "-",
             _budget(r),

@@ -1,6 +1,6 @@
 """``starburst submit --array``: one job per index, the index in the environment, element
-names ``<name>-<index>``, per-element idempotency keys; a throttle (``%N``) is refused, not
-ignored. Through the real CLI against a served app."""
+names ``<name>-<index>``, per-element idempotency keys; a throttle (``%N``: see
+``test_job_dependencies.py``). Through the real CLI against a served app."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from starburst.cli.arrays import indices
+from starburst.cli.arrays import indices, parse
+from starburst.core.lifecycle import JobState
 from tests.api.test_cli import run
 
 
@@ -71,7 +72,7 @@ def test_an_array_submits_one_job_per_index_with_the_index_in_env(api) -> None: 
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("0-99%10", "(%N) is not supported yet"),
+        ("0-99%0", "between 1 and 10000"),
         ("5-1", "runs backwards"),
         ("a-b", "is not an index or a range"),
         ("0-20000", "more than 10000 elements"),
@@ -80,11 +81,13 @@ def test_an_array_submits_one_job_per_index_with_the_index_in_env(api) -> None: 
 def test_a_bad_array_spec_is_one_clear_line(api, spec: str, message: str) -> None:  # type: ignore[no-untyped-def]
     bad = run(["submit", "--image", "i", "--array", spec, "--", "true"], env_of(api))
     assert bad.exit_code == 2 and message in bad.stderr, bad.stderr
-    assert api.store.queue(limit=5, states=()).jobs == []
+    assert api.store.queue(limit=5, states=list(JobState)).jobs == []
 
 
 def test_indices() -> None:
     assert indices("3") == [3]
     assert indices("0-3, 2-4") == [0, 1, 2, 3, 4]
-    with pytest.raises(Exception, match="not supported"):
-        indices("0-1%1")
+    assert parse("0-3, 2-4 % 2") == ([0, 1, 2, 3, 4], 2)
+    assert parse("7") == ([7], None)
+    with pytest.raises(Exception, match="not an index"):
+        indices("0-1%1")  # a limit only where parse reads it

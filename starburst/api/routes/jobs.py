@@ -39,6 +39,7 @@ from starburst.api.schemas.jobs import (
     summary_fields,
     when,
 )
+from starburst.core.dependencies import AfterKind, Dependency
 from starburst.core.duration import precise
 from starburst.core.failure import cause_of, exit_code_in
 from starburst.core.holds import team_holds
@@ -162,6 +163,30 @@ def _owner(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[str, st
     return user, body.team or team
 
 
+def _dependencies(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[Dependency, ...]:
+    """``after`` resolved to job ids as every id is (exact, prefix or name). An unknown one
+    is 422; one that already failed or was cancelled under ``:ok`` is 409 (it could never
+    run). A new job can only wait for jobs that exist already, so no cycle can form."""
+    resolved: list[Dependency] = []
+    for dep in body.dependencies():
+        try:
+            target = _visible(ctx, dep.job_id, caller)
+        except JobNotFound:
+            raise HTTPException(
+                422,
+                f"after {dep}: no job {dep.job_id!r} (give a job id, a unique id prefix or "
+                "the name of one of your jobs)",
+            ) from None
+        if dep.kind is AfterKind.OK and target.state in (JobState.FAILED, JobState.CANCELLED):
+            raise HTTPException(
+                409,
+                f"after {dep}: job {target.id} already {target.state.value}, so a job that "
+                "runs only if it succeeds could never run",
+            )
+        resolved.append(Dependency(target.id, dep.kind))
+    return tuple(dict.fromkeys(resolved))
+
+
 @router.post(
     "",
     status_code=201,
@@ -183,7 +208,8 @@ async def submit(
     else:
         user, team = await run_in_threadpool(_owner, ctx, body, caller)
     key = f"{user}/{idempotency_key}" if idempotency_key else None
-    spec = body.to_spec(user, team)
+    after = await run_in_threadpool(_dependencies, ctx, body, caller) if body.after else ()
+    spec = body.to_spec(user, team, after)
     if ceilings.configured(ctx):
         await run_in_threadpool(ceilings.check, ctx, spec)
     if ctx.submissions is not None:  # committed together with concurrent submissions
@@ -249,6 +275,8 @@ def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str,
     now = ctx.clock.now()
     if stored.state in _WAITING:
         waited = max(0.0, now - stored.queued_at)
+        if stored.held is not None:
+            return f"held: {stored.held}; its wait budget starts when it enters the queue", None
         if stored.wait_budget is None:
             return f"waiting {precise(waited)}; no wait budget yet (not yet admitted)", waited
         if math.isinf(stored.wait_budget):

@@ -41,6 +41,8 @@ def plan(stored: StoredJob, now: float) -> tuple[str, float | None]:
         return "running in the cloud", None
     if state.terminal:
         return f"{state.value} ({stored.ran_on or 'never started'})", None
+    if stored.held is not None:  # not in the queue yet: no budget runs
+        return f"held: {stored.held}", None
     if budget is None:
         return "on-prem when GPUs free (budget set on admission)", None
     if math.isinf(budget):

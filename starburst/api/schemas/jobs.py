@@ -15,7 +15,7 @@ import shlex
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from starburst.api.schemas.fields import (
     MAX_CPUS,
@@ -31,6 +31,13 @@ from starburst.api.schemas.fields import (
     Label256,
     WholeNumber,
 )
+from starburst.core.dependencies import (
+    MAX_ARRAY_LIMIT,
+    MAX_DEPENDENCIES,
+    Dependency,
+    parse_many,
+)
+from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobEvent, JobSpec, StoredJob
 from starburst.core.time_limit import TIME_LIMIT
@@ -79,6 +86,42 @@ class JobSubmit(BaseModel):
     project: Label128 | None = Field(
         default=None, description="Cost reports group by it (by=project)."
     )
+    after: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(
+        default_factory=list,
+        max_length=MAX_DEPENDENCIES,
+        description="Jobs to wait for: `ID` (until it ends) or `ID:ok` (until it succeeds); "
+        "an id, a unique id prefix or the name of one of your jobs. The wait budget starts "
+        "once they are met.",
+    )
+    array: Label128 | None = Field(
+        default=None, description="The array this job belongs to (with array_limit)."
+    )
+    array_limit: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_ARRAY_LIMIT,
+        strict=True,
+        description="At most this many of the array's jobs queued or running at once.",
+    )
+
+    @field_validator("after")
+    @classmethod
+    def _dependencies(cls, value: list[str]) -> list[str]:
+        try:
+            parse_many(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _limit_needs_array(self) -> JobSubmit:
+        if self.array_limit is not None and self.array is None:
+            raise ValueError("array_limit needs an array to limit")
+        return self
+
+    def dependencies(self) -> tuple[Dependency, ...]:
+        """``after`` as typed (targets not resolved to ids yet)."""
+        return parse_many(self.after)
 
     @field_validator("command")
     @classmethod
@@ -91,7 +134,8 @@ class JobSubmit(BaseModel):
     def command_line(self) -> str:
         return self.command if isinstance(self.command, str) else shlex.join(self.command)
 
-    def to_spec(self, user: str, team: str | None) -> JobSpec:
+    def to_spec(self, user: str, team: str | None, after: tuple[Dependency, ...] = ()) -> JobSpec:
+        """The spec; ``after`` resolved to job ids, the array scoped to its user."""
         extra = {"image": self.image, "command": self.command_line()}
         if self.env:
             extra["env"] = json.dumps(self.env, sort_keys=True)
@@ -113,6 +157,9 @@ class JobSubmit(BaseModel):
             gpu_type=self.gpu_type,
             declared_runtime=self.declared_runtime_s,
             extra=extra,
+            after=after,
+            array=f"{user}/{self.array}" if self.array is not None else None,
+            array_limit=self.array_limit,
         )
 
 
@@ -138,6 +185,15 @@ class JobSummary(BaseModel):
     never_bursts: bool = Field(description="An infinite wait budget (cluster-only policy).")
     budget_expires_at: datetime | None
     ran_on: str | None
+    held: str | None = Field(
+        default=None,
+        description="Why a submitted job is held out of the queue (dependencies, array limit).",
+    )
+    after: list[str] = Field(
+        default_factory=list, description="Jobs it waits for: `ID`, or `ID:ok`."
+    )
+    array: str | None = None
+    array_limit: int | None = None
 
     @classmethod
     def of(cls, stored: StoredJob) -> JobSummary:
@@ -169,6 +225,10 @@ def summary_fields(stored: StoredJob) -> dict[str, Any]:
         "never_bursts": budget is not None and not finite,
         "budget_expires_at": expires,
         "ran_on": stored.ran_on,
+        "held": stored.held,
+        "after": [str(d) for d in job.after],
+        "array": job.array,
+        "array_limit": job.array_limit,
     }
 
 
