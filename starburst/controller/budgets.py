@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from starburst.adapters.db.store import SqlStore
-from starburst.core.holds import BudgetState, budget_states, team_holds
+from starburst.core.holds import BudgetBook, BudgetState, budget_states, team_holds
 from starburst.core.ports import BudgetNotes
 
 log = logging.getLogger("starburst.controller")
@@ -79,7 +78,7 @@ class BudgetAlerts:
 
     def __init__(
         self,
-        store: SqlStore,
+        store: BudgetBook,
         thresholds: Sequence[float],
         *,
         metrics: Any = None,
@@ -141,7 +140,7 @@ class BudgetGate:
     checks the alerts."""
 
     def __init__(
-        self, store: SqlStore, ttl_s: float = 30.0, alerts: BudgetAlerts | None = None
+        self, store: BudgetBook, ttl_s: float = 30.0, alerts: BudgetAlerts | None = None
     ) -> None:
         self.store = store
         self.ttl_s = ttl_s

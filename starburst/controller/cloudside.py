@@ -17,8 +17,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
+from typing import Protocol
 
-from starburst.adapters.db.store import SqlStore
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.moves import Moves
 from starburst.controller.queue_view import QueueView
@@ -29,7 +29,7 @@ from starburst.core.failure import OUTPUT_MARK, with_output
 from starburst.core.job import Job, QueuedJob
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import WaitPolicy
-from starburst.core.ports import Cloud, CloudHandle, CloudStatus
+from starburst.core.ports import Cloud, CloudHandle, CloudStatus, JobStore, Ledger
 from starburst.core.records import CloudLaunch, CostEntry, StoredJob
 from starburst.core.star import pull_back_at, pull_back_reason
 from starburst.pricing import gpus_in
@@ -43,12 +43,16 @@ _ENDED = {
 }
 
 
+class LaunchBook(JobStore, Ledger, Protocol):
+    """What the cloud follower reads and writes: the jobs and the ledger of their launches."""
+
+
 class CloudFollower:
     """Follows the cloud launches of one leader term (see the module docstring)."""
 
     def __init__(
         self,
-        store: SqlStore,
+        store: LaunchBook,
         cloud: Cloud,
         capabilities: Capabilities,
         view: QueueView,

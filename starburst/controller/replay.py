@@ -32,9 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
 
-from starburst.adapters.db.store import SqlStore
 from starburst.adapters.memory.store import MemoryStore
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.capacity import Node, describe_placement
@@ -123,9 +121,7 @@ def replay(
     cloud = SimCloud(clock, options.price_per_gpu_hour, options.cloud_startup_delay, runtimes)
     store = MemoryStore(clock=clock)
     loop = SchedulingLoop(
-        # the pass is still typed against the SQL store; the memory store passes the same
-        # contract suite (``tests/contract``), so it stands in for it
-        cast(SqlStore, store),
+        store,
         cluster,
         cloud,
         clock,

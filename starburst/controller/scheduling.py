@@ -33,7 +33,6 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from starburst.adapters.db.store import SqlStore
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.cloudside import CloudFollower, cloud_job
 from starburst.controller.gating import DependencyGate
@@ -54,6 +53,7 @@ from starburst.core.ports import (
     Cluster,
     Estimate,
     RuntimeEstimator,
+    Store,
 )
 from starburst.core.records import Move, StoredJob
 
@@ -65,7 +65,7 @@ class SchedulingLoop:
 
     def __init__(
         self,
-        store: SqlStore,
+        store: Store,
         cluster: Cluster,
         cloud: Cloud | None,
         clock: Clock,

@@ -18,10 +18,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from starburst.adapters.db.store import SqlStore
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import StarburstError, TransientError
-from starburst.core.ports import Cluster
+from starburst.core.ports import Cluster, Store
 from starburst.core.records import SCHEDULER, AppliedSetting, node_json
 from starburst.settings import Settings
 
@@ -41,7 +40,7 @@ def with_setting(settings: Settings, applied: AppliedSetting) -> Settings:
 
 
 class TuningHooks:
-    def __init__(self, store: SqlStore, ttl_s: float = 10.0) -> None:
+    def __init__(self, store: Store, ttl_s: float = 10.0) -> None:
         self.records = store.tuning
         self.ttl_s = ttl_s
         self._seen: int | None = None
