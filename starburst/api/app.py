@@ -21,6 +21,7 @@ Keywords:
   ``ApiContext``); None: the route answers 409 saying this API serves no job output.
 
 Besides ``/v1``, the app serves the cost dashboard at ``/ui`` (``starburst.api.ui``).
+Well-formed submissions take a fast path past FastAPI's routing (``starburst.api.fastsubmit``).
 
 The caller owns ``store`` and closes it; the app never closes what it was given.
 """
@@ -33,6 +34,7 @@ from fastapi import FastAPI
 
 from starburst.api import errors, openapi, ui
 from starburst.api.context import ApiContext, Clock, HealthProbe
+from starburst.api.fastsubmit import SubmitFastPath
 from starburst.api.finance import burst_quote
 from starburst.api.limits import RequestLimits
 from starburst.api.routes import accounts, costs, jobs, queue, tuning, tuning_page
@@ -68,7 +70,7 @@ def create_app(
         summary="Cost-aware scheduler for hybrid-cloud GPU clusters.",
         version="0.1.0",
     )
-    app.state.starburst = ApiContext(
+    app.state.starburst = ctx = ApiContext(
         settings=settings,
         store=store,
         clock=clock or WallClock(),
@@ -81,6 +83,7 @@ def create_app(
         degraded=degraded,
         submissions=SubmissionBatcher(store),
     )
+    app.add_middleware(SubmitFastPath, context=ctx)  # innermost: limits and errors wrap it
     app.add_middleware(RequestLimits)  # inside the catch-all of errors.install
     errors.install(app)
     for module in (jobs, queue, costs, accounts, tuning, tuning_page, health_routes, ui):

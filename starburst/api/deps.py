@@ -41,9 +41,13 @@ async def get_store(ctx: Annotated[ApiContext, Depends(get_context)]) -> Store:
 async def get_caller(
     request: Request, ctx: Annotated[ApiContext, Depends(get_context)]
 ) -> Principal:
+    return await caller_of(ctx, request.headers.get("authorization", ""))
+
+
+async def caller_of(ctx: ApiContext, header: str) -> Principal:
+    """The caller an ``Authorization`` header names (401 if none)."""
     if not ctx.auth:
         return ctx.anonymous
-    header = request.headers.get("authorization", "")
     scheme, _, secret = header.partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         raise HTTPException(

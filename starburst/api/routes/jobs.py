@@ -52,6 +52,7 @@ from starburst.core.records import (
     Role,
     StaleVersion,
     StoredJob,
+    Submission,
 )
 from starburst.core.state_filter import parse_states
 
@@ -201,6 +202,17 @@ async def submit(
     idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
 ) -> JobDetail:
     """Submit a job; it waits in ``submitted`` until the controller admits it."""
+    result = await accept(ctx, body, caller, idempotency_key)
+    status, out = await answer(ctx, result)
+    response.status_code = status
+    return out
+
+
+async def accept(
+    ctx: ApiContext, body: JobSubmit, caller: Principal, idempotency_key: str | None
+) -> Submission:
+    """Store a submission (or find the job its key already made). Shared by the route and
+    its fast path (``starburst.api.fastsubmit``); raises before anything is stored."""
     # async: the common case (your own job, no price ceiling, a new key) touches the database
     # only in the shared batch, so it holds no thread; the rest runs in the thread pool
     if body.user in (None, caller.user):
@@ -218,10 +230,14 @@ async def submit(
         result = await run_in_threadpool(
             ctx.store.submit, spec, idempotency_key=key, actor=caller.user
         )
+    return result
+
+
+async def answer(ctx: ApiContext, result: Submission) -> tuple[int, JobDetail]:
+    """201 and the new job, or 200 and the job the submission's key already made."""
     if not result.created:
-        response.status_code = 200
-        return await run_in_threadpool(detail, ctx, result.job)
-    return detail(ctx, result.job, fresh=True)  # reads nothing from the database
+        return 200, await run_in_threadpool(detail, ctx, result.job)
+    return 201, detail(ctx, result.job, fresh=True)  # reads nothing from the database
 
 
 def _page(

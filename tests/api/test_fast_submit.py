@@ -1,0 +1,123 @@
+"""``POST /v1/jobs`` answers the same through its fast path (``starburst.api.fastsubmit``) as
+through FastAPI's route: status, headers and body for well-formed submissions, which the fast
+path answers itself, and for every other request, which it leaves to the route."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from starburst.api import fastsubmit
+
+JOB = {"image": "img:1", "command": "python train.py", "gpus": 2}
+JSON = {"Content-Type": "application/json"}
+
+
+class Spy:
+    """Counts the requests the fast path answered itself (it stored their submission)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, enabled: bool) -> None:
+        self.answered = 0
+        real = fastsubmit.SubmitFastPath._accept
+
+        async def accept(path: Any, scope: Any, messages: Any) -> Any:
+            result = await real(path, scope, messages) if enabled else None
+            self.answered += result is not None
+            return result
+
+        monkeypatch.setattr(fastsubmit.SubmitFastPath, "_accept", accept)
+
+
+def _send(api: Any, who: str | None, request: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+    client = api.client(who) if who else api.client(None)
+    answer = client.post("/v1/jobs", **request)
+    headers = {k: v for k, v in answer.headers.items() if k not in ("date", "server")}
+    body = answer.json()
+    if isinstance(body, dict) and "id" in body:
+        body["id"] = "<id>"  # each path stores its own job
+        headers["content-length"] = "<n>"  # the ids' lengths may differ
+    return answer.status_code, headers, body
+
+
+def _both(
+    api: Any, monkeypatch: pytest.MonkeyPatch, who: str | None, request: dict[str, Any]
+) -> tuple[Any, Any, int]:
+    """(fast path answer, route answer, requests the fast path answered itself)."""
+    with monkeypatch.context() as m:
+        spy = Spy(m, enabled=True)
+        fast = _send(api, who, request)
+    with monkeypatch.context() as m:
+        Spy(m, enabled=False)
+        slow = _send(api, who, request)
+    return fast, slow, spy.answered
+
+
+GOOD = [
+    ("alice", {"json": JOB}),
+    ("alice", {"json": {**JOB, "name": "sweep-1", "team": "ml", "env": {"LR": "0.1"}}}),
+    ("alice", {"json": {**JOB, "command": ["python", "-c", "print('é')"], "gpus": 0}}),
+    ("root", {"json": {**JOB, "user": "alice"}}),
+    ("alice", {"content": json.dumps(JOB), "headers": JSON}),
+]
+
+BAD = [
+    (None, {"json": JOB}),
+    ("alice", {"json": JOB, "headers": {"Authorization": "Bearer sb_nobody"}}),
+    ("alice", {"content": b"{not json", "headers": JSON}),
+    ("alice", {"content": b"[1, 2]", "headers": JSON}),
+    ("alice", {"content": b"", "headers": JSON}),
+    ("alice", {"json": {**JOB, "gpus": -1}}),
+    ("alice", {"json": {**JOB, "surprise": 1}}),
+    ("alice", {"json": {**JOB, "team": "vision"}}),
+    ("bob", {"json": {**JOB, "user": "alice"}}),
+    ("alice", {"json": JOB, "headers": {"Idempotency-Key": "k" * 129}}),
+    ("alice", {"content": json.dumps(JOB), "headers": {"Content-Type": "text/plain"}}),
+    ("alice", {"content": json.dumps(JOB), "headers": {"Content-Type": "application/json; x=1"}}),
+    ("alice", {"json": JOB, "params": {"dry": "1"}}),
+]
+
+
+@pytest.mark.parametrize(("who", "request_"), GOOD)
+def test_well_formed_submissions_take_the_fast_path_and_read_as_the_routes(
+    api: Any, monkeypatch: pytest.MonkeyPatch, who: str, request_: dict[str, Any]
+) -> None:
+    fast, slow, answered = _both(api, monkeypatch, who, request_)
+    assert answered == 1
+    assert fast == slow
+    assert fast[0] == 201 and fast[2]["state"] == "submitted"
+
+
+@pytest.mark.parametrize(("who", "request_"), BAD)
+def test_anything_else_is_left_to_the_route(
+    api: Any, monkeypatch: pytest.MonkeyPatch, who: str | None, request_: dict[str, Any]
+) -> None:
+    fast, slow, answered = _both(api, monkeypatch, who, request_)
+    assert answered == 0
+    assert fast == slow
+    if not ACCEPTED_BY_THE_ROUTE.intersection(map(str, request_.values())):
+        assert fast[0] >= 400
+
+
+#: spellings the route accepts that the fast path leaves to it
+ACCEPTED_BY_THE_ROUTE = {"{'Content-Type': 'application/json; x=1'}", "{'dry': '1'}"}
+
+
+def test_a_repeated_key_gets_the_same_job_on_either_path(
+    api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = api.client("alice")
+    keyed = {"json": JOB, "headers": {"Idempotency-Key": "sweep-7"}}
+    with monkeypatch.context() as m:
+        spy = Spy(m, enabled=True)
+        first = alice.post("/v1/jobs", **keyed)
+        again = alice.post("/v1/jobs", **keyed)
+    with monkeypatch.context() as m:
+        Spy(m, enabled=False)
+        routed = alice.post("/v1/jobs", **keyed)
+    assert spy.answered == 2
+    assert (first.status_code, again.status_code, routed.status_code) == (201, 200, 200)
+    assert first.json()["id"] == again.json()["id"] == routed.json()["id"]
+    assert again.json() == routed.json()
+    assert api.client("root").get("/v1/jobs").json()["jobs"][-1]["id"] == first.json()["id"]
