@@ -121,3 +121,21 @@ def test_a_repeated_key_gets_the_same_job_on_either_path(
     assert first.json()["id"] == again.json()["id"] == routed.json()["id"]
     assert again.json() == routed.json()
     assert api.client("root").get("/v1/jobs").json()["jobs"][-1]["id"] == first.json()["id"]
+
+
+def test_a_repeated_key_answers_the_jobs_full_view_before_and_after_admission(
+    api: Any,
+) -> None:
+    """A repeat of a job still ``submitted`` is answered without reading launches, placement
+    or costs (it can have none); it must still equal what ``GET /v1/jobs/{id}`` reads, and
+    a job that moved on is read in full."""
+    alice = api.client("alice")
+    keyed = {"json": JOB, "headers": {"Idempotency-Key": "sweep-8"}}
+    job_id = alice.post("/v1/jobs", **keyed).json()["id"]
+    again = alice.post("/v1/jobs", **keyed)
+    assert again.status_code == 200
+    assert again.json() == alice.get(f"/v1/jobs/{job_id}").json()
+    assert alice.post(f"/v1/jobs/{job_id}/cancel").status_code == 200
+    moved_on = alice.post("/v1/jobs", **keyed)
+    assert moved_on.json()["state"] == "cancelled"
+    assert moved_on.json() == alice.get(f"/v1/jobs/{job_id}").json()

@@ -112,9 +112,10 @@ def _cloud_runs(ctx: ApiContext, stored: StoredJob) -> tuple[list[CloudRun], Dec
 
 
 def detail(ctx: ApiContext, stored: StoredJob, *, fresh: bool = False) -> JobDetail:
-    """The job's full view; ``fresh``: just created, so it has no launch or placement to
-    read yet (two queries saved on every submission)."""
-    runs, cost, currency = ([], Decimal(0), "USD") if fresh else _cloud_runs(ctx, stored)
+    """The job's full view; ``fresh``: still ``submitted`` (just created, or a repeat of a
+    job not admitted yet), so it has no launch, placement or cost to read (three queries
+    saved on every submission; no state leads back to ``submitted``)."""
+    runs, cost, currency = ([], Decimal("0.00"), "USD") if fresh else _cloud_runs(ctx, stored)
     placement = [] if fresh else ctx.store.placement(stored.id)
     parts = [
         PlacementPart(
@@ -235,9 +236,10 @@ async def accept(
 
 async def answer(ctx: ApiContext, result: Submission) -> tuple[int, JobDetail]:
     """201 and the new job, or 200 and the job the submission's key already made."""
-    if not result.created:
-        return 200, await run_in_threadpool(detail, ctx, result.job)
-    return 201, detail(ctx, result.job, fresh=True)  # reads nothing from the database
+    status = 201 if result.created else 200
+    if result.job.state is JobState.SUBMITTED:  # nothing ran yet: no database read needed
+        return status, detail(ctx, result.job, fresh=True)
+    return status, await run_in_threadpool(detail, ctx, result.job)
 
 
 def _page(
