@@ -26,7 +26,8 @@ if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
 from tests.support import postgres as _postgres  # noqa: E402
-from tests.support.databases import ManualClock, MigratedTemplates  # noqa: E402
+from tests.support.clock import ManualClock  # noqa: E402
+from tests.support.databases import MigratedTemplates  # noqa: E402
 
 pytest.importorskip("fastapi")
 postgres_url = _postgres.postgres_url

@@ -18,7 +18,7 @@ NOV16 = datetime(2026, 11, 16, tzinfo=UTC).timestamp()  # half of November gone
 
 @BOTH
 def test_budgets_show_spent_remaining_forecast_and_warn(api):  # type: ignore[no-untyped-def]
-    api.clock.t = NOV16
+    api.clock.set(NOV16)
     job = api.store.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     api.store.record_costs([CostEntry(job, NOV16 - 86400, NOV16 - 82800, Decimal("40"), "aws")])
     root = api.client("root")

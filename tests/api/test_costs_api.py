@@ -183,7 +183,7 @@ def _run_onprem(store, clock, spec, seconds):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("api_options", [{"settings": RATES}], indirect=True)
 def test_onprem_showback_beside_cloud_spend(api):  # type: ignore[no-untyped-def]
     store, clock = api.store, api.clock
-    clock.t = _epoch("2026-11-10T00:00")
+    clock.set(_epoch("2026-11-10T00:00"))
     _run_onprem(
         store,
         clock,
@@ -293,7 +293,7 @@ def test_bad_report_parameters_are_422_and_say_what_is_wrong(api):  # type: igno
 @BOTH
 def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore[no-untyped-def]
     store, clock = api.store, api.clock
-    clock.t = _epoch("2026-11-10T00:00")
+    clock.set(_epoch("2026-11-10T00:00"))
     local = store.submit(JobSpec(gpus=2, user="alice", gpu_type="A100")).job.id
     cloud = store.submit(JobSpec(gpus=1, user="bob", gpu_type="A100")).job.id
     odd = store.submit(JobSpec(gpus=1, user="bob", gpu_type="TPU-v9")).job.id

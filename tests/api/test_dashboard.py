@@ -38,7 +38,7 @@ def browser() -> Iterator[Any]:
 
 def _month_of_spending(store: Any, clock: Any) -> None:
     """Two teams, two clouds, an on-prem run, a budget: a month a finance analyst reads."""
-    clock.t = NOV20
+    clock.set(NOV20)
     store.set_team_budget("ml", Decimal("500"), at=NOV20)
     store.set_team_budget("vision", Decimal("50"), at=NOV20)
     for day in range(1, 6):

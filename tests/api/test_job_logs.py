@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -16,7 +15,8 @@ from starburst.core.policy import PolicyKind
 from starburst.core.records import JobSpec
 from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
-from tests.support.databases import ManualClock
+from tests.support.clock import ManualClock
+from tests.support.waiting import wait_for
 
 PRINTS = "echo first; echo second; echo third"
 
@@ -47,13 +47,13 @@ def test_logs_come_from_where_the_job_ran(  # type: ignore[no-untyped-def]
     there = store.submit(
         JobSpec(id="there", gpus=2, gpu_type="A100", user="alice", command="echo from the cloud")
     ).job.id
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and {store.get(i).state for i in (here, there)} != {
-        JobState.SUCCEEDED
-    }:
+
+    def both_ended() -> bool:
         loop.run_pass()
         clock.advance(1)
-        time.sleep(0.05)
+        return {store.get(i).state for i in (here, there)} == {JobState.SUCCEEDED}
+
+    wait_for(both_ended, interval=0.05)
     assert store.get(here).ran_on == "onprem" and store.get(there).ran_on == "cloud"
 
     alice = api.client("alice")

@@ -21,7 +21,7 @@ from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind
 from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
-from tests.support.databases import ManualClock
+from tests.support.clock import ManualClock
 from tests.support.waiting import wait_for
 
 BOTH = pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from starburst.adapters.local import LocalCluster
 from starburst.adapters.local.isolation import resolve_run_as
 from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
-from tests.support.databases import ManualClock
+from tests.support.clock import ManualClock
 from tests.support.waiting import wait_for
 
 

@@ -15,7 +15,9 @@ from starburst.adapters.local import EmulatedCloud
 from starburst.core.billing import charges
 from starburst.core.ports import CloudHandle, CloudStatus
 from starburst.pricing import load_price_table
-from tests.local.lives import ManualClock, appends, earlier_life, eventually, gone, job, lines
+from tests.local.lives import appends, earlier_life, gone, job, lines
+from tests.support.clock import ManualClock
+from tests.support.waiting import wait_for
 
 FIRST_LIFE = """
 from pathlib import Path
@@ -33,7 +35,7 @@ time.sleep(60)
 
 
 def finished(cloud: EmulatedCloud, handle: CloudHandle) -> CloudStatus:
-    return eventually(lambda: (s := cloud.poll(handle)) is not CloudStatus.RUNNING and s)
+    return wait_for(lambda: (s := cloud.poll(handle)) is not CloudStatus.RUNNING and s)
 
 
 def test_a_running_launch_is_adopted_and_billed_from_its_start(tmp_path: Path) -> None:
@@ -49,7 +51,7 @@ def test_a_running_launch_is_adopted_and_billed_from_its_start(tmp_path: Path) -
     billed = second.billed_launch(handle)
     assert billed.launched_at == 100.0 and billed.emulated
     assert billed == first.billed_launch(handle)
-    clock.t = 1_900.0
+    clock.set(1_900.0)
     assert finished(second, handle) is CloudStatus.SUCCEEDED
     assert second.ended_at(handle) == 1_900.0
     entries = charges(
@@ -67,7 +69,7 @@ def test_a_launch_that_ended_unwatched_is_answered_from_the_state_dir(tmp_path: 
     burst = job("f", appends(runs, "exit 7"))
     first = EmulatedCloud(tmp_path, load_price_table(), clock=ManualClock(100.0))
     handle = first.launch(burst, "burst")
-    eventually(lambda: (tmp_path / "emulated" / "f" / "exit_code").exists())
+    wait_for(lambda: (tmp_path / "emulated" / "f" / "exit_code").exists())
 
     second = EmulatedCloud(tmp_path, load_price_table(), clock=ManualClock(500.0))
     assert second.launch(burst, "resumed") == handle
@@ -102,12 +104,12 @@ def test_cancel_of_an_adopted_launch_kills_its_group(tmp_path: Path) -> None:
     life = earlier_life(FIRST_LIFE, state=str(tmp_path), job_id="c", command=command)
     handle = CloudHandle(life["handle"][0], life["handle"][1], None, life["handle"][2])
     child_file = tmp_path / "emulated" / "c" / "child.pid"
-    child = int(eventually(lambda: child_file.exists() and child_file.read_text()))
+    child = int(wait_for(lambda: child_file.exists() and child_file.read_text()))
 
     cloud = EmulatedCloud(tmp_path, load_price_table(), grace=0.2)
     cloud.cancel(handle)
     assert finished(cloud, handle) is CloudStatus.CANCELLED
-    assert eventually(lambda: gone(child))
+    assert wait_for(lambda: gone(child))
     pid = int(str(handle.cloud_job_id).rsplit("-", 1)[1])
     assert gone(pid)
     # and a later life still knows it was cancelled

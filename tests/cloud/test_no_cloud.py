@@ -23,6 +23,7 @@ from starburst.pricing import load_price_table
 from starburst.settings import Settings
 from tests.api.conftest import LiveServer
 from tests.cloud.fake_sky import ClusterNotUpError, FakeSky
+from tests.support.clock import ManualClock
 
 
 def readyz(app: object) -> httpx.Response:
@@ -31,14 +32,6 @@ def readyz(app: object) -> httpx.Response:
         return httpx.get(f"{served.url}/readyz", timeout=10)
     finally:
         served.stop()
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def now(self) -> float:
-        return self.t
 
 
 def gpu_job(job_id: str = "t/no-cloud") -> Job:
@@ -60,13 +53,13 @@ def poll_n(cloud: SkyPilotCloud, job_id: str, clock: ManualClock, n: int = 3) ->
     handle = cloud.handle(job_id)
     status = CloudStatus.PENDING
     for _ in range(n):
-        clock.t += 1.0
+        clock.advance(1.0)
         status = cloud.poll(handle)
     return status
 
 
 def test_no_cloud_enabled_is_refused_once_with_the_fix_and_nothing_launched() -> None:
-    fake, clock = FakeSky(), ManualClock()
+    fake, clock = FakeSky(), ManualClock(1_000.0)
     fake.enabled = []
     cloud = make(fake, clock)
     cloud.launch(gpu_job(), "burst")
@@ -78,7 +71,7 @@ def test_no_cloud_enabled_is_refused_once_with_the_fix_and_nothing_launched() ->
 
 
 def test_only_options_on_enabled_clouds_are_launched() -> None:
-    fake, clock = FakeSky(), ManualClock()
+    fake, clock = FakeSky(), ManualClock(1_000.0)
     fake.enabled = ["GCP"]  # A100: azure is cheapest, then gcp
     cloud = make(fake, clock)
     cloud.launch(gpu_job(), "burst")
@@ -88,7 +81,7 @@ def test_only_options_on_enabled_clouds_are_launched() -> None:
 
 
 def test_failover_skips_clouds_that_are_not_enabled() -> None:
-    fake, clock = FakeSky(), ManualClock()
+    fake, clock = FakeSky(), ManualClock(1_000.0)
     fake.enabled = ["Azure"]  # A100: azure, then gcp, then aws
     fake.no_capacity = {"azure"}
     cloud = make(fake, clock)
@@ -100,7 +93,7 @@ def test_failover_skips_clouds_that_are_not_enabled() -> None:
 
 
 def test_enabled_clouds_that_price_nothing_for_the_job_refuse_it_naming_both() -> None:
-    fake, clock = FakeSky(), ManualClock()
+    fake, clock = FakeSky(), ManualClock(1_000.0)
     fake.enabled = ["Kubernetes"]
     cloud = make(fake, clock)
     cloud.launch(gpu_job(), "burst")
@@ -111,7 +104,7 @@ def test_enabled_clouds_that_price_nothing_for_the_job_refuse_it_naming_both() -
 
 
 def test_a_launch_failing_with_no_cloud_access_is_refused_not_failed() -> None:
-    fake, clock = FakeSky(), ManualClock()
+    fake, clock = FakeSky(), ManualClock(1_000.0)
     cloud = make(fake, clock)
     cloud.launch(gpu_job(), "burst")
     poll_n(cloud, "t/no-cloud", clock, n=1)  # clouds known: aws, azure, gcp
@@ -122,15 +115,15 @@ def test_a_launch_failing_with_no_cloud_access_is_refused_not_failed() -> None:
 
 
 def test_after_sky_check_enables_a_cloud_a_refused_job_launches_afresh() -> None:
-    fake, clock = FakeSky(), ManualClock()
+    fake, clock = FakeSky(), ManualClock(1_000.0)
     fake.enabled = []
     cloud = make(fake, clock, ttl=30.0)
     cloud.launch(gpu_job(), "burst")
     assert poll_n(cloud, "t/no-cloud", clock) is CloudStatus.REFUSED
     fake.enabled = ["AWS"]
-    clock.t += 30.0
+    clock.advance(30.0)
     cloud.degraded()  # asks again: the answer is older than the ttl
-    clock.t += 1.0
+    clock.advance(1.0)
     assert cloud.degraded() is None
     cloud.launch(gpu_job(), "burst again")
     poll_n(cloud, "t/no-cloud", clock)
@@ -139,7 +132,7 @@ def test_after_sky_check_enables_a_cloud_a_refused_job_launches_afresh() -> None
 
 
 def test_a_cancel_answered_not_up_is_not_retried_forever() -> None:
-    fake, clock = FakeSky(), ManualClock()
+    fake, clock = FakeSky(), ManualClock(1_000.0)
     cloud = make(fake, clock)
     cloud.launch(gpu_job(), "burst")
     poll_n(cloud, "t/no-cloud", clock)
@@ -156,7 +149,7 @@ def test_a_cancel_answered_not_up_is_not_retried_forever() -> None:
 def test_the_controller_holds_jobs_on_prem_while_no_cloud_is_enabled(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     migrate.upgrade(url)
-    clock, fake = ManualClock(), FakeSky()
+    clock, fake = ManualClock(1_000.0), FakeSky()
     fake.enabled = []
     settings = Settings(
         database_url=url, state_dir=tmp_path, cloud="skypilot", policy="no-wait", local_gpus=0
@@ -169,7 +162,7 @@ def test_the_controller_holds_jobs_on_prem_while_no_cloud_is_enabled(tmp_path: P
     job = store.submit(JobSpec(gpus=1, gpu_type="A100", command="python train.py")).job.id
     try:
         for _ in range(6):
-            clock.t += 1.0
+            clock.advance(1.0)
             controller.run_pass()
         assert store.get(job).state is JobState.QUEUED
         states = [e.to_state for e in store.events(job)]
@@ -181,7 +174,7 @@ def test_the_controller_holds_jobs_on_prem_while_no_cloud_is_enabled(tmp_path: P
         assert ready.json()["status"] == "degraded" and ready.json()["checks"]["cloud"] == NO_CLOUD
         fake.enabled = ["AWS"]  # `sky check` found credentials
         for _ in range(35):
-            clock.t += 1.0
+            clock.advance(1.0)
             controller.run_pass()
         assert store.get(job).state is JobState.BURSTING
         assert controller.health().degraded is None

@@ -20,16 +20,9 @@ from starburst.core.job import Job
 from starburst.core.ports import CloudHandle, CloudStatus
 from starburst.pricing import PriceTable, load_price_table
 from tests.cloud.fake_sky import ApiServerConnectionError, FakeSky, InvalidCloudCredentials
+from tests.support.clock import ManualClock
 
 # A100:1 on-demand in the default table, cheapest first: azure 3.40, gcp 3.67, aws 4.10.
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def now(self) -> float:
-        return self.t
 
 
 @pytest.fixture
@@ -44,7 +37,7 @@ def fake() -> FakeSky:
 
 @pytest.fixture
 def clock() -> ManualClock:
-    return ManualClock()
+    return ManualClock(100.0)
 
 
 def make_cloud(fake: FakeSky, clock: ManualClock, prices: PriceTable) -> SkyPilotCloud:
@@ -59,7 +52,7 @@ def job(job_id: str = "team-a/train-1", **extra: str) -> Job:
 def passes(cloud: SkyPilotCloud, handle: CloudHandle, clock: ManualClock, n: int = 3) -> str:
     status = CloudStatus.PENDING
     for _ in range(n):
-        clock.t += 1.0
+        clock.advance(1.0)
         status = cloud.poll(handle)
     return status.value
 
@@ -297,7 +290,7 @@ def test_cost_entries_add_up_to_price_times_billed_time(
     assert billed is not None
     fake.set_status(1, "RUNNING")
     for _ in range(5):
-        clock.t += 600.0
+        clock.advance(600.0)
         cloud.poll(handle)
     fake.set_status(1, "SUCCEEDED")
     assert passes(cloud, handle, clock) == "succeeded"

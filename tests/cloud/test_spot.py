@@ -21,17 +21,10 @@ from starburst.core.records import JobSpec
 from starburst.pricing import load_price_table
 from starburst.settings import Settings
 from tests.cloud.fake_sky import FakeSky
+from tests.support.clock import ManualClock
 
 # A100:1 spot in the default table, cheapest first: gcp 1.10, azure 1.36, aws 1.64;
 # on-demand: azure 3.40.
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.t = 10_000.0
-
-    def now(self) -> float:
-        return self.t
 
 
 def a100(**extra: str) -> Job:
@@ -51,17 +44,17 @@ def a100(**extra: str) -> Job:
 def test_spot_per_job_or_by_policy_is_quoted_at_the_spot_price(
     setting: bool, extra: dict[str, str], price: float, where: str
 ) -> None:
-    cloud = SkyPilotCloud(ManualClock(), load_price_table(), FakeSky(), spot=setting)  # type: ignore[arg-type]
+    cloud = SkyPilotCloud(ManualClock(10_000.0), load_price_table(), FakeSky(), spot=setting)  # type: ignore[arg-type]
     quote = cloud.quote(a100(**extra))
     assert (quote.price_per_hour, quote.where) == (price, where)
 
 
 def test_a_spot_task_asks_for_managed_job_recovery() -> None:
-    fake, clock = FakeSky(), ManualClock()
+    fake, clock = FakeSky(), ManualClock(10_000.0)
     cloud = SkyPilotCloud(clock, load_price_table(), fake, sync_interval=0.0, spot=True)  # type: ignore[arg-type]
     handle = cloud.launch(a100(), "burst")
     for _ in range(3):
-        clock.t += 1
+        clock.advance(1)
         cloud.poll(handle)
     ((_, task),) = fake.calls.launches
     resources = task.kwargs["resources"].kwargs
@@ -71,7 +64,7 @@ def test_a_spot_task_asks_for_managed_job_recovery() -> None:
 def test_a_preempted_and_recovered_spot_job_is_metered_as_one_run(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     migrate.upgrade(url)
-    clock, fake = ManualClock(), FakeSky()
+    clock, fake = ManualClock(10_000.0), FakeSky()
     settings = Settings(
         database_url=url,
         state_dir=tmp_path,
@@ -90,7 +83,7 @@ def test_a_preempted_and_recovered_spot_job_is_metered_as_one_run(tmp_path: Path
     def run(seconds: float, step: float = 5.0) -> None:
         end = clock.t + seconds
         while clock.t < end:
-            clock.t += step
+            clock.advance(step)
             controller.run_pass()
 
     try:

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tests.support import postgres as _postgres
-from tests.support.databases import ManualClock, MigratedTemplates, emptied
+from tests.support.clock import ManualClock
+from tests.support.databases import MigratedTemplates, emptied
 
 # Fixtures shared through tests/support/postgres.py (re-exported so pytest finds them here).
 postgres_url = _postgres.postgres_url

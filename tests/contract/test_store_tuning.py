@@ -100,7 +100,7 @@ def test_state_is_overwritten_and_settings_are_an_append_only_log(store, clock) 
         reason="tune",
         evidence={"jobs": 3},
     )
-    clock.t += 5
+    clock.advance(5)
     second = records.apply_setting(
         PolicySetting(PolicyKind.CONSTANT, 0.5, None, False), actor="api:bob", reason="tune again"
     )

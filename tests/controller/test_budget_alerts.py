@@ -23,17 +23,11 @@ from starburst.controller.metrics import ControllerMetrics
 from starburst.core.holds import budget_states
 from starburst.core.lifecycle import JobState
 from starburst.core.records import CostEntry, JobSpec
+from tests.support.clock import ManualClock
 from tests.support.waiting import wait_for
 
 DAY = 86400.0
 NOV10 = datetime(2026, 11, 11, tzinfo=UTC).timestamp()  # 10 of 30 days of November gone
-
-
-class Clock:
-    t = NOV10
-
-    def now(self) -> float:
-        return self.t
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -43,7 +37,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
     else:
         url = request.getfixturevalue("postgres_database")
     migrate.upgrade(url)
-    opened = SqlStore.open(url, clock=Clock())
+    opened = SqlStore.open(url, clock=ManualClock(NOV10))
     yield opened
     opened.close()
 

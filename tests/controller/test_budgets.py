@@ -17,21 +17,15 @@ from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.records import CostEntry, JobSpec
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
+from tests.support.clock import ManualClock
 
 NOW = 1_796_000_000.0  # 2026-11-30
-
-
-class Clock:
-    t = NOW
-
-    def now(self) -> float:
-        return self.t
 
 
 def test_a_team_over_budget_is_held_on_prem_while_others_burst(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'b.db'}"
     migrate.upgrade(url)
-    clock = Clock()
+    clock = ManualClock(NOW)
     store = SqlStore.open(url, clock=clock)
     store.submit(JobSpec(id="old-ml", gpus=1, team="ml"), at=NOW - 3600)
     store.record_costs([CostEntry("old-ml", NOW - 3600, NOW - 1800, Decimal("300"), "aws")])
@@ -61,6 +55,6 @@ def test_a_team_over_budget_is_held_on_prem_while_others_burst(tmp_path: Path) -
     assert [job for job, _ in report.held] == ["ml-1"]
     assert store.get("ml-1").state is JobState.QUEUED
     cluster.cancel("busy")  # GPUs free up: the held job runs on-prem
-    clock.t += 1
+    clock.advance(1)
     assert loop.run_pass().started == ["ml-1"]
     store.close()

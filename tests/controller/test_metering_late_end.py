@@ -17,7 +17,7 @@ from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.ports import CloudHandle, CloudStatus, Quote
 from starburst.core.records import JobSpec
-from tests.support.databases import ManualClock
+from tests.support.clock import ManualClock
 
 PRICE = 3.6  # $/h: one cent for every 10 s
 

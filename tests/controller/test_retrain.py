@@ -19,7 +19,7 @@ from starburst.predictor.store import MODEL_NAME
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
 from tests.predictor.test_store import finish_jobs
-from tests.support.databases import ManualClock
+from tests.support.clock import ManualClock
 
 
 def test_retrain_runs_in_a_niced_child_and_switches_the_estimator(

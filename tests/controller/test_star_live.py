@@ -4,7 +4,6 @@ own cancelled one (cloud backends find earlier launches by name, so attempts are
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from starburst.adapters.db import migrate
@@ -16,6 +15,7 @@ from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.records import JobSpec
 from starburst.wallclock import WallClock
+from tests.support.waiting import wait_for
 
 
 def test_a_pulled_back_job_bursts_again_as_a_new_launch(tmp_path: Path) -> None:
@@ -28,14 +28,14 @@ def test_a_pulled_back_job_bursts_again_as_a_new_launch(tmp_path: Path) -> None:
     star = WaitPolicy(PolicyKind.STAR, coefficient=0.0, star_threshold=0.4)
     loop = SchedulingLoop(store, cluster, cloud, clock, SchedulerConfig(star, out_of_order=True))
     store.submit(JobSpec(id="s1", gpus=1, command="sleep 1.2", image="python:3.11"))
-    deadline = time.monotonic() + 20
-    pulled = False
-    while time.monotonic() < deadline and store.get("s1").state is not JobState.SUCCEEDED:
-        report = loop.run_pass()
-        pulled = pulled or bool(report.pulled_back)
-        time.sleep(0.05)
+    pulled: list[str] = []
+
+    def succeeded() -> bool:
+        pulled.extend(loop.run_pass().pulled_back)
+        return store.get("s1").state is JobState.SUCCEEDED
+
+    wait_for(succeeded, interval=0.05)
     assert pulled
-    assert store.get("s1").state is JobState.SUCCEEDED
     first, second = store.launches("s1")
     assert first.name != second.name
     assert first.status == "pulled back" and second.status == "succeeded"

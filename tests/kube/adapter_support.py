@@ -1,32 +1,11 @@
-"""Helpers for the adapter tests: a settable clock, waiting for the watches, Job manifests."""
+"""Helpers for the adapter tests: waiting for the watches, Job manifests."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from starburst.core.capacity import Part
-
-
-class ManualClock:
-    def __init__(self, now: float = 1_800_000_000.0) -> None:
-        self.t = now
-
-    def now(self) -> float:
-        return self.t
-
-
-def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    """Poll until ``check()`` is truthy (the informers apply watch events asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s: {check}")
-        time.sleep(0.01)
+from tests.support.waiting import wait_for
 
 
 def submitted(cluster, count: int) -> dict[str, Any]:
@@ -37,7 +16,7 @@ def submitted(cluster, count: int) -> dict[str, Any]:
         seen.update((job.name, job) for job in cluster.submissions())
         return len(seen) >= count
 
-    eventually(more)
+    wait_for(more)
     return seen
 
 

@@ -40,9 +40,9 @@ def coordination(api: client.ApiClient) -> client.CoordinationV1Api:
 
 @pytest.fixture
 def clock():
-    from tests.kube.adapter_support import ManualClock
+    from tests.support.clock import ManualClock
 
-    return ManualClock()
+    return ManualClock(1_800_000_000.0)
 
 
 @pytest.fixture

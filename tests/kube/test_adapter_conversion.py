@@ -16,7 +16,8 @@ from starburst.adapters.kubernetes.quantity import quantity
 from starburst.core.capacity import Part
 from starburst.testing.kubeapi import validation
 from starburst.testing.kubeapi.quantity import parse_quantity
-from tests.kube.adapter_support import eventually, on, queued_job
+from tests.kube.adapter_support import on, queued_job
+from tests.support.waiting import wait_for
 
 
 @pytest.mark.parametrize(
@@ -135,8 +136,8 @@ def test_the_users_own_node_affinity_survives_the_start(kube, batch, cluster):
         }
     }
     batch.create_namespaced_job("default", body)
-    (job,) = eventually(cluster.submissions)
-    eventually(lambda: len(cluster.snapshot().capacity.nodes) == 2)
+    (job,) = wait_for(cluster.submissions)
+    wait_for(lambda: len(cluster.snapshot().capacity.nodes) == 2)
     cluster.start(job, on(cluster.snapshot(), ("n1", 2)), "the core chose n1")
     # Both the user's zone and Starburst's pin must hold: no node satisfies both, so the
     # pod stays Pending rather than landing outside the user's zone.

@@ -22,7 +22,8 @@ from starburst.adapters.kubernetes.lease import LeaseLock
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.core.job import Job
 from starburst.testing.kubeapi.podsecurity import ENFORCE
-from tests.kube.adapter_support import eventually, on, queued_job
+from tests.kube.adapter_support import on, queued_job
+from tests.support.waiting import wait_for
 
 AGENT = "starburst-rbac-test"
 NAMESPACE = "starburst"  # where the ServiceAccount and the Lease live
@@ -91,19 +92,19 @@ def test_every_request_the_adapter_makes_is_granted(kube, core, batch, cluster):
     for name in ("n1", "n2"):
         kube.add_node(name, gpus=8)
     api = cluster._core.api_client
-    eventually(lambda: len(cluster.snapshot().capacity.nodes) == 2)
+    wait_for(lambda: len(cluster.snapshot().capacity.nodes) == 2)
     for name, gpus, pods in (("multi", 4, 2), ("away", 2, 1), ("gone", 1, 1)):
         batch.create_namespaced_job("default", queued_job(name, gpus=gpus, pods=pods))
     batch.create_namespaced_job("locked", queued_job("refused", gpus=1))
-    jobs = {j.name: j for j in eventually(lambda: _all(cluster, 4))}
+    jobs = {j.name: j for j in wait_for(lambda: _all(cluster, 4))}
     cluster.start(jobs["multi"], on(cluster.snapshot(), ("n1", 4), ("n2", 4)), "fits")
-    eventually(lambda: all(p["spec"].get("nodeName") for p in kube.pods_of("default", "multi")))
+    wait_for(lambda: all(p["spec"].get("nodeName") for p in kube.pods_of("default", "multi")))
     cluster.note_waiting(jobs["away"].id, 60.0, 600.0, "waiting 0s of a 1m budget")
     cluster.burst(jobs["away"].id, "aws:us-east-1", "budget spent", "sky-1", 3.2)
     cluster.start(jobs["gone"], on(cluster.snapshot(), ("n1", 1)), "fits")
     cluster.cancel(jobs["gone"].id)
     cluster.start(jobs["refused"], on(cluster.snapshot(), ("n2", 1)), "fits")
-    eventually(lambda: [e for e in cluster.ended() if e.job_id == "locked/refused"])
+    wait_for(lambda: [e for e in cluster.ended() if e.job_id == "locked/refused"])
     submission = Job("sub-1", 0.0, 1, extra={"command": "python x.py", "image": "py:3"})
     cluster.start(submission, on(cluster.snapshot(), ("n1", 1)), "fits")
     pod = kube.pods_of("default", "multi")[0]["metadata"]["name"]

@@ -7,7 +7,8 @@ restarted while Jobs are admitted; a node cordoned while Jobs wait; 5xx answers 
 
 from __future__ import annotations
 
-from tests.kube.adapter_support import eventually, on, queued_job, submitted
+from tests.kube.adapter_support import on, queued_job, submitted
+from tests.support.waiting import wait_for
 
 
 def informer(cluster, name):
@@ -16,11 +17,11 @@ def informer(cluster, name):
 
 def test_a_cut_watch_resumes_without_relisting(kube, batch, cluster):
     batch.create_namespaced_job("default", queued_job("a"))
-    assert [j.name for j in eventually(cluster.submissions)] == ["a"]
+    assert [j.name for j in wait_for(cluster.submissions)] == ["a"]
     jobs = informer(cluster, "jobs")
-    eventually(lambda: kube.cut_watches() >= 3 or None)
+    wait_for(lambda: kube.cut_watches() >= 3 or None)
     batch.create_namespaced_job("default", queued_job("b"))
-    assert [j.name for j in eventually(cluster.submissions)] == ["b"]
+    assert [j.name for j in wait_for(cluster.submissions)] == ["b"]
     assert jobs.lists == 1  # resumed from its resourceVersion
 
 
@@ -29,26 +30,26 @@ def test_an_expired_resource_version_relists_and_notices_missed_changes(kube, ba
     batch.create_namespaced_job("default", queued_job("queued-then-deleted"))
     batch.create_namespaced_job("default", queued_job("running-then-deleted"))
     offered = submitted(cluster, 2)
-    eventually(lambda: cluster.snapshot().capacity.nodes)
+    wait_for(lambda: cluster.snapshot().capacity.nodes)
     cluster.start(offered["running-then-deleted"], on(cluster.snapshot(), ("n1", 1)), "go")
     jobs = informer(cluster, "jobs")
     # The watches break and cannot come back while the cluster changes...
     kube.inject_errors(10_000, code=503, only_watches=True)
-    eventually(lambda: kube.cut_watches() >= 3 or None)
-    eventually(lambda: jobs.errors >= 1)
+    wait_for(lambda: kube.cut_watches() >= 3 or None)
+    wait_for(lambda: jobs.errors >= 1)
     batch.delete_namespaced_job("queued-then-deleted", "default")
     batch.delete_namespaced_job("running-then-deleted", "default", propagation_policy="Background")
     batch.create_namespaced_job("default", queued_job("new"))
     kube.compact()  # ...and the history they would resume from is gone.
     kube.faults.clear()
     ends: list = []
-    eventually(lambda: ends.extend(cluster.ended()) or len(ends) == 2)
+    wait_for(lambda: ends.extend(cluster.ended()) or len(ends) == 2)
     # both records end, the queued one too (a deleted Job is never started or burst)
     assert sorted((e.job_id, e.succeeded, e.reason) for e in ends) == [
         ("default/queued-then-deleted", False, "its Kubernetes Job was deleted"),
         ("default/running-then-deleted", False, "its Kubernetes Job was deleted"),
     ]
-    assert [j.name for j in eventually(cluster.submissions)] == ["new"]
+    assert [j.name for j in wait_for(cluster.submissions)] == ["new"]
     assert jobs.lists == 2
     assert [j.name for j in cluster.queued()] == ["new"]
 
@@ -59,7 +60,7 @@ def test_a_restarted_adapter_neither_loses_nor_restarts_admitted_jobs(kube, batc
     batch.create_namespaced_job("default", queued_job("running", gpus=6))
     batch.create_namespaced_job("default", queued_job("waiting", gpus=4))
     offered = submitted(first, 2)
-    eventually(lambda: first.snapshot().capacity.nodes)
+    wait_for(lambda: first.snapshot().capacity.nodes)
     first.start(offered["running"], on(first.snapshot(), ("n1", 6)), "go")
     first.close()
 
@@ -76,7 +77,7 @@ def test_a_restarted_adapter_neither_loses_nor_restarts_admitted_jobs(kube, batc
     assert len(kube.pods_of("default", "running")) == 1
     for pod in kube.pods_of("default", "running"):
         kube.set_pod_phase("default", pod["metadata"]["name"], "Succeeded")
-    (end,) = eventually(second.ended)
+    (end,) = wait_for(second.ended)
     assert (end.job_id, end.succeeded) == ("default/running", True)
 
 
@@ -84,10 +85,10 @@ def test_a_node_cordoned_while_jobs_wait_leaves_the_capacity(kube, core, batch, 
     kube.add_node("n1", gpus=8)
     kube.add_node("n2", gpus=8)
     batch.create_namespaced_job("default", queued_job("waits", gpus=8))
-    (job,) = eventually(cluster.submissions)
-    eventually(lambda: cluster.snapshot().capacity.total_gpus == 16)
+    (job,) = wait_for(cluster.submissions)
+    wait_for(lambda: cluster.snapshot().capacity.total_gpus == 16)
     core.patch_node("n1", {"spec": {"unschedulable": True}})
-    eventually(lambda: cluster.snapshot().capacity.total_gpus == 8)
+    wait_for(lambda: cluster.snapshot().capacity.total_gpus == 8)
     from starburst.core.capacity import PlacementStrategy
 
     placement = cluster.snapshot().capacity.place(job, PlacementStrategy.FIRST_FIT)
@@ -111,9 +112,9 @@ def test_bookmarks_keep_a_quiet_watch_resumable_after_compaction(kube, core, bat
     for i in range(5):  # traffic the jobs watch does not see, only its bookmarks
         kube.add_node(f"n{i}")
     latest = kube.store.resource_version
-    eventually(lambda: int(jobs.resource_version) >= latest)
+    wait_for(lambda: int(jobs.resource_version) >= latest)
     kube.compact()
-    eventually(lambda: kube.cut_watches() >= 3 or None)
+    wait_for(lambda: kube.cut_watches() >= 3 or None)
     batch.create_namespaced_job("default", queued_job("after"))
-    assert [j.name for j in eventually(cluster.submissions)] == ["after"]
+    assert [j.name for j in wait_for(cluster.submissions)] == ["after"]
     assert jobs.lists == 1  # resumed from the bookmark: no 410, no relist

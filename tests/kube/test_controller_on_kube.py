@@ -18,7 +18,8 @@ from starburst.controller.daemon import Controller
 from starburst.core.lifecycle import JobState
 from starburst.settings import Settings
 from starburst.sim.cloud import SimCloud
-from tests.kube.adapter_support import eventually, queued_job
+from tests.kube.adapter_support import queued_job
+from tests.support.waiting import wait_for
 
 
 def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
@@ -35,7 +36,7 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
     try:
         batch.create_namespaced_job("default", queued_job("alpha", gpus=8, pods=2))
         batch.create_namespaced_job("default", queued_job("beta", gpus=4))
-        eventually(lambda: len(cluster.queued()) == 2)
+        wait_for(lambda: len(cluster.queued()) == 2)
         report = controller.run_pass()
         assert report is not None
         assert report.started == ["default/alpha"]  # 2 pods of 8 GPUs: one on each node
@@ -54,13 +55,13 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
         }
         assert pinned == {"gpu-a", "gpu-b"}
         assert not any(t.match_fields for t in terms)  # a real server allows one value only
-        eventually(
+        wait_for(
             lambda: (
                 sorted(p["spec"].get("nodeName") or "-" for p in kube.pods_of("default", "alpha"))
                 == ["gpu-a", "gpu-b"]
             )
         )
-        beta = eventually(
+        beta = wait_for(
             lambda: (
                 (batch.read_namespaced_job("beta", "default").metadata.annotations or {}).get(
                     "starburst.io/burst-to"
@@ -75,8 +76,8 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
 
         for pod in kube.pods_of("default", "alpha"):
             kube.set_pod_phase("default", pod["metadata"]["name"], "Succeeded")
-        clock.t += 60
-        eventually(
+        clock.advance(60)
+        wait_for(
             lambda: (
                 controller.run_pass() is not None
                 and store.get("default/alpha").state is JobState.SUCCEEDED
@@ -89,8 +90,8 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
         batch.create_namespaced_job("default", queued_job("trio", gpus=3, pods=3))
         # one 16-GPU pod fits no 8-GPU node: it never fits on-prem, so it bursts, with why
         batch.create_namespaced_job("default", queued_job("mono", gpus=16))
-        eventually(lambda: len(cluster.queued()) == 2)
-        clock.t += 1
+        wait_for(lambda: len(cluster.queued()) == 2)
+        clock.advance(1)
         report = controller.run_pass()
         assert report is not None and report.started == ["default/trio"]
         assert report.burst == ["default/mono"]
@@ -101,7 +102,7 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
         def placed() -> list[str]:
             return sorted(p["spec"].get("nodeName") or "-" for p in kube.pods_of("default", "trio"))
 
-        assert eventually(lambda: placed() == ["gpu-a", "gpu-a", "gpu-b"])
+        assert wait_for(lambda: placed() == ["gpu-a", "gpu-a", "gpu-b"])
         assert store.get("default/mono").state is JobState.BURSTING
         print([e.reason for e in store.events("default/mono")])
     finally:
@@ -127,12 +128,12 @@ def test_a_job_arriving_or_ending_wakes_the_controller_at_once(
     controller = Controller(settings, store, cluster, None, clock=clock)
     controller.start()
     try:
-        eventually(lambda: controller.health().detail == "leading")
+        wait_for(lambda: controller.health().detail == "leading")
         batch.create_namespaced_job("default", queued_job("prompt", gpus=2))
-        eventually(lambda: store.count(JobState.RUNNING_ONPREM) == 1, timeout=5)
-        for pod in eventually(lambda: kube.pods_of("default", "prompt")):
+        wait_for(lambda: store.count(JobState.RUNNING_ONPREM) == 1, timeout=5)
+        for pod in wait_for(lambda: kube.pods_of("default", "prompt")):
             kube.set_pod_phase("default", pod["metadata"]["name"], "Succeeded")
-        eventually(lambda: store.count(JobState.SUCCEEDED) == 1, timeout=5)
+        wait_for(lambda: store.count(JobState.SUCCEEDED) == 1, timeout=5)
     finally:
         controller.stop()
         store.close()

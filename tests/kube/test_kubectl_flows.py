@@ -27,7 +27,8 @@ from starburst.pricing import default_price_table
 from starburst.settings import Settings
 from starburst.sim.cloud import SimCloud
 from tests.cloud.fake_sky import FakeSky
-from tests.kube.adapter_support import eventually, queued_job
+from tests.kube.adapter_support import queued_job
+from tests.support.waiting import wait_for
 
 
 class RecordingCloud(SimCloud):
@@ -53,7 +54,7 @@ class World:
     clock: object
 
     def run(self) -> None:
-        self.clock.t += 1  # type: ignore[attr-defined]
+        self.clock.advance(1)  # type: ignore[attr-defined]
         assert self.controller.run_pass() is not None
 
     def state(self, job_id: str) -> JobState:
@@ -76,7 +77,7 @@ def world(kube, make_cluster, clock, batch, core, tmp_path: Path) -> Iterator[Wo
     migrate.upgrade(url)
     store = SqlStore.open(url, clock=clock)
     cluster = make_cluster()
-    eventually(lambda: cluster.snapshot().capacity.nodes)
+    wait_for(lambda: cluster.snapshot().capacity.nodes)
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
     cloud = RecordingCloud(clock, 2.5)
     controller = Controller(settings, store, cluster, cloud, clock=clock)
@@ -105,7 +106,7 @@ def test_a_kubectl_job_bursts_with_its_image_command_and_env(world: World) -> No
         env=[{"name": "SEED", "value": "7"}],
     )
     world.batch.create_namespaced_job("default", body)
-    eventually(
+    wait_for(
         lambda: (
             world.controller.run_pass() is not None
             and _known(world.store, "default/q3")
@@ -124,7 +125,7 @@ def test_a_kubectl_job_bursts_with_its_image_command_and_env(world: World) -> No
 
 def test_a_job_a_cloud_cannot_run_waits_on_prem_with_the_reason(world: World) -> None:
     world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
-    eventually(
+    wait_for(
         lambda: (
             world.controller.run_pass() is not None
             and _known(world.store, "default/fill")
@@ -134,7 +135,7 @@ def test_a_job_a_cloud_cannot_run_waits_on_prem_with_the_reason(world: World) ->
     two = queued_job("sidecar", gpus=2)
     two["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
     world.batch.create_namespaced_job("default", two)
-    eventually(
+    wait_for(
         lambda: world.controller.run_pass() is not None and _known(world.store, "default/sidecar")
     )
     for _ in range(3):
@@ -149,7 +150,7 @@ def test_a_job_a_cloud_cannot_run_waits_on_prem_with_the_reason(world: World) ->
     big = queued_job("huge", gpus=16)
     big["spec"]["template"]["spec"]["containers"][0]["command"] = None
     world.batch.create_namespaced_job("default", big)
-    eventually(
+    wait_for(
         lambda: (
             world.controller.run_pass() is not None
             and _known(world.store, "default/huge")
@@ -165,7 +166,7 @@ def test_deleting_a_waiting_job_ends_its_record(world: World) -> None:
     body = queued_job("later", gpus=2)
     body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
     world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
-    eventually(
+    wait_for(
         lambda: (
             world.controller.run_pass() is not None
             and _known(world.store, "default/later")
@@ -173,7 +174,7 @@ def test_deleting_a_waiting_job_ends_its_record(world: World) -> None:
         )
     )
     world.batch.delete_namespaced_job("later", "default")
-    eventually(
+    wait_for(
         lambda: (
             world.controller.run_pass() is not None
             and world.state("default/later") is JobState.FAILED
@@ -184,7 +185,7 @@ def test_deleting_a_waiting_job_ends_its_record(world: World) -> None:
 
 def test_a_job_suspended_by_someone_else_ends_and_frees_its_gpus(world: World) -> None:
     world.batch.create_namespaced_job("default", queued_job("mine", gpus=8))
-    eventually(
+    wait_for(
         lambda: (
             world.controller.run_pass() is not None
             and _known(world.store, "default/mine")
@@ -193,7 +194,7 @@ def test_a_job_suspended_by_someone_else_ends_and_frees_its_gpus(world: World) -
     )
     # `kubectl apply` of the original manifest (suspend: true), or Kueue, suspends it
     world.batch.patch_namespaced_job("mine", "default", {"spec": {"suspend": True}})
-    eventually(
+    wait_for(
         lambda: (
             world.controller.run_pass() is not None
             and world.state("default/mine") is JobState.FAILED
@@ -201,7 +202,7 @@ def test_a_job_suspended_by_someone_else_ends_and_frees_its_gpus(world: World) -
     )
     assert "suspended by someone else" in world.reasons("default/mine")[-1]
     assert world.controller.cluster.snapshot().capacity.free_gpus == 8
-    job = eventually(
+    job = wait_for(
         lambda: (
             (j := world.batch.read_namespaced_job("mine", "default")).metadata.annotations[
                 "starburst.io/state"
@@ -211,10 +212,10 @@ def test_a_job_suspended_by_someone_else_ends_and_frees_its_gpus(world: World) -
         )
     )
     assert "suspended by someone else" in job.metadata.annotations["starburst.io/reason"]
-    assert eventually(lambda: [e for e in world.events("mine") if e[:2] == ("Warning", "Stopped")])
+    assert wait_for(lambda: [e for e in world.events("mine") if e[:2] == ("Warning", "Stopped")])
     # a new Job queued after it gets the GPUs
     world.batch.create_namespaced_job("default", queued_job("next", gpus=8))
-    eventually(
+    wait_for(
         lambda: (
             world.controller.run_pass() is not None
             and _known(world.store, "default/next")
@@ -230,7 +231,7 @@ def test_a_job_deleted_while_no_controller_watched_ends_at_the_next_start(
     body = queued_job("orphan", gpus=2)
     body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
     world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
-    eventually(
+    wait_for(
         lambda: (
             world.controller.run_pass() is not None
             and _known(world.store, "default/orphan")

@@ -17,7 +17,10 @@ from starburst.adapters.db.store import SqlStore
 from starburst.adapters.kubernetes.lease import LeaseBusy, LeaseLock
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec, StaleLeader
-from tests.kube.adapter_support import eventually
+from tests.support.waiting import wait_for
+
+# lease durations of a second or two: never beside another timing-sensitive test
+pytestmark = pytest.mark.xdist_group("timing")
 
 NAME = "starburst-controller"
 
@@ -73,7 +76,7 @@ def test_a_live_holder_keeps_the_lease_and_a_dead_one_is_replaced_in_bounded_tim
         died = time.monotonic()
         assert b.acquire(timeout=10) == 2
         assert time.monotonic() - died < 2.0 + 2.0  # the duration, plus slack
-        assert eventually(lambda: not a.is_held())  # it fenced itself meanwhile
+        assert wait_for(lambda: not a.is_held())  # it fenced itself meanwhile
         assert lease_of(coordination).spec.holder_identity == "host-b:2"
     finally:
         a.release()

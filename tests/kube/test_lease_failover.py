@@ -19,6 +19,9 @@ from starburst.core.records import JobSpec, StaleLeader
 from starburst.settings import Settings
 from tests.support.waiting import wait_for
 
+# lease durations of a second or two: never beside another timing-sensitive test
+pytestmark = pytest.mark.xdist_group("timing")
+
 
 def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sb.db'}"

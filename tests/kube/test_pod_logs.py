@@ -8,8 +8,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from starburst.core.job import Job
-from tests.kube.adapter_support import eventually, queued_job
+from tests.kube.adapter_support import queued_job
 from tests.kube.builders import job_body
+from tests.support.waiting import wait_for
 
 
 def test_the_log_subresource_serves_what_the_container_printed(kube, core, batch) -> None:
@@ -37,7 +38,7 @@ def test_job_logs_gather_every_pod_of_the_job(kube, batch, cluster) -> None:
     batch.create_namespaced_job("default", job)
     pods = sorted(
         p["metadata"]["name"]
-        for p in eventually(
+        for p in wait_for(
             lambda: len(kube.pods_of("default", "train")) == 2 and kube.pods_of("default", "train")
         )
     )
@@ -65,7 +66,7 @@ def test_the_api_alone_reads_pod_output_without_watching(
     job = queued_job("eval", gpus=1)
     job["spec"]["suspend"] = False
     batch.create_namespaced_job("default", job)
-    (pod,) = eventually(lambda: kube.pods_of("default", "eval"))
+    (pod,) = wait_for(lambda: kube.pods_of("default", "eval"))
     kube.set_pod_phase("default", pod["metadata"]["name"], "Succeeded")
     kube.write_pod_log("default", pod["metadata"]["name"], "accuracy 0.93\n")
     unwatched = KubernetesCluster(api, clock)  # as `starburst api` builds it: no informers

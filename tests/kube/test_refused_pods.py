@@ -10,8 +10,9 @@ from kubernetes import client
 
 from starburst.core.job import Job
 from starburst.testing.kubeapi.podsecurity import ENFORCE
-from tests.kube.adapter_support import eventually, on, queued_job
+from tests.kube.adapter_support import on, queued_job
 from tests.kube.builders import pod_body
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
@@ -40,15 +41,15 @@ def test_a_started_job_whose_pods_are_refused_ends_and_frees_its_placement(
     kube.add_node("n1", gpus=8)
     cluster = make_cluster()
     batch.create_namespaced_job(locked, queued_job("open", gpus=4))
-    (job,) = eventually(cluster.submissions)
-    eventually(lambda: cluster.snapshot().capacity.nodes)
+    (job,) = wait_for(cluster.submissions)
+    wait_for(lambda: cluster.snapshot().capacity.nodes)
     cluster.start(job, on(cluster.snapshot(), ("n1", 4)), "fits")
-    (end,) = eventually(cluster.ended)
+    (end,) = wait_for(cluster.ended)
     assert (end.job_id, end.succeeded) == ("locked/open", False)
     assert end.reason.startswith('its pods were refused: pods "open-')
     assert 'violates PodSecurity "restricted:latest"' in end.reason
     assert cluster.snapshot().capacity.free_gpus == 8 and not cluster.snapshot().running
-    stored = eventually(lambda: (j := batch.read_namespaced_job("open", locked)).spec.suspend and j)
+    stored = wait_for(lambda: (j := batch.read_namespaced_job("open", locked)).spec.suspend and j)
     assert stored.metadata.annotations["starburst.io/state"] == "failed"
     events = core.list_namespaced_event(locked, field_selector="involvedObject.name=open").items
     assert {(e.type, e.reason) for e in events} >= {
@@ -61,7 +62,7 @@ def test_the_jobs_starburst_creates_pass_podsecurity_restricted(kube, make_clust
     kube.add_node("n1", gpus=8)
     kube.add_node("n2", gpus=8)
     cluster = make_cluster(namespace=locked)
-    eventually(lambda: len(cluster.snapshot().capacity.nodes) == 2)
+    wait_for(lambda: len(cluster.snapshot().capacity.nodes) == 2)
     job = Job(
         "sub-1",
         0.0,
@@ -70,7 +71,7 @@ def test_the_jobs_starburst_creates_pass_podsecurity_restricted(kube, make_clust
         extra={"command": "python train.py", "image": "pytorch/pytorch:2.4"},
     )
     cluster.start(job, on(cluster.snapshot(), ("n1", 8), ("n2", 8)), "fits")
-    pods = eventually(
+    pods = wait_for(
         lambda: (
             len(
                 p := [
@@ -82,7 +83,7 @@ def test_the_jobs_starburst_creates_pass_podsecurity_restricted(kube, make_clust
         )
     )
     assert all(p["spec"]["securityContext"]["runAsNonRoot"] for p in pods)
-    assert eventually(
+    assert wait_for(
         lambda: (
             sorted(x["spec"].get("nodeName") or "-" for x in kube.store.items(kube_pods()))
             == ["n1", "n2"]
@@ -102,10 +103,10 @@ def test_a_refusal_retried_with_success_is_not_a_failure(kube, core, batch, make
     kube.add_node("n1", gpus=8)
     cluster = make_cluster()
     batch.create_namespaced_job("default", queued_job("flaky", gpus=2, pods=2))
-    (job,) = eventually(cluster.submissions)
-    eventually(lambda: cluster.snapshot().capacity.nodes)
+    (job,) = wait_for(cluster.submissions)
+    wait_for(lambda: cluster.snapshot().capacity.nodes)
     cluster.start(job, on(cluster.snapshot(), ("n1", 4)), "fits")
-    eventually(lambda: len(kube.pods_of("default", "flaky")) == 2)
+    wait_for(lambda: len(kube.pods_of("default", "flaky")) == 2)
     first = kube.pods_of("default", "flaky")[0]["metadata"]["name"]
     kube.set_pod_phase("default", first, "Succeeded")  # one pod done: one unfinished left
     uid = batch.read_namespaced_job("flaky", "default").metadata.uid
@@ -126,8 +127,8 @@ def test_a_refusal_retried_with_success_is_not_a_failure(kube, core, batch, make
         },
     )
     events = next(i for i in cluster.informers if i.name == "events")
-    eventually(lambda: events.cache)  # this life saw the Event...
+    wait_for(lambda: events.cache)  # this life saw the Event...
     restarted = make_cluster()  # ...and a new controller life reads it in its first list
-    eventually(lambda: restarted.snapshot().running)
+    wait_for(lambda: restarted.snapshot().running)
     assert not cluster.ended() and not restarted.ended()
     assert [r.job.id for r in restarted.snapshot().running] == ["default/flaky"]

@@ -22,7 +22,8 @@ from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
 from starburst.settings import Settings
-from tests.kube.adapter_support import eventually, on
+from tests.kube.adapter_support import on
+from tests.support.waiting import wait_for
 
 DNS_1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -97,7 +98,7 @@ def test_starting_a_submission_creates_its_job_once(
     for name in ("n1", "n2"):
         kube.add_node(name, gpus=8, labels={"nvidia.com/gpu.product": "A100"})
     cluster = make_cluster()
-    eventually(lambda: len(cluster.snapshot().capacity.nodes) == 2)
+    wait_for(lambda: len(cluster.snapshot().capacity.nodes) == 2)
     job = submitted(gpus=16)  # two pods of 8: one per node
     placement = on(cluster.snapshot(), ("n1", 8), ("n2", 8))
     cluster.start(job, placement, "fits on n1×8, n2×8")
@@ -109,13 +110,13 @@ def test_starting_a_submission_creates_its_job_once(
         pods = kube.pods_of("default", made.metadata.name)
         return sorted(p["spec"].get("nodeName") or "" for p in pods)
 
-    assert eventually(lambda: len(bound()) == 2 and all(bound()) and bound()) == ["n1", "n2"]
+    assert wait_for(lambda: len(bound()) == 2 and all(bound()) and bound()) == ["n1", "n2"]
     (running,) = cluster.snapshot().running
     assert running.job.id == "5f2c" and [p.node_name for p in running.placement] == ["n1", "n2"]
     assert cluster.snapshot().capacity.free_gpus == 0
     # a new controller life re-issues the start it had recorded: the Job is found, not doubled
     again = make_cluster()
-    eventually(lambda: again.snapshot().running)
+    wait_for(lambda: again.snapshot().running)
     again.start(job, placement, "resumed")
     assert len(batch.list_namespaced_job("default").items) == 1
     with pytest.raises(PermanentError, match="has no command"):
@@ -144,14 +145,14 @@ def test_the_controller_runs_a_cli_submission_on_kubernetes(
         assert failed.state is JobState.FAILED
         assert "needs an image" in store.events(no_image)[-1].reason
         name = job_name(ok)
-        (pod,) = eventually(lambda: kube.pods_of("default", name))
+        (pod,) = wait_for(lambda: kube.pods_of("default", name))
         kube.set_pod_phase("default", pod["metadata"]["name"], "Running")
         kube.write_pod_log("default", pod["metadata"]["name"], "42\n")
         logs = JobLogs(cluster, None).read(store.get(ok), [], None)
         assert logs.endswith("42\n")
         kube.set_pod_phase("default", pod["metadata"]["name"], "Succeeded")
-        clock.t += 30
-        eventually(
+        clock.advance(30)
+        wait_for(
             lambda: controller.run_pass() is not None and store.get(ok).state is JobState.SUCCEEDED
         )
     finally:

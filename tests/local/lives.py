@@ -13,38 +13,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
-
-import pytest
+from typing import Any
 
 from starburst.core.capacity import Part, Placement
 from starburst.core.job import Job
 
-T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class ManualClock:
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.t = now
-
-    def now(self) -> float:
-        return self.t
-
-
-def eventually(probe: Callable[[], T | None], limit: float = 10.0) -> T:
-    """Poll ``probe`` until it returns something (bounded, so a broken feature fails, not hangs)."""
-    give_up = time.monotonic() + limit
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > give_up:
-            pytest.fail("the processes did not reach the expected state")
-        time.sleep(0.02)
 
 
 def job(job_id: str, command: str, gpus: int = 1, **extra: str) -> Job:

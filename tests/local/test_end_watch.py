@@ -12,7 +12,8 @@ from starburst.adapters.local.watch import EndWatch
 from starburst.core.failure import exit_code_in
 from starburst.core.ports import CloudStatus
 from starburst.pricing import load_price_table
-from tests.local.lives import eventually, job, on_local
+from tests.local.lives import job, on_local
+from tests.support.waiting import wait_for
 
 
 def spawned(seconds: float) -> tuple[subprocess.Popen[bytes], str]:
@@ -31,12 +32,12 @@ def test_the_watch_notifies_once_per_look_and_stops_when_nothing_is_left() -> No
         assert watch.watching == 0  # nobody listens yet: nothing to watch for
         watch.listen(lambda: calls.append(1), [(quick.pid, token_q)])
         watch.add(slow.pid, token_s)
-        eventually(lambda: calls)  # the quick one ended: one call, the slow one still watched
+        wait_for(lambda: calls)  # the quick one ended: one call, the slow one still watched
         assert watch.watching == 1 and slow.poll() is None
         assert quick.returncode is None  # observed, not reaped: the backend reaps and reports
         slow.kill()  # a killed job ends too
-        eventually(lambda: len(calls) == 2 and watch.watching == 0)
-        eventually(
+        wait_for(lambda: len(calls) == 2 and watch.watching == 0)
+        wait_for(
             lambda: (
                 not any(
                     t.name == "starburst-end-watch" and t.is_alive() for t in threading.enumerate()
@@ -64,7 +65,7 @@ def test_a_failing_listener_does_not_stop_the_watch() -> None:
     try:
         for p, token in procs:
             watch.add(p.pid, token)
-        eventually(lambda: len(calls) == 2)
+        wait_for(lambda: len(calls) == 2)
     finally:
         for p, _ in procs:
             p.kill()

@@ -17,7 +17,8 @@ from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job
 from starburst.core.ports import CloudStatus, JobEnded
 from starburst.pricing import load_price_table
-from tests.local.lives import ManualClock, eventually
+from tests.support.clock import ManualClock
+from tests.support.waiting import wait_for
 
 
 def job(job_id: str, command: str, gpus: int = 1, gpu_type: str | None = None, **extra: str) -> Job:
@@ -35,7 +36,7 @@ def ended_until(cluster: LocalCluster, count: int) -> list[JobEnded]:
         seen.extend(cluster.ended())
         return seen if len(seen) >= count else None
 
-    return list(eventually(probe))
+    return list(wait_for(probe))
 
 
 def gone(pid: int) -> bool:
@@ -48,7 +49,7 @@ def gone(pid: int) -> bool:
 
 
 def test_local_cluster_runs_jobs_on_distinct_gpu_slots(tmp_path: Path) -> None:
-    clock = ManualClock()
+    clock = ManualClock(1_000.0)
     cluster = LocalCluster(tmp_path, gpus=4, clock=clock)
     env = json.dumps({"GREETING": "hello"})
     cluster.start(
@@ -65,7 +66,7 @@ def test_local_cluster_runs_jobs_on_distinct_gpu_slots(tmp_path: Path) -> None:
     with pytest.raises(TransientError, match="needs 4 GPU slots"):
         cluster.start(job("c", "true", 4), on_local(4), "stale snapshot")
 
-    clock.t = 1_050.0
+    clock.set(1_050.0)
     ends = {e.job_id: e for e in ended_until(cluster, 2)}
     assert ends["a"].succeeded and ends["a"].at == 1_050.0
     assert not ends["b"].succeeded and ends["b"].reason == "exit code 3; last output:\ngpus=2"
@@ -81,7 +82,7 @@ def test_cancel_kills_the_whole_process_group(tmp_path: Path) -> None:
     command = "sleep 30 & echo $! > child.pid; trap '' TERM; wait"  # the shell ignores SIGTERM
     cluster.start(job("c", command), on_local(1), "fits")
     child_file = tmp_path / "c" / "child.pid"
-    child = int(eventually(lambda: child_file.exists() and child_file.read_text().strip()))
+    child = int(wait_for(lambda: child_file.exists() and child_file.read_text().strip()))
     shell = cluster.process("c")
     assert shell is not None and not gone(shell.pid) and not gone(child)
 
@@ -89,7 +90,7 @@ def test_cancel_kills_the_whole_process_group(tmp_path: Path) -> None:
     (ended,) = ended_until(cluster, 1)
     assert not ended.succeeded and ended.reason.startswith("cancelled")
     assert gone(shell.pid)
-    assert eventually(lambda: gone(child))
+    assert wait_for(lambda: gone(child))
     assert cluster.snapshot().capacity.free_gpus == 1
 
 
@@ -121,8 +122,8 @@ def test_emulated_cloud_runs_locally_and_meters_at_cloud_prices(tmp_path: Path) 
     handle = cloud.launch(burst, "waited 30m of a 30m budget")
     assert cloud.launch(burst, "retry") == handle  # one launch per job
     billed = cloud.billed_launch(handle)
-    clock.t = 1800.0
-    status = eventually(lambda: (s := cloud.poll(handle)) is not CloudStatus.RUNNING and s)
+    clock.set(1800.0)
+    status = wait_for(lambda: (s := cloud.poll(handle)) is not CloudStatus.RUNNING and s)
     assert status is CloudStatus.SUCCEEDED
     entries = charges(
         billed.launched_at, clock.t, Decimal(str(billed.price_per_hour)), 1, chunk=600, final=True
@@ -137,11 +138,11 @@ def test_emulated_cloud_failure_and_cancel(tmp_path: Path) -> None:
     cloud = EmulatedCloud(tmp_path, load_price_table(), grace=0.2)
     failing = cloud.launch(job("f", "exit 7"), "burst")
     sleeper = cloud.launch(job("s", "sleep 30"), "burst")
-    assert eventually(lambda: cloud.poll(failing) is CloudStatus.FAILED)
+    assert wait_for(lambda: cloud.poll(failing) is CloudStatus.FAILED)
     assert cloud.reason(failing) == "emulated: exit code 7"  # printed nothing
     assert cloud.poll(sleeper) is CloudStatus.RUNNING
     cloud.cancel(sleeper)
-    assert eventually(lambda: cloud.poll(sleeper) is CloudStatus.CANCELLED)
+    assert wait_for(lambda: cloud.poll(sleeper) is CloudStatus.CANCELLED)
     pid = int(str(sleeper.cloud_job_id).rsplit("-", 1)[1])
     assert gone(pid)
     # a restarted controller still learns how a finished emulated launch ended

@@ -15,16 +15,9 @@ from starburst.adapters.local import LocalCluster
 from starburst.adapters.local.processes import LOST
 from starburst.core.failure import exit_code_in
 from starburst.core.ports import JobEnded
-from tests.local.lives import (
-    ManualClock,
-    appends,
-    earlier_life,
-    eventually,
-    gone,
-    job,
-    lines,
-    on_local,
-)
+from tests.local.lives import appends, earlier_life, gone, job, lines, on_local
+from tests.support.clock import ManualClock
+from tests.support.waiting import wait_for
 
 FIRST_LIFE = """
 from pathlib import Path
@@ -51,7 +44,7 @@ def ends(cluster: LocalCluster, count: int) -> list[JobEnded]:
         seen.extend(cluster.ended())
         return seen if len(seen) >= count else None
 
-    return eventually(probe)
+    return wait_for(probe)
 
 
 def test_a_running_job_is_adopted_not_run_again(tmp_path: Path) -> None:
@@ -84,7 +77,7 @@ def test_a_job_that_ended_unwatched_reports_its_outcome_once(tmp_path: Path) -> 
     state = tmp_path / "state"
     first = LocalCluster(state, gpus=1, clock=ManualClock(100.0))
     first.start(job("b", appends(runs, "exit 3")), on_local(1), "fits")
-    eventually(lambda: (state / "b" / "exit_code").exists())  # nobody polled it
+    wait_for(lambda: (state / "b" / "exit_code").exists())  # nobody polled it
 
     second = LocalCluster(state, gpus=1, clock=ManualClock(300.0))
     assert not second.snapshot().running and second.ended() == []  # old ends wait for start
@@ -102,7 +95,7 @@ def test_jobs_of_a_killed_controller_are_adopted(tmp_path: Path) -> None:
     runs, state = tmp_path / "runs.txt", tmp_path / "state"
     jobs = [("slow", appends(runs, "sleep 0.5; exit 4")), ("quick", appends(runs))]
     life = earlier_life(FIRST_LIFE, state=str(state), jobs=jobs)
-    eventually(lambda: (state / "quick" / "exit_code").exists())
+    wait_for(lambda: (state / "quick" / "exit_code").exists())
 
     cluster = LocalCluster(state, gpus=2)
     (running,) = cluster.snapshot().running
@@ -121,14 +114,14 @@ def test_cancel_kills_an_adopted_group(tmp_path: Path) -> None:
     state = tmp_path / "state"
     command = "sleep 30 & echo $! > child.pid; trap '' TERM; wait"  # the shell ignores SIGTERM
     life = earlier_life(FIRST_LIFE, state=str(state), jobs=[("c", command)])
-    child = int(eventually(lambda: (p := state / "c" / "child.pid").exists() and p.read_text()))
+    child = int(wait_for(lambda: (p := state / "c" / "child.pid").exists() and p.read_text()))
 
     cluster = LocalCluster(state, gpus=2, grace=0.2)
     assert [r.job.id for r in cluster.snapshot().running] == ["c"]
     cluster.cancel("c")
     (ended,) = ends(cluster, 1)
     assert not ended.succeeded and ended.reason.startswith("cancelled")
-    assert eventually(lambda: gone(child) and gone(life["pids"]["c"]))
+    assert wait_for(lambda: gone(child) and gone(life["pids"]["c"]))
     assert cluster.snapshot().capacity.free_gpus == 2
 
 
@@ -136,7 +129,7 @@ def test_a_process_gone_without_exit_status_is_lost_once(tmp_path: Path) -> None
     state = tmp_path / "state"
     life = earlier_life(FIRST_LIFE, state=str(state), jobs=[("r", "sleep 30")])
     os.killpg(life["pids"]["r"], signal.SIGKILL)  # as a reboot would: no exit status written
-    eventually(lambda: gone(life["pids"]["r"]))
+    wait_for(lambda: gone(life["pids"]["r"]))
 
     cluster = LocalCluster(state, gpus=2)
     assert not cluster.snapshot().running
@@ -198,7 +191,7 @@ def test_a_dropped_life_leaves_its_jobs_running_without_leaks_or_zombies(tmp_pat
     assert not [w for w in caught if ours in str(w.message)]
     assert not gone(pid)
     stop.touch()
-    eventually(lambda: gone(pid))  # ended: a zombie until someone reaps it
+    wait_for(lambda: gone(pid))  # ended: a zombie until someone reaps it
     second = LocalCluster(tmp_path / "other", gpus=1)
     second.start(job("next", "true"), on_local(1), "fits")  # a spawn reaps ended children
     assert not Path(f"/proc/{pid}").exists()

@@ -21,7 +21,7 @@ from starburst.predictor.store import MODEL_NAME, train_from_store
 from starburst.predictor.training import train_artifact
 from tests.predictor.conftest import SMALL
 from tests.predictor.test_store import finish_jobs
-from tests.support.databases import ManualClock
+from tests.support.clock import ManualClock
 
 WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -20,7 +20,7 @@ from starburst.predictor.store import (
     train_from_store,
 )
 from tests.predictor.conftest import SMALL
-from tests.support.databases import ManualClock
+from tests.support.clock import ManualClock
 
 KINDS = {"debug": 120.0, "train": 3600.0, "eval": 600.0}
 

@@ -30,9 +30,10 @@ from starburst.adapters.kubernetes import Settings as KubeSettings
 from starburst.adapters.kubernetes.informer import Informer
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.core.capacity import PlacementStrategy
-from tests.kube.adapter_support import ManualClock, on, submitted
+from tests.kube.adapter_support import on, submitted
 from tests.realkube.jobs import suspended_job
 from tests.realkube.shipped import shipped_cluster_role
+from tests.support.clock import ManualClock
 from tests.support.controlplane import RealKube
 from tests.support.kubelet import FakeKubelet
 from tests.support.tcpproxy import TcpProxy
@@ -76,7 +77,7 @@ def through(real_kube: RealKube, real_namespace: str) -> Iterator[Callable[..., 
             watch_timeout=watch_timeout,
             backoff=Backoff(base=0.05, cap=0.5),
         )
-        cluster = KubernetesCluster(api, ManualClock(), settings).start_watching()
+        cluster = KubernetesCluster(api, ManualClock(1_800_000_000.0), settings).start_watching()
         made.append((cluster, proxy, api))
         assert cluster.wait_synced(30)
         return Through(cluster, proxy, real_namespace, creds.username)

@@ -36,9 +36,9 @@ from starburst.sim.cloud import SimCloud
 from starburst.testing.kubeapi import KubeApiServer
 from starburst.testing.kubeapi.validation import ONE_VALUE
 from tests.cloud.fake_sky import FakeSky
-from tests.kube.adapter_support import ManualClock
 from tests.realkube.jobs import suspended_job
 from tests.realkube.shipped import shipped_cluster_role
+from tests.support.clock import ManualClock
 from tests.support.controlplane import RealKube
 from tests.support.kubelet import FakeKubelet
 from tests.support.waiting import wait_for
@@ -69,7 +69,7 @@ class Rig:
 
     def passes_until(self, check: Any) -> bool:
         def once() -> bool:
-            self.clock.t += 1
+            self.clock.advance(1)
             self.controller.run_pass()
             return bool(check())
 
@@ -106,7 +106,7 @@ def rig(
     )
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     migrate.upgrade(url)
-    clock = ManualClock()
+    clock = ManualClock(1_800_000_000.0)
     store = SqlStore.open(url, clock=clock)
     api = real_kube.api_client(creds.token)
     cluster = KubernetesCluster(

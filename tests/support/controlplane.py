@@ -63,6 +63,7 @@ from tests.support.controlplane_process import (
     free_port,
 )
 from tests.support.kubepki import Pki, make_pki
+from tests.support.waiting import WaitTimeout, wait_for
 
 RESTRICTED = {
     "pod-security.kubernetes.io/enforce": "restricted",
@@ -193,22 +194,25 @@ class RealKube:
         return False
 
     def _wait_for_default_service_account(self, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def made() -> bool:
             try:
                 self.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")
-                return
+                return True
             except urllib.error.HTTPError as err:
                 if err.code != 404:
                     raise
             for process in self._processes:
                 if not process.alive():
                     raise StartError(f"{process.name} exited:\n{process.log_tail()}")
-            time.sleep(0.1)
-        raise StartError(
-            "the controller manager made no default ServiceAccount in "
-            f"{timeout:.0f}s:\n{self._processes[-1].log_tail()}"
-        )
+            return False
+
+        try:
+            wait_for(made, timeout=timeout, interval=0.1)
+        except WaitTimeout:
+            raise StartError(
+                "the controller manager made no default ServiceAccount in "
+                f"{timeout:.0f}s:\n{self._processes[-1].log_tail()}"
+            ) from None
 
     # -- clients ---------------------------------------------------------------------------
     @property
@@ -294,11 +298,12 @@ class RealKube:
             except urllib.error.HTTPError as err:
                 if err.code != 404:
                     raise
-        deadline = time.monotonic() + timeout
-        while self.request("GET", f"/api/v1/namespaces/{name}/pods?limit=1")["items"]:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the pods of namespace {name} were not gone in {timeout}s")
-            time.sleep(0.1)
+        wait_for(
+            lambda: not self.request("GET", f"/api/v1/namespaces/{name}/pods?limit=1")["items"],
+            timeout=timeout,
+            interval=0.1,
+            what=f"the pods of namespace {name} to be gone",
+        )
 
     def service_account(
         self,

@@ -16,20 +16,6 @@ from pathlib import Path
 from tests.support.postgres import fresh_database
 
 
-class ManualClock:
-    """A clock the test moves by hand (seconds since the epoch)."""
-
-    def __init__(self, start: float = 1_780_000_000.0) -> None:
-        self.t = start
-
-    def now(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> float:
-        self.t += seconds
-        return self.t
-
-
 class MigratedTemplates:
     """Migrated template databases. ``close()`` removes the SQLite one; the caller drops the
     PostgreSQL template (before its server stops)."""

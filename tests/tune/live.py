@@ -24,14 +24,7 @@ from starburst.settings import Settings
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
 from starburst.sim.synthetic import Workload, generate
-
-
-class SteppedClock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def now(self) -> float:
-        return self.t
+from tests.support.clock import ManualClock
 
 
 class NoisyPredictor:
@@ -68,7 +61,7 @@ def workload(prefix: str, start: float, jobs: int, gpus: int, seed: int) -> list
 @dataclass
 class LiveRun:
     controller: Controller
-    clock: SteppedClock
+    clock: ManualClock
     cluster: SimCluster
     cloud: SimCloud
     runtimes: dict[str, float]
@@ -97,10 +90,10 @@ class LiveRun:
             if t == math.inf:
                 return self.clock.t
             while recalibrate_every and tick <= t:
-                self.clock.t = max(tick, self.clock.t)
+                self.clock.set(max(tick, self.clock.t))
                 self.controller.recalibrate()
                 tick += recalibrate_every
-            self.clock.t = max(t, self.clock.t)
+            self.clock.set(max(t, self.clock.t))
             while pending and pending[0].submit_time <= self.clock.t:
                 job = pending.pop(0)
                 self.store.submit(
@@ -117,7 +110,7 @@ def start_controller(
 ) -> LiveRun:
     url = f"sqlite:///{tmp / 'live.db'}"
     migrate.upgrade(url)
-    clock = SteppedClock(t0)
+    clock = ManualClock(t0)
     runtimes: dict[str, float] = {}
     cluster = SimCluster(nodes, clock, runtimes)
     cloud = SimCloud(clock, 2.5, runtimes=runtimes)

@@ -14,7 +14,7 @@ from starburst.controller.metrics import ControllerMetrics
 from starburst.core.policy import PolicyKind
 from starburst.core.setting import PolicySetting
 from starburst.settings import Settings
-from tests.support.databases import ManualClock
+from tests.support.clock import ManualClock
 
 
 def controller(tmp: Path, clock: ManualClock) -> Controller:

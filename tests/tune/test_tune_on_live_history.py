@@ -159,7 +159,7 @@ def test_apply_reaches_the_running_controller_without_a_restart(tmp_path: Path, 
     assert applied.actor.startswith("cli:") and "within +50.0% mean JCT" in applied.reason
     assert applied.evidence["jobs"] == 40 and "cloud_cost_usd" in applied.evidence
     before = run.controller.config
-    run.clock.t += 60  # past the follower's look-up interval
+    run.clock.advance(60)  # past the follower's look-up interval
     assert run.controller.run_pass() is not None
     after = run.controller.config
     assert (after.policy.kind, after.out_of_order) == (

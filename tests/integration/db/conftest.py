@@ -19,7 +19,8 @@ if str(_ROOT) not in sys.path:  # `pytest` run without `python -m`
     sys.path.insert(0, str(_ROOT))
 
 from tests.support import postgres as _postgres  # noqa: E402
-from tests.support.databases import ManualClock, MigratedTemplates, emptied  # noqa: E402
+from tests.support.clock import ManualClock  # noqa: E402
+from tests.support.databases import MigratedTemplates, emptied  # noqa: E402
 
 drop_database = _postgres.drop_database
 # Fixtures shared through tests/support/postgres.py (re-exported so pytest finds them here).
