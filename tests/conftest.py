@@ -1,5 +1,42 @@
-"""Fixtures every test package may use: the real Kubernetes control plane (``real_kube``,
-one per session, built and started only when a test asks for it) and a fresh PodSecurity-
-restricted namespace in it (``real_namespace``). See ``tests.support.controlplane``."""
+"""Fixtures every test package may use, and how the suite runs in parallel.
+
+Fixtures: the real Kubernetes control plane (``real_kube``, one per session — per worker under
+xdist — built and started only when a test asks for it) and a fresh PodSecurity-restricted
+namespace in it (``real_namespace``). See ``tests.support.controlplane``.
+
+Parallel runs (``pytest -n auto``, the README's test command, with ``--dist loadgroup`` from
+``pyproject.toml``): each worker is its own session, so session fixtures (PostgreSQL, the
+control plane, the SkyPilot API server) start once per worker that needs them, and what is
+built once per machine (the control plane's binaries, helm, Chromium) is built under a file
+lock. Tests that share an expensive server run on one worker, as an ``xdist_group``:
+- ``real-kube``: every test using ``real_kube`` (marked here, from its fixtures), so a run
+  starts one control plane, not one per worker;
+- ``skypilot-real``: the real SkyPilot API server's tests (``tests/skypilot_real``), which also
+  must run in their module order on one server.
+Timing-sensitive tests mark themselves ``xdist_group("timing")`` so they never run beside one
+another.
+"""
+
+from __future__ import annotations
+
+import pytest
 
 from tests.support.controlplane import real_kube, real_namespace  # noqa: F401 (fixtures)
+
+SKYPILOT_REAL = "tests/skypilot_real/"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = _server_group(item)
+        if group is not None and not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _server_group(item: pytest.Item) -> str | None:
+    if item.nodeid.startswith(SKYPILOT_REAL):
+        return "skypilot-real"
+    if "real_kube" in getattr(item, "fixturenames", ()):
+        return "real-kube"
+    return None

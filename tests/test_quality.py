@@ -54,3 +54,13 @@ def test_the_simulator_command_path_imports_no_heavy_sdk() -> None:
     done = run(sys.executable, "-c", code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_ci_runs_exactly_the_readmes_test_command() -> None:
+    """``.ci/run`` promises to run the README's test command: the same line, parallel included."""
+    readme = (ROOT / "README.md").read_text()
+    command = next(
+        line for line in (ROOT / ".ci" / "run").read_text().splitlines() if "pytest" in line
+    )
+    assert f"```bash\n{command}\n```" in readme
+    assert "pytest -n auto" in command
