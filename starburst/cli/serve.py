@@ -59,8 +59,11 @@ def api(
 
 def quickstart(
     state_dir: Annotated[Path | None, Opt(help="Keep the state here (default: a temp dir)")] = None,
+    speed: Annotated[
+        float, Opt(min=0.1, max=10.0, help="Run the same story this many times faster")
+    ] = 1.0,
 ) -> None:
     """Starburst end to end on this machine in about a minute: local GPUs, emulated cloud."""
     from starburst.controller.quickstart import run_quickstart
 
-    raise typer.Exit(run_quickstart(state_dir, typer.echo))
+    raise typer.Exit(run_quickstart(state_dir, typer.echo, speed=speed))
