@@ -3,6 +3,8 @@
 Backends:
 - ``sim``: the simulator's in-memory ``SimCluster`` (jobs end when the clock passes their
   runtime, so ``finish`` advances the clock);
+- ``local``: ``LocalCluster``, the default backend: one node of 8 GPU slots, every job a real
+  process group that waits for a file ``finish`` creates;
 - ``kubernetes``: ``KubernetesCluster`` on the project's Kubernetes API stand-in, driven through
   the official client (``finish`` reports the Job's Pods Succeeded, as a kubelet would);
 - ``kubernetes-real``: the same adapter on a real control plane: by default the one the test
@@ -14,15 +16,17 @@ Backends:
 
 The contract: the snapshot shows every node and its free GPUs; ``start`` takes the placement's
 GPUs at once and is idempotent; a finished job is reported by ``ended`` exactly once and gives
-its GPUs back; ``cancel`` gives the GPUs back and the job leaves ``running``.
+its GPUs back; ``cancel`` gives the GPUs back and the job leaves ``running`` (at once for the
+simulator and Kubernetes; once its processes are gone for ``LocalCluster``, whose slots are
+free exactly when the end is seen). A gang spanning nodes needs a backend with two nodes.
 """
 
 from __future__ import annotations
 
 import os
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
@@ -30,6 +34,8 @@ import pytest
 from starburst.core.capacity import Node, Part, Placement
 from starburst.core.job import Job
 from starburst.core.ports import Cluster, JobEnded
+from tests.support.clock import ManualClock
+from tests.support.waiting import wait_for
 
 REAL = os.environ.get("STARBURST_TEST_KUBECONFIG")
 NODES = [Node(f"node-{i}", 8, 64.0, 512 * 1024.0) for i in range(2)]
@@ -38,6 +44,7 @@ NODES = [Node(f"node-{i}", 8, 64.0, 512 * 1024.0) for i in range(2)]
 class Harness(Protocol):
     cluster: Cluster
     scriptable: bool
+    nodes: list[Node]
 
     def submit(self, name: str, gpus: int, pods: int = 1, runtime: float = 100.0) -> Job: ...
 
@@ -48,30 +55,14 @@ class Harness(Protocol):
     def placement(self, *parts: tuple[int, int]) -> Placement: ...
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 1_800_000_000.0
-
-    def now(self) -> float:
-        return self.t
-
-
-def _wait(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s")
-        time.sleep(0.01)
-    return value
-
-
 class SimHarness:
     scriptable = True
+    nodes = NODES
 
     def __init__(self) -> None:
         from starburst.sim.cluster import SimCluster
 
-        self.clock = _Clock()
+        self.clock = ManualClock(1_800_000_000.0)
         self.cluster = SimCluster(NODES, self.clock)
         self._started: dict[str, float] = {}
 
@@ -81,7 +72,7 @@ class SimHarness:
     def finish(self, job: Job) -> None:
         running = {r.job.id: r for r in self.cluster.snapshot().running}
         assert job.runtime is not None
-        self.clock.t = max(self.clock.t, running[job.id].started_at + job.runtime)
+        self.clock.set(max(self.clock.t, running[job.id].started_at + job.runtime))
 
     def ended(self, count: int) -> list[JobEnded]:
         return list(self.cluster.ended())
@@ -102,7 +93,49 @@ RESTRICTED_CONTAINER = {
 }
 
 
+class LocalHarness:
+    """``LocalCluster`` with 8 slots; a job runs until ``finish`` creates its gate file."""
+
+    scriptable = True
+
+    def __init__(self, root: Path) -> None:
+        from starburst.adapters.local import LocalCluster
+
+        self.nodes = [Node("local", 8, 0.0, 0.0)]
+        self.root = root
+        self.clock = ManualClock(1_800_000_000.0)
+        self.cluster = LocalCluster(root / "state", gpus=8, clock=self.clock, grace=1.0)
+
+    def close(self) -> None:
+        for running in self.cluster.snapshot().running:
+            self.cluster.cancel(running.job.id)
+        wait_for(lambda: not list(self.cluster.snapshot().running), what="every job stopped")
+
+    def submit(self, name: str, gpus: int, pods: int = 1, runtime: float = 100.0) -> Job:
+        gate = self.root / f"{name}.finish"
+        command = f"until [ -e {gate} ]; do sleep 0.02; done"
+        return Job(name, self.clock.now(), gpus, runtime=runtime, extra={"command": command})
+
+    def finish(self, job: Job) -> None:
+        (self.root / f"{job.id}.finish").touch()
+
+    def ended(self, count: int) -> list[JobEnded]:
+        seen: list[JobEnded] = []
+
+        def enough() -> bool:
+            seen.extend(self.cluster.ended())
+            return len(seen) >= count
+
+        wait_for(enough)
+        return seen
+
+    def placement(self, *parts: tuple[int, int]) -> Placement:
+        return tuple(Part(i, self.nodes[i].name, g, 0.0, 0.0) for i, g in parts)
+
+
 class KubeHarness:
+    nodes = NODES
+
     def __init__(self, api_client: Any, kube: Any = None, namespace: str | None = None) -> None:
         """``kube``: something with ``add_node``/``pods_of``/``set_pod_phase`` (the stand-in,
         or the real control plane's fake kubelet); None for a cluster of one's own."""
@@ -125,7 +158,7 @@ class KubeHarness:
                 kube.add_node(node.name, gpus=node.gpus, cpu="64", memory="512Gi")
         self.cluster = KubernetesCluster(
             api_client,
-            _Clock(),
+            ManualClock(1_800_000_000.0),
             Settings(namespace=self.namespace, backoff=Backoff(base=0.05, cap=0.5)),
         )
         self.cluster.start_watching()
@@ -171,7 +204,7 @@ class KubeHarness:
             self._offered.update((j.id, j) for j in self.cluster.submissions())
             return self._offered.get(job_id)
 
-        return _wait(offered)
+        return wait_for(offered)
 
     def finish(self, job: Job) -> None:
         assert self.kube is not None
@@ -183,7 +216,7 @@ class KubeHarness:
                     p["status"].get("phase") == "Running" for p in pods
                 )
 
-            _wait(running, timeout=60)
+            wait_for(running, timeout=60)
         for pod in self.kube.pods_of(self.namespace, job.name):
             self.kube.set_pod_phase(self.namespace, pod["metadata"]["name"], "Succeeded")
 
@@ -194,7 +227,7 @@ class KubeHarness:
             seen.extend(self.cluster.ended())
             return len(seen) >= count
 
-        _wait(enough)
+        wait_for(enough)
         return seen
 
     def placement(self, *parts: tuple[int, int]) -> Placement:
@@ -202,10 +235,25 @@ class KubeHarness:
         return tuple(Part(i, nodes[i].name, g, 0.0, 0.0) for i, g in parts)
 
 
-@pytest.fixture(params=["sim", "kubernetes", "kubernetes-real"])
-def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
+@pytest.fixture(
+    params=[
+        "sim",
+        "local",
+        "kubernetes",
+        # one worker runs every real-control-plane test (one control plane per run)
+        pytest.param("kubernetes-real", marks=pytest.mark.xdist_group("real-kube")),
+    ]
+)
+def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
     if request.param == "sim":
         yield SimHarness()
+        return
+    if request.param == "local":
+        local = LocalHarness(tmp_path)
+        try:
+            yield local
+        finally:
+            local.close()
         return
     if request.param == "kubernetes-real" and not REAL:
         yield from _real_control_plane(request)
@@ -249,6 +297,10 @@ def _real_control_plane(request: pytest.FixtureRequest) -> Iterator[Harness]:
             api_client.close()
 
 
+def total(h: Harness) -> int:
+    return sum(n.gpus for n in h.nodes)
+
+
 def scriptable(h: Harness) -> None:
     if not h.scriptable:
         pytest.skip("needs scripted nodes and kubelets (the stand-in or the simulator)")
@@ -257,8 +309,9 @@ def scriptable(h: Harness) -> None:
 def test_the_snapshot_shows_every_node_and_its_free_gpus(harness: Harness) -> None:
     scriptable(harness)
     snap = harness.cluster.snapshot()
-    assert [(n.name, n.gpus) for n in snap.capacity.nodes] == [("node-0", 8), ("node-1", 8)]
-    assert snap.capacity.free_gpus == 16 and list(snap.running) == []
+    nodes = [(n.name, n.gpus) for n in harness.nodes]
+    assert [(n.name, n.gpus) for n in snap.capacity.nodes] == nodes
+    assert snap.capacity.free_gpus == total(harness) and list(snap.running) == []
 
 
 def test_start_takes_the_placements_gpus_at_once(harness: Harness) -> None:
@@ -266,21 +319,25 @@ def test_start_takes_the_placements_gpus_at_once(harness: Harness) -> None:
     job = harness.submit("a", gpus=6)
     harness.cluster.start(job, harness.placement((0, 6)), "fits")
     snap = harness.cluster.snapshot()
-    assert (snap.capacity.free_on(0), snap.capacity.free_on(1)) == (2, 8)
+    free = [snap.capacity.free_on(i) for i in range(len(harness.nodes))]
+    assert free == [n.gpus - (6 if i == 0 else 0) for i, n in enumerate(harness.nodes)]
     assert [(r.job.id, [p.gpus for p in r.placement]) for r in snap.running] == [(job.id, [6])]
 
 
 def test_start_is_idempotent(harness: Harness) -> None:
     scriptable(harness)
     job = harness.submit("a", gpus=4)
-    harness.cluster.start(job, harness.placement((1, 4)), "fits")
-    harness.cluster.start(job, harness.placement((1, 4)), "fits again")
+    last = len(harness.nodes) - 1
+    harness.cluster.start(job, harness.placement((last, 4)), "fits")
+    harness.cluster.start(job, harness.placement((last, 4)), "fits again")
     snap = harness.cluster.snapshot()
-    assert snap.capacity.free_gpus == 12 and len(list(snap.running)) == 1
+    assert snap.capacity.free_gpus == total(harness) - 4 and len(list(snap.running)) == 1
 
 
 def test_a_gang_spans_nodes_all_or_nothing(harness: Harness) -> None:
     scriptable(harness)
+    if len(harness.nodes) < 2:
+        pytest.skip("one node: a gang cannot span nodes")
     job = harness.submit("gang", gpus=16, pods=2)
     harness.cluster.start(job, harness.placement((0, 8), (1, 8)), "two full nodes")
     assert harness.cluster.snapshot().capacity.free_gpus == 0
@@ -294,18 +351,17 @@ def test_an_end_is_reported_once_and_gives_the_gpus_back(harness: Harness) -> No
     (end,) = harness.ended(1)
     assert (end.job_id, end.succeeded) == (job.id, True)
     assert list(harness.cluster.ended()) == []
-    _wait(lambda: harness.cluster.snapshot().capacity.free_gpus == 16)
+    wait_for(lambda: harness.cluster.snapshot().capacity.free_gpus == total(harness))
     assert list(harness.cluster.snapshot().running) == []
 
 
 def test_cancel_gives_the_gpus_back(harness: Harness) -> None:
     scriptable(harness)
     job = harness.submit("a", gpus=8)
-    harness.cluster.start(job, harness.placement((1, 8)), "fits")
+    harness.cluster.start(job, harness.placement((len(harness.nodes) - 1, 8)), "fits")
     harness.cluster.cancel(job.id)
-    snap = harness.cluster.snapshot()
-    assert list(snap.running) == []
-    _wait(lambda: harness.cluster.snapshot().capacity.free_gpus == 16)
+    wait_for(lambda: list(harness.cluster.snapshot().running) == [])
+    wait_for(lambda: harness.cluster.snapshot().capacity.free_gpus == total(harness))
 
 
 def test_the_snapshot_of_a_real_cluster_is_consistent(harness: Harness) -> None:
