@@ -27,11 +27,31 @@ SKYPILOT_REAL = "tests/skypilot_real/"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         group = _server_group(item)
         if group is not None and not any(item.iter_markers("xdist_group")):
             item.add_marker(pytest.mark.xdist_group(group))
+        if config.getvalue("loadgroup"):  # an xdist worker under --dist loadgroup
+            _name_group_in_nodeid(item)
+
+
+def _name_group_in_nodeid(item: pytest.Item) -> None:
+    """Tell the xdist scheduler the item's group the way it reads it: ``<nodeid>@<group>``.
+
+    pytest-xdist 3.8 appends the suffix by assigning ``item._nodeid``, which pytest 9.2 no
+    longer reads (node ids are structured ``NodeId``s): every group is then silently ignored
+    (pytest-xdist#1386). So the suffix is set here through the structured id; where xdist's
+    own assignment still works it appends the same group again, and the scheduler reads the
+    name after the last ``@``, so both agree.
+    """
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")})  # fmt: skip
+    if not names or "@" in item.nodeid.rpartition("]")[2] or not hasattr(item, "_id"):
+        return
+    from _pytest.nodeid import NodeId
+
+    item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
 
 
 def _server_group(item: pytest.Item) -> str | None:
