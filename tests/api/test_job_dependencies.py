@@ -18,7 +18,7 @@ from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.sim.cluster import SimCluster
 from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
-from tests.support.databases import ManualClock
+from tests.support.clock import ManualClock
 
 BOTH = pytest.mark.parametrize(
     "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True

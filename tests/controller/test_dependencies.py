@@ -25,6 +25,7 @@ from starburst.sim.engine import SimOptions
 from starburst.sim.report import JobOutcome, SimResult
 from tests.controller.test_parity import assert_same, trace
 from tests.sim.test_dependencies import with_dependencies
+from tests.support.clock import ManualClock
 
 CASES = [(kind, ooo) for kind in PolicyKind for ooo in (False, True)]
 
@@ -61,21 +62,13 @@ def outcome(result: SimResult, job_id: str) -> JobOutcome:
 EPOCH = 1_780_000_000.0
 
 
-class SteppedClock:
-    def __init__(self) -> None:
-        self.t = EPOCH
-
-    def now(self) -> float:
-        return self.t
-
-
 class Live:
     """A controller on the SQL store and the in-memory cluster and cloud, stepped by hand."""
 
     def __init__(self, tmp: Path, runtimes: dict[str, float], policy: WaitPolicy) -> None:
         url = f"sqlite:///{tmp / 'live.db'}"
         migrate.upgrade(url)
-        self.clock = SteppedClock()
+        self.clock = ManualClock(EPOCH)
         self.store = SqlStore.open(url, clock=self.clock)
         self.cluster = SimCluster(uniform_nodes(1, 4), self.clock, runtimes)
         cloud = SimCloud(self.clock, 2.5, runtimes=runtimes)
@@ -88,7 +81,7 @@ class Live:
         return self.store.submit(spec).job.id
 
     def at(self, seconds: float) -> None:
-        self.clock.t = EPOCH + seconds
+        self.clock.set(EPOCH + seconds)
         self.loop.run_pass()
 
 
@@ -142,7 +135,7 @@ def test_the_throttle_holds_elements_on_prem_and_in_the_cloud(live: Live) -> Non
     # no budget: without the limit all 10 would run at once (4 on-prem, 6 in the cloud)
     live.loop.config = SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT))
     for i in range(10):
-        live.clock.t = EPOCH + i * 0.001
+        live.clock.set(EPOCH + i * 0.001)
         live.submit(f"j{i}", array="sweep", array_limit=3)
     live.at(1)
     states = live.store.states_of([f"j{i}" for i in range(10)])
