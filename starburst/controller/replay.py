@@ -22,9 +22,9 @@ not a second bookkeeping of the decisions.
 Parity: on the same trace, cluster and configuration, every start (instant and nodes), every
 burst (instant) and every Star-Wait pull-back is the one ``starburst.sim.engine.simulate``
 makes, for every policy, in and out of order (``tests/controller/test_parity.py`` checks it
-over random traces). The store is ``MemoryStore`` (it keeps times as the floats they are,
-so instants compare exactly); a job with dependencies or an array limit is refused, since
-the simulator gates them and the controller's pass does not yet.
+over random traces; ``tests/controller/test_dependencies.py`` with dependencies and array
+limits). The store is ``MemoryStore``: it keeps times as the floats they are, so instants
+compare exactly.
 """
 
 from __future__ import annotations
