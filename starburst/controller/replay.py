@@ -30,10 +30,11 @@ compare exactly.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from starburst.adapters.memory.store import MemoryStore
+from starburst.controller.report import PassReport
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.capacity import Node, describe_placement
 from starburst.core.cycle import SchedulerConfig
@@ -130,8 +131,7 @@ def replay(
         admissions_per_pass=max(len(jobs), 1),  # an instant's arrivals in one pass
         metering_chunk_s=3600.0,  # fewer ledger rows, the same amounts (``core.billing``)
     )
-    world = _World(clock, cluster, cloud, store, loop, stats or ReplayStats())
-    world.run(jobs)
+    VirtualTime(clock, cluster, cloud, store, loop.run_pass, stats or ReplayStats()).run(jobs)
     outcomes = [_outcome(store, job) for job in jobs]
     return SimResult(outcomes, cluster.total_gpus, options.price_per_gpu_hour, config.describe())
 
@@ -147,24 +147,29 @@ def _validated(jobs: Sequence[Job]) -> list[Job]:
 
 
 @dataclass(slots=True)
-class _World:
-    """The controller and what it runs against, on one virtual clock."""
+class VirtualTime:
+    """A controller's passes over a trace, on a virtual clock: the event loop of ``replay``,
+    for any pass (``SchedulingLoop.run_pass``, or the whole daemon's ``Controller.run_pass``
+    where a test needs its metering and recalibration too). ``run`` may be called again with
+    later jobs: the clock goes on from where it stopped."""
 
     clock: SimClock
     cluster: SimCluster
     cloud: SimCloud
     store: JobStore
-    loop: SchedulingLoop
-    stats: ReplayStats
+    run_pass: Callable[[], PassReport]
+    stats: ReplayStats = field(default_factory=ReplayStats)
 
-    def run(self, jobs: list[Job]) -> None:
-        """Jump from event to event, submitting arrivals and running one pass at each."""
-        i, wake, stalled = 0, math.inf, 0
+    def run(self, jobs: Sequence[Job]) -> None:
+        """Jump from event to event, submitting arrivals (``JobSpec.from_job``) and running
+        one pass at each, until nothing is left to happen."""
+        jobs = sorted(jobs, key=lambda j: (j.submit_time, j.id))
+        i, wake, stalled, last = 0, math.inf, 0, math.nan
         while True:
             t = self._next_event(jobs[i].submit_time if i < len(jobs) else math.inf, wake)
             if t == math.inf:
                 return
-            stalled = stalled + 1 if t == self.clock.now() and self.stats.passes else 0
+            stalled = stalled + 1 if t == last else 0  # passes at one instant in a row
             if stalled > _STALL:
                 raise RuntimeError(f"the controller keeps asking to run again at {t}: a bug")
             self.clock.advance_to(t)
@@ -174,7 +179,7 @@ class _World:
             if arrived > i:
                 self.store.submit_many([JobSpec.from_job(j) for j in jobs[i:arrived]], at=t)
                 i = arrived
-            wake = self.loop.run_pass().next_wakeup
+            wake, last = self.run_pass().next_wakeup, t
             self.stats.passes += 1
 
     def _next_event(self, arrival: float, wake: float) -> float:

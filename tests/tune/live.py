@@ -1,12 +1,11 @@
 """A live controller on virtual time: the real ``Controller`` (SQLite store, leader lock,
 scheduling loop, metering, recalibration, applied settings) with the simulator's cluster
-and cloud, and a clock the driver steps from event to event, as
-``starburst.controller.replay`` does for the scheduling pass alone.
+and cloud, driven from event to event by ``starburst.controller.replay.VirtualTime``, the
+event loop the replay runs the scheduling pass alone with.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,15 +15,16 @@ from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.controller.metrics import ControllerMetrics
+from starburst.controller.replay import VirtualTime
+from starburst.controller.report import PassReport
 from starburst.core.capacity import Node
 from starburst.core.job import Job
 from starburst.core.ports import Estimate
-from starburst.core.records import JobSpec
 from starburst.settings import Settings
+from starburst.sim.clock import SimClock
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
 from starburst.sim.synthetic import Workload, generate
-from tests.support.clock import ManualClock
 
 
 class NoisyPredictor:
@@ -61,7 +61,7 @@ def workload(prefix: str, start: float, jobs: int, gpus: int, seed: int) -> list
 @dataclass
 class LiveRun:
     controller: Controller
-    clock: ManualClock
+    clock: SimClock
     cluster: SimCluster
     cloud: SimCloud
     runtimes: dict[str, float]
@@ -70,39 +70,17 @@ class LiveRun:
     def store(self) -> SqlStore:
         return self.controller.store
 
-    def run(self, jobs: Sequence[Job], recalibrate_every: float | None = None) -> float:
-        """Submit ``jobs`` at their times and pass until all ended; the last instant.
-        ``recalibrate_every``: call the daemon's recalibration on that virtual period."""
+    def run(self, jobs: Sequence[Job]) -> float:
+        """Submit ``jobs`` at their times and pass until all ended; the last instant."""
         for job in jobs:
             self.runtimes[job.id] = job.runtime or 0.0
-        pending = sorted(jobs, key=lambda j: (j.submit_time, j.id))
-        wake = math.inf
-        tick = self.clock.t + recalibrate_every if recalibrate_every else math.inf
-        while True:
-            candidates = [
-                wake,
-                self.cluster.next_end() or math.inf,
-                self.cloud.next_finish() or math.inf,
-            ]
-            if pending:
-                candidates.append(pending[0].submit_time)
-            t = min(candidates)
-            if t == math.inf:
-                return self.clock.t
-            while recalibrate_every and tick <= t:
-                self.clock.set(max(tick, self.clock.t))
-                self.controller.recalibrate()
-                tick += recalibrate_every
-            self.clock.set(max(t, self.clock.t))
-            while pending and pending[0].submit_time <= self.clock.t:
-                job = pending.pop(0)
-                self.store.submit(
-                    JobSpec(id=job.id, gpus=job.gpus, user=job.user, team=job.team),
-                    at=job.submit_time,
-                )
-            report = self.controller.run_pass()
-            assert report is not None, self.controller.health()
-            wake = report.next_wakeup
+        VirtualTime(self.clock, self.cluster, self.cloud, self.store, self._pass).run(jobs)
+        return self.clock.now()
+
+    def _pass(self) -> PassReport:
+        report = self.controller.run_pass()
+        assert report is not None, self.controller.health()
+        return report
 
 
 def start_controller(
@@ -110,7 +88,7 @@ def start_controller(
 ) -> LiveRun:
     url = f"sqlite:///{tmp / 'live.db'}"
     migrate.upgrade(url)
-    clock = ManualClock(t0)
+    clock = SimClock(t0)
     runtimes: dict[str, float] = {}
     cluster = SimCluster(nodes, clock, runtimes)
     cloud = SimCloud(clock, 2.5, runtimes=runtimes)

@@ -159,7 +159,7 @@ def test_apply_reaches_the_running_controller_without_a_restart(tmp_path: Path, 
     assert applied.actor.startswith("cli:") and "within +50.0% mean JCT" in applied.reason
     assert applied.evidence["jobs"] == 40 and "cloud_cost_usd" in applied.evidence
     before = run.controller.config
-    run.clock.advance(60)  # past the follower's look-up interval
+    run.clock.advance_to(run.clock.now() + 60)  # past the follower's look-up interval
     assert run.controller.run_pass() is not None
     after = run.controller.config
     assert (after.policy.kind, after.out_of_order) == (
@@ -171,7 +171,7 @@ def test_apply_reaches_the_running_controller_without_a_restart(tmp_path: Path, 
     assert scheduler is not None and scheduler["setting_id"] == applied.id
     # a job submitted now is admitted with the budget the new setting gives it
     run.runtimes["late"] = 7200.0
-    run.store.submit(JobSpec(id="late", gpus=4), at=run.clock.t)
+    run.store.submit(JobSpec(id="late", gpus=4), at=run.clock.now())
     assert run.controller.run_pass() is not None
     late = run.store.get("late")
     assert late.state is not JobState.SUBMITTED and late.predicted_runtime is not None
