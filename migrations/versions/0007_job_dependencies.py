@@ -1,7 +1,7 @@
 """Job dependencies and array throttles: what a job waits for, and why it is held.
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-12-01
 
 ``depends_on`` lists the jobs a job waits for (``ID`` waits for the end, ``ID:ok`` for
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007"
-down_revision: str | Sequence[str] | None = "0005"
+down_revision: str | Sequence[str] | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

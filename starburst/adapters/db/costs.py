@@ -5,14 +5,16 @@ Terms:
   billed time (money and GPU-hours); ``source = "onprem"``: one run on the private cluster
   (GPU-hours, no money), written in the same transaction as the state change that ends the
   run (``onprem_usage_row``), so a run is entered once and never lost.
-- *report*: totals over ``[since, until)`` grouped by any of ``REPORT_KEYS``. An entry belongs
-  to the period its ``period_start`` falls in (UTC days, ISO weeks starting Monday — named
-  by that Monday's date — and months).
+- *report*: totals over ``[since, until)`` grouped by any of ``reports.REPORT_KEYS`` (the
+  query: ``reports``). An entry belongs to the period its ``period_start`` falls in (UTC days, ISO
+  weeks starting Monday — named by that Monday's date — and months).
 - *location*: ``cloud:region`` (or just ``cloud``); on-prem usage is located at ``onprem``.
 
 Invariants:
 - Entries are idempotent per ``(job, source, period_start)``: a meter that re-sends an
   interval after a crash or a retry does not double-count it.
+- Entries are written only through ``rollups.enter``, which keeps the daily rollups that
+  reports over whole days read (one row per job and day instead of one per entry).
 - Reports are aggregated by the database (``GROUP BY`` the keys and currency, one row per
   group, showback priced in the same pass), never by looping over entries in Python.
 - Every cost view (job detail, reports, budgets, savings) reads these entries; nothing else
@@ -28,41 +30,24 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from starburst.core.billing import MICRO, from_micros, report_keys, to_micros
+from starburst.core.billing import from_micros, report_keys, to_micros
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import TERMINAL
 from starburst.core.ports import LedgerTotalRow
 from starburst.core.records import CostEntry, CostTotal, JobNotFound, StoredJob
 
-from .base import StoreBase, chunks, in_chunks
+from . import reports
+from .base import StoreBase, in_chunks
 from .convert import to_epoch, to_stored_job, to_time
 from .engine import run
 from .models import CloudLaunchRow, CostEntryRow, JobRow, table
+from .reports import ONPREM, Report, totals
+from .rollups import enter
+from .rollups import rebuild as rollups_rebuild
 
 COSTS = table(CostEntryRow)
 LAUNCHES = table(CloudLaunchRow)
 JOBS = table(JobRow)
-
-PERIODS = ("day", "week", "month")
-_FORMATS = {"day": "%Y-%m-%d", "week": "%Y-%m-%d", "month": "%Y-%m"}
-ONPREM = "onprem"
-
-
-def _columns() -> dict[str, sa.ColumnElement[Any]]:
-    c = COSTS.c
-    location = sa.case((c.region.is_(None), c.cloud), else_=c.cloud + ":" + c.region)
-    return {
-        "team": c.team_name,
-        "user": c.user_name,
-        "project": c.project,
-        "label": c.project,
-        "cloud": c.cloud,
-        "region": c.region,
-        "location": location,
-        "gpu_type": c.gpu_type,
-        "source": c.source,
-        "job": c.job_id,
-    }
 
 
 class CostsStore(StoreBase):
@@ -84,12 +69,7 @@ class CostsStore(StoreBase):
             if missing:
                 raise JobNotFound(sorted(missing)[0])
             self._check_launches(conn, {e.launch_id for e in entries} - {None})
-            statement = self._insert(COSTS).on_conflict_do_nothing(
-                index_elements=["job_id", "source", "period_start"]
-            )
-            rows = [_cost_row(e, owners[e.job_id]) for e in entries]
-            for part in chunks(rows):
-                conn.execute(statement, list(part))
+            enter(conn, [_cost_row(e, owners[e.job_id]) for e in entries], self.is_postgres)
 
         run(self._engine, write)
 
@@ -120,51 +100,54 @@ class CostsStore(StoreBase):
     ) -> list[CostTotal]:
         """Totals over ``[since, until)`` grouped by ``by`` (see ``REPORT_KEYS``) and
         currency, sorted by key; filters narrow the entries first. On-prem GPU-hours are
-        priced at ``rates`` ($/GPU-hour per GPU type, case-insensitive; ``*``: any other)."""
+        priced at ``rates`` ($/GPU-hour per GPU type, case-insensitive; ``*``: any other).
+        Whole UTC days are read from the daily rollups, the rest from the entries."""
+        filters = {"team_name": team, "user_name": user, "cloud": cloud, "project": project}
+        filters.update(job_id=job, source=source)
+        return self._report(since, until, by, filters, rates, rollups=True)
+
+    def cost_report_from_entries(
+        self,
+        since: float,
+        until: float,
+        by: Sequence[str] = ("team",),
+        *,
+        team: str | None = None,
+        user: str | None = None,
+        cloud: str | None = None,
+        project: str | None = None,
+        job: str | None = None,
+        source: str | None = None,
+        rates: Mapping[str, float] | None = None,
+    ) -> list[CostTotal]:
+        """``cost_report`` read from every entry, never the rollups: the reference they
+        are checked against (tests, ``bench/store_bench.py``)."""
+        filters = {"team_name": team, "user_name": user, "cloud": cloud, "project": project}
+        filters.update(job_id=job, source=source)
+        return self._report(since, until, by, filters, rates, rollups=False)
+
+    def _report(
+        self,
+        since: float,
+        until: float,
+        by: Sequence[str],
+        filters: Mapping[str, str | None],
+        rates: Mapping[str, float] | None,
+        *,
+        rollups: bool,
+    ) -> list[CostTotal]:
         keys = report_keys(by)
-        groups = [self._group_expr(k).label(k) for k in keys]
-        c = COSTS.c
-        onprem = c.source == ONPREM
-        query = (
-            sa.select(
-                *groups,
-                c.currency,
-                sa.func.sum(c.amount_micros).label("micros"),
-                sa.func.sum(sa.case((onprem, 0.0), else_=c.gpu_hours)).label("cloud_hours"),
-                sa.func.sum(sa.case((onprem, c.gpu_hours), else_=0.0)).label("onprem_hours"),
-                sa.func.sum(sa.case((onprem, c.gpu_hours * _rate(rates or {})), else_=0.0)).label(
-                    "onprem_value"
-                ),
-                sa.func.count().label("entries"),
-            )
-            .where(c.period_start >= to_time(since), c.period_start < to_time(until))
-            .group_by(*groups, c.currency)
-        )
-        filters = (
-            (c.team_name, team),
-            (c.user_name, user),
-            (c.cloud, cloud),
-            (c.project, project),
-            (c.job_id, job),
-            (c.source, source),
-        )
-        for column, value in filters:
-            if value is not None:
-                query = query.where(column == value)
+        report = Report(self.is_postgres, keys, rates or {}, filters)
+        query = report.query(to_time(since), to_time(until), rollups=rollups)
+        if query is None:
+            return []
         rows = run(self._engine, lambda conn: self._aggregate(conn, query))
-        totals = [
-            CostTotal(
-                key={k: _period_text(v, k) for k, v in zip(keys, r, strict=False)},
-                currency=r.currency,
-                amount=from_micros(r.micros),
-                gpu_hours=float(r.cloud_hours or 0.0),
-                entries=int(r.entries),
-                onprem_gpu_hours=float(r.onprem_hours or 0.0),
-                onprem_amount=Decimal(str(r.onprem_value or 0)).quantize(MICRO),
-            )
-            for r in rows
-        ]
-        return sorted(totals, key=lambda t: (tuple(v or "" for v in t.key.values()), t.currency))
+        return totals(keys, rows)
+
+    def rebuild_cost_rollups(self) -> None:
+        """Recompute the daily rollups from the entries: for entries written around the
+        store (a bulk load); the store's own writes keep them current."""
+        run(self._engine, lambda conn: rollups_rebuild(conn, self.is_postgres))
 
     def _aggregate(self, conn: sa.Connection, query: sa.Select[Any]) -> list[Any]:
         """Run a report query. On PostgreSQL, in this transaction only: hash the groups
@@ -204,7 +187,7 @@ class CostsStore(StoreBase):
         currency: ``(highest id read, rows of (team, location, source, currency, micros,
         gpu_hours))``; for counters that follow the ledger."""
         c = COSTS.c
-        location = _columns()["location"]
+        location = reports.location(COSTS)
 
         def read(conn: sa.Connection) -> tuple[int, list[LedgerTotalRow]]:
             top = conn.execute(sa.select(sa.func.max(c.id))).scalar()
@@ -243,17 +226,6 @@ class CostsStore(StoreBase):
         return run(
             self._engine, lambda conn: [to_stored_job(r) for r in conn.execute(query).mappings()]
         )
-
-    def _group_expr(self, key: str) -> sa.ColumnElement[Any]:
-        columns = _columns()
-        if key in columns:
-            return columns[key]
-        start = COSTS.c.period_start
-        if self.is_postgres:  # formatted in Python: to_char would run on every entry
-            return sa.func.date_trunc(key, sa.func.timezone("UTC", start))
-        if key == "week":  # the Monday on or before the day
-            return sa.func.date(start, "weekday 0", "-6 days")
-        return sa.func.strftime(_FORMATS[key], start)
 
 
 def onprem_usage_row(job: Mapping[str, Any], now: datetime) -> dict[str, Any] | None:
@@ -306,21 +278,3 @@ def _cost_row(entry: CostEntry, owner: Any) -> dict[str, Any]:
         "amount_micros": to_micros(entry.amount),
         "currency": entry.currency,
     }
-
-
-def _rate(rates: Mapping[str, float]) -> sa.ColumnElement[Any]:
-    """The internal rate of an entry's GPU type as a SQL expression (bound values)."""
-    lowered = {k.lower(): float(v) for k, v in rates.items()}
-    default = sa.literal(lowered.pop("*", 0.0), sa.Float)
-    if not lowered:
-        return default
-    kind = sa.func.lower(sa.func.coalesce(COSTS.c.gpu_type, ""))
-    return sa.case(
-        {k: sa.literal(v, sa.Float) for k, v in lowered.items()}, value=kind, else_=default
-    )
-
-
-def _period_text(value: Any, key: str) -> str | None:
-    if isinstance(value, datetime):
-        return value.strftime(_FORMATS[key])
-    return None if value is None else str(value)

@@ -22,6 +22,11 @@ Tables and their invariants:
   money). ``user_name``/``team_name``/``project``/``gpu_type``/``cloud`` are copied from the
   job and launch when metered: a cost is a fact of its time. ``(job_id, source,
   period_start)`` is unique, so metering the same interval twice cannot double-count.
+- ``cost_rollups``: the ledger summed per UTC ``day``, job and everything a report groups or
+  filters by (source, owner, project, cloud, region, GPU type, currency), written in the
+  transaction that enters the entries, so reports over whole days read these instead of
+  every entry. A key may have more than one row (two writers that both found none): the
+  sum of its rows is the truth.
 - ``predictions`` and ``model_versions``: runtime estimates (value, band, quantiles) and the
   model that made them.
 - ``users``, ``teams``, ``api_tokens`` (SHA-256 of the secret only; a role each),
@@ -34,7 +39,7 @@ Times are timezone-aware UTC ``DateTime`` columns (stored naive-UTC on SQLite).
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -42,6 +47,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    Date,
     DateTime,
     Float,
     ForeignKey,
@@ -251,6 +257,26 @@ class CostEntryRow(Base):
     gpu_hours: Mapped[float] = mapped_column(Float)
     amount_micros: Mapped[int] = mapped_column(BigInteger)
     currency: Mapped[str] = mapped_column(String(3))
+
+
+class CostRollupRow(Base):
+    __tablename__ = "cost_rollups"
+    __table_args__ = (Index("ix_cost_rollups_key", "day", "job_id", "source"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    day: Mapped[date] = mapped_column(Date)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
+    source: Mapped[str] = mapped_column(String(32))
+    user_name: Mapped[str | None] = mapped_column(String(128))
+    team_name: Mapped[str | None] = mapped_column(String(128))
+    cloud: Mapped[str] = mapped_column(String(64))
+    region: Mapped[str | None] = mapped_column(String(64))
+    project: Mapped[str | None] = mapped_column(String(128))
+    gpu_type: Mapped[str | None] = mapped_column(String(64))
+    currency: Mapped[str] = mapped_column(String(3))
+    amount_micros: Mapped[int] = mapped_column(BigInteger)
+    gpu_hours: Mapped[float] = mapped_column(Float)
+    entries: Mapped[int] = mapped_column(Integer)
 
 
 class ModelVersionRow(Base):

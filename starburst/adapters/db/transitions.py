@@ -27,9 +27,10 @@ from starburst.core.records import JobNotFound, Move, Moved, StaleVersion, Store
 
 from .base import StoreBase, chunks, in_chunks
 from .convert import to_epoch, to_stored_job, to_time
-from .costs import COSTS, onprem_usage_row
+from .costs import onprem_usage_row
 from .engine import run
 from .jobs import EVENTS, JOBS
+from .rollups import enter
 
 _STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
 
@@ -211,12 +212,7 @@ class TransitionsStore(StoreBase):
             and (u := onprem_usage_row(r, now)) is not None
         ]
         if usage:
-            conn.execute(
-                self._insert(COSTS).on_conflict_do_nothing(
-                    index_elements=["job_id", "source", "period_start"]
-                ),
-                usage,
-            )
+            enter(conn, usage, self.is_postgres)
 
     def set_estimates(
         self,

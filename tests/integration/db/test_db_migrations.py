@@ -123,3 +123,76 @@ def test_cli_db_group_and_import_starburst_stay_free_of_sqlalchemy() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+ROLLUP_KEY = "day, job_id, source, user_name, team_name, project, cloud, region, gpu_type, currency"
+
+
+def _rollups(engine) -> list[tuple[object, ...]]:  # type: ignore[no-untyped-def]
+    with engine.connect() as conn:
+        return [
+            tuple(r)
+            for r in conn.execute(
+                sa.text(
+                    f"SELECT {ROLLUP_KEY}, sum(amount_micros), sum(gpu_hours), sum(entries) "
+                    f"FROM cost_rollups GROUP BY {ROLLUP_KEY} ORDER BY {ROLLUP_KEY}"
+                )
+            )
+        ]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def empty_url(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[no-untyped-def]
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/rollups.db"
+    return str(request.getfixturevalue("postgres_database"))
+
+
+def test_0006_backfills_the_rollups_the_store_keeps_and_downgrades_cleanly(empty_url) -> None:  # type: ignore[no-untyped-def]
+    """Rollups written entry by entry equal those the migration computes from the entries;
+    downgrading drops only the rollups."""
+    from decimal import Decimal
+
+    from starburst.adapters.db.store import SqlStore
+    from starburst.core.lifecycle import JobState
+    from starburst.core.records import CostEntry, JobSpec
+
+    t0, day = 1_767_225_600.0, 86_400.0
+    migrate.upgrade(empty_url)
+    store = SqlStore.open(empty_url)
+    try:
+        jobs = [
+            store.submit(JobSpec(gpus=2, user=u, team="ml", extra={"project": "p"})).job.id
+            for u in ("ann", "bob")
+        ]
+        store.record_costs(
+            [
+                CostEntry(
+                    job,
+                    t0 + h * 3600 + 1800,  # some at 23:30: the day of their start
+                    t0 + (h + 1) * 3600 + 1800,
+                    Decimal("1.5"),
+                    "aws",
+                    gpu_hours=h / 8,
+                    region=None if h % 3 else "us-east-1",
+                )
+                for job in jobs
+                for h in range(0, 100, 5)
+            ]
+        )
+        store.transition(jobs[0], JobState.QUEUED, reason="admitted", actor="t", at=t0)
+        store.transition(jobs[0], JobState.RUNNING_ONPREM, reason="fits", actor="t", at=t0 + day)
+        store.transition(jobs[0], JobState.SUCCEEDED, reason="done", actor="t", at=t0 + 2 * day)
+        kept = _rollups(store.engine)
+        report = store.cost_report(t0, t0 + 10 * day, ("user", "day", "location", "source"))
+        assert len(kept) > 10 and sum(int(r[-1]) for r in kept) == 41
+        migrate.downgrade(store.engine, "0005")
+        assert "cost_rollups" not in sa.inspect(store.engine).get_table_names()
+        with store.engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM cost_entries")).scalar_one() == 41
+        migrate.upgrade(store.engine, "0006")
+        assert _rollups(store.engine) == kept
+        migrate.upgrade(store.engine)
+        assert store.cost_report(t0, t0 + 10 * day, ("user", "day", "location", "source")) == report
+    finally:
+        store.close()
