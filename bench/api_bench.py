@@ -245,6 +245,7 @@ def seed_history(store: SqlStore, count: int) -> None:
                    gpus, gpus * 2500000, 'USD'
             FROM (SELECT *, row_number() OVER () AS n FROM jobs WHERE image = 'hist:1') AS h""")
         )
+    store.rebuild_cost_rollups()  # entries written around the store: reports read rollups
 
 
 def cpu_seconds(pid: int) -> float:

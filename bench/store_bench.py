@@ -1,19 +1,23 @@
-"""Store benchmark: batched submissions, queue paging, and a monthly cost report.
+"""Store benchmark: batched submissions, queue paging, and the cost reports.
 
-    .venv/bin/python bench/store_bench.py                 # throwaway PostgreSQL
+    .venv/bin/python bench/store_bench.py                 # throwaway PostgreSQL, then SQLite
+    .venv/bin/python bench/store_bench.py --db sqlite     # one of them
     .venv/bin/python bench/store_bench.py --url postgresql://user:pw@host/db   # an empty db
     .venv/bin/python bench/store_bench.py --jobs 20000 --costs 200000        # smaller run
 
-What it measures (targets are for PostgreSQL on 2 cores):
+What it measures (targets are for 2 cores):
 1. ``submit_many`` of ``--jobs`` jobs (each with its ``submitted`` event) in batches of
-   ``--batch``: submissions per second (target ≥ 2,000/s).
+   ``--batch``: submissions per second (target ≥ 2,000/s on PostgreSQL).
 2. ``--queued`` of them are admitted to the queue, which is then read page by page
    (``--page`` jobs per page, keyset pagination): per-page latency p50 / p99 (target < 20 ms).
-3. ``--costs`` cost entries (loaded with one ``INSERT ... SELECT`` over ``generate_series``;
-   the store's own batched ``record_costs`` is timed separately on a slice), then
-   ``cost_report`` over the whole range by team × month (target < 1 s), and by the other
-   finance groupings (project × week, GPU type × location, user × day, job); a fifth of
-   the entries are on-prem usage (GPU-hours, no money), as the ledger holds them.
+3. The ledger: the store's ``record_costs`` (entries and their daily rollups) timed on a
+   slice, then ``--costs`` entries loaded with one ``INSERT ... SELECT`` and the rollups
+   rebuilt from them (what migration 0006 does to an existing ledger). Each job is billed
+   hourly in one place, as the meter bills a launch (its cloud, region and GPU type; a
+   fifth of the jobs ran on-prem: GPU-hours, no money). Then a report over the whole
+   range, for every grouping the API offers, two ways: from every entry (the former path,
+   ``cost_report_from_entries``) and from the rollups (``cost_report``, target < 1 s),
+   checking that both give the same money, entries and GPU-hours.
 
 It prints figures, never pass/fail. The database is migrated with the real migrations first.
 """
@@ -21,8 +25,10 @@ It prints figures, never pass/fail. The database is migrated with the real migra
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
+import tempfile
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -34,49 +40,83 @@ from starburst.adapters.db import migrate  # noqa: E402
 from starburst.adapters.db.engine import create_engine, redact  # noqa: E402
 from starburst.adapters.db.store import SqlStore  # noqa: E402
 from starburst.core.lifecycle import JobState  # noqa: E402
-from starburst.core.records import CostEntry, JobSpec  # noqa: E402
+from starburst.core.records import CostEntry, CostTotal, JobSpec  # noqa: E402
 from tests.support.postgres import drop_database, fresh_database, server_url  # noqa: E402
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00Z
 HOUR = 3600.0
 TEAMS = 20
 USERS = 200
-#: Reports timed over the whole range: the monthly team report first (the target), then
-#: the finance groupings.
+#: Reports timed over the whole range: every key the API groups by, alone, then the pairs
+#: finance asks for.
 GROUPINGS = [
     ("team", "month"),
     ("project", "week"),
     ("gpu_type", "location"),
     ("user", "day"),
     ("job",),
+    ("team",),
+    ("user",),
+    ("project",),
+    ("cloud",),
+    ("region",),
+    ("source",),
+    ("day",),
+    ("week",),
+    ("month",),
 ]
+RUNS = 3
 
+#: One job's ``per_job`` hourly entries: ``{series}``, ``{time}`` and ``{pick}`` differ by
+#: dialect (PostgreSQL's generate_series, SQLite's recursive CTE and time functions).
 LOAD_COSTS = """
+{series}
 INSERT INTO cost_entries (job_id, source, user_name, team_name, project, cloud, region,
                           gpu_type, period_start, period_end, gpu_hours, amount_micros,
                           currency)
-SELECT j.id, CASE WHEN g % 5 = 0 THEN 'onprem' ELSE 'cloud' END, j.user_name, j.team_name,
+SELECT j.id, CASE WHEN j.rn % 5 = 0 THEN 'onprem' ELSE 'cloud' END, j.user_name, j.team_name,
        'project-' || (j.rn % 50),
-       CASE WHEN g % 5 = 0 THEN 'onprem' ELSE (ARRAY['aws', 'gcp', 'azure'])[1 + g % 3] END,
-       CASE WHEN g % 5 = 0 THEN NULL ELSE (ARRAY['us-east-1', 'eu-west-1'])[1 + g % 2] END,
-       (ARRAY['A100', 'H100', 'T4', 'L4'])[1 + j.rn % 4],
-       timestamptz '2026-01-01 00:00+00' + ((j.rn * :per_job + g) % 2160) * interval '1 hour',
-       timestamptz '2026-01-01 01:00+00' + ((j.rn * :per_job + g) % 2160) * interval '1 hour',
-       j.gpus, CASE WHEN g % 5 = 0 THEN 0 ELSE j.gpus * 2500000 END, 'USD'
+       CASE WHEN j.rn % 5 = 0 THEN 'onprem' ELSE {cloud} END,
+       CASE WHEN j.rn % 5 = 0 THEN NULL ELSE {region} END,
+       {gpu_type},
+       {start}, {end},
+       j.gpus, CASE WHEN j.rn % 5 = 0 THEN 0 ELSE j.gpus * 2500000 END, 'USD'
 FROM (SELECT id, user_name, team_name, gpus, row_number() OVER (ORDER BY id) AS rn
       FROM jobs LIMIT :jobs) AS j
-CROSS JOIN generate_series(0, :per_job - 1) AS g
+CROSS JOIN {from_series}
 """
+HOURS = "((j.rn * :per_job + g.n) % 2160)"
 
 
-BASELINE = """
-SELECT team_name, date_trunc('month', timezone('UTC', period_start)), currency,
-       sum(amount_micros), sum(gpu_hours), count(*)
-FROM cost_entries
-WHERE period_start >= timestamptz '2026-01-01 00:00+00'
-  AND period_start < timestamptz '2026-04-01 00:00+00'
-GROUP BY 1, 2, 3
-"""
+def pick(expr: str, values: list[str]) -> str:
+    cases = " ".join(f"WHEN {i} THEN '{v}'" for i, v in enumerate(values))
+    return f"CASE {expr} % {len(values)} {cases} END"
+
+
+def load_sql(postgres: bool) -> str:
+    if postgres:
+        series, from_series = "", "generate_series(0, :per_job - 1) AS g(n)"
+
+        def at(hours: str) -> str:
+            return f"timestamptz '2026-01-01 00:00+00' + {hours} * interval '1 hour'"
+    else:
+        series = (
+            "WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n + 1 < :per_job)"
+        )
+        from_series = "g"
+
+        def at(hours: str) -> str:
+            return f"datetime('2026-01-01', '+' || {hours} || ' hours') || '.000000'"
+
+    return LOAD_COSTS.format(
+        series=series,
+        from_series=from_series,
+        cloud=pick("j.rn", ["aws", "gcp", "azure"]),
+        region=pick("j.rn", ["us-east-1", "eu-west-1"]),
+        gpu_type=pick("j.rn", ["A100", "H100", "T4", "L4"]),
+        start=at(HOURS),
+        end=at(f"({HOURS} + 1)"),
+    )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -139,9 +179,7 @@ def bench_queue(store: SqlStore, queued: int, page: int) -> None:
     )
 
 
-def bench_costs(store: SqlStore, job_ids: list[str], costs: int) -> None:
-    import sqlalchemy as sa
-
+def bench_record(store: SqlStore, job_ids: list[str]) -> None:
     sample = job_ids[: min(len(job_ids), 5_000)]
     entries = [
         CostEntry(
@@ -161,42 +199,76 @@ def bench_costs(store: SqlStore, job_ids: list[str], costs: int) -> None:
     elapsed = time.perf_counter() - started
     print(
         f"record_costs{len(entries):>9,} entries in batches of 10,000: {elapsed:6.2f} s "
-        f"= {len(entries) / elapsed:>8,.0f} entries/s"
+        f"= {len(entries) / elapsed:>8,.0f} entries/s (with their rollups)"
     )
+
+
+def load_costs(store: SqlStore, job_ids: list[str], costs: int) -> int:
+    import sqlalchemy as sa
+
     per_job = max(1, costs // len(job_ids))
     started = time.perf_counter()
     with store.engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM cost_rollups"))
         conn.execute(sa.text("DELETE FROM cost_entries"))
-        conn.execute(sa.text(LOAD_COSTS), {"per_job": per_job, "jobs": costs // per_job})
-        total = conn.execute(sa.text("SELECT count(*) FROM cost_entries")).scalar_one()
-    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(sa.text("VACUUM ANALYZE cost_entries"))
+        sql = load_sql(store.is_postgres)
+        conn.execute(sa.text(sql), {"per_job": per_job, "jobs": costs // per_job})
+        total = int(conn.execute(sa.text("SELECT count(*) FROM cost_entries")).scalar_one())
     print(
         f"load costs  {total:>9,} entries (INSERT ... SELECT): "
         f"{time.perf_counter() - started:6.2f} s"
     )
-    baseline = []
-    for _ in range(5):  # the report's former query shape: one grouping, no showback split
-        tick = time.perf_counter()
-        with store.engine.connect() as conn:
-            conn.execute(sa.text(BASELINE)).all()
-        baseline.append(time.perf_counter() - tick)
+    started = time.perf_counter()
+    store.rebuild_cost_rollups()
+    with store.engine.connect() as conn:
+        rows = int(conn.execute(sa.text("SELECT count(*) FROM cost_rollups")).scalar_one())
     print(
-        f"baseline    {total:>9,} entries by team x month, plain GROUP BY: median "
-        f"{statistics.median(baseline) * 1000:6.1f} ms (the same machine, now)"
+        f"rollups     {rows:>9,} rows ({total / max(rows, 1):.1f} entries each) rebuilt "
+        f"from the entries: {time.perf_counter() - started:6.2f} s"
     )
+    analyze = "VACUUM ANALYZE" if store.is_postgres else "ANALYZE"
+    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for name in ("cost_entries", "cost_rollups"):
+            conn.execute(sa.text(f"{analyze} {name}"))
+    return total
+
+
+def timed(
+    store: SqlStore, by: tuple[str, ...], rollups: bool, runs: int
+) -> tuple[float, float, list[CostTotal]]:
+    """Median wall-clock and CPU seconds of this process (on SQLite: all of the work; on
+    PostgreSQL: the driver and building the rows), and the report."""
+    walls, cpus = [], []
+    read = store.cost_report if rollups else store.cost_report_from_entries
+    for _ in range(runs):
+        tick, cpu = time.perf_counter(), time.process_time()
+        report = read(T0, T0 + 90 * 24 * HOUR, by=by)
+        walls.append(time.perf_counter() - tick)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus), report
+
+
+def same(a: list[CostTotal], b: list[CostTotal]) -> bool:
+    """The same groups, money and entries; GPU-hours equal to the float's precision."""
+    return len(a) == len(b) and all(
+        (x.key, x.currency, x.amount, x.entries, x.onprem_amount)
+        == (y.key, y.currency, y.amount, y.entries, y.onprem_amount)
+        and math.isclose(x.gpu_hours, y.gpu_hours, rel_tol=1e-12)
+        and math.isclose(x.onprem_gpu_hours, y.onprem_gpu_hours, rel_tol=1e-12)
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+def bench_reports(store: SqlStore, total: int) -> None:
     for by in GROUPINGS:
-        timings = []
-        for _ in range(5):
-            tick = time.perf_counter()
-            report = store.cost_report(T0, T0 + 90 * 24 * HOUR, by=by)
-            timings.append(time.perf_counter() - tick)
-        amount = sum((row.amount for row in report), Decimal(0))
-        onprem = sum(row.onprem_gpu_hours for row in report)
+        before, _, every = timed(store, by, rollups=False, runs=1)  # the former path: slow
+        after, cpu, fast = timed(store, by, rollups=True, runs=RUNS)
+        amount = sum((row.amount for row in fast), Decimal(0))
         print(
-            f"cost report {total:>9,} entries by {' x '.join(by):<18} ({len(report):>6,} rows, "
-            f"${amount:,.2f}, {onprem:,.0f} on-prem GPU-h): median "
-            f"{statistics.median(timings) * 1000:6.1f} ms  max {max(timings) * 1000:6.1f} ms"
+            f"cost report {total:>9,} entries by {' x '.join(by):<18} ({len(fast):>7,} rows, "
+            f"${amount:,.2f}): entries {before * 1000:7.1f} ms -> rollups "
+            f"{after * 1000:6.1f} ms (this process's CPU {cpu * 1000:6.1f} ms; "
+            f"{before / after:5.1f}x, {'identical' if same(every, fast) else 'DIFFERENT'})"
             "   (target < 1,000 ms)"
         )
 
@@ -207,16 +279,15 @@ def run(url: str, args: argparse.Namespace) -> None:
     print(f"database: {redact(url)}")
     ids = bench_submit(store, args.jobs, args.batch)
     bench_queue(store, args.queued, args.page)
-    if store.is_postgres:
-        bench_costs(store, ids, args.costs)
-    else:
-        print("cost report: skipped (the bulk loader uses PostgreSQL's generate_series)")
+    bench_record(store, ids)
+    bench_reports(store, load_costs(store, ids, args.costs))
     store.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", help="an empty, reachable database (default: throwaway PG)")
+    parser.add_argument("--url", help="an empty, reachable database (default: throwaway ones)")
+    parser.add_argument("--db", choices=("both", "postgresql", "sqlite"), default="both")
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--queued", type=int, default=10_000)
@@ -226,14 +297,18 @@ def main() -> None:
     if args.url:
         run(args.url, args)
         return
-    with server_url() as server:
-        if server is None:
-            raise SystemExit("no PostgreSQL: install it or pass --url")
-        url = fresh_database(server, prefix="sb_bench")
-        try:
-            run(url, args)
-        finally:
-            drop_database(url)
+    if args.db in ("both", "postgresql"):
+        with server_url() as server:
+            if server is None:
+                raise SystemExit("no PostgreSQL: install it or pass --url")
+            url = fresh_database(server, prefix="sb_bench")
+            try:
+                run(url, args)
+            finally:
+                drop_database(url)
+    if args.db in ("both", "sqlite"):
+        with tempfile.TemporaryDirectory(prefix="sb_bench") as directory:
+            run(f"sqlite:///{directory}/bench.db", args)
 
 
 if __name__ == "__main__":
