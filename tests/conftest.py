@@ -32,7 +32,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _server_group(item)
         if group is not None and not any(item.iter_markers("xdist_group")):
             item.add_marker(pytest.mark.xdist_group(group))
-        if config.getvalue("loadgroup"):  # an xdist worker under --dist loadgroup
+        # an xdist worker under --dist loadgroup (the option exists only on workers)
+        if getattr(config.option, "loadgroup", False):
             _name_group_in_nodeid(item)
 
 
