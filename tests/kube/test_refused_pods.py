@@ -51,11 +51,18 @@ def test_a_started_job_whose_pods_are_refused_ends_and_frees_its_placement(
     assert cluster.snapshot().capacity.free_gpus == 8 and not cluster.snapshot().running
     stored = wait_for(lambda: (j := batch.read_namespaced_job("open", locked)).spec.suspend and j)
     assert stored.metadata.annotations["starburst.io/state"] == "failed"
-    events = core.list_namespaced_event(locked, field_selector="involvedObject.name=open").items
-    assert {(e.type, e.reason) for e in events} >= {
-        ("Warning", "FailedCreate"),
-        ("Warning", "Stopped"),
-    }
+    # the Stopped Event is written after the suspending patch the wait above saw
+    assert wait_for(
+        lambda: (
+            {
+                (e.type, e.reason)
+                for e in core.list_namespaced_event(
+                    locked, field_selector="involvedObject.name=open"
+                ).items
+            }
+            >= {("Warning", "FailedCreate"), ("Warning", "Stopped")}
+        )
+    )
 
 
 def test_the_jobs_starburst_creates_pass_podsecurity_restricted(kube, make_cluster, locked):

@@ -221,8 +221,18 @@ def test_suspension_by_someone_else_and_deletion_end_the_job(
             == "failed"
         )
     )
-    events = core.list_namespaced_event(rig.ns, field_selector="involvedObject.name=mine")
-    assert ("Warning", "Stopped") in {(e.type, e.reason) for e in events.items}
+    # the Stopped Event is written after the patch the wait above saw
+    assert wait_for(
+        lambda: (
+            ("Warning", "Stopped")
+            in {
+                (e.type, e.reason)
+                for e in core.list_namespaced_event(
+                    rig.ns, field_selector="involvedObject.name=mine"
+                ).items
+            }
+        )
+    )
     # its GPUs are free again: a 16-GPU gang fits both nodes
     batch.create_namespaced_job(rig.ns, suspended_job("gang", gpus=8, pods=2))
     assert rig.passes_until(lambda: rig.state("gang") is JobState.RUNNING_ONPREM)
