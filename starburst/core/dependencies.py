@@ -42,8 +42,14 @@ if TYPE_CHECKING:  # a job holds its dependencies: job.py imports this module
 #: the most dependencies one job may name, and the largest array limit
 MAX_DEPENDENCIES = 100
 MAX_ARRAY_LIMIT = 10_000
-#: a dependency's target as typed: an id, an id prefix or a job name (no spaces or commas)
-_TARGET = re.compile(r"[^\s,:]{1,256}")
+#: a dependency's target as typed: an id, an id prefix or a job name, without control
+#: characters, blanks (every character Python, JSON Schema or Rust regexes call whitespace),
+#: commas or colons. Spelled out rather than ``\s`` so the API's schema, its validator and
+#: this parser agree on every character.
+TARGET = r"[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff,:]{1,256}"
+#: one ``after`` entry as the API takes it: a target, optionally ``:ok`` or ``:any``
+AFTER_PATTERN = rf"^{TARGET}(:([Oo][Kk]|[Aa][Nn][Yy]))?$"
+_TARGET = re.compile(TARGET)
 
 
 class AfterKind(StrEnum):

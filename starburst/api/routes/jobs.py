@@ -167,15 +167,16 @@ def _owner(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[str, st
 
 def _dependencies(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[Dependency, ...]:
     """``after`` resolved to job ids as every id is (exact, prefix or name). An unknown one
-    is 422; one that already failed or was cancelled under ``:ok`` is 409 (it could never
-    run). A new job can only wait for jobs that exist already, so no cycle can form."""
+    is 404, as an unknown id is everywhere; one that already failed or was cancelled under
+    ``:ok`` is 409 (it could never run). A new job can only wait for jobs that exist
+    already, so no cycle can form."""
     resolved: list[Dependency] = []
     for dep in body.dependencies():
         try:
             target = _visible(ctx, dep.job_id, caller)
         except JobNotFound:
             raise HTTPException(
-                422,
+                404,
                 f"after {dep}: no job {dep.job_id!r} (give a job id, a unique id prefix or "
                 "the name of one of your jobs)",
             ) from None

@@ -59,7 +59,7 @@ def _not_blank(value: str) -> str:
     return value
 
 
-def _encodable(value: str) -> str:
+def encodable(value: str) -> str:
     """Lone surrogates (valid in JSON, not in UTF-8) cannot be stored or passed on."""
     try:
         value.encode("utf-8")
@@ -84,13 +84,13 @@ def _whole_number(value: object) -> object:
 WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
 
 Label256 = Annotated[
-    str, Field(min_length=1, max_length=256, pattern=NO_CONTROL), AfterValidator(_encodable)
+    str, Field(min_length=1, max_length=256, pattern=NO_CONTROL), AfterValidator(encodable)
 ]
 Label128 = Annotated[
-    str, Field(min_length=1, max_length=128, pattern=NO_CONTROL), AfterValidator(_encodable)
+    str, Field(min_length=1, max_length=128, pattern=NO_CONTROL), AfterValidator(encodable)
 ]
 Label64 = Annotated[
-    str, Field(min_length=1, max_length=64, pattern=NO_CONTROL), AfterValidator(_encodable)
+    str, Field(min_length=1, max_length=64, pattern=NO_CONTROL), AfterValidator(encodable)
 ]
 AccountName = Annotated[str, Field(min_length=1, max_length=128, pattern=ACCOUNT_NAME)]
 CommandText = Annotated[
@@ -98,7 +98,7 @@ CommandText = Annotated[
     Field(min_length=1, max_length=MAX_COMMAND),
     AfterValidator(_no_nul),
     AfterValidator(_not_blank),
-    AfterValidator(_encodable),
+    AfterValidator(encodable),
     WithJsonSchema(
         {
             "type": "string",
@@ -114,7 +114,7 @@ CommandArg = Annotated[
     str,
     Field(max_length=200),
     AfterValidator(_no_nul),
-    AfterValidator(_encodable),
+    AfterValidator(encodable),
     WithJsonSchema({"type": "string", "maxLength": 200, "not": {"pattern": HAS_NUL}}),
 ]
 CommandArgs = Annotated[list[CommandArg], Field(min_length=1, max_length=64)]
@@ -123,7 +123,7 @@ EnvValue = Annotated[
     str,
     Field(max_length=MAX_ENV_VALUE),
     AfterValidator(_no_nul),
-    AfterValidator(_encodable),
+    AfterValidator(encodable),
     WithJsonSchema({"type": "string", "maxLength": MAX_ENV_VALUE, "not": {"pattern": HAS_NUL}}),
 ]
 EnvVars = Annotated[

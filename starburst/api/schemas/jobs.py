@@ -15,7 +15,7 @@ import shlex
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from starburst.api.schemas.fields import (
     MAX_CPUS,
@@ -30,8 +30,10 @@ from starburst.api.schemas.fields import (
     Label128,
     Label256,
     WholeNumber,
+    encodable,
 )
 from starburst.core.dependencies import (
+    AFTER_PATTERN,
     MAX_ARRAY_LIMIT,
     MAX_DEPENDENCIES,
     Dependency,
@@ -56,7 +58,21 @@ class JobSubmit(BaseModel):
     command of at most 64 KiB without NUL bytes, at most 64 env variables.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid",
+        allow_inf_nan=False,
+        # what ``_limit_needs_array`` enforces, told to clients and fuzzers in the schema
+        json_schema_extra={
+            "dependentSchemas": {
+                "array_limit": {
+                    "anyOf": [
+                        {"properties": {"array_limit": {"type": "null"}}},
+                        {"properties": {"array": {"type": "string"}}, "required": ["array"]},
+                    ]
+                }
+            }
+        },
+    )
 
     image: Label256
     command: CommandText | CommandArgs
@@ -86,7 +102,13 @@ class JobSubmit(BaseModel):
     project: Label128 | None = Field(
         default=None, description="Cost reports group by it (by=project)."
     )
-    after: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(
+    after: list[
+        Annotated[
+            str,
+            Field(min_length=1, max_length=300, pattern=AFTER_PATTERN),
+            AfterValidator(encodable),
+        ]
+    ] = Field(
         default_factory=list,
         max_length=MAX_DEPENDENCIES,
         description="Jobs to wait for: `ID` (until it ends) or `ID:ok` (until it succeeds); "
@@ -96,11 +118,10 @@ class JobSubmit(BaseModel):
     array: Label128 | None = Field(
         default=None, description="The array this job belongs to (with array_limit)."
     )
-    array_limit: int | None = Field(
+    array_limit: WholeNumber | None = Field(
         default=None,
         ge=1,
         le=MAX_ARRAY_LIMIT,
-        strict=True,
         description="At most this many of the array's jobs queued or running at once.",
     )
 
