@@ -36,6 +36,7 @@ from dataclasses import replace
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.cloudside import CloudFollower, cloud_job
 from starburst.controller.gating import DependencyGate
+from starburst.controller.logs import ids_sample
 from starburst.controller.moves import ACTOR, Moves
 from starburst.controller.queue_view import QueueView, read_all
 from starburst.controller.report import PassReport, backend_job
@@ -58,6 +59,9 @@ from starburst.core.ports import (
 from starburst.core.records import Move, StoredJob
 
 log = logging.getLogger("starburst.controller")
+
+#: why every job waits on-prem when the controller runs without a cloud (``cloud: none``)
+NO_CLOUD = "no cloud is configured, so nothing bursts; waiting on-prem"
 
 
 class SchedulingLoop:
@@ -127,16 +131,19 @@ class SchedulingLoop:
         snapshot = self.cluster.snapshot()
         capacity = snapshot.capacity
         hold = self._hold(now)
+        if self.cloud_side is None:  # nothing can burst: every job waits on-prem
+            hold = {**hold, HOLD_ALL: NO_CLOUD}
         result = schedule_pass(
             now, in_order(queue, self.config.order), arrivals, snapshot.capacity, self.config, hold
         )
+        # before the starts are carried out: a backend's snapshot may be live
+        total, free = capacity.total_gpus, capacity.free_gpus
+        started = sum(p.gpus for st in result.starts for p in st.placement)
+        report.utilization = (total - free + started) / total if total else 0.0
         self._apply(now, result, token, report)
         report.queue_length = len(result.waiting)
         report.unstartable = self.unstartable.take()
         report.held = result.held
-        total = capacity.total_gpus
-        started = sum(p.gpus for st in result.starts for p in st.placement)
-        report.utilization = (total - capacity.free_gpus + started) / total if total else 0.0
         self._announce_held(result.held)
         deadlines = (
             []
@@ -150,18 +157,25 @@ class SchedulingLoop:
         return report
 
     def _announce_held(self, held: list[tuple[str, str]]) -> None:
-        """Say once per job why it waits past its budget (a log line, and a Kubernetes Event
-        on its Job where the cluster can carry one)."""
+        """Say once per job why it waits past its budget: one log line per reason (a count
+        and a few ids, however many jobs), and a Kubernetes Event on each Job where the
+        cluster can carry one."""
         annotator = self._annotator
+        fresh: dict[str, list[str]] = {}
         for job_id, reason in held:
             if job_id in self._announced:
                 continue
             self._announced.add(job_id)
-            log.info("held on-prem: %s", reason, extra={"job": job_id})
+            fresh.setdefault(reason, []).append(job_id)
             if annotator is not None:
                 stored = self.store.get(job_id)
                 budget, runtime = stored.wait_budget or 0.0, stored.predicted_runtime
                 self._quietly(annotator.note_waiting, job_id, budget, runtime, reason)
+        for reason, ids in fresh.items():
+            extra = (
+                {"job": ids[0]} if len(ids) == 1 else {"jobs": len(ids), "job_ids": ids_sample(ids)}
+            )
+            log.info("held on-prem: %s", reason, extra=extra)
         if not held:
             self._announced.clear()
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
@@ -87,4 +90,50 @@ def test_submissions_beyond_the_admission_cap_wait_for_the_next_pass(tmp_path: P
     second = loop.run_pass()
     assert second.admitted == 2
     assert store.count(JobState.SUBMITTED) == 0
+    store.close()
+
+
+def test_without_a_cloud_jobs_past_the_queue_cap_stay_queued_and_start_when_gpus_free(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No cloud: a burst (budget spent, or beyond the queue cap) cannot happen, so the job
+    keeps waiting in the view. It used to vanish from it until the next full re-read, so
+    freed GPUs sat idle for up to a minute, and every pass read it back one query a time."""
+    url = f"sqlite:///{tmp_path / 'cap.db'}"
+    migrate.upgrade(url)
+    clock = ManualClock(T0)
+    store = SqlStore.open(url, clock=clock)
+    runtimes = {f"j{i}": 10.0 for i in range(40)}
+    cluster = SimCluster(uniform_nodes(1, 1), clock, runtimes)
+    config = SchedulerConfig(WaitPolicy(PolicyKind.CONSTANT, 5.0), out_of_order=True, queue_cap=3)
+    loop = SchedulingLoop(store, cluster, None, clock, config)
+    for i in range(40):
+        store.submit(JobSpec(id=f"j{i}", gpus=1), at=T0)
+    with caplog.at_level(logging.INFO, logger="starburst.controller"):
+        report = loop.run_pass()
+    assert report.started == ["j0"] and report.burst == []
+    assert report.queue_length == 39
+    assert report.utilization == 1.0  # the one GPU, counted once
+    (held,) = [r for r in caplog.records if r.getMessage().startswith("held on-prem")]
+    assert held.jobs == 36 and held.job_ids[-1] == "+31 more"  # beyond the cap of 3: one line
+    assert len(loop.view.current(T0, config.policy)) == 39
+    reads = 0
+    real_get = store.get
+
+    def counting_get(job_id: str):  # type: ignore[no-untyped-def]
+        nonlocal reads
+        reads += 1
+        return real_get(job_id)
+
+    store.get = counting_get  # type: ignore[method-assign]
+    for n in range(1, 6):  # every 10 s the running job ends: the next starts at once
+        clock.advance(10)
+        report = loop.run_pass()
+        assert len(report.started) == 1, report
+        assert report.queue_length == 39 - n
+        assert not loop.view.reloaded
+    assert reads <= 10  # a start reads its job; nobody is read back from the feed
+    states = list(store.states_of([f"j{i}" for i in range(40)]).values())
+    assert states.count(JobState.QUEUED) == 34 and JobState.BURSTING not in states
+    assert "no cloud" in report.held[0][1]
     store.close()
