@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from starburst.adapters.db.leader import LeaderLock, leader_lock
+from starburst.adapters.db.leader import leader_lock
 from starburst.adapters.db.store import SqlStore
 from starburst.controller import logs
 from starburst.controller.budgets import BudgetAlerts, BudgetGate
@@ -48,6 +48,7 @@ from starburst.controller.scheduling import SchedulingLoop
 from starburst.controller.tuning import TuningHooks
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import StarburstError, TransientError
+from starburst.core.leadership import LeaderLock
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
 from starburst.core.records import JobSpec
 from starburst.settings import Settings
@@ -175,9 +176,7 @@ class Controller:
             self._scheduler = None
         with self._pass_lock:
             self._step_down("stopped")
-            close = getattr(self._lock, "close", None)  # a lock with its own connections
-            if close is not None:
-                close()
+            self._lock.close()
         log.info("controller stopped")
 
     def poke(self) -> None:

@@ -27,11 +27,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from starburst.adapters.db.leader import LeaderLock, default_holder, leader_lock, next_term
+from starburst.adapters.db.leader import default_holder, leader_lock, next_term
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.daemon import Controller
 from starburst.core.errors import ConfigError
+from starburst.core.leadership import LeaderLock
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
 from starburst.settings import Settings
 from starburst.wallclock import WallClock

@@ -38,3 +38,25 @@ def test_locks_of_other_names_and_stores_are_independent() -> None:
     assert MemoryLeaderLock(store, "reporter").try_acquire() == 1  # another lock name
     assert MemoryLeaderLock(other).try_acquire() == 1  # another store
     assert store.next_term() == 2  # the store's own leader name: the controller's lock
+
+
+def test_closing_a_lock_hands_it_over_and_every_lock_is_the_core_port(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``close`` is part of ``core.leadership.LeaderLock``: the daemon calls it on any lock
+    (it once probed for it with getattr)."""
+    import inspect
+
+    from starburst.adapters.db.leader import PostgresLeaderLock, SqliteLeaderLock
+    from starburst.adapters.kubernetes.lease import LeaseLock
+    from starburst.core.leadership import LeaderLock
+    from starburst.core.leadership import LeaderLockBusy as CoreBusy
+
+    store = MemoryStore()
+    first, second = MemoryLeaderLock(store), MemoryLeaderLock(store)
+    assert first.try_acquire() == 1
+    first.close()
+    assert not first.is_held() and second.acquire(timeout=0.0) == 2
+    with pytest.raises(CoreBusy):  # every lock's "busy" is the core's error
+        first.acquire(timeout=0.0)
+    port = {n for n, _ in inspect.getmembers(LeaderLock) if not n.startswith("_")}
+    for lock in (MemoryLeaderLock, PostgresLeaderLock, SqliteLeaderLock, LeaseLock):
+        assert port <= {n for n in dir(lock) if not n.startswith("_")}, lock

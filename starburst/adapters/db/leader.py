@@ -27,44 +27,18 @@ import socket
 import sqlite3
 import threading
 from datetime import UTC, datetime
-from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
-from starburst.core.errors import TransientError
+from starburst.core.leadership import LeaderLock, LeaderLockBusy
 
 from .engine import translate_errors
 from .models import LeaderTermRow, table
 
 TERMS = table(LeaderTermRow)
 _LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL: lock_timeout expired
-
-
-class LeaderLockBusy(TransientError):
-    """Another replica holds the leader lock."""
-
-
-class LeaderLock(Protocol):
-    @property
-    def token(self) -> int | None:
-        """The fencing token while held, else None."""
-        ...
-
-    def try_acquire(self) -> int | None:
-        """Take the lock if free; return the new fencing token, or None if it is held."""
-        ...
-
-    def acquire(self, timeout: float | None = None) -> int:
-        """Wait up to ``timeout`` seconds (None: forever); raise ``LeaderLockBusy``."""
-        ...
-
-    def is_held(self) -> bool:
-        """Whether this replica still holds the lock (False once its connection died)."""
-        ...
-
-    def release(self) -> None: ...
 
 
 def default_holder() -> str:
@@ -177,6 +151,9 @@ class PostgresLeaderLock:
                 self._conn.execute(sa.select(sa.func.pg_advisory_unlock(self._key)))
         self._drop()
 
+    def close(self) -> None:
+        self.release()  # the lock owns only its session, which release gives back
+
     def _drop(self) -> None:
         if self._conn is not None:
             _discard(self._conn)
@@ -253,6 +230,9 @@ class SqliteLeaderLock:
         if self._memory is not None:
             self._memory.release()
         self._file, self._memory, self._token = None, None, None
+
+    def close(self) -> None:
+        self.release()
 
 
 def next_term(engine: Engine, name: str, holder: str) -> int:

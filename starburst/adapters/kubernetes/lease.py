@@ -35,13 +35,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from starburst.adapters.kubernetes.retry import status_of, translate
-from starburst.core.errors import TransientError
+from starburst.core.leadership import LeaderLockBusy
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
-class LeaseBusy(TransientError):
+class LeaseBusy(LeaderLockBusy):
     """Another replica holds the Lease (``acquire`` timed out)."""
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from starburst.core.errors import TransientError
+from starburst.core.leadership import LeaderLockBusy
 from starburst.core.ports import (
     Accounts,
     Clock,
@@ -53,13 +53,9 @@ class MemoryStore(MemoryJobs, MemoryTransitions, MemoryLedger, MemoryAccounts, M
             return self._leader_locks.setdefault(name, threading.Lock())
 
 
-class LeaderLockBusy(TransientError):
-    """Another replica holds the leader lock."""
-
-
 class MemoryLeaderLock:
     """A leader lock among replicas sharing one ``MemoryStore``; each acquisition hands out
-    the store's next fencing token (the ``LeaderLock`` contract of ``adapters.db.leader``)."""
+    the store's next fencing token (``core.leadership.LeaderLock``)."""
 
     def __init__(self, store: MemoryStore, name: str | None = None) -> None:
         self._store = store
@@ -95,6 +91,9 @@ class MemoryLeaderLock:
         if self._token is not None:
             self._mutex.release()
         self._token = None
+
+    def close(self) -> None:
+        self.release()
 
 
 def _implements_the_core_ports(
