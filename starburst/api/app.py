@@ -33,14 +33,14 @@ from typing import Any
 from fastapi import FastAPI
 
 from starburst.api import errors, openapi, ui
-from starburst.api.context import ApiContext, Clock, HealthProbe
+from starburst.api.context import ApiContext, HealthProbe
 from starburst.api.fastsubmit import SubmitFastPath
 from starburst.api.finance import burst_quote
 from starburst.api.limits import RequestLimits
 from starburst.api.routes import accounts, costs, jobs, queue, tuning, tuning_page
 from starburst.api.routes import health as health_routes
 from starburst.api.submissions import SubmissionBatcher
-from starburst.core.ports import Store
+from starburst.core.ports import Clock, Store
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
 

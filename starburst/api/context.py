@@ -25,19 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from starburst.api.submissions import SubmissionBatcher
 from starburst.api.tokens import TokenCache
-from starburst.core.ports import Store
+from starburst.core.ports import Clock, Store
 from starburst.core.records import Principal, Role
 from starburst.settings import Settings
 
 HealthProbe = Callable[[], "str | None"]
-
-
-class Clock(Protocol):
-    def now(self) -> float: ...
 
 
 @dataclass(frozen=True)
