@@ -259,10 +259,12 @@ def parse_price_table(data: Any, origin: str = "price table") -> PriceTable:
             raise PriceTableError(f"{origin}: GPU {name} is listed twice")
         if not isinstance(by_cloud, Mapping) or not by_cloud:
             raise PriceTableError(f"{origin}: {name} must map clouds to prices")
-        rates[name] = {
-            str(cloud).lower(): _parse_rate(f"{origin}: {name} on {cloud}", entry)
-            for cloud, entry in by_cloud.items()
-        }
+        rates[name] = {}
+        for cloud, entry in by_cloud.items():
+            key = str(cloud).lower()
+            if key in rates[name]:
+                raise PriceTableError(f"{origin}: {name} on {key} is listed twice")
+            rates[name][key] = _parse_rate(f"{origin}: {name} on {cloud}", entry)
     return PriceTable(
         rates,
         taken.strip(),
