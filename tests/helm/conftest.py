@@ -80,6 +80,15 @@ CASES: dict[str, dict[str, Any]] = {
     "example-trial": yaml.safe_load((DEPLOY / "values-trial.yaml").read_text()),
 }
 
+#: Secrets the admin creates before installing (the cases and examples above name them).
+EXISTING: dict[str, dict[str, str]] = {
+    "sb-db": {"url": DB["url"]},
+    "starburst-db": {"database-url": DB["url"]},
+    "sb-admin": {"token": "sb_" + "a" * 40},
+    "clouds": {"aws": "[default]\naws_access_key_id = AKIA...\n"},
+    "skypilot-api": {"endpoint": "https://user:pw@skypilot.internal"},
+}
+
 
 @pytest.fixture(scope="session")
 def helm() -> Path:

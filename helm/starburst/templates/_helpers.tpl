@@ -171,9 +171,12 @@ admin-token: {{ include "starburst.adminToken" . | b64enc | quote }}
 {{- $_ := set $fixed "price_table" "/etc/starburst/prices.yaml" }}
 {{- end }}
 {{- $settings := merge $fixed (deepCopy .Values.settings) }}
-{{- if eq (toString (index $settings "queue_cap" | default "")) "none" }}
-{{- /* Helm drops null values, so "no cap" is spelt "none" in values and null in the file. */}}
-{{- $_ := set $settings "queue_cap" nil }}
+{{- /* Helm drops a null that overrides a default of values.yaml, so these nullable settings
+spell null "none" (tests/helm/values_schema.py lists them: none_spelled). */}}
+{{- range $key := list "queue_cap" }}
+{{- if eq (toString (index $settings $key | default "")) "none" }}
+{{- $_ := set $settings $key nil }}
+{{- end }}
 {{- end }}
 {{- toYaml $settings }}
 {{- end -}}
