@@ -4,7 +4,9 @@ objects and identities the test reads from the real API server.
 - ``Helm`` runs ``helm install``/``upgrade`` in the background (they wait for the hook Job);
 - ``Processes`` runs ``starburst controller``/``api`` out of the cluster, logging to files;
 - ``release_env`` is the pods' environment out of the cluster: the release's settings file
-  and database URL, and a kubeconfig holding a token of the chart's ServiceAccount.
+  and database URL, and a kubeconfig holding a token of the chart's ServiceAccount;
+- ``run_container`` runs what one container of a pod would, with its env and mounted files
+  (``podview``) read from the real API server (``data_in``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from kubernetes import client
 
+from tests.helm import podview
 from tests.helm.conftest import CHART
 from tests.support.controlplane import RealKube
 from tests.support.controlplane_process import free_port
@@ -62,6 +65,40 @@ def suspended_job(name: str, gpus: int) -> dict[str, Any]:
 def secret_data(core: client.CoreV1Api, namespace: str, name: str) -> dict[str, str]:
     data = core.read_namespaced_secret(name, namespace).data or {}
     return {k: base64.b64decode(v).decode() for k, v in data.items()}
+
+
+def data_in(core: client.CoreV1Api, namespace: str) -> podview.DataOf:
+    """``podview``'s ``data_of`` over the ConfigMaps and Secrets of the real API server."""
+
+    def data_of(kind: str, name: str) -> dict[str, str]:
+        if kind == "Secret":
+            return secret_data(core, namespace, name)
+        return dict(core.read_namespaced_config_map(name, namespace).data or {})
+
+    return data_of
+
+
+def run_container(
+    pod: dict[str, Any], container: dict[str, Any], root: Path, data_of: podview.DataOf
+) -> subprocess.CompletedProcess[str]:
+    """What the container would run, here: its command (the image's entrypoint is
+    ``starburst``; ``python`` is this interpreter) with its env and mounted files."""
+    view = podview.settings_view(pod, container, root, data_of)
+    command = container.get("command") or ["starburst"]
+    program = ["-m", "starburst.cli"] if command == ["starburst"] else command[1:]
+    assert command[0] in ("starburst", "python"), command
+    env = clean_env(
+        **{k: v for k, v in view.env.items() if k.startswith("STARBURST_")},
+        STARBURST_STATE_DIR=str(root / "state"),
+    )
+    return subprocess.run(
+        [sys.executable, *program, *view.argv(container.get("args") or [])],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def starburst(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

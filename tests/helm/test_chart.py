@@ -131,6 +131,17 @@ def test_existing_secrets_are_used_and_no_secret_is_created(render: Render) -> N
     assert token["valueFrom"]["secretKeyRef"] == {"name": "sb-admin", "key": "token"}
 
 
+def test_a_price_table_is_checked_by_the_hook_before_the_migration(render: Render) -> None:
+    table = {"taken": "2026-01-05", "gpus": {"H100": {"aws": {"on_demand": 6.5}}}}
+    objects = render({**CASES["defaults"], "priceTable": table})
+    job = named(objects, "Job", "-migrate")["spec"]["template"]["spec"]
+    check, upgrade = job["initContainers"]
+    assert check["command"] == ["python", "-m", "starburst.pricing"]
+    assert check["args"] == ["check", "/etc/starburst/prices.yaml"]
+    assert upgrade["args"] == ["db", "upgrade"]
+    assert job["containers"][0]["args"][:2] == ["admin", "bootstrap"]
+
+
 def test_evaluation_postgresql_migrates_from_the_pods(render: Render) -> None:
     objects = render(CASES["evaluation"])
     assert named(objects, "StatefulSet", "-postgresql")

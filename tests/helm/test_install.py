@@ -27,6 +27,7 @@ of the ``restricted`` namespace judges it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,10 @@ from tests.helm.install_support import (
     Helm,
     Processes,
     clean_env,
+    data_in,
     pods_pass_podsecurity,
     release_env,
+    run_container,
     secret_data,
     starburst,
     suspended_job,
@@ -73,30 +76,31 @@ def cluster(real_kube: RealKube, real_namespace: str) -> Iterator[Any]:
 
 
 def run_migration_hook(
-    core: client.CoreV1Api, batch: client.BatchV1Api, kubelet: Any, namespace: str, tmp: Path
+    admin: Any, kubelet: Any, namespace: str, tmp: Path, *, expect_ok: bool = True
 ) -> dict[str, str]:
-    """What the hook Job's pod would do, with what Helm rendered; then the pod succeeds."""
+    """What the hook Job's pod would do, with what Helm rendered, step by step (its init
+    containers, then its container); then the pod ends, Succeeded or, if a step failed,
+    Failed. Returns the hook Secret's data."""
     job_name = f"{FULLNAME}-hook-migrate"
     assert wait_for(lambda: bool(kubelet.pods_of(namespace, job_name)), timeout=120), (
         "the real Job controller created no pod for the migration hook (PodSecurity?)"
     )
-    job = batch.read_namespaced_job(job_name, namespace)
-    spec = job.spec.template.spec
-    settings = tmp / "hook-settings.yaml"
-    hook = f"{FULLNAME}-hook"
-    settings.write_text(core.read_namespaced_config_map(hook, namespace).data["settings.yaml"])
-    secrets = secret_data(core, namespace, hook)
-    env = clean_env(
-        STARBURST_CONFIG=str(settings),
-        STARBURST_DATABASE_URL=secrets["database-url"],
-        STARBURST_BOOTSTRAP_TOKEN=secrets["admin-token"],
-        STARBURST_STATE_DIR=str(tmp / "hook-state"),
-    )
-    for container in [*(spec.init_containers or []), *spec.containers]:
-        done = starburst(container.args, env)
-        assert done.returncode == 0, f"{container.name} {container.args}: {done.stderr}"
-    assert kubelet.finish_job(namespace, job_name) == 1
-    return secrets
+    core, batch = client.CoreV1Api(admin), client.BatchV1Api(admin)
+    job = admin.sanitize_for_serialization(batch.read_namespaced_job(job_name, namespace))
+    pod = job["spec"]["template"]["spec"]
+    data_of = data_in(core, namespace)
+    ok = True
+    for n, container in enumerate([*pod.get("initContainers", []), *pod["containers"]]):
+        done = run_container(pod, container, tmp / f"hook-{n}", data_of)
+        shown = " ".join([*container.get("command", ["starburst"]), *container["args"]])
+        print(f"hook step {container['name']}: $ {shown}\n{done.stdout}{done.stderr}".rstrip())
+        if done.returncode != 0:
+            assert not expect_ok, f"{container['name']}: {done.stderr}"
+            ok = False
+            break
+    assert ok or not expect_ok, "every step succeeded"
+    assert kubelet.finish_job(namespace, job_name, succeeded=ok) == 1
+    return secret_data(core, namespace, f"{FULLNAME}-hook")
 
 
 def check_installed(admin: Any, namespace: str) -> None:
@@ -131,10 +135,14 @@ def schedule_queued_job(
         ),
         timeout=60,
     )
+    pod = next(p for p in kubelet.pods_of(namespace, "train") if p["status"].get("phase"))
+    print(f"job {namespace}/train: unsuspended by the controller, pod on {pod['spec']['nodeName']}")
     kubelet.finish_job(namespace, "train")
     assert wait_for(
         lambda: store.get(f"{namespace}/train").state is JobState.SUCCEEDED, timeout=60
     ), tail(log)
+    record = store.get(f"{namespace}/train")
+    print(f"store: {record.id} {record.state.value}")
 
 
 def submit_through_the_api(
@@ -209,7 +217,6 @@ def upgrade_keeps_the_token(
     install: Helm,
     values: Path,
     core: client.CoreV1Api,
-    batch: client.BatchV1Api,
     kubelet: Any,
     namespace: str,
     token: str,
@@ -219,13 +226,33 @@ def upgrade_keeps_the_token(
     settings["settings"]["budget"] = 0.5
     values.write_text(yaml.safe_dump(settings))
     install.start("upgrade", values)
-    again = run_migration_hook(core, batch, kubelet, namespace, tmp)
+    again = run_migration_hook(core.api_client, kubelet, namespace, tmp / "upgrade")
     code, out, err = install.finish()
     assert code == 0, out + err
+    print(f"\n$ helm upgrade {RELEASE} helm/starburst -n {namespace} (budget: 0.5)\n{out}")
     assert again["admin-token"] == token
     assert secret_data(core, namespace, FULLNAME)["admin-token"] == token
     upgraded = core.read_namespaced_config_map(FULLNAME, namespace).data["settings.yaml"]
     assert yaml.safe_load(upgraded)["budget"] == 0.5
+
+
+def upgrade_with_a_bad_price_table_fails(
+    install: Helm, values: Path, core: client.CoreV1Api, kubelet: Any, namespace: str, tmp: Path
+) -> None:
+    """A table the schema lets through (an alias listed twice) fails the hook's price check,
+    so ``helm upgrade`` fails and the running release keeps its settings and prices."""
+    before = core.read_namespaced_config_map(FULLNAME, namespace).data
+    bad = yaml.safe_load(values.read_text())
+    bad["priceTable"]["gpus"]["A100-40GB"] = {"aws": {"on_demand": 4.0}}
+    bad["migration"] = {"backoffLimit": 0}
+    bad["settings"]["budget"] = 0.75
+    values.write_text(yaml.safe_dump(bad))
+    install.start("upgrade", values)
+    run_migration_hook(core.api_client, kubelet, namespace, tmp / "bad", expect_ok=False)
+    code, out, err = install.finish()
+    print(f"\n$ helm upgrade ... (priceTable lists A100 twice) → exit {code}\n{err}".rstrip())
+    assert code != 0 and "pre-upgrade hooks failed" in err, out + err
+    assert core.read_namespaced_config_map(FULLNAME, namespace).data == before
 
 
 def test_helm_install_then_the_controller_schedules_a_job_as_the_chart_account(
@@ -244,6 +271,9 @@ def test_helm_install_then_the_controller_schedules_a_job_as_the_chart_account(
                 "database": {"url": postgres_database},
                 "cloud": {"provider": "none"},
                 "settings": {"policy": "no-wait", "pass_interval_s": 0.5},
+                "priceTable": yaml.safe_load(
+                    resources.files("starburst.pricing").joinpath("prices.yaml").read_text()
+                ),
             }
         )
     )
@@ -253,7 +283,7 @@ def test_helm_install_then_the_controller_schedules_a_job_as_the_chart_account(
     store = SqlStore.open(postgres_database)
     try:
         install.start("install", values)
-        secrets = run_migration_hook(core, batch, kubelet, namespace, tmp_path)
+        secrets = run_migration_hook(admin, kubelet, namespace, tmp_path / "install")
         code, out, err = install.finish()
         assert code == 0, out + err
         assert "PodSecurity" not in err, err  # no "would violate PodSecurity" warning
@@ -268,12 +298,14 @@ def test_helm_install_then_the_controller_schedules_a_job_as_the_chart_account(
             f"starburst-{FULLNAME}", namespace
         )
         assert lease.spec.holder_identity
+        print(f"lease starburst-{FULLNAME}: held by {lease.spec.holder_identity}")
         schedule_queued_job(batch, kubelet, store, namespace, log)
         submit_through_the_api(processes, env, secrets["admin-token"], admin, kubelet, store, log)
         no_forbidden_requests(real_kube, namespace)
         upgrade_keeps_the_token(
-            install, values, core, batch, kubelet, namespace, secrets["admin-token"], tmp_path
+            install, values, core, kubelet, namespace, secrets["admin-token"], tmp_path
         )
+        upgrade_with_a_bad_price_table_fails(install, values, core, kubelet, namespace, tmp_path)
     finally:
         processes.stop()
         store.close()

@@ -272,18 +272,7 @@ prices.yaml: |
 
 {{/* The migration as an init container (in-chart PostgreSQL: no database before install). */}}
 {{- define "starburst.migrateInitContainer" -}}
-- name: db-upgrade
-  image: {{ include "starburst.image" . }}
-  imagePullPolicy: {{ .Values.image.pullPolicy }}
-  args: ["db", "upgrade"]
-  env:
-    {{- include "starburst.env" (dict "root" .) | nindent 4 }}
-  resources:
-    {{- toYaml .Values.migration.resources | nindent 4 }}
-  securityContext:
-    {{- include "starburst.containerSecurityContext" . | nindent 4 }}
-  volumeMounts:
-    {{- include "starburst.volumeMounts" . | nindent 4 }}
+{{- include "starburst.hookStep" (dict "root" . "hook" (include "starburst.secretName" .) "dbSecret" (include "starburst.databaseSecretName" .) "step" "db-upgrade") }}
 {{- end -}}
 
 {{/* Value combinations the schema cannot express; each message names the fields. */}}
@@ -302,21 +291,37 @@ prices.yaml: |
 
 {{/* The admin bootstrap as an init container of the controller (in-chart PostgreSQL). */}}
 {{- define "starburst.bootstrapInitContainer" -}}
-- name: bootstrap-admin
-  image: {{ include "starburst.image" . }}
-  imagePullPolicy: {{ .Values.image.pullPolicy }}
-  args: ["admin", "bootstrap", "--user", {{ .Values.bootstrapAdmin.user | quote }}]
+{{- include "starburst.hookStep" (dict "root" . "hook" (include "starburst.secretName" .) "dbSecret" (include "starburst.databaseSecretName" .) "step" "bootstrap-admin") }}
+{{- end -}}
+
+{{/* One step of the migration hook: (dict "root" $ "hook" name "dbSecret" name "step" step),
+step one of check-prices, db-upgrade, bootstrap-admin. */}}
+{{- define "starburst.hookStep" -}}
+{{- $root := .root -}}
+- name: {{ .step }}
+  image: {{ include "starburst.image" $root }}
+  imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+  {{- if eq .step "check-prices" }}
+  command: ["python", "-m", "starburst.pricing"]
+  args: ["check", "/etc/starburst/prices.yaml"]
+  {{- else if eq .step "db-upgrade" }}
+  args: ["db", "upgrade"]
+  {{- else }}
+  args: ["admin", "bootstrap", "--user", {{ $root.Values.bootstrapAdmin.user | quote }}]
+  {{- end }}
   env:
-    {{- include "starburst.env" (dict "root" .) | nindent 4 }}
+    {{- include "starburst.env" (dict "root" $root "secretName" .dbSecret) | nindent 4 }}
+    {{- if eq .step "bootstrap-admin" }}
     - name: STARBURST_BOOTSTRAP_TOKEN
       valueFrom:
         secretKeyRef:
-          name: {{ include "starburst.adminSecretName" . }}
-          key: {{ include "starburst.adminSecretKey" . }}
+          name: {{ $root.Values.bootstrapAdmin.existingSecret | default .hook }}
+          key: {{ include "starburst.adminSecretKey" $root }}
+    {{- end }}
   resources:
-    {{- toYaml .Values.migration.resources | nindent 4 }}
+    {{- toYaml $root.Values.migration.resources | nindent 4 }}
   securityContext:
-    {{- include "starburst.containerSecurityContext" . | nindent 4 }}
+    {{- include "starburst.containerSecurityContext" $root | nindent 4 }}
   volumeMounts:
-    {{- include "starburst.volumeMounts" . | nindent 4 }}
+    {{- include "starburst.volumeMounts" $root | nindent 4 }}
 {{- end -}}
