@@ -22,6 +22,8 @@ CHART = ROOT / "helm" / "starburst"
 DEPLOY = ROOT / "deploy"
 KUBERNETES_VERSION = "1.34.0"
 DB = {"url": "postgresql://starburst:s3cret@db.internal:5432/starburst"}
+SKYPILOT_ENDPOINT = "https://skypilot.internal:46580"
+SKYPILOT_TOKEN = "sky_" + "t0k3n" * 8
 
 #: name → values: the matrix of set-ups the chart must render, lint and validate for.
 CASES: dict[str, dict[str, Any]] = {
@@ -41,7 +43,24 @@ CASES: dict[str, dict[str, Any]] = {
             ],
         },
         "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
-        "cloud": {"skypilot": {"apiServer": {"existingSecret": "skypilot-api"}}},
+        "cloud": {
+            "skypilot": {
+                "apiServer": {
+                    "existingSecret": "skypilot-api",
+                    "token": {"existingSecret": "skypilot-sa", "existingSecretKey": "sa-token"},
+                }
+            }
+        },
+    },
+    "skypilot-endpoint": {
+        "database": DB,
+        "cloud": {
+            "skypilot": {
+                "apiServer": {"endpoint": SKYPILOT_ENDPOINT, "token": {"value": SKYPILOT_TOKEN}}
+            }
+        },
+        "priceTable": {"taken": "2026-01-05", "gpus": {"H100": {"aws": {"on_demand": 6.5}}}},
+        "settings": {"use_spot": True, "onprem_rates": {"H100": 2.0, "*": 0.6}},
     },
     "ingress": {
         "database": DB,
@@ -87,6 +106,7 @@ EXISTING: dict[str, dict[str, str]] = {
     "sb-admin": {"token": "sb_" + "a" * 40},
     "clouds": {"aws": "[default]\naws_access_key_id = AKIA...\n"},
     "skypilot-api": {"endpoint": "https://user:pw@skypilot.internal"},
+    "skypilot-sa": {"sa-token": SKYPILOT_TOKEN, "token": SKYPILOT_TOKEN},
 }
 
 

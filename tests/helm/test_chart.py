@@ -108,7 +108,7 @@ def test_optional_objects_appear_when_enabled(render: Render) -> None:
     ha = render(CASES["ha"])
     assert len(by_kind(ha, "NetworkPolicy")) == 2 and len(by_kind(ha, "ServiceMonitor")) == 1
     env = named(ha, "Deployment", "-controller")["spec"]["template"]["spec"]["containers"][0]["env"]
-    endpoint = next(e for e in env if e["name"] == "SKYPILOT_API_SERVER_ENDPOINT")
+    endpoint = next(e for e in env if e["name"] == "STARBURST_SKYPILOT_API_SERVER")
     assert endpoint["valueFrom"]["secretKeyRef"] == {"name": "skypilot-api", "key": "endpoint"}
     ingress = named(render(CASES["ingress"]), "Ingress", "sb-starburst")
     assert ingress["spec"]["rules"][0]["host"] == "sb.example.com"

@@ -137,9 +137,36 @@ admin-token
 
 {{/* Whether the chart creates its own Secret at all. */}}
 {{- define "starburst.chartSecretNeeded" -}}
-{{- if or .Values.postgresql.enabled (not .Values.database.existingSecret) (and .Values.bootstrapAdmin.enabled (not .Values.bootstrapAdmin.existingSecret)) -}}
+{{- if or .Values.postgresql.enabled (not .Values.database.existingSecret) (and .Values.bootstrapAdmin.enabled (not .Values.bootstrapAdmin.existingSecret)) (include "starburst.skypilotTokenInChartSecret" .) -}}
 true
 {{- end -}}
+{{- end -}}
+
+{{/* The SkyPilot API server's service-account token: set at all, and kept in the chart Secret. */}}
+{{- define "starburst.skypilotToken" -}}
+{{- $token := .Values.cloud.skypilot.apiServer.token -}}
+{{- if and (eq .Values.cloud.provider "skypilot") (or $token.existingSecret $token.value) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{- define "starburst.skypilotTokenInChartSecret" -}}
+{{- if and (include "starburst.skypilotToken" .) (not .Values.cloud.skypilot.apiServer.token.existingSecret) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{- define "starburst.skypilotTokenKey" -}}
+{{- if .Values.cloud.skypilot.apiServer.token.existingSecret -}}
+{{- .Values.cloud.skypilot.apiServer.token.existingSecretKey -}}
+{{- else -}}
+skypilot-token
+{{- end -}}
+{{- end -}}
+
+{{/* Where the pods see the token (settings: skypilot_api_token_file). */}}
+{{- define "starburst.skypilotTokenDir" -}}
+/var/run/secrets/skypilot
 {{- end -}}
 
 {{/* The chart Secret's data (shared by the Secret and its pre-install hook copy). */}}
@@ -152,6 +179,9 @@ postgresql-password: {{ include "starburst.postgresqlPassword" . | b64enc | quot
 {{- end }}
 {{- if and .Values.bootstrapAdmin.enabled (not .Values.bootstrapAdmin.existingSecret) }}
 admin-token: {{ include "starburst.adminToken" . | b64enc | quote }}
+{{- end }}
+{{- if include "starburst.skypilotTokenInChartSecret" . }}
+skypilot-token: {{ .Values.cloud.skypilot.apiServer.token.value | b64enc | quote }}
 {{- end }}
 {{- end -}}
 
@@ -169,6 +199,14 @@ admin-token: {{ include "starburst.adminToken" . | b64enc | quote }}
 -}}
 {{- if .Values.priceTable }}
 {{- $_ := set $fixed "price_table" "/etc/starburst/prices.yaml" }}
+{{- end }}
+{{- if eq .Values.cloud.provider "skypilot" }}
+{{- with .Values.cloud.skypilot.apiServer.endpoint }}
+{{- $_ := set $fixed "skypilot_api_server" . }}
+{{- end }}
+{{- if include "starburst.skypilotToken" . }}
+{{- $_ := set $fixed "skypilot_api_token_file" (printf "%s/token" (include "starburst.skypilotTokenDir" .)) }}
+{{- end }}
 {{- end }}
 {{- $settings := merge $fixed (deepCopy .Values.settings) }}
 {{- /* Helm drops a null that overrides a default of values.yaml, so these nullable settings
@@ -205,7 +243,7 @@ prices.yaml: |
 {{- if eq .root.Values.cloud.provider "skypilot" }}
 {{- with .root.Values.cloud.skypilot.apiServer }}
 {{- if .existingSecret }}
-- name: SKYPILOT_API_SERVER_ENDPOINT
+- name: STARBURST_SKYPILOT_API_SERVER
   valueFrom:
     secretKeyRef:
       name: {{ .existingSecret }}
@@ -243,6 +281,15 @@ prices.yaml: |
     secretName: {{ .root.Values.cloud.skypilot.credentials.existingSecret }}
     defaultMode: 0400
 {{- end }}
+{{- if include "starburst.skypilotToken" .root }}
+- name: skypilot-token
+  secret:
+    secretName: {{ .root.Values.cloud.skypilot.apiServer.token.existingSecret | default .secret | default (include "starburst.secretName" .root) }}
+    items:
+      - key: {{ include "starburst.skypilotTokenKey" .root }}
+        path: token
+    defaultMode: 0400
+{{- end }}
 {{- end -}}
 
 {{- define "starburst.volumeMounts" -}}
@@ -262,6 +309,11 @@ prices.yaml: |
   subPath: {{ .key }}
   readOnly: true
 {{- end }}
+{{- end }}
+{{- if include "starburst.skypilotToken" . }}
+- name: skypilot-token
+  mountPath: {{ include "starburst.skypilotTokenDir" . }}
+  readOnly: true
 {{- end }}
 {{- end -}}
 
@@ -286,6 +338,15 @@ prices.yaml: |
 {{- end -}}
 {{- if and $sky.credentials.files (not $sky.credentials.existingSecret) -}}
 {{- fail "cloud.skypilot.credentials.existingSecret: name the Secret holding cloud.skypilot.credentials.files" -}}
+{{- end -}}
+{{- if and $sky.apiServer.endpoint $sky.apiServer.existingSecret -}}
+{{- fail "cloud.skypilot.apiServer.endpoint: set it or cloud.skypilot.apiServer.existingSecret (an endpoint with credentials), not both" -}}
+{{- end -}}
+{{- if and $sky.apiServer.token.value $sky.apiServer.token.existingSecret -}}
+{{- fail "cloud.skypilot.apiServer.token.value: set it or cloud.skypilot.apiServer.token.existingSecret, not both" -}}
+{{- end -}}
+{{- if and (or $sky.apiServer.token.value $sky.apiServer.token.existingSecret) (not (or $sky.apiServer.endpoint $sky.apiServer.existingSecret)) -}}
+{{- fail "cloud.skypilot.apiServer.token: a token is for a SkyPilot API server; set cloud.skypilot.apiServer.endpoint or cloud.skypilot.apiServer.existingSecret" -}}
 {{- end -}}
 {{- end -}}
 
