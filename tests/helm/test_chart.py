@@ -142,6 +142,28 @@ def test_a_price_table_is_checked_by_the_hook_before_the_migration(render: Rende
     assert job["containers"][0]["args"][:2] == ["admin", "bootstrap"]
 
 
+#: The postgres user of the official images: alpine's adduser -u 70, Debian's 999.
+POSTGRES_UID = {"alpine": 70, "debian": 999}
+
+
+@pytest.mark.parametrize(
+    ("image", "uid"), [(None, None), ("postgres:17", 999), ("postgres:16-alpine3.21", 70)]
+)
+def test_evaluation_postgresql_runs_as_its_image_user(
+    image: str | None, uid: int | None, render: Render
+) -> None:
+    postgresql: dict[str, Any] = {"enabled": True}
+    if image:
+        postgresql.update(image=image, uid=uid)
+    sts = named(render({"postgresql": postgresql}), "StatefulSet", "-postgresql")
+    pod = sts["spec"]["template"]["spec"]
+    image = pod["containers"][0]["image"]
+    expected = POSTGRES_UID["alpine" if "alpine" in image else "debian"]
+    context = pod["securityContext"]
+    assert (context["runAsUser"], context["runAsGroup"], context["fsGroup"]) == (expected,) * 3
+    assert context["runAsNonRoot"] is True
+
+
 def test_evaluation_postgresql_migrates_from_the_pods(render: Render) -> None:
     objects = render(CASES["evaluation"])
     assert named(objects, "StatefulSet", "-postgresql")

@@ -39,6 +39,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"database": DB, "settings": {"queue_cap": "unlimited"}}, "settings.queue_cap"),
     ({"database": DB, "settings": {"skypilot_api_token": "sky_x"}}, "skypilot_api_token"),
     ({"database": DB, "settings": {"auth": False}}, "allow_insecure_no_auth"),
+    ({"database": DB, "postgresql": {"uid": 0}}, "postgresql.uid"),
     (
         {"database": DB, "priceTable": {"taken": "d", "gpus": {"T4": {"aws": {"on_demand": -1}}}}},
         "priceTable.gpus.T4.aws.on_demand",
