@@ -2,13 +2,21 @@
 scheduling loop, metering, recalibration, applied settings) with the simulator's cluster
 and cloud, driven from event to event by ``starburst.controller.replay.VirtualTime``, the
 event loop the replay runs the scheduling pass alone with.
+
+Recalibration: the daemon refits the coefficient on a wall-clock period (an APScheduler job
+beside the passes). On virtual time, ``run(..., recalibrate_every=P)`` does it in the pass
+wrapper: before the first pass at or after each tick t0 + k·P, once however many ticks passed
+since the last pass (nothing happened in between, so the recent window is the same). A
+refit changes only the budgets of later arrivals, and arrivals come only at passes, so this
+is what the daemon's tick between two events would have done.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from starburst.adapters.db import migrate
@@ -65,19 +73,37 @@ class LiveRun:
     cluster: SimCluster
     cloud: SimCloud
     runtimes: dict[str, float]
+    #: recalibrations the pass wrapper ran (``recalibrate_every``)
+    recalibrations: int = 0
+    _period: float | None = field(default=None, repr=False)
+    _tick: float = field(default=math.inf, repr=False)
 
     @property
     def store(self) -> SqlStore:
         return self.controller.store
 
-    def run(self, jobs: Sequence[Job]) -> float:
-        """Submit ``jobs`` at their times and pass until all ended; the last instant."""
+    def run(self, jobs: Sequence[Job], recalibrate_every: float | None = None) -> float:
+        """Submit ``jobs`` at their times and pass until all ended; the last instant.
+        ``recalibrate_every``: refit the coefficient on that virtual period, as the daemon's
+        ``recalibrate_interval_s`` job does (the module docstring says when)."""
+        if recalibrate_every is not None and not recalibrate_every > 0:
+            raise ValueError(f"recalibrate_every must be > 0, got {recalibrate_every}")
         for job in jobs:
             self.runtimes[job.id] = job.runtime or 0.0
-        VirtualTime(self.clock, self.cluster, self.cloud, self.store, self._pass).run(jobs)
+        self._period = recalibrate_every
+        self._tick = self.clock.now() + recalibrate_every if recalibrate_every else math.inf
+        try:
+            VirtualTime(self.clock, self.cluster, self.cloud, self.store, self._pass).run(jobs)
+        finally:
+            self._period, self._tick = None, math.inf
         return self.clock.now()
 
     def _pass(self) -> PassReport:
+        now = self.clock.now()
+        if self._period is not None and self._tick <= now:
+            self.controller.recalibrate()
+            self.recalibrations += 1
+            self._tick += self._period * (math.floor((now - self._tick) / self._period) + 1)
         report = self.controller.run_pass()
         assert report is not None, self.controller.health()
         return report
