@@ -149,7 +149,11 @@ def _apply(
 
     applied = apply_choice(records, result, choose, request, history, f"cli:{getpass.getuser()}")
     if applied is None:
-        typer.echo("\nthe recommended setting is already in force: nothing to apply")
+        row = result.recommendation.cheapest if choose == "cheapest" else result.recommendation.knee
+        shown = str(row["label"]) if row is not None else "the recommended setting"
+        typer.echo(
+            f"\nalready in force: {shown} has today's policy, budget and mode; nothing to apply"
+        )
         return
     typer.echo(
         f"\napplied {applied.setting.describe()} (setting {applied.id}); the "

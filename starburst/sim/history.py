@@ -217,12 +217,13 @@ def apply_choice(
     actor: str,
 ) -> AppliedSetting | None:
     """Append the chosen row's setting (``cheapest`` or ``knee``) to the log, unless it is
-    today's; None when nothing had to change."""
+    today's (``in_force``: the same policy, budget and mode); None when nothing had to
+    change."""
     rec = result.recommendation
     row = rec.cheapest if choose == "cheapest" else rec.knee
     if row is None:
         raise ConfigError(f"no {choose} setting to apply (too few settings on the front)")
-    if row.get("role") == "today":
+    if int(row.get("in_force", 0) or 0):
         return None
     reason = (
         f"starburst tune: {choose} setting within {request.tolerance:+.1%} mean JCT "

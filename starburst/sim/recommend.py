@@ -110,6 +110,8 @@ def describe(row: Row) -> str:
     if "p90_jct_change" in row:
         parts.append(f"p90 {float(row['p90_jct_change']):+.1%}")
     parts.append(f"{int(row['burst_jobs'])} bursts")
+    if int(row.get("in_force", 0) or 0) and row.get("role") != "today":
+        parts.append("today's setting")  # the same policy, budget and mode (``tune``)
     return f"{row['label']}: " + ", ".join(parts)
 
 

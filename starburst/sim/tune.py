@@ -10,6 +10,11 @@ Terms:
   its ``estimate`` column, the runtimes the controller predicted, so a candidate's wait
   budgets are the ones it would have given then (not the oracle's); the coefficient of a
   budget is calibrated on those estimates, as the controller's recalibration does.
+- *in force*: a row whose policy, budget and mode are today's (``in_force = 1``): today's
+  own row, and the candidate of the same budget when today's setting is a budget. The
+  coefficient is not compared — the controller refits it from the budget (the candidate's is
+  fitted on the history, today's row keeps the one it ran with) — so applying such a row
+  changes nothing, and ``--apply`` says so instead of logging it again.
 
 Invariant: every row replays the same jobs on the same nodes with the same options; today's
 setting is replayed like any candidate, so "vs today" compares like with like.
@@ -135,10 +140,23 @@ def tune(
     )  # the coefficient it really ran with
     for i in same:
         rows[i] = {**rows[i], "role": "today", "label": f"{rows[i]['label']} (today{ran_with})"}
+    rows = [{**r, "in_force": 1} if in_force(r, deployed) else r for r in rows]
     rows = add_savings(rows)
     rows = recommend.add_changes(rows)
     rows = notes.explain(rows, tolerance)
     return Tuning(rows, recommend.recommend(rows, tolerance))
+
+
+def in_force(row: Row, deployed: Deployed) -> bool:
+    """Whether ``row`` stands for today's setting: its policy, budget and mode (see *in force*
+    in the module docstring)."""
+    today = deployed.spec()
+    budget = row.get("budget", "")
+    return (
+        str(row["policy"]) == today.policy.value
+        and (None if budget in ("", None) else float(budget)) == today.budget
+        and bool(int(row.get("out_of_order", 0) or 0)) == today.out_of_order
+    )
 
 
 def _same_setting(a: RunSpec, b: RunSpec) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from starburst.adapters.db.tuning import TuningRecords
-from tests.tune.histories import record_history
+from tests.tune.histories import record_history, record_scheduler
 
 DAY = 86_400.0
 
@@ -33,11 +33,38 @@ def test_an_admin_tunes_on_history_and_applies_the_recommendation(api) -> None: 
     assert cheapest["jct_change"] <= 10.0 and cheapest.get("role") != "today"
     applied = body["applied"]
     assert applied is not None and applied["actor"] == "api:root"
+    assert body["already_in_force"] is False
     assert applied["budget"] == cheapest["budget"] and applied["policy"] == cheapest["policy"]
     log = root.get("/v1/tuning/settings").json()
     assert log["in_force"]["id"] == applied["id"] and len(log["log"]) == 1
     in_force = TuningRecords(api.store).setting_in_force()
     assert in_force is not None and in_force.id == applied["id"]
+
+
+def test_applying_todays_budget_is_already_in_force_and_logs_nothing(api) -> None:  # type: ignore[no-untyped-def]
+    record_history(api.store, api.clock.t - 10 * DAY)
+    record_scheduler(api.store, coefficient=0.001)  # the controller's own refit, not tune's
+    body = (
+        api.client("root")
+        .post(
+            "/v1/tuning/runs",
+            json={
+                "since_s": 20 * DAY,
+                "budgets": [0.25],
+                "policies": ["compute"],
+                "max_jct_increase": 10.0,
+                "apply": True,
+            },
+        )
+        .json()
+    )
+    cheapest = body["recommendation"]["cheapest"]
+    assert cheapest["label"] == "Starburst b=0.25" and cheapest.get("role") != "today"
+    today = body["recommendation"]["today"]
+    assert today["label"] == "Starburst b=0.25 (today, c=0.001)"
+    assert cheapest["in_force"] == 1 and today["in_force"] == 1
+    assert body["applied"] is None and body["already_in_force"] is True
+    assert TuningRecords(api.store).settings_log() == []
 
 
 def test_a_setting_applied_by_hand_is_logged_with_its_reason(api) -> None:  # type: ignore[no-untyped-def]

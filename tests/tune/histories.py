@@ -37,6 +37,24 @@ def record_history(store: Any, t0: float, jobs: int = 80, seed: int = 4) -> list
     return workload
 
 
+def record_scheduler(store: Any, coefficient: float, budget: float = 0.25) -> None:
+    """What a controller running Starburst b=``budget`` records: the coefficient it refitted
+    (not the one ``tune`` fits on the export), queue cap 10 as ``record_history`` ran."""
+    TuningRecords(store).record_state(
+        "scheduler",
+        {
+            "policy": "compute",
+            "coefficient": coefficient,
+            "budget": budget,
+            "out_of_order": True,
+            "queue_cap": 10,
+            "order": "fifo",
+            "placement": "first-fit",
+            "setting_id": None,
+        },
+    )
+
+
 def _store_outcome(
     store: Any, job: Job, where: str, submit: float, start: float, end: float
 ) -> None:

@@ -14,7 +14,7 @@ from starburst.adapters.db.tuning import TuningRecords
 from starburst.core.policy import PolicyKind
 from starburst.core.setting import PolicySetting
 from tests.builders import run_cli
-from tests.tune.histories import record_history
+from tests.tune.histories import record_history, record_scheduler
 
 DAY = 86_400.0
 
@@ -228,3 +228,50 @@ def test_an_applied_setting_is_what_today_means_until_the_controller_records_one
     )
     assert code == 0, err
     assert "Constant-Wait b=0.5 (today)" in out
+
+
+def test_apply_of_todays_budget_says_already_in_force_and_logs_nothing(
+    tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """Today's row carries the coefficient the controller recorded; the candidate of the same
+    policy, budget and mode (refitted on the export) is still today's setting."""
+    (tmp_path / "d").mkdir()
+    url = database(tmp_path / "d")
+    store = SqlStore.open(url)
+    try:
+        record_scheduler(store, coefficient=0.001)  # a stale refit: today's row costs more
+    finally:
+        store.close()
+    code, out, err = run_cli(
+        [
+            "tune",
+            "--since",
+            "7d",
+            "--policies",
+            "compute",
+            "--budgets",
+            "0.25",
+            "--max-jct-increase",
+            "1000%",
+            "--apply",
+            "--processes",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--url",
+            url,
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    assert "Starburst b=0.25 (today, c=0.001)" in out  # today's own row ...
+    cheapest = out.split("cheapest within tolerance")[1].splitlines()[0]
+    assert cheapest.strip().startswith("Starburst b=0.25: ")  # ... is not the pick
+    assert cheapest.rstrip().endswith("today's setting")
+    assert "already in force: Starburst b=0.25 has today's policy, budget and mode" in out
+    assert "applied" not in out.split("already in force")[1]
+    store = SqlStore.open(url)
+    try:
+        assert TuningRecords(store).settings_log() == []
+    finally:
+        store.close()

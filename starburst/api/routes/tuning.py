@@ -3,8 +3,10 @@
 - ``POST /v1/tuning/runs``: replay the last ``since_s`` seconds of history under the
   candidate settings (see ``starburst.sim.tune``) and return every row and the
   recommendation; with ``apply``, also append the chosen setting to the log the controller
-  follows. Runs in the request's worker thread, one process (a month of a busy cluster
-  replays in seconds). No finished jobs or no recorded cluster shape is a 422 saying so.
+  follows, unless the choice is today's setting (the same policy, budget and mode:
+  ``already_in_force``, nothing written). Runs in the request's worker thread, one process
+  (a month of a busy cluster replays in seconds). No finished jobs or no recorded cluster
+  shape is a 422 saying so.
 - ``GET /v1/tuning/settings``: the setting in force and the audit log, newest first.
 - ``POST /v1/tuning/settings``: apply a setting by hand (with a reason, for the log).
 Every route is admin-only.
@@ -84,6 +86,7 @@ def run_tune(body: TuneIn, admin: AdminDep, ctx: ContextDep) -> TuneOut:
             today=_maybe(rec.today),
         ),
         applied=applied_out(applied) if applied is not None else None,
+        already_in_force=body.apply and applied is None,
     )
 
 

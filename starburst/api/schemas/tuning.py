@@ -79,6 +79,11 @@ class TuneOut(BaseModel):
     rows: list[dict[str, Any]]
     recommendation: RecommendationOut
     applied: AppliedOut | None
+    already_in_force: bool = Field(
+        default=False,
+        description="apply was asked and the choice has today's policy, budget and mode: "
+        "nothing was written",
+    )
 
 
 class SettingsOut(BaseModel):

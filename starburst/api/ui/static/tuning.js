@@ -79,10 +79,11 @@ function showResults(answer) {
   setText("cheapest", describe(rec.cheapest));
   setText("knee", describe(rec.knee));
   setText("today", describe(rec.today));
+  // in force: today's policy, budget and mode (the coefficient is refitted from the budget)
+  const inForce = Boolean(rec.cheapest && rec.cheapest.in_force);
   const apply = document.getElementById("apply");
-  apply.disabled = !rec.cheapest || rec.cheapest.role === "today";
-  apply.textContent = rec.cheapest && rec.cheapest.role === "today"
-    ? "The cheapest is already in force" : "Apply the cheapest";
+  apply.disabled = !rec.cheapest || inForce;
+  apply.textContent = inForce ? "The cheapest is already in force" : "Apply the cheapest";
 }
 
 async function showLog() {
