@@ -1,15 +1,22 @@
 """Short explanations next to surprising rows, computed from the results themselves.
 
 Each rule looks at one row next to its workload's No-Wait row and its *twin* (the same
-policy and budget run in the other mode, in order vs out of order) and says what the figures
-show; no rule names a policy. Rules, first match wins per kind:
+policy and budget run in the other mode, in order vs out of order), and fires only where
+its explanation holds: on the figures it quotes, and on the mode or the policy whose
+mechanism it names. Rules, first match wins per kind:
 - *costlier than No-Wait* (saving < 0), because of
-  - *pull-backs*: jobs were pulled back from the cloud and re-queued (each paid a cloud stint
-    first; in order a re-queued job waits at the head and blocks the jobs behind it);
+  - *pull-backs*: the row pulled jobs back from the cloud and re-queued them (Star-Wait's
+    mechanism, read from the row's own count: each paid a cloud stint first; in order a
+    re-queued job waits at the head and blocks the jobs behind it);
   - *head-of-line blocking*: in order, with the cluster less busy than under No-Wait: a job
     waiting at the head kept GPUs idle while jobs behind it burst;
-  - *budgets that ignore runtime*: neither, with wait budgets that do not grow with the jobs'
-    compute (short and long jobs wait alike, so long ones burst and short ones hold GPUs).
+  - *budgets that ignore compute*: a policy whose wait budget does not grow with the job's
+    compute (GPUs × runtime): Constant-Wait (the same for every job), Runtime-Wait (runtime
+    only), Resource-Wait and Star-Wait (GPUs only) — jobs that waited took GPUs that
+    dearer later arrivals then burst for;
+  - *less work on-prem*: any other policy (Compute-Wait, whose budgets do follow compute),
+    with the cluster less busy than under No-Wait: the figure, not a cause it cannot show;
+  - none of these: no cost note (the saving column says it already).
 - *twin cheaper*: the other mode saves at least 5 points more.
 - *over tolerance*: mean JCT above the admin's tolerance.
 The notes go into ``row["note"]``.
@@ -44,29 +51,43 @@ def _no_wait(peers: Sequence[Row]) -> Row | None:
     return next((r for r in peers if r["policy"] == "no-wait"), None)
 
 
+#: how the wait budgets of each policy that ignores part of a job's compute are set
+_BUDGET_FOLLOWS = {
+    "constant": "every job gets the same wait budget, whatever its compute",
+    "runtime": "wait budgets grow with runtime, not with GPUs",
+    "resource": "wait budgets grow with GPUs, not with runtime",
+    "star": "Star-Wait's budgets grow with GPUs, not with runtime",
+}
+
+
 def _costlier(row: Row, peers: Sequence[Row]) -> str | None:
     base = _no_wait(peers)
     if base is None or row is base or float(row.get("savings", 0.0)) >= 0:
         return None
     pulled = int(row.get("pulled_back", 0) or 0)
     in_order = not int(row.get("out_of_order", 0) or 0)
+    util, base_util = float(row["cluster_utilization"]), float(base["cluster_utilization"])
+    busy = f"cluster {util:.0%} busy vs {base_util:.0%}"
     if pulled:
         head = "; in order they wait at the head and block the jobs behind" if in_order else ""
         return (
             f"costs more than No-Wait: {pulled} jobs were pulled back from the cloud "
             f"after a paid stint and re-queued{head}"
         )
-    util, base_util = float(row["cluster_utilization"]), float(base["cluster_utilization"])
     if in_order and util < base_util:
         return (
             f"costs more than No-Wait: head-of-line blocking — in order, a job waiting at "
-            f"the head kept GPUs idle (cluster {util:.0%} busy vs {base_util:.0%}) while "
-            "jobs behind it burst"
+            f"the head kept GPUs idle ({busy}) while jobs behind it burst"
         )
-    return (
-        "costs more than No-Wait: wait budgets that do not follow the jobs' compute let "
-        "long jobs burst while short ones hold the GPUs"
-    )
+    follows = _BUDGET_FOLLOWS.get(str(row["policy"]))
+    if follows is not None:
+        return (
+            f"costs more than No-Wait: {follows}, so jobs that waited took GPUs that "
+            "dearer later arrivals then burst for"
+        )
+    if util < base_util:
+        return f"costs more than No-Wait: less of the work ran on-prem ({busy})"
+    return None
 
 
 def _twin(row: Row, peers: Sequence[Row]) -> str | None:

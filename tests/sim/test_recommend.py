@@ -105,6 +105,76 @@ def test_notes_explain_rows_that_cost_more_than_no_wait_from_their_figures() -> 
     assert out["No-Wait"] == "" and out["B ooo"] == ""
 
 
+NO_WAIT = row("No-Wait", 100, 1000, policy="no-wait", budget="", savings=0.0, out_of_order=0)
+
+
+def note_of(subject: Row, *others: Row, tolerance: float | None = None) -> str:
+    """The note ``explain`` gives ``subject`` next to No-Wait (70% busy) and ``others``."""
+    out = notes.explain([NO_WAIT, subject, *others], tolerance)
+    return str(out[1].get("note", ""))
+
+
+@pytest.mark.parametrize("ooo", [0, 1])
+def test_the_pull_back_note_quotes_the_rows_own_pull_backs(ooo: int) -> None:
+    star = row("S", 150, 1000, policy="star", savings=-0.5, pulled_back=7, out_of_order=ooo)
+    note = note_of(star)
+    assert note.startswith("costs more than No-Wait: 7 jobs were pulled back from the cloud")
+    assert ("block the jobs behind" in note) == (not ooo)  # only in order is the head blocked
+    assert note_of({**star, "pulled_back": 0}).find("pulled back") == -1
+
+
+def test_the_head_of_line_note_needs_in_order_and_a_less_busy_cluster() -> None:
+    blocked = row("R", 110, 1000, policy="resource", savings=-0.1, out_of_order=0)
+    note = note_of({**blocked, "cluster_utilization": 0.6})
+    assert note.startswith("costs more than No-Wait: head-of-line blocking")
+    assert "cluster 60% busy vs 70%" in note
+    # out of order there is no head to block; as busy as No-Wait, nothing was blocked
+    assert "head-of-line" not in note_of({**blocked, "cluster_utilization": 0.6, "out_of_order": 1})
+    assert "head-of-line" not in note_of({**blocked, "cluster_utilization": 0.7})
+
+
+@pytest.mark.parametrize(
+    ("policy", "words"),
+    [
+        ("constant", "every job gets the same wait budget, whatever its compute"),
+        ("runtime", "wait budgets grow with runtime, not with GPUs"),
+        ("resource", "wait budgets grow with GPUs, not with runtime"),
+        ("star", "Star-Wait's budgets grow with GPUs, not with runtime"),
+    ],
+)
+def test_the_budget_note_names_what_the_policys_budgets_ignore(policy: str, words: str) -> None:
+    costly = row("X", 120, 1000, policy=policy, savings=-0.2, cluster_utilization=0.8)
+    note = note_of(costly)
+    assert note == (
+        f"costs more than No-Wait: {words}, so jobs that waited took GPUs that dearer "
+        "later arrivals then burst for"
+    )
+    assert note_of({**costly, "savings": 0.3, "cloud_cost_usd": 70}) == ""  # it saves: no note
+
+
+@pytest.mark.parametrize("policy", ["compute", "compute-expected"])
+def test_compute_budgets_are_never_said_to_ignore_compute(policy: str) -> None:
+    """Compute-Wait's budgets do follow compute: an out-of-order Starburst row dearer than
+    No-Wait gets the figure it shows (a less busy cluster), or no cost note at all."""
+    starburst = row("Starburst b=0.1", 120, 1000, policy=policy, savings=-0.2)
+    quiet = note_of({**starburst, "cluster_utilization": 0.6})
+    assert (
+        quiet == "costs more than No-Wait: less of the work ran on-prem (cluster 60% busy vs 70%)"
+    )
+    assert note_of({**starburst, "cluster_utilization": 0.8}) == ""
+
+
+def test_the_twin_and_tolerance_notes() -> None:
+    slow = row("C in", 90, 1300, policy="constant", savings=0.1, out_of_order=0, jct_change=0.3)
+    fast = row("C ooo", 40, 1010, policy="constant", savings=0.6, jct_change=0.01)
+    assert note_of(slow, fast, tolerance=0.05) == (
+        "out of order it saves 60% vs No-Wait (C ooo); mean JCT +30% is over the +5% tolerance"
+    )
+    assert note_of(fast, slow, tolerance=0.05) == ""  # the cheaper twin, within tolerance
+    near = {**fast, "savings": 0.14}  # less than 5 points better than its twin: no note
+    assert note_of(slow, near, tolerance=None) == ""
+
+
 def test_labels_at_one_spot_are_spread_so_none_overlap() -> None:
     anchors = [(100.0, 100.0, f"b={b}") for b in (0.05, 0.1, 0.25, 0.5, 1, 2)]
     boxes = [box for _, box in pareto.place_labels(anchors)]
