@@ -181,13 +181,13 @@ def sweep(
     )
     rows = notes.explain(recommend.add_changes(rows), tolerance)
     typer.echo(table.render(rows))
-    marks: dict[str, str] = {}
+    marks: dict[float | None, dict[str, str]] = {}  # each load's panel rings its own picks
     for load, group in recommend.by_load(rows).items():
         rec = recommend.recommend(group, tolerance)
         typer.echo("\n" + ("" if load is None else f"load {load:g}, ") + recommend.render(rec))
-        marks.update(recommend.highlights(rec))
+        marks[load] = recommend.highlights(rec)
     table.write_csv(rows, out / "results.csv")
-    pareto.plot(rows, out / "pareto.png", highlights=marks if len(sources) == 1 else None)
+    pareto.plot(rows, out / "pareto.png", by_load=marks)
     typer.echo(
         f"\n{len(rows)} runs in {time.perf_counter() - started:.1f} s; wrote "
         f"{out / 'results.csv'} and {out / 'pareto.png'}"

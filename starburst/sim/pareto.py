@@ -4,7 +4,8 @@ Each series (a policy run one way, named as the tables name it: "Starburst", "St
 see ``naming``) is one line whose points are budgets, labelled "b=…": one colour per policy,
 solid out of order, dashed in order. The points no other point beats on both cost and JCT
 form the Pareto front, drawn as a dotted step line. Settings worth pointing at (today's, the
-recommendation, the knee) get a ring and a caption; the legend sits outside the axes.
+recommendation, the knee) get a ring and a caption; the legend sits outside the axes. With
+several loads (``sweep --loads``) there is one panel per load, each with its own marks.
 
 Labels are placed once the layout is final, from their measured size (the renderer's text
 box, not an estimate): greedily, each takes the first candidate position whose box lies
@@ -84,10 +85,12 @@ def plot(
     path: Path,
     title: str = "Cloud cost vs mean JCT",
     highlights: Mapping[str, str] | None = None,
+    by_load: Mapping[float | None, Mapping[str, str]] | None = None,
 ) -> Path:
-    """Write the plot; ``highlights`` maps a row's label to a caption ("today", …)."""
+    """Write the plot; ``highlights`` maps a row's label to a caption ("today", …) on every
+    panel, ``by_load`` a panel's load (None: rows without a load) to its own captions."""
     plt = _pyplot()
-    fig = figure(rows, title, highlights)
+    fig = figure(rows, title, highlights, by_load)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi="figure")
     plt.close(fig)
@@ -98,6 +101,7 @@ def figure(
     rows: Sequence[Row],
     title: str = "Cloud cost vs mean JCT",
     highlights: Mapping[str, str] | None = None,
+    by_load: Mapping[float | None, Mapping[str, str]] | None = None,
 ) -> Any:
     """The plot as a matplotlib figure, labels placed (see ``plot``); the caller closes it."""
     plt = _pyplot()
@@ -109,7 +113,8 @@ def figure(
     for ax, load in zip(axes[0], loads, strict=True):
         subset = [r for r in rows if load is None or float(r.get("load", -1)) == load]
         ax.set_title(title if load is None else f"{title} (load {load:g})")
-        panels.append((ax, subset, _draw(ax, subset, highlights or {})))
+        marks = (by_load or {}).get(load, highlights or {})
+        panels.append((ax, subset, _draw(ax, subset, marks)))
     fig.tight_layout()  # before the labels: placing them needs the final pixel positions
     for ax, subset, marked in panels:
         _place_labels(fig, ax, subset, marked)

@@ -1,15 +1,23 @@
 """The Pareto plot as drawn: budget labels measured by matplotlib's own renderer do not
-overlap one another, the rings or the axes' edges — near No-Wait, and with twenty labels
-at one point."""
+overlap one another, the rings or the axes' edges — near No-Wait, in every panel of a
+sweep over loads, and with twenty labels at one point — and every panel rings its own
+load's recommendation."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from starburst.sim import pareto
+from starburst.core.capacity import uniform_nodes
+from starburst.core.policy import PolicyKind
+from starburst.sim import pareto, recommend
+from starburst.sim.engine import SimOptions
+from starburst.sim.sweep import sweep
+from starburst.sim.synthetic import Workload
+from tests.builders import run_cli
 
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
@@ -118,3 +126,71 @@ def test_twenty_labels_at_one_point_stay_apart_with_leader_lines() -> None:
         assert len(leaders) >= len(budgets) - 12
     finally:
         plt.close(fig)
+
+
+def swept() -> list[Row]:
+    loads = (0.8, 1.0, 1.2)
+    sources = [(load, Workload(150, 16, load, 1.5, seed=2)) for load in loads]
+    kinds = [PolicyKind.COMPUTE, PolicyKind.CONSTANT, PolicyKind.STAR]
+    rows = sweep(sources, uniform_nodes(2, 8), kinds, [0.05, 0.1, 0.25, 0.5], SimOptions(), 1)
+    return recommend.add_changes(rows)
+
+
+def test_every_panel_of_a_sweep_rings_its_own_pick_and_keeps_labels_apart() -> None:
+    rows = swept()
+    marks = {
+        load: recommend.highlights(recommend.recommend(group, 0.05))
+        for load, group in recommend.by_load(rows).items()
+    }
+    fig = pareto.figure(rows, "sweep", by_load=marks)
+    try:
+        assert len(fig.axes) == 3
+        assert_apart(fig, rows, marks)
+        for ax, load in zip(fig.axes, sorted(marks), strict=True):
+            legend = ax.get_legend_handles_labels()[1]
+            rings = {name for name in legend if ":" in name}
+            assert rings == {f"{caption}: {label}" for label, caption in marks[load].items()}
+    finally:
+        plt.close(fig)
+
+
+def test_sweep_over_loads_hands_each_panel_its_recommendation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    drawn: list[dict[str, Any]] = []
+    real = pareto.plot
+
+    def spy(rows: Sequence[Row], path: Path, *args: Any, **kwargs: Any) -> Path:
+        drawn.append({"rows": rows, **kwargs})
+        return real(rows, path, *args, **kwargs)
+
+    monkeypatch.setattr(pareto, "plot", spy)
+    code, out, err = run_cli(
+        [
+            "sweep",
+            "--loads",
+            "0.8,1.2",
+            "--jobs",
+            "150",
+            "--nodes",
+            "2",
+            "--policies",
+            "compute,constant",
+            "--budgets",
+            "0.1,0.5",
+            "--processes",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    [call] = drawn
+    by_load = call["by_load"]
+    assert sorted(by_load) == [0.8, 1.2]
+    for load in (0.8, 1.2):
+        picked = out.split(f"load {load:g}, recommendation")[1]
+        cheapest = picked.split("cheapest within tolerance")[1].split(":")[0].strip()
+        assert by_load[load][cheapest] == "recommended"
+    assert (tmp_path / "pareto.png").read_bytes()[:4] == b"\x89PNG"
