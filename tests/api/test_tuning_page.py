@@ -1,7 +1,8 @@
 """The "choose your budget" page (``/ui/tuning``) in a real headless Chromium: an admin
-replays history and sees the very rows and recommendation the REST API gives, applies the
-cheapest setting and sees it in the log; a user is told the page is for admins; nothing is
-loaded from outside the API. A screenshot goes to ``bench/out/tuning.png`` for review."""
+reaches it from the cost dashboard, replays history and sees the very rows and
+recommendation the REST API gives, applies the cheapest setting and sees it in the log; a
+user is told the page is for admins; nothing is loaded from outside the API. A screenshot
+goes to ``bench/out/tuning.png`` for review."""
 
 from __future__ import annotations
 
@@ -70,6 +71,16 @@ def test_an_admin_replays_history_and_applies_the_cheapest(api, browser) -> None
     page.set_viewport_size({"width": 1280, "height": 1000})
     page.screenshot(path=str(SCREENSHOT), full_page=True)
     assert outside == []
+
+
+def test_the_cost_dashboard_links_to_the_tuning_page(api, browser) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_context().new_page()
+    page.goto(f"{api.url}/ui#token={api.tokens['root']}")
+    page.click("#tuning-link")
+    page.wait_for_selector("body[data-loaded='true']", timeout=30_000)
+    assert page.url == f"{api.url}/ui/tuning"
+    assert page.inner_text("h1") == "Choose your budget"
+    assert page.inner_text("#whoami") == "signed in as root (admin)"  # the same token
 
 
 def test_a_user_is_told_the_page_is_for_admins(api, browser) -> None:  # type: ignore[no-untyped-def]
