@@ -3,8 +3,10 @@
 A static page (``api/ui/static/tuning.html`` and ``tuning.js``) that calls
 ``/v1/tuning/runs`` and ``/v1/tuning/settings`` with the caller's token (the dashboard's,
 kept in the browser's ``localStorage``, or ``#token=...``); the API's admin check applies.
-It loads only its own files and the dashboard's stylesheet, under the dashboard's
-Content-Security-Policy.
+It shows every replayed setting as a table and as a chart (cloud cost against mean-JCT
+change, today's setting and the recommendation ringed, drawn by the dashboard's vendored
+Chart.js). It loads only its own script, the dashboard's stylesheet and Chart.js, under the
+dashboard's Content-Security-Policy.
 """
 
 from __future__ import annotations

@@ -1,10 +1,16 @@
 // The "choose your budget" page: POST /v1/tuning/runs with the caller's token, show every
-// replayed setting and the recommendation, apply it through POST /v1/tuning/settings.
-// Every figure is the API's; untrusted text (labels, notes, reasons) goes through textContent.
+// replayed setting (a table and a chart of cost against mean-JCT change, with today's
+// setting and the recommendation ringed) and apply one through POST /v1/tuning/settings.
+// Every figure is the API's; untrusted text (labels, notes, reasons) goes through textContent
+// (Chart.js draws its tooltips on the canvas).
 "use strict";
 
 const TOKEN_KEY = "starburst-token";  // shared with the cost dashboard
-const state = { cheapest: null, tolerance: 0.05 };
+const state = { cheapest: null, tolerance: 0.05, chart: null };
+// ring colours: the Pareto plot's (starburst/sim/pareto.py)
+// (caption, recommendation key, colour, ring radius: nested rings when they coincide)
+const MARKS = [["today", "today", "#d62728", 12], ["recommended", "cheapest", "#2ca02c", 9],
+               ["knee", "knee", "#9467bd", 6]];
 
 function token() {
   return window.localStorage.getItem(TOKEN_KEY) || "";
@@ -86,6 +92,51 @@ function showResults(answer) {
   apply.textContent = inForce ? "The cheapest is already in force" : "Apply the cheapest";
 }
 
+function point(row) {
+  // x: cloud $, y: mean JCT change against No-Wait in percent, as the table shows them
+  return { x: Number(row.cloud_cost_usd), y: 100 * Number(row.jct_change), label: row.label };
+}
+
+function showChart(answer) {
+  const rec = answer.recommendation;
+  const points = answer.rows.map(point);
+  const xs = points.map((p) => p.x);
+  const ys = points.map((p) => p.y);
+  const datasets = [{ label: "settings", data: points, pointRadius: 3,
+                      backgroundColor: "#3366cc", order: 2 }];
+  for (const [label, key, colour, radius] of MARKS) {
+    if (!rec[key]) continue;
+    datasets.push({ label: label + ": " + rec[key].label, data: [point(rec[key])],
+                    pointRadius: radius, pointHoverRadius: radius + 1, borderWidth: 2,
+                    borderColor: colour, backgroundColor: "rgba(0,0,0,0)", order: 1 });
+  }
+  const tolerance = 100 * rec.tolerance;
+  datasets.push({ type: "line", label: "tolerance " + pct(rec.tolerance), order: 3,
+                  data: [{ x: Math.min(...xs), y: tolerance }, { x: Math.max(...xs), y: tolerance }],
+                  borderColor: "#888", borderDash: [4, 4], borderWidth: 1, pointRadius: 0 });
+  // the y axis spans the settings; a tolerance far above them is named in the legend only
+  const lo = Math.min(...ys);
+  const hi = Math.max(...ys);
+  const top = tolerance <= hi + (hi - lo) ? Math.max(hi, tolerance) : hi;
+  const pad = Math.max(0.5, 0.08 * (top - lo));
+  const step = top - lo > 20 ? 5 : 1;  // axis ends on round numbers
+  if (state.chart) state.chart.destroy();
+  state.chart = new window.Chart(document.getElementById("chart"), {
+    type: "scatter",
+    data: { datasets },
+    options: {
+      responsive: true, animation: false, maintainAspectRatio: false,
+      scales: { x: { title: { display: true, text: "cloud cost ($)" } },
+                y: { title: { display: true, text: "mean JCT vs No-Wait (%)" },
+                     min: step * Math.floor((lo - pad) / step),
+                     max: step * Math.ceil((top + pad) / step) } },
+      plugins: { tooltip: { callbacks: { label: (ctx) => ctx.raw.label === undefined
+        ? ctx.dataset.label
+        : ctx.raw.label + ": $" + ctx.raw.x.toFixed(0) + ", " + pct(ctx.raw.y / 100) } } },
+    },
+  });
+}
+
 async function showLog() {
   const log = await api("GET", "/v1/tuning/settings");
   const body = document.querySelector("#log tbody");
@@ -118,7 +169,9 @@ async function replay(event) {
   };
   document.body.dataset.tuned = "running";
   try {
-    showResults(await api("POST", "/v1/tuning/runs", request));
+    const answer = await api("POST", "/v1/tuning/runs", request);
+    showResults(answer);
+    showChart(answer);
   } catch (error) {
     showError(error.message);
   }
