@@ -56,6 +56,11 @@ _PAD = 1.0
 _DPI = 110
 #: colours of highlighted settings, by caption prefix
 _RING = {"today": "tab:red", "recommended": "tab:green", "knee": "tab:purple"}
+#: their sizes (points²; the largest is 7.7 points across its middle), nested so that
+#: rings on one point (the knee at today's setting) all show
+_RING_SIZE = {"today": 240.0, "recommended": 150.0, "knee": 80.0}
+#: half the side of the square kept clear of labels around a ring, in points
+_RING_CLEAR = 9.5
 #: one colour per policy (none a ring's); the line style tells the mode apart
 _COLOUR = {
     "compute": "tab:blue",
@@ -172,7 +177,7 @@ def _draw(ax: Any, rows: Sequence[Row], highlights: Mapping[str, str]) -> list[R
         colour = _RING.get(caption.split()[0], "tab:gray")
         ax.scatter(
             *_xy(row),
-            s=160,
+            s=_RING_SIZE.get(caption.split()[0], 150.0),
             facecolors="none",
             edgecolors=colour,
             linewidths=2,
@@ -195,7 +200,7 @@ def _place_labels(fig: Any, ax: Any, rows: Sequence[Row], marked: Sequence[Row])
     frame = tuple(ax.get_window_extent(renderer).extents)
     taken: list[Box] = []
     for row in marked:  # keep the rings clear
-        taken.append(_square(to_px(_xy(row)), 8 * scale))
+        taken.append(_square(to_px(_xy(row)), _RING_CLEAR * scale))
     for row in rows:  # and every point's marker
         taken.append(_square(to_px(_xy(row)), 2.5 * scale))
     seen: set[tuple[str, int, int]] = set()

@@ -83,7 +83,7 @@ def assert_apart(fig: Any, rows: Sequence[Row], marks: dict[float | None, dict[s
             if str(row["label"]) not in marks[load] or row.get("load") != load:
                 continue
             x, y = ax.transData.transform(pareto._xy(row))
-            ring = Bbox.from_extents(*pareto._square((x, y), 7 * scale))
+            ring = Bbox.from_extents(*pareto._square((x, y), 8.5 * scale))  # the largest
             for a, text, box in labels:
                 assert a is not ax or not box.overlaps(ring), (text.get_text(), row["label"])
 
