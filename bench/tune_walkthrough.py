@@ -48,7 +48,9 @@ def small_copy(plot: Path, figure: Path) -> None:
 
     figure.parent.mkdir(parents=True, exist_ok=True)
     with Image.open(plot) as image:
-        image.convert("RGB").quantize(colors=64).save(figure, optimize=True)
+        # octree keeps the rings' rare colours (median cut greys them out)
+        small = image.convert("RGB").quantize(colors=64, method=Image.Quantize.FASTOCTREE)
+        small.save(figure, optimize=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -69,3 +69,10 @@ def test_the_walkthrough_runs_and_writes_a_small_copy_of_its_plot(
     plot = tmp_path / "demo" / "pareto.png"
     assert figure.read_bytes()[:4] == b"\x89PNG"
     assert figure.stat().st_size < plot.stat().st_size
+    # the few colours keep the rings' own: today's red and the recommendation's green
+    from PIL import Image
+
+    with Image.open(figure) as image:
+        palette = {rgb for _, rgb in image.convert("RGB").getcolors(256) or []}
+    for ring in ((0xD6, 0x27, 0x28), (0x2C, 0xA0, 0x2C)):
+        assert min(sum(abs(a - b) for a, b in zip(ring, c, strict=True)) for c in palette) < 24
