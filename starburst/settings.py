@@ -25,7 +25,7 @@ from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
-from starburst.core.policy import PolicyKind, WaitPolicy, calibrate
+from starburst.core.policy import POLICIES, PolicyKind, WaitPolicy, calibrate
 
 DEFAULT_STATE_DIR = Path.home() / ".local" / "share" / "starburst"
 
@@ -233,7 +233,7 @@ class Settings(BaseSettings):
         """The core config; the coefficient is explicit or calibrated on ``reference`` jobs."""
         if self.coefficient is not None:
             coefficient = self.coefficient
-        elif self.policy in (PolicyKind.NO_WAIT, PolicyKind.INFINITE, PolicyKind.RUNTIME):
+        elif POLICIES[self.policy].reference_free:
             coefficient = calibrate(self.policy, self.budget, [])
         elif reference:
             coefficient = calibrate(self.policy, self.budget, reference)

@@ -48,6 +48,36 @@ class PolicyKind(StrEnum):
     COMPUTE_EXPECTED = "compute-expected"
 
 
+@dataclass(frozen=True, slots=True)
+class PolicyInfo:
+    """What the rest of Starburst needs to know about a policy besides its budget rule.
+
+    ``name``: what tables, plots and notes call it; ``out_of_order``: the mode it normally
+    runs in (only the other mode is spelled out in names); ``budgetless``: a waiting budget
+    b means nothing to it (no coefficient); ``reference_free``: its coefficient follows
+    from b alone, without a reference workload to calibrate on.
+    """
+
+    name: str
+    out_of_order: bool = False
+    budgetless: bool = False
+    reference_free: bool = False
+
+
+#: Every policy, in one place: a new one is a ``PolicyKind``, an entry here, its rule in
+#: ``WaitPolicy.budget`` and its closed form in ``calibrate`` (and, on purpose, a second
+#: implementation in ``sim.reference`` for the differential test).
+POLICIES: dict[PolicyKind, PolicyInfo] = {
+    PolicyKind.NO_WAIT: PolicyInfo("No-Wait", budgetless=True, reference_free=True),
+    PolicyKind.INFINITE: PolicyInfo("Cluster only", budgetless=True, reference_free=True),
+    PolicyKind.CONSTANT: PolicyInfo("Constant-Wait"),
+    PolicyKind.RUNTIME: PolicyInfo("Runtime-Wait", reference_free=True),
+    PolicyKind.RESOURCE: PolicyInfo("Resource-Wait"),
+    PolicyKind.COMPUTE: PolicyInfo("Compute-Wait", out_of_order=True),
+    PolicyKind.STAR: PolicyInfo("Star-Wait", out_of_order=True),
+    PolicyKind.COMPUTE_EXPECTED: PolicyInfo("Compute-Expected-Wait", out_of_order=True),
+}
+
 #: Star-Wait defaults from the paper: the cloud stint threshold L and the re-queue factor r.
 STAR_THRESHOLD_S = 0.25 * 3600.0
 STAR_REQUEUE_FACTOR = 3.0
@@ -70,7 +100,7 @@ def calibrate(kind: PolicyKind, budget: float, jobs: Sequence[Job]) -> float:
     """
     if budget < 0 or not math.isfinite(budget):
         raise ConfigError(f"waiting budget must be a finite number ≥ 0, got {budget}")
-    if kind in (PolicyKind.NO_WAIT, PolicyKind.INFINITE):
+    if POLICIES[kind].budgetless:
         return 0.0
     if kind is PolicyKind.RUNTIME:
         return budget
@@ -155,6 +185,6 @@ class WaitPolicy:
         return self.star_requeue_factor * max(0.0, remaining)
 
     def describe(self) -> str:
-        if self.kind in (PolicyKind.NO_WAIT, PolicyKind.INFINITE):
+        if POLICIES[self.kind].budgetless:
             return self.kind.value
         return f"{self.kind.value}(c={self.coefficient:.6g})"

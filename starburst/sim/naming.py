@@ -9,28 +9,15 @@ unusual mode is spelled out.
 
 from __future__ import annotations
 
-from starburst.core.policy import PolicyKind
-
-_NAMES = {
-    PolicyKind.NO_WAIT: "No-Wait",
-    PolicyKind.INFINITE: "Cluster only",
-    PolicyKind.CONSTANT: "Constant-Wait",
-    PolicyKind.RUNTIME: "Runtime-Wait",
-    PolicyKind.RESOURCE: "Resource-Wait",
-    PolicyKind.COMPUTE: "Compute-Wait",
-    PolicyKind.STAR: "Star-Wait",
-    PolicyKind.COMPUTE_EXPECTED: "Compute-Expected-Wait",
-}
-#: policies normally run out of order (the rest normally run in order)
-_OUT_OF_ORDER_BY_DEFAULT = {PolicyKind.COMPUTE, PolicyKind.STAR, PolicyKind.COMPUTE_EXPECTED}
-_BUDGETLESS = {PolicyKind.NO_WAIT, PolicyKind.INFINITE}
+from starburst.core.policy import POLICIES, PolicyKind
 
 
 def series_name(kind: PolicyKind, out_of_order: bool) -> str:
     if kind is PolicyKind.COMPUTE and out_of_order:
         return "Starburst"
-    name = _NAMES.get(kind, kind.value)
-    if kind in _BUDGETLESS or out_of_order == (kind in _OUT_OF_ORDER_BY_DEFAULT):
+    info = POLICIES[kind]
+    name = info.name
+    if info.budgetless or out_of_order == info.out_of_order:
         return name
     return f"{name} ({'out of order' if out_of_order else 'in order'})"
 
@@ -39,7 +26,7 @@ def label(
     kind: PolicyKind, out_of_order: bool, budget: float | None, coefficient: float | None = None
 ) -> str:
     name = series_name(kind, out_of_order)
-    if kind in _BUDGETLESS:
+    if POLICIES[kind].budgetless:
         return name
     if coefficient is not None:
         return f"{name} c={coefficient:g}"

@@ -22,7 +22,7 @@ from starburst.core.capacity import Node, PlacementStrategy
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
-from starburst.core.policy import PolicyKind, WaitPolicy, calibrate
+from starburst.core.policy import POLICIES, PolicyKind, WaitPolicy, calibrate
 from starburst.sim.engine import SimOptions, simulate
 from starburst.sim.naming import label as setting_label
 from starburst.sim.naming import series_name
@@ -183,9 +183,7 @@ def sweep(
             )
         )
         for kind in policies:
-            budgets_for: list[float | None] = (
-                [None] if kind in (PolicyKind.NO_WAIT, PolicyKind.INFINITE) else list(budgets)
-            )
+            budgets_for: list[float | None] = [None] if POLICIES[kind].budgetless else list(budgets)
             for b in budgets_for:
                 spec = RunSpec("", kind, b, order=order)
                 if kind is PolicyKind.COMPUTE:

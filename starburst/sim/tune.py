@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from starburst.core.capacity import Node, PlacementStrategy
 from starburst.core.ordering import QueueOrder
-from starburst.core.policy import PolicyKind
+from starburst.core.policy import POLICIES, PolicyKind
 from starburst.sim import notes, recommend
 from starburst.sim.engine import SimOptions
 from starburst.sim.naming import label
@@ -43,7 +43,6 @@ DEFAULT_POLICIES = (
     PolicyKind.STAR,
 )
 DEFAULT_BUDGETS = (0.05, 0.1, 0.25, 0.5, 1.0)
-_BUDGETLESS = (PolicyKind.NO_WAIT, PolicyKind.INFINITE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +59,7 @@ class Deployed:
     placement: PlacementStrategy = PlacementStrategy.FIRST_FIT
 
     def spec(self) -> RunSpec:
-        budget = None if self.policy in _BUDGETLESS else self.budget
+        budget = None if POLICIES[self.policy].budgetless else self.budget
         shown = label(
             self.policy, self.out_of_order, budget, self.coefficient if budget is None else None
         )

@@ -128,3 +128,23 @@ def test_calibration_never_overflows(kind: PolicyKind, runtimes: list[float]) ->
     coefficient = calibrate(kind, 0.25, jobs)
     assert math.isfinite(coefficient) and coefficient >= 0
     WaitPolicy(kind, coefficient)  # a usable policy
+
+
+def test_every_policy_is_described_once_and_names_follow_the_description() -> None:
+    """A new policy is added in core/policy.py: ``POLICIES`` must cover every kind, and the
+    names tables and plots print come from it."""
+    from starburst.core.policy import POLICIES
+    from starburst.sim.naming import label, series_name
+
+    assert set(POLICIES) == set(PolicyKind)
+    assert len({info.name for info in POLICIES.values()}) == len(POLICIES)
+    for kind, info in POLICIES.items():
+        assert series_name(kind, info.out_of_order) in (info.name, "Starburst")
+        if not info.budgetless:
+            assert series_name(kind, not info.out_of_order).endswith("order)")
+            assert label(kind, info.out_of_order, 0.25).endswith(" b=0.25")
+        else:
+            assert label(kind, True, 0.25) == info.name
+            assert WaitPolicy.from_budget(kind, 0.25, []).coefficient == 0.0
+        if info.reference_free:  # calibrated without any reference jobs
+            WaitPolicy.from_budget(kind, 0.25, [])
