@@ -220,3 +220,24 @@ def test_openapi_declares_every_error_with_the_body_we_send(api: Api) -> None:
         assert codes <= declared, (method, path, codes - declared)
     detail = spec["paths"]["/v1/jobs/{job_id}"]["get"]["responses"]["404"]
     assert detail["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorOut")
+
+
+def _keys(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield key
+            yield from _keys(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _keys(value)
+
+
+def test_every_bound_the_api_enforces_is_a_json_schema_keyword(api: Api) -> None:
+    """A bound pydantic wrote as its own ``ge``/``le`` (not ``minimum``/``maximum``) told no
+    client of it: the fuzzer sent ``array_limit: 0``, valid by the document, refused 422."""
+    spec = api.client.get("/openapi.json").json()
+    assert not {"ge", "le", "gt", "lt"} & set(_keys(spec))
+    limit = spec["components"]["schemas"]["JobSubmit"]["properties"]["array_limit"]
+    assert {"type": "integer", "minimum": 1, "maximum": 10_000} in limit["anyOf"]
+    refused = api.call("alice", "POST", "/v1/jobs", json={**JOB, "array": "a", "array_limit": 0})
+    assert refused.status_code == 422 and "array_limit" in refused.text

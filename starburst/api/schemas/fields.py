@@ -68,7 +68,7 @@ def encodable(value: str) -> str:
     return value
 
 
-def _whole_number(value: object) -> object:
+def whole_number(value: object) -> object:
     """JSON Schema's ``integer``: 2 and 2.0 are whole numbers; true, "2" and 2.5 are not
     (pydantic's lax mode would take the first two, its strict mode would refuse 2.0)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -80,8 +80,11 @@ def _whole_number(value: object) -> object:
     return value
 
 
-#: A count in JSON: a whole number, written 2 or 2.0.
-WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
+#: A count in JSON: a whole number, written 2 or 2.0. Bounds go in the field's default
+#: (``gpus: WholeNumber = Field(ge=0)``); where there is no such default (a nullable
+#: count), put the bounds *before* the validator (as ``jobs.ArrayLimit``), else pydantic writes
+#: them into the schema as its own ``ge``/``le`` keys, which no JSON Schema reader knows.
+WholeNumber = Annotated[int, BeforeValidator(whole_number)]
 
 Label256 = Annotated[
     str, Field(min_length=1, max_length=256, pattern=NO_CONTROL), AfterValidator(encodable)

@@ -15,7 +15,15 @@ import shlex
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from starburst.api.schemas.fields import (
     MAX_CPUS,
@@ -31,6 +39,7 @@ from starburst.api.schemas.fields import (
     Label256,
     WholeNumber,
     encodable,
+    whole_number,
 )
 from starburst.core.dependencies import (
     AFTER_PATTERN,
@@ -45,6 +54,7 @@ from starburst.core.records import JobEvent, JobSpec, StoredJob
 from starburst.core.time_limit import TIME_LIMIT
 
 Name = Annotated[str, Field(min_length=1, max_length=256)]
+ArrayLimit = Annotated[int, Field(ge=1, le=MAX_ARRAY_LIMIT), BeforeValidator(whole_number)]
 
 
 def when(epoch: float | None) -> datetime | None:
@@ -118,10 +128,8 @@ class JobSubmit(BaseModel):
     array: Label128 | None = Field(
         default=None, description="The array this job belongs to (with array_limit)."
     )
-    array_limit: WholeNumber | None = Field(
+    array_limit: ArrayLimit | None = Field(
         default=None,
-        ge=1,
-        le=MAX_ARRAY_LIMIT,
         description="At most this many of the array's jobs queued or running at once.",
     )
 
