@@ -28,6 +28,7 @@ from starburst.core.ordering import QueueOrder
 from starburst.core.policy import POLICIES, PolicyKind, WaitPolicy, calibrate
 
 DEFAULT_STATE_DIR = Path.home() / ".local" / "share" / "starburst"
+MAX_UID = 2**31 - 1
 
 
 class SettingsError(ConfigError):
@@ -51,15 +52,16 @@ class Settings(BaseSettings):
     cluster: Literal["local", "kubernetes"] = "local"
     local_gpus: int = Field(default=4, ge=0, description="GPU slots of the local cluster.")
     local_gpu_type: str = "gpu"
-    local_run_as: str | None = Field(
-        default="nobody",
-        description="OS user (name or uid) local jobs run as when the "
-        "controller runs as root; empty: as the controller's own user (jobs can then read "
-        "what it can).",
+    local_job_uids: str = Field(
+        default="60000-60999",
+        description="When the controller runs as root, every running local job (and "
+        "emulated burst) runs as a uid and gid of its own from this range (first-last; no "
+        "account or group may use one), given back when it ends; empty: jobs run as the "
+        "controller's own user.",
     )
     local_work_dir: Path = Field(
         default=Path(tempfile.gettempdir()) / "starburst-jobs",
-        description="Where jobs run as local_run_as get their own working directories.",
+        description="Where jobs with a uid of their own get their private working directories.",
     )
     kubeconfig: str | None = Field(default=None, description="Kubeconfig (in-cluster if unset).")
     cloud: Literal["emulated", "skypilot", "none"] = "emulated"
@@ -175,6 +177,28 @@ class Settings(BaseSettings):
             raise ValueError("alert thresholds are positive shares of a budget, e.g. 0.8")
         return sorted(set(value))
 
+    @field_validator("local_job_uids")
+    @classmethod
+    def _uid_range(cls, value: str) -> str:
+        if not value.strip():
+            return ""
+        first, last = parse_uid_range(value)
+        return f"{first}-{last}"
+
+    def job_uid_range(self) -> tuple[int, int] | None:
+        """``local_job_uids`` as (first, last); None when it is empty."""
+        return parse_uid_range(self.local_job_uids) if self.local_job_uids else None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, values: Any) -> Any:
+        if isinstance(values, dict) and "local_run_as" in values:
+            raise ValueError(
+                "local_run_as is gone: every local job now runs as a uid of its own from "
+                "local_job_uids (e.g. 60000-60999)"
+            )
+        return values
+
     @field_validator("budget_webhook")
     @classmethod
     def _webhook_is_http(cls, value: str | None) -> str | None:
@@ -247,6 +271,18 @@ class Settings(BaseSettings):
             self.order,
             self.placement,
         )
+
+
+def parse_uid_range(text: str) -> tuple[int, int]:
+    """``"60000-60999"`` (or one uid, ``"60000"``) as (first, last); ``ValueError`` otherwise."""
+    first, dash, last = text.strip().partition("-")
+    try:
+        low, high = int(first), int(last if dash else first)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a uid range such as 60000-60999") from None
+    if not 1 <= low <= high <= MAX_UID:
+        raise ValueError(f"{text!r}: uids from 1 to {MAX_UID}, the first not above the last")
+    return low, high
 
 
 def is_loopback(host: str) -> bool:

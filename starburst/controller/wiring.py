@@ -1,6 +1,8 @@
 """The composition root: settings in, a wired controller out. Nothing else builds backends.
 
 - ``cluster = "local"``: ``LocalCluster`` with ``local_gpus`` slots under ``state_dir``;
+  its jobs (and the emulated cloud's) each run as a uid of their own from ``local_job_uids``
+  when this process is root (``job_users_of``);
   ``"kubernetes"``: ``KubernetesCluster`` watching suspended Jobs labelled
   ``starburst.io/queue`` (kubeconfig from ``kubeconfig`` or in-cluster).
 - ``cloud = "emulated"``: local processes metered at cloud prices (labelled emulated);
@@ -38,16 +40,19 @@ from starburst.settings import Settings
 from starburst.wallclock import WallClock
 
 if TYPE_CHECKING:
-    from starburst.adapters.local.isolation import RunAs
+    from starburst.adapters.local.jobusers import JobUsers
     from starburst.controller.joblogs import JobLogs
     from starburst.pricing import PriceTable
 
 log = logging.getLogger("starburst.controller")
 
 
-def build_cluster(settings: Settings, clock: Clock, *, watch: bool = True) -> Cluster:
+def build_cluster(
+    settings: Settings, clock: Clock, *, watch: bool = True, users: JobUsers | None = None
+) -> Cluster:
     """The configured cluster; ``watch=False`` builds a Kubernetes one that only answers
-    direct calls (job output), without watching the cluster."""
+    direct calls (job output), without watching the cluster. Local jobs run as ``users``
+    (``job_users_of``), else as this process's user."""
     if settings.cluster == "local":
         from starburst.adapters.local import LocalCluster
 
@@ -56,7 +61,7 @@ def build_cluster(settings: Settings, clock: Clock, *, watch: bool = True) -> Cl
             settings.local_gpus,
             gpu_type=settings.local_gpu_type,
             clock=clock,
-            run_as=run_as_of(settings),
+            users=users,
         )
     from starburst.adapters.kubernetes.cluster import KubernetesCluster
 
@@ -69,11 +74,13 @@ def build_cluster(settings: Settings, clock: Clock, *, watch: bool = True) -> Cl
     return cluster
 
 
-def run_as_of(settings: Settings) -> RunAs | None:
-    """Who local jobs run as: ``local_run_as`` when this process is root (``isolation.py``)."""
-    from starburst.adapters.local.isolation import resolve_run_as
+def job_users_of(settings: Settings, *, euid: int | None = None) -> JobUsers | None:
+    """The per-job uids of ``local_job_uids`` when this process is root (``jobusers.py``)."""
+    from starburst.adapters.local.jobusers import default_lock_dir, resolve_job_users
 
-    return resolve_run_as(settings.local_run_as, settings.local_work_dir)
+    return resolve_job_users(
+        settings.job_uid_range(), settings.local_work_dir, default_lock_dir(), euid=euid
+    )
 
 
 def secure_state_dir(settings: Settings) -> None:
@@ -115,9 +122,14 @@ def build_leader_lock(settings: Settings, store: SqlStore) -> LeaderLock:
     )
 
 
-def build_cloud(settings: Settings, clock: Clock, prices: PriceTable | None = None) -> Cloud | None:
+def build_cloud(
+    settings: Settings,
+    clock: Clock,
+    prices: PriceTable | None = None,
+    users: JobUsers | None = None,
+) -> Cloud | None:
     """The cloud the settings name, pricing from ``prices`` (default: the settings' price
-    table, else the shipped one)."""
+    table, else the shipped one); emulated bursts run as ``users``, like local jobs."""
     if settings.cloud == "none":
         return None
     from starburst.pricing import load_price_table
@@ -127,9 +139,7 @@ def build_cloud(settings: Settings, clock: Clock, prices: PriceTable | None = No
     if settings.cloud == "emulated":
         from starburst.adapters.local import EmulatedCloud
 
-        return EmulatedCloud(
-            settings.state_dir / "cloud", prices, clock=clock, run_as=run_as_of(settings)
-        )
+        return EmulatedCloud(settings.state_dir / "cloud", prices, clock=clock, users=users)
     from starburst.adapters.skypilot import SkyPilotCloud, load_sky
 
     endpoint, token = settings.skypilot_api_server, settings.skypilot_token()
@@ -178,8 +188,9 @@ def build_controller(
     store = store or SqlStore.open(
         settings.database_url, clock=clock, leader_name=settings.leader_name
     )
-    cluster = build_cluster(settings, clock)
-    cloud = build_cloud(settings, clock)
+    users = job_users_of(settings)
+    cluster = build_cluster(settings, clock, users=users)
+    cloud = build_cloud(settings, clock, users=users)
     return Controller(
         settings,
         store,

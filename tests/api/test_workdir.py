@@ -1,6 +1,6 @@
 """``--workdir``: the local cluster runs the job in the researcher's directory (so
 ``python train.py`` finds ``train.py``), and refuses, with the reason, a directory the user
-local jobs run as cannot read. Through the real CLI against a served app."""
+a job runs as cannot read. Through the real CLI against a served app."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from starburst.adapters.local import LocalCluster
-from starburst.adapters.local.isolation import resolve_run_as
+from starburst.adapters.local.jobusers import default_lock_dir, resolve_job_users
 from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.support.clock import ManualClock
@@ -92,13 +92,13 @@ def test_a_workdir_the_job_user_cannot_read_is_refused_with_the_reason(  # type:
     serve: Callable[[Any], LiveServer],
     tmp_path: Path,
 ) -> None:
-    run_as = resolve_run_as("nobody", tmp_path / "work")
-    assert run_as is not None
-    cluster = LocalCluster(tmp_path / "cluster", 1, run_as=run_as)
-    store, loop, _, env = _serve(db_url, clock, resources, open_store, serve, cluster)
     outside = Path(tempfile.mkdtemp(prefix="starburst-workdir-"))  # pytest's tmp is 0700
     resources.callback(shutil.rmtree, outside)
     os.chmod(outside, 0o755)
+    users = resolve_job_users((60000, 60999), outside / "work", default_lock_dir())
+    assert users is not None
+    cluster = LocalCluster(tmp_path / "cluster", 1, users=users)
+    store, loop, _, env = _serve(db_url, clock, resources, open_store, serve, cluster)
     shared = outside / "shared"
     shared.mkdir(mode=0o755)
     (shared / "train.py").write_text("print('shared')\n")
@@ -119,5 +119,5 @@ def test_a_workdir_the_job_user_cannot_read_is_refused_with_the_reason(  # type:
     failure = json.loads(run(["status", refused, "--json"], env).stdout)
     assert failure["state"] == "failed"
     reason = store.events(refused)[-1].reason
-    assert f"workdir {private} is not readable by local jobs' user nobody" in reason
+    assert f"workdir {private} is not readable by the job's own user (uid 600" in reason
     assert "chmod o+rx" in reason

@@ -3,36 +3,37 @@ controller's.
 
 A real ``starburst server`` (auth on, local cluster) runs as root here — as the tests do — on a
 PostgreSQL server that demands a password, with that password in its
-``STARBURST_DATABASE_URL``. An ordinary user submits a victim job, then an attacker job that
-prints its environment, reads the victim's spawn record and output, lists the state
-directory, reads the controller's ``/proc`` environment, signals the controller and tries to
-make every token an admin through ``psql`` with whatever database URL it can find. On the old
-code (jobs inherited the controller's environment and ran as root) every step worked.
+``STARBURST_DATABASE_URL`` (``served.py``). An ordinary user submits a victim job, then an
+attacker job that prints its environment, reads the victim's spawn record and output, lists
+the state directory, reads the controller's ``/proc`` environment, signals the controller and
+tries to make every token an admin through ``psql`` with whatever database URL it can find.
+On the old code (jobs inherited the controller's environment and ran as root) every step
+worked.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+import shutil
+import tempfile
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import make_url
 
-from starburst.adapters.db import migrate
-from starburst.adapters.db.store import SqlStore
-from starburst.core.records import Role
-from tests.support.postgres import ThrowawayPostgres, find_bindir, required
+from starburst.settings import parse_uid_range
+from tests.security.served import (
+    PASSWORD,
+    Served,
+    password_postgres,
+    require_root,
+    run_job,
+    server,
+)
 from tests.support.waiting import wait_for
 
-PASSWORD = f"pw-{uuid.uuid4().hex}"
+__all__ = ["password_postgres", "server"]
+
 ALLOWED_ENV = {
     "PATH",
     "HOME",
@@ -45,111 +46,8 @@ ALLOWED_ENV = {
     "STARBURST_JOB_ID",
     "STARBURST_SPAWN",
 }
-
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="jobs switch users only under root")
-
-
-@pytest.fixture(scope="module")
-def password_postgres() -> Iterator[str]:
-    bindir = find_bindir()
-    if bindir is None:
-        if required():
-            pytest.fail("no PostgreSQL binaries (install the test extra)")
-        pytest.skip("no PostgreSQL binaries")
-    server = ThrowawayPostgres(bindir, password=PASSWORD).start()
-    try:
-        migrate.upgrade(server.url)
-        yield server.url
-    finally:
-        server.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Served:
-    url: str
-    proc: subprocess.Popen[bytes]
-    state: Path
-    tokens: dict[str, str]
-    passwordless_db_url: str  # what an attacker can guess: the URL without the password
-
-
-@pytest.fixture
-def server(password_postgres: str, tmp_path: Path) -> Iterator[Served]:
-    store = SqlStore.open(password_postgres)
-    store.save_user("mallory", team="ml")
-    store.save_user("root-admin")
-    tokens = {
-        "user": store.issue_token("mallory", Role.USER).secret,
-        "admin": store.issue_token("root-admin", Role.ADMIN).secret,
-    }
-    store.close()
-    state = tmp_path / "state"
-    port = _free_port()
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": os.environ.get("HOME", "/root"),
-        "STARBURST_DATABASE_URL": password_postgres,
-        "STARBURST_AUTH": "true",
-        "STARBURST_STATE_DIR": str(state),
-        "STARBURST_CLOUD": "none",
-        "STARBURST_LOCAL_WORK_DIR": str(tmp_path / "work"),
-        "STARBURST_API_PORT": str(port),
-        "STARBURST_PASS_INTERVAL_S": "0.2",
-    }
-    with (tmp_path / "server.log").open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "starburst.cli", "server"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        try:
-            return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return proc.poll() is not None
-
-    try:
-        assert wait_for(ready, timeout=60) and proc.poll() is None, (
-            tmp_path / "server.log"
-        ).read_text()
-        db = make_url(password_postgres)
-        guess = f"postgresql://{db.username}@{db.host}:{db.port}/{db.database}"
-        assert PASSWORD not in guess
-        yield Served(url, proc, state, tokens, guess)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _run_job(client: httpx.Client, command: str, env: dict[str, str] | None = None) -> str:
-    made = client.post(
-        "/v1/jobs", json={"image": "none", "command": command, "gpus": 1, "env": env or {}}
-    )
-    assert made.status_code == 201, made.text
-    job_id = str(made.json()["id"])
-
-    def done() -> bool:
-        return client.get(f"/v1/jobs/{job_id}").json()["state"] in (
-            "succeeded",
-            "failed",
-            "cancelled",
-        )
-
-    assert wait_for(done, timeout=60), client.get(f"/v1/jobs/{job_id}").json()
-    return job_id
+JOB_UIDS = parse_uid_range("60000-60999")  # the default local_job_uids
+NOBODY = 65534
 
 
 def attack_script(state: Path, victim: str, controller_pid: int, admin_url: str) -> str:
@@ -176,14 +74,15 @@ def test_a_user_job_sees_nothing_of_the_controller_and_cannot_become_admin(serve
     admin_url = server.passwordless_db_url
     headers = {"Authorization": f"Bearer {tokens['user']}"}
     with httpx.Client(base_url=url, headers=headers, timeout=10) as user:
-        victim = _run_job(user, "echo victim-output-7f3a", {"VICTIM_SECRET": "hunter2-victim"})
-        attacker = _run_job(user, attack_script(state, victim, proc.pid, admin_url))
+        victim = run_job(user, "echo victim-output-7f3a", {"VICTIM_SECRET": "hunter2-victim"})
+        attacker = run_job(user, attack_script(state, victim, proc.pid, admin_url))
         out = user.get(f"/v1/jobs/{attacker}/logs").text
         whoami = user.get("/v1/whoami").json()
         promote = user.post("/v1/tokens", json={"user": "mallory", "role": "admin"})
 
     assert "== done" in out, out
-    assert "== id 65534" in out  # ran as nobody, not as the controller's root
+    uid = int(out.split("== id ", 1)[1].split()[0])
+    assert JOB_UIDS[0] <= uid <= JOB_UIDS[1]  # a uid of its own, not the controller's root
     env_lines = out.split("== env\n", 1)[1].split("== end env", 1)[0].splitlines()
     names = {line.split("=", 1)[0] for line in env_lines if "=" in line}
     assert names <= ALLOWED_ENV, names - ALLOWED_ENV
@@ -212,32 +111,43 @@ def test_a_user_job_sees_nothing_of_the_controller_and_cannot_become_admin(serve
     assert "victim-output-7f3a" in victim_log  # the controller still reads every log
 
 
-def test_emulated_cloud_jobs_run_as_the_run_as_user_with_a_minimal_environment(
+def test_emulated_cloud_jobs_run_as_their_own_uid_with_a_minimal_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from starburst.adapters.local import EmulatedCloud
-    from starburst.adapters.local.isolation import resolve_run_as
+    from starburst.adapters.local.jobusers import default_lock_dir, resolve_job_users
     from starburst.core.job import Job
 
+    require_root()
     monkeypatch.setenv("STARBURST_DATABASE_URL", f"postgresql://u:{PASSWORD}@db/x")
-    run_as = resolve_run_as("nobody", tmp_path / "work")
-    assert run_as is not None
-    cloud = EmulatedCloud(tmp_path / "state", run_as=run_as)
+    outside = Path(tempfile.mkdtemp(prefix="starburst-work-"))  # tmp_path is 0700
+    os.chmod(outside, 0o711)
+    monkeypatch.chdir("/")
+    work = outside / "work"
+    users = resolve_job_users(JOB_UIDS, work, default_lock_dir())
+    assert users is not None
+    cloud = EmulatedCloud(tmp_path / "state", users=users)
     job = Job("burst-1", 0.0, 1, extra={"command": "id -u; env; pwd", "env": '{"MINE": "1"}'})
     handle = cloud.launch(job, "budget expired")
     assert wait_for(lambda: cloud.poll(handle).value != "running")
     out = cloud.logs(handle)
-    assert "65534" in out and "MINE=1" in out and PASSWORD not in out
-    assert f"PWD={tmp_path / 'work'}" in out  # its own working directory
+    uid = int(out.splitlines()[1])
+    assert JOB_UIDS[0] <= uid <= JOB_UIDS[1] and "MINE=1" in out and PASSWORD not in out
+    assert f"PWD={work}/" in out  # its own working directory
+    assert uid not in users.held() and not list(work.iterdir())  # given back
+    shutil.rmtree(outside)
     names = {line.split("=", 1)[0] for line in out.splitlines()[2:] if "=" in line}
     assert names <= ALLOWED_ENV | {"MINE", "STARBURST_EMULATED"}, names
 
 
-def test_an_unknown_or_root_run_as_user_is_refused() -> None:
-    from starburst.adapters.local.isolation import resolve_run_as
+def test_a_uid_range_that_real_accounts_use_is_refused(tmp_path: Path) -> None:
+    from starburst.adapters.local.jobusers import resolve_job_users
     from starburst.core.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="local_run_as: no OS user 'no-such-user-x'"):
-        resolve_run_as("no-such-user-x", Path("/tmp/w"))
-    with pytest.raises(ConfigError, match="is root"):
-        resolve_run_as("0", Path("/tmp/w"))
+    with pytest.raises(ConfigError, match=r"local_work_dir .* does not let other users pass"):
+        resolve_job_users(JOB_UIDS, tmp_path / "work", tmp_path / "locks", euid=0)
+    with pytest.raises(ConfigError, match=r"local_job_uids 0-0 holds .*user root"):
+        resolve_job_users((0, 0), tmp_path, tmp_path, euid=0)
+    with pytest.raises(ConfigError, match=r"local_job_uids 65534-65534 .*nobody"):
+        resolve_job_users((NOBODY, NOBODY), tmp_path, tmp_path, euid=0)
+    assert resolve_job_users(JOB_UIDS, tmp_path, tmp_path, euid=1000) is None  # not root

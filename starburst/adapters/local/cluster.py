@@ -14,6 +14,9 @@ Terms:
 - *life*: one ``LocalCluster`` object. The controller may be SIGKILLed and a new life built
   on the same ``state_dir`` while the jobs (each in its own session) run on.
 - *adopt*: take over a job an earlier life spawned, from its spawn record.
+- *job users*: given ``users`` (the controller is root), every job runs as a uid of its own
+  for as long as it runs (``jobusers.py``), recorded in its spawn record so an adopted job
+  keeps it; without, jobs run as this process's user (``isolation.py``).
 
 Restart safety — a job is never run twice and never lost:
 - A job is *spawned* iff its directory holds a spawn record whose process ran the command
@@ -45,7 +48,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from starburst.adapters.local.isolation import RunAs
+from starburst.adapters.local.jobusers import JobUsers
 from starburst.adapters.local.processes import JobProcess, adopt, spawn, spawn_record
 from starburst.adapters.local.statedir import job_dirname, job_from_json, job_to_json
 from starburst.adapters.local.watch import EndWatch
@@ -83,7 +86,7 @@ class LocalCluster:
         devices: Sequence[str] | None = None,
         clock: Clock | None = None,
         grace: float = 5.0,
-        run_as: RunAs | None = None,
+        users: JobUsers | None = None,
     ) -> None:
         if gpus < 0:
             raise PermanentError("a local cluster cannot have a negative number of GPU slots")
@@ -94,7 +97,7 @@ class LocalCluster:
         self._devices = list(devices) if devices is not None else [str(i) for i in range(gpus)]
         self._clock: Clock = clock or WallClock()
         self._grace = grace
-        self._run_as = run_as
+        self._users = users
         self._slots: list[str | None] = [None] * gpus
         self._running: dict[str, _Running] = {}
         self._done: dict[str, JobProcess] = {}
@@ -145,7 +148,7 @@ class LocalCluster:
             "spawned_at": started.started_at,
         }
         env = {"CUDA_VISIBLE_DEVICES": visible}
-        process = spawn(job, self.state_dir, env, header, record, self._grace, self._run_as)
+        process = spawn(job, self.state_dir, env, header, record, self._grace, self._users)
         self._track(started, process, slots)
 
     def cancel(self, job_id: str) -> None:
@@ -206,7 +209,7 @@ class LocalCluster:
         """Take over the earlier spawn in ``record``; False if it never ran (or ended and
         ``if_ended`` is False)."""
         job = job_from_json(record["job"])
-        process = adopt(self.state_dir, job.id, record, self._grace)
+        process = adopt(self.state_dir, job.id, record, self._grace, self._users)
         if process is None:
             return False
         placement = tuple(Part(**part) for part in record["placement"])

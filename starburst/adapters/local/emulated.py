@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from starburst.adapters.local.isolation import RunAs
+from starburst.adapters.local.jobusers import JobUsers
 from starburst.adapters.local.processes import JobProcess, Outcome, adopt, spawn, spawn_record
 from starburst.adapters.local.statedir import LOG, job_dirname
 from starburst.adapters.local.watch import EndWatch
@@ -83,7 +83,7 @@ class EmulatedCloud:
         spot: bool = False,
         clock: Clock | None = None,
         grace: float = 5.0,
-        run_as: RunAs | None = None,
+        users: JobUsers | None = None,
     ) -> None:
         self.state_dir = Path(state_dir)
         self._prices = prices
@@ -92,7 +92,7 @@ class EmulatedCloud:
         self.spot = spot
         self._clock: Clock = clock or WallClock()
         self._grace = grace
-        self._run_as = run_as
+        self._users = users
         self._launches: dict[str, _Launch] = {}
         self._watch = EndWatch()
 
@@ -142,7 +142,7 @@ class EmulatedCloud:
             "spawned_at": now,
         }
         env = {"CUDA_VISIBLE_DEVICES": "", "STARBURST_EMULATED": "1"}
-        process = spawn(job, self._root, env, header, record, self._grace, self._run_as)
+        process = spawn(job, self._root, env, header, record, self._grace, self._users)
         handle = CloudHandle(job.id, name, None, f"{EMULATED}-pid-{process.pid}")
         self._remember(
             _Launch(
@@ -254,7 +254,7 @@ class EmulatedCloud:
         record = spawn_record(self._root, job_id)
         if record is None or record.get("backend") != BACKEND:
             return None
-        process = adopt(self._root, job_id, record, self._grace)
+        process = adopt(self._root, job_id, record, self._grace, self._users)
         if process is None:
             return None
         q = record["quote"]

@@ -25,39 +25,35 @@ the cancel, sends SIGTERM to the group and, ``grace`` seconds later on a later `
 SIGKILL — only ever to a group that still holds a process of this spawn. The parent's copy of
 the log file is closed right after spawning; every owned process is reaped by ``poll``.
 
-Children outlive their backend object by design (a controller that stops leaves its jobs
-running for the next life to adopt). So every unreaped ``Popen`` is also kept in a
-module-level registry until it is reaped: dropping a backend object never finalises a running
-child's ``Popen`` (which Python reports as a leak), and each ``spawn`` first reaps the
-registered children that ended, so a dropped backend's jobs do not linger as zombies.
+Children outlive their backend object by design: every unreaped ``Popen`` is kept in the
+registry of ``children.py`` until it is reaped, and each ``spawn`` first reaps the
+registered children that ended.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import errno
 import json
 import os
 import signal
 import subprocess
-import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from starburst.adapters.local import procfs
+from starburst.adapters.local.children import reap_ended_children, reaped, register
 from starburst.adapters.local.isolation import (
     PRIVATE_FILE,
-    RunAs,
     job_environment,
     private_dir,
     usable_workdir,
-    work_dir,
 )
+from starburst.adapters.local.jobusers import JobUser, JobUsers
 from starburst.adapters.local.statedir import (
     CANCELLED,
     EXIT_CODE,
@@ -73,9 +69,6 @@ from starburst.adapters.local.statedir import (
 from starburst.core.errors import ConfigError, PermanentError
 from starburst.core.failure import with_output
 from starburst.core.job import Job, job_env
-
-_UNREAPED: set[subprocess.Popen[bytes]] = set()
-_UNREAPED_LOCK = threading.Lock()
 
 CANCELLED_EXIT = -int(signal.SIGTERM)
 #: the log's own header lines (local cluster, emulated cloud), not the job's output
@@ -96,27 +89,6 @@ WRAPPER = (
     'printf "%s\\n" "$code" > .exit_code.tmp && command -p mv -f .exit_code.tmp exit_code\n'
     'exit "$code"\n'
 )
-
-
-def _register(popen: subprocess.Popen[bytes]) -> None:
-    with _UNREAPED_LOCK:
-        _UNREAPED.add(popen)
-
-
-def _reaped(popen: subprocess.Popen[bytes]) -> None:
-    with _UNREAPED_LOCK:
-        _UNREAPED.discard(popen)
-
-
-def reap_ended_children() -> int:
-    """Reap every registered child that has ended (whoever spawned it); how many were."""
-    with _UNREAPED_LOCK:
-        ended = {p for p in _UNREAPED if p.poll() is not None}
-        _UNREAPED.difference_update(ended)
-    return len(ended)
-
-
-atexit.register(reap_ended_children)  # children that ended unwatched are not zombies at exit
 
 
 def command_of(job: Job) -> str:
@@ -170,6 +142,7 @@ class JobProcess:
         token: str,
         grace: float,
         popen: subprocess.Popen[bytes] | None = None,
+        on_end: Callable[[], None] | None = None,
     ) -> None:
         self.job_id = job_id
         self.directory = directory
@@ -177,6 +150,7 @@ class JobProcess:
         self.token = token
         self._popen = popen
         self._grace = grace
+        self._on_end = on_end  # once, when the outcome is first known (frees the job's uid)
         # an adopted job an earlier life cancelled gets the SIGKILL that life could not send
         cancelling = popen is None and (directory / CANCELLED).exists()
         self._kill_after = time.monotonic() + grace if cancelling else None
@@ -204,7 +178,7 @@ class JobProcess:
         exit_file = self.directory / EXIT_CODE
         code = read_int(exit_file)  # read after the liveness check: written before exiting
         if self._popen is not None:
-            _reaped(self._popen)
+            reaped(self._popen)
         if code is None and self._popen is not None:
             code = self._popen.returncode  # the wrapper itself was killed
             write_atomically(exit_file, f"{code}\n")
@@ -214,6 +188,9 @@ class JobProcess:
         if not self.watched and code is not None:
             self.ended_ago = age(exit_file) or 0.0
         self.outcome = Outcome(code, cancelled)
+        if self._on_end is not None:
+            on_end, self._on_end = self._on_end, None
+            on_end()
         return self.outcome
 
     def kill(self) -> None:
@@ -275,32 +252,56 @@ def spawn(
     header: str,
     record: Mapping[str, Any],
     grace: float = 5.0,
-    run_as: RunAs | None = None,
+    users: JobUsers | None = None,
 ) -> JobProcess:
     """Record the spawn (``record`` plus a fresh token), then start the job's wrapper.
 
-    The job sees only ``isolation.job_environment``; with ``run_as`` it runs as that user in
-    its own working directory, else in its state-directory entry.
+    The job sees only ``isolation.job_environment``; with ``users`` it runs as a uid of its
+    own (``jobusers.py``) in its own home, else in its state-directory entry.
     """
-    command = command_of(job)
-    job_vars = env_of(job)
+    command_of(job)  # a job that cannot run is refused before it takes a uid
+    env_of(job)
     reap_ended_children()
     token = uuid.uuid4().hex
     private_dir(state_dir)
     directory = private_dir(state_dir / job_dirname(job.id))
-    home = work_dir(run_as, f"{job_dirname(job.id)}-{token[:16]}") if run_as else directory
+    user = users.claim(f"{job_dirname(job.id)}-{token[:16]}") if users else None
+    try:
+        process = _start(job, directory, extra_env, header, record, token, grace, user, users)
+    except BaseException:
+        if users is not None and user is not None:
+            users.release(user)
+        raise
+    return process
+
+
+def _start(
+    job: Job,
+    directory: Path,
+    extra_env: Mapping[str, str],
+    header: str,
+    record: Mapping[str, Any],
+    token: str,
+    grace: float,
+    user: JobUser | None,
+    users: JobUsers | None,
+) -> JobProcess:
+    command, job_vars = command_of(job), env_of(job)
+    home = user.home if user else directory
     workdir = home
     if wanted := job.extra.get(WORKDIR):  # the job's own: its code is there; HOME stays private
         try:
-            workdir = usable_workdir(wanted, run_as)
+            workdir = usable_workdir(wanted, user)
         except ConfigError as exc:
             raise PermanentError(f"job {job.id} cannot start: {exc}") from None
     fixed = {**extra_env, "STARBURST_JOB_ID": job.id, procfs.TOKEN_VAR: token}
     env = job_environment(job_vars, home, fixed)
-    prefix = run_as.command_prefix() if run_as else []
+    prefix = user.command_prefix(users.setpriv) if user and users else []
     for stale in (PID, EXIT_CODE, CANCELLED):  # left by an attempt that never ran
         (directory / stale).unlink(missing_ok=True)
-    write_atomically(directory / SPAWN, json.dumps({**record, "token": token}, sort_keys=True))
+    identity = {"uid": user.uid, "home": str(user.home)} if user else {}
+    spawn_json = json.dumps({**record, **identity, "token": token}, sort_keys=True)
+    write_atomically(directory / SPAWN, spawn_json)
     fd = os.open(directory / LOG, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
     with os.fdopen(fd, "wb") as log:
         log.write(f"{header}\n".encode())
@@ -329,9 +330,16 @@ def spawn(
             # nothing ran: forget the attempt, and never retry what cannot start
             (directory / SPAWN).unlink(missing_ok=True)
             raise PermanentError(f"job {job.id} cannot start: {_unstartable(exc)}") from None
-    _register(popen)
+    register(popen)
     write_atomically(directory / PID, f"{popen.pid}\n")
-    return JobProcess(job.id, directory, popen.pid, token, grace, popen)
+    on_end = _releaser(users, user)
+    return JobProcess(job.id, directory, popen.pid, token, grace, popen, on_end)
+
+
+def _releaser(users: JobUsers | None, user: JobUser | None) -> Callable[[], None] | None:
+    if users is None or user is None:
+        return None
+    return lambda: users.release(user)
 
 
 def _unstartable(exc: BaseException) -> str:
@@ -351,16 +359,24 @@ def spawn_record(state_dir: Path, job_id: str) -> dict[str, Any] | None:
 
 
 def adopt(
-    state_dir: Path, job_id: str, record: Mapping[str, Any], grace: float
+    state_dir: Path,
+    job_id: str,
+    record: Mapping[str, Any],
+    grace: float,
+    users: JobUsers | None = None,
 ) -> JobProcess | None:
     """The process of an earlier spawn (running or ended); None if it never ran the command.
 
     The wrapper records its pid before running the command, so a spawn without a ``pid``
-    file whose token no live process carries never ran it.
+    file whose token no live process carries never ran it. With ``users``, the job takes
+    its recorded uid again, released when its end is seen.
     """
     directory = state_dir / job_dirname(job_id)
     token = str(record.get("token", ""))
     pid = read_int(directory / PID) or (procfs.find_leader(token) if token else None)
     if pid is None or not token:
         return None
-    return JobProcess(job_id, directory, pid, token, grace)
+    user = None
+    if users is not None and isinstance(record.get("uid"), int) and record.get("home"):
+        user = users.reclaim(int(record["uid"]), str(record["home"]))
+    return JobProcess(job_id, directory, pid, token, grace, on_end=_releaser(users, user))

@@ -15,6 +15,11 @@ Terms:
   before the kernel copies the new environment). A live process with an empty environment is
   read again for up to ``EXEC_SETTLE`` seconds before it is judged not ours.
 
+- *user's processes*: every process whose real, effective, saved or filesystem uid is a
+  given uid (``/proc/<pid>/status``, which a process cannot hide by making itself
+  non-dumpable, as it can its ``/proc/<pid>`` owner). ``kill_user`` signals each through a
+  pidfd, so a pid recycled between the look and the signal is never hit.
+
 Linux only (``/proc``); every read tolerates the process vanishing meanwhile.
 """
 
@@ -70,6 +75,50 @@ def _pids() -> Iterator[int]:
         for entry in PROC.iterdir():
             if entry.name.isdigit():
                 yield int(entry.name)
+
+
+def _uids(pid: int) -> set[int]:
+    """The real, effective, saved and filesystem uids of ``pid`` (empty if it is gone or a
+    zombie: a process that has ended, awaiting its reaper, can do nothing more)."""
+    try:
+        text = (PROC / str(pid) / "status").read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return set()
+    if "\nState:\tZ" in text:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("Uid:"):
+            return {int(field) for field in line.split()[1:]}
+    return set()
+
+
+def uids_running() -> set[int]:
+    """Every uid some live process of this machine (pid namespace) runs as."""
+    running: set[int] = set()
+    for pid in _pids():
+        running |= _uids(pid)
+    return running
+
+
+def kill_user(uid: int, sig: signal.Signals = signal.SIGKILL) -> int:
+    """Send ``sig`` to every process running as ``uid``; how many were signalled."""
+    hit = 0
+    for pid in _pids():
+        if uid not in _uids(pid):
+            continue
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            continue  # gone already
+        try:
+            if uid in _uids(pid):  # still the same process: the pidfd pins it
+                signal.pidfd_send_signal(pidfd, sig)
+                hit += 1
+        except OSError:
+            pass
+        finally:
+            os.close(pidfd)
+    return hit
 
 
 def alive(pid: int, token: str) -> bool:

@@ -1,0 +1,256 @@
+"""Job users: every running local job gets an OS uid (and gid) of its own, from a range.
+
+Jobs of different users must not see each other. Processes of one uid can read each other's
+``/proc/<pid>/environ``, follow ``/proc/<pid>/cwd`` into each other's working directories and
+signal each other, so the only sound line between two jobs is two uids. When the controller
+runs as root, each spawn takes a free uid of the range ``local_job_uids`` (default
+``60000-60999``) for as long as it runs, and gives it back when its end is seen.
+
+Terms:
+- *job user* (``JobUser``): a uid, the gid of the same number, and the job's *home*: a fresh
+  directory ``<work root>/<name>`` (0700, owned by the job user; the work root is 0711,
+  enterable but not listable, and owned by the controller). The uid needs no entry in
+  ``/etc/passwd``: the range must hold none (nor ``/etc/group`` entries), so a job never
+  gets the files of a real user or group.
+- *claim*: this process holds an exclusive ``flock`` on ``<lock dir>/<uid>`` (a root-only
+  directory, machine-wide), so two controllers on one machine never hand out one uid; the
+  kernel drops the lock when the process dies.
+- *busy* uid: claimed (by any process), or the uid of any live process (``procfs``) — a
+  job that left a process behind keeps its uid out of the pool until that process is gone.
+- *release*: when the job's end is seen: every process still running as its uid is killed
+  (a job cannot outlive its end by escaping its process group), its home is removed, and
+  what it left in the shared temporary directories (``/tmp``, ``/var/tmp``, ``/dev/shm``,
+  top-level entries owned by its uid) is removed, so the next job given the uid finds
+  nothing of this one; then the claim is dropped.
+- *reclaim*: after a restart, a job adopted from its spawn record takes its uid again.
+
+Invariants: no two running jobs on this machine share a uid; a uid is handed out again only
+after its previous job's end was seen and released (or, after a crash, once no process of it
+is left); a job's home is reachable only by its own uid and root. Not covered: System V IPC
+objects a job leaves behind (remove them with ``ipcrm``, or run such jobs on Kubernetes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import grp
+import logging
+import os
+import pwd
+import shutil
+import stat
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from starburst.adapters.local import procfs
+from starburst.core.errors import ConfigError, TransientError
+
+log = logging.getLogger(__name__)
+
+PRIVATE_DIR = 0o700
+WORK_ROOT_MODE = 0o711
+SHARED_TEMP = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+SETTING = "local_job_uids"
+
+
+@dataclass(frozen=True, slots=True)
+class JobUser:
+    """One running job's OS identity: ``uid``, ``gid`` (the same number) and its home."""
+
+    uid: int
+    gid: int
+    home: Path
+
+    def command_prefix(self, setpriv: str) -> list[str]:
+        """argv that runs the rest of the argv as this user, with no way back to root:
+        no supplementary groups, ``no_new_privs`` (no setuid program gives root back)."""
+        return [
+            setpriv,
+            f"--reuid={self.uid}",
+            f"--regid={self.gid}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--",
+        ]
+
+    def describe(self) -> str:
+        return f"uid {self.uid}"
+
+
+class JobUsers:
+    """The pool of job uids: claims one per spawn, releases it at the job's end."""
+
+    def __init__(
+        self, first: int, last: int, setpriv: str, work_root: Path, lock_dir: Path
+    ) -> None:
+        self.first, self.last = first, last
+        self.setpriv = setpriv
+        self.work_root = Path(work_root)
+        self.lock_dir = Path(lock_dir)
+        self._held: dict[int, int] = {}  # uid -> the fd of its lock file
+        self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
+
+    def claim(self, name: str) -> JobUser:
+        """A free uid for a new spawn, with a fresh home ``<work root>/<name>``.
+
+        ``TransientError`` when every uid of the range is busy: the job starts when one is
+        released."""
+        root, locks = self._work_root(), self._lock_root()
+        with self._lock:
+            running = procfs.uids_running()
+            for uid in range(self.first, self.last + 1):
+                if uid in self._held or uid in running or not self._lock_uid(uid, locks):
+                    continue
+                try:
+                    return JobUser(uid, uid, _home(root / name, uid))
+                except OSError:
+                    self._unlock(uid)
+                    raise
+        raise TransientError(
+            f"all {self.size} job uids of {SETTING} ({self.first}-{self.last}) are in use; "
+            "the job starts when a running one ends"
+        )
+
+    def reclaim(self, uid: int, home: str | Path) -> JobUser:
+        """The user of a job adopted after a restart (from its spawn record)."""
+        with self._lock:
+            if uid not in self._held and not self._lock_uid(uid, self._lock_root()):
+                log.warning("job uid %s is claimed by another process on this machine", uid)
+        return JobUser(uid, uid, Path(home))
+
+    def release(self, user: JobUser) -> None:
+        """The job ended: kill what it left running, remove its files, free its uid."""
+        killed = procfs.kill_user(user.uid)
+        if killed:
+            log.info("killed %d leftover processes of job uid %s", killed, user.uid)
+        _remove(user.home)
+        for shared in SHARED_TEMP:
+            _sweep(shared, user.uid)
+        with self._lock:
+            self._unlock(user.uid)
+
+    def prepare(self) -> None:
+        """Create and check the work root and the lock directory (``ConfigError``)."""
+        self._work_root()
+        self._lock_root()
+
+    def held(self) -> set[int]:
+        """The uids this process holds now."""
+        with self._lock:
+            return set(self._held)
+
+    # -- internals ----------------------------------------------------------------------
+    def _work_root(self) -> Path:
+        root = self.work_root
+        root.mkdir(mode=WORK_ROOT_MODE, parents=True, exist_ok=True)
+        info = os.lstat(root)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            raise ConfigError(f"local_work_dir {root} is not a directory owned by this user")
+        os.chmod(root, WORK_ROOT_MODE)
+        for parent in root.parents:  # a job must reach its home: every parent lets it pass
+            if not os.stat(parent).st_mode & stat.S_IXOTH:
+                raise ConfigError(
+                    f"local_work_dir {root}: jobs cannot reach their homes in it, {parent} "
+                    "does not let other users pass (chmod o+x it, or choose another directory)"
+                )
+        return root
+
+    def _lock_uid(self, uid: int, locks: Path) -> bool:
+        fd = os.open(locks / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._held[uid] = fd
+        return True
+
+    def _unlock(self, uid: int) -> None:
+        fd = self._held.pop(uid, None)
+        if fd is not None:
+            os.close(fd)  # closing the only descriptor drops the flock
+
+    def _lock_root(self) -> Path:
+        root = self.lock_dir
+        root.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+        info = os.lstat(root)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            raise ConfigError(f"job uid lock directory {root} is not a directory of this user")
+        os.chmod(root, PRIVATE_DIR)
+        return root
+
+
+def _home(directory: Path, uid: int) -> Path:
+    directory.mkdir(mode=PRIVATE_DIR)
+    os.chmod(directory, PRIVATE_DIR)  # before the chown: changing an owned mode needs no cap
+    os.lchown(directory, uid, uid)
+    return directory
+
+
+def _remove(path: Path) -> None:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    try:
+        if stat.S_ISDIR(info.st_mode):
+            shutil.rmtree(path)  # fd-based on Linux: a symlink planted inside is not followed
+        else:
+            path.unlink()
+    except OSError as exc:
+        log.warning("could not remove %s: %s", path, exc.strerror)
+
+
+def _sweep(shared: Path, uid: int) -> None:
+    """Remove the top-level entries of ``shared`` that ``uid`` owns."""
+    try:
+        entries = list(os.scandir(shared))
+    except OSError:
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.stat(follow_symlinks=False).st_uid == uid:
+                _remove(Path(entry.path))
+
+
+def resolve_job_users(
+    uids: tuple[int, int] | None, work_root: Path, lock_dir: Path, *, euid: int | None = None
+) -> JobUsers | None:
+    """The pool of ``uids`` (first, last) when this process is root (``euid``); None
+    otherwise, or without a range (jobs then run as this process's own user).
+
+    A range that holds a uid of ``/etc/passwd`` or a gid of ``/etc/group``, or a missing
+    ``setpriv``, is a ``ConfigError`` naming the setting."""
+    if uids is None or (os.geteuid() if euid is None else euid) != 0:
+        return None
+    first, last = uids
+    users = sorted(e.pw_name for e in pwd.getpwall() if first <= e.pw_uid <= last)
+    groups = sorted(g.gr_name for g in grp.getgrall() if first <= g.gr_gid <= last)
+    if users or groups:
+        taken = ", ".join([*(f"user {u}" for u in users[:3]), *(f"group {g}" for g in groups[:3])])
+        raise ConfigError(
+            f"{SETTING} {first}-{last} holds uids or gids this machine already uses ({taken}); "
+            "choose a range no account or group uses"
+        )
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        raise ConfigError(f"{SETTING} needs `setpriv` (util-linux) to run jobs as their uids")
+    pool = JobUsers(first, last, setpriv, work_root, lock_dir)
+    pool.prepare()
+    return pool
+
+
+def default_lock_dir() -> Path:
+    """Machine-wide: ``/run/starburst-job-uids``, else under the temporary directory."""
+    import tempfile
+
+    run = Path("/run")
+    if os.access(run, os.W_OK):
+        return run / "starburst-job-uids"
+    return Path(tempfile.gettempdir()) / "starburst-job-uids"
