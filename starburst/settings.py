@@ -57,7 +57,12 @@ class Settings(BaseSettings):
         description="When the controller runs as root, every running local job (and "
         "emulated burst) runs as a uid and gid of its own from this range (first-last; no "
         "account or group may use one), given back when it ends; empty: jobs run as the "
-        "controller's own user.",
+        "controller's own user (refused with auth on unless allow_shared_uid_jobs).",
+    )
+    allow_shared_uid_jobs: bool = Field(
+        default=False,
+        description="Start although auth is on and local jobs would run as the "
+        "controller's own uid (they could read its state directory); logged as a warning.",
     )
     local_work_dir: Path = Field(
         default=Path(tempfile.gettempdir()) / "starburst-jobs",

@@ -139,8 +139,10 @@ def warn_if_insecure(settings: Settings) -> None:
 
 def run(settings: Settings, mode: str) -> None:
     from starburst.controller import logs
+    from starburst.controller.hardening import make_undumpable
     from starburst.controller.wiring import build_controller
 
+    make_undumpable()  # no process of our uid (a local job) reads our environment or memory
     logs.configure(settings.log_format)
     os.umask(0o077)  # every file this process writes (database, model, job state) is 0600
     warn_if_insecure(settings)

@@ -2,7 +2,8 @@
 
 - ``cluster = "local"``: ``LocalCluster`` with ``local_gpus`` slots under ``state_dir``;
   its jobs (and the emulated cloud's) each run as a uid of their own from ``local_job_uids``
-  when this process is root (``job_users_of``);
+  when this process is root (``job_users_of``); a controller whose jobs would share its own
+  uid refuses to start with auth on, unless ``allow_shared_uid_jobs`` (``check_job_users``);
   ``"kubernetes"``: ``KubernetesCluster`` watching suspended Jobs labelled
   ``starburst.io/queue`` (kubeconfig from ``kubeconfig`` or in-cluster).
 - ``cloud = "emulated"``: local processes metered at cloud prices (labelled emulated);
@@ -23,6 +24,7 @@ in ``Settings``); the capabilities it implements are then found by ``Capabilitie
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -80,6 +82,29 @@ def job_users_of(settings: Settings, *, euid: int | None = None) -> JobUsers | N
 
     return resolve_job_users(
         settings.job_uid_range(), settings.local_work_dir, default_lock_dir(), euid=euid
+    )
+
+
+def check_job_users(settings: Settings, users: JobUsers | None) -> None:
+    """Refuse (``ConfigError``) a controller with auth on whose local cluster would run jobs
+    as its own uid — they could read its state directory and files — unless
+    ``allow_shared_uid_jobs``, which is then logged as a loud warning."""
+    local = settings.cluster == "local" or settings.cloud == "emulated"
+    if users is not None or not local or not settings.auth:
+        return
+    why = "the controller does not run as root" if os.geteuid() != 0 else "local_job_uids is empty"
+    if settings.cluster == "local" and not settings.allow_shared_uid_jobs:
+        raise ConfigError(
+            f"auth is on but local jobs would run as the controller's own uid ({why}): any "
+            "user's job could read the controller's state directory and files. Run the "
+            "controller as root with local_job_uids (each job its own uid), or set "
+            "allow_shared_uid_jobs: true to accept that"
+        )
+    log.warning(
+        "INSECURE: auth is on but local jobs run as the controller's own uid (%s%s): a "
+        "job can read the controller's state directory and files",
+        why,
+        ", allow_shared_uid_jobs" if settings.allow_shared_uid_jobs else ", emulated cloud",
     )
 
 
@@ -189,6 +214,7 @@ def build_controller(
         settings.database_url, clock=clock, leader_name=settings.leader_name
     )
     users = job_users_of(settings)
+    check_job_users(settings, users)
     cluster = build_cluster(settings, clock, users=users)
     cloud = build_cloud(settings, clock, users=users)
     return Controller(

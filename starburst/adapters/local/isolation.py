@@ -23,7 +23,8 @@ Terms:
   ``<work root>/<job>-<token prefix>``, 0700 and owned by the job's uid (removed at the job's
   end). Without one (the controller is not root, or ``local_job_uids`` is empty) the job runs
   as the controller's own user in its state-directory entry, and can read whatever that user
-  can: run the controller as root, or as a user with nothing to hide.
+  can (with auth on the controller refuses to start so, unless ``allow_shared_uid_jobs``;
+  it is non-dumpable, so its own environment stays hidden even then).
 
 Adoption after a restart still works: root reads any process's ``/proc/<pid>/environ``.
 """
