@@ -8,13 +8,16 @@ attacker job that prints its environment, reads the victim's spawn record and ou
 the state directory, reads the controller's ``/proc`` environment, signals the controller and
 tries to make every token an admin through ``psql`` with whatever database URL it can find.
 On the old code (jobs inherited the controller's environment and ran as root) every step
-worked.
+worked. The positive control, in the same test: ``psql`` with the controller's credentials,
+run as an unprivileged uid of this machine, does reach the database — so the job's failure is
+the isolation's doing, not a missing ``psql`` or an unreachable server.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -50,6 +53,31 @@ JOB_UIDS = parse_uid_range("60000-60999")  # the default local_job_uids
 NOBODY = 65534
 
 
+def psql_as_nobody(url: str, sql: str) -> subprocess.CompletedProcess[str]:
+    """``psql`` run as an unprivileged uid, the way a job would run it."""
+    psql = shutil.which("psql")
+    assert psql is not None, "psql is needed for the escalation test (postgresql-client)"
+    return subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            psql,
+            url.replace("+psycopg", ""),
+            "-w",
+            "-tAc",
+            sql,
+        ],
+        env={"PATH": os.environ["PATH"], "HOME": "/"},
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def attack_script(state: Path, victim: str, controller_pid: int, admin_url: str) -> str:
     victim_dir = state / "cluster" / victim
     return f"""
@@ -72,6 +100,12 @@ echo "== done"
 def test_a_user_job_sees_nothing_of_the_controller_and_cannot_become_admin(server: Served) -> None:
     url, proc, state, tokens = server.url, server.proc, server.state, server.tokens
     admin_url = server.passwordless_db_url
+    # the positive control: with the controller's credentials, psql (as an unprivileged uid,
+    # like a job) reaches the database and reads the tokens; without them it is refused
+    control = psql_as_nobody(server.db_url, "SELECT count(*) > 0 FROM api_tokens")
+    assert control.returncode == 0 and control.stdout.strip() == "t", control
+    guessed = psql_as_nobody(admin_url, "SELECT 1")
+    assert guessed.returncode != 0 and "password" in guessed.stderr, guessed
     headers = {"Authorization": f"Bearer {tokens['user']}"}
     with httpx.Client(base_url=url, headers=headers, timeout=10) as user:
         victim = run_job(user, "echo victim-output-7f3a", {"VICTIM_SECRET": "hunter2-victim"})
@@ -83,6 +117,8 @@ def test_a_user_job_sees_nothing_of_the_controller_and_cannot_become_admin(serve
     assert "== done" in out, out
     uid = int(out.split("== id ", 1)[1].split()[0])
     assert JOB_UIDS[0] <= uid <= JOB_UIDS[1]  # a uid of its own, not the controller's root
+    # psql ran and reached the server, which refused it for want of the password
+    assert "password" in out.split("== end env", 1)[1], out
     env_lines = out.split("== env\n", 1)[1].split("== end env", 1)[0].splitlines()
     names = {line.split("=", 1)[0] for line in env_lines if "=" in line}
     assert names <= ALLOWED_ENV, names - ALLOWED_ENV
