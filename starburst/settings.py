@@ -29,6 +29,15 @@ from starburst.core.policy import POLICIES, PolicyKind, WaitPolicy, calibrate
 
 DEFAULT_STATE_DIR = Path.home() / ".local" / "share" / "starburst"
 MAX_UID = 2**31 - 1
+# the bounds of numeric settings: generous, but finite (the API's own limits where it has one)
+HOUR, DAY, MONTH = 3600.0, 86400.0, 30 * 86400.0
+MAX_RUNTIME_S = 10 * 365 * DAY
+MAX_GPUS = 4096
+MAX_COUNT = 1_000_000
+MAX_BUDGET = 100.0
+MAX_COEFFICIENT = 1e9
+MAX_PRICE = 1e6  # $/GPU-hour
+MAX_CEILING = 1e9  # $/h
 
 
 class SettingsError(ConfigError):
@@ -50,7 +59,9 @@ class Settings(BaseSettings):
     )
     # backends
     cluster: Literal["local", "kubernetes"] = "local"
-    local_gpus: int = Field(default=4, ge=0, description="GPU slots of the local cluster.")
+    local_gpus: int = Field(
+        default=4, ge=0, le=MAX_GPUS, description="GPU slots of the local cluster (≤ 4096)."
+    )
     local_gpu_type: str = "gpu"
     local_job_uids: str = Field(
         default="60000-60999",
@@ -92,27 +103,39 @@ class Settings(BaseSettings):
     )
     # policy
     policy: PolicyKind = defaults.POLICY
-    budget: float = Field(default=defaults.BUDGET, ge=0, description="Waiting budget b.")
-    coefficient: float | None = Field(default=None, ge=0, description="Overrides the budget.")
+    budget: float = Field(
+        default=defaults.BUDGET, ge=0, le=MAX_BUDGET, description="Waiting budget b (0–100)."
+    )
+    coefficient: float | None = Field(
+        default=None, ge=0, le=MAX_COEFFICIENT, description="Overrides the budget (≤ 1e9)."
+    )
     out_of_order: bool = defaults.OUT_OF_ORDER
-    queue_cap: int | None = Field(default=defaults.QUEUE_CAP, ge=0)
+    queue_cap: int | None = Field(default=defaults.QUEUE_CAP, ge=0, le=MAX_COUNT)
     order: QueueOrder = defaults.ORDER
     placement: PlacementStrategy = defaults.PLACEMENT
     default_runtime_s: float = Field(
-        default=3600.0, gt=0, description="Prior runtime before any history exists."
+        default=3600.0,
+        gt=0,
+        le=MAX_RUNTIME_S,
+        description="Prior runtime before any history exists (≤ ten years).",
     )
     model_path: Path | None = Field(
         default=None, description="Runtime model artifact (predictor train)."
     )
     calibration_window: int = Field(
-        default=1000, ge=1, description="Recent jobs the coefficient is fitted on."
+        default=1000, ge=1, le=MAX_COUNT, description="Recent jobs the coefficient is fitted on."
     )
     # periodic work
-    pass_interval_s: float = Field(default=2.0, gt=0)
-    reconcile_interval_s: float = Field(default=30.0, gt=0)
-    metering_interval_s: float = Field(default=30.0, gt=0)
-    recalibrate_interval_s: float = Field(default=600.0, gt=0)
-    retrain_interval_s: float = Field(default=3600.0, gt=0)
+    # (bounded, so that a typo like 1e308 is refused rather than never running the work)
+    pass_interval_s: float = Field(default=2.0, gt=0, le=HOUR, description="At most an hour.")
+    reconcile_interval_s: float = Field(default=30.0, gt=0, le=DAY, description="At most a day.")
+    metering_interval_s: float = Field(default=30.0, gt=0, le=DAY, description="At most a day.")
+    recalibrate_interval_s: float = Field(
+        default=600.0, gt=0, le=MONTH, description="At most 30 days."
+    )
+    retrain_interval_s: float = Field(
+        default=3600.0, gt=0, le=MONTH, description="At most 30 days."
+    )
     # finance
     onprem_rates: dict[str, float] = Field(
         default_factory=dict,
@@ -130,6 +153,7 @@ class Settings(BaseSettings):
     max_job_cloud_price: float | None = Field(
         default=None,
         gt=0,
+        le=MAX_CEILING,
         allow_inf_nan=False,
         description="Ceiling on one job's cloud "
         "$/h: a submission whose cheapest cloud quote is above it is refused (422).",
@@ -137,6 +161,7 @@ class Settings(BaseSettings):
     max_team_cloud_price: float | None = Field(
         default=None,
         gt=0,
+        le=MAX_CEILING,
         allow_inf_nan=False,
         description="Ceiling on a team's cloud $/h: "
         "its jobs in the cloud now plus the new job's quote; above it, refused (422).",
@@ -164,22 +189,25 @@ class Settings(BaseSettings):
     )
     lease_namespace: str = Field(default="default", description="Namespace of the Lease.")
     lease_duration_s: float = Field(
-        default=15.0, ge=1.0, description="A dead leader is replaced within this long."
+        default=15.0,
+        ge=1.0,
+        le=HOUR,
+        description="A dead leader is replaced within this long (1 s to an hour).",
     )
 
     @field_validator("onprem_rates")
     @classmethod
     def _rates_not_negative(cls, value: dict[str, float]) -> dict[str, float]:
-        bad = [k for k, v in value.items() if v < 0]
+        bad = [k for k, v in value.items() if not 0 <= v <= MAX_PRICE]
         if bad:
-            raise ValueError(f"the rate of {bad[0]!r} is negative")
+            raise ValueError(f"the rate of {bad[0]!r} is not from 0 to {MAX_PRICE:g} $/GPU-hour")
         return value
 
     @field_validator("budget_alerts")
     @classmethod
     def _shares(cls, value: list[float]) -> list[float]:
-        if any(v <= 0 for v in value):
-            raise ValueError("alert thresholds are positive shares of a budget, e.g. 0.8")
+        if any(not 0 < v <= MAX_BUDGET for v in value):
+            raise ValueError("alert thresholds are shares of a budget above 0 and up to 100")
         return sorted(set(value))
 
     @field_validator("local_job_uids")

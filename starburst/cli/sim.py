@@ -12,18 +12,23 @@ import typer
 
 from starburst.cli.simulation import (
     DEFAULT,
+    LIMITS,
     MAX_GPUS_PER_NODE,
     MAX_NODES,
+    MAX_SECONDS,
     SimulateArgs,
+    bounded,
+    number_in,
     parse_queue_cap,
     policy_kind,
     run_simulate,
 )
 from starburst.core import defaults
-from starburst.core.errors import ConfigError
 
 Opt = typer.Option
 D = DEFAULT  # the simulate defaults, shared with the fast path
+MAX_LOAD = 1000.0  # offered load: 1 fills the cluster
+MAX_CV = 100.0  # arrival burstiness: 1 is Poisson
 
 
 def simulate(
@@ -154,9 +159,11 @@ def sweep(
     from starburst.sim.synthetic import Workload
 
     kinds = [policy_kind(p) for p in policies.split(",") if p.strip()]
+    bounded(price, *LIMITS["price"])
+    bounded(cv, "--cv", 0.0, MAX_CV)
     cap = parse_queue_cap(queue_cap)
     queue_order = parse_order(order)
-    budget_list = [_positive(b, "budget") for b in budgets.split(",") if b.strip()]
+    budget_list = [number_in(b, "--budgets", 100.0) for b in budgets.split(",") if b.strip()]
     tolerance = recommend.parse_tolerance(max_jct_increase)
     node_list = uniform(nodes, gpus_per_node)
     sources: list[tuple[float | None, Source]]
@@ -165,7 +172,7 @@ def sweep(
     else:
         sources = [
             (load, Workload(jobs, len(node_list) * gpus_per_node, load, cv, seed=seed))
-            for load in (_positive(x, "load") for x in loads.split(",") if x.strip())
+            for load in (number_in(x, "--loads", MAX_LOAD) for x in loads.split(",") if x.strip())
         ]
     started = time.perf_counter()
     rows = run_sweep(
@@ -194,16 +201,6 @@ def sweep(
     )
 
 
-def _positive(text: str, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError(f"{what} {text!r} is not a number") from None
-    if value < 0:
-        raise ConfigError(f"{what} must be ≥ 0, got {text}")
-    return value
-
-
 def demo(
     out: Annotated[Path, Opt(help="Where to write the table and the Pareto plot")] = Path("out"),
     jobs: Annotated[int, Opt(help="Synthetic jobs")] = 2000,
@@ -227,6 +224,9 @@ def synth(
     from starburst.sim.synthetic import Workload, generate
     from starburst.sim.trace import write_trace
 
+    bounded(load, "--load", 0.0, MAX_LOAD)
+    bounded(cv, "--cv", 0.0, MAX_CV)
+    bounded(mean_runtime, "--mean-runtime", 0.0, MAX_SECONDS)
     workload = Workload(jobs, cluster_gpus, load, cv, mean_runtime, seed=seed)
     write_trace(generate(workload), out)
     typer.echo(f"wrote {jobs} jobs to {out}")

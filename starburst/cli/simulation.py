@@ -12,6 +12,7 @@ so the simulator's whole command costs the interpreter, the engine and the trace
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -32,6 +33,19 @@ if TYPE_CHECKING:
 #: is refused at once instead of building nodes for minutes)
 MAX_NODES = 100_000
 MAX_GPUS_PER_NODE = 1024
+MAX_SECONDS = 10 * 365 * 86400.0  # ten years, the API's longest runtime
+
+#: the numeric options of ``simulate`` (field → option, lowest, highest): finite and in
+#: range, or refused before anything runs (a nan price printed "$nan", an infinite start-up
+#: delay a utilisation of 0%) — on both front ends, since both call ``run_simulate``
+LIMITS: dict[str, tuple[str, float, float]] = {
+    "cpus_per_node": ("--cpus-per-node", 0.0, 1e6),
+    "coefficient": ("--coefficient", 0.0, 1e9),
+    "budget": ("--budget", 0.0, 100.0),
+    "price": ("--price", 0.0, 1e6),
+    "startup_delay": ("--startup-delay", 0.0, MAX_SECONDS),
+    "estimate_error": ("--estimate-error", 0.0, 10.0),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +77,30 @@ class SimulateArgs:
 
 #: the defaults, for the typer signature (``trace`` is required there)
 DEFAULT = SimulateArgs(Path())
+
+
+def bounded(value: float, option: str, low: float, high: float) -> float:
+    """``value`` if it is a finite number in [low, high]; else ``ConfigError`` naming it."""
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ConfigError(f"{option} {value:g} is not a finite number from {low:g} to {high:g}")
+    return value
+
+
+def number_in(text: str, option: str, high: float) -> float:
+    """One number of a comma-separated option (``--budgets 0.1,0.25``): finite, 0 to ``high``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{option}: {text.strip()!r} is not a number") from None
+    return bounded(value, option, 0.0, high)
+
+
+def check_numbers(a: SimulateArgs) -> None:
+    """Every numeric option of ``a`` within ``LIMITS``."""
+    for field, (option, low, high) in LIMITS.items():
+        value = getattr(a, field)
+        if value is not None:
+            bounded(value, option, low, high)
 
 
 def policy_kind(name: str) -> PolicyKind:
@@ -127,6 +165,7 @@ def run_simulate(a: SimulateArgs) -> None:
     from starburst.sim.engine import SimOptions, perturb_estimates
     from starburst.sim.loading import load, parse_statuses
 
+    check_numbers(a)
     run = engine(a.engine)
     kind = policy_kind(a.policy)
     cap = parse_queue_cap(a.queue_cap)

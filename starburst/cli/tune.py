@@ -61,7 +61,7 @@ def tune(
 ) -> None:
     """Replay history under each candidate setting and recommend the cheapest within the JCT
     tolerance (and the knee of the Pareto front); --apply writes it for the controller."""
-    from starburst.cli.sim import _positive
+    from starburst.cli.simulation import LIMITS, bounded, number_in
     from starburst.core.policy import parse_policy
     from starburst.sim.history import TuneRequest, fallback
     from starburst.sim.recommend import parse_tolerance
@@ -72,10 +72,10 @@ def tune(
         raise ConfigError("give --trace and --cluster together (an exported history)")
     if apply and trace is not None:
         raise ConfigError("--apply tunes on the store's own history; drop --trace/--cluster")
-    if price is not None and price < 0:
-        raise ConfigError("--price must be ≥ 0")
+    if price is not None:
+        bounded(price, *LIMITS["price"])
     kinds = tuple(parse_policy(p) for p in policies.split(",") if p.strip())
-    budget_list = tuple(_positive(b, "budget") for b in budgets.split(",") if b.strip())
+    budget_list = tuple(number_in(b, "--budgets", 100.0) for b in budgets.split(",") if b.strip())
     if not kinds or not budget_list:
         raise ConfigError("give at least one policy and one budget")
     start, end = window(since)
