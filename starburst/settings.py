@@ -80,6 +80,12 @@ class Settings(BaseSettings):
         description="Where jobs with a uid of their own get their private working directories.",
     )
     kubeconfig: str | None = Field(default=None, description="Kubeconfig (in-cluster if unset).")
+    kubernetes_namespace_teams: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="The teams a kubectl Job may name with the label starburst.io/team, per "
+        'namespace (e.g. {"research": ["ml", "vision"]}); a Job is otherwise in the team of '
+        "its namespace's name, and a label naming another team is ignored with an Event.",
+    )
     cloud: Literal["emulated", "skypilot", "none"] = "emulated"
     price_table: Path | None = Field(default=None, description="YAML price table override.")
     use_spot: bool = Field(

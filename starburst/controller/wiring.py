@@ -5,7 +5,8 @@
   when this process is root (``job_users_of``); a controller whose jobs would share its own
   uid refuses to start with auth on, unless ``allow_shared_uid_jobs`` (``check_job_users``);
   ``"kubernetes"``: ``KubernetesCluster`` watching suspended Jobs labelled
-  ``starburst.io/queue`` (kubeconfig from ``kubeconfig`` or in-cluster).
+  ``starburst.io/queue`` (kubeconfig from ``kubeconfig`` or in-cluster; the teams a Job's
+  label may name per namespace from ``kubernetes_namespace_teams``).
 - ``cloud = "emulated"``: local processes metered at cloud prices (labelled emulated);
   ``"skypilot"``: managed jobs through SkyPilot; ``"none"``: never burst (jobs wait).
 - The runtime estimator: the predictor's model when one is configured, else its fallback
@@ -66,8 +67,12 @@ def build_cluster(
             users=users,
         )
     from starburst.adapters.kubernetes.cluster import KubernetesCluster
+    from starburst.adapters.kubernetes.cluster import Settings as KubeSettings
+    from starburst.adapters.kubernetes.conversion import Conventions
 
-    cluster = KubernetesCluster(kube_api_client(settings), clock)
+    teams = {ns: frozenset(t) for ns, t in settings.kubernetes_namespace_teams.items()}
+    kube = KubeSettings(conventions=Conventions(namespace_teams=teams))
+    cluster = KubernetesCluster(kube_api_client(settings), clock, kube)
     if not watch:
         return cluster
     cluster.start_watching()

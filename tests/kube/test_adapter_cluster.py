@@ -31,7 +31,8 @@ def test_a_suspended_labelled_job_becomes_a_submission(kube, batch, cluster, clo
     (job,) = wait_for(cluster.submissions)
     assert job.id == "default/train" and job.name == "train"
     assert (job.gpus, job.pods, job.cpus, job.memory_mb) == (8, 4, 16.0, 4 * 16 * 1024.0)
-    assert job.gpu_type == "A100" and job.user == "ada" and job.team == "vision"
+    # the team label is honoured only where an admin allowed it (tests/security/test_kube_edges)
+    assert job.gpu_type == "A100" and job.user == "ada" and job.team == "default"
     assert job.submit_time > 0
     assert cluster.submissions() == []  # each Job is offered once
 

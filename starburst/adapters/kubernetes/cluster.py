@@ -73,7 +73,7 @@ class KubernetesCluster:
         self._io = Writes(self._batch, self._core, clock)
         self._lock = threading.RLock()
         self._book = JobBook(
-            clock, self.settings.conventions, self._notify, self._pods_of, self._mark
+            clock, self.settings.conventions, self._notify, self._pods_of, self._mark, self._warn
         )
         self._nodes: dict[str, Node] = {}
         self._hostnames: dict[str, str] = {}  # node name -> its kubernetes.io/hostname label
@@ -206,7 +206,7 @@ class KubernetesCluster:
         """Every Job currently waiting in the cluster (for reconciling at start-up)."""
         with self._lock:
             objs = [o for o in self._book.jobs.values() if conv.job_state(o) == "queued"]
-        jobs = [conv.job_from_k8s(o, self.settings.conventions) for o in objs]
+        jobs = [conv.submission_from_k8s(o, self.settings.conventions)[0] for o in objs]
         return sorted(jobs, key=lambda j: (j.submit_time, j.id))
 
     def snapshot(self) -> ClusterSnapshot:
@@ -416,6 +416,11 @@ class KubernetesCluster:
             self._book.classify(job_id, result)
         self._flush()
         self._io.event(result, event, reason)
+
+    def _warn(self, obj: Obj, problem: str) -> None:
+        """A Warning Event about what was ignored on a queued Job, and a log line."""
+        log.warning("job %s: %s", conv.job_id(obj), problem)
+        self._io.event(obj, "Ignored", problem, "Warning")
 
     def _mark(self, obj: Obj, reason: str, suspend: bool) -> None:
         """Mark (and maybe suspend) a Job Starburst gave up, with a Warning Event; a failure

@@ -8,8 +8,17 @@ Terms and conventions (the contract with users' Job manifests):
 - *Size*: GPUs = the pod template's ``nvidia.com/gpu`` request (a limit stands in for a
   missing request) × ``parallelism``; CPUs and memory likewise. GPU type: the template's
   ``nodeSelector`` on the GPU-type label (``nvidia.com/gpu.product`` by default). Owner: the
-  ``starburst.io/user`` label; team: ``starburst.io/team``, else the namespace. What it
-  runs (image, command, env) comes from the template too (``podtask.py``), so it can burst.
+  ``starburst.io/user`` label. What it runs (image, command, env) comes from the template too
+  (``podtask.py``), so it can burst.
+- *Team* of a queued Job (``team_of``): its namespace — namespaces are an admin's boundary,
+  and whoever may create Jobs in one belongs to it. The ``starburst.io/team`` label may name
+  another team only if an admin allowed that team for the namespace (``namespace_teams``,
+  the setting ``kubernetes_namespace_teams``); otherwise the label is ignored, so that nobody
+  with kubectl spends another team's cloud budget (or creates a team) by labelling a Job.
+- *Problems* of a queued Job (``submission_from_k8s``): what was ignored — an unusable
+  ``starburst.io/predicted-runtime`` (not a number of seconds above 0 and at most ten years),
+  a team label not allowed — each said once in a Warning Event on the Job. Annotations are
+  user-writable: none of them may make reading a Job fail.
 - *State* on the Job, written by Starburst: ``starburst.io/state`` = ``running`` (started
   on-prem, with ``starburst.io/placement`` = "node×gpus, …"), ``burst``, ``cancelled`` or
   ``failed`` (Starburst gave it up: suspended by someone else, pods refused; the reason is in
@@ -28,8 +37,9 @@ Terms and conventions (the contract with users' Job manifests):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,6 +65,7 @@ CLOUD_JOB = "starburst.io/cloud-job"
 PRICE = "starburst.io/price-per-hour"
 GPU = "nvidia.com/gpu"
 _MIB = 1024.0 * 1024.0
+MAX_RUNTIME_S = 10 * 365 * 86400.0  # ten years, the API's longest runtime
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,12 +75,22 @@ class Conventions:
     gpu_type_label: str = "nvidia.com/gpu.product"
     tolerated_taints: frozenset[str] = field(default_factory=lambda: frozenset({GPU}))
     default_gpu_type: str = "gpu"
+    #: namespace -> the teams its Jobs may name with ``starburst.io/team`` (besides its own)
+    namespace_teams: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 def parse_time(text: str | None) -> float:
     if not text:
         return 0.0
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC).timestamp()
+
+
+def maybe_time(text: str | None) -> float | None:
+    """``parse_time`` of a user-writable value: None when it is missing or not a time."""
+    try:
+        return parse_time(text) if text else None
+    except (TypeError, ValueError):
+        return None
 
 
 def rfc3339(seconds: float) -> str:
@@ -103,7 +124,6 @@ def job_from_k8s(obj: Obj, conv: Conventions) -> Job:
     pod_spec = (spec.get("template") or {}).get("spec") or {}
     width = int(spec.get("parallelism") or 1)
     gpus, cpus, mem = pod_resources(pod_spec)
-    predicted = annotations.get(PREDICTED_RUNTIME)
     return Job(
         id=job_id(obj),
         submit_time=parse_time(meta.get("creationTimestamp")),
@@ -111,7 +131,7 @@ def job_from_k8s(obj: Obj, conv: Conventions) -> Job:
         cpus=cpus * width,
         memory_mb=mem * width,
         gpu_type=(pod_spec.get("nodeSelector") or {}).get(conv.gpu_type_label),
-        estimate=float(predicted) if predicted else None,
+        estimate=estimate_of(annotations)[0],
         user=labels.get(USER_LABEL),
         team=labels.get(TEAM_LABEL) or meta.get("namespace"),
         name=meta["name"],
@@ -124,6 +144,48 @@ def job_from_k8s(obj: Obj, conv: Conventions) -> Job:
             **cloud_fields(pod_spec),
         },
     )
+
+
+def estimate_of(annotations: Obj) -> tuple[float | None, str | None]:
+    """The ``starburst.io/predicted-runtime`` seconds, and why the value was ignored if it was."""
+    text = annotations.get(PREDICTED_RUNTIME)
+    if text is None or text == "":
+        return None, None
+    try:
+        seconds = float(text)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if math.isfinite(seconds) and 0 < seconds <= MAX_RUNTIME_S:
+        return seconds, None
+    return None, (
+        f"ignored annotation {PREDICTED_RUNTIME}={str(text)[:64]!r}: not a number of seconds "
+        "above 0 and at most ten years"
+    )
+
+
+def team_of(meta: Obj, conv: Conventions) -> tuple[str | None, str | None]:
+    """A queued Job's team (the module docstring's rule), and why its label was ignored."""
+    namespace = meta.get("namespace")
+    wanted = (meta.get("labels") or {}).get(TEAM_LABEL)
+    if not wanted or wanted == namespace:
+        return namespace, None
+    if namespace is not None and wanted in conv.namespace_teams.get(namespace, frozenset()):
+        return str(wanted), None
+    return namespace, (
+        f"ignored label {TEAM_LABEL}={wanted!r}: namespace {namespace} may not name that team "
+        f"(an admin allows it in kubernetes_namespace_teams); the job is in team {namespace}"
+    )
+
+
+def submission_from_k8s(obj: Obj, conv: Conventions) -> tuple[Job, list[str]]:
+    """A queued Job as a submission: ``job_from_k8s`` with the team rule applied, and the
+    problems found (each a Warning Event's message)."""
+    job = job_from_k8s(obj, conv)
+    meta = obj["metadata"]
+    team, team_problem = team_of(meta, conv)
+    _, estimate_problem = estimate_of(meta.get("annotations") or {})
+    problems = [p for p in (estimate_problem, team_problem) if p is not None]
+    return replace(job, team=team), problems
 
 
 def finished(obj: Obj) -> tuple[bool, float, str] | None:
@@ -201,7 +263,7 @@ def parse_placement(text: str) -> list[tuple[str, int]]:
     parts = []
     for piece in text.split(","):
         name, _, gpus = piece.strip().rpartition("×")
-        if name:
+        if name and gpus.isdigit():  # user-writable: a piece that is not "node×N" is skipped
             parts.append((name, int(gpus)))
     return parts
 

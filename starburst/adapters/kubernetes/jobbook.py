@@ -35,6 +35,8 @@ SUSPENDED = (
 )
 #: (the Job, the reason, whether to suspend it): marks a given-up Job
 Mark = Callable[[Obj, str, bool], None]
+#: (the Job, what was ignored): a Warning Event on a queued Job (``submission_from_k8s``)
+Warn = Callable[[Obj, str], None]
 
 
 @dataclass(slots=True)
@@ -53,9 +55,11 @@ class JobBook:
         notify: Callable[[], None],
         pods_of: Callable[[str], int],
         mark: Mark,
+        warn: Warn | None = None,
     ) -> None:
         self._clock, self._conventions = clock, conventions
         self._notify, self._pods_of, self._mark = notify, pods_of, mark
+        self._warn = warn
         self.jobs: dict[str, Obj] = {}
         self.offered: set[str] = set()
         self.submissions: list[Job] = []
@@ -124,7 +128,10 @@ class JobBook:
             self.report(JobEnded(jid, self._clock.now(), False, reason))
         elif state == "queued" and jid not in self.offered:
             self.offered.add(jid)
-            self.submissions.append(conv.job_from_k8s(obj, self._conventions))
+            job, problems = conv.submission_from_k8s(obj, self._conventions)
+            self.submissions.append(job)
+            for problem in problems:
+                self._warned(obj, problem)
             self._notify()
         elif state == "running" and jid not in self.running and jid not in self.reported:
             self.record_start(jid, obj)
@@ -139,10 +146,8 @@ class JobBook:
         started = self.running[jid] = Started(
             conv.job_from_k8s(obj, self._conventions),
             conv.parse_placement(annotations.get(conv.PLACEMENT, "")),
-            conv.parse_time(
-                annotations.get("starburst.io/started-at")
-                or (obj.get("status") or {}).get("startTime")
-            ),
+            conv.maybe_time(annotations.get("starburst.io/started-at"))  # user-writable
+            or conv.parse_time((obj.get("status") or {}).get("startTime")),
             obj["metadata"].get("uid", ""),
         )
         self._check_refused(started.uid)
@@ -153,6 +158,11 @@ class JobBook:
             self.reported.add(end.job_id)
             self.ended.append(end)
             self._notify()
+
+    def _warned(self, obj: Obj, problem: str) -> None:
+        warn = self._warn
+        if warn is not None:
+            self.followups.append(lambda: warn(obj, problem))
 
     def take_followups(self) -> list[Callable[[], None]]:
         todo, self.followups = self.followups, []
