@@ -14,7 +14,10 @@ window without finished jobs. These operations are
 listed in ``SEMANTIC_422``; anywhere else a rejected valid request is a failure.
 
 A ``DELETE /v1/tokens/{id}`` may revoke the fuzzer's own token: it takes a fresh one after
-every delete. ``time_limit`` bounds the whole run (operations not reached are reported).
+every delete. ``time_limit`` bounds the whole run, shared out fairly: each operation and mode
+gets an equal part of the time left, and always at least its first case, so a slow machine
+fuzzes every operation less deeply but never leaves one out (``unreached`` lists any that got
+no case at all; ``skipped_operations`` those cut short).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class FuzzResult:
     other_failures: int = 0
     semantic: int = 0
     skipped_operations: list[str] = field(default_factory=list)
+    operations: list[str] = field(default_factory=list)
+    per_operation: Counter[str] = field(default_factory=Counter)
     failures: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)
 
@@ -58,8 +63,15 @@ class FuzzResult:
             for kind, n in self.failures.most_common()
         ]
         if self.skipped_operations:
-            lines.append(f"  not reached in time: {', '.join(self.skipped_operations)}")
+            lines.append(f"  cut short in time: {', '.join(self.skipped_operations)}")
+        if self.unreached:
+            lines.append(f"  never fuzzed: {', '.join(self.unreached)}")
         return "\n".join(lines)
+
+    @property
+    def unreached(self) -> list[str]:
+        """Operations of the document that got no case at all, in either mode."""
+        return [op for op in self.operations if not self.per_operation[op]]
 
 
 class _OutOfTime(Exception):
@@ -83,35 +95,38 @@ def fuzz(
     token = [issue_token()]
     give_up = time.monotonic() + time_limit
     modes = (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE)
-    for loaded in schema.get_all_operations():
-        operation = loaded.ok()
-        for mode in modes:
-            if time.monotonic() > give_up:
-                result.skipped_operations.append(f"{operation.label} ({mode.value})")
-                continue
-            label, kind = operation.label, mode.value
+    operations = [loaded.ok() for loaded in schema.get_all_operations()]
+    result.operations = [operation.label for operation in operations]
+    runs = [(operation, mode) for operation in operations for mode in modes]
+    for done, (operation, mode) in enumerate(runs):
+        label, kind = operation.label, mode.value
+        # an equal share of the time left, and always the first case
+        deadline = time.monotonic() + max(0.0, give_up - time.monotonic()) / (len(runs) - done)
+        ran = [0]
 
-            @hypothesis_seed(seed)
-            @settings(
-                max_examples=max_examples,
-                deadline=None,
-                database=None,
-                phases=[Phase.explicit, Phase.generate],
-                suppress_health_check=list(HealthCheck),
-            )
-            @given(case=operation.as_strategy(generation_mode=mode))
-            def run(case: Any) -> None:
-                if time.monotonic() > give_up:
-                    raise _OutOfTime
-                _one(case, label, kind, token, issue_token, result)  # noqa: B023 (run now)
+        @hypothesis_seed(seed)
+        @settings(
+            max_examples=max_examples,
+            deadline=None,
+            database=None,
+            phases=[Phase.explicit, Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(case=operation.as_strategy(generation_mode=mode))
+        def run(case: Any) -> None:
+            if ran[0] and time.monotonic() > deadline:  # noqa: B023 (run now)
+                raise _OutOfTime
+            ran[0] += 1  # noqa: B023
+            result.per_operation[label] += 1  # noqa: B023
+            _one(case, label, kind, token, issue_token, result)  # noqa: B023
 
-            try:
-                run()
-            except _OutOfTime:
-                result.skipped_operations.append(f"{operation.label} ({mode.value}, partly)")
-            except Exception as exc:  # Unsatisfiable: an operation without inputs to vary
-                if type(exc).__name__ != "Unsatisfiable":
-                    raise
+        try:
+            run()
+        except _OutOfTime:
+            result.skipped_operations.append(f"{label} ({kind}, partly)")
+        except Exception as exc:  # Unsatisfiable: an operation without inputs to vary
+            if type(exc).__name__ != "Unsatisfiable":
+                raise
     return result
 
 
