@@ -65,6 +65,8 @@ REFINEMENTS: dict[str, dict[str, Any]] = {
     "onprem_rates": {"additionalProperties": {"type": "number", "minimum": 0}},
     "budget_alerts": {"items": {"type": "number", "exclusiveMinimum": 0}},
     "budget_webhook": {"pattern": "^https?://"},
+    # empty, one uid or first-last (the bounds 1..MAX_UID stay the validator's)
+    "local_job_uids": {"pattern": r"^\s*([0-9]+\s*(-\s*[0-9]+)?)?\s*$"},
 }
 
 AUTH_RULE: dict[str, Any] = {
