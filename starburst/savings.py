@@ -8,7 +8,8 @@ Terms:
   costs its runtime at the price its burst would have had: the cloud port's ``quote`` (the
   same default GPU type, cheapest offer and multi-node shape), i.e. the cloud value of its
   on-prem GPU-hours. Start-up delays are not added, so the savings are never overstated.
-- *unpriced*: a job left out of both sides, with why (it never ran; no price for its GPUs).
+- *unpriced*: a job left out of both sides, with why (it never ran; no price for its GPUs;
+  it was billed in another currency than the prices').
 
 Invariant: with no Star-Wait stints, saved = Σ cloud value of on-prem runs ≥ 0. The API
 (``/v1/costs/savings``), the dashboard and the quick-start all call ``compare_with_no_wait``.
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from starburst.core.billing import per_currency
 from starburst.core.errors import ConfigError, PermanentError, TransientError
 from starburst.core.job import Job
 from starburst.core.ports import Quote
@@ -50,14 +52,23 @@ class SavingsFigures:
 
 
 def no_wait(
-    ended: Sequence[StoredJob], costs: Mapping[str, Decimal], quote: Quoter | None
+    ended: Sequence[StoredJob],
+    costs: Mapping[str, Mapping[str, Decimal]],
+    quote: Quoter | None,
+    currency: str = "USD",
 ) -> SavingsFigures:
-    """The No-Wait counterfactual of ``ended`` jobs (see the module terms); ``costs``: each
-    job's cloud money from the ledger."""
-    out = SavingsFigures()
+    """The No-Wait counterfactual of ``ended`` jobs (see the module terms) in ``currency``
+    (the price table's); ``costs``: each job's cloud money from the ledger per currency. A
+    job billed in another currency is unpriced: amounts are never converted."""
+    out = SavingsFigures(currency=currency)
     for stored in ended:
-        actual = costs.get(stored.id, Decimal(0))
-        why = _count(out, stored, actual, quote)
+        spent = costs.get(stored.id, {})
+        other = sorted(c for c, amount in spent.items() if c != currency and amount)
+        why = (
+            f"billed in {', '.join(other)}; savings are in {currency}"
+            if other
+            else _count(out, stored, spent.get(currency, Decimal(0)), quote)
+        )
         if why is not None:
             out.unpriced.append(Unpriced(stored.id, why))
     return out
@@ -109,5 +120,4 @@ def compare_with_no_wait(
     """The savings of the jobs that ended in ``[since, until)`` (a ``SqlStore``)."""
     ended = store.ended_jobs(since, until)
     by_job = store.job_costs(s.id for s in ended)
-    costs = {j: sum(launches.values(), Decimal(0)) for j, launches in by_job.items()}
-    return no_wait(ended, costs, quote)
+    return no_wait(ended, {j: per_currency(c) for j, c in by_job.items()}, quote)

@@ -44,6 +44,22 @@ def report_row(total: CostTotal) -> CostRow:
     )
 
 
+def top_rows(totals: Sequence[CostTotal], top: int) -> list[CostTotal]:
+    """The ``top`` rows of highest cloud spend (then GPU-hours) in each currency, highest
+    first (ties by key), currencies in order: amounts in two currencies are never compared."""
+    ranked = sorted(
+        totals,
+        key=lambda t: (t.currency, -t.amount, -t.gpu_hours, [v or "" for v in t.key.values()]),
+    )
+    kept: dict[str, int] = {}
+    out = []
+    for total in ranked:
+        if kept.get(total.currency, 0) < top:
+            kept[total.currency] = kept.get(total.currency, 0) + 1
+            out.append(total)
+    return out
+
+
 CSV_FIELDS = ("currency", "amount", "gpu_hours", "onprem_gpu_hours", "onprem_amount", "entries")
 
 

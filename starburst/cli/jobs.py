@@ -428,7 +428,7 @@ def status(
         ("ran on", job["ran_on"] or "-"),
         ("placement", where or "-"),
         ("cloud", cloud or "-"),
-        ("cost so far", f"{job['cost_so_far']} {job['currency']}"),
+        ("cost so far", _costs(job)),
     ]
     if job.get("failure"):
         cause, tail = cause_of(job["failure"]), tail_of(job["failure"])
@@ -436,6 +436,12 @@ def status(
         fields += [("exit code", "-" if code is None else str(code)), ("failure", cause)]
         fields += [("", line) for line in tail.splitlines()]
     typer.echo("\n".join(f"{k + ':' if k else '':<13}{v}" for k, v in fields))
+
+
+def _costs(job: dict[str, Any]) -> str:
+    """The job's cost per currency ("0.33 USD + 7.00 EUR"): never added across currencies."""
+    costs = job.get("costs") or [{"amount": job["cost_so_far"], "currency": job["currency"]}]
+    return " + ".join(f"{c['amount']} {c['currency']}" for c in costs)
 
 
 def explain(

@@ -20,7 +20,7 @@ Invariants: pure — time comes in as arguments; amounts are ``Decimal`` rounded
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -69,6 +69,15 @@ def to_micros(amount: Decimal | float | int) -> int:
 
 def from_micros(micros: int | None) -> Decimal:
     return Decimal(int(micros or 0)) / _PER_UNIT
+
+
+def per_currency(amounts: Mapping[tuple[int | None, str], Decimal]) -> dict[str, Decimal]:
+    """A job's metered money (``Ledger.job_costs``: per launch and currency) summed per
+    currency, sorted by currency: amounts in two currencies are never added together."""
+    out: dict[str, Decimal] = {}
+    for (_, currency), amount in sorted(amounts.items(), key=lambda kv: kv[0][1]):
+        out[currency] = out.get(currency, Decimal(0)) + amount
+    return out
 
 
 @dataclass(frozen=True, slots=True)

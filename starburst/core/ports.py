@@ -292,6 +292,8 @@ class RuntimeEstimator(Protocol):
 #: One row of ``Ledger.ledger_totals_after``: team, location, source, currency, micro-units
 #: of money and GPU-hours.
 LedgerTotalRow = tuple[str | None, str, str, str, int, float]
+#: The key of ``Ledger.job_costs``'s amounts: the launch id (None: no launch) and currency.
+JobCostKey = tuple[int | None, str]
 
 
 class JobStore(Protocol):
@@ -540,9 +542,10 @@ class Ledger(Protocol):
         any other. An unknown key is a ``ConfigError``."""
         ...
 
-    def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[int | None, Decimal]]:
-        """Money metered per job and launch id (None: entries of no launch), over all time,
-        on-prem entries left out; jobs without entries are absent."""
+    def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[JobCostKey, Decimal]]:
+        """Money metered per job, launch id (None: entries of no launch) and currency, over
+        all time, on-prem entries left out; jobs without entries are absent. Amounts in
+        different currencies are never added together."""
         ...
 
     def ledger_totals_after(self, after_id: int) -> tuple[int, list[LedgerTotalRow]]:

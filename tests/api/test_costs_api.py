@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 
+from starburst.core.billing import REPORT_KEYS, per_currency
 from starburst.core.lifecycle import JobState
 from starburst.core.records import CostEntry, JobSpec
 
@@ -227,35 +228,71 @@ def test_onprem_showback_beside_cloud_spend(api):  # type: ignore[no-untyped-def
     ]
 
 
+#: Every grouping the API offers, alone, then combinations finance asks for.
+GROUPINGS = [*((k,) for k in REPORT_KEYS), (), ("team", "user", "week"), ("job", "day")]
+CENT = Decimal("0.01")
+
+
+def _sums(pairs):  # type: ignore[no-untyped-def]
+    """``(currency, amount)`` pairs added up per currency (never across currencies)."""
+    out: dict[str, Decimal] = {}
+    for currency, amount in pairs:
+        out[currency] = out.get(currency, Decimal(0)) + amount
+    return out
+
+
+def _every_view_adds_up(api, jobs, since, until):  # type: ignore[no-untyped-def]
+    """Per currency, exactly: each job's metered money summed equals every report's rows
+    summed (from the rollups and from the entries) and its totals; each job's own view
+    equals its by-job rows. Returns the exact totals per currency."""
+    store, fin = api.store, api.client("fin")
+    exact = _sums(
+        (currency, amount)
+        for job_id in jobs
+        for currency, amount in per_currency(store.job_costs([job_id]).get(job_id, {})).items()
+    )
+    window = {"since": _iso(since), "until": _iso(until)}
+    for keys in GROUPINGS:
+        for read in (store.cost_report, store.cost_report_from_entries):
+            rows = read(since, until, keys)
+            assert _sums((t.currency, t.amount) for t in rows) == exact, (read, keys)
+        answer = fin.get("/v1/costs", params={**window, "by": ",".join(keys)})
+        assert answer.status_code == 200, answer.text
+        totals = {t["currency"]: Decimal(t["amount"]) for t in answer.json()["totals"]}
+        assert totals == {c: a.quantize(CENT) for c, a in exact.items()}, keys
+    by_job = fin.get("/v1/costs", params={**window, "by": "job"}).json()["rows"]
+    views = {}
+    for job_id in jobs:
+        view = fin.get(f"/v1/jobs/{job_id}").json()
+        views.update({(job_id, c["currency"]): c["amount"] for c in view["costs"]})
+        mine = [c for c in view["costs"] if c["currency"] == view["currency"]]
+        assert view["cost_so_far"] == (mine[0]["amount"] if mine else "0.00")
+    assert views == {
+        (r["key"]["job"], r["currency"]): r["amount"] for r in by_job if Decimal(r["amount"])
+    }
+    return exact
+
+
+def _iso(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).isoformat()
+
+
 @BOTH
 def test_per_job_costs_sum_to_every_report_total(api):  # type: ignore[no-untyped-def]
     a, b = _spend(api.store)
-    fin = api.client("fin")
-    jobs = {j: Decimal(fin.get(f"/v1/jobs/{j}").json()["cost_so_far"]) for j in (a, b)}
-    assert jobs == {a: Decimal("12.30"), b: Decimal("7.33")}  # its own view: the ledger
-    total = sum(jobs.values())
-    for keys in (
-        "team",
-        "user",
-        "project",
-        "cloud",
-        "region",
-        "location",
-        "gpu_type",
-        "job",
-        "day",
-        "week",
-        "month",
-        "team,user,week",
-    ):
-        report = fin.get("/v1/costs", params={**WINDOW, "by": keys}).json()
-        rows = sum(Decimal(r["amount"]) for r in report["rows"])
-        totals = sum(Decimal(t["amount"]) for t in report["totals"])
-        # rows are rounded to cents each: they may differ from the total by < 1 cent per row
-        assert abs(rows - total) < Decimal("0.01") * len(report["rows"]), keys
-        assert totals == Decimal("12.63") + Decimal("7.00"), keys
-    # 0.333333 rounds to 0.33 in a row; the exact job sums agree with the exact totals
-    assert total == Decimal("19.63")
+    exact = _every_view_adds_up(api, (a, b), _epoch("2026-10-01"), _epoch("2026-12-01"))
+    assert exact == {"USD": Decimal("12.633333"), "EUR": Decimal("7")}  # by hand
+    view = api.client("fin").get(f"/v1/jobs/{b}").json()  # 0.33 USD and 7 EUR: never "7.33"
+    assert view["costs"] == [
+        {"amount": "7.00", "currency": "EUR"},
+        {"amount": "0.33", "currency": "USD"},
+    ]
+    assert (view["cost_so_far"], view["currency"]) == ("0.33", "USD")  # no launch: USD
+    top = api.client("fin").get("/v1/costs", params={**WINDOW, "by": "job", "top": 1}).json()
+    assert _rows(top, "amount", "currency") == [  # the top job in each currency
+        ({"job": b}, "7.00", "EUR"),
+        ({"job": a}, "12.30", "USD"),
+    ]
 
 
 def test_users_read_only_their_own_costs_labelled_as_theirs(api):  # type: ignore[no-untyped-def]

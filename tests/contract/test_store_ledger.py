@@ -202,13 +202,19 @@ def test_job_costs_per_launch(store, clock):  # type: ignore[no-untyped-def]
             CostEntry(a, T0 + 60, T0 + 120, Decimal("2.25"), "aws", launch_id=1),
             CostEntry(a, T0 + 120, T0 + 180, Decimal("4"), "aws", launch_id=2),
             CostEntry(a, T0 + 180, T0 + 240, Decimal("0.5"), "aws"),
+            CostEntry(a, T0 + 240, T0 + 300, Decimal("7"), "aws", currency="EUR"),
             CostEntry(b, T0, T0 + 60, Decimal("3"), "gcp", launch_id=3),
         ]
     )
     assert store.job_costs([a, idle, "ghost"]) == {
-        a: {1: Decimal("3.75"), 2: Decimal("4"), None: Decimal("0.5")}
+        a: {
+            (1, "USD"): Decimal("3.75"),
+            (2, "USD"): Decimal("4"),
+            (None, "USD"): Decimal("0.5"),
+            (None, "EUR"): Decimal("7"),  # never added to the dollars
+        }
     }
-    assert store.job_costs([b]) == {b: {3: Decimal("3")}}
+    assert store.job_costs([b]) == {b: {(3, "USD"): Decimal("3")}}
 
 
 def test_ledger_totals_follow_the_entries_recorded_since(store):  # type: ignore[no-untyped-def]

@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from starburst.core.billing import from_micros, report_keys, to_micros
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import TERMINAL
-from starburst.core.ports import LedgerTotalRow
+from starburst.core.ports import JobCostKey, LedgerTotalRow
 from starburst.core.records import CostEntry, CostTotal, JobNotFound, StoredJob
 
 from . import reports
@@ -163,21 +163,21 @@ class CostsStore(StoreBase):
                 conn.execute(sa.text(setting))
         return list(conn.execute(query).all())
 
-    def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[int | None, Decimal]]:
-        """Money metered for each job, per launch id (``None``: entries of no launch),
-        over all time; jobs without entries are absent."""
+    def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[JobCostKey, Decimal]]:
+        """Money metered for each job, per launch id (``None``: entries of no launch) and
+        currency, over all time; jobs without entries are absent."""
         c = COSTS.c
-        out: dict[str, dict[int | None, Decimal]] = {}
+        out: dict[str, dict[JobCostKey, Decimal]] = {}
 
         def read(conn: sa.Connection) -> None:
             for clause in in_chunks(c.job_id, set(job_ids)):
                 query = (
-                    sa.select(c.job_id, c.launch_id, sa.func.sum(c.amount_micros))
+                    sa.select(c.job_id, c.launch_id, c.currency, sa.func.sum(c.amount_micros))
                     .where(clause, c.source != ONPREM)
-                    .group_by(c.job_id, c.launch_id)
+                    .group_by(c.job_id, c.launch_id, c.currency)
                 )
-                for job_id, launch_id, micros in conn.execute(query):
-                    out.setdefault(job_id, {})[launch_id] = from_micros(micros)
+                for job_id, launch_id, currency, micros in conn.execute(query):
+                    out.setdefault(job_id, {})[(launch_id, currency)] = from_micros(micros)
 
         run(self._engine, read)
         return out

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from starburst.core.billing import MICRO, from_micros, report_keys, to_micros
 from starburst.core.errors import ConfigError
-from starburst.core.ports import LedgerTotalRow
+from starburst.core.ports import JobCostKey, LedgerTotalRow
 from starburst.core.records import CloudLaunch, CostEntry, CostTotal, JobNotFound, StoredJob
 
 from .tables import CostRow, JobRow, MemoryBase
@@ -128,14 +128,15 @@ class MemoryLedger(MemoryBase):
         ]
         return sorted(totals, key=lambda t: (tuple(v or "" for v in t.key.values()), t.currency))
 
-    def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[int | None, Decimal]]:
+    def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[JobCostKey, Decimal]]:
         wanted = set(job_ids)
-        micros: dict[str, dict[int | None, int]] = {}
+        micros: dict[str, dict[JobCostKey, int]] = {}
         with self._lock:
             for row in self._t.costs:
                 if row.job_id in wanted and row.source != ONPREM:
                     per_launch = micros.setdefault(row.job_id, {})
-                    per_launch[row.launch_id] = per_launch.get(row.launch_id, 0) + row.micros
+                    key = (row.launch_id, row.currency)
+                    per_launch[key] = per_launch.get(key, 0) + row.micros
         return {j: {k: from_micros(v) for k, v in m.items()} for j, m in micros.items()}
 
     def ledger_totals_after(self, after_id: int) -> tuple[int, list[LedgerTotalRow]]:

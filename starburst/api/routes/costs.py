@@ -116,9 +116,7 @@ def build_report(
         job=job,
         rates=rates,
     )
-    rows = [finance.report_row(t) for t in totals]
-    if top is not None:
-        rows = sorted(rows, key=lambda r: (-Decimal(r.amount), -r.gpu_hours))[:top]
+    rows = [finance.report_row(t) for t in (finance.top_rows(totals, top) if top else totals)]
     money: dict[str, tuple[Decimal, Decimal]] = {}
     used: dict[str, tuple[float, float]] = {}
     for t in totals:
@@ -161,7 +159,12 @@ def report(
     project: str | None = None,
     job: str | None = None,
     top: Annotated[
-        int | None, Query(ge=1, le=10_000, description=("Only the N rows of highest cloud spend."))
+        int | None,
+        Query(
+            ge=1,
+            le=10_000,
+            description="Only the N rows of highest cloud spend in each currency.",
+        ),
     ] = None,
     format: Annotated[str | None, Query(description="json (default) or csv.")] = None,
 ) -> CostReport | Response:

@@ -31,6 +31,7 @@ from starburst.api.schemas.jobs import (
     CloudRun,
     EventOut,
     Explanation,
+    JobCost,
     JobDetail,
     JobPage,
     JobSubmit,
@@ -39,6 +40,7 @@ from starburst.api.schemas.jobs import (
     summary_fields,
     when,
 )
+from starburst.core.billing import per_currency
 from starburst.core.dependencies import AfterKind, Dependency
 from starburst.core.duration import precise
 from starburst.core.failure import cause_of, exit_code_in
@@ -58,6 +60,7 @@ from starburst.core.state_filter import parse_states
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
+CENT = Decimal("0.01")
 _WAITING = (JobState.SUBMITTED, JobState.QUEUED)
 _SHOWN = 5  # candidates listed for an ambiguous prefix or name
 
@@ -85,13 +88,16 @@ def _visible(ctx: ApiContext, job_id: str, caller: Principal) -> StoredJob:
     return found[0]
 
 
-def _cloud_runs(ctx: ApiContext, stored: StoredJob) -> tuple[list[CloudRun], Decimal, str]:
-    """The job's cloud launches and what the ledger metered for each (the one cost path:
-    every report sums the same entries)."""
+def _cloud_runs(
+    ctx: ApiContext, stored: StoredJob
+) -> tuple[list[CloudRun], dict[str, Decimal], str]:
+    """The job's cloud launches and what the ledger metered for each, and its totals per
+    currency (the one cost path: every report sums the same entries)."""
     metered = ctx.store.job_costs([stored.id]).get(stored.id, {})
     runs, currency = [], "USD"
     for launch in ctx.store.launches(stored.id):
         currency = launch.currency
+        cost = metered.get((launch.id, launch.currency), Decimal(0))
         runs.append(
             CloudRun(
                 provider=launch.provider,
@@ -104,18 +110,20 @@ def _cloud_runs(ctx: ApiContext, stored: StoredJob) -> tuple[list[CloudRun], Dec
                 launched_at=when(launch.launched_at),
                 started_at=when(launch.started_at),
                 ended_at=when(launch.ended_at),
-                cost=str(metered.get(launch.id, Decimal(0)).quantize(Decimal("0.01"))),
+                cost=str(cost.quantize(CENT)),
             )
         )
-    total = sum(metered.values(), Decimal(0))
-    return runs, total.quantize(Decimal("0.01")), currency
+    totals = per_currency(metered)
+    if not runs and len(totals) == 1:  # entries of no launch, in one currency
+        currency = next(iter(totals))
+    return runs, totals, currency
 
 
 def detail(ctx: ApiContext, stored: StoredJob, *, fresh: bool = False) -> JobDetail:
     """The job's full view; ``fresh``: still ``submitted`` (just created, or a repeat of a
     job not admitted yet), so it has no launch, placement or cost to read (three queries
     saved on every submission; no state leads back to ``submitted``)."""
-    runs, cost, currency = ([], Decimal("0.00"), "USD") if fresh else _cloud_runs(ctx, stored)
+    runs, totals, currency = ([], {}, "USD") if fresh else _cloud_runs(ctx, stored)
     placement = [] if fresh else ctx.store.placement(stored.id)
     parts = [
         PlacementPart(
@@ -137,8 +145,9 @@ def detail(ctx: ApiContext, stored: StoredJob, *, fresh: bool = False) -> JobDet
         version=stored.version,
         placement=parts,
         cloud=runs,
-        cost_so_far=str(cost),
+        cost_so_far=str(totals.get(currency, Decimal(0)).quantize(CENT)),
         currency=currency,
+        costs=[JobCost(amount=str(a.quantize(CENT)), currency=c) for c, a in totals.items()],
     )
 
 

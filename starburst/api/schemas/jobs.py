@@ -285,6 +285,13 @@ class CloudRun(BaseModel):
     cost: str = Field(default="0.00", description="Metered in the ledger for this launch.")
 
 
+class JobCost(BaseModel):
+    """What the ledger metered for a job in one currency (decimal string)."""
+
+    amount: str
+    currency: str
+
+
 class JobDetail(JobSummary):
     """``GET /v1/jobs/{id}``: the summary plus what it asked for, where it runs, its cost."""
 
@@ -308,11 +315,18 @@ class JobDetail(JobSummary):
     )
     cost_so_far: str = Field(
         description=(
-            "Cloud money metered in the ledger for this job (launch to end, provisioning "
-            "included; a running launch is metered in whole chunks)."
+            "Cloud money metered in the ledger for this job in ``currency`` (launch to end, "
+            "provisioning included; a running launch is metered in whole chunks)."
         )
     )
-    currency: str
+    currency: str = Field(
+        description="The currency of ``cost_so_far``: its latest launch's (USD if none)."
+    )
+    costs: list[JobCost] = Field(
+        default_factory=list,
+        description="Every currency the job was billed in, each with its own total, sorted "
+        "by currency (amounts in different currencies are never added).",
+    )
 
 
 class JobPage(BaseModel):
