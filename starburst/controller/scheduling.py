@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from starburst.controller.capabilities import Capabilities
@@ -38,10 +38,11 @@ from starburst.controller.cloudside import CloudFollower, cloud_job
 from starburst.controller.gating import DependencyGate
 from starburst.controller.logs import ids_sample
 from starburst.controller.moves import ACTOR, Moves
+from starburst.controller.onprem_meter import OnpremMeter
 from starburst.controller.queue_view import QueueView, read_all
 from starburst.controller.report import PassReport, backend_job
 from starburst.controller.unstartable import Unstartable
-from starburst.core.capacity import Placement
+from starburst.core.capacity import Node, Placement
 from starburst.core.cycle import HOLD_ALL, PassResult, SchedulerConfig, schedule_pass
 from starburst.core.decisions import Burst, Start
 from starburst.core.errors import PermanentError, TransientError
@@ -97,6 +98,7 @@ class SchedulingLoop:
         moves = Moves(store)
         self._move = moves.move
         self.unstartable = Unstartable(moves)
+        self.onprem_meter = OnpremMeter(store, metering_chunk_s)
         self.cloud_side = (
             None
             if cloud is None
@@ -117,6 +119,7 @@ class SchedulingLoop:
         report = PassReport(now)
         token = self._token()
         self._finish_onprem(report, token)
+        self.onprem_meter.meter(now)
         self._retry_starts(token, now)
         if self.cloud_side is not None:
             self.cloud_side.follow(now, report, token)
@@ -140,7 +143,7 @@ class SchedulingLoop:
         total, free = capacity.total_gpus, capacity.free_gpus
         started = sum(p.gpus for st in result.starts for p in st.placement)
         report.utilization = (total - free + started) / total if total else 0.0
-        self._apply(now, result, token, report)
+        self._apply(now, result, token, report, capacity.nodes)
         report.queue_length = len(result.waiting)
         report.unstartable = self.unstartable.take()
         report.held = result.held
@@ -317,19 +320,30 @@ class SchedulingLoop:
         return arrivals
 
     # -- 6. apply ------------------------------------------------------------------------------
-    def _apply(self, now: float, result: PassResult, token: int | None, report: PassReport) -> None:
+    def _apply(
+        self,
+        now: float,
+        result: PassResult,
+        token: int | None,
+        report: PassReport,
+        nodes: Sequence[Node],
+    ) -> None:
         for start in result.starts:
             self.view.drop(start.job_id)  # started, or refused: either way not queued now
-            if self._start(start, now, token):
+            if self._start(start, now, token, nodes):
                 report.started.append(start.job_id)
         for burst in result.bursts:
             self.view.drop(burst.job_id)
             if self._burst(burst, now, token):
                 report.burst.append(burst.job_id)
 
-    def _start(self, start: Start, now: float, token: int | None) -> bool:
-        # placement first: a job the store says runs on-prem always has one to resume with
-        self.store.record_placement(start.job_id, start.placement, fencing_token=token, at=now)
+    def _start(self, start: Start, now: float, token: int | None, nodes: Sequence[Node]) -> bool:
+        # placement first: a job the store says runs on-prem always has one to resume with;
+        # with its nodes' GPU types, which its on-prem use is priced by
+        kinds = [nodes[p.node].gpu_type if p.node < len(nodes) else None for p in start.placement]
+        self.store.record_placement(
+            start.job_id, start.placement, fencing_token=token, at=now, gpu_types=kinds
+        )
         if not self._move(start.job_id, JobState.RUNNING_ONPREM, start.reason, token, now):
             return False
         return self._carry_out_start(start.job_id, start.placement, start.reason, token, now)

@@ -5,10 +5,13 @@ Terms:
   request, so provisioning is included: the cloud bills while instances exist) at an hourly
   ``price_per_hour`` for all its GPUs and nodes.
 - *charge*: ``price × (end − start)`` for one interval of a launch, with its GPU-hours. A
-  launch's charges are fixed chunks of ``chunk`` seconds counted from ``launched_at``, so
-  charging it again (after a crash, on the next pass) yields the very same intervals, which
-  the ledger stores once. Before the end only whole chunks are charged; the final call also
-  charges the partial last one.
+  launch's charges are fixed chunks of ``chunk`` seconds counted from ``launched_at``, also
+  cut at every UTC midnight (``periods``: a chunk never straddles a day, week or month),
+  so charging it again (after a crash, on the next pass) yields the very same intervals,
+  which the ledger stores once. Before the end only whole chunks are charged; the final
+  call also charges the partial last one.
+- *on-prem usage*: an on-prem run is metered by the same ``periods`` (GPU-hours, no money),
+  while it runs and when it ends, continuing from the last interval entered.
 - *billing month*: the UTC calendar month holding an instant; budgets reset at its start.
 - *forecast*: month-end spend extrapolated from the spend rate so far this month
   (``spent × month length ÷ elapsed``); never below what is spent.
@@ -20,9 +23,9 @@ Invariants: pure — time comes in as arguments; amounts are ``Decimal`` rounded
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from starburst.core.errors import ConfigError
@@ -104,6 +107,33 @@ class Charge:
     gpu_hours: float
 
 
+def periods(
+    start: float, until: float, chunk: float | None, *, final: bool
+) -> list[tuple[float, float]]:
+    """The metering intervals ``[a, b)`` from ``start`` up to ``until``: each at most
+    ``chunk`` seconds (``None``: no limit) and cut at every UTC midnight, so an interval
+    lies in one day, week and month. Before the end (``final=False``) only complete
+    intervals are returned; the final call also returns the partial last one."""
+    if chunk is not None and chunk <= 0:
+        raise ValueError("chunk must be positive")
+    out: list[tuple[float, float]] = []
+    while start < until:
+        end = _next_midnight(start)
+        if chunk is not None:
+            end = min(end, start + chunk)
+        if end > until and not final:
+            break
+        end = min(end, until)
+        out.append((start, end))
+        start = end
+    return out
+
+
+def _next_midnight(moment: float) -> float:
+    day = datetime.fromtimestamp(moment, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return (day + timedelta(days=1)).timestamp()
+
+
 def charges(
     launched_at: float,
     until: float,
@@ -113,22 +143,68 @@ def charges(
     chunk: float,
     final: bool,
 ) -> list[Charge]:
-    """The charges of a launch from ``launched_at`` up to ``until`` (see the module terms)."""
+    """The charges of a launch from ``launched_at`` up to ``until`` (see the module terms):
+    one per interval of ``periods``."""
     if chunk <= 0:
         raise ValueError("chunk must be positive")
     out: list[Charge] = []
-    start = launched_at
-    while start < until:
-        end = start + chunk
-        if end > until and not final:
-            break
-        end = min(end, until)
+    for start, end in periods(launched_at, until, chunk, final=final):
         hours = Decimal(str(end - start)) / _HOUR
         out.append(
             Charge(start, end, (price_per_hour * hours).quantize(MICRO), float(hours) * gpus)
         )
-        start = end
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """GPU-hours of one GPU-type group (``part``) of an on-prem run over ``[start, end)``."""
+
+    start: float
+    end: float
+    part: int
+    gpu_type: str | None
+    gpu_hours: float
+
+
+def gpu_groups(
+    parts: Iterable[tuple[int, str | None]], gpus: int, requested: str | None
+) -> list[tuple[str | None, int]]:
+    """GPUs per GPU type of the nodes a run is placed on (``parts``: GPUs and node GPU type
+    of each part), sorted by type; a part of unknown type (a placement recorded before
+    types were) counts as the ``requested`` type, and so do all ``gpus`` of a run with no
+    recorded placement."""
+    groups: dict[str | None, int] = {}
+    for count, kind in parts:
+        key = kind or requested
+        groups[key] = groups.get(key, 0) + count
+    if not groups:
+        groups[requested] = gpus
+    return sorted(groups.items(), key=lambda g: g[0] or "")
+
+
+def onprem_usage(
+    started_at: float,
+    resume_at: float | None,
+    until: float,
+    groups: Sequence[tuple[str | None, int]],
+    *,
+    chunk: float | None,
+    final: bool,
+) -> list[Usage]:
+    """The usage of an on-prem run started at ``started_at`` still to enter, from
+    ``resume_at`` (the end of its last entry; None: nothing entered yet) up to ``until``,
+    by ``periods``; one ``Usage`` per interval and GPU-type group. A run that ends before
+    its recorded start (an end stamped by another clock) is one empty interval."""
+    start = started_at if resume_at is None else max(resume_at, started_at)
+    spans = periods(start, until, chunk, final=final)
+    if final and not spans and resume_at is None:
+        spans = [(started_at, started_at)]
+    return [
+        Usage(a, b, part, kind, count * (b - a) / 3600.0)
+        for a, b in spans
+        for part, (kind, count) in enumerate(groups)
+    ]
 
 
 def month_window(now: float) -> tuple[float, float, str]:

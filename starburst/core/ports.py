@@ -469,8 +469,10 @@ class JobStore(Protocol):
         *,
         fencing_token: int | None = None,
         at: float | None = None,
+        gpu_types: Sequence[str | None] | None = None,
     ) -> int:
-        """Record where a job starts on-prem; returns the attempt number (1, 2, ...)."""
+        """Record where a job starts on-prem; returns the attempt number (1, 2, ...).
+        ``gpu_types``: the GPU type of each part's node (what on-prem use is priced by)."""
         ...
 
     def placement(self, job_id: str) -> Placement:
@@ -492,6 +494,10 @@ class Ledger(Protocol):
       (UTC; a week is named by its Monday) and by currency, sorted by key then currency.
       ``location`` is ``cloud:region`` or ``cloud``. On-prem entries add GPU-hours to
       ``onprem_gpu_hours`` (priced at ``rates`` into ``onprem_amount``), not to money.
+    - An on-prem run is entered by ``core.billing.onprem_usage``: in intervals that never
+      cross a UTC midnight (``meter_onprem`` while it runs, its state change for the rest),
+      at the GPU type of the nodes it was placed on, one entry per interval and GPU type
+      (``part``); each interval is entered once, whichever writer comes first.
     """
 
     def record_launch(
@@ -546,6 +552,12 @@ class Ledger(Protocol):
         """Money metered per job, launch id (None: entries of no launch) and currency, over
         all time, on-prem entries left out; jobs without entries are absent. Amounts in
         different currencies are never added together."""
+        ...
+
+    def meter_onprem(self, until: float, *, chunk: float) -> int:
+        """Enter the complete intervals (``core.billing.onprem_usage``) of every run still
+        on-prem up to ``until``, continuing from each run's last entry; how many entries
+        were written. A run's state change enters its remainder (``JobStore.transition``)."""
         ...
 
     def ledger_totals_after(self, after_id: int) -> tuple[int, list[LedgerTotalRow]]:

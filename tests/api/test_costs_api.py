@@ -8,9 +8,15 @@ from decimal import Decimal
 
 import pytest
 
+from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.billing import REPORT_KEYS, per_currency
+from starburst.core.capacity import uniform_nodes
+from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
+from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.records import CostEntry, JobSpec
+from starburst.sim.cloud import SimCloud
+from starburst.sim.cluster import SimCluster
 
 BOTH = pytest.mark.parametrize(
     "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
@@ -293,6 +299,64 @@ def test_per_job_costs_sum_to_every_report_total(api):  # type: ignore[no-untype
         ({"job": b}, "7.00", "EUR"),
         ({"job": a}, "12.30", "USD"),
     ]
+
+
+MONTH_END = _epoch("2026-11-30T22:00")
+PRICE = 2.5  # $ per GPU-hour in the simulated cloud
+
+
+@BOTH
+@pytest.mark.parametrize(
+    "api_options", [{"settings": {"onprem_rates": {"A100": 1.5}}}], indirect=True
+)
+def test_costs_metered_by_the_controller_add_up_in_every_view(api):  # type: ignore[no-untyped-def]
+    """A controller on virtual time runs jobs on-prem and bursts the rest to the simulated
+    cloud across a month end; every report and every job view then agree to the micro-unit
+    with the ledger, and the ledger with price × billed time of each launch."""
+    store, clock = api.store, api.clock
+    clock.set(MONTH_END)
+    runtimes = {f"j{i}": 1800.0 + 900 * i for i in range(8)}
+    cluster = SimCluster(uniform_nodes(1, 4, gpu_type="A100"), clock, runtimes)
+    cloud = SimCloud(clock, PRICE, startup_delay=120.0, runtimes=runtimes)
+    config = SchedulerConfig(WaitPolicy(PolicyKind.CONSTANT, coefficient=600.0), out_of_order=True)
+    loop = SchedulingLoop(store, cluster, cloud, clock, config, metering_chunk_s=900.0)
+    for i, job_id in enumerate(runtimes):
+        team, user = ("ml", "alice") if i % 2 else ("vision", "bob")
+        store.submit(JobSpec(id=job_id, gpus=1 + i % 3, user=user, team=team, command="true"))
+    for _ in range(2000):  # a pass a minute of virtual time, until every job ended
+        loop.run_pass()
+        if all(store.get(j).state.terminal for j in runtimes):
+            break
+        clock.advance(60.0)
+    assert all(store.get(j).state is JobState.SUCCEEDED for j in runtimes)
+    launches = store.launches()
+    assert launches and any(store.get(j).ran_on == "onprem" for j in runtimes)
+    exact = _every_view_adds_up(api, list(runtimes), MONTH_END - 3600, clock.now() + 3600)
+    billed = sum(  # by hand: each launch's hourly price × its billed time
+        x.hourly_price * Decimal(str(x.ended_at - x.launched_at)) / 3600 for x in launches
+    )
+    chunks = sum(len(store.cost_report(0, 2e9, ("day",), job=x.job_id)) for x in launches)
+    assert exact.keys() == {"USD"}
+    assert abs(exact["USD"] - billed) <= Decimal("0.000001") * 4 * chunks  # rounding per chunk
+    # on-prem: every GPU-hour of the runs that ran there, at the A100 nodes' rate
+    onprem = sum(
+        store.get(j).job.gpus * runtimes[j] / 3600
+        for j in runtimes
+        if store.get(j).ran_on == "onprem"
+    )
+    report = (
+        api.client("fin")
+        .get(
+            "/v1/costs",
+            params={"since": _iso(MONTH_END - 3600), "until": _iso(clock.now() + 1), "by": "month"},
+        )
+        .json()
+    )
+    months = {r["key"]["month"]: r for r in report["rows"]}
+    assert set(months) == {"2026-11", "2026-12"}  # the month end splits runs and launches
+    assert sum(r["onprem_gpu_hours"] for r in months.values()) == pytest.approx(onprem, abs=2e-3)
+    (total,) = report["totals"]
+    assert Decimal(total["onprem_amount"]) == (Decimal(str(onprem)) * Decimal("1.5")).quantize(CENT)
 
 
 def test_users_read_only_their_own_costs_labelled_as_theirs(api):  # type: ignore[no-untyped-def]

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 
+from starburst.core.capacity import Part
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import CloudLaunch, CostEntry, JobNotFound, JobSpec, StaleLeader
@@ -178,6 +179,73 @@ def test_an_end_before_the_recorded_start_is_an_empty_run(store, clock):  # type
     store.transition(a, JobState.FAILED, reason="exit 1", actor="c", at=clock.now() - 30)
     [total] = store.cost_report(clock.now() - DAY, clock.now() + DAY, by=("source",))
     assert (total.key["source"], total.onprem_gpu_hours, total.entries) == ("onprem", 0.0, 1)
+
+
+JAN31_23H = T0 + 30 * DAY + 23 * 3600  # 2026-01-31T23:00Z: a month ends an hour later
+HALF_HOUR = 1800.0
+
+
+def _placed(store, job_id, *parts, at):  # type: ignore[no-untyped-def]
+    """Start ``job_id`` on-prem at ``at`` on nodes of the given (GPUs, GPU type) parts."""
+    placement = tuple(Part(i, f"node-{i}", gpus, 0.0, 0.0) for i, (gpus, _) in enumerate(parts))
+    kinds = [kind for _, kind in parts]
+    store.record_placement(job_id, placement, at=at, gpu_types=kinds)
+    store.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c", at=at)
+
+
+def _usage(store, by, **filters):  # type: ignore[no-untyped-def]
+    rates = {"A100": 2.0, "V100": 1.0, "*": 0.5}
+    totals = store.cost_report(T0, T0 + 60 * DAY, by=by, rates=rates, **filters)
+    return [(*t.key.values(), t.onprem_gpu_hours, t.onprem_amount, t.entries) for t in totals]
+
+
+def test_a_running_on_prem_job_is_metered_and_split_at_the_month_end(store, clock):  # type: ignore[no-untyped-def]
+    a = job(store, gpus=4)  # untyped: priced by the A100 nodes it runs on, not at '*'
+    _placed(store, a, (4, "A100"), at=JAN31_23H)
+    assert store.meter_onprem(JAN31_23H + 45 * 60, chunk=HALF_HOUR) == 1  # 23:00-23:30
+    assert store.meter_onprem(JAN31_23H + 45 * 60, chunk=HALF_HOUR) == 0  # nothing new
+    assert _usage(store, ("month", "gpu_type")) == [("2026-01", "A100", 2.0, Decimal("4"), 1)]
+    # 00:20 on Feb 1: 23:30-00:00 is complete; 00:00-00:30 not yet
+    assert store.meter_onprem(JAN31_23H + 80 * 60, chunk=HALF_HOUR) == 1
+    store.transition(a, JobState.SUCCEEDED, reason="exit 0", actor="c", at=JAN31_23H + 110 * 60)
+    # by hand: January 23:00-24:00 = 4 GPU-h at 2 $/GPU-h; February 00:00-00:50 = 4 × 50/60
+    assert _usage(store, ("month", "gpu_type")) == [
+        ("2026-01", "A100", 4.0, Decimal("8.000000"), 2),
+        ("2026-02", "A100", pytest.approx(10 / 3), Decimal("6.666667"), 1),
+    ]
+    assert store.meter_onprem(JAN31_23H + DAY, chunk=HALF_HOUR) == 0  # it ended: no more
+    [day] = _usage(store, ("day",), job=a)[1:]
+    assert day[0] == "2026-02-01" and day[1] == pytest.approx(10 / 3)
+
+
+def test_on_prem_use_is_priced_by_the_gpu_types_of_its_nodes(store, clock):  # type: ignore[no-untyped-def]
+    wide = job(store, gpus=12, gpu_type=None)  # 8 on an A100 node, 4 on a V100 node
+    asked = job(store, gpus=2, gpu_type="H100")  # placed before types were recorded
+    none = job(store, gpus=1, gpu_type="T4")  # no placement recorded at all
+    _placed(store, wide, (8, "A100"), (4, "V100"), at=T0)
+    _placed(store, asked, (2, None), at=T0)
+    store.transition(none, JobState.RUNNING_ONPREM, reason="fits", actor="c", at=T0)
+    assert store.meter_onprem(T0 + 3600, chunk=3600.0) == 4  # one hour: 2 + 1 + 1 entries
+    for job_id in (wide, asked, none):
+        store.transition(job_id, JobState.SUCCEEDED, reason="exit 0", actor="c", at=T0 + 5400)
+    assert _usage(store, ("gpu_type",)) == [
+        ("A100", 12.0, Decimal("24.000000"), 2),  # 8 GPUs × 1.5 h at 2
+        ("H100", 3.0, Decimal("1.500000"), 2),  # the requested type, at '*'
+        ("T4", 1.5, Decimal("0.750000"), 2),
+        ("V100", 6.0, Decimal("6.000000"), 2),  # 4 GPUs × 1.5 h at 1
+    ]
+
+
+def test_on_prem_metering_carries_on_from_the_last_entry(store, clock):  # type: ignore[no-untyped-def]
+    """A controller restarted with another chunk neither overlaps nor leaves a gap."""
+    a = job(store, gpus=2)
+    _placed(store, a, (2, "V100"), at=T0)
+    assert store.meter_onprem(T0 + 650, chunk=300.0) == 2  # 0-300, 300-600 s
+    assert store.meter_onprem(T0 + 2000, chunk=1000.0) == 1  # 600-1600 s
+    store.transition(a, JobState.SUCCEEDED, reason="exit 0", actor="c", at=T0 + 1900)
+    assert _usage(store, ("gpu_type",)) == [
+        ("V100", pytest.approx(2 * 1900 / 3600), Decimal("1.055556"), 4),  # + 1600-1900 s
+    ]
 
 
 def test_bad_entries_are_refused_whole(store):  # type: ignore[no-untyped-def]

@@ -2,16 +2,17 @@
 
 Terms:
 - *entry*: one row of ``cost_entries``. ``source = "cloud"``: a chunk of a cloud launch's
-  billed time (money and GPU-hours); ``source = "onprem"``: one run on the private cluster
-  (GPU-hours, no money), written in the same transaction as the state change that ends the
-  run (``onprem_usage_row``), so a run is entered once and never lost.
+  billed time (money and GPU-hours); ``source = "onprem"``: an interval of a run on the
+  private cluster (GPU-hours, no money) for one GPU type of its nodes (``part``), entered
+  while it runs (``meter_onprem``) and, for the rest, in the same transaction as the state
+  change that ends the run (``onprem_rows``), so a run is entered once and never lost.
 - *report*: totals over ``[since, until)`` grouped by any of ``reports.REPORT_KEYS`` (the
   query: ``reports``). An entry belongs to the period its ``period_start`` falls in (UTC days, ISO
   weeks starting Monday — named by that Monday's date — and months).
 - *location*: ``cloud:region`` (or just ``cloud``); on-prem usage is located at ``onprem``.
 
 Invariants:
-- Entries are idempotent per ``(job, source, period_start)``: a meter that re-sends an
+- Entries are idempotent per ``(job, source, period_start, part)``: a meter that re-sends an
   interval after a crash or a retry does not double-count it.
 - Entries are written only through ``rollups.enter``, which keeps the daily rollups that
   reports over whole days read (one row per job and day instead of one per entry).
@@ -24,15 +25,21 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
 
-from starburst.core.billing import from_micros, report_keys, to_micros
+from starburst.core.billing import (
+    Usage,
+    from_micros,
+    gpu_groups,
+    onprem_usage,
+    report_keys,
+    to_micros,
+)
 from starburst.core.errors import ConfigError
-from starburst.core.lifecycle import TERMINAL
+from starburst.core.lifecycle import TERMINAL, JobState
 from starburst.core.ports import JobCostKey, LedgerTotalRow
 from starburst.core.records import CostEntry, CostTotal, JobNotFound, StoredJob
 
@@ -40,7 +47,7 @@ from . import reports
 from .base import StoreBase, in_chunks
 from .convert import to_epoch, to_stored_job, to_time
 from .engine import run
-from .models import CloudLaunchRow, CostEntryRow, JobRow, table
+from .models import CloudLaunchRow, CostEntryRow, JobRow, PlacementRow, table
 from .reports import ONPREM, Report, totals
 from .rollups import enter
 from .rollups import rebuild as rollups_rebuild
@@ -48,6 +55,7 @@ from .rollups import rebuild as rollups_rebuild
 COSTS = table(CostEntryRow)
 LAUNCHES = table(CloudLaunchRow)
 JOBS = table(JobRow)
+PLACEMENTS = table(PlacementRow)
 
 
 class CostsStore(StoreBase):
@@ -182,6 +190,22 @@ class CostsStore(StoreBase):
         run(self._engine, read)
         return out
 
+    def meter_onprem(self, until: float, *, chunk: float) -> int:
+        """Enter the complete intervals of every run still on-prem up to ``until`` (each
+        from its last entry); how many entries were written. On PostgreSQL the running jobs
+        are locked first, so a state change ending one of them (which enters the rest of its
+        run) waits for this, or this for it: an interval is never entered by both."""
+
+        def write(conn: sa.Connection) -> int:
+            query = sa.select(JOBS).where(JOBS.c.state == JobState.RUNNING_ONPREM.value)
+            if self.is_postgres:
+                query = query.with_for_update()
+            running = conn.execute(query).mappings().all()
+            rows = onprem_rows(conn, running, until, chunk=chunk)
+            return enter(conn, rows, self.is_postgres) if rows else 0
+
+        return run(self._engine, write)
+
     def ledger_totals_after(self, after_id: int) -> tuple[int, list[LedgerTotalRow]]:
         """Entries with an id above ``after_id`` summed by team, location, source and
         currency: ``(highest id read, rows of (team, location, source, currency, micros,
@@ -228,12 +252,51 @@ class CostsStore(StoreBase):
         )
 
 
-def onprem_usage_row(job: Mapping[str, Any], now: datetime) -> dict[str, Any] | None:
-    """The ledger row of an on-prem run of ``job`` (a ``jobs`` row) that ends at ``now``."""
-    started = job["started_at"]
-    if started is None or job["gpus"] <= 0:
-        return None
-    seconds = max(0.0, to_epoch(now) - to_epoch(started))
+def onprem_rows(
+    conn: sa.Connection, jobs: Sequence[Any], until: float, *, chunk: float | None
+) -> list[dict[str, Any]]:
+    """The ledger rows still to enter of the on-prem runs of ``jobs`` (``jobs`` rows running
+    on-prem) up to ``until`` (``core.billing.onprem_usage``): each continues from its run's
+    last entry, at the GPU types of its placement's nodes. ``chunk=None``: the runs end at
+    ``until`` (the partial last interval too, no chunk limit)."""
+    jobs = [j for j in jobs if j["started_at"] is not None and j["gpus"] > 0]
+    if not jobs:
+        return []
+    ids = {j["id"] for j in jobs}
+    c, p = COSTS.c, PLACEMENTS.c
+    last: dict[str, Any] = {}
+    parts: dict[str, tuple[int, list[tuple[int, str | None]]]] = {}
+    for clause in in_chunks(c.job_id, ids):
+        query = (
+            sa.select(c.job_id, sa.func.max(c.period_end))
+            .join(JOBS, JOBS.c.id == c.job_id)
+            .where(clause, c.source == ONPREM, c.period_start >= JOBS.c.started_at)
+            .group_by(c.job_id)
+        )
+        last.update((job_id, end) for job_id, end in conn.execute(query))
+    for clause in in_chunks(p.job_id, ids):
+        query = sa.select(p.job_id, p.attempt, p.gpus, p.gpu_type).where(clause)
+        for row in conn.execute(query.order_by(p.attempt, p.part)):
+            if row.job_id not in parts or parts[row.job_id][0] < row.attempt:
+                parts[row.job_id] = (row.attempt, [])
+            parts[row.job_id][1].append((row.gpus, row.gpu_type))
+    rows = []
+    for job in jobs:
+        groups = gpu_groups(parts.get(job["id"], (0, []))[1], job["gpus"], job["gpu_type"])
+        resume = last.get(job["id"])
+        usage = onprem_usage(
+            to_epoch(job["started_at"]),
+            None if resume is None else to_epoch(resume),
+            until,
+            groups,
+            chunk=chunk,
+            final=chunk is None,
+        )
+        rows += [_usage_row(job, u) for u in usage]
+    return rows
+
+
+def _usage_row(job: Mapping[str, Any], usage: Usage) -> dict[str, Any]:
     return {
         "job_id": job["id"],
         "launch_id": None,
@@ -243,14 +306,13 @@ def onprem_usage_row(job: Mapping[str, Any], now: datetime) -> dict[str, Any] | 
         "project": _project(job["extra"]),
         "cloud": ONPREM,
         "region": None,
-        "gpu_type": job["gpu_type"],
-        "period_start": started,
-        # an end reported by another clock (a Kubernetes Job's completionTime) may come before
-        # the start this process recorded: the run is then empty, not negative
-        "period_end": now if seconds > 0 else started,
-        "gpu_hours": job["gpus"] * seconds / 3600.0,
+        "gpu_type": usage.gpu_type,
+        "period_start": to_time(usage.start),
+        "period_end": to_time(usage.end),
+        "gpu_hours": usage.gpu_hours,
         "amount_micros": 0,
         "currency": "USD",
+        "part": usage.part,
     }
 
 

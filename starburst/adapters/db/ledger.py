@@ -9,7 +9,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -39,9 +39,13 @@ class LedgerStore(StoreBase):
         *,
         fencing_token: int | None = None,
         at: float | None = None,
+        gpu_types: Sequence[str | None] | None = None,
     ) -> int:
-        """Record where a job starts on-prem; returns the attempt number (1, 2, ...)."""
+        """Record where a job starts on-prem; returns the attempt number (1, 2, ...).
+        ``gpu_types``: each part's node GPU type (on-prem use is priced by it)."""
         now = to_time(self._now(at))
+        kinds = list(gpu_types or ())
+        kinds += [None] * (len(placement) - len(kinds))
 
         def write(conn: sa.Connection) -> int:
             self._check_fence(conn, fencing_token)
@@ -61,6 +65,7 @@ class LedgerStore(StoreBase):
                         "gpus": p.gpus,
                         "cpus": p.cpus,
                         "memory_mb": p.memory_mb,
+                        "gpu_type": kinds[i],
                         "placed_at": now,
                         "fencing_token": fencing_token,
                     }

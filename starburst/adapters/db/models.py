@@ -208,6 +208,7 @@ class PlacementRow(Base):
     gpus: Mapped[int] = mapped_column(Integer)
     cpus: Mapped[float] = mapped_column(Float)
     memory_mb: Mapped[float] = mapped_column(Float)
+    gpu_type: Mapped[str | None] = mapped_column(String(64))
     placed_at: Mapped[datetime] = mapped_column(UtcTime)
     fencing_token: Mapped[int | None] = mapped_column(BigInteger)
 
@@ -237,7 +238,9 @@ class CloudLaunchRow(Base):
 class CostEntryRow(Base):
     __tablename__ = "cost_entries"
     __table_args__ = (
-        UniqueConstraint("job_id", "source", "period_start", name="uq_cost_entries_interval"),
+        UniqueConstraint(
+            "job_id", "source", "period_start", "part", name="uq_cost_entries_interval"
+        ),
         CheckConstraint("period_end >= period_start", name="interval"),
         Index("ix_cost_entries_period", "period_start"),
     )
@@ -257,6 +260,8 @@ class CostEntryRow(Base):
     gpu_hours: Mapped[float] = mapped_column(Float)
     amount_micros: Mapped[int] = mapped_column(BigInteger)
     currency: Mapped[str] = mapped_column(String(3))
+    #: Which GPU-type group of a run the entry meters (migration 0008).
+    part: Mapped[int] = mapped_column(Integer, server_default="0")
 
 
 class CostRollupRow(Base):

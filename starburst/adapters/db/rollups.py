@@ -48,8 +48,8 @@ DIMENSIONS = (
 )
 #: What a ledger entry needs to be rolled up (returned by the insert).
 _ENTERED = (*DIMENSIONS, "period_start", "amount_micros", "gpu_hours")
-#: An interval is entered once.
-_INTERVAL = ("job_id", "source", "period_start")
+#: An interval is entered once (per GPU-type group ``part`` of an on-prem run).
+_INTERVAL = ("job_id", "source", "period_start", "part")
 #: The columns of an entry and their PostgreSQL types (for arrays of them).
 _PG_TYPES = {
     "job_id": "varchar",
@@ -66,6 +66,7 @@ _PG_TYPES = {
     "gpu_hours": "float8",
     "amount_micros": "bigint",
     "currency": "varchar",
+    "part": "int",
 }
 _PG_INSERT = sa.text(
     f"INSERT INTO cost_entries ({', '.join(_PG_TYPES)}) "
@@ -97,6 +98,7 @@ def enter(conn: sa.Connection, rows: Sequence[dict[str, Any]], postgres: bool) -
 
 
 def _insert_sqlite(conn: sa.Connection, rows: Sequence[dict[str, Any]]) -> list[Any]:
+    rows = [{**row, "part": row.get("part") or 0} for row in rows]
     statement = (
         sqlite.insert(COSTS)
         .on_conflict_do_nothing(index_elements=list(_INTERVAL))
@@ -115,6 +117,7 @@ def _insert_pg(conn: sa.Connection, rows: Sequence[dict[str, Any]]) -> list[Any]
     for part in chunks(rows, 5_000):
         params = {name: [row.get(name) for row in part] for name in _PG_TYPES}
         params["gpu_hours"] = [float(row["gpu_hours"]) for row in part]  # one type per array
+        params["part"] = [int(row.get("part") or 0) for row in part]
         entered += conn.execute(_PG_INSERT, params).all()
     return entered
 

@@ -27,7 +27,7 @@ from starburst.core.records import JobNotFound, Move, Moved, StaleVersion, Store
 
 from .base import StoreBase, chunks, in_chunks
 from .convert import to_epoch, to_stored_job, to_time
-from .costs import onprem_usage_row
+from .costs import onprem_rows
 from .engine import run
 from .jobs import EVENTS, JOBS
 from .rollups import enter
@@ -205,12 +205,8 @@ class TransitionsStore(StoreBase):
         in the same transaction, so it is entered exactly once."""
         if to_state is JobState.RUNNING_ONPREM:
             return
-        usage = [
-            u
-            for r in rows
-            if r["state"] == JobState.RUNNING_ONPREM.value
-            and (u := onprem_usage_row(r, now)) is not None
-        ]
+        running = [r for r in rows if r["state"] == JobState.RUNNING_ONPREM.value]
+        usage = onprem_rows(conn, running, to_epoch(now), chunk=None)
         if usage:
             enter(conn, usage, self.is_postgres)
 

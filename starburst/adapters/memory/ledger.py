@@ -14,12 +14,21 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from starburst.core.billing import MICRO, from_micros, report_keys, to_micros
+from starburst.core.billing import (
+    MICRO,
+    Usage,
+    from_micros,
+    gpu_groups,
+    onprem_usage,
+    report_keys,
+    to_micros,
+)
 from starburst.core.errors import ConfigError
+from starburst.core.lifecycle import JobState
 from starburst.core.ports import JobCostKey, LedgerTotalRow
 from starburst.core.records import CloudLaunch, CostEntry, CostTotal, JobNotFound, StoredJob
 
-from .tables import CostRow, JobRow, MemoryBase
+from .tables import CostRow, JobRow, MemoryBase, Tables
 
 ONPREM = "onprem"
 T = TypeVar("T")
@@ -139,6 +148,14 @@ class MemoryLedger(MemoryBase):
                     per_launch[key] = per_launch.get(key, 0) + row.micros
         return {j: {k: from_micros(v) for k, v in m.items()} for j, m in micros.items()}
 
+    def meter_onprem(self, until: float, *, chunk: float) -> int:
+        with self._lock:
+            running = [self._t.jobs[j] for _, j in self._t.fifo.get(JobState.RUNNING_ONPREM, [])]
+            before = len(self._t.costs)
+            for row in onprem_rows(self._t, running, until, chunk=chunk):
+                self._t.add_cost(row)
+            return len(self._t.costs) - before
+
     def ledger_totals_after(self, after_id: int) -> tuple[int, list[LedgerTotalRow]]:
         sums: dict[tuple[str | None, str, str, str], tuple[int, float]] = {}
         with self._lock:
@@ -193,29 +210,46 @@ class _Sums:
         )
 
 
-def onprem_usage(job: JobRow, now: float) -> CostRow | None:
-    """The ledger entry of an on-prem run of ``job`` that ends at ``now`` (GPU-hours only);
-    an end before the recorded start (another clock's) makes an empty run, not a negative one."""
-    started = job.started_at
-    if started is None or job.gpus <= 0:
-        return None
-    seconds = max(0.0, now - started)
+def onprem_rows(
+    tables: Tables, jobs: Sequence[JobRow], until: float, *, chunk: float | None
+) -> list[CostRow]:
+    """The entries still to enter of the on-prem runs of ``jobs`` up to ``until`` (the SQL
+    ledger's ``onprem_rows``): from each run's last entry, at its nodes' GPU types;
+    ``chunk=None``: the runs end at ``until``."""
+    rows = []
+    for job in jobs:
+        started = job.started_at
+        if started is None or job.gpus <= 0:
+            continue
+        attempts = tables.placements.get(job.id) or [()]
+        kinds = tables.placement_types.get(job.id, ())
+        parts = [(p.gpus, kinds[i] if i < len(kinds) else None) for i, p in enumerate(attempts[-1])]
+        last = tables.onprem_last.get(job.id)
+        resume = last[1] if last is not None and last[0] >= started else None
+        groups = gpu_groups(parts, job.gpus, job.gpu_type)
+        usage = onprem_usage(started, resume, until, groups, chunk=chunk, final=chunk is None)
+        rows += [_usage_row(job, u) for u in usage]
+    return rows
+
+
+def _usage_row(job: JobRow, usage: Usage) -> CostRow:
     return CostRow(
         id=0,
         job_id=job.id,
         source=ONPREM,
-        start=started,
-        end=now if seconds > 0 else started,
+        start=usage.start,
+        end=usage.end,
         micros=0,
-        gpu_hours=job.gpus * seconds / 3600.0,
+        gpu_hours=usage.gpu_hours,
         currency="USD",
         cloud=ONPREM,
         region=None,
-        gpu_type=job.gpu_type,
+        gpu_type=usage.gpu_type,
         user=job.user,
         team=job.team,
         project=_project(job.extra),
         launch_id=None,
+        part=usage.part,
     )
 
 

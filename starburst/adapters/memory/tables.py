@@ -138,6 +138,7 @@ class CostRow:
     team: str | None
     project: str | None
     launch_id: int | None
+    part: int = 0  # the GPU-type group of an on-prem run
 
 
 @dataclass(slots=True)
@@ -164,9 +165,14 @@ class Tables:
     events: list[JobEvent] = field(default_factory=list)  # an event's id is its index + 1
     events_of: dict[str, list[int]] = field(default_factory=dict)  # job id → event indexes
     placements: dict[str, list[Placement]] = field(default_factory=dict)  # attempt = index + 1
+    #: Job id → the node GPU type of each part of its latest placement.
+    placement_types: dict[str, tuple[str | None, ...]] = field(default_factory=dict)
     terms: dict[str, int] = field(default_factory=dict)  # leader name → current token
     costs: list[CostRow] = field(default_factory=list)  # an entry's id is its index + 1
-    cost_keys: set[tuple[str, str, float]] = field(default_factory=set)  # (job, source, start)
+    #: (job, source, start, part) of every entry
+    cost_keys: set[tuple[str, str, float, int]] = field(default_factory=set)
+    #: Job id → (start, end) of its on-prem entry that ends last
+    onprem_last: dict[str, tuple[float, float]] = field(default_factory=dict)
     launches: dict[int, CloudLaunch] = field(default_factory=dict)
     teams: set[str] = field(default_factory=set)
     users: dict[str, User] = field(default_factory=dict)
@@ -193,13 +199,16 @@ class Tables:
         return row
 
     def add_cost(self, row: CostRow) -> None:
-        """Enter ``row`` unless its (job, source, start) is entered already (a re-sent
-        interval); its id is assigned here."""
-        key = (row.job_id, row.source, row.start)
+        """Enter ``row`` unless its (job, source, start, part) is entered already (a
+        re-sent interval); its id is assigned here."""
+        key = (row.job_id, row.source, row.start, row.part)
         if key not in self.cost_keys:
             self.cost_keys.add(key)
             row.id = len(self.costs) + 1
             self.costs.append(row)
+            last = self.onprem_last.get(row.job_id)
+            if row.source == "onprem" and (last is None or row.end >= last[1]):
+                self.onprem_last[row.job_id] = (row.start, row.end)
 
     def add_event(self, event: JobEvent) -> None:
         self.events.append(event)

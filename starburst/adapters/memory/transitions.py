@@ -13,7 +13,7 @@ from starburst.core.capacity import Placement
 from starburst.core.lifecycle import ALLOWED, JobState, check_transition
 from starburst.core.records import JobEvent, Move, Moved, StaleVersion, StoredJob
 
-from .ledger import onprem_usage
+from .ledger import onprem_rows
 from .tables import JobRow, MemoryBase
 
 _STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
@@ -103,9 +103,8 @@ class MemoryTransitions(MemoryBase):
         """Apply a checked state change to ``row``: fields, FIFO index, event, ledger."""
         before = row.state
         if before is JobState.RUNNING_ONPREM and to_state is not before:
-            usage = onprem_usage(row, now)  # read before the change clears started_at
-            if usage is not None:
-                self._t.add_cost(usage)
+            for usage in onprem_rows(self._t, [row], now, chunk=None):  # before the change
+                self._t.add_cost(usage)  # clears started_at
         self._t.unindex(row)
         _enter(row, to_state, now)
         if wait_budget is not None:
@@ -136,12 +135,15 @@ class MemoryTransitions(MemoryBase):
         *,
         fencing_token: int | None = None,
         at: float | None = None,
+        gpu_types: Sequence[str | None] | None = None,
     ) -> int:
         with self._lock:
             self._t.row(job_id)
             self._check_fence(fencing_token)
             attempts = self._t.placements.setdefault(job_id, [])
             attempts.append(tuple(placement))
+            kinds = list(gpu_types or ())
+            self._t.placement_types[job_id] = (*kinds, *[None] * (len(placement) - len(kinds)))
             return len(attempts)
 
     def placement(self, job_id: str) -> Placement:

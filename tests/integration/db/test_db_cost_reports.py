@@ -118,16 +118,19 @@ def write_ledger(store, clock, rng: random.Random) -> list[Kept]:  # type: ignor
         sent += batch
     for owner in owners[:6]:  # runs on the private cluster, entered when they end
         store.transition(owner.job, JobState.QUEUED, reason="admitted", actor="t")
-        clock.t = T0 + rng.randrange(0, 60) * DAY + rng.randrange(0, int(DAY))
+        clock.t = T0 + rng.randrange(0, 60) * DAY + 225 * rng.randrange(0, int(DAY) // 225)
         store.transition(owner.job, JobState.RUNNING_ONPREM, reason="fits", actor="t")
-        started = clock.t
-        clock.advance(225 * rng.randrange(1, 200))  # a multiple of 1/16 hour
+        start = clock.t
+        clock.advance(225 * rng.randrange(1, 800))  # a multiple of 1/16 hour, up to 2 days
         store.transition(owner.job, JobState.SUCCEEDED, reason="exit 0", actor="t")
-        hours = owner.gpus * (clock.t - started) / 3600
-        run = CostEntry(
-            owner.job, started, clock.t, Decimal(0), "onprem", gpu_hours=hours, source="onprem"
-        )
-        kept[(owner.job, "onprem", started)] = Kept(owner, run)
+        while start < clock.t:  # a run is entered in pieces, one per UTC day
+            end = min(clock.t, (start // DAY + 1) * DAY)
+            hours = owner.gpus * (end - start) / 3600
+            run = CostEntry(
+                owner.job, start, end, Decimal(0), "onprem", gpu_hours=hours, source="onprem"
+            )
+            kept[(owner.job, "onprem", start)] = Kept(owner, run)
+            start = end
     return list(kept.values())
 
 

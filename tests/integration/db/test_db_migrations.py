@@ -196,3 +196,39 @@ def test_0006_backfills_the_rollups_the_store_keeps_and_downgrades_cleanly(empty
         assert store.cost_report(t0, t0 + 10 * day, ("user", "day", "location", "source")) == report
     finally:
         store.close()
+
+
+def test_0008_folds_gpu_type_parts_on_downgrade_and_upgrades_again(empty_url) -> None:  # type: ignore[no-untyped-def]
+    """A run on nodes of two GPU types has an entry per type; downgrading to 0007 (whose key
+    has no part) adds the second into the first, so no GPU-hour is lost either way."""
+    from starburst.adapters.db.store import SqlStore
+    from starburst.core.capacity import Part
+    from starburst.core.lifecycle import JobState
+    from starburst.core.records import JobSpec
+
+    t0 = 1_767_225_600.0
+    migrate.upgrade(empty_url)
+    store = SqlStore.open(empty_url)
+    try:
+        job = store.submit(JobSpec(gpus=12, user="ann", team="ml")).job.id
+        store.transition(job, JobState.QUEUED, reason="admitted", actor="t", at=t0)
+        placement = (Part(0, "a", 8, 0.0, 0.0), Part(1, "b", 4, 0.0, 0.0))
+        store.record_placement(job, placement, at=t0, gpu_types=["A100", "V100"])
+        store.transition(job, JobState.RUNNING_ONPREM, reason="fits", actor="t", at=t0)
+        store.transition(job, JobState.SUCCEEDED, reason="done", actor="t", at=t0 + 3600)
+        by_type = store.cost_report(t0, t0 + 3600, ("gpu_type",))
+        assert [(t.key["gpu_type"], t.onprem_gpu_hours) for t in by_type] == [
+            ("A100", 8.0),
+            ("V100", 4.0),
+        ]
+        migrate.downgrade(store.engine, "0007")
+        with store.engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT gpu_type, gpu_hours FROM cost_entries")).all()
+            rollups = conn.execute(sa.text("SELECT gpu_type, gpu_hours FROM cost_rollups")).all()
+        assert [tuple(r) for r in rows] == [tuple(r) for r in rollups] == [("A100", 12.0)]
+        migrate.upgrade(store.engine)
+        assert _drift(str(store.engine.url.render_as_string(hide_password=False))) == []
+        [day] = store.cost_report(t0 - 86_400, t0 + 86_400, ())  # from the rollups
+        assert day.onprem_gpu_hours == 12.0
+    finally:
+        store.close()
