@@ -3,12 +3,14 @@
 Cost counters follow the ledger (``LedgerCounters``): ``starburst_cloud_cost_total`` (money,
 by team, location and currency) and ``starburst_gpu_seconds_total`` (by team and location;
 on-prem runs are located at ``onprem``) are the sums of the ledger's entries, read
-incrementally on each scrape, so they agree with every cost report and survive restarts.
+incrementally on each scrape (with the ids a concurrent writer had not committed yet asked
+for again), so they agree with every cost report and survive restarts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 
 from starburst.controller.report import PassReport
+from starburst.core.ports import IdRange
 
 
 @dataclass
@@ -115,11 +118,26 @@ class ControllerMetrics:
 
 
 class LedgerCounters:
-    """A collector whose counters are the ledger's sums (see the module docstring)."""
+    """A collector whose counters are the ledger's sums (see the module docstring).
 
-    def __init__(self, store: Any) -> None:
+    It reads the entries above the highest id it has read, and asks again for the ids below
+    it that were missing (``LedgerRead.missing``): on PostgreSQL an id is taken before its
+    transaction commits, so an entry may appear after a higher one was counted. An id still
+    missing ``missing_ttl_s`` after it was first seen is taken to be rolled back and is no
+    longer asked for (a restart re-sums the whole ledger anyway).
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        missing_ttl_s: float = 3600.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.store = store
         self._after = 0
+        self._missing: dict[IdRange, float] = {}  # → when first seen missing
+        self._ttl, self._monotonic = missing_ttl_s, monotonic
         self._money: dict[tuple[str, str, str], float] = {}
         self._gpu_seconds: dict[tuple[str, str], float] = {}
 
@@ -127,8 +145,8 @@ class LedgerCounters:
         return []  # nothing read at registration: the ledger is read on scrape
 
     def collect(self) -> Iterator[Metric]:
-        self._after, rows = self.store.ledger_totals_after(self._after)
-        for team, location, source, currency, micros, gpu_hours in rows:
+        read = self.store.ledger_totals_after(self._after, tuple(self._missing))
+        for team, location, source, currency, micros, gpu_hours in read.rows:
             team = team or ""
             if source != "onprem":
                 key = (team, location, currency)
@@ -137,7 +155,22 @@ class LedgerCounters:
             self._gpu_seconds[where] = (
                 self._gpu_seconds.get(where, 0.0) + float(gpu_hours or 0.0) * 3600
             )
+        self._after = read.top
+        self._missing = self._still_missing(read.missing)
         yield from self._families()
+
+    def _still_missing(self, missing: tuple[IdRange, ...]) -> dict[IdRange, float]:
+        """The ranges to ask for again, each with when its ids were first seen missing."""
+        now = self._monotonic()
+        kept = {}
+        for first, last in missing:
+            seen = min(
+                (t for (a, b), t in self._missing.items() if a <= first and last <= b),
+                default=now,
+            )
+            if now - seen < self._ttl:
+                kept[(first, last)] = seen
+        return kept
 
     def _families(self) -> tuple[CounterMetricFamily, CounterMetricFamily]:
         money = CounterMetricFamily(

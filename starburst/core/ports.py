@@ -292,6 +292,22 @@ class RuntimeEstimator(Protocol):
 #: One row of ``Ledger.ledger_totals_after``: team, location, source, currency, micro-units
 #: of money and GPU-hours.
 LedgerTotalRow = tuple[str | None, str, str, str, int, float]
+#: Ledger ids ``first..last`` (both included) not in the ledger when it was read.
+IdRange = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRead:
+    """What ``Ledger.ledger_totals_after`` read, in one snapshot: the highest id there was
+    (``top``), the sums of the entries newly read, and the ids up to ``top`` that were not
+    there (``missing``): rolled back, or — on PostgreSQL, where ids are handed out before
+    commit — an entry whose transaction commits after a higher id's, to be asked for again."""
+
+    top: int
+    rows: list[LedgerTotalRow]
+    missing: tuple[IdRange, ...] = ()
+
+
 #: The key of ``Ledger.job_costs``'s amounts: the launch id (None: no launch) and currency.
 JobCostKey = tuple[int | None, str]
 
@@ -560,9 +576,10 @@ class Ledger(Protocol):
         were written. A run's state change enters its remainder (``JobStore.transition``)."""
         ...
 
-    def ledger_totals_after(self, after_id: int) -> tuple[int, list[LedgerTotalRow]]:
-        """Entries recorded after position ``after_id`` summed by team, location, source and
-        currency, and the new position (``after_id`` when nothing is new)."""
+    def ledger_totals_after(self, after_id: int, missing: Sequence[IdRange] = ()) -> LedgerRead:
+        """Entries with an id above ``after_id`` or in the ``missing`` ranges (asked for
+        again) summed by team, location, source and currency, the new position (``after_id``
+        when nothing is new) and the ids still missing (see ``LedgerRead``)."""
         ...
 
     def ended_jobs(self, since: float, until: float) -> list[StoredJob]:

@@ -11,6 +11,7 @@ import pytest
 from starburst.core.capacity import Part
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
+from starburst.core.ports import LedgerRead
 from starburst.core.records import CloudLaunch, CostEntry, JobNotFound, JobSpec, StaleLeader
 
 DAY = 86_400.0
@@ -288,7 +289,7 @@ def test_job_costs_per_launch(store, clock):  # type: ignore[no-untyped-def]
 def test_ledger_totals_follow_the_entries_recorded_since(store):  # type: ignore[no-untyped-def]
     a = job(store, team="ml")
     b = job(store, team=None)
-    assert store.ledger_totals_after(0) == (0, [])
+    assert store.ledger_totals_after(0) == LedgerRead(0, [])
     store.record_costs(
         [
             CostEntry(a, T0, T0 + 60, Decimal("1.5"), "aws", region="eu", gpu_hours=2),
@@ -296,18 +297,20 @@ def test_ledger_totals_follow_the_entries_recorded_since(store):  # type: ignore
             CostEntry(b, T0, T0 + 60, Decimal("3"), "gcp"),
         ]
     )
-    first, rows = store.ledger_totals_after(0)
-    assert sorted(rows, key=str) == sorted(
+    first = store.ledger_totals_after(0)
+    assert sorted(first.rows, key=str) == sorted(
         [
             ("ml", "aws:eu", "cloud", "USD", 3_500_000, 3.0),
             (None, "gcp", "cloud", "USD", 3_000_000, 0.0),
         ],
         key=str,
     )
-    assert store.ledger_totals_after(first) == (first, [])
+    assert first.missing == ()  # every id up to the top was there
+    assert store.ledger_totals_after(first.top) == LedgerRead(first.top, [])
     store.record_costs([CostEntry(a, T0 + 120, T0 + 180, Decimal("1"), "aws", region="eu")])
-    second, rows = store.ledger_totals_after(first)
-    assert second > first and rows == [("ml", "aws:eu", "cloud", "USD", 1_000_000, 0.0)]
+    second = store.ledger_totals_after(first.top)
+    assert second.top > first.top
+    assert second.rows == [("ml", "aws:eu", "cloud", "USD", 1_000_000, 0.0)]
 
 
 def test_ended_jobs_in_a_window_oldest_end_first(store, clock):  # type: ignore[no-untyped-def]

@@ -40,13 +40,13 @@ from starburst.core.billing import (
 )
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import TERMINAL, JobState
-from starburst.core.ports import JobCostKey, LedgerTotalRow
+from starburst.core.ports import IdRange, JobCostKey, LedgerRead
 from starburst.core.records import CostEntry, CostTotal, JobNotFound, StoredJob
 
 from . import reports
 from .base import StoreBase, in_chunks
 from .convert import to_epoch, to_stored_job, to_time
-from .engine import run
+from .engine import run, translate_errors
 from .models import CloudLaunchRow, CostEntryRow, JobRow, PlacementRow, table
 from .reports import ONPREM, Report, totals
 from .rollups import enter
@@ -206,17 +206,21 @@ class CostsStore(StoreBase):
 
         return run(self._engine, write)
 
-    def ledger_totals_after(self, after_id: int) -> tuple[int, list[LedgerTotalRow]]:
-        """Entries with an id above ``after_id`` summed by team, location, source and
-        currency: ``(highest id read, rows of (team, location, source, currency, micros,
-        gpu_hours))``; for counters that follow the ledger."""
+    def ledger_totals_after(self, after_id: int, missing: Sequence[IdRange] = ()) -> LedgerRead:
+        """Entries with an id above ``after_id`` or in ``missing`` summed by team, location,
+        source and currency, with the ids up to the highest that are not there (yet): on
+        PostgreSQL an id is taken before its transaction commits, so a lower id may commit
+        after a higher one was read; the caller asks for those again. One snapshot
+        (REPEATABLE READ), so the sums and the missing ids agree."""
         c = COSTS.c
         location = reports.location(COSTS)
 
-        def read(conn: sa.Connection) -> tuple[int, list[LedgerTotalRow]]:
-            top = conn.execute(sa.select(sa.func.max(c.id))).scalar()
-            if top is None or int(top) <= after_id:
-                return after_id, []
+        def read(conn: sa.Connection) -> LedgerRead:
+            top = max(int(conn.execute(sa.select(sa.func.max(c.id))).scalar() or 0), after_id)
+            ranges = [*missing, *([(after_id + 1, top)] if top > after_id else [])]
+            if not ranges:
+                return LedgerRead(after_id, [])
+            wanted = sa.or_(*(c.id.between(a, b) for a, b in ranges))
             query = (
                 sa.select(
                     c.team_name,
@@ -226,15 +230,21 @@ class CostsStore(StoreBase):
                     sa.func.sum(c.amount_micros),
                     sa.func.sum(c.gpu_hours),
                 )
-                .where(c.id > after_id, c.id <= top)
+                .where(wanted)
                 .group_by(c.team_name, location, c.source, c.currency)
             )
-            return int(top), [
+            rows = [
                 (team, where, source, currency, int(micros or 0), float(hours or 0.0))
                 for team, where, source, currency, micros, hours in conn.execute(query)
             ]
+            holes = tuple(h for a, b in ranges for h in _holes(conn, a, b))
+            return LedgerRead(top, rows, holes)
 
-        return run(self._engine, read)
+        with translate_errors(self._engine), self._engine.connect() as conn:
+            if self.is_postgres:
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                return read(conn)
 
     def ended_jobs(self, since: float, until: float) -> list[StoredJob]:
         """Jobs that ended in ``[since, until)`` (any final state), oldest end first."""
@@ -250,6 +260,25 @@ class CostsStore(StoreBase):
         return run(
             self._engine, lambda conn: [to_stored_job(r) for r in conn.execute(query).mappings()]
         )
+
+
+def _holes(conn: sa.Connection, first: int, last: int) -> list[IdRange]:
+    """The ids in ``first..last`` with no entry, as ranges (none, usually: one count)."""
+    c = COSTS.c
+    inside = c.id.between(first, last)
+    count, low, high = conn.execute(
+        sa.select(sa.func.count(), sa.func.min(c.id), sa.func.max(c.id)).where(inside)
+    ).one()
+    if count == last - first + 1:
+        return []
+    if not count:
+        return [(first, last)]
+    following = sa.func.lead(c.id).over(order_by=c.id).label("following")
+    steps = sa.select(c.id, following).where(inside).subquery()
+    gaps = sa.select(steps.c.id, steps.c.following).where(steps.c.following > steps.c.id + 1)
+    found = [(int(i) + 1, int(n) - 1) for i, n in conn.execute(gaps.order_by(steps.c.id))]
+    edges = [(first, int(low) - 1)] if low > first else []
+    return [*edges, *found, *([(int(high) + 1, last)] if high < last else [])]
 
 
 def onprem_rows(

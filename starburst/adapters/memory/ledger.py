@@ -25,7 +25,7 @@ from starburst.core.billing import (
 )
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import JobCostKey, LedgerTotalRow
+from starburst.core.ports import IdRange, JobCostKey, LedgerRead
 from starburst.core.records import CloudLaunch, CostEntry, CostTotal, JobNotFound, StoredJob
 
 from .tables import CostRow, JobRow, MemoryBase, Tables
@@ -156,18 +156,19 @@ class MemoryLedger(MemoryBase):
                 self._t.add_cost(row)
             return len(self._t.costs) - before
 
-    def ledger_totals_after(self, after_id: int) -> tuple[int, list[LedgerTotalRow]]:
+    def ledger_totals_after(self, after_id: int, missing: Sequence[IdRange] = ()) -> LedgerRead:
+        """Entries get ids in the order they are entered here, so none is ever missing."""
         sums: dict[tuple[str | None, str, str, str], tuple[int, float]] = {}
         with self._lock:
             rows = self._t.costs[max(after_id, 0) :]
             top = len(self._t.costs)
         if not rows:
-            return after_id, []
+            return LedgerRead(after_id, [])
         for row in rows:
             key = (row.team, _value(row, "location") or "", row.source, row.currency)
             micros, hours = sums.get(key, (0, 0.0))
             sums[key] = (micros + row.micros, hours + row.gpu_hours)
-        return top, [(*key, micros, hours) for key, (micros, hours) in sums.items()]
+        return LedgerRead(top, [(*key, micros, hours) for key, (micros, hours) in sums.items()])
 
     def ended_jobs(self, since: float, until: float) -> list[StoredJob]:
         with self._lock:
