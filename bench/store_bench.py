@@ -259,8 +259,10 @@ def same(a: list[CostTotal], b: list[CostTotal]) -> bool:
     )
 
 
-def bench_reports(store: SqlStore, total: int) -> None:
+def bench_reports(store: SqlStore, total: int, only: list[str] | None = None) -> None:
     for by in GROUPINGS:
+        if only and ",".join(by) not in only:
+            continue
         before, _, every = timed(store, by, rollups=False, runs=1)  # the former path: slow
         after, cpu, fast = timed(store, by, rollups=True, runs=RUNS)
         amount = sum((row.amount for row in fast), Decimal(0))
@@ -280,7 +282,7 @@ def run(url: str, args: argparse.Namespace) -> None:
     ids = bench_submit(store, args.jobs, args.batch)
     bench_queue(store, args.queued, args.page)
     bench_record(store, ids)
-    bench_reports(store, load_costs(store, ids, args.costs))
+    bench_reports(store, load_costs(store, ids, args.costs), args.only)
     store.close()
 
 
@@ -293,6 +295,9 @@ def main() -> None:
     parser.add_argument("--queued", type=int, default=10_000)
     parser.add_argument("--page", type=int, default=100)
     parser.add_argument("--costs", type=int, default=1_000_000)
+    parser.add_argument(
+        "--only", action="append", help="time only this grouping (e.g. job, team,month)"
+    )
     args = parser.parse_args()
     if args.url:
         run(args.url, args)

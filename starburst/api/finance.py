@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -44,32 +44,17 @@ def report_row(total: CostTotal) -> CostRow:
     )
 
 
-def top_rows(totals: Sequence[CostTotal], top: int) -> list[CostTotal]:
-    """The ``top`` rows of highest cloud spend (then GPU-hours) in each currency, highest
-    first (ties by key), currencies in order: amounts in two currencies are never compared."""
-    ranked = sorted(
-        totals,
-        key=lambda t: (t.currency, -t.amount, -t.gpu_hours, [v or "" for v in t.key.values()]),
-    )
-    kept: dict[str, int] = {}
-    out = []
-    for total in ranked:
-        if kept.get(total.currency, 0) < top:
-            kept[total.currency] = kept.get(total.currency, 0) + 1
-            out.append(total)
-    return out
-
-
 CSV_FIELDS = ("currency", "amount", "gpu_hours", "onprem_gpu_hours", "onprem_amount", "entries")
 
 
-def report_csv(keys: Sequence[str], rows: Sequence[CostRow]) -> str:
-    """The report as CSV: one column per grouping key, then the figures (money as decimal
-    strings, GPU-hours rounded)."""
+def report_csv(keys: Sequence[str], rows: Sequence[CostRow]) -> Iterator[str]:
+    """The report as CSV, a chunk of lines at a time (a report by job has a row per job, so
+    the response streams instead of building one string): one column per grouping key,
+    then the figures (money as decimal strings, GPU-hours rounded)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([*keys, *CSV_FIELDS])
-    for r in rows:
+    for i, r in enumerate(rows, 1):
         writer.writerow(
             [
                 *(r.key.get(k) or "" for k in keys),
@@ -81,7 +66,11 @@ def report_csv(keys: Sequence[str], rows: Sequence[CostRow]) -> str:
                 r.entries,
             ]
         )
-    return out.getvalue()
+        if i % 5_000 == 0:
+            yield out.getvalue()
+            out.seek(0)
+            out.truncate()
+    yield out.getvalue()
 
 
 def burst_quote(settings: Any, clock: Any, prices: Any = None) -> Callable[[], Quoter | None]:

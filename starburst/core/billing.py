@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from starburst.core.errors import ConfigError
+from starburst.core.records import CostTotal
 
 MICRO = Decimal("0.000001")
 _HOUR = Decimal(3600)
@@ -62,6 +63,23 @@ def report_keys(by: Iterable[str]) -> list[str]:
         if key and key not in keys:
             keys.append(key)
     return keys
+
+
+def top_per_currency(totals: Sequence[CostTotal], top: int) -> list[CostTotal]:
+    """The ``top`` report rows of highest cloud spend (then cloud GPU-hours, then key) in
+    each currency, currencies in order, highest first: amounts in two currencies are never
+    compared (the SQL ledger ranks the same way in the database)."""
+    ranked = sorted(
+        totals,
+        key=lambda t: (t.currency, -t.amount, -t.gpu_hours, [v or "" for v in t.key.values()]),
+    )
+    kept: dict[str, int] = {}
+    out = []
+    for total in ranked:
+        if kept.get(total.currency, 0) < top:
+            kept[total.currency] = kept.get(total.currency, 0) + 1
+            out.append(total)
+    return out
 
 
 def to_micros(amount: Decimal | float | int) -> int:

@@ -558,10 +558,13 @@ class Ledger(Protocol):
         job: str | None = None,
         source: str | None = None,
         rates: Mapping[str, float] | None = None,
+        top: int | None = None,
     ) -> list[CostTotal]:
         """Totals over ``[since, until)`` (see the class docstring); filters narrow the
         entries first; ``rates`` are $/GPU-hour per GPU type, case-insensitive, ``*`` for
-        any other. An unknown key is a ``ConfigError``."""
+        any other; ``top``: only the N rows of highest cloud spend in each currency
+        (``core.billing.top_per_currency``, in that order). An unknown key is a
+        ``ConfigError``."""
         ...
 
     def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[JobCostKey, Decimal]]:

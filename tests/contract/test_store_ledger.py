@@ -150,6 +150,26 @@ def test_cost_report_keys_filters_and_currencies(store):  # type: ignore[no-unty
     ]
 
 
+def test_top_rows_per_currency_are_ranked_by_the_store(store):  # type: ignore[no-untyped-def]
+    jobs = [job(store) for _ in range(4)]
+    amounts = [("3", "USD"), ("9", "USD"), ("5", "EUR"), ("1", "USD")]
+    store.record_costs(
+        [
+            CostEntry(j, T0 + i, T0 + i + 60, Decimal(a), "aws", currency=c)
+            for i, (j, (a, c)) in enumerate(zip(jobs, amounts, strict=True))
+        ]
+        + [CostEntry(jobs[3], T0 + 9, T0 + 99, Decimal("4"), "aws", currency="EUR")]
+    )
+    top = store.cost_report(T0, T0 + DAY, by=("job",), top=2)
+    assert [(t.key["job"], t.currency, t.amount) for t in top] == [
+        (jobs[2], "EUR", Decimal("5")),  # each currency ranked on its own, highest first
+        (jobs[3], "EUR", Decimal("4")),
+        (jobs[1], "USD", Decimal("9")),
+        (jobs[0], "USD", Decimal("3")),
+    ]
+    assert len(store.cost_report(T0, T0 + DAY, by=("job",), top=10)) == 5
+
+
 def test_an_on_prem_run_enters_the_ledger_when_it_ends(store, clock):  # type: ignore[no-untyped-def]
     a = job(store, gpus=4, gpu_type="A100", project="llm")
     b = job(store, gpus=2, gpu_type="t4")

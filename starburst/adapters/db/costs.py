@@ -105,14 +105,16 @@ class CostsStore(StoreBase):
         job: str | None = None,
         source: str | None = None,
         rates: Mapping[str, float] | None = None,
+        top: int | None = None,
     ) -> list[CostTotal]:
         """Totals over ``[since, until)`` grouped by ``by`` (see ``REPORT_KEYS``) and
         currency, sorted by key; filters narrow the entries first. On-prem GPU-hours are
         priced at ``rates`` ($/GPU-hour per GPU type, case-insensitive; ``*``: any other).
+        ``top``: only the N rows of highest cloud spend per currency, ranked in SQL.
         Whole UTC days are read from the daily rollups, the rest from the entries."""
         filters = {"team_name": team, "user_name": user, "cloud": cloud, "project": project}
         filters.update(job_id=job, source=source)
-        return self._report(since, until, by, filters, rates, rollups=True)
+        return self._report(since, until, by, filters, rates, rollups=True, top=top)
 
     def cost_report_from_entries(
         self,
@@ -127,12 +129,13 @@ class CostsStore(StoreBase):
         job: str | None = None,
         source: str | None = None,
         rates: Mapping[str, float] | None = None,
+        top: int | None = None,
     ) -> list[CostTotal]:
         """``cost_report`` read from every entry, never the rollups: the reference they
         are checked against (tests, ``bench/store_bench.py``)."""
         filters = {"team_name": team, "user_name": user, "cloud": cloud, "project": project}
         filters.update(job_id=job, source=source)
-        return self._report(since, until, by, filters, rates, rollups=False)
+        return self._report(since, until, by, filters, rates, rollups=False, top=top)
 
     def _report(
         self,
@@ -143,10 +146,11 @@ class CostsStore(StoreBase):
         rates: Mapping[str, float] | None,
         *,
         rollups: bool,
+        top: int | None,
     ) -> list[CostTotal]:
         keys = report_keys(by)
         report = Report(self.is_postgres, keys, rates or {}, filters)
-        query = report.query(to_time(since), to_time(until), rollups=rollups)
+        query = report.query(to_time(since), to_time(until), rollups=rollups, top=top)
         if query is None:
             return []
         rows = run(self._engine, lambda conn: self._aggregate(conn, query))
@@ -158,7 +162,8 @@ class CostsStore(StoreBase):
         run(self._engine, lambda conn: rollups_rebuild(conn, self.is_postgres))
 
     def _aggregate(self, conn: sa.Connection, query: sa.Select[Any]) -> list[Any]:
-        """Run a report query. On PostgreSQL, in this transaction only: hash the groups
+        """Run a report query, its rows read from the driver's cursor (plain tuples, no
+        ``Row`` per group). On PostgreSQL, in this transaction only: hash the groups
         (the planner cannot estimate how few groups there are — a project × week has no
         statistics — and would sort a million rows on disk instead), without JIT
         compilation (a quarter of a second for a query that runs once)."""
@@ -169,7 +174,11 @@ class CostsStore(StoreBase):
                 "SET LOCAL work_mem = '64MB'",
             ):
                 conn.execute(sa.text(setting))
-        return list(conn.execute(query).all())
+        result = conn.execute(query)
+        try:  # plain tuples from the driver: no column of a report needs result processing
+            return list(result.cursor.fetchall())
+        finally:
+            result.close()
 
     def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[JobCostKey, Decimal]]:
         """Money metered for each job, per launch id (``None``: entries of no launch) and

@@ -91,9 +91,34 @@ class Report:
         self.rates = rates
         self.filters = {k: v for k, v in filters.items() if v is not None}
 
-    def query(self, since: datetime, until: datetime, *, rollups: bool) -> sa.Select[Any] | None:
+    def query(
+        self, since: datetime, until: datetime, *, rollups: bool, top: int | None = None
+    ) -> sa.Select[Any] | None:
         """The statement; ``None`` when the range is empty. ``rollups=False``: every
-        entry is read (the reference the rollups are checked against)."""
+        entry is read (the reference the rollups are checked against); ``top``: only the
+        N groups of highest cloud spend in each currency (``core.billing.top_per_currency``'s
+        order)."""
+        grouped = self._grouped_query(since, until, rollups=rollups)
+        if grouped is None or top is None:
+            return grouped
+        groups = grouped.order_by(None).subquery("groups")
+        order = [
+            groups.c.micros.desc(),
+            groups.c.cloud_hours.desc(),
+            *self._order(groups.c)[: len(self.keys)],
+        ]
+        rank = sa.func.row_number().over(partition_by=groups.c.currency, order_by=order)
+        ranked = sa.select(*groups.c, rank.label("rank")).subquery("ranked")
+        columns = [ranked.c[c.name] for c in groups.c]
+        return (
+            sa.select(*columns)
+            .where(ranked.c.rank <= top)
+            .order_by(ranked.c.currency, ranked.c.rank)
+        )
+
+    def _grouped_query(
+        self, since: datetime, until: datetime, *, rollups: bool
+    ) -> sa.Select[Any] | None:
         days = whole_days(since, until) if rollups else None
         edges = [(since, until)] if days is None else [(since, days[0]), (days[1], until)]
         ranges = [(start, end) for start, end in edges if start < end]
@@ -201,27 +226,53 @@ _TYPES: dict[str, Any] = {
 
 def totals(keys: Sequence[str], rows: Iterable[Any]) -> list[CostTotal]:
     """Report rows (keys, currency, then the sums, in the query's order) as ``CostTotal``s;
-    a tight loop, since a report by job can have a row per job."""
+    a tight loop over the rows as the driver returns them, since a report by job can have a
+    row per job: a tuple per row (``CostTotal._make``), one ``Decimal`` for the money."""
     width = len(keys)
     periods = [(i, k) for i, k in enumerate(keys) if k in PERIODS]
+    make, micro = CostTotal._make, _MICROS
     out = []
+    if width == 1 and not periods:  # by one column (by job: one row per job)
+        (name,) = keys
+        for value, currency, micros, cloud_hours, onprem_hours, shown, entries in rows:
+            out.append(
+                make(
+                    (
+                        {name: value},
+                        currency,
+                        Decimal(micros) / micro,
+                        float(cloud_hours),
+                        int(entries),
+                        float(onprem_hours),
+                        _shown(shown),
+                    )
+                )
+            )
+        return out
     for row in rows:
         values = list(row[:width])
         for i, key in periods:
             values[i] = period_text(values[i], key)
-        currency, micros, cloud_hours, onprem_hours, value, entries = row[width:]
+        currency, micros, cloud_hours, onprem_hours, shown, entries = row[width:]
         out.append(
-            CostTotal(
-                dict(zip(keys, values, strict=True)),
-                currency,
-                Decimal(micros) / _MICROS,
-                float(cloud_hours),
-                int(entries),
-                float(onprem_hours),
-                Decimal(str(value)).quantize(MICRO) if value else _NOTHING,
+            make(
+                (
+                    dict(zip(keys, values, strict=True)),
+                    currency,
+                    Decimal(micros) / micro,
+                    float(cloud_hours),
+                    int(entries),
+                    float(onprem_hours),
+                    _shown(shown),
+                )
             )
         )
     return out
+
+
+def _shown(value: float | None) -> Decimal:
+    """Showback money (a float sum of GPU-hours × rate) to the micro-unit."""
+    return Decimal(str(value)).quantize(MICRO) if value else _NOTHING
 
 
 _MICROS = Decimal(1_000_000)

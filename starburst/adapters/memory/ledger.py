@@ -22,6 +22,7 @@ from starburst.core.billing import (
     onprem_usage,
     report_keys,
     to_micros,
+    top_per_currency,
 )
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
@@ -110,6 +111,7 @@ class MemoryLedger(MemoryBase):
         job: str | None = None,
         source: str | None = None,
         rates: Mapping[str, float] | None = None,
+        top: int | None = None,
     ) -> list[CostTotal]:
         keys = report_keys(by)
         wanted = {
@@ -135,7 +137,8 @@ class MemoryLedger(MemoryBase):
             sums.total(dict(zip(keys, values, strict=True)), currency)
             for (values, currency), sums in groups.items()
         ]
-        return sorted(totals, key=lambda t: (tuple(v or "" for v in t.key.values()), t.currency))
+        ordered = sorted(totals, key=lambda t: (tuple(v or "" for v in t.key.values()), t.currency))
+        return ordered if top is None else top_per_currency(ordered, top)
 
     def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[JobCostKey, Decimal]]:
         wanted = set(job_ids)

@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi.responses import StreamingResponse
 
 from starburst.api import finance
 from starburst.api.context import ApiContext
@@ -29,6 +30,7 @@ from starburst.api.schemas.accounts import BudgetOut
 from starburst.api.schemas.costs import CostReport, CostTotal, Savings, UnpricedJob
 from starburst.core.errors import ConfigError
 from starburst.core.holds import budget_states
+from starburst.core.records import CostTotal as StoredTotal
 from starburst.core.records import Principal, Role
 from starburst.savings import compare_with_no_wait, fraction_saved
 
@@ -105,18 +107,24 @@ def build_report(
     start, end = window(ctx, since, until)
     user = scope_of(caller, user)
     rates = ctx.settings.onprem_rates
-    totals = ctx.store.cost_report(
-        start.timestamp(),
-        end.timestamp(),
-        keys,
-        team=team,
-        user=user,
-        cloud=cloud,
-        project=project,
-        job=job,
-        rates=rates,
-    )
-    rows = [finance.report_row(t) for t in (finance.top_rows(totals, top) if top else totals)]
+
+    def read(by: list[str], top: int | None = None) -> list[StoredTotal]:
+        return ctx.store.cost_report(
+            start.timestamp(),
+            end.timestamp(),
+            by,
+            team=team,
+            user=user,
+            cloud=cloud,
+            project=project,
+            job=job,
+            rates=rates,
+            top=top,
+        )
+
+    selected = read(keys, top)  # top: ranked by the store; the totals then read on their own
+    rows = [finance.report_row(t) for t in selected]
+    totals = selected if top is None else read([])
     money: dict[str, tuple[Decimal, Decimal]] = {}
     used: dict[str, tuple[float, float]] = {}
     for t in totals:
@@ -186,7 +194,7 @@ def report(
     )
     if csv:
         name = f"starburst-costs-{built.since:%Y%m%d}-{built.until:%Y%m%d}.csv"
-        return Response(
+        return StreamingResponse(
             finance.report_csv(built.by, built.rows),
             media_type="text/csv",
             headers={"Content-Disposition": f'attachment; filename="{name}"'},
