@@ -46,7 +46,9 @@ def _month_of_spending(store: Any, clock: Any) -> None:
         a = store.submit(
             JobSpec(gpus=8, user="alice", team="ml", gpu_type="A100", name=f"train-{day}"), at=at
         ).job.id
-        b = store.submit(JobSpec(gpus=1, user="bob", team="vision", gpu_type="T4"), at=at).job.id
+        b = store.submit(
+            JobSpec(gpus=1, user="bob", team="vision", gpu_type="T4", name=f"eval-{day}"), at=at
+        ).job.id
         store.record_costs(
             [
                 CostEntry(
@@ -70,7 +72,7 @@ def _month_of_spending(store: Any, clock: Any) -> None:
             ]
         )
     burst = store.submit(
-        JobSpec(gpus=2, user="alice", team="ml", gpu_type="A100"), at=NOV20 - 2 * DAY
+        JobSpec(gpus=2, user="alice", team="ml", gpu_type="A100", name="burst"), at=NOV20 - 2 * DAY
     ).job.id
     for state in (JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD, JobState.SUCCEEDED):
         store.transition(burst, state, reason="t", actor="c", at=NOV20 - 2 * DAY + 3600)
@@ -87,6 +89,23 @@ def _month_of_spending(store: Any, clock: Any) -> None:
             )
         ]
     )
+    euro = store.submit(
+        JobSpec(gpus=1, user="bob", team="vision", name="eu-run"), at=NOV20 - DAY
+    ).job.id
+    store.record_costs(
+        [
+            CostEntry(
+                euro,
+                NOV20 - DAY,
+                NOV20 - DAY + 3600,
+                Decimal("12.00"),
+                "gcp",
+                region="europe-west4",
+                gpu_hours=1.0,
+                currency="EUR",
+            )
+        ]
+    )  # billed in euros: never added to the dollars
     local = store.submit(
         JobSpec(gpus=4, user="alice", team="ml", gpu_type="A100"), at=NOV20 - 3 * DAY
     ).job.id
@@ -108,8 +127,9 @@ def test_finance_sees_the_rest_figures_and_downloads_the_csv(  # type: ignore[no
     savings = fin.get("/v1/costs/savings").json()
     top = fin.get("/v1/costs", params={"by": "job", "top": 10}).json()["rows"]
     csv_text = fin.get("/v1/costs", params={"by": "team", "format": "csv"}).text
-    (total,) = report["totals"]
-    assert total["amount"] == "271.25"  # 32.80 × (1+…+5)/2 + 0.35 × 15 + 20, by hand
+    (euros, total) = report["totals"]
+    assert (euros["currency"], euros["amount"]) == ("EUR", "12.00")
+    assert total["currency"] == "USD" and total["amount"] == "271.25"  # 32.80 × 15/2 + 5.25 + 20
     assert total["onprem_gpu_hours"] == 8.0  # 4 GPUs × 2 h
     assert total["onprem_amount"] == "10.00"  # at 1.25 $/GPU-h
     # No-Wait: the burst job as billed (20) + 8 on-prem A100 GPU-h at the burst's $3
@@ -123,6 +143,7 @@ def test_finance_sees_the_rest_figures_and_downloads_the_csv(  # type: ignore[no
     page.wait_for_selector("body[data-loaded='true']", timeout=30_000)
     text = page.inner_text
     assert text("#cloud-total") == "271.25 USD"
+    assert text("#other-currencies") == "also 12.00 EUR"
     assert text("#onprem-gpu-hours") == "8 GPU-h"
     assert text("#onprem-amount") == "10.00 USD"
     assert text("#saved") == "24.00 USD (55%)"
@@ -132,13 +153,24 @@ def test_finance_sees_the_rest_figures_and_downloads_the_csv(  # type: ignore[no
     budgets = page.locator("#budgets tbody tr")
     assert budgets.count() == 2
     assert budgets.nth(1).inner_text().split("\t")[:3] == ["vision", "50.00 USD", "5.25 USD"]
-    jobs = page.locator("#top-jobs tbody tr")
-    assert jobs.count() == len(top)
-    assert jobs.nth(0).inner_text().split("\t")[:2] == [
-        top[0]["key"]["job"],
-        f"{top[0]['amount']} USD",
+    _top_jobs_are_the_rest_rows_with_names(page, fin, top)
+    assert set(_charts(page)) == {"by-team", "by-location", "savings-chart", "budget-chart"}
+    _charts_draw_the_rest_figures(page, fin, "USD", savings)
+    by_team = _charts(page)["by-team"]["datasets"]
+    assert {d["label"]: sum(d["data"]) for d in by_team} == pytest.approx(
+        {"ml": 266.0, "vision": 5.25}  # by hand: 32.80 × 15/2 + 20, and 0.35 × 15
+    )
+    page.select_option("#currency", "EUR")  # the euros, drawn on their own
+    page.wait_for_selector("body[data-loaded='true']", timeout=30_000)
+    assert text("#cloud-total") == "12.00 EUR"
+    assert text("#other-currencies") == "also 271.25 USD"
+    _charts_draw_the_rest_figures(page, fin, "EUR", savings)
+    assert _charts(page)["by-location"]["datasets"] == [
+        {"label": "gcp:europe-west4", "data": [12.0]}
     ]
-    assert page.evaluate("Object.keys(Chart.instances).length") == 4  # the vendored charts
+    page.select_option("#currency", "USD")  # back to the dollars for the screenshot
+    page.wait_for_selector("body[data-loaded='true']", timeout=30_000)
+    assert text("#cloud-total") == "271.25 USD"
     page.select_option("#csv-by", "team")
     with page.expect_download() as download_info:
         page.click("#download-csv")
@@ -150,6 +182,76 @@ def test_finance_sees_the_rest_figures_and_downloads_the_csv(  # type: ignore[no
     page.screenshot(path=str(SCREENSHOT), full_page=True)
     assert outside == []  # no CDN: it works offline
     context.close()
+
+
+CHARTS_JS = """() => Object.fromEntries(Object.values(Chart.instances).map((c) => [
+  c.canvas.id,
+  { labels: c.data.labels,
+    datasets: c.data.datasets.map((d) => ({ label: d.label, data: d.data })) },
+]))"""
+
+
+def _charts(page: Any) -> dict[str, Any]:
+    """The data every chart on the page draws, by canvas id."""
+    return dict(page.evaluate(CHARTS_JS))
+
+
+def _per_day(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """What a stacked chart of ``rows`` (grouped by ``key`` and day) must draw."""
+    days = sorted({r["key"]["day"] for r in rows})
+    groups = sorted({r["key"][key] or "(none)" for r in rows})
+    sums = {(g, d): Decimal(0) for g in groups for d in days}
+    for r in rows:
+        sums[(r["key"][key] or "(none)", r["key"]["day"])] += Decimal(r["amount"])
+    return {
+        "labels": days,
+        "datasets": [{"label": g, "data": [float(sums[(g, d)]) for d in days]} for g in groups],
+    }
+
+
+def _charts_draw_the_rest_figures(page: Any, fin: Any, currency: str, savings: Any) -> None:
+    """Each chart's data equals the REST figures in the currency shown."""
+    drawn = _charts(page)
+
+    def rows(by: str) -> list[dict[str, Any]]:
+        report = fin.get("/v1/costs", params={"by": by}).json()
+        return [r for r in report["rows"] if r["currency"] == currency]
+
+    assert drawn["by-team"] == _per_day(rows("team,day"), "team")
+    located = [r for r in rows("location,day") if r["key"]["location"] != "onprem"]
+    assert drawn["by-location"] == _per_day(located, "location")
+    assert drawn["savings-chart"]["datasets"][0]["data"] == [
+        float(savings["no_wait"]),
+        float(savings["actual"]),
+    ]
+    budgets = [b for b in fin.get("/v1/costs/budgets").json() if b["currency"] == currency]
+    assert drawn["budget-chart"] == {
+        "labels": [b["team"] for b in budgets],
+        "datasets": [
+            {"label": name, "data": [float(b[field]) for b in budgets]}
+            for name, field in (
+                ("spent", "spent"),
+                ("forecast", "forecast"),
+                ("limit", "monthly_limit"),
+            )
+        ],
+    }
+
+
+def _top_jobs_are_the_rest_rows_with_names(page: Any, fin: Any, top: list[Any]) -> None:
+    """The table lists the REST top jobs (the top ten of each currency) in order, each with
+    its name, id and cost in its own currency."""
+    shown = [
+        page.locator("#top-jobs tbody tr").nth(i).inner_text().split("\t")[:3]
+        for i in range(page.locator("#top-jobs tbody tr").count())
+    ]
+    names = {r["key"]["job"]: fin.get(f"/v1/jobs/{r['key']['job']}").json()["name"] for r in top}
+    assert shown == [
+        [names[r["key"]["job"]] or "–", r["key"]["job"], f"{r['amount']} {r['currency']}"]
+        for r in top
+    ]
+    assert [r["currency"] for r in top].count("EUR") == 1 and len(top) == 11
+    assert shown[0][0] == "eu-run" and shown[1][0] == "train-5"  # by hand: 12 EUR; 82 USD
 
 
 @PG

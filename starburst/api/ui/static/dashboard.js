@@ -1,5 +1,6 @@
 // The Starburst cost dashboard: reads /v1/costs with the caller's token and draws it.
-// Every figure shown is the API's; the page only adds up rows per day for the charts.
+// Every figure shown is the API's; the page only adds up rows per day for the charts, in
+// one currency at a time (chosen in the page; the others are listed beside the total).
 // Untrusted text (team, user, job names) is only ever set through textContent.
 "use strict";
 
@@ -82,21 +83,44 @@ function stacked(rows, key) {
   return { labels: days, datasets };
 }
 
-function byCurrency(report) {
+function pickCurrency(report) {
+  // the currency the charts show: the one chosen in the page if the report has it, else
+  // USD, else the first; money in two currencies is never added or drawn on one axis
   const currencies = report.totals.map((t) => t.currency);
-  state.currency = currencies.includes("USD") ? "USD" : (currencies[0] || "USD");
+  const chosen = document.getElementById("currency").value;
+  state.currency = currencies.includes(chosen) ? chosen
+    : (currencies.includes("USD") ? "USD" : (currencies[0] || "USD"));
+  const select = document.getElementById("currency");
+  select.replaceChildren();
+  for (const c of currencies.length ? currencies : [state.currency]) {
+    const option = document.createElement("option");
+    option.value = c;
+    option.textContent = c;
+    option.selected = c === state.currency;
+    select.appendChild(option);
+  }
+  for (const span of document.querySelectorAll(".shown-currency")) {
+    span.textContent = state.currency;
+  }
+}
+
+function inCurrency(report) {
   return report.rows.filter((r) => r.currency === state.currency);
 }
 
 async function loadTotals(when) {
   const report = await api("/v1/costs", Object.assign({ by: "team,day" }, when));
-  const rows = byCurrency(report);
+  pickCurrency(report);
+  const rows = inCurrency(report);
   const total = report.totals.find((t) => t.currency === state.currency) ||
     { amount: "0.00", gpu_hours: 0, onprem_gpu_hours: 0, onprem_amount: "0.00" };
   setText("cloud-total", money(total.amount));
   setText("cloud-gpu-hours", String(total.gpu_hours));
   setText("onprem-gpu-hours", total.onprem_gpu_hours + " GPU-h");
   setText("onprem-amount", money(total.onprem_amount));
+  const others = report.totals.filter((t) => t.currency !== state.currency);
+  setText("other-currencies", others.length ? "also " +
+          others.map((t) => money(t.amount, t.currency)).join(", ") : "");
   draw("by-team", { type: "bar", data: stacked(rows, "team"),
                     options: { scales: { x: { stacked: true }, y: { stacked: true } } } });
   if (report.scope !== "all") setText("whoami", document.getElementById("whoami").textContent +
@@ -105,7 +129,7 @@ async function loadTotals(when) {
 
 async function loadLocations(when) {
   const report = await api("/v1/costs", Object.assign({ by: "location,day" }, when));
-  const rows = byCurrency(report).filter((r) => r.key.location !== "onprem");
+  const rows = inCurrency(report).filter((r) => r.key.location !== "onprem");
   draw("by-location", { type: "bar", data: stacked(rows, "location"),
                         options: { scales: { x: { stacked: true }, y: { stacked: true } } } });
 }
@@ -153,29 +177,41 @@ async function loadBudgets() {
     cell(tr, b.alerts.map((a) => Math.round(a * 100) + "%").join(", ") || "–");
     body.appendChild(tr);
   }
+  const shown = budgets.filter((b) => b.currency === state.currency);
   draw("budget-chart", { type: "bar", data: {
-    labels: budgets.map((b) => b.team),
+    labels: shown.map((b) => b.team),
     datasets: [
-      { label: "spent", data: budgets.map((b) => Number(b.spent)), backgroundColor: "#3366cc" },
-      { label: "forecast", data: budgets.map((b) => Number(b.forecast)),
+      { label: "spent", data: shown.map((b) => Number(b.spent)), backgroundColor: "#3366cc" },
+      { label: "forecast", data: shown.map((b) => Number(b.forecast)),
         backgroundColor: "#ff9900" },
-      { label: "limit", data: budgets.map((b) => Number(b.monthly_limit)),
+      { label: "limit", data: shown.map((b) => Number(b.monthly_limit)),
         backgroundColor: "#999999" },
     ] } });
 }
 
+async function jobName(id) {
+  try {
+    return (await api("/v1/jobs/" + encodeURIComponent(id))).name || "–";
+  } catch (error) {
+    return "–";  // a job the caller may not read: its id is still shown
+  }
+}
+
 async function loadTopJobs(when) {
+  // the API ranks the top jobs per currency; each row keeps its own currency
   const report = await api("/v1/costs", Object.assign({ by: "job", top: 10 }, when));
+  const names = await Promise.all(report.rows.map((r) => jobName(r.key.job)));
   const body = document.querySelector("#top-jobs tbody");
   body.replaceChildren();
-  for (const r of report.rows) {
+  report.rows.forEach((r, i) => {
     const tr = document.createElement("tr");
+    cell(tr, names[i]);
     cell(tr, r.key.job);
     cell(tr, money(r.amount, r.currency), true);
     cell(tr, String(r.gpu_hours), true);
     cell(tr, String(r.onprem_gpu_hours), true);
     body.appendChild(tr);
-  }
+  });
 }
 
 async function loadWho() {
@@ -184,12 +220,14 @@ async function loadWho() {
 }
 
 async function refresh() {
+  document.body.dataset.loaded = "loading";
   showError("");
   const when = range();
   try {
     await loadWho();
-    await Promise.all([loadTotals(when), loadLocations(when), loadSavings(when),
-                       loadBudgets(), loadTopJobs(when)]);
+    await loadTotals(when);  // first: it chooses the currency the other charts show
+    await Promise.all([loadLocations(when), loadSavings(when), loadBudgets(),
+                       loadTopJobs(when)]);
     document.body.dataset.loaded = "true";
   } catch (error) {
     showError(error.message + (error.status === 401 ? ": enter a valid API token" : ""));
@@ -233,6 +271,7 @@ function start() {
     refresh();
   });
   document.getElementById("download-csv").addEventListener("click", downloadCsv);
+  document.getElementById("currency").addEventListener("change", refresh);
   refresh();
 }
 
