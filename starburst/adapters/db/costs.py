@@ -207,8 +207,8 @@ class CostsStore(StoreBase):
 
         def write(conn: sa.Connection) -> int:
             query = sa.select(JOBS).where(JOBS.c.state == JobState.RUNNING_ONPREM.value)
-            if self.is_postgres:
-                query = query.with_for_update()
+            if self.is_postgres:  # locked in one fixed order (by id)
+                query = query.order_by(JOBS.c.id).with_for_update()
             running = conn.execute(query).mappings().all()
             rows = onprem_rows(conn, running, until, chunk=chunk)
             return enter(conn, rows, self.is_postgres) if rows else 0
