@@ -400,9 +400,11 @@ def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore
     odd = store.submit(JobSpec(gpus=1, user="bob", gpu_type="TPU-v9")).job.id
     untyped = store.submit(JobSpec(gpus=1, user="bob")).job.id  # bursts as the default, A100
     never = store.submit(JobSpec(gpus=1, user="bob")).job.id
+    euro = store.submit(JobSpec(gpus=1, user="bob", gpu_type="A100")).job.id
     for job_id, where in (
         (local, JobState.RUNNING_ONPREM),
         (cloud, JobState.BURSTING),
+        (euro, JobState.BURSTING),
         (odd, JobState.RUNNING_ONPREM),
         (untyped, JobState.RUNNING_ONPREM),
     ):
@@ -412,7 +414,7 @@ def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore
             where = JobState.RUNNING_CLOUD
         store.transition(job_id, where, reason="t", actor="c")
     clock.advance(3600)
-    for job_id in (local, cloud, odd, untyped, never):
+    for job_id in (local, cloud, odd, untyped, never, euro):
         store.transition(
             job_id,
             JobState.CANCELLED if job_id == never else JobState.SUCCEEDED,
@@ -420,8 +422,13 @@ def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore
             actor="c",
         )
     store.record_costs(
-        [CostEntry(cloud, clock.now() - 3700, clock.now(), Decimal("3.10"), "gcp", gpu_hours=1.0)]
-    )  # provisioning billed too
+        [
+            CostEntry(
+                cloud, clock.now() - 3700, clock.now(), Decimal("3.10"), "gcp", gpu_hours=1.0
+            ),
+            CostEntry(euro, clock.now() - 3600, clock.now(), Decimal("2.9"), "gcp", currency="EUR"),
+        ]
+    )  # provisioning billed too; euros are not added to the dollars
     saved = api.client("fin").get("/v1/costs/savings", params=WINDOW).json()
     # The cheapest A100 in the test price table is $3/GPU-h. No-Wait: the burst job as it
     # was billed (3.10), 2 + 1 on-prem A100 GPU-hours at 3 (9.00).
@@ -430,5 +437,6 @@ def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore
     assert saved["saved_fraction"] == pytest.approx(9 / 12.1)
     assert (saved["jobs"], saved["burst_jobs"], saved["onprem_jobs"]) == (3, 1, 2)
     reasons = {u["job"]: u["reason"] for u in saved["unpriced"]}
-    assert saved["unpriced_jobs"] == 2 and set(reasons) == {odd, never}
+    assert saved["unpriced_jobs"] == 3 and set(reasons) == {odd, never, euro}
+    assert reasons[euro] == "billed in EUR; savings are in USD"
     assert "TPU-v9" in reasons[odd] and reasons[never].startswith("never ran (cancelled")
