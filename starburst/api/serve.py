@@ -27,8 +27,15 @@ def _probe(controller: Controller) -> Any:
 def _uvicorn(app: Any, settings: Settings) -> Any:
     import uvicorn
 
+    # log_config None: uvicorn installs no handlers or formatters of its own, so its error
+    # and access lines reach the root logger's handler and are JSON like ours (``logs``)
     config = uvicorn.Config(
-        app, host=settings.api_host, port=settings.api_port, log_level="warning", lifespan="off"
+        app,
+        host=settings.api_host,
+        port=settings.api_port,
+        log_level="warning",
+        log_config=None,
+        lifespan="off",
     )
     return uvicorn.Server(config)
 

@@ -127,6 +127,7 @@ class Controller:
         self._poked = threading.Event()
         self.last_report: PassReport | None = None
         self._failed_passes = 0  # unexpected errors in a row
+        self._overruns = logs.Overruns()
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self, scheduler: BaseScheduler | None = None) -> None:
@@ -145,6 +146,7 @@ class Controller:
             id="pass",
             max_instances=2,
             coalesce=True,
+            misfire_grace_time=None,  # a late pass still runs (once): no wake-up is lost
             next_run_time=datetime.now(UTC),
         )
         scheduler.add_job(
@@ -344,4 +346,4 @@ class Controller:
             job.modify(next_run_time=when)
 
     def _log(self, report: PassReport, seconds: float) -> None:
-        logs.log_pass(log, report, seconds, self.settings.pass_interval_s)
+        logs.log_pass(log, report, seconds, self.settings.pass_interval_s, self._overruns)
