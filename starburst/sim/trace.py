@@ -21,6 +21,7 @@ import csv
 import math
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from starburst.core.dependencies import check_limit, find_cycle, parse_after
 from starburst.core.errors import ConfigError
@@ -70,8 +71,9 @@ class _Columns:
         self.positions = [i for _, i in present]
         self.limits = [LIMITS.get(c, MAX_SECONDS) for c in self.present]
         self.absent = {c: None for c, i in self.numeric if i is None}
-        self.text = [(c, where.get(c)) for c in _TEXT_OPTIONAL]
+        self.text = [(c, i) for c in _TEXT_OPTIONAL if (i := where.get(c)) is not None]
         self.gates = [where.get(c) for c in _GATE_COLUMNS]
+        self.gated = any(i is not None for i in self.gates)
         self.extra = [(k, i) for k, i in where.items() if k not in KNOWN]
 
 
@@ -129,16 +131,17 @@ def _number(name: str, line: int, raw: str, column: str) -> float | None:
 
 
 def _numbers(name: str, line: int, row: list[str], c: _Columns) -> dict[str, float | None]:
-    """The numeric columns of ``row``. Most rows hold a valid number in every column the
-    file has: one pass of ``float`` and a range check reads those; any other row is read
-    cell by cell by ``_number``, which says what is wrong (or that an empty cell is None)."""
+    """The numeric columns of ``row``, by column (None: empty or absent). Most rows hold a
+    valid number in every column the file has: one pass of ``float`` and a range check
+    reads those; any other row is read cell by cell by ``_number``, which says what is wrong
+    (or that an empty cell is None)."""
     try:
         values = [float(row[i]) for i in c.positions]
     except (ValueError, IndexError):
         values = None
     if values is not None and all(0.0 <= v <= m for v, m in zip(values, c.limits, strict=True)):
-        nums: dict[str, float | None] = dict(c.absent)
-        nums.update(zip(c.present, values, strict=True))
+        nums: dict[str, float | None] = dict(zip(c.present, values, strict=True))
+        nums.update(c.absent)
         return nums
     return {col: _number(name, line, _cell(row, i), col) for col, i in c.numeric}
 
@@ -149,6 +152,7 @@ def _cell(row: list[str], index: int | None) -> str:
 
 
 def _job(name: str, line: int, row: list[str], columns: _Columns) -> Job:
+    """One row as a job. The numeric columns are the ``Job`` fields of the same name."""
     job_id = _cell(row, columns.index["job_id"])
     if not job_id:
         raise TraceError(name, "job_id is empty", line=line)
@@ -159,8 +163,26 @@ def _job(name: str, line: int, row: list[str], columns: _Columns) -> Job:
     pods = nums["pods"]
     if pods is not None and (pods != int(pods) or pods < 1):
         raise TraceError(name, f"pods must be a whole number ≥ 1, got {pods:g}", line=line)
-    text = {c: _cell(row, i) or None for c, i in columns.text}
-    extra = {k: row[i] for k, i in columns.extra if i < len(row)}
+    fields: dict[str, Any] = nums  # the same dict, completed: no copy per row
+    fields["gpus"] = int(gpus)
+    fields["pods"] = None if pods is None else int(pods)
+    fields["submit_time"] = nums["submit_time"] or 0.0
+    fields["cpus"] = nums["cpus"] or 0.0
+    fields["memory_mb"] = nums["memory_mb"] or 0.0
+    width = len(row)
+    for column, i in columns.text:  # only the columns the file has: absent ones stay None
+        if i < width and (value := row[i].strip()):
+            fields[column] = value
+    if columns.extra:
+        fields["extra"] = {k: row[i] for k, i in columns.extra if i < width}
+    if columns.gated:
+        fields.update(_gates(name, line, row, columns, job_id))
+    return Job(id=job_id, **fields)
+
+
+def _gates(
+    name: str, line: int, row: list[str], columns: _Columns, job_id: str
+) -> dict[str, object]:
     after_cell, array_cell, limit_cell = (_cell(row, i) for i in columns.gates)
     try:
         after = tuple(parse_after(t) for t in after_cell.replace(";", " ").split())
@@ -169,27 +191,7 @@ def _job(name: str, line: int, row: list[str], columns: _Columns) -> Job:
         raise TraceError(name, str(exc), line=line) from None
     if any(d.job_id == job_id for d in after):
         raise TraceError(name, f"job {job_id} depends on itself", line=line)
-    return Job(
-        id=job_id,
-        submit_time=nums["submit_time"] or 0.0,
-        gpus=int(gpus),
-        cpus=nums["cpus"] or 0.0,
-        memory_mb=nums["memory_mb"] or 0.0,
-        gpu_type=text["gpu_type"],
-        runtime=nums["runtime"],
-        estimate=nums["estimate"],
-        user=text["user"],
-        team=text["team"],
-        name=text["name"],
-        deadline=nums["deadline"],
-        pods=None if pods is None else int(pods),
-        extra=extra,
-        estimate_low=nums["estimate_low"],
-        estimate_high=nums["estimate_high"],
-        after=after,
-        array=array,
-        array_limit=limit,
-    )
+    return {"after": after, "array": array, "array_limit": limit}
 
 
 def _array(array_cell: str, raw: str) -> tuple[str | None, int | None]:
