@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from starburst.core.capacity import Node, describe_placement
 from starburst.core.cycle import SchedulerConfig, admit, schedule_pass
 from starburst.core.decisions import Burst, Start
+from starburst.core.dependencies import is_gated
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job, QueuedJob
 from starburst.core.star import pull_back_at, pull_back_reason, requeue
@@ -102,6 +103,9 @@ class Simulation:
         if len({j.id for j in jobs}) != len(jobs):
             raise ConfigError("job ids must be unique within a trace")
         self._gate = Gatekeeper(jobs)
+        #: whether any job is gated (dependencies, array throttles); without one the gate
+        #: never holds, releases or waits for anything, so the loop skips asking it
+        self._gated = any(is_gated(j) for j in jobs)
         self._tracks: dict[str, _Track] = {}
         self._queue: list[QueuedJob] = []
         self._deadlines: list[tuple[float, str]] = []
@@ -113,6 +117,7 @@ class Simulation:
 
     def run(self) -> SimResult:
         arrivals, i, n = self._arrivals, 0, len(self._arrivals)
+        tracks, gate, gated, policy = self._tracks, self._gate, self._gated, self.config.policy
         while True:
             t = self._next_event(arrivals[i].submit_time if i < n else math.inf)
             if t == math.inf:
@@ -120,14 +125,16 @@ class Simulation:
             self.clock.advance_to(t)
             for ended in self.cluster.ended():
                 self._finish_onprem(ended.job_id, ended.at)
-            fresh = self._pulled_back(t)
+            pullbacks = self._pullbacks
+            fresh = self._pulled_back(t) if pullbacks and pullbacks[0][0] <= t else []
             while i < n and arrivals[i].submit_time <= t:
                 job = arrivals[i]
-                self._tracks[job.id] = _Track(job)
-                if self._gate.arrive(job):
-                    fresh.append(admit(job, self.config.policy, t))
+                tracks[job.id] = _Track(job)
+                if not gated or gate.arrive(job):
+                    fresh.append(admit(job, policy, t))
                 i += 1
-            fresh += [admit(job, self.config.policy, t) for job in self._gate.release(t)]
+            if gated:
+                fresh += [admit(job, policy, t) for job in gate.release(t)]
             self._step(t, fresh)
         if len(self._outcomes) != n:
             lost = sorted(self._tracks)[:5]
@@ -155,7 +162,7 @@ class Simulation:
             t = deadlines[0][0]
         if self._pullbacks and self._pullbacks[0][0] < t:
             t = self._pullbacks[0][0]
-        return min(t, self._gate.next_event(self.clock.now()))
+        return min(t, self._gate.next_event(self.clock.now())) if self._gated else t
 
     def _pulled_back(self, t: float) -> list[QueuedJob]:
         fresh = []
@@ -220,7 +227,8 @@ class Simulation:
         self._record(track, "onprem", track.started_at, at)
 
     def _record(self, track: _Track, where: str, start: float, end: float) -> None:
-        self._gate.ended(track.job.id, end, self.clock.now())
+        if self._gated:
+            self._gate.ended(track.job.id, end, self.clock.now())
         if track.pulled_back:
             where = f"cloud+{where}"
         self._outcomes.append(
