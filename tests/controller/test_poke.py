@@ -1,0 +1,57 @@
+"""Pokes (one per API write) coalesce: a burst of them asks the scheduler for one pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.store import SqlStore
+from starburst.controller.daemon import Controller
+from starburst.controller.wiring import build_cluster
+from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
+from starburst.settings import Settings
+from starburst.wallclock import WallClock
+from tests.support.waiting import wait_for
+
+
+def test_a_burst_of_pokes_asks_for_one_pass_and_that_pass_serves_them(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    settings = Settings(
+        database_url=url,
+        state_dir=tmp_path / "state",
+        local_gpus=0,
+        cloud="none",
+        pass_interval_s=600,  # no tick during the test: only pokes run passes
+        policy="infinite",
+    )
+    store = SqlStore.open(url)
+    controller = Controller(settings, store, build_cluster(settings, WallClock()), None)
+    ticks = BackgroundScheduler(timezone="UTC")
+    controller.start(ticks)
+    try:
+        assert wait_for(lambda: controller.health().detail == "leading")
+        ticks.pause()  # passes wait while the pokes arrive
+        asked: list[str] = []
+        real_get_job = ticks.get_job
+
+        def get_job(job_id: str, jobstore: str | None = None):  # type: ignore[no-untyped-def]
+            asked.append(job_id)
+            return real_get_job(job_id, jobstore)
+
+        ticks.get_job = get_job  # type: ignore[method-assign]
+        ids = [store.submit(JobSpec(gpus=1, name=f"s{i}")).job.id for i in range(20)]
+        for _ in range(200):  # as the API does after each of many submissions
+            controller.poke()
+        assert asked == ["pass"]  # one request for a pass, not one per poke
+        ticks.resume()
+        assert wait_for(lambda: store.count(JobState.SUBMITTED) == 0, timeout=30)
+        assert all(store.get(i).state is JobState.QUEUED for i in ids)
+        controller.poke()  # the pass started: the next poke asks for the next pass
+        assert asked == ["pass", "pass"]
+    finally:
+        controller.stop()
+        store.close()
