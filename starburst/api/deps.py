@@ -59,9 +59,9 @@ async def caller_of(ctx: ApiContext, header: str) -> Principal:
     secret, now = secret.strip(), ctx.clock.now()
     principal = ctx.tokens.cached(secret, now)
     if principal is None:
-        generation = ctx.tokens.generation
-        principal = await run_in_threadpool(ctx.store.authenticate, secret, at=now)
-        ctx.tokens.remember(secret, principal, now, generation)
+        principal = await ctx.tokens.lookup(
+            secret, now, lambda: run_in_threadpool(ctx.store.authenticate, secret, at=now)
+        )
     if principal is None:
         raise HTTPException(401, "invalid, expired or revoked API token", headers=_CHALLENGE)
     return principal

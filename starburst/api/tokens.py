@@ -15,13 +15,21 @@ Invariants:
 - A lookup that was in flight when the cache was forgotten is not remembered (its answer may
   predate the revocation): ``remember`` takes the ``generation`` read before the lookup.
 - The cache holds at most ``max_entries`` tokens; when full it starts again empty.
+- Concurrent requests with one token share one lookup (``lookup``): when its answer expires
+  under a busy client, the requests in flight wait for the first one's database round trip
+  instead of each making its own. A request never takes the answer of a lookup begun
+  before the last ``forget``, nor of one that failed (it asks the database itself).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+from collections.abc import Awaitable, Callable
 
 from starburst.core.records import Principal
+
+_FAILED = object()  # a shared lookup that raised: each waiter asks for itself
 
 #: how long a token's answer is trusted (seconds of the API clock)
 DEFAULT_TTL_S = 1.0
@@ -35,6 +43,8 @@ class TokenCache:
         self.ttl = ttl
         self.max_entries = max_entries
         self._entries: dict[str, tuple[Principal, float]] = {}
+        #: lookups in flight: token key → (the answer to come, the generation it was asked at)
+        self._flights: dict[str, tuple[asyncio.Future[object], int]] = {}
         #: bumped by ``forget``; read it before asking the database, pass it to ``remember``
         self.generation = 0
 
@@ -58,6 +68,34 @@ class TokenCache:
         if len(self._entries) >= self.max_entries:
             self._entries.clear()
         self._entries[key] = (principal, now)
+
+    async def lookup(
+        self, secret: str, now: float, ask: Callable[[], Awaitable[Principal | None]]
+    ) -> Principal | None:
+        """``ask`` the database who ``secret`` is and ``remember`` it, or await the answer of
+        a lookup of the same token already in flight (see the module docstring)."""
+        key = _key(secret)
+        flight = self._flights.get(key)
+        if flight is not None and flight[1] == self.generation:
+            shared = await asyncio.shield(flight[0])
+            if shared is not _FAILED:
+                return shared  # type: ignore[return-value]
+            return await ask()
+        generation = self.generation
+        answer: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._flights[key] = (answer, generation)
+        try:
+            principal = await ask()
+        except BaseException:
+            answer.set_result(_FAILED)
+            raise
+        else:
+            answer.set_result(principal)
+        finally:
+            if self._flights.get(key, (None, 0))[0] is answer:
+                del self._flights[key]
+        self.remember(secret, principal, now, generation)
+        return principal
 
     def forget(self) -> None:
         """Drop every remembered token (after a revocation or a change to users)."""

@@ -64,3 +64,65 @@ def test_a_team_change_through_the_api_reaches_the_next_request(api):  # type: i
     moved = api.client("root").post("/v1/users", json={"name": "alice", "team": "vision"})
     assert moved.status_code == 201
     assert alice.get("/v1/whoami").json()["team"] == "vision"
+
+
+def test_concurrent_requests_with_one_token_share_one_lookup() -> None:
+    import asyncio
+
+    cache = TokenCache()
+    asked: list[str] = []
+
+    async def scenario() -> list[Principal | None]:
+        release = asyncio.Event()
+
+        async def ask() -> Principal | None:
+            asked.append("db")
+            await release.wait()  # the database round trip, while others arrive
+            return ALICE
+
+        requests = [asyncio.ensure_future(cache.lookup("sb_secret", 5.0, ask)) for _ in range(32)]
+        await asyncio.sleep(0)
+        release.set()
+        return await asyncio.gather(*requests)
+
+    assert asyncio.run(scenario()) == [ALICE] * 32
+    assert asked == ["db"]  # one round trip, not 32
+    assert cache.cached("sb_secret", 5.5) == ALICE
+
+
+def test_a_shared_lookup_that_fails_or_predates_a_forget_is_not_shared() -> None:
+    import asyncio
+
+    cache = TokenCache()
+    asked: list[int] = []
+
+    async def scenario() -> list[object]:
+        release = asyncio.Event()
+
+        async def ask() -> Principal | None:
+            asked.append(len(asked))
+            if len(asked) == 1:
+                await release.wait()
+                raise ConnectionError("database down")
+            return ALICE
+
+        first = asyncio.ensure_future(cache.lookup("sb_secret", 1.0, ask))
+        waiter = asyncio.ensure_future(cache.lookup("sb_secret", 1.0, ask))
+        await asyncio.sleep(0)
+        release.set()
+        results = await asyncio.gather(first, waiter, return_exceptions=True)
+        cache.forget()
+        release.clear()
+        asked.clear()
+        stale = asyncio.ensure_future(cache.lookup("sb_secret", 2.0, ask))  # in flight...
+        await asyncio.sleep(0)
+        cache.forget()  # ... when a revocation lands: later requests ask again
+        fresh = await cache.lookup("sb_secret", 2.0, ask)
+        release.set()
+        await asyncio.gather(stale, return_exceptions=True)
+        return [*results, fresh, len(asked)]
+
+    failed, waited, fresh, asks = asyncio.run(scenario())
+    assert isinstance(failed, ConnectionError)
+    assert waited == ALICE  # the waiter asked for itself instead of sharing the failure
+    assert fresh == ALICE and asks == 2
