@@ -149,6 +149,7 @@ class JobRow(Base):
         CheckConstraint("gpus >= 0", name="gpus"),
         CheckConstraint("pods >= 1", name="pods"),
         Index("ix_jobs_queue", "state", "queued_at", "id"),
+        Index("ix_jobs_user_queue", "user_name", "queued_at", "id"),  # a user's listing
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
