@@ -122,16 +122,39 @@ def probes_app(controller: Controller) -> Any:
     return app
 
 
-def _absorb_stop_signals() -> None:
-    """uvicorn handles SIGTERM/SIGINT while it serves and re-raises them when it is done;
-    with these handlers in place the re-raise is absorbed, so the process can still stop the
-    controller cleanly and exit 0 instead of dying by the signal."""
+class StopSignals:
+    """SIGTERM and SIGINT, from the moment ``install`` runs to the process's end.
 
-    def note(sig: int, frame: object) -> None:
+    uvicorn handles both while it serves and re-raises them when it is done; these handlers
+    absorb the re-raise, so the process still stops the controller cleanly and exits 0
+    instead of dying by the signal. A signal that arrives before uvicorn has taken over
+    (while the controller is being built or started) is remembered: ``serve`` then tells
+    the server to exit at once instead of serving (it used to be swallowed, and the process
+    served on, deaf to the stop it had been sent).
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._server: Any = None
+
+    def install(self) -> StopSignals:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._note)
+        return self
+
+    def _note(self, sig: int, frame: object) -> None:
         log.info("stop signal received", extra={"signal": sig})
+        self.requested = True
+        if self._server is not None:
+            self._server.should_exit = True
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, note)
+    def serve(self, server: Any) -> None:
+        """Run ``server`` (a ``uvicorn.Server``) unless a stop came first."""
+        self._server = server
+        if self.requested:
+            log.info("stopping before serving: a stop signal came first")
+            return
+        server.run()
 
 
 def warn_if_insecure(settings: Settings) -> None:
@@ -156,7 +179,7 @@ def run(settings: Settings, mode: str) -> None:
     from starburst.adapters.db.migrate import require_schema
 
     require_schema(settings.database_url)
-    _absorb_stop_signals()
+    stops = StopSignals().install()
     if mode == "api":
         from starburst.adapters.db.store import SqlStore
         from starburst.api import create_app
@@ -164,7 +187,7 @@ def run(settings: Settings, mode: str) -> None:
 
         store = SqlStore.open(settings.database_url)
         app = create_app(settings, store, auth=settings.auth, job_logs=job_logs_from(settings))
-        _uvicorn(app, settings).run()
+        stops.serve(_uvicorn(app, settings))
         store.close()
         return
     controller = build_controller(settings)
@@ -172,7 +195,7 @@ def run(settings: Settings, mode: str) -> None:
     controller.start()
     log.info("serving", extra={"mode": mode, "host": settings.api_host, "port": settings.api_port})
     try:
-        _uvicorn(app, settings).run()
+        stops.serve(_uvicorn(app, settings))
     finally:
         controller.stop()
         controller.store.close()
