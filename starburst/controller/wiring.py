@@ -91,25 +91,29 @@ def job_users_of(settings: Settings, *, euid: int | None = None) -> JobUsers | N
 
 
 def check_job_users(settings: Settings, users: JobUsers | None) -> None:
-    """Refuse (``ConfigError``) a controller with auth on whose local cluster would run jobs
-    as its own uid — they could read its state directory and files — unless
-    ``allow_shared_uid_jobs``, which is then logged as a loud warning."""
+    """Refuse (``ConfigError``) a controller with auth on whose local jobs — on the local
+    cluster, or bursts to the emulated cloud, which run beside the controller — would run as
+    its own uid: any user's job could read what the controller can (its state directory and
+    files; in a pod, its service-account token). ``allow_shared_uid_jobs`` accepts that,
+    with a loud warning."""
     local = settings.cluster == "local" or settings.cloud == "emulated"
     if users is not None or not local or not settings.auth:
         return
     why = "the controller does not run as root" if os.geteuid() != 0 else "local_job_uids is empty"
-    if settings.cluster == "local" and not settings.allow_shared_uid_jobs:
+    what = "local jobs" if settings.cluster == "local" else "emulated-cloud bursts"
+    if not settings.allow_shared_uid_jobs:
         raise ConfigError(
-            f"auth is on but local jobs would run as the controller's own uid ({why}): any "
-            "user's job could read the controller's state directory and files. Run the "
-            "controller as root with local_job_uids (each job its own uid), or set "
-            "allow_shared_uid_jobs: true to accept that"
+            f"auth is on but {what} would run as the controller's own uid ({why}): any "
+            "user's job could read what the controller can (its state directory and files; "
+            "in a pod, its service-account token). Run the controller as root with "
+            "local_job_uids (each job its own uid), or set allow_shared_uid_jobs: true to "
+            "accept that"
         )
     log.warning(
-        "INSECURE: auth is on but local jobs run as the controller's own uid (%s%s): a "
-        "job can read the controller's state directory and files",
+        "INSECURE: auth is on but %s run as the controller's own uid (%s, "
+        "allow_shared_uid_jobs): a job can read what the controller can",
+        what,
         why,
-        ", allow_shared_uid_jobs" if settings.allow_shared_uid_jobs else ", emulated cloud",
     )
 
 

@@ -169,3 +169,17 @@ def test_the_opt_in_starts_and_warns_loudly(box: Box) -> None:
     finally:
         log = stop(proc)
     assert "INSECURE: auth is on but local jobs run as the controller's own uid" in log
+
+
+def test_emulated_bursts_beside_an_unprivileged_controller_need_the_opt_in_too() -> None:
+    """The Helm trial (Kubernetes cluster, emulated cloud, a non-root pod): a burst runs in
+    the controller's pod as its uid and could read its service-account token."""
+    from starburst.controller.wiring import check_job_users
+    from starburst.core.errors import ConfigError
+    from starburst.settings import Settings
+
+    trial = Settings(cluster="kubernetes", cloud="emulated", auth=True)
+    with pytest.raises(ConfigError, match="emulated-cloud bursts would run as the controller"):
+        check_job_users(trial, None)
+    check_job_users(trial.model_copy(update={"allow_shared_uid_jobs": True}), None)
+    check_job_users(trial.model_copy(update={"auth": False}), None)  # single user: fine
