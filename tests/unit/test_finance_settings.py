@@ -22,8 +22,8 @@ def test_finance_settings_defaults_and_values() -> None:
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("onprem_rates", {"A100": -1.0}, "the rate of 'A100' is negative"),
-        ("budget_alerts", [0.8, 0.0], "alert thresholds are positive shares"),
+        ("onprem_rates", {"A100": -1.0}, "the rate of 'A100' is not from 0 to 1e"),
+        ("budget_alerts", [0.8, 0.0], "alert thresholds are shares of a budget above 0"),
         ("budget_webhook", "file:///etc/passwd", "must be an http:// or https:// URL"),
     ],
 )
