@@ -31,6 +31,7 @@ from tests.support.waiting import wait_for
 RANGE = (60900, 60989)
 PAIR = (60990, 60991)
 LONE = 60999
+REISSUED = 60998
 
 
 @pytest.fixture
@@ -130,6 +131,35 @@ def test_an_adopted_job_keeps_its_uid_until_its_end_is_seen(work: Path, tmp_path
     assert users.held() == set() and list(work.iterdir()) == []
 
 
+def test_an_adopted_record_of_a_uid_given_out_again_leaves_its_new_job_alone(
+    work: Path,
+) -> None:
+    """A life killed -9 whose job then ended frees its uid (the kernel drops the lock, no
+    process runs as it); another controller on the machine gives it to a new job. A later
+    life adopting the old record must not kill that job, nor sweep its files, at the old
+    job's end (it once did: a crash-restart test killed the quick-start's jobs beside it)."""
+    import subprocess
+
+    other = pool(work, REISSUED, REISSUED)
+    theirs = other.claim("theirs")
+    victim = subprocess.Popen([*theirs.command_prefix(other.setpriv), "sleep", "60"])
+    try:
+        marker = Path(f"/tmp/starburst-theirs-{REISSUED}")
+        marker.write_text("theirs\n")
+        os.chown(marker, REISSUED, REISSUED)
+        assert wait_for(lambda: REISSUED in procfs.uids_running())
+        adopting = pool(work, REISSUED, REISSUED)
+        old = adopting.reclaim(REISSUED, work / "old-home")  # the lock is the other's
+        adopting.release(old)  # the adopted job's end is seen
+        assert victim.poll() is None and marker.exists()
+        assert other.held() == {REISSUED}
+    finally:
+        victim.kill()
+        victim.wait()
+        Path(f"/tmp/starburst-theirs-{REISSUED}").unlink(missing_ok=True)
+        other.release(theirs)
+
+
 @pytest.mark.parametrize(
     ("values", "message"),
     [
@@ -150,3 +180,13 @@ def test_settings_refuse_a_bad_range_and_the_old_setting(
         load_settings(config)
     assert load_settings(local_job_uids=" 60000 ").job_uid_range() == (60000, 60000)
     assert load_settings(local_job_uids="").job_uid_range() is None
+
+
+def test_the_old_setting_in_the_environment_is_refused_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from starburst.settings import SettingsError, load_settings
+
+    monkeypatch.setenv("STARBURST_LOCAL_RUN_AS", "nobody")
+    with pytest.raises(SettingsError, match="local_run_as is gone"):
+        load_settings()

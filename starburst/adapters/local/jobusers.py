@@ -62,6 +62,10 @@ class JobUser:
     uid: int
     gid: int
     home: Path
+    #: whether this process holds the uid's claim; an adopted job whose uid another
+    #: process claimed since (the job had ended, so the uid was free) does not, and its
+    #: release then touches nothing of the uid's new job
+    owned: bool = True
 
     def command_prefix(self, setpriv: str) -> list[str]:
         """argv that runs the rest of the argv as this user, with no way back to root:
@@ -118,14 +122,24 @@ class JobUsers:
         )
 
     def reclaim(self, uid: int, home: str | Path) -> JobUser:
-        """The user of a job adopted after a restart (from its spawn record)."""
+        """The user of a job adopted after a restart (from its spawn record).
+
+        A uid another process claims now was free when it took it — no process ran as it —
+        so the adopted job has ended: its user is returned as not ``owned``."""
         with self._lock:
-            if uid not in self._held and not self._lock_uid(uid, self._lock_root()):
-                log.warning("job uid %s is claimed by another process on this machine", uid)
-        return JobUser(uid, uid, Path(home))
+            owned = uid in self._held or self._lock_uid(uid, self._lock_root())
+        if not owned:
+            log.info("job uid %s was given out again by another process on this machine", uid)
+        return JobUser(uid, uid, Path(home), owned)
 
     def release(self, user: JobUser) -> None:
-        """The job ended: kill what it left running, remove its files, free its uid."""
+        """The job ended: kill what it left running, remove its files, free its uid.
+
+        For a user this process does not own (``reclaim``) only its old home goes: the
+        processes and shared files of its uid are another job's now."""
+        if not user.owned:
+            _remove(user.home)
+            return
         killed = procfs.kill_user(user.uid)
         if killed:
             log.info("killed %d leftover processes of job uid %s", killed, user.uid)
