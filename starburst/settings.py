@@ -359,6 +359,8 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     }
     values = {k: v for k, v in file_values.items() if k not in env_set}
     values.update({k: v for k, v in overrides.items() if v is not None})
+    if "STARBURST_LOCAL_RUN_AS" in os.environ:  # refused like the file's key, not ignored
+        values["local_run_as"] = os.environ["STARBURST_LOCAL_RUN_AS"]
     try:
         return Settings(**values)
     except ValidationError as exc:

@@ -115,8 +115,9 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
         "STARBURST_API_PORT": str(free_port()),
         "STARBURST_BUDGET": "0.5",
         "STARBURST_QUEUE_CAP": "40",
-        # jobs append to a file in this root-only temporary directory: run them as root
-        "STARBURST_LOCAL_RUN_AS": "",
+        # jobs append to a file in this root-only temporary directory: run them as this
+        # process's user, not each as a uid of its own (auth is off: no opt-in needed)
+        "STARBURST_LOCAL_JOB_UIDS": "",
     }
     log = tmp_path / "controller.log"
     for _ in range(KILLS):
