@@ -196,3 +196,19 @@ def configure(fmt: str = "json", level: int = logging.INFO) -> None:
         library.handlers[:] = []
         library.setLevel(logging.WARNING)
         library.propagate = True
+        # a child configured before us (uvicorn's own dictConfig gives ``uvicorn.access`` a
+        # handler and ``propagate = False``) would bypass the root's handler: its lines
+        # would not be JSON, or not appear at all
+        for child in _children(name):
+            child.handlers[:] = []
+            child.setLevel(logging.NOTSET)
+            child.propagate = True
+
+
+def _children(name: str) -> list[logging.Logger]:
+    prefix = f"{name}."
+    return [
+        logger
+        for key, logger in list(logging.Logger.manager.loggerDict.items())
+        if key.startswith(prefix) and isinstance(logger, logging.Logger)
+    ]

@@ -26,12 +26,13 @@ from starburst.sim.cluster import SimCluster
 from tests.support.clock import ManualClock
 
 DAEMON = logging.getLogger("starburst.controller.daemon")
+UVICORN_CHILDREN = ("uvicorn.access", "uvicorn.error")
 
 
 @pytest.fixture
 def captured() -> Iterator[io.StringIO]:
     """``logs.configure`` writing into a buffer; the loggers are restored afterwards."""
-    names = ("starburst", *logs.LIBRARY_LOGGERS, "")
+    names = ("starburst", *logs.LIBRARY_LOGGERS, *UVICORN_CHILDREN, "")
     saved = {
         n: (
             logging.getLogger(n).handlers[:],
@@ -48,6 +49,34 @@ def captured() -> Iterator[io.StringIO]:
                 handler.setStream(buffer)
     yield buffer
     logging.captureWarnings(False)
+    for name, (handlers, level, propagate) in saved.items():
+        logger = logging.getLogger(name)
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+@pytest.fixture
+def uvicorn_configured_first() -> Iterator[None]:
+    """uvicorn's own logging set-up applied before ``logs.configure`` (as an in-process
+    uvicorn server with its default ``log_config`` leaves it): ``uvicorn.access`` with a
+    handler of its own and ``propagate = False``."""
+    import logging.config
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    names = ("uvicorn", *UVICORN_CHILDREN)
+    saved = {
+        n: (
+            logging.getLogger(n).handlers[:],
+            logging.getLogger(n).level,
+            logging.getLogger(n).propagate,
+        )
+        for n in names
+    }
+    logging.config.dictConfig(LOGGING_CONFIG)
+    assert logging.getLogger("uvicorn.access").propagate is False
+    yield
     for name, (handlers, level, propagate) in saved.items():
         logger = logging.getLogger(name)
         logger.handlers[:] = handlers
@@ -144,7 +173,13 @@ def test_the_scheduler_library_logs_json_once_per_missed_job_then_a_count(
     assert again["job"] == "Controller.run_pass" and again["repeated"] == 29
 
 
-def test_uvicorn_access_and_error_lines_are_json_with_fields(captured: io.StringIO) -> None:
+@pytest.mark.parametrize("uvicorn_first", [False, True], ids=["fresh", "uvicorn-configured-first"])
+def test_uvicorn_access_and_error_lines_are_json_with_fields(
+    uvicorn_first: bool, request: pytest.FixtureRequest
+) -> None:
+    if uvicorn_first:
+        request.getfixturevalue("uvicorn_configured_first")
+    captured: io.StringIO = request.getfixturevalue("captured")
     access = logging.getLogger("uvicorn.access")
     access.setLevel(logging.INFO)
     try:
