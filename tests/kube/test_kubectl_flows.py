@@ -20,27 +20,13 @@ from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.skypilot.task import build_task, launch_options
 from starburst.controller.daemon import Controller
-from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import CloudHandle
 from starburst.pricing import default_price_table
 from starburst.settings import Settings
-from starburst.sim.cloud import SimCloud
 from tests.cloud.fake_sky import FakeSky
 from tests.kube.adapter_support import queued_job
+from tests.kube.recording_cloud import RecordingCloud
 from tests.support.waiting import wait_for
-
-
-class RecordingCloud(SimCloud):
-    """The simulator's cloud, remembering the jobs it was asked to launch."""
-
-    def __init__(self, clock: object, price: float) -> None:
-        super().__init__(clock, price)  # type: ignore[arg-type]
-        self.launched: list[Job] = []
-
-    def launch(self, job: Job, reason: str = "", run_for: float | None = None) -> CloudHandle:
-        self.launched.append(job)
-        return super().launch(job, reason, run_for)
 
 
 @dataclass

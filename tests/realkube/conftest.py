@@ -1,5 +1,6 @@
 """Fixtures of the real tier: the session's real control plane, a restricted namespace per
-test, a fake kubelet per test (its nodes deleted afterwards), and admin clients."""
+test, a fake kubelet per test (its nodes deleted afterwards), admin clients, and the
+controller rig (``tests.realkube.rig``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.realkube.rig import rig  # noqa: F401 (the controller rig, see its module)
 from tests.support.controlplane import RealKube
 from tests.support.kubelet import FakeKubelet
 

@@ -7,107 +7,15 @@ places their pods, the fake kubelet runs them, the real Job controller completes
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import pytest
 from kubernetes import client
 
-from starburst.adapters.db import migrate
-from starburst.adapters.db.store import SqlStore
-from starburst.adapters.kubernetes import KubernetesCluster
-from starburst.adapters.kubernetes import Settings as KubeSettings
-from starburst.adapters.kubernetes.retry import Backoff
-from starburst.controller.daemon import Controller
 from starburst.core.lifecycle import JobState
-from starburst.settings import Settings
-from starburst.sim.cloud import SimCloud
 from tests.realkube.jobs import condition, suspended_job
-from tests.realkube.shipped import shipped_cluster_role
-from tests.support.clock import ManualClock
-from tests.support.controlplane import RealKube
+from tests.realkube.rig import Rig
 from tests.support.kubelet import FakeKubelet
 from tests.support.waiting import wait_for
-
-
-@dataclass
-class Rig:
-    controller: Controller
-    store: SqlStore
-    cluster: KubernetesCluster
-    clock: ManualClock
-    namespace: str
-    real: RealKube
-    user: str
-    api: Any
-    settings: Settings
-
-    def restart(self) -> None:
-        """The controller process dies and a new one starts: new adapter, same store."""
-        self.controller.stop()
-        self.cluster.close()
-        self.cluster = _adapter(self.api, self.clock, self.namespace)
-        self.controller = _controller(self.settings, self.store, self.cluster, self.clock)
-
-    def denied(self) -> list[str]:
-        """The requests the controller's ServiceAccount was refused (403), from the audit log."""
-        return [
-            f"{e['verb']} {e['objectRef'].get('resource')}"
-            for e in self.real.audit_events(user=self.user)
-            if e["responseStatus"]["code"] == 403
-        ]
-
-    def passes_until(self, check: Any) -> bool:
-        def once() -> bool:
-            self.clock.advance(1)
-            self.controller.run_pass()
-            return bool(check())
-
-        return wait_for(once, timeout=60)
-
-
-@pytest.fixture
-def rig(
-    real_kube: RealKube, real_namespace: str, kubelet: FakeKubelet, tmp_path: Path
-) -> Iterator[Rig]:
-    kubelet.add_node("gpu-a", gpus=8)
-    kubelet.add_node("gpu-b", gpus=8)
-    role = shipped_cluster_role()
-    real_kube.apply_cluster_role(role)
-    creds = real_kube.service_account(
-        real_namespace, "starburst", cluster_role=role["metadata"]["name"]
-    )
-    url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
-    clock = ManualClock(1_800_000_000.0)
-    store = SqlStore.open(url, clock=clock)
-    api = real_kube.api_client(creds.token)
-    cluster = _adapter(api, clock, real_namespace)
-    settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
-    rig = Rig(_controller(settings, store, cluster, clock), store, cluster, clock,
-              real_namespace, real_kube, creds.username, api, settings)  # fmt: skip
-    try:
-        yield rig
-    finally:
-        rig.controller.stop()
-        rig.cluster.close()
-        store.close()
-        api.close()
-
-
-def _adapter(api: Any, clock: ManualClock, namespace: str) -> KubernetesCluster:
-    settings = KubeSettings(namespace=namespace, backoff=Backoff(base=0.05, cap=0.5))
-    cluster = KubernetesCluster(api, clock, settings).start_watching()
-    assert cluster.wait_synced(30)
-    return cluster
-
-
-def _controller(
-    settings: Settings, store: SqlStore, cluster: KubernetesCluster, clock: ManualClock
-) -> Controller:
-    return Controller(settings, store, cluster, SimCloud(clock, 2.5), clock=clock)
 
 
 def pinned_nodes(job: Any) -> set[str]:

@@ -12,119 +12,22 @@ started Job holding its placement.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import client
 
-from starburst.adapters.db import migrate
-from starburst.adapters.db.store import SqlStore
-from starburst.adapters.kubernetes import KubernetesCluster
-from starburst.adapters.kubernetes import Settings as KubeSettings
-from starburst.adapters.kubernetes.retry import Backoff
 from starburst.adapters.skypilot.task import build_task, launch_options
-from starburst.controller.daemon import Controller
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import CloudHandle
 from starburst.pricing import default_price_table
-from starburst.settings import Settings
-from starburst.sim.cloud import SimCloud
 from starburst.testing.kubeapi import KubeApiServer
 from starburst.testing.kubeapi.validation import ONE_VALUE
 from tests.cloud.fake_sky import FakeSky
 from tests.realkube.jobs import suspended_job
+from tests.realkube.rig import Rig
 from tests.realkube.shipped import shipped_cluster_role
-from tests.support.clock import ManualClock
-from tests.support.controlplane import RealKube
 from tests.support.kubelet import FakeKubelet
 from tests.support.waiting import wait_for
-
-
-class RecordingCloud(SimCloud):
-    """The simulator's cloud, remembering the jobs it was asked to launch."""
-
-    def __init__(self, clock: Any, price: float) -> None:
-        super().__init__(clock, price)
-        self.launched: list[Job] = []
-
-    def launch(self, job: Job, reason: str = "", run_for: float | None = None) -> CloudHandle:
-        self.launched.append(job)
-        return super().launch(job, reason, run_for)
-
-
-@dataclass
-class Rig:
-    controller: Controller
-    store: SqlStore
-    cluster: KubernetesCluster
-    cloud: RecordingCloud
-    clock: ManualClock
-    ns: str
-    real: RealKube
-    user: str
-
-    def passes_until(self, check: Any) -> bool:
-        def once() -> bool:
-            self.clock.advance(1)
-            self.controller.run_pass()
-            return bool(check())
-
-        return wait_for(once, timeout=60)
-
-    def state(self, name: str) -> JobState | None:
-        try:
-            return self.store.get(f"{self.ns}/{name}").state
-        except Exception:
-            return None
-
-    def reasons(self, name: str) -> list[str]:
-        return [e.reason for e in self.store.events(f"{self.ns}/{name}")]
-
-    def denied(self) -> list[str]:
-        """Requests the controller's ServiceAccount was refused (403), from the audit log."""
-        return [
-            f"{e['verb']} {e['objectRef'].get('resource')}"
-            for e in self.real.audit_events(user=self.user)
-            if e["responseStatus"]["code"] == 403
-        ]
-
-
-@pytest.fixture
-def rig(
-    real_kube: RealKube, real_namespace: str, kubelet: FakeKubelet, tmp_path: Path
-) -> Iterator[Rig]:
-    kubelet.add_node("gpu-a", gpus=8)
-    kubelet.add_node("gpu-b", gpus=8)
-    role = shipped_cluster_role()
-    real_kube.apply_cluster_role(role)
-    creds = real_kube.service_account(
-        real_namespace, "starburst", cluster_role=role["metadata"]["name"]
-    )
-    url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
-    clock = ManualClock(1_800_000_000.0)
-    store = SqlStore.open(url, clock=clock)
-    api = real_kube.api_client(creds.token)
-    cluster = KubernetesCluster(
-        api, clock, KubeSettings(namespace=real_namespace, backoff=Backoff(base=0.05, cap=0.5))
-    ).start_watching()
-    assert cluster.wait_synced(30)
-    settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
-    cloud = RecordingCloud(clock, 2.5)
-    controller = Controller(settings, store, cluster, cloud, clock=clock)
-    try:
-        yield Rig(
-            controller, store, cluster, cloud, clock, real_namespace, real_kube, creds.username
-        )
-    finally:
-        controller.stop()
-        cluster.close()
-        store.close()
-        api.close()
 
 
 def placed(kubelet: FakeKubelet, ns: str, name: str) -> list[str]:

@@ -21,7 +21,7 @@ from tests.kube.test_lease import (  # noqa: F401 (collected here, on the real s
 from tests.kube.test_lease_failover import (  # noqa: F401
     test_a_lease_elected_standby_takes_over_from_a_dead_leader,
 )
-from tests.realkube.test_controller_real import shipped_cluster_role
+from tests.realkube.shipped import shipped_cluster_role
 from tests.support.controlplane import RealKube, ServiceAccountCredentials
 
 
