@@ -247,9 +247,24 @@ class SchedulingLoop:
 
     # -- 1. finish -------------------------------------------------------------------------
     def _finish_onprem(self, report: PassReport, token: int | None) -> None:
-        for ended in self.cluster.ended():
+        ends = list(self.cluster.ended())
+        if not ends:
+            return
+        # a job that was not running on-prem (waiting, or burst: a deleted Kubernetes Job)
+        # did not fail on-prem: its reason is the cluster's own
+        onprem = {
+            job_id
+            for job_id, state in self.store.states_of(e.job_id for e in ends).items()
+            if state is JobState.RUNNING_ONPREM
+        }
+        for ended in ends:
             state = JobState.SUCCEEDED if ended.succeeded else JobState.FAILED
-            reason = "finished on-prem" if ended.succeeded else f"failed on-prem: {ended.reason}"
+            if ended.succeeded:
+                reason = "finished on-prem"
+            elif ended.job_id in onprem:
+                reason = f"failed on-prem: {ended.reason}"
+            else:
+                reason = ended.reason
             if self._move(ended.job_id, state, reason, token, ended.at):
                 report.finished.append(ended.job_id)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,59 @@ def test_deleting_a_waiting_job_ends_its_record(world: World) -> None:
         )
     )
     assert "its Kubernetes Job was deleted" in world.reasons("default/later")[-1]
+
+
+def billed(store: SqlStore, job_id: str) -> tuple[Decimal, int]:
+    """The cloud money on the job's ledger, and in how many entries."""
+    rows = store.cost_report_from_entries(0.0, 4e9, by=("team",), job=job_id, source="cloud")
+    return sum((r.amount for r in rows), Decimal(0)), sum(r.entries for r in rows)
+
+
+def test_deleting_a_burst_job_ends_its_record_and_its_cloud_launch(world: World) -> None:
+    """The issue's "deleting the Job does not end it": a kubectl Job that burst, then deleted
+    with kubectl, ends with that reason (not "failed on-prem"), its launch is cancelled in the
+    same pass, and nothing is billed after."""
+    world.cloud.runtime = 3600.0  # the cloud run would go on for an hour
+    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
+    wait_for(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, "default/fill")
+            and world.state("default/fill") is JobState.RUNNING_ONPREM
+        )
+    )
+    world.batch.create_namespaced_job("default", queued_job("away", gpus=4))
+    wait_for(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, "default/away")
+            and world.state("default/away") is JobState.BURSTING
+        )
+    )
+    for _ in range(3):  # it runs in the cloud for a few minutes, billed by the minute
+        world.clock.advance(60)  # type: ignore[attr-defined]
+        world.run()
+    assert world.state("default/away") is JobState.RUNNING_CLOUD
+    assert billed(world.store, "default/away")[1] > 0
+    world.batch.delete_namespaced_job("away", "default")  # kubectl delete job away
+    wait_for(
+        lambda: (
+            world.controller.run_pass() is not None
+            and world.state("default/away") is JobState.FAILED
+        )
+    )
+    ended_at = world.clock.now()  # type: ignore[attr-defined]
+    assert world.reasons("default/away")[-1] == "its Kubernetes Job was deleted"
+    assert world.cloud.cancelled == ["default/away"]
+    (launch,) = world.store.launches("default/away")
+    assert launch.status == "failed" and launch.ended_at == ended_at
+    money = billed(world.store, "default/away")
+    for _ in range(5):  # time goes on: nothing more is billed
+        world.clock.advance(600)  # type: ignore[attr-defined]
+        world.run()
+    assert billed(world.store, "default/away") == money
+    assert world.cloud.cancelled == ["default/away"]  # cancelled once
+    assert world.state("default/fill") is JobState.RUNNING_ONPREM
 
 
 def test_a_job_suspended_by_someone_else_ends_and_frees_its_gpus(world: World) -> None:
