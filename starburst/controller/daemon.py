@@ -342,7 +342,13 @@ class Controller:
         source = self.capabilities.submissions
         if source is None:
             return
-        for job in source.submissions():
+        found = source.submissions()
+        # a new process is offered every waiting Job again: those the store has are known
+        # (their ids are taken, so submitting them again would fail the whole pass)
+        known = self.store.states_of(job.id for job in found)
+        for job in found:
+            if job.id in known:
+                continue
             self.store.submit(
                 JobSpec.from_job(job),
                 idempotency_key=f"cluster:{job.id}",

@@ -291,3 +291,37 @@ def test_a_job_deleted_while_no_controller_watched_ends_at_the_next_start(
         assert world.state("default/fill") is JobState.RUNNING_ONPREM  # the others stay
     finally:
         again.stop()
+
+
+def test_a_restarted_controller_keeps_its_waiting_jobs_and_takes_the_new_ones(
+    world: World, make_cluster, tmp_path: Path
+) -> None:
+    """A new process is offered every waiting Job again: the ones the store knows must not
+    fail the pass (their ids are taken), nor hide the Jobs created while it was down."""
+    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
+    two = queued_job("later", gpus=2)
+    two["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
+    world.batch.create_namespaced_job("default", two)  # cannot burst: waits on-prem
+    wait_for(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, "default/later")
+            and world.state("default/later") is JobState.QUEUED
+        )
+    )
+    world.controller.stop()
+    two["metadata"]["name"] = "meanwhile"
+    world.batch.create_namespaced_job("default", two)  # while no controller runs
+    settings = Settings(
+        database_url=str(world.store.engine.url), state_dir=tmp_path, policy="no-wait", cloud="none"
+    )
+    again = Controller(settings, world.store, make_cluster(), world.cloud, clock=world.clock)
+    try:
+        assert again.run_pass() is not None  # leads, takes the submissions
+        assert world.state("default/meanwhile") is not None
+        assert again.run_pass() is not None
+        assert world.state("default/later") is JobState.QUEUED
+        assert world.state("default/meanwhile") is JobState.QUEUED
+        assert [e.reason for e in world.store.events("default/later")].count("submitted") == 1
+    finally:
+        again.stop()
