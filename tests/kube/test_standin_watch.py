@@ -181,10 +181,13 @@ def test_a_label_change_into_the_selector_is_added_and_out_of_it_deleted(core):
     rv = core.list_namespaced_pod("default").metadata.resource_version
     core.patch_namespaced_pod("a", "default", {"metadata": {"labels": {"queue": "yes"}}})
     core.patch_namespaced_pod("a", "default", {"metadata": {"labels": {"extra": "1"}}})
-    core.patch_namespaced_pod("a", "default", {"metadata": {"labels": {"queue": "no"}}})
+    left = core.patch_namespaced_pod("a", "default", {"metadata": {"labels": {"queue": "no"}}})
     seen = until_marker(core, "default", resource_version=rv, label_selector="queue=yes")
     assert [t for t, _ in seen] == ["ADDED", "MODIFIED", "DELETED"]
-    assert seen[-1][1]["metadata"]["labels"]["queue"] == "no"
+    # as the real watch cache sends it: the last state that matched, at the change's version
+    gone = seen[-1][1]["metadata"]
+    assert gone["labels"] == {"queue": "yes", "extra": "1"}
+    assert gone["resourceVersion"] == left.metadata.resource_version
 
 
 def test_watch_is_scoped_to_its_namespace_and_resource(core):

@@ -6,7 +6,8 @@ two answers *normalised*: what legitimately differs between two servers is remov
 replaced by a placeholder before comparing:
 - server-generated identity and time: ``uid`` (also where it is copied into labels and
   selectors), ``resourceVersion``, ``creationTimestamp`` and every other timestamp,
-  ``managedFields``, ``continue`` tokens, ``generateName`` suffixes;
+  ``managedFields``, ``continue`` tokens, ``generateName`` suffixes (a generated name reads
+  ``<generateName><random>``; ``GENERATED`` does the same inside messages);
 - the warnings header is not compared; response bodies are.
 
 Anything else that differs is a difference of the stand-in: it is fixed there, or listed as
@@ -23,6 +24,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+GENERATED = re.compile(r'(pods "[a-z0-9-]+-)[bcdfghjklmnpqrstvwxz2456789]{5}"')
 TIME_KEYS = re.compile(r".*(Timestamp|Time|At)$")
 DROPPED = {"uid", "resourceVersion", "managedFields", "selfLink", "continue"}
 
@@ -71,6 +73,9 @@ def normalise(value: Any, uids: set[str] | None = None) -> Any:
     uids = uids if uids is not None else _uids(value, set())
     if isinstance(value, dict):
         out = {}
+        prefix = value.get("generateName")
+        if isinstance(prefix, str) and str(value.get("name", "")).startswith(prefix):
+            value = {**value, "name": prefix + "<random>"}  # (a generated name)
         for key, item in value.items():
             if key in DROPPED or (TIME_KEYS.match(key) and isinstance(item, str)):
                 continue
@@ -79,6 +84,7 @@ def normalise(value: Any, uids: set[str] | None = None) -> Any:
     if isinstance(value, list):
         return [normalise(item, uids) for item in value]
     if isinstance(value, str):
+        value = GENERATED.sub(r'\1<random>"', value)
         for uid in uids:
             value = value.replace(uid, "<uid>")
     return value

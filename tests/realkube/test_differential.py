@@ -27,14 +27,7 @@ from tests.support.waiting import wait_for
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-_DEFAULTED = (  # fields a real server defaults that the stand-in leaves out
-    "spec.manualSelector", "spec.podReplacementPolicy",
-    "spec.template.spec.dnsPolicy", "spec.template.spec.schedulerName",
-    "spec.template.spec.securityContext", "spec.template.spec.terminationGracePeriodSeconds",
-    "spec.template.spec.containers[].imagePullPolicy",
-    "spec.template.spec.containers[].resources",
-    "spec.template.spec.containers[].terminationMessagePath",
-    "spec.template.spec.containers[].terminationMessagePolicy",
+_JOB_STATUS = (
     # the Job controller's bookkeeping (the stand-in's runs inside the write, in less detail)
     "status.active", "status.terminating", "status.uncountedTerminatedPods",
 )  # fmt: skip
@@ -46,7 +39,7 @@ KNOWN = frozenset({
     "only stand-in: body.items[].kind", "only stand-in: body.items[].apiVersion",
     "only real: body.details",  # an empty ``details: {}`` on a failed JSON-patch test
     *(f"only real: {prefix}.{path}" for prefix in ("body", "body.items[]")
-      for path in _DEFAULTED),
+      for path in _JOB_STATUS),
 })  # fmt: skip
 
 
@@ -259,4 +252,26 @@ def test_an_expired_resource_version_answers_alike(pair: Pair, real_kube: RealKu
     for (event,) in events:  # the same words (the revisions named are each server's own)
         assert re.fullmatch(r"too old resource version: \d+ \(\d+\)", event["object"]["message"])
     pair.compare("watch from an expired resourceVersion", *events)
+    assert_no_differences(pair)
+
+
+def test_an_object_leaving_a_label_selector_answers_alike(pair: Pair) -> None:
+    """A watch with a label selector sees an object whose label changes out of it DELETED,
+    carrying its last matching state at the change's resourceVersion (what a Job whose
+    ``starburst.io/queue`` label is removed looks like to the adapter's watch)."""
+    ns = pair.namespace
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
+    starts = [
+        ep.call("POST", leases, lease("sel", holder="a"))[1]["metadata"]["resourceVersion"]
+        for ep in (pair.standin, pair.real)
+    ]
+    pair.same("PATCH", f"{leases}/sel", {"metadata": {"labels": {"holder": "b"}}}, MERGE)
+    pair.same("PATCH", f"{leases}/sel", {"metadata": {"labels": {"holder": "a"}}}, MERGE)
+    watch = f"{leases}?watch=1&labelSelector=holder%3Da&timeoutSeconds=1&resourceVersion="
+    events = [
+        ep.watch(watch + rv) for ep, rv in zip((pair.standin, pair.real), starts, strict=True)
+    ]
+    assert [e["type"] for e in events[1]] == ["DELETED", "ADDED"], events[1]
+    assert events[1][0]["object"]["metadata"]["labels"]["holder"] == "a"  # its last matching state
+    pair.compare("watch of an object leaving the selector", *events)
     assert_no_differences(pair)

@@ -24,21 +24,39 @@ Events are separate collections; no OpenAPI documents (``kubectl apply --validat
 server-side apply (415), no ``dryRun`` (400), no Table output (kubectl prints names and ages);
 list items keep ``kind``/``apiVersion``; no authentication or RBAC (any token is accepted).
 
-Its fidelity is measured, not assumed: ``tests/realkube/test_differential.py`` sends the same
-requests to it and to a real kube-apiserver (``tests.support.controlplane``) and compares the
-answers. Fixed from its findings: 422s list their field errors as ``details.causes`` and name
-``Kind.group``; a Job's negative counts and a Lease's non-positive duration are refused; a Job
-without containers and restart policy reports both; namespaces get the
-``kubernetes.io/metadata.name`` label and, like nodes, no ``generation``; a delete whose
-precondition fails answers as a real server does (``Kind.group`` and both values). Known and
-accepted differences (the test's ``KNOWN``): error messages are worded differently (codes,
-reasons and the fields of the causes agree); the defaults a real server fills into a Job and
-its pod template (``manualSelector``, ``podReplacementPolicy``, ``dnsPolicy``,
-``schedulerName``, ``securityContext``, ``terminationGracePeriodSeconds``, a container's
-``imagePullPolicy``, ``resources`` and ``terminationMessage*``) are left out; its Job
-controller keeps less status (no ``terminating``/``uncountedTerminatedPods``; a
-``status.active`` written through the status subresource is recomputed at once); a failed JSON-
-patch ``test`` has no empty ``details``.
+Its fidelity is measured, not assumed: ``tests/realkube/test_differential.py`` (Jobs, Leases,
+namespaces, watches, patches, paging) and ``test_differential_workloads.py`` (Pods, Nodes,
+Events, the Job controller's pods, PodSecurity) send the same requests to it and to a real
+kube-apiserver (``tests.support.controlplane``) and compare the answers. Fixed from its
+findings: 422s list their field errors as ``details.causes`` and name ``Kind.group``; a Job's
+negative counts and a Lease's non-positive duration are refused; a Job without containers and
+restart policy reports both; namespaces get the ``kubernetes.io/metadata.name`` label and, like
+nodes, no ``generation``; a delete whose precondition fails answers as a real server does
+(``Kind.group`` and both values); a watch with a label selector sends an object that stops
+matching as DELETED with its *last matching* state (not its new one); core/v1 Events whose
+``involvedObject.namespace`` is not their own are refused (422) — which found that Starburst's
+budget-alert Events were refused outside ``default`` on a real server; a Pod and a pod
+template get the real defaults (``securityContext: {}``, ``dnsPolicy``, grace period, each
+container's ``imagePullPolicy``, ``resources``, ``terminationMessage*``; for Pods the
+ServiceAccount, priority, ``enableServiceLinks``, ``preemptionPolicy`` and the 300 s
+not-ready/unreachable tolerations), a Job ``manualSelector: false`` and
+``podReplacementPolicy``; a Pod created with scheduling gates is ``PodScheduled=False``
+(``SchedulingGated``) at once; a gate added is refused at ``spec.schedulingGates[i].name``
+naming it, a node selector changed while gated with the value and the real words; PodSecurity
+refusals carry ``details`` and say which of pod and containers set ``runAsUser=0``; a 404/409
+of the core group has no empty ``group``; generated names use the real alphabet; a new Node
+has an empty ``status.nodeInfo`` and ``daemonEndpoints``; Events have null timestamps rather
+than none. Known and accepted differences (the tests' ``KNOWN``): error messages are worded
+differently (codes, reasons and the fields of the causes agree; a Pod update's "may not change
+fields" message has no diff); its Job controller keeps less status (no
+``terminating``/``uncountedTerminatedPods``; a ``status.active`` written through the status
+subresource is recomputed at once) and puts no ``batch.kubernetes.io/job-tracking`` finalizer
+on a Job's pods; a Pod is deleted at once (no ``deletionGracePeriodSeconds``, no generation
+bump); a Node created through the API gets no ``node.kubernetes.io/not-ready`` taint (no
+TaintNodesByCondition, no node lifecycle controller to lift it); repeated ``FailedCreate``
+Events are separate Events (a real recorder counts them in one); a gated Pod's node affinity
+may only be set when it had none (a real server also accepts added terms); a failed
+JSON-patch ``test`` has no empty ``details``.
 """
 
 from starburst.testing.kubeapi.server import KubeApiServer, Taint

@@ -1,13 +1,26 @@
 """What the API server does to objects on their way in: defaulting and update validation.
 
 Defaulting on create (as the real registry strategies do):
-- Pod: ``restartPolicy: Always``, ``schedulerName: default-scheduler``, grace period 30s;
-  status reset to ``phase: Pending``; at least one container is required.
+- Pod spec and pod template (``default_pod_spec``): ``schedulerName: default-scheduler``,
+  grace period 30s, ``dnsPolicy: ClusterFirst``, an empty ``securityContext``; each
+  container's ``resources: {}``, ``terminationMessagePath``/``Policy`` and
+  ``imagePullPolicy`` (``Always`` for an untagged or ``:latest`` image, else
+  ``IfNotPresent``).
+- Pod: ``restartPolicy: Always``; what admission plugins add: ``serviceAccountName`` (and
+  ``serviceAccount``) ``default``, ``priority: 0``, ``preemptionPolicy``,
+  ``enableServiceLinks``, tolerations of the not-ready/unreachable taints for 300s; status
+  reset to ``phase: Pending``, with ``PodScheduled=False`` (``SchedulingGated``) for a pod
+  created with scheduling gates; at least one container is required.
 - Job (batch/v1): ``parallelism``/``completions`` 1 when both are unset, ``backoffLimit`` 6,
-  ``suspend`` false, ``completionMode: NonIndexed``; a generated ``selector`` on
+  ``suspend`` false, ``completionMode: NonIndexed``, ``manualSelector`` false,
+  ``podReplacementPolicy: TerminatingOrFailed``; a generated ``selector`` on
   ``batch.kubernetes.io/controller-uid`` and the labels ``controller-uid``, ``job-name`` (and
   their ``batch.kubernetes.io/`` forms) on the pod template; ``restartPolicy`` must be
   ``Never`` or ``OnFailure``; status cleared.
+- Node: ``status.daemonEndpoints`` (port 0) and an empty ``status.nodeInfo``, as a real
+  server keeps them until a kubelet reports.
+- core/v1 Event: ``eventTime``, ``firstTimestamp`` and ``lastTimestamp`` are null when unset
+  (a real server writes them so, it does not leave them out).
 - Namespace: ``spec.finalizers: [kubernetes]``, ``status.phase: Active``.
 
 Update validation (422 Invalid):
@@ -38,6 +51,11 @@ def default_on_create(rt: ResourceType, obj: dict[str, Any]) -> None:
         _default_pod(obj)
     elif rt.key == "jobs.batch":
         _default_job(obj)
+    elif rt.key == "nodes":
+        _default_node(obj)
+    elif rt.key == "events" and rt.group == "":
+        for key in ("eventTime", "firstTimestamp", "lastTimestamp"):  # null, not left out
+            obj.setdefault(key, None)
     elif rt.key == "namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         name = obj["metadata"]["name"]  # the label a real server sets on every namespace
@@ -52,11 +70,63 @@ def _default_pod(obj: dict[str, Any]) -> None:
     if not spec.get("containers"):
         raise invalid("Pod", name, "spec.containers: Required value")
     spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("dnsPolicy", "ClusterFirst")
+    default_pod_spec(spec)
+    # what the admission plugins add: ServiceAccount, Priority, DefaultTolerationSeconds
+    spec.setdefault("serviceAccountName", "default")
+    spec.setdefault("serviceAccount", spec["serviceAccountName"])
+    spec.setdefault("priority", 0)
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    tolerations = spec.setdefault("tolerations", [])
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        if not any(t.get("key") == key and t.get("effect") in (None, "", "NoExecute")
+                   for t in tolerations):  # fmt: skip
+            tolerations.append(
+                {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            )
     requests = any((c.get("resources") or {}).get("requests") for c in spec["containers"])
     obj["status"] = {"phase": "Pending", "qosClass": "Burstable" if requests else "BestEffort"}
+    if spec.get("schedulingGates"):  # the API server says so at once, not the scheduler
+        obj["status"]["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "lastProbeTime": None,
+                "lastTransitionTime": obj["metadata"].get("creationTimestamp"),
+                "reason": "SchedulingGated",
+                "message": "Scheduling is blocked due to non-empty scheduling gates",
+            }
+        ]
+
+
+_NODE_INFO = (
+    "machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
+    "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture",
+)  # fmt: skip
+
+
+def _default_node(obj: dict[str, Any]) -> None:
+    status = obj.setdefault("status", {})
+    status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 0}})
+    info = status.setdefault("nodeInfo", {})
+    for key in _NODE_INFO:
+        info.setdefault(key, "")
+
+
+def default_pod_spec(spec: dict[str, Any]) -> None:
+    """``SetDefaults_PodSpec`` and its containers', for Pods and pod templates alike."""
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        container.setdefault("resources", {})
+        container.setdefault("terminationMessagePath", "/dev/termination-log")
+        container.setdefault("terminationMessagePolicy", "File")
+        image = str(container.get("image") or "")
+        tag = image.rpartition("/")[2].partition("@")[0]
+        latest = "@" not in image and (":" not in tag or tag.endswith(":latest"))
+        container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
 
 
 def _default_job(obj: dict[str, Any]) -> None:
@@ -79,6 +149,9 @@ def _default_job(obj: dict[str, Any]) -> None:
     spec.setdefault("backoffLimit", 6)
     spec.setdefault("suspend", False)
     spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("manualSelector", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    default_pod_spec(pod_spec)
     ids = {
         "batch.kubernetes.io/controller-uid": uid,
         "batch.kubernetes.io/job-name": name,

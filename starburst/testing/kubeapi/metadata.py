@@ -8,10 +8,13 @@
 - *Server-owned* metadata (uid, creationTimestamp, deletionTimestamp, generation, namespace,
   resourceVersion) always comes from the stored object, whatever a client sends.
 - No finalizer may be added to an object that is being deleted.
+- A ``generateName`` gets five random characters of the real server's alphabet (no vowels,
+  no look-alike digits), e.g. ``train-x7kqp``.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +23,14 @@ from starburst.testing.kubeapi.resources import ResourceType
 from starburst.testing.kubeapi.status import invalid
 
 Obj = dict[str, Any]
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand alphabet
+
+
+def generated_suffix() -> str:
+    """What a real server appends to a ``generateName``."""
+    return "".join(random.choice(_SUFFIX_ALPHABET) for _ in range(5))
+
+
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
 _DNS_LABEL = re.compile(rf"^{_LABEL}$")

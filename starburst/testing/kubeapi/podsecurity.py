@@ -36,6 +36,7 @@ def admit_pod(pod: Obj, namespace: Obj | None) -> None:
             "Forbidden",
             f'pods "{name}" is forbidden: violates PodSecurity '
             f'"restricted:latest": {", ".join(problems)}',
+            {"name": name, "kind": "pods"},
         )
 
 
@@ -76,8 +77,11 @@ def violations(spec: Obj) -> list[str]:
             f"runAsNonRoot != true (pod or {_names(bad)} must set "
             "securityContext.runAsNonRoot=true)"
         )
-    if pod_ctx.get("runAsUser") == 0 or each(lambda c: c.get("runAsUser") == 0):
-        out.append("runAsUser=0 (pod and containers must not set runAsUser=0)")
+    setters = ["pod"] if pod_ctx.get("runAsUser") == 0 else []
+    if bad := each(lambda c: c.get("runAsUser") == 0):
+        setters.append(_names(bad))
+    if setters:
+        out.append(f"runAsUser=0 ({' and '.join(setters)} must not set runAsUser=0)")
     seccomp_ok = _seccomp_ok(pod_ctx)
     if bad := each(lambda c: not _seccomp_ok(c) if "seccompProfile" in c else not seccomp_ok):
         out.append(

@@ -43,13 +43,20 @@ class ApiError(Exception):
         return body
 
 
+def _details(name: str, group: str, plural: str) -> dict[str, Any]:
+    """A Status's details; the group is left out for the core group (``omitempty``)."""
+    return (
+        {"name": name, "group": group, "kind": plural} if group else {"name": name, "kind": plural}
+    )
+
+
 def not_found(plural: str, group: str, name: str) -> ApiError:
     what = f"{plural}.{group}" if group else plural
     return ApiError(
         404,
         "NotFound",
         f'{what} "{name}" not found',
-        {"name": name, "group": group, "kind": plural},
+        _details(name, group, plural),
     )
 
 
@@ -59,7 +66,7 @@ def already_exists(plural: str, group: str, name: str) -> ApiError:
         409,
         "AlreadyExists",
         f'{what} "{name}" already exists',
-        {"name": name, "group": group, "kind": plural},
+        _details(name, group, plural),
     )
 
 
@@ -69,7 +76,7 @@ def conflict(plural: str, group: str, name: str, why: str) -> ApiError:
         409,
         "Conflict",
         f'Operation cannot be fulfilled on {what} "{name}": {why}',
-        {"name": name, "group": group, "kind": plural},
+        _details(name, group, plural),
     )
 
 

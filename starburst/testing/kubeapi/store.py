@@ -37,6 +37,7 @@ from starburst.testing.kubeapi.metadata import (
     check_finalizers,
     check_labels,
     check_name,
+    generated_suffix,
     server_owned,
     timestamp,
 )
@@ -168,7 +169,7 @@ class Store:
                 self._check_namespace(ns, meta)
             name = meta.get("name") or ""
             if not name and meta.get("generateName"):
-                name = meta["generateName"] + uuid.uuid4().hex[:5]
+                name = meta["generateName"] + generated_suffix()
             if not name:
                 raise invalid(
                     rt.kind, "", "metadata.name: Required value: name or generateName is required"

@@ -9,7 +9,9 @@ Rules (each answers 422 ``Invalid`` with Kubernetes' own field path and message)
   pod scheduling directives", GA in 1.30): gates may be removed after creation, never added;
   while a Pod is still gated, ``nodeSelector`` may gain keys (never change or lose one) and
   its node affinity may be set when it had none.
-
+- *Events* (``legacyValidateEvent``): an Event's ``involvedObject.namespace`` is its own
+  namespace (empty only in ``default``); one with an ``eventTime`` also names its reporting
+  controller and instance, action and reason.
 - *counts* (``ValidateJobSpec``, ``ValidateLeaseSpec``): a Job's ``parallelism``,
   ``completions`` and ``backoffLimit`` are not negative; a Lease's ``leaseDurationSeconds`` is
   positive and its ``leaseTransitions`` not negative.
@@ -21,6 +23,7 @@ PodSecurity (``podsecurity.py``) is admission, not validation: a refused object 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -83,6 +86,9 @@ def validate_object(kind: str, obj: Obj) -> None:
         template = (spec.get("template") or {}).get("spec") or {}
         errors += node_field_selector_errors(template, "spec.template.spec")
         what = "Job.batch"
+    elif kind == "Event" and obj.get("apiVersion") == "v1":  # (not events.k8s.io's)
+        errors = _event_errors(obj)
+        what = "Event"
     elif kind == "Lease":
         errors = _bounds(spec, "spec", ("leaseDurationSeconds",), 1)
         errors += _bounds(spec, "spec", ("leaseTransitions",), 0)
@@ -95,6 +101,27 @@ def validate_object(kind: str, obj: Obj) -> None:
         )
 
 
+def _event_errors(event: Obj) -> list[str]:
+    """``legacyValidateEvent`` of core/v1 Events: the involved object's namespace is the
+    Event's (empty only for an Event in ``default``, or, for one with an ``eventTime``, in
+    ``kube-system``); an Event with an ``eventTime`` names its reporting controller and
+    instance, its action and its reason."""
+    namespace = event["metadata"].get("namespace") or ""
+    involved = (event.get("involvedObject") or {}).get("namespace") or ""
+    where = f'involvedObject.namespace: Invalid value: "{involved}": does not match event.namespace'
+    if not event.get("eventTime"):
+        if (not involved and namespace not in ("", "default")) or (
+            involved and involved != namespace
+        ):
+            return [where]
+        return []
+    errors = [where] if not involved and namespace != "kube-system" else []
+    for key in ("reportingController", "reportingInstance", "action", "reason"):
+        if not event.get(key if key != "reportingController" else "reportingComponent"):
+            errors.append(f"{key}: Required value")
+    return errors
+
+
 def gated_pod_update(old: Obj, new: Obj) -> tuple[Obj, Obj] | None:
     """The two pod specs with the changes a (formerly) gated Pod may make taken out, or None
     when the update touches no scheduling gate; 422 for a forbidden gate or selector change."""
@@ -104,13 +131,14 @@ def gated_pod_update(old: Obj, new: Obj) -> tuple[Obj, Obj] | None:
     if not gates_before and not gates_after:
         return None
     name = old["metadata"]["name"]
-    if any(g not in gates_before for g in gates_after):
-        raise _error(
-            "Pod",
-            name,
-            "spec.schedulingGates: Forbidden: only deletion is allowed, "
-            "but found new scheduling gate",
-        )
+    for i, gate in enumerate(gates_after):
+        if gate not in gates_before:
+            raise _error(
+                "Pod",
+                name,
+                f"spec.schedulingGates[{i}].name: Forbidden: only deletion is allowed, "
+                f"but found new scheduling gate '{gate}'",
+            )
     before, after = copy.deepcopy(before), copy.deepcopy(after)
     for spec in (before, after):
         spec.pop("schedulingGates", None)
@@ -128,9 +156,10 @@ def _take(
 ) -> None:
     old, new = before.pop(key, None) or {}, after.pop(key, None) or {}
     if old != new and not allowed(old, new):
+        value = json.dumps(new, separators=(",", ":"), sort_keys=True)
         raise _error(
             "Pod",
             name,
-            f"spec.{key}: Invalid value: only additions to "
-            f"spec.{key} are allowed while the pod is gated",
+            f"spec.{key}: Invalid value: {value}: only additions to "
+            f"spec.{key} are allowed (no mutations or deletions)",
         )

@@ -6,7 +6,9 @@ rv > R). A watch from an rv older than the store's history window is *expired*: 
 carries one ``ERROR`` event whose object is a ``Status`` with code 410 / reason ``Expired``.
 
 Selector semantics follow the API server: a MODIFIED object that starts matching the
-selectors arrives as ADDED, one that stops matching as DELETED (with its new state).
+selectors arrives as ADDED, one that stops matching as DELETED carrying its *previous* state
+(the last one that matched) at the change's resourceVersion, as the real watch cache sends it
+(a differential finding: the stand-in once sent the new state).
 A *bookmark* (``allowWatchBookmarks``) is an object of the watched kind carrying only
 ``metadata.resourceVersion``: the client may resume from it without missing anything.
 """
@@ -96,8 +98,8 @@ class Watcher:
                     events.append((change.type, change.obj))
                 elif now:
                     events.append(("ADDED", change.obj))
-                elif before:
-                    events.append(("DELETED", change.obj))
+                elif before and change.old is not None:
+                    events.append(("DELETED", _at(change.old, change.obj)))
             return events
 
     def bookmark(self) -> Event:
@@ -110,3 +112,10 @@ class Watcher:
                 "metadata": {"resourceVersion": str(rv)},
             },
         )
+
+
+def _at(previous: Obj, current: Obj) -> Obj:
+    """``previous`` as of ``current``'s resourceVersion (what a watch that stops matching an
+    object sends as its DELETED event)."""
+    meta = {**previous["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}
+    return {**previous, "metadata": meta}
