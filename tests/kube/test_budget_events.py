@@ -43,3 +43,16 @@ def test_budget_alerts_are_events_in_the_team_namespace(core, cluster, tmp_path:
     assert any(m.startswith("team default spent 90.00 of its 100.00 USD") for m in messages)
     assert {e.involved_object.kind for e in events} == {"Namespace"}
     assert {e.type for e in events} == {"Warning"}
+
+
+def test_an_alert_lands_in_a_team_namespace_other_than_default(core, cluster) -> None:  # type: ignore[no-untyped-def]
+    """The Event names its namespace as its involved object's (a real server refuses a
+    Namespace Event outside ``default`` without it: ``involvedObject.namespace ... does not
+    match event.namespace``, and the alert went to the fallback namespace instead)."""
+    core.create_namespace({"metadata": {"name": "ml"}})
+    cluster.note_budget("ml", "BudgetAlert", "team ml spent 80.00 of its 100.00 USD")
+    (event,) = core.list_namespaced_event("ml", field_selector="reason=BudgetAlert").items
+    assert event.message.startswith("team ml spent 80.00")
+    assert (event.involved_object.kind, event.involved_object.name) == ("Namespace", "ml")
+    assert event.involved_object.namespace == "ml"
+    assert core.list_namespaced_event("default", field_selector="reason=BudgetAlert").items == []

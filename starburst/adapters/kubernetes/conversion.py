@@ -301,7 +301,13 @@ def namespace_event_body(
     stamp = rfc3339(now)
     return {
         "metadata": {"generateName": "starburst-budget.", "namespace": namespace},
-        "involvedObject": {"apiVersion": "v1", "kind": "Namespace", "name": namespace},
+        # (its namespace too: a real server refuses it outside ``default`` otherwise)
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "name": namespace,
+            "namespace": namespace,
+        },
         "reason": reason,
         "message": message[:1024],
         "type": kind,
