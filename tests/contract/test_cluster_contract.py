@@ -10,9 +10,10 @@ Backends:
 - ``kubernetes-real``: the same adapter on a real control plane: by default the one the test
   set-up builds and starts (``tests.support.controlplane``: real etcd, kube-apiserver, Job
   controller and scheduler; its nodes and pod phases come from ``tests.support.kubelet``), in a
-  fresh namespace that enforces PodSecurity ``restricted``. With ``STARBURST_TEST_KUBECONFIG``
-  naming a kubeconfig, a cluster of your own instead: its nodes and kubelets cannot be
-  scripted, so only the scenarios that need neither run there.
+  fresh namespace that enforces PodSecurity ``restricted``, the adapter acting as the
+  ServiceAccount ``rbac.yaml`` makes (a verb missing from it fails the test). With
+  ``STARBURST_TEST_KUBECONFIG`` naming a kubeconfig, a cluster of your own instead: its nodes
+  and kubelets cannot be scripted, so only the scenarios that need neither run there.
 
 The contract: the snapshot shows every node and its free GPUs; ``start`` takes the placement's
 GPUs at once and is idempotent; a finished job is reported by ``ended`` exactly once and gives
@@ -136,9 +137,17 @@ class LocalHarness:
 class KubeHarness:
     nodes = NODES
 
-    def __init__(self, api_client: Any, kube: Any = None, namespace: str | None = None) -> None:
+    def __init__(
+        self,
+        api_client: Any,
+        kube: Any = None,
+        namespace: str | None = None,
+        users: Any = None,
+    ) -> None:
         """``kube``: something with ``add_node``/``pods_of``/``set_pod_phase`` (the stand-in,
-        or the real control plane's fake kubelet); None for a cluster of one's own."""
+        or the real control plane's fake kubelet); None for a cluster of one's own.
+        ``api_client`` is the adapter's identity; ``users`` (default: the same) is who
+        creates the Jobs, as a cluster user would."""
         from starburst.adapters.kubernetes import KubernetesCluster, Settings
         from starburst.adapters.kubernetes.retry import Backoff
 
@@ -149,8 +158,8 @@ class KubeHarness:
         )
         from kubernetes import client
 
-        self.batch = client.BatchV1Api(api_client)
-        self.core = client.CoreV1Api(api_client)
+        self.batch = client.BatchV1Api(users or api_client)
+        self.core = client.CoreV1Api(users or api_client)
         if kube is None:
             self.core.create_namespace({"metadata": {"name": self.namespace}})
         else:
@@ -282,19 +291,33 @@ def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]
 
 
 def _real_control_plane(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    """The adapter as the ServiceAccount ``rbac.yaml`` makes (a TokenRequest token, the
+    shipped ClusterRole bound to it), users' Jobs created as admin; a request the
+    ServiceAccount was refused (the real audit log) fails the test at teardown."""
+    from tests.realkube.shipped import shipped_cluster_role
     from tests.support.controlplane import RealKube
 
     real: RealKube = request.getfixturevalue("real_kube")
     namespace = real.create_namespace("contract")
-    api_client = real.api_client()
+    role = shipped_cluster_role()
+    real.apply_cluster_role(role)
+    creds = real.service_account(namespace, "starburst", cluster_role=role["metadata"]["name"])
+    admin, adapter = real.api_client(), real.api_client(creds.token)
     with real.kubelet() as kubelet:
-        h = KubeHarness(api_client, kubelet, namespace)
+        h = KubeHarness(adapter, kubelet, namespace, users=admin)
         try:
             yield h
         finally:
             h.close()
             real.delete_namespace(namespace)  # its pods gone before the nodes go
-            api_client.close()
+            admin.close()
+            adapter.close()
+    denied = [
+        f"{e['verb']} {(e.get('objectRef') or {}).get('resource')}"
+        for e in real.audit_events(user=creds.username)
+        if e["responseStatus"]["code"] == 403
+    ]
+    assert denied == [], f"the shipped ClusterRole does not grant: {denied}"
 
 
 def total(h: Harness) -> int:
