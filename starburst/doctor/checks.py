@@ -43,7 +43,7 @@ def run_checks(settings: Settings, now: float | None = None) -> list[Check]:
     steps += [
         lambda: [prices(settings, at)],
         lambda: [state.runtime_model(settings, at)],
-        lambda: [state.leader(settings)],
+        lambda: [state.leader(settings, at)],
     ]
     results: list[Check] = []
     for step in steps:

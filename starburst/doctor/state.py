@@ -73,9 +73,10 @@ def runtime_model(settings: Settings, now: float) -> Check:
     return Check("runtime model", True, detail)
 
 
-def leader(settings: Settings) -> Check:
+def leader(settings: Settings, now: float) -> Check:
     """Who leads, from the fencing terms, and whether the lock is held now (probed without
-    taking it: no new term is handed out)."""
+    taking it: no new term is handed out); under ``leader_election: lease``, from the Lease
+    (``starburst.doctor.lease``), the store's lock being never taken then."""
     import sqlalchemy as sa
 
     from starburst.adapters.db.engine import create_engine
@@ -87,11 +88,20 @@ def leader(settings: Settings) -> Check:
         try:
             with engine.connect() as conn:
                 row = conn.execute(sa.select(TERMS).where(TERMS.c.name == name)).mappings().first()
-                held = _held(conn, engine, name, lock_key(name))
+                lease = settings.leader_election == "lease"
+                held = None if lease else _held(conn, engine, name, lock_key(name))
         finally:
             engine.dispose()
     except Exception as exc:
         return failed("leader", exc, "fix the database first (see the database lines)")
+    if settings.leader_election == "lease":
+        from starburst.doctor.lease import lease_leader
+
+        term = None
+        if row is not None:
+            term = f"term {row['token']} since {row['acquired_at']:%Y-%m-%d %H:%M:%S}"
+            term += f" ({row['holder']})"
+        return lease_leader(settings, now, term)
     if row is None:
         return Check(
             "leader",
@@ -108,7 +118,7 @@ def leader(settings: Settings) -> Check:
             f"last leader {who}; nobody holds the lock now",
             "start the controller: starburst server (or starburst controller)",
         )
-    suffix = "" if held else " (lock not probed: leader_election lease or in-memory database)"
+    suffix = "" if held else " (lock not probed: in-memory database)"
     return Check("leader", True, f"{who}{suffix}")
 
 

@@ -14,6 +14,7 @@ from starburst.adapters.db import migrate
 from starburst.doctor import run_checks
 from starburst.doctor.cluster import rbac_rules
 from starburst.settings import load_settings
+from tests.doctor import lease_scenario
 from tests.support.controlplane import (  # noqa: F401 (fixtures)
     RealKube,
     real_kube,
@@ -68,3 +69,19 @@ def test_a_service_account_without_the_binding_is_told_what_is_missing(
     assert "rbac.yaml" in (rbac.fix or "")
     nodes = checks["kubernetes gpu nodes"]  # listing nodes is forbidden too: said, not raised
     assert not nodes.ok and "list nodes" in (nodes.fix or "")
+
+
+def test_the_leader_line_reads_the_lease_under_lease_election(
+    real_kube: RealKube,  # noqa: F811
+    real_namespace: str,  # noqa: F811
+    db: str,
+) -> None:
+    """As the Helm chart runs it: the shipped ServiceAccount takes the Lease (``rbac.yaml``
+    grants get/create/update on leases) and the doctor, as the same identity, reads it."""
+    (role,) = [d for d in yaml.safe_load_all(RBAC.read_text()) if d and d["kind"] == "ClusterRole"]
+    role["metadata"]["name"] = f"starburst-doctor-lease-{real_namespace}"
+    real_kube.apply_cluster_role(role)
+    granted = real_kube.service_account(
+        real_namespace, "starburst", cluster_role=role["metadata"]["name"]
+    )
+    lease_scenario.run(lease_scenario.lease_settings(db, granted.kubeconfig, real_namespace))

@@ -1,0 +1,19 @@
+"""The doctor's leader line under ``leader_election: lease``, on the API stand-in (the same
+scenario runs on the real control plane in ``test_doctor_real_kube.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starburst.adapters.db import migrate
+from starburst.testing.kubeapi import KubeApiServer
+from tests.doctor import lease_scenario
+
+
+def test_the_leader_line_reads_the_lease_under_lease_election(
+    tmp_path: Path, kube: KubeApiServer
+) -> None:
+    db = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(db)
+    config = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    lease_scenario.run(lease_scenario.lease_settings(db, config, "default"))
