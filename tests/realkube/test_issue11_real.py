@@ -256,3 +256,14 @@ def test_every_request_the_adapter_makes_is_granted_by_the_shipped_role(
     # pods' output (the fake kubelet serves none)
     assert sorted(granted - used()) == [("get", "", "pods/log"), ("get", "batch", "jobs")]
     assert rig.denied() == []
+
+
+def test_a_budget_alert_is_an_event_in_the_team_namespace(rig: Rig, core: client.CoreV1Api) -> None:
+    """The real server refuses a Namespace Event outside ``default`` whose involved object has
+    no namespace: the alert used to be lost (the fallback, the adapter's namespace, is the
+    same namespace here)."""
+    rig.cluster.note_budget(rig.ns, "BudgetAlert", f"team {rig.ns} spent 80.00 of its 100.00 USD")
+    (event,) = core.list_namespaced_event(rig.ns, field_selector="reason=BudgetAlert").items
+    assert (event.involved_object.kind, event.involved_object.name) == ("Namespace", rig.ns)
+    assert event.type == "Warning" and event.message.endswith("of its 100.00 USD")
+    assert rig.denied() == []
