@@ -22,7 +22,8 @@ create returns; a real cluster gets there moments later); Pods are deleted at on
 period, no kubelet shutdown); namespace deletion is immediate; core/v1 and events.k8s.io/v1
 Events are separate collections; no OpenAPI documents (``kubectl apply --validate=false``), no
 server-side apply (415), no ``dryRun`` (400), no Table output (kubectl prints names and ages);
-list items keep ``kind``/``apiVersion``; no authentication or RBAC (any token is accepted).
+list items keep ``kind``/``apiVersion``; no authentication or RBAC (any token is accepted); no
+ResourceQuota (quota refusals are tried on the real tier, ``tests/realkube``).
 
 Its fidelity is measured, not assumed: ``tests/realkube/test_differential.py`` (Jobs, Leases,
 namespaces, watches, patches, paging) and ``test_differential_workloads.py`` (Pods, Nodes,
