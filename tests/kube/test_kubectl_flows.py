@@ -223,6 +223,34 @@ def test_deleting_a_burst_job_ends_its_record_and_its_cloud_launch(world: World)
     assert world.state("default/fill") is JobState.RUNNING_ONPREM
 
 
+def test_removing_the_queue_label_ends_the_record_with_that_reason(world: World) -> None:
+    """``kubectl label job later starburst.io/queue-``: the labelled watch reports the Job
+    DELETED (as a real server does); the record ends saying the label went, not the Job."""
+    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
+    body = queued_job("later", gpus=2)
+    body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
+    world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
+    wait_for(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, "default/later")
+            and world.state("default/later") is JobState.QUEUED
+        )
+    )
+    patch = {"metadata": {"labels": {"starburst.io/queue": None}}}
+    world.batch.patch_namespaced_job("later", "default", patch)
+    wait_for(
+        lambda: (
+            world.controller.run_pass() is not None
+            and world.state("default/later") is JobState.FAILED
+        )
+    )
+    assert world.reasons("default/later")[-1] == (
+        "its Kubernetes Job was taken out of Starburst's queue (label starburst.io/queue removed)"
+    )
+    assert world.batch.read_namespaced_job("later", "default").spec.suspend is True  # left be
+
+
 def test_a_job_suspended_by_someone_else_ends_and_frees_its_gpus(world: World) -> None:
     world.batch.create_namespaced_job("default", queued_job("mine", gpus=8))
     wait_for(

