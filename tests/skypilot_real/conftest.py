@@ -26,7 +26,7 @@ import pytest
 from tests.skypilot_real.server import SkyServer, server_port, sky_binary
 from tests.support.waiting import wait_for
 
-WARM_TIMEOUT_S = 240.0
+WARM_TIMEOUT_S = 480.0  # the first request waits for the workers: minutes when loaded
 
 
 LAST_MODULE = "test_kubernetes_infra"

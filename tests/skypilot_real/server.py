@@ -30,7 +30,16 @@ START_TIMEOUT_S = 240.0
 # - the accelerator-name catalog it downloads from GitHub on first use (validating a task with
 #   GPUs needs it), reduced to the GPUs the tests name;
 # - ``socat`` and ``nc``, which ``sky check`` requires even when the networking mode
-#   (``nodeport``, set in the server's config) never runs them: executable stubs on its PATH.
+#   (``nodeport``, set in the server's config) never runs them, and ``rsync``, whose
+#   ``--version`` the provisioner runs before it creates any pod (it would copy files to the
+#   pods, which no kubelet runs here): executable stubs on its PATH;
+# - the Kubernetes image catalog it downloads too, which names the container image of the pods
+#   it creates (its jobs controller's, a task's): placeholder images, no kubelet pulls them.
+KUBERNETES_IMAGES_CSV = (
+    "Tag,Region,ImageId\n"
+    "skypilot:custom-cpu-ubuntu-2204-v1,,offline.invalid/skypilot/cpu:test\n"
+    "skypilot:custom-gpu-ubuntu-2204-v1,,offline.invalid/skypilot/gpu:test\n"
+)
 ACCELERATORS_CSV = (
     "AcceleratorName,Clouds\n"
     "A100,\"['AWS', 'Azure', 'GCP', 'Kubernetes']\"\n"
@@ -116,11 +125,11 @@ class SkyServer:
         """What an offline test server needs before it starts (see ``KUBERNETES_READY``)."""
         stubs = self.home / "bin"
         stubs.mkdir(parents=True, exist_ok=True)
-        for name in ("socat", "nc"):
+        for name in ("socat", "nc", "rsync"):
             stub = stubs / name
             stub.write_text(
-                "#!/bin/sh\n# SkyPilot checks this exists; nodeport networking "
-                "never runs it\nexit 0\n"
+                "#!/bin/sh\n# SkyPilot checks this exists; here nothing it would reach "
+                "runs (no kubelet, nodeport networking)\nexit 0\n"
             )
             stub.chmod(0o755)
         self.extra_env["PATH"] = f"{stubs}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -128,6 +137,9 @@ class SkyServer:
         catalog = sky_dir / "catalogs" / "v8" / "common" / "accelerators.csv"
         catalog.parent.mkdir(parents=True, exist_ok=True)
         catalog.write_text(ACCELERATORS_CSV)
+        images = sky_dir / "catalogs" / "v8" / "kubernetes" / "images.csv"
+        images.parent.mkdir(parents=True, exist_ok=True)
+        images.write_text(KUBERNETES_IMAGES_CSV)
         (sky_dir / "config.yaml").write_text("kubernetes:\n  networking: nodeport\n")
 
     def start(self) -> None:

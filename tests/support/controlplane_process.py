@@ -106,6 +106,10 @@ def apiserver_args(pki: Pki, port: int, etcd_url: str, policy: Path, audit_log: 
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         "--api-audiences=https://kubernetes.default.svc.cluster.local",
         "--authorization-mode=Node,RBAC",
+        # a request for a kubelet (pods/exec, /log, port-forward) goes to the node's
+        # InternalIP, which the fake kubelet reports as 127.0.0.1 (nothing listens there, so
+        # it is refused at once), never to its name: no DNS lookup of a fake node's name
+        "--kubelet-preferred-address-types=InternalIP",
         "--enable-admission-plugins=NodeRestriction",
         "--service-cluster-ip-range=10.0.0.0/24",
         "--allow-privileged=false",

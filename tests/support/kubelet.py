@@ -2,7 +2,8 @@
 
 No kubelet can run here, so this plays its part through the real API, as a kubelet would:
 - ``add_node`` registers a Node (labels incl. ``kubernetes.io/hostname``; capacity and
-  allocatable ``nvidia.com/gpu``, cpu, memory, pods), reports it Ready through the
+  allocatable ``nvidia.com/gpu``, cpu, memory, ``ephemeral-storage`` (a real kubelet reports
+  its disk; SkyPilot's jobs controller asks for 50 GB of it), pods), reports it Ready through the
   ``nodes/status`` subresource, removes the ``node.kubernetes.io/not-ready`` taint the
   admission chain put on it (the node lifecycle controller's job, which does not run here), and
   keeps a node Lease renewed;
@@ -108,11 +109,18 @@ class FakeKubelet:
         gpus: int = 8,
         cpu: str = "64",
         memory: str = "512Gi",
+        ephemeral_storage: str = "500Gi",
         labels: dict[str, str] | None = None,
         taints: list[Obj] | None = None,
         unschedulable: bool = False,
     ) -> Obj:
-        resources = {"cpu": cpu, "memory": memory, "pods": "110", "nvidia.com/gpu": str(gpus)}
+        resources = {
+            "cpu": cpu,
+            "memory": memory,
+            "ephemeral-storage": ephemeral_storage,
+            "pods": "110",
+            "nvidia.com/gpu": str(gpus),
+        }
         _data(
             self.core.create_node(
                 {
