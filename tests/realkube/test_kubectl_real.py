@@ -9,10 +9,10 @@ was refused nothing.
 The flows: ``kubectl apply -f`` of a suspended, queue-labelled Job is scheduled and run;
 ``kubectl apply`` of the same manifest again while it runs (its ``suspend: true`` wins the
 client-side three-way merge against the controller's ``false``) is noticed as a foreign
-suspension; ``kubectl label``/``annotate`` put an unlabelled Job in the queue with the owner,
-team and runtime they name, and removing the label takes a waiting Job out of it; ``kubectl
-delete job`` ends the record of a Job running on-prem and of one that burst (its cloud launch
-cancelled, nothing billed after).
+suspension; ``kubectl label``/``annotate`` put an unlabelled Job in the queue with the owner
+and runtime they name (a team label only if an admin allowed it for the namespace), and removing
+the label takes a waiting Job out of it; ``kubectl delete job`` ends the record of a Job
+running on-prem and of one that burst (its cloud launch cancelled, nothing billed after).
 """
 
 from __future__ import annotations
@@ -125,8 +125,15 @@ def test_label_and_annotate_queue_a_job_with_what_they_name(
     )
     assert rig.passes_until(lambda: rig.state("plain") is JobState.RUNNING_ONPREM)
     stored = rig.store.get(f"{rig.ns}/plain")
-    assert (stored.job.team, stored.job.user) == ("vision", "ada")
+    # the owner and runtime as labelled; the team is the namespace's: no admin allowed this
+    # namespace to name team "vision", so the label is ignored and a Warning Event says so
+    assert (stored.job.team, stored.job.user) == (rig.ns, "ada")
     assert stored.job.estimate == 1800.0
+    events = json.loads(
+        kubectl("get", "events", "--field-selector", "involvedObject.name=plain", "-o", "json")
+    )["items"]
+    ignored = [e["message"] for e in events if (e["type"], e["reason"]) == ("Warning", "Ignored")]
+    assert any("starburst.io/team='vision'" in m for m in ignored), ignored
     assert wait_for(lambda: len(running_pods(kubelet, rig.ns, "plain")) == 1)
     annotations = kubectl.job("plain")["metadata"]["annotations"]
     assert annotations["starburst.io/state"] == "running"
