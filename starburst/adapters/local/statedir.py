@@ -34,6 +34,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from starburst.core.dependencies import parse_after
 from starburst.core.job import Job
 
 SPAWN = "spawn.json"
@@ -86,10 +87,13 @@ def job_to_json(job: Job) -> dict[str, Any]:
     """The job as a JSON object (for the spawn record)."""
     value = {f.name: getattr(job, f.name) for f in fields(job)}
     value["extra"] = dict(job.extra)
+    value["after"] = [str(dependency) for dependency in job.after]  # "ID" or "ID:ok"
     return value
 
 
 def job_from_json(value: Mapping[str, Any]) -> Job:
     """The job a spawn record holds (fields this version does not know are ignored)."""
     known = {f.name for f in fields(Job)}
-    return Job(**{k: v for k, v in value.items() if k in known})
+    job = {k: v for k, v in value.items() if k in known}
+    job["after"] = tuple(parse_after(text) for text in value.get("after") or ())
+    return Job(**job)
