@@ -9,7 +9,9 @@ Terms:
   the cloud, plus the new job's price.
 
 A job no cloud can price (no cloud configured, or no offer for its GPU type) is not refused
-here: it cannot burst, so it cannot spend.
+here: it cannot burst, so it cannot spend. Unless it made a *cloud choice* (a cloud, region or
+spot-ness, ``starburst.core.cloud_choice``) that nothing can price: that is refused with the
+reason, since the researcher asked for a cloud that cannot be had.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from decimal import Decimal
 from fastapi import HTTPException
 
 from starburst.api.context import ApiContext
+from starburst.core.cloud_choice import CLOUDS, REGIONS, USE_SPOT
 from starburst.core.errors import StarburstError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
 
 _IN_CLOUD = (JobState.BURSTING, JobState.RUNNING_CLOUD)
+_CHOICES = (USE_SPOT, CLOUDS, REGIONS)
 
 
 def configured(ctx: ApiContext) -> bool:
@@ -33,11 +37,20 @@ def configured(ctx: ApiContext) -> bool:
     return settings.max_job_cloud_price is not None or settings.max_team_cloud_price is not None
 
 
+def chosen(spec: JobSpec) -> bool:
+    """Whether the job chose a cloud, region or spot-ness (``check`` prices the choice)."""
+    return any(key in spec.extra for key in _CHOICES)
+
+
 def check(ctx: ApiContext, spec: JobSpec) -> None:
-    """Raise 422 naming the price when a ceiling is exceeded (see the module docstring)."""
+    """Raise 422 naming the price when a ceiling is exceeded, or the reason when the job's
+    cloud choice cannot be priced (see the module docstring)."""
     per_job = ctx.settings.max_job_cloud_price
     per_team = ctx.settings.max_team_cloud_price
-    if (per_job is None and per_team is None) or ctx.quote is None or spec.gpus <= 0:
+    choice = chosen(spec)
+    if (per_job is None and per_team is None and not choice) or ctx.quote is None:
+        return
+    if spec.gpus <= 0:
         return
     quoter = ctx.quote()
     if quoter is None:
@@ -50,10 +63,14 @@ def check(ctx: ApiContext, spec: JobSpec) -> None:
         memory_mb=spec.memory_mb,
         gpu_type=spec.gpu_type,
         team=spec.team,
+        extra=dict(spec.extra),
     )
     try:
         quote = quoter(job)
-    except StarburstError:
+    except StarburstError as exc:
+        if choice:
+            why = str(exc).removeprefix(f"job {job.id}: ")
+            raise HTTPException(422, f"this job cannot burst as asked: {why}") from None
         return  # no offer: it cannot burst
     price = quote.price_per_hour
     shape = f"{quote.accelerators} at {quote.where}"

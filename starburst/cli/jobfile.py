@@ -4,16 +4,25 @@ Two shapes, one file may mix them:
 - Starburst's own keys, named as the flags: ``image``, ``gpus``, ``gpu_type``, ``name``,
   ``runtime`` (``2h``), ``time_limit`` (``2h``, a hard limit), ``cpus``, ``memory_mb``,
   ``env`` (a mapping), ``team``, ``project``, ``command`` (a string or a list of arguments),
-  ``after`` (a job to wait for, ``ID`` or ``ID:ok``, or a list of them).
-- A SkyPilot task, accepted as is: ``name``, ``run`` (and ``setup``, run first),
-  ``envs``, ``resources.accelerators`` (``A100:2``, ``{A100: 2}``, or a list of which the
-  first is taken), ``resources.cpus`` / ``memory`` (``8``, ``8+``; memory in GB),
-  ``resources.image_id`` (``docker:pytorch/pytorch:2.4``), ``num_nodes: 1``, ``workdir``
-  (relative to the file; the local cluster runs the job there, it is not synced to a cloud).
+  ``after`` (a job to wait for, ``ID`` or ``ID:ok``, or a list of them), ``array``
+  (``0-99%8``, as ``--array``).
+- A SkyPilot task, accepted as is: ``name``, ``run`` (and ``setup``: run first, in a
+  subshell as SkyPilot runs it in a script of its own; if it fails, ``run`` does not run and
+  the job fails with setup's exit code), ``envs``, ``resources.accelerators`` (``A100:2``,
+  ``{A100: 2}``, or a list of which the first is taken), ``resources.cpus`` / ``memory``
+  (``8``, ``8+``; memory in GB), ``resources.image_id`` (``docker:pytorch/pytorch:2.4``),
+  ``num_nodes: 1``, ``workdir`` (relative to the file; the local cluster runs the job there,
+  a SkyPilot burst syncs it). Where a burst may go: ``resources.use_spot``, ``cloud``,
+  ``region``, ``infra`` (``aws``, ``aws/us-east-1``) and ``disk_size`` (GB) — honoured by
+  the SkyPilot cloud, ignored on-prem.
+
+An env value of ``null`` (in ``env`` or ``envs``) means, as in SkyPilot, "give it when
+submitting": ``--env NAME=VALUE`` must set it, else the submission is refused.
 
 Flags given on the command line win over the file. Keys Starburst cannot honour are refused
 with the reason, never silently dropped: ``file_mounts`` (put the files in the image),
-``num_nodes`` above 1; any other unknown key lists the known ones.
+``num_nodes`` above 1, a zone in ``infra``, a VM ``image_id`` (not ``docker:``); any other
+unknown key lists the known ones.
 """
 
 from __future__ import annotations
@@ -38,12 +47,23 @@ OWN = (
     "time_limit",
     "workdir",
     "after",
+    "array",
 )
 SKY = ("run", "setup", "envs", "resources", "num_nodes")
 _REFUSED = {
     "file_mounts": "`file_mounts` is not supported: put the files in the image",
 }
-_RESOURCES = ("accelerators", "cpus", "memory", "image_id", "cloud", "region", "use_spot")
+_RESOURCES = (
+    "accelerators",
+    "cpus",
+    "memory",
+    "image_id",
+    "cloud",
+    "region",
+    "infra",
+    "use_spot",
+    "disk_size",
+)
 
 
 def looks_like_job_file(args: list[str]) -> bool:
@@ -72,7 +92,9 @@ def _fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError(
                 f"job file {path}: unknown key {key!r}; known: {', '.join(OWN + SKY)}"
             )
-    if int(data.get("num_nodes", 1)) != 1:
+    if data.get("setup") and not data.get("run"):
+        raise ConfigError(f"job file {path}: `setup` needs a `run` to run after it")
+    if str(data.get("num_nodes", 1)).strip() != "1":
         raise ConfigError(
             f"job file {path}: num_nodes must be 1 (a job's GPUs are gang-scheduled by `gpus`)"
         )
@@ -80,13 +102,10 @@ def _fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     if "workdir" in out:  # relative to the file, as SkyPilot reads it
         out["workdir"] = str((path.parent / str(out["workdir"])).absolute())
     if "run" in data:
-        script = [str(data[k]).strip() for k in ("setup", "run") if data.get(k)]
-        out.setdefault("command", "\n".join(script))
-    if data.get("envs"):
-        out["env"] = {
-            **{str(k): str(v) for k, v in dict(data["envs"]).items()},
-            **dict(out.get("env") or {}),
-        }
+        out.setdefault("command", _script(data.get("setup"), data["run"]))
+    env = {**_env(path, data, "envs"), **_env(path, data, "env")}
+    if env:
+        out["env"] = env
     resources = data.get("resources") or {}
     if not isinstance(resources, dict):
         raise ConfigError(f"job file {path}: resources must be a mapping")
@@ -98,6 +117,23 @@ def _fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
         )
     _resources(path, resources, out)
     return out
+
+
+def _script(setup: Any, run: Any) -> str:
+    """``run``, after ``setup`` when there is one: setup runs in a subshell (its ``cd``,
+    variables and ``exit`` stay its own, as in SkyPilot's separate setup script) and a
+    failed setup ends the job with its exit code."""
+    body = str(run or "").strip()
+    first = str(setup or "").strip()
+    return f"(\n{first}\n) || exit $?\n{body}" if first else body
+
+
+def _env(path: Path, data: dict[str, Any], key: str) -> dict[str, str | None]:
+    """``env``/``envs`` as strings; None marks a variable to be given with ``--env``."""
+    given = data.get(key) or {}
+    if not isinstance(given, dict):
+        raise ConfigError(f"job file {path}: {key} must be a mapping of NAME: value")
+    return {str(k): None if v is None else str(v) for k, v in given.items()}
 
 
 def _resources(path: Path, resources: dict[str, Any], out: dict[str, Any]) -> None:
@@ -126,4 +162,47 @@ def _resources(path: Path, resources: dict[str, Any], out: dict[str, Any]) -> No
                 ) from None
     image = resources.get("image_id")
     if image:
+        if not str(image).startswith("docker:"):
+            raise ConfigError(
+                f"job file {path}: resources.image_id {image!r} is a machine image; Starburst "
+                "runs containers: give docker:IMAGE"
+            )
         out.setdefault("image", str(image).removeprefix("docker:"))
+    choice = _cloud_choice(path, resources)
+    if choice:
+        out["cloud_choice"] = choice
+
+
+def _cloud_choice(path: Path, resources: dict[str, Any]) -> dict[str, Any]:
+    """Where a burst may go, as ``JobSubmit.cloud_choice`` takes it."""
+    choice: dict[str, Any] = {}
+    if resources.get("use_spot") is not None:
+        if not isinstance(resources["use_spot"], bool):
+            raise ConfigError(f"job file {path}: resources.use_spot must be true or false")
+        choice["use_spot"] = resources["use_spot"]
+    cloud, region = resources.get("cloud"), resources.get("region")
+    if resources.get("infra") is not None:
+        if cloud is not None or region is not None:
+            raise ConfigError(f"job file {path}: give resources.infra or cloud/region, not both")
+        parts = str(resources["infra"]).strip().split("/")
+        if len(parts) > 2:
+            raise ConfigError(
+                f"job file {path}: resources.infra {resources['infra']!r} names a zone; "
+                "Starburst bursts to a cloud or a cloud/region"
+            )
+        cloud = None if parts[0] in ("", "*") else parts[0]
+        region = parts[1] if len(parts) == 2 else None
+    if region is not None and cloud is None:
+        raise ConfigError(f"job file {path}: resources.region needs resources.cloud")
+    for key, value in (("cloud", cloud), ("region", region)):
+        if value is not None:
+            choice[key] = str(value)
+    if resources.get("disk_size") is not None:
+        try:
+            choice["disk_size_gb"] = int(resources["disk_size"])
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"job file {path}: resources.disk_size {resources['disk_size']!r} is not a "
+                "number of GB"
+            ) from None
+    return choice

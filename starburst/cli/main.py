@@ -41,7 +41,7 @@ COMMANDS: dict[str, str] = {
     "controller": "starburst.cli.serve:controller",
     "api": "starburst.cli.serve:api",
     "quickstart": "starburst.cli.serve:quickstart",
-    "submit": "starburst.cli.jobs:submit",
+    "submit": "starburst.cli.submit:submit",
     "jobs": "starburst.cli.listing:jobs",
     "queue": "starburst.cli.listing:queue",
     "status": "starburst.cli.jobs:status",

@@ -32,7 +32,7 @@ def test_submissions_over_a_ceiling_are_refused_with_the_price(api) -> None:  # 
         "error: this job would cost $12.00/h in the cloud (A100:4 at emulated gcp), "
         "above the per-job ceiling of $10.00/h (HTTP 422)\n"
     )
-    assert api.store.queue(limit=5, states=()).jobs == []
+    assert api.store.queue(limit=5, states=tuple(JobState)).jobs == []
 
     ok = run([*submit, "--gpus", "2", "--", "true"], env)  # $6/h
     assert ok.exit_code == 0, ok.stderr

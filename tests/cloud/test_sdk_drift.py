@@ -32,6 +32,7 @@ from starburst.adapters.skypilot.outcomes import (
     classify,
 )
 from starburst.adapters.skypilot.requests import QUEUE_FIELDS
+from starburst.core.cloud_choice import cloud_extra
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job
 from starburst.pricing import load_price_table
@@ -186,3 +187,12 @@ def test_regions_become_any_of_and_spot_is_passed(sky: ModuleType) -> None:
     assert "any_of" in task.to_yaml_config()["resources"]
     mixed = job(regions="aws/us-east-1,gcp/us-central1")
     assert {o.price.cloud for o in launch_options(mixed, load_price_table())} == {"aws", "gcp"}
+
+
+def test_cloud_choices_become_the_real_tasks_resources(sky: ModuleType) -> None:
+    choice = cloud_extra(use_spot=True, cloud="AWS", region="us-west-2", disk_gb=256)
+    task, option = build(sky, job(**choice))
+    (resources,) = list(task.resources)
+    assert (str(resources.cloud).lower(), resources.region) == ("aws", "us-west-2")
+    assert resources.use_spot is True and resources.disk_size == 256
+    assert option.price.spot and option.regions == ("us-west-2",)

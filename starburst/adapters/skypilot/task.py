@@ -11,6 +11,8 @@ Job fields travel in ``Job.extra`` (strings, as Kubernetes annotations carry the
   (``job_recovery``: ``EAGER_NEXT_REGION``): a preempted job is relaunched, in another
   region if its own has no capacity left, and keeps its managed-job id and name;
 - ``disk_gb``: boot disk size. ``Job.cpus`` and ``memory_mb`` become minimums (``8+``).
+(``use_spot``, ``clouds``, ``regions`` and ``disk_gb`` are ``starburst.core.cloud_choice``'s
+words, which the API writes.)
 
 Terms:
 - *option*: one cloud (on-demand or spot) from the price table, with its price for the job's
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from starburst.adapters.skypilot.api import SkyApi
+from starburst.core.cloud_choice import CLOUDS, DISK_GB, REGIONS, USE_SPOT
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job, job_env
 from starburst.core.time_limit import time_limit_of
@@ -82,9 +85,9 @@ def launch_options(
     gpu = job.gpu_type or default_gpu
     if job.gpus < 1 or gpu is None:
         raise PermanentError(f"job {job.id}: bursting needs a GPU count and a GPU type")
-    want_spot = _flag(job, "use_spot", _flag(job, "spot", spot))
+    want_spot = _flag(job, USE_SPOT, _flag(job, "spot", spot))
     regions = _regions(job)
-    clouds = _list(job, "clouds") or sorted(regions)
+    clouds = _list(job, CLOUDS) or sorted(regions)
     options = [
         LaunchOption(p, tuple(regions.get(p.cloud, ())))
         for p in prices.options(gpu, job.gpus, spot=want_spot, pod_gpus=job.split_unit)
@@ -118,8 +121,8 @@ def build_task(api: SkyApi, job: Job, option: LaunchOption, name: str) -> Any:
         common["memory"] = f"{job.memory_mb / 1024:g}+"
     if image := job.extra.get("image", "").strip():
         common["image_id"] = f"docker:{image}"
-    if disk := job.extra.get("disk_gb", "").strip():
-        common["disk_size"] = _int(job, "disk_gb", disk)
+    if disk := job.extra.get(DISK_GB, "").strip():
+        common["disk_size"] = _int(job, DISK_GB, disk)
     infras = [f"{option.price.cloud}/{r}" for r in option.regions] or [option.price.cloud]
     resources = [api.Resources(infra=infra, **common) for infra in infras]
     if (limit := time_limit_of(job)) is not None:  # the hard --time-limit: exit code 124
@@ -143,7 +146,7 @@ def _list(job: Job, key: str) -> list[str]:
 
 def _regions(job: Job) -> dict[str, list[str]]:
     by_cloud: dict[str, list[str]] = {}
-    for item in _list(job, "regions"):
+    for item in _list(job, REGIONS):
         cloud, sep, region = item.partition("/")
         if not sep or not cloud or not region:
             raise PermanentError(f"job {job.id}: region {item!r} is not cloud/region")

@@ -199,6 +199,26 @@ def _dependencies(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[
     return tuple(dict.fromkeys(resolved))
 
 
+def _runnable_here(ctx: ApiContext, body: JobSubmit) -> None:
+    """Refuse (422) what this server's cluster cannot run: Kubernetes runs containers, so it
+    needs an image, and its pods cannot see a directory on the submitter's machine. The
+    local cluster runs the command on the host: neither matters there."""
+    if ctx.settings.cluster != "kubernetes":
+        return
+    if body.image is None:
+        raise HTTPException(
+            422,
+            "this server runs jobs on Kubernetes, which needs a container image: give "
+            "--image (or image: / resources.image_id: docker:IMAGE in a job file)",
+        )
+    if body.workdir is not None:
+        raise HTTPException(
+            422,
+            f"workdir {body.workdir}: this server runs jobs on Kubernetes, whose pods cannot "
+            "see a directory on your machine; put the code in the image",
+        )
+
+
 @router.post(
     "",
     status_code=201,
@@ -230,10 +250,11 @@ async def accept(
         user, team = _owner(ctx, body, caller)
     else:
         user, team = await run_in_threadpool(_owner, ctx, body, caller)
+    _runnable_here(ctx, body)
     key = f"{user}/{idempotency_key}" if idempotency_key else None
     after = await run_in_threadpool(_dependencies, ctx, body, caller) if body.after else ()
     spec = body.to_spec(user, team, after)
-    if ceilings.configured(ctx):
+    if ceilings.configured(ctx) or ceilings.chosen(spec):
         await run_in_threadpool(ceilings.check, ctx, spec)
     if ctx.submissions is not None:  # committed together with concurrent submissions
         result = await ctx.submissions.submit_async(spec, key, caller.user)

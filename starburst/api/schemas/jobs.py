@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from starburst.api.schemas.cloud_choice import CloudChoice
 from starburst.api.schemas.fields import (
     MAX_CPUS,
     MAX_GPUS,
@@ -84,7 +85,12 @@ class JobSubmit(BaseModel):
         },
     )
 
-    image: Label256
+    image: Label256 | None = Field(
+        default=None,
+        description="The container image: needed on Kubernetes (refused there without one); "
+        "the local cluster runs the command on the host; in the cloud, without one, the "
+        "command runs on SkyPilot's default machine image.",
+    )
     command: CommandText | CommandArgs
     gpus: WholeNumber = Field(ge=0, le=MAX_GPUS)
     name: Label256 | None = None
@@ -128,6 +134,9 @@ class JobSubmit(BaseModel):
     array: Label128 | None = Field(
         default=None, description="The array this job belongs to (with array_limit)."
     )
+    cloud_choice: CloudChoice | None = Field(
+        default=None, description="Where it may run if it bursts (ignored on-prem)."
+    )
     array_limit: ArrayLimit | None = Field(
         default=None,
         description="At most this many of the array's jobs queued or running at once.",
@@ -165,7 +174,11 @@ class JobSubmit(BaseModel):
 
     def to_spec(self, user: str, team: str | None, after: tuple[Dependency, ...] = ()) -> JobSpec:
         """The spec; ``after`` resolved to job ids, the array scoped to its user."""
-        extra = {"image": self.image, "command": self.command_line()}
+        extra = {"command": self.command_line()}
+        if self.image is not None:
+            extra["image"] = self.image
+        if self.cloud_choice is not None:
+            extra.update(self.cloud_choice.extra())
         if self.env:
             extra["env"] = json.dumps(self.env, sort_keys=True)
         if self.project:

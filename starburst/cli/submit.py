@@ -1,0 +1,245 @@
+"""``starburst submit``: one job, an array of them, or a job file (``starburst.cli.jobfile``).
+
+Flags win over the file. Nothing is sent until the whole submission is checked here: bad
+input is one line and exit code 2. ``--wait`` polls until the job ends and exits with its
+exit code (``starburst.cli.jobs.final_line``).
+
+The image is optional: the local cluster runs the command on the host, and a SkyPilot burst
+without one runs on SkyPilot's default machine image; a server whose cluster is Kubernetes
+refuses a job without one (422), since a pod needs a container image.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from starburst.cli.jobs import (
+    DEFAULT_SERVER,
+    ServerOption,
+    TokenOption,
+    _fail,
+    call,
+    final_line,
+    finite,
+    job_path,
+    parse_duration,
+)
+from starburst.core.errors import StarburstError
+
+
+def submit(
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help=("A job file (job.yaml), or the command to run after `--`."), show_default=False
+        ),
+    ] = None,
+    image: Annotated[
+        str | None,
+        typer.Option(help="Container image (needed on Kubernetes; the local cluster ignores it)."),
+    ] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            help="GPUs (all start together). [default: 1]", min=0, max=4096, show_default=False
+        ),
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="A name for the job.")] = None,
+    runtime: Annotated[
+        str | None,
+        typer.Option(
+            help="Your runtime estimate: 90m, 2h, 1h30m (the policy may predict its own)."
+        ),
+    ] = None,
+    time_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--time-limit", help="A hard limit: the job is ended when it has run this long (2h)."
+        ),
+    ] = None,
+    workdir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Run in this directory (local cluster; made absolute). Must be readable by the "
+            "user local jobs run as.",
+            show_default=False,
+        ),
+    ] = None,
+    cpus: Annotated[float | None, typer.Option(help="CPUs.", callback=finite(100_000))] = None,
+    memory_mb: Annotated[
+        float | None, typer.Option("--memory-mb", help="Memory in MiB.", callback=finite(1e9))
+    ] = None,
+    gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="e.g. A100.")] = None,
+    env: Annotated[list[str] | None, typer.Option(help="NAME=VALUE, repeatable.")] = None,
+    team: Annotated[str | None, typer.Option(help="Charge this team.")] = None,
+    project: Annotated[str | None, typer.Option(help="Project for cost reports.")] = None,
+    key: Annotated[
+        str | None,
+        typer.Option("--idempotency-key", help="Submitting twice with one key makes one job."),
+    ] = None,
+    array: Annotated[
+        str | None,
+        typer.Option(
+            "--array",
+            help="One job per index: 0-99, 1,4,7 (index in $STARBURST_ARRAY_INDEX); "
+            "0-99%8: at most 8 queued or running at once.",
+            show_default=False,
+        ),
+    ] = None,
+    after: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--after",
+            help="Start only after this job ends (ID) or succeeds (ID:ok); repeatable. "
+            "Its wait budget starts then.",
+            show_default=False,
+        ),
+    ] = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait for the job to end; exit with its exit code.")
+    ] = False,
+    interval: Annotated[float, typer.Option(min=0.1, help="Seconds between looks (--wait).")] = 2.0,
+    server: ServerOption = DEFAULT_SERVER,
+    token: TokenOption = None,
+) -> None:
+    """Submit a job (flags, or a job file: `starburst submit job.yaml`, SkyPilot tasks
+    accepted); it waits on-prem within its wait budget, then bursts to the cloud."""
+    from starburst.cli import jobfile
+
+    args = list(command or [])
+    given: dict[str, Any] = {}
+    if jobfile.looks_like_job_file(args):
+        try:
+            given = jobfile.read(Path(args.pop(0)))
+        except StarburstError as exc:
+            _fail(str(exc), 2)
+    variables = _variables(given.get("env") or {}, env or [])
+    flags = {
+        "image": image,
+        "command": args or None,
+        "gpus": gpus,
+        "name": name,
+        "cpus": cpus,
+        "memory_mb": memory_mb,
+        "gpu_type": gpu_type,
+        "team": team,
+        "project": project,
+        "runtime": runtime,
+        "time_limit": time_limit,
+        "workdir": str(workdir.absolute()) if workdir else None,
+    }
+    body = {**given, **{k: v for k, v in flags.items() if v is not None}, "env": variables}
+    if not body.get("command"):
+        raise typer.BadParameter("give the command after `--`, or `run:` in a job file")
+    body.setdefault("gpus", 1)
+    array = array if array is not None else _text(body.pop("array", None))
+    _add_dependencies(body, after)
+    for given_as, sent_as in (("runtime", "declared_runtime_s"), ("time_limit", "time_limit_s")):
+        text = body.pop(given_as, None)
+        if text is not None:
+            body[sent_as] = parse_duration(str(text))
+    if array is not None:
+        if wait:
+            raise typer.BadParameter("--wait is not supported with --array yet")
+        submit_array(server, token, body, array, key)
+        return
+    job = call(
+        server,
+        token,
+        "POST",
+        "/v1/jobs",
+        headers={"Idempotency-Key": key} if key else {},
+        json=body,
+    )
+    typer.echo(f"{job['id']}  {job['state']}")
+    if wait:
+        raise typer.Exit(wait_for_end(server, token, job["id"], interval))
+
+
+def _variables(from_file: dict[str, str | None], flags: list[str]) -> dict[str, str]:
+    """The job's environment: the file's, then ``--env NAME=VALUE`` over it. A file's
+    ``null`` value must be given by a flag (as ``sky launch --env`` does)."""
+    variables = dict(from_file)
+    for item in flags:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="--env")
+        variables[name] = value
+    missing = sorted(k for k, v in variables.items() if v is None)
+    if missing:
+        _fail(
+            f"{missing[0]} is null in the job file: give its value with --env {missing[0]}=VALUE", 2
+        )
+    return {k: v for k, v in variables.items() if v is not None}
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _add_dependencies(body: dict[str, Any], flags: list[str] | None) -> None:
+    """``--after`` values (and a job file's ``after``: a string or a list), checked here so
+    garbage is one line and exit code 2 before anything is sent."""
+    from starburst.core.dependencies import parse_many
+
+    given = body.pop("after", None)
+    texts = [given] if isinstance(given, str) else list(given or [])
+    if not all(isinstance(t, str) for t in texts):
+        raise typer.BadParameter("after: give job ids (ID or ID:ok)", param_hint="--after")
+    texts += flags or []
+    try:
+        deps = parse_many(texts)
+    except StarburstError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--after") from None
+    if deps:
+        body["after"] = [str(d) for d in deps]
+
+
+def submit_array(
+    server: str, token: str | None, body: dict[str, Any], spec: str, key: str | None
+) -> None:
+    """Submit one job per index of ``spec`` (``starburst.cli.arrays``); with a limit, the
+    elements share an array name (the idempotency key, else a random one) the server
+    throttles them by."""
+    import uuid
+
+    from starburst.cli.arrays import INDEX_VAR, parse
+
+    try:
+        chosen, limit = parse(spec)
+    except StarburstError as exc:
+        _fail(str(exc), 2)
+    base = body.get("name") or "array"
+    if limit is not None:
+        body = {**body, "array": key or f"{base}-{uuid.uuid4().hex[:8]}", "array_limit": limit}
+    for index in chosen:
+        element = {
+            **body,
+            "name": f"{base}-{index}",
+            "env": {**body.get("env", {}), INDEX_VAR: str(index)},
+        }
+        job = call(
+            server,
+            token,
+            "POST",
+            "/v1/jobs",
+            json=element,
+            headers={"Idempotency-Key": f"{key}-{index}"} if key else {},
+        )
+        typer.echo(f"{job['id']}  {job['state']}  {element['name']}")
+    at_once = f", at most {limit} at once" if limit is not None else ""
+    typer.echo(f"submitted {len(chosen)} jobs: {base}-{chosen[0]} … {base}-{chosen[-1]}{at_once}")
+
+
+def wait_for_end(server: str, token: str | None, job_id: str, interval: float) -> int:
+    """Poll until the job has ended; print its final state; its exit code for the shell."""
+    import time
+
+    while True:
+        job = call(server, token, "GET", job_path(job_id))
+        if job["state"] in ("succeeded", "failed", "cancelled"):
+            return final_line(job)
+        time.sleep(interval)
