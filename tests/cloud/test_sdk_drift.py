@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -93,7 +94,7 @@ def test_calls_return_request_ids_at_once(sky: ModuleType) -> None:
 def test_task_and_resources_accept_what_the_adapter_passes(sky: ModuleType) -> None:
     task_params = inspect.signature(sky.Task).parameters
     resources_params = inspect.signature(sky.Resources).parameters
-    assert {"name", "run", "envs", "resources", "num_nodes"} <= set(task_params)
+    assert {"name", "run", "envs", "resources", "num_nodes", "workdir"} <= set(task_params)
     used = {"infra", "accelerators", "use_spot", "cpus", "memory", "image_id", "disk_size"}
     assert used <= set(resources_params)
 
@@ -187,6 +188,20 @@ def test_regions_become_any_of_and_spot_is_passed(sky: ModuleType) -> None:
     assert "any_of" in task.to_yaml_config()["resources"]
     mixed = job(regions="aws/us-east-1,gcp/us-central1")
     assert {o.price.cloud for o in launch_options(mixed, load_price_table())} == {"aws", "gcp"}
+
+
+def test_a_workdir_becomes_the_real_tasks_workdir(sky: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    task, _ = build(sky, job(workdir=str(tmp_path)))
+    assert task.workdir == str(tmp_path)
+    assert task.to_yaml_config()["workdir"] == str(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        task.expand_and_validate_workdir()  # what jobs.launch checks before uploading it
+    without, _ = build(sky, job())
+    assert without.workdir is None
+    with pytest.raises(PermanentError, match="is not a directory on the controller's machine"):
+        build(sky, job(workdir=str(tmp_path / "gone")))
 
 
 def test_cloud_choices_become_the_real_tasks_resources(sky: ModuleType) -> None:

@@ -10,7 +10,9 @@ Job fields travel in ``Job.extra`` (strings, as Kubernetes annotations carry the
   ``use_spot`` setting. A spot task carries SkyPilot's managed-job recovery strategy
   (``job_recovery``: ``EAGER_NEXT_REGION``): a preempted job is relaunched, in another
   region if its own has no capacity left, and keeps its managed-job id and name;
-- ``disk_gb``: boot disk size. ``Job.cpus`` and ``memory_mb`` become minimums (``8+``).
+- ``disk_gb``: boot disk size. ``Job.cpus`` and ``memory_mb`` become minimums (``8+``);
+- ``workdir``: a directory on the controller's machine, the task's ``workdir``: SkyPilot
+  uploads it and runs the command there (``~/sky_workdir``).
 (``use_spot``, ``clouds``, ``regions`` and ``disk_gb`` are ``starburst.core.cloud_choice``'s
 words, which the API writes.)
 
@@ -33,6 +35,7 @@ import math
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from starburst.adapters.skypilot.api import SkyApi
@@ -127,12 +130,21 @@ def build_task(api: SkyApi, job: Job, option: LaunchOption, name: str) -> Any:
     resources = [api.Resources(infra=infra, **common) for infra in infras]
     if (limit := time_limit_of(job)) is not None:  # the hard --time-limit: exit code 124
         command = f"timeout --kill-after=30 {math.ceil(limit)} /bin/sh -c {shlex.quote(command)}"
+    task: dict[str, Any] = {}
+    if workdir := job.extra.get("workdir", "").strip():
+        if not Path(workdir).is_dir():  # SkyPilot's client uploads it from this machine
+            raise PermanentError(
+                f"job {job.id}: workdir {workdir} is not a directory on the controller's "
+                "machine, so SkyPilot cannot sync it to the cloud"
+            )
+        task["workdir"] = workdir  # SkyPilot syncs it and runs the command there
     return api.Task(
         name=name,
         run=command,
         envs=_env(job),
         num_nodes=option.price.nodes,
         resources=resources[0] if len(resources) == 1 else set(resources),
+        **task,
     )
 
 
