@@ -4,17 +4,27 @@ import math
 
 
 def human(seconds: float) -> str:
+    """A duration in one unit (two for hours), rounded to the nearest of that unit, halves
+    up, carrying into the next unit: ``45s``, ``12m``, ``2h05m``, ``1.5d``. 59.6 s is ``1m``,
+    not ``60s``; 3599 s is ``1h``; 86399 s is ``1.0d``. For decision reasons and Events,
+    where a round number reads best; ``precise`` is for what is left or waited."""
     if math.isinf(seconds):
         return "∞"
     s = max(0.0, seconds)
-    if s < 60:
-        return f"{s:.0f}s"
-    if s < 3600:
-        return f"{s / 60:.0f}m"
-    if s < 86400:
-        hours, rest = divmod(s, 3600)
-        return f"{hours:.0f}h{rest / 60:02.0f}m" if rest >= 60 else f"{hours:.0f}h"
-    return f"{s / 86400:.1f}d"
+    if _nearest(s) < 60:
+        return f"{_nearest(s)}s"
+    minutes = _nearest(s / 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, rest = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h{rest:02d}m" if rest else f"{hours}h"
+    return f"{_nearest(s / 8640) / 10:.1f}d"
+
+
+def _nearest(value: float) -> int:
+    """``value`` rounded to the nearest whole number, halves up (not to even: 2.5 → 3)."""
+    return math.floor(value + 0.5)
 
 
 def precise(seconds: float) -> str:
