@@ -3,14 +3,22 @@
 Order of work at one instant (DESIGN.md):
 1. burst queued jobs whose budget has expired (a budget that expires at the very instant GPUs
    free up still bursts: the caller finishes completed jobs *before* calling the pass, and
-   expiry is checked before scheduling);
-2. admit new arrivals (merged into the queue in order); an arrival that could never fit the
-   private cluster, even empty (more GPUs than it has, a GPU type none of its nodes has, a pod
-   larger than every node), bursts at once whatever its budget: waiting cannot help it;
+   expiry is checked before scheduling), and queued jobs that could *never fit* (below);
+2. admit new arrivals (merged into the queue in order); an arrival that could never fit
+   bursts at once whatever its budget: waiting cannot help it;
 3. schedule: *in order* starts jobs from the head while they fit and stops at the first that
    does not; *out of order* scans the whole queue once and starts every job that fits;
 4. burst arrivals with a zero budget that did not fit (they burst in the same instant);
 5. apply the queue cap: jobs beyond position N burst at once.
+
+*Never fits*: the private cluster as it is now, even empty, could not hold the job (more GPUs
+than it has, a GPU type none of its nodes has, a pod larger than every node). Such a job
+bursts at once, unless its team is held (then it waits, and bursts on the first pass after
+the hold lifts, not at the end of its budget) — an arrival, or a job already queued (held at
+arrival, or queued before nodes left). A cluster with no schedulable node at all proves
+nothing (not seen yet, or every node cordoned): then everyone waits as usual. The check is a
+lookup per job shape (``CapacityIndex.could_ever_fit`` remembers each), so it stays cheap on
+every pass; the queue is capped besides.
 
 The pass never mutates its inputs: it tries placements on the capacity snapshot and undoes
 them before returning, so the caller applies the decisions through its own cluster port.
@@ -103,9 +111,12 @@ def schedule_pass(
     result = PassResult()
     held = hold or {}
     kept: list[QueuedJob] = []
+    judge = capacity.has_schedulable_nodes  # else nothing is known to never fit
     for entry in queue:
         if entry.deadline <= now and not _held(entry, held, result):
             result.bursts.append(Burst(entry.job, _expired_reason(entry, now)))
+        elif judge and _never_fits_now(entry, capacity) and not _held(entry, held, result):
+            result.bursts.append(Burst(entry.job, _cannot_fit_reason(entry.job, capacity)))
         else:
             kept.append(entry)
     if arrivals:
@@ -130,6 +141,12 @@ def _held(entry: QueuedJob, held: Mapping[str, str], result: PassResult) -> bool
     if all(job_id != entry.id for job_id, _ in result.held):
         result.held.append((entry.id, reason))
     return True
+
+
+def _never_fits_now(entry: QueuedJob, capacity: CapacityIndex) -> bool:
+    """A queued job with a budget that the empty cluster could not hold (a job that never
+    bursts is left to ``_schedule``, which says why it bursts anyway)."""
+    return not math.isinf(entry.deadline) and not capacity.could_ever_fit(entry.job)
 
 
 def _burst_never_fitting(

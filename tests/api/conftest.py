@@ -173,17 +173,20 @@ def serve_loop(
     cluster: Any,
     cloud: Any = None,
     policy: Any = None,
+    loop_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> tuple[Any, Api, dict[str, str]]:
     """A scheduling loop the test drives by hand (``loop.run_pass()``) beside the served API,
     and the environment that points the real CLI at it as alice: ``(loop, api, env)``.
-    ``policy`` is a ``PolicyKind`` (default ``infinite``: nothing bursts)."""
+    ``policy`` is a ``PolicyKind`` (default ``infinite``: nothing bursts) or a ``WaitPolicy``;
+    ``loop_options`` are ``SchedulingLoop`` keywords (``hold``...)."""
     from starburst.controller.scheduling import SchedulingLoop
     from starburst.core.cycle import SchedulerConfig
     from starburst.core.policy import PolicyKind, WaitPolicy
 
-    config = SchedulerConfig(WaitPolicy(policy or PolicyKind.INFINITE), out_of_order=True)
-    loop = SchedulingLoop(store, cluster, cloud, clock, config)
+    chosen = policy if isinstance(policy, WaitPolicy) else WaitPolicy(policy or PolicyKind.INFINITE)
+    config = SchedulerConfig(chosen, out_of_order=True)
+    loop = SchedulingLoop(store, cluster, cloud, clock, config, **(loop_options or {}))
     api = build_api(db_url, store, clock, resources, serve, **options)
     return loop, api, {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
 

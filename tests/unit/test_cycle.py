@@ -130,13 +130,38 @@ def test_sjf_and_edf_orders() -> None:
     assert ids(result.starts) == ["urgent"]
 
 
-def test_a_job_larger_than_the_cluster_waits_out_its_budget_then_bursts() -> None:
+def test_a_queued_job_larger_than_the_cluster_bursts_on_the_next_pass() -> None:
     index = CapacityIndex(nodes(2, 8))
     giant = queued(make_job("giant", gpus=32), budget=600, at=0)
-    early = schedule_pass(300, [giant], [], index, config(out_of_order=True))
-    assert ids(early.waiting) == ["giant"]
-    late = schedule_pass(600, early.waiting, [], index, config(out_of_order=True))
-    assert ids(late.bursts) == ["giant"]
+    fits = queued(make_job("fits", gpus=16, submit=1), budget=600, at=1)
+    busy(index, 0, 8)
+    result = schedule_pass(300, [giant, fits], [], index, config(out_of_order=True))
+    assert ids(result.bursts) == ["giant"] and ids(result.waiting) == ["fits"]
+    assert result.bursts[0].reason.startswith("needs 32 GPUs and the private cluster has 16")
+
+
+def test_a_held_never_fitting_job_bursts_as_soon_as_the_hold_lifts() -> None:
+    index = CapacityIndex(nodes(1, 8))
+    entry = admit(
+        make_job("giant", gpus=64, team="vision"),
+        WaitPolicy(PolicyKind.CONSTANT, coefficient=10 * H),
+        0,
+    )
+    hold = {"vision": "budget spent"}
+    first = schedule_pass(0, [], [entry], index, config(), hold=hold)
+    still = schedule_pass(60, first.waiting, [], index, config(), hold=hold)
+    assert still.bursts == [] and ids(still.waiting) == ["giant"]
+    assert still.held == [("giant", "budget spent")]  # it would burst: announced as held
+    lifted = schedule_pass(120, still.waiting, [], index, config())
+    assert ids(lifted.bursts) == ["giant"] and lifted.waiting == []  # not at 10 h
+    assert "bursts at once instead of waiting its budget" in lifted.bursts[0].reason
+
+
+def test_a_queued_job_is_not_judged_while_no_node_is_schedulable() -> None:
+    cordoned = CapacityIndex([Node("n0", 8, schedulable=False)])
+    entry = queued(make_job("a", gpus=64), budget=600, at=0)
+    result = schedule_pass(10, [entry], [], cordoned, config())
+    assert result.bursts == [] and ids(result.waiting) == ["a"]
 
 
 def test_a_never_fitting_job_under_a_never_bursting_policy_bursts_with_the_reason() -> None:

@@ -1,0 +1,100 @@
+"""A job the private cluster could never hold bursts at once, with the reason in ``explain``
+— also when its team was held (cloud budget spent) at submission: it bursts on the first
+pass after the hold lifts, not at the end of its budget. Through the real CLI against a
+served app and a controller pass on virtual time (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import ExitStack
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from starburst.controller.budgets import BudgetGate
+from starburst.core.capacity import uniform_nodes
+from starburst.core.lifecycle import JobState
+from starburst.core.policy import PolicyKind, WaitPolicy
+from starburst.core.records import CostEntry, JobSpec
+from starburst.sim.cloud import SimCloud
+from starburst.sim.cluster import SimCluster
+from tests.api.conftest import LiveServer, serve_loop
+from tests.api.test_cli import run
+from tests.api.test_job_dependencies import EveryJob
+from tests.support.clock import ManualClock
+
+BOTH = pytest.mark.parametrize(
+    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
+DAY = 86400.0
+#: a budget of 10 days for a 1000-GPU job: what it used to wait
+POLICY = WaitPolicy(PolicyKind.CONSTANT, coefficient=10 * DAY)
+NEVER = (
+    "needs 1000 GPUs and the private cluster has 4 GPUs in all: bursts at once instead of "
+    "waiting its budget"
+)
+
+
+@pytest.fixture
+def world(  # type: ignore[no-untyped-def]
+    db_url: str,
+    clock: ManualClock,
+    resources: ExitStack,
+    open_store: Callable[[str], Any],
+    serve: Callable[[Any], LiveServer],
+):
+    clock.set(1_800_000_000.0)
+    store = open_store(db_url)
+    cluster = SimCluster(uniform_nodes(1, 4), clock, EveryJob())
+    cloud = SimCloud(clock, 2.5, runtimes=EveryJob())
+    gate = BudgetGate(store, ttl_s=0.0)
+    loop, api, env = serve_loop(
+        db_url, store, clock, resources, serve, cluster, cloud, POLICY, {"hold": gate}
+    )
+    return loop, api, env
+
+
+def submit(env: dict[str, str], *args: str) -> str:
+    made = run(["submit", *args, "--", "python", "train.py"], env)
+    assert made.exit_code == 0, made.stderr
+    return made.stdout.split()[0]
+
+
+def burst_reason(env: dict[str, str], job: str) -> str:
+    explained = json.loads(run(["explain", job, "--json"], env).stdout)
+    return next(e["reason"] for e in explained["events"] if e["to_state"] == "bursting")
+
+
+@BOTH
+def test_a_job_larger_than_the_cluster_bursts_at_once_with_the_reason(world) -> None:  # type: ignore[no-untyped-def]
+    loop, api, env = world
+    giant = submit(env, "--gpus", "1000")
+    small = submit(env, "--gpus", "4")
+    loop.run_pass()
+    assert api.store.get(giant).state is JobState.BURSTING
+    assert api.store.get(small).state is JobState.RUNNING_ONPREM
+    assert burst_reason(env, giant).startswith(NEVER + ": burst to sim")
+    shown = run(["explain", giant], env).stdout
+    assert NEVER in shown
+
+
+@BOTH
+def test_a_held_teams_never_fitting_job_bursts_once_the_hold_lifts(world) -> None:  # type: ignore[no-untyped-def]
+    loop, api, env = world
+    store, now = api.store, api.clock.now()
+    spent = store.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    store.record_costs([CostEntry(spent, now - 60, now, Decimal("50"), "aws")])
+    store.set_team_budget("ml", Decimal("40"))  # spent: team ml may not burst
+    giant = submit(env, "--gpus", "1000")
+    loop.run_pass()
+    assert store.get(giant).state is JobState.QUEUED
+    api.clock.advance(3600)
+    loop.run_pass()
+    assert store.get(giant).state is JobState.QUEUED  # still held: waits on-prem
+    store.set_team_budget("ml", Decimal("400"))  # raised: the hold lifts
+    api.clock.advance(60)
+    loop.run_pass()
+    assert store.get(giant).state is JobState.BURSTING  # now, not 10 days after submitting
+    assert burst_reason(env, giant).startswith(NEVER)
