@@ -1,12 +1,14 @@
 """Price ceilings checked at submission: a job whose cloud run would cost more per hour than
 ``max_job_cloud_price``, or that would take its team's cloud spend rate above
-``max_team_cloud_price``, is refused with the price (422) before it is stored.
+``max_team_cloud_price``, is refused with the price (422) before it is stored. The team
+ceiling is checked again when a job bursts (``starburst.controller.ceiling``); ``burst_hold``
+words that hold for ``explain``.
 
 Terms:
 - *job price*: the cheapest cloud quote for the job (the same quote the controller bursts
   with, ``ApiContext.quote``), in $/h.
-- *team rate*: the hourly prices of the team's launches of jobs now bursting or running in
-  the cloud, plus the new job's price.
+- *team rate*: what the team runs in the cloud now (``starburst.core.ceilings``, the rule the
+  controller checks again when a job bursts), plus the new job's price.
 
 A job no cloud can price (no cloud configured, or no offer for its GPU type) is not refused
 here: it cannot burst, so it cannot spend. Unless it made a *cloud choice* (a cloud, region or
@@ -16,18 +18,15 @@ reason, since the researcher asked for a cloud that cannot be had.
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from fastapi import HTTPException
 
 from starburst.api.context import ApiContext
+from starburst.core.ceilings import exceeds, held_reason, refused_reason, team_cloud_rate
 from starburst.core.cloud_choice import CLOUDS, REGIONS, USE_SPOT
 from starburst.core.errors import StarburstError
 from starburst.core.job import Job
-from starburst.core.lifecycle import JobState
-from starburst.core.records import JobSpec
+from starburst.core.records import JobSpec, StoredJob
 
-_IN_CLOUD = (JobState.BURSTING, JobState.RUNNING_CLOUD)
 _CHOICES = (USE_SPOT, CLOUDS, REGIONS)
 
 
@@ -81,27 +80,26 @@ def check(ctx: ApiContext, spec: JobSpec) -> None:
             f"above the per-job ceiling of ${per_job:,.2f}/h",
         )
     if per_team is not None and spec.team is not None:
-        running = _team_rate(ctx, spec.team)
-        if running + Decimal(str(price)) > Decimal(str(per_team)):
-            raise HTTPException(
-                422,
-                (
-                    f"team {spec.team} runs ${running:,.2f}/h in the cloud now; this job "
-                    f"(${price:,.2f}/h, {shape}) would take it above its ceiling of "
-                    f"${per_team:,.2f}/h"
-                ),
-            )
+        running = team_cloud_rate(ctx.store, spec.team)
+        if exceeds(running, price, per_team):
+            raise HTTPException(422, refused_reason(spec.team, running, price, shape, per_team))
 
 
-def _team_rate(ctx: ApiContext, team: str) -> Decimal:
-    total = Decimal(0)
-    cursor: str | None = None
-    while True:
-        page = ctx.store.queue(limit=500, cursor=cursor, states=_IN_CLOUD, team=team)
-        for stored in page.jobs:
-            launches = ctx.store.launches(stored.id)
-            if launches:
-                total += Decimal(str(launches[-1].hourly_price))
-        cursor = page.next_cursor
-        if cursor is None:
-            return total
+def burst_hold(ctx: ApiContext, stored: StoredJob) -> str | None:
+    """Why a queued job past its budget waits instead of bursting because of the team
+    ceiling (the controller's check, ``starburst.controller.ceiling``), or None."""
+    per_team, team = ctx.settings.max_team_cloud_price, stored.job.team
+    if per_team is None or team is None or ctx.quote is None or stored.job.gpus <= 0:
+        return None
+    quoter = ctx.quote()
+    if quoter is None:
+        return None
+    try:
+        quote = quoter(stored.job)
+    except StarburstError:
+        return None
+    rate = team_cloud_rate(ctx.store, team)
+    if not exceeds(rate, quote.price_per_hour, per_team):
+        return None
+    shape = f"{quote.accelerators} at {quote.where}"
+    return held_reason(team, rate, quote.price_per_hour, shape, per_team)

@@ -120,6 +120,7 @@ class Controller:
             fencing_token=lambda: self._lock.token,
             hold=lambda now: {**budgets(now), **self.cloud_gate(now)},
             capabilities=caps,
+            team_ceiling=settings.max_team_cloud_price,
         )
         self.metrics.follow_ledger(store)
         for notifier in caps.notifiers:  # backends that can say when a job ends or arrives

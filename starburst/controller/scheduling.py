@@ -34,12 +34,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from starburst.controller.capabilities import Capabilities
+from starburst.controller.ceiling import TeamCeiling
 from starburst.controller.cloudside import CloudFollower, cloud_job
 from starburst.controller.gating import DependencyGate
 from starburst.controller.logs import ids_sample
 from starburst.controller.moves import ACTOR, Moves
 from starburst.controller.onprem_meter import OnpremMeter
-from starburst.controller.queue_view import QueueView, read_all
+from starburst.controller.queue_view import QueueView, entry, read_all
 from starburst.controller.report import PassReport, backend_job
 from starburst.controller.unstartable import Unstartable
 from starburst.core.capacity import Node, Placement
@@ -82,6 +83,7 @@ class SchedulingLoop:
         metering_chunk_s: float = 60.0,
         admissions_per_pass: int = 500,
         capabilities: Capabilities | None = None,
+        team_ceiling: float | None = None,
     ) -> None:
         self.store, self.cluster, self.clock = store, cluster, clock
         caps = capabilities or Capabilities.of(cluster, cloud)
@@ -90,6 +92,7 @@ class SchedulingLoop:
         self.estimator = estimator
         self._token = fencing_token
         self._hold = hold
+        self.ceiling = TeamCeiling(store, team_ceiling, cloud.quote if cloud else None)
         self._announced: set[str] = set()
         self._pending_starts: dict[str, tuple[Placement, str]] = {}
         self.view = QueueView(store)
@@ -136,8 +139,15 @@ class SchedulingLoop:
         hold = self._hold(now)
         if self.cloud_side is None:  # nothing can burst: every job waits on-prem
             hold = {**hold, HOLD_ALL: NO_CLOUD}
+        over_ceiling = self.ceiling.begin()
         result = schedule_pass(
-            now, in_order(queue, self.config.order), arrivals, snapshot.capacity, self.config, hold
+            now,
+            in_order(queue, self.config.order),
+            arrivals,
+            snapshot.capacity,
+            self.config,
+            hold,
+            over_ceiling,
         )
         # before the starts are carried out: a backend's snapshot may be live
         total, free = capacity.total_gpus, capacity.free_gpus
@@ -151,7 +161,11 @@ class SchedulingLoop:
         deadlines = (
             []
             if HOLD_ALL in hold
-            else [q.deadline for q in result.waiting if q.job.team not in hold]
+            else [
+                q.deadline
+                for q in result.waiting
+                if q.job.team not in hold and q.id not in self.ceiling.held
+            ]
         )
         pull_backs = self.cloud_side.pull_backs_due() if self.cloud_side is not None else []
         report.next_wakeup = min([*deadlines, *pull_backs], default=math.inf)
@@ -349,7 +363,7 @@ class SchedulingLoop:
                 report.started.append(start.job_id)
         for burst in result.bursts:
             self.view.drop(burst.job_id)
-            if self._burst(burst, now, token):
+            if self._burst(burst, now, token, result.held):
                 report.burst.append(burst.job_id)
 
     def _start(self, start: Start, now: float, token: int | None, nodes: Sequence[Node]) -> bool:
@@ -388,7 +402,11 @@ class SchedulingLoop:
             else:
                 self._pending_starts.pop(job_id, None)
 
-    def _burst(self, burst: Burst, now: float, token: int | None) -> bool:
+    def _burst(
+        self, burst: Burst, now: float, token: int | None, held: list[tuple[str, str]]
+    ) -> bool:
+        """Burst through the cloud port; a burst above the team's ceiling is held instead
+        (the job stays queued, the reason goes to ``held``: ``controller.ceiling``)."""
         follower = self.cloud_side
         if follower is None:
             return False
@@ -403,6 +421,11 @@ class SchedulingLoop:
             raise
         except Exception as exc:
             self.unstartable.fail(job.id, "in the cloud", exc, token, now)
+            return False
+        if (over := self.ceiling.check(job, quote)) is not None:
+            self.view.add(entry(stored, self.config.policy))  # still queued in the store
+            self.ceiling.hold(job.id, over)
+            held.append((job.id, over))
             return False
         reason = (
             f"{burst.reason}: burst to {quote.where} ({quote.accelerators}, "
@@ -420,6 +443,7 @@ class SchedulingLoop:
             return False
         follower.record_launch(job, handle, now, token)
         follower.track(job.id, handle)
+        self.ceiling.charge(job, quote)
         annotator = self._annotator
         if annotator is not None:  # the Job stays suspended; say where it went and why
             price = quote.price_per_hour

@@ -100,16 +100,18 @@ def schedule_pass(
     capacity: CapacityIndex,
     config: SchedulerConfig,
     hold: Mapping[str, str] | None = None,
+    held_jobs: Mapping[str, str] | None = None,
 ) -> PassResult:
     """Decide, at ``now``, what starts on-prem, what bursts and what keeps waiting.
 
     ``queue`` is the previous pass's ``waiting`` (already in order); ``arrivals`` are entries
     admitted since (see ``admit``), in any order. ``hold`` maps teams that may not burst now
     (their cloud budget is spent) to the reason: their jobs keep waiting on-prem instead;
-    the key ``HOLD_ALL`` holds every job (the cloud side itself cannot burst).
+    the key ``HOLD_ALL`` holds every job (the cloud side itself cannot burst). ``held_jobs``
+    holds single jobs the same way (job id → reason: a burst above its team's $/h ceiling).
     """
     result = PassResult()
-    held = hold or {}
+    held = _Holds(hold or {}, held_jobs or {})
     kept: list[QueuedJob] = []
     judge = capacity.has_schedulable_nodes  # else nothing is known to never fit
     for entry in queue:
@@ -132,10 +134,21 @@ def schedule_pass(
     return result
 
 
-def _held(entry: QueuedJob, held: Mapping[str, str], result: PassResult) -> bool:
+@dataclass(frozen=True, slots=True)
+class _Holds:
+    """Who may not burst now: teams (or ``HOLD_ALL``) and single jobs, with the reason."""
+
+    teams: Mapping[str, str]
+    jobs: Mapping[str, str]
+
+    def reason(self, entry: QueuedJob) -> str | None:
+        team = self.teams.get(entry.job.team) if entry.job.team is not None else None
+        return team or self.teams.get(HOLD_ALL) or self.jobs.get(entry.id)
+
+
+def _held(entry: QueuedJob, held: _Holds, result: PassResult) -> bool:
     """Whether a job that would burst must wait on-prem instead (recorded with the reason)."""
-    reason = held.get(entry.job.team) if entry.job.team is not None else None
-    reason = reason or held.get(HOLD_ALL)
+    reason = held.reason(entry)
     if reason is None:
         return False
     if all(job_id != entry.id for job_id, _ in result.held):
@@ -153,7 +166,7 @@ def _burst_never_fitting(
     arrivals: Sequence[QueuedJob],
     capacity: CapacityIndex,
     result: PassResult,
-    held: Mapping[str, str],
+    held: _Holds,
 ) -> Sequence[QueuedJob]:
     """Arrivals the empty cluster could not hold burst now (a held team's wait instead).
     A cluster with no schedulable node at all (not seen yet, or every node cordoned) proves
@@ -218,7 +231,7 @@ def _schedule(
 
 
 def _burst_spent(
-    now: float, waiting: list[QueuedJob], result: PassResult, held: Mapping[str, str]
+    now: float, waiting: list[QueuedJob], result: PassResult, held: _Holds
 ) -> list[QueuedJob]:
     """Arrivals with no budget left that did not start burst in the same instant."""
     remaining: list[QueuedJob] = []
@@ -231,7 +244,7 @@ def _burst_spent(
 
 
 def _apply_cap(
-    waiting: list[QueuedJob], cap: int | None, result: PassResult, held: Mapping[str, str]
+    waiting: list[QueuedJob], cap: int | None, result: PassResult, held: _Holds
 ) -> list[QueuedJob]:
     if cap is None or len(waiting) <= cap:
         return waiting

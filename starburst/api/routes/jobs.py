@@ -334,7 +334,7 @@ def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str,
         left = stored.queued_at + stored.wait_budget - now
         team = stored.job.team
         if left <= 0 and team is not None:
-            held = team_holds(ctx.store, now, team).get(team)
+            held = team_holds(ctx.store, now, team).get(team) or ceilings.burst_hold(ctx, stored)
             if held is not None:
                 return f"waiting {precise(waited)}, past its budget: {held}", waited
         then = "bursts to the cloud" if left > 0 else "budget spent: bursts on the next pass"
