@@ -8,14 +8,15 @@ in tens of milliseconds instead of hundreds); a test keeps it equal to the comma
 ``starburst simulate`` with well-formed arguments skips typer too (``starburst.cli.fastpath``):
 the simulator's whole command is then the interpreter, the trace and the engine.
 Errors meant for people (``StarburstError``) print one line to stderr
-and exit 2; nothing prints a traceback for bad input.
+and exit 2; nothing prints a traceback for bad input, nor for a reader that went away (``|
+head``: exit 141, as after SIGPIPE).
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     import typer
@@ -138,9 +139,22 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if not _fast_path(args):
             build_app(args)(args, prog_name="starburst")
+        sys.stdout.flush()  # here, so a closed pipe is caught below, not at exit
     except StarburstError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except BrokenPipeError:
+        _reader_gone()
+
+
+def _reader_gone() -> NoReturn:
+    """Whoever read our output went away (``starburst simulate ... | head``): stop quietly,
+    with the status a shell gives a writer killed by SIGPIPE (128 + 13)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush must not fail too
+    raise SystemExit(141)
 
 
 def _fast_path(args: list[str]) -> bool:
