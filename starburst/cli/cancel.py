@@ -1,7 +1,7 @@
 """``starburst cancel``: one job, several, or every job a filter picks.
 
     starburst cancel 3f2a sweep-7            # ids, unique id prefixes or your jobs' names
-    starburst cancel --all --state queued    # every one of your queued jobs
+    starburst cancel --all --state waiting   # every one of your waiting jobs (held too)
     starburst cancel --name 'sweep-*' --yes  # no question asked
 
 A filter (``--all``, ``--state``, ``--name``) picks among the caller's own active jobs
@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from starburst.cli.jobs import DEFAULT_SERVER, ServerOption, TokenOption, call, job_path
+from starburst.core.lifecycle import JobState
 
 ASK_ABOVE = 3
 
@@ -40,7 +41,12 @@ def cancel(
     all_: Annotated[bool, typer.Option("--all", help="Every one of your active jobs.")] = False,
     state: Annotated[
         list[str] | None,
-        typer.Option("--state", "-s", help="Only jobs in these states (e.g. queued, running)."),
+        typer.Option(
+            "--state",
+            "-s",
+            help="Only jobs in these states: waiting (queued, submitted and held, Slurm's "
+            "PENDING), queued, held, running...",
+        ),
     ] = None,
     name: Annotated[str | None, typer.Option(help="Only jobs whose name matches: sweep-*")] = None,
     user: Annotated[str | None, typer.Option(help="Admins: this user's jobs.")] = None,
@@ -49,7 +55,7 @@ def cancel(
     token: TokenOption = None,
 ) -> None:
     """Cancel waiting or running jobs (the controller stops them on its next pass)."""
-    from starburst.core.state_filter import ACTIVE, UnknownState, parse_states
+    from starburst.core.state_filter import ACTIVE, StateFilter, UnknownState, parse_filter
 
     filtered = all_ or bool(state) or name is not None
     if not job_ids and not filtered:
@@ -59,11 +65,21 @@ def cancel(
     targets = list(job_ids or [])
     if filtered:
         try:
-            chosen = [s for s in parse_states(state or []) if s in ACTIVE] or list(ACTIVE)
+            wanted = parse_filter(state or [])
         except UnknownState as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
-        targets = _picked(server, token, [s.value for s in chosen], name, user)
+        active = tuple(s for s in wanted.states if s in ACTIVE)
+        if wanted.states and not active:  # not "every active job": that was not asked
+            typer.echo(
+                f"error: --state {', '.join(state or [])}: ended jobs cannot be cancelled; "
+                "pick waiting, held, queued, bursting or running ones",
+                err=True,
+            )
+            raise typer.Exit(2)
+        active = active or ACTIVE
+        chosen = StateFilter(active, wanted.only_held and JobState.SUBMITTED in active)
+        targets = _picked(server, token, chosen.words(), name, user)
         if not targets:
             typer.echo("no job matches; nothing cancelled")
             return

@@ -10,8 +10,11 @@ Output: ``-o table`` (default), ``wide`` (full ids, team, submitted time, image)
 ``json`` and ``yaml`` (the rows as data). ``--watch N`` redraws every N seconds until
 interrupted (``--watch-count``, hidden, stops after that many drawings: tests use it).
 
-Terms: *position* is the rank among all waiting jobs (``GET /v1/queue``); *budget left* is
-the time until the job bursts to the cloud unless GPUs free up on-prem first.
+Terms: *position* is the rank in the line of waiting jobs (``GET /v1/queue``); a *held* job
+(waiting for a dependency or an array slot) is not in the line yet, so it has none: both
+commands show it as ``held``, with the reason, and ``--state held`` lists only those.
+*Budget left* is the time until the job bursts to the cloud unless GPUs free up on-prem
+first.
 """
 
 from __future__ import annotations
@@ -125,7 +128,7 @@ def _row(job: dict[str, Any], place: dict[str, Any] | None) -> dict[str, Any]:
 def collect(
     server: str,
     token: str | None,
-    states: list[str],
+    states: list[str],  # words the API's ``state`` takes (``held`` too)
     user: str | None,
     team: str | None,
     name: str | None,
@@ -157,8 +160,13 @@ def _budget(row: dict[str, Any]) -> str:
     return "spent" if left <= 0 else precise(left)
 
 
-def render(rows: list[dict[str, Any]], output: Output, hidden: int = 0) -> str:
-    """The rows in the chosen format."""
+def render(
+    rows: list[dict[str, Any]],
+    output: Output,
+    hidden: int = 0,
+    empty: str = "no jobs (use --all for finished ones)",
+) -> str:
+    """The rows in the chosen format (``empty`` when there are none)."""
     if output is Output.JSON:
         return json.dumps(rows, indent=2)
     if output is Output.YAML:
@@ -166,7 +174,7 @@ def render(rows: list[dict[str, Any]], output: Output, hidden: int = 0) -> str:
 
         return yaml.safe_dump(rows, sort_keys=False).rstrip("\n")
     if not rows:
-        return "no jobs (use --all for finished ones)" if not hidden else ""
+        return empty if not hidden else ""
     wide = output is Output.WIDE
     headers = ["POS", "ID", "NAME", "USER", "STATE", "GPUS", "WAITED", "BUDGET LEFT", "WHERE"]
     if wide:
@@ -249,19 +257,25 @@ def jobs(
     token: TokenOption = None,
 ) -> None:
     """Your active jobs, newest last: queue position, wait budget left, where each goes."""
-    from starburst.core.state_filter import ACTIVE, UnknownState, parse_states
+    from starburst.core.state_filter import ACTIVE, UnknownState, parse_filter
 
     try:
-        chosen = parse_states(state or [])
+        chosen = parse_filter(state or [])
     except UnknownState as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    states = [s.value for s in chosen] if chosen else ([] if all_ else [s.value for s in ACTIVE])
+    states = chosen.words() if chosen.states else ([] if all_ else [s.value for s in ACTIVE])
     fmt = Output.JSON if as_json else chosen_output(output)
+    if chosen.states:
+        empty = f"no jobs in {', '.join(chosen.words())}"
+    else:
+        empty = "no jobs" if all_ else "no jobs (use --all for finished ones)"
+    if name is not None:
+        empty += f" named {name!r}"
 
     def draw() -> str:
         rows, hidden = collect(server, token, states, user, team, name, limit)
-        return render(rows, fmt, hidden)
+        return render(rows, fmt, hidden, empty)
 
     repeat(draw, watch, watch_count)
 
@@ -283,6 +297,7 @@ def queue(
         if fmt in (Output.JSON, Output.YAML):
             return render(view["jobs"], fmt)
         text = render(rows, fmt) if rows else "none of your jobs is waiting"
-        return f"{view['total']} waiting in all\n{text}"
+        held = f", {view['held']} held out of it" if view.get("held") else ""
+        return f"{view['total']} waiting in all{held}\n{text}"
 
     repeat(draw, watch, watch_count)

@@ -56,7 +56,7 @@ from starburst.core.records import (
     StoredJob,
     Submission,
 )
-from starburst.core.state_filter import parse_states
+from starburst.core.state_filter import StateFilter, parse_filter
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -275,18 +275,27 @@ async def answer(ctx: ApiContext, result: Submission) -> tuple[int, JobDetail]:
 
 def _page(
     ctx: ApiContext,
-    states: list[JobState],
+    wanted: StateFilter,
     limit: int,
     cursor: str | None,
     user: str | None,
     team: str | None,
     name: str | None,
 ) -> JobPage:
-    """One keyset page of the store, filtered by owner and name in the database."""
+    """One keyset page of the store, filtered by owner and name in the database (and held
+    jobs: ``held`` alone in the database too, mixed with other states on the page)."""
+    held = True if wanted.only_held and wanted.states == (JobState.SUBMITTED,) else None
     page = ctx.store.queue(
-        limit=limit, cursor=cursor, states=states, user=user, team=team, name=name
+        limit=limit,
+        cursor=cursor,
+        states=wanted.states,
+        user=user,
+        team=team,
+        name=name,
+        held=held,
     )
-    return JobPage(jobs=[JobSummary.of(s) for s in page.jobs], next_cursor=page.next_cursor)
+    jobs = [s for s in page.jobs if wanted.keeps(s.state, s.held)]
+    return JobPage(jobs=[JobSummary.of(s) for s in jobs], next_cursor=page.next_cursor)
 
 
 @router.get("", response_model=JobPage)
@@ -296,7 +305,8 @@ def list_jobs(
     state: Annotated[
         list[str] | None,
         Query(
-            description=("Repeat for several; a state or a group: running, waiting, active, ended.")
+            description="Repeat for several; a state, held (submitted jobs held out of the "
+            "queue), or a group: running, waiting, active, ended."
         ),
     ] = None,
     user: str | None = None,
@@ -307,12 +317,14 @@ def list_jobs(
 ) -> JobPage:
     """Jobs in queue order (queued time, then id), all states unless ``state`` is given
     (an unknown state is 400 listing the valid ones)."""
-    states = parse_states(state or []) or list(JobState)
+    wanted = parse_filter(state or [])
+    if not wanted.states:
+        wanted = StateFilter(tuple(JobState))
     if not is_privileged(caller):
         if user not in (None, caller.user):
             raise HTTPException(403, f"{caller.user} can list only their own jobs")
         user = caller.user
-    return _page(ctx, states, limit, cursor, user, team, name)
+    return _page(ctx, wanted, limit, cursor, user, team, name)
 
 
 def status(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:

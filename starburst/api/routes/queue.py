@@ -4,7 +4,11 @@ Invariants:
 - Any authenticated caller may read it; a user's view ends at their own last waiting job
   (what is ahead of them), finance and admins see it whole. Other users' entries are
   redacted (``starburst.api.schemas.queue``): ids, sizes and budgets, never commands or env.
-- Positions count every waiting job, so a user's position is the same number an admin sees.
+- Positions count every job in the line, so a user's position is the same number an admin
+  sees. A *held* job (waiting for a dependency or an array slot) is not in the line yet: it
+  has no position and holds none, and comes after the line — the caller's own held jobs
+  (all of them for finance and admins), so ``starburst queue`` and ``starburst jobs`` show
+  the same jobs the same way.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ def plan(stored: StoredJob, now: float) -> tuple[str, float | None]:
     return f"on-prem when GPUs free, else the cloud in {precise(left)}", left
 
 
-def entry(stored: StoredJob, position: int, caller: Principal, now: float) -> QueueEntry:
+def entry(stored: StoredJob, position: int | None, caller: Principal, now: float) -> QueueEntry:
     mine = stored.job.user == caller.user
     shown = mine or is_privileged(caller)
     words, left = plan(stored, now)
@@ -77,6 +81,7 @@ def entry(stored: StoredJob, position: int, caller: Principal, now: float) -> Qu
         if budget is not None and finite
         else None,
         plan=words,
+        held=stored.held,
     )
 
 
@@ -100,11 +105,14 @@ def queue(
 ) -> QueueView:
     """Waiting jobs in queue order with their position, budget left and plan."""
     now = ctx.clock.now()
-    jobs = waiting_jobs(ctx.store)
-    shown = jobs
+    waiting = waiting_jobs(ctx.store)
+    line = [s for s in waiting if s.held is None]
+    held = [s for s in waiting if s.held is not None]
+    shown = line
     if not is_privileged(caller):
-        own = [i for i, s in enumerate(jobs) if s.job.user == caller.user]
-        shown = jobs[: own[-1] + 1] if own else []
-    return QueueView(
-        total=len(jobs), jobs=[entry(s, i + 1, caller, now) for i, s in enumerate(shown[:limit])]
-    )
+        own = [i for i, s in enumerate(line) if s.job.user == caller.user]
+        shown = line[: own[-1] + 1] if own else []
+        held = [s for s in held if s.job.user == caller.user]
+    entries = [entry(s, i + 1, caller, now) for i, s in enumerate(shown)]
+    entries += [entry(s, None, caller, now) for s in held]
+    return QueueView(total=len(line), held=len(held), jobs=entries[:limit])

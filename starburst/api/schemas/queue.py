@@ -1,8 +1,10 @@
 """Queue schemas: the waiting line as any authenticated user may see it.
 
 Terms:
-- *position*: 1-based rank among waiting jobs (``submitted`` and ``queued``) in FIFO order
-  (``queued_at``, then id), the order the controller considers them in.
+- *position*: 1-based rank among the jobs in the line (``submitted`` and ``queued``, not
+  held) in FIFO order (``queued_at``, then id), the order the controller considers them in.
+- *held*: a submitted job waiting for a dependency or an array slot; it is not in the line
+  yet (no position, no budget running) and is listed after it, with the reason.
 - *plan*: where the job goes next, in words ("on-prem when GPUs free, else the cloud in 12m").
 - *redacted*: another user's entry carries its id, size and budget only; its owner, name,
   image, command and environment are never in it.
@@ -18,7 +20,7 @@ from starburst.core.lifecycle import JobState
 
 
 class QueueEntry(BaseModel):
-    position: int
+    position: int | None = Field(description="Its place in the line; null for a held job.")
     id: str
     mine: bool = Field(description="The caller's own job (its owner and name are shown).")
     user: str | None = Field(description="Null for other users' jobs (redacted).")
@@ -35,11 +37,15 @@ class QueueEntry(BaseModel):
     )
     budget_expires_at: datetime | None
     plan: str
+    held: str | None = Field(
+        default=None, description="Why it is held out of the line (dependencies, array limit)."
+    )
 
 
 class QueueView(BaseModel):
-    """``GET /v1/queue``: users see the queue up to their last waiting job; finance and
-    admins see all of it (up to ``limit``)."""
+    """``GET /v1/queue``: users see the line up to their last job in it, then their held
+    jobs; finance and admins see all of it (up to ``limit`` entries)."""
 
-    total: int = Field(description="Waiting jobs in the whole queue.")
+    total: int = Field(description="Jobs in the whole line (held jobs not counted).")
+    held: int = Field(default=0, description="Held jobs listed after the line.")
     jobs: list[QueueEntry]
