@@ -8,7 +8,8 @@ running, ended, given up). Everything the scheduling pass asks — ``snapshot``,
 ``submissions``, ``ended`` — reads those caches under one lock: a pass never lists the cluster
 and never waits on the network. ``start``, ``burst``, ``cancel`` and ``note_waiting`` write
 (one patch or create each, plus a best-effort Event); the watch threads write only to release
-gated pods (``pinning.py``) and to mark Jobs Starburst gave up, after letting go of the lock.
+gated pods (``pinning.py``), to mark Jobs Starburst gave up and to read a failed Job's pods
+(``failures.py``: its exit code and last output), after letting go of the lock.
 
 Free capacity = node allocatable − requests of bound, unfinished Pods, except that a Job
 Starburst started is counted by its *placement* (the ``starburst.io/placement`` annotation)
@@ -30,10 +31,11 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from starburst.adapters.kubernetes import conversion as conv
+from starburst.adapters.kubernetes.failures import failure_reason
 from starburst.adapters.kubernetes.informer import Informer, Obj
 from starburst.adapters.kubernetes.jobbook import DELETED, UNQUEUED, JobBook, Started
 from starburst.adapters.kubernetes.manifest import job_manifest, job_name
@@ -73,7 +75,13 @@ class KubernetesCluster:
         self._io = Writes(self._batch, self._core, clock)
         self._lock = threading.RLock()
         self._book = JobBook(
-            clock, self.settings.conventions, self._notify, self._pods_of, self._mark, self._warn
+            clock,
+            self.settings.conventions,
+            self._notify,
+            self._pods_of,
+            self._mark,
+            self._warn,
+            self._explain,
         )
         self._nodes: dict[str, Node] = {}
         self._hostnames: dict[str, str] = {}  # node name -> its kubernetes.io/hostname label
@@ -422,6 +430,17 @@ class KubernetesCluster:
         """A Warning Event about what was ignored on a queued Job, and a log line."""
         log.warning("job %s: %s", conv.job_id(obj), problem)
         self._io.event(obj, "Ignored", problem, "Warning")
+
+    def _explain(self, obj: Obj, end: JobEnded) -> None:
+        """A failed Job's end, with the cause its pods tell (``failures.py``); a follow-up,
+        so the reads happen outside the lock, on the watch thread."""
+        try:
+            reason = failure_reason(self._core, obj, end.reason)
+        except Exception as err:  # never lose the end over an explanation
+            log.warning("could not explain the failure of %s: %r", end.job_id, err)
+            reason = end.reason
+        with self._lock:
+            self._book.finish_explaining(replace(end, reason=reason))
 
     def _mark(self, obj: Obj, reason: str, suspend: bool) -> None:
         """Mark (and maybe suspend) a Job Starburst gave up, with a Warning Event; a failure

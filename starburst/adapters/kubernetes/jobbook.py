@@ -5,7 +5,9 @@ Terms:
 - *running*: a Job started on-prem, with its placement (``Started``), by this adapter or, as
   its annotations say, by an earlier controller life;
 - *ended*: ``JobEnded`` values not yet taken by the controller; each job's end is reported once
-  per process (*reported*);
+  per process (*reported*). A Job that *failed* is reported once it is *explained*: a
+  follow-up reads its pods (``failures.py``: the exit code, a hit time limit, the last lines
+  of output) outside the lock, then reports the end with that reason;
 - *given up*: a Job Starburst started and can no longer count on: suspended by someone else
   (``spec.suspend`` is the truth, not the state annotation), or whose pods were refused at
   creation (a ``FailedCreate`` Event: ResourceQuota, PodSecurity, a webhook). Its job ends
@@ -41,6 +43,9 @@ SUSPENDED = (
 Mark = Callable[[Obj, str, bool], None]
 #: (the Job, what was ignored): a Warning Event on a queued Job (``submission_from_k8s``)
 Warn = Callable[[Obj, str], None]
+#: (the failed Job, its end with the condition's reason): finds the cause, then reports the
+#: end with it (``finish_explaining``, under the lock); a follow-up, so outside the lock
+Explain = Callable[[Obj, JobEnded], None]
 
 
 @dataclass(slots=True)
@@ -60,10 +65,13 @@ class JobBook:
         pods_of: Callable[[str], int],
         mark: Mark,
         warn: Warn | None = None,
+        explain: Explain | None = None,
     ) -> None:
         self._clock, self._conventions = clock, conventions
         self._notify, self._pods_of, self._mark = notify, pods_of, mark
         self._warn = warn
+        self._explain = explain
+        self.explaining: set[str] = set()  # failed Jobs whose pods a follow-up reads
         self.jobs: dict[str, Obj] = {}
         self.offered: set[str] = set()
         self.submissions: list[Job] = []
@@ -125,7 +133,13 @@ class JobBook:
         state, ended = conv.job_state(obj), conv.finished(obj)
         if ended is not None and state in ("running", "suspended"):
             self.running.pop(jid, None)
-            self.report(JobEnded(jid, ended[1], ended[0], ended[2]))
+            end = JobEnded(jid, ended[1], ended[0], ended[2])
+            if end.succeeded or self._explain is None:
+                self.report(end)
+            elif jid not in self.reported and jid not in self.explaining:
+                self.explaining.add(jid)
+                explain = self._explain
+                self.followups.append(lambda: explain(obj, end))
         elif state == "suspended":
             self._give_up(jid, obj, SUSPENDED, suspend=False)
         elif state == "failed":  # given up earlier (maybe by a previous controller life)
@@ -158,6 +172,11 @@ class JobBook:
         )
         self._check_refused(started.uid)
         return started
+
+    def finish_explaining(self, end: JobEnded) -> None:
+        """Report a failed Job's end, now with its cause."""
+        self.explaining.discard(end.job_id)
+        self.report(end)
 
     def report(self, end: JobEnded) -> None:
         if end.job_id not in self.reported:

@@ -28,18 +28,20 @@ def job_output(core: Any, namespace: str, name: str, tail: int | None = None) ->
     parts = []
     for pod in sorted(pods.items, key=lambda p: p.metadata.name):
         pod_name = pod.metadata.name
-        try:
-            text = _text(
-                core.read_namespaced_pod_log(
-                    pod_name, namespace, tail_lines=tail, _preload_content=False
-                )
-            )
-        except Exception as err:
-            if status_of(err) != 400:
-                raise translate(err, f"reading the log of pod {pod_name}") from err
-            text = NOT_STARTED
-        parts.append(f"==> pod {pod_name} <==\n{text}")
+        parts.append(f"==> pod {pod_name} <==\n{pod_output(core, namespace, pod_name, tail)}")
     return "".join(parts) or NO_PODS.format(name=name)
+
+
+def pod_output(core: Any, namespace: str, pod: str, tail: int | None = None) -> str:
+    """What one pod printed (its newest ``tail`` lines); ``NOT_STARTED`` before it ran."""
+    try:
+        return _text(
+            core.read_namespaced_pod_log(pod, namespace, tail_lines=tail, _preload_content=False)
+        )
+    except Exception as err:
+        if status_of(err) != 400:
+            raise translate(err, f"reading the log of pod {pod}") from err
+        return NOT_STARTED
 
 
 def _text(response: Any) -> str:
