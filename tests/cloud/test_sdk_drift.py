@@ -7,6 +7,7 @@ errors). No cloud credentials or network are needed: nothing here plans or launc
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import warnings
 from collections.abc import Callable, Iterator
@@ -211,3 +212,16 @@ def test_cloud_choices_become_the_real_tasks_resources(sky: ModuleType) -> None:
     assert (str(resources.cloud).lower(), resources.region) == ("aws", "us-west-2")
     assert resources.use_spot is True and resources.disk_size == 256
     assert option.price.spot and option.regions == ("us-west-2",)
+
+
+def test_the_exit_code_phrases_read_are_the_sdks(sky: ModuleType) -> None:
+    """SkyPilot has no exit-code field in a managed job's record: it writes the code into
+    failure_reason (``outcomes.program_failure`` parses it). These are its words."""
+    source = inspect.getsource(importlib.import_module("sky.jobs.controller"))
+    assert "'Job exited with exit code '" in source
+    assert "'Job exited with exit codes '" in source
+    assert "(user program failure)" in source
+    assert (
+        "exit_code" not in QUEUE_FIELDS
+        and "exit_codes" not in inspect.signature(sky.jobs.queue_v2).parameters["fields"].default
+    )

@@ -16,6 +16,7 @@ from starburst.adapters.skypilot import (
 )
 from starburst.core.billing import charges
 from starburst.core.errors import PermanentError
+from starburst.core.failure import exit_code_in
 from starburst.core.job import Job
 from starburst.core.ports import CloudHandle, CloudStatus
 from starburst.pricing import PriceTable, load_price_table
@@ -264,16 +265,62 @@ def test_permanent_errors_fail_the_job_with_the_reason(
         build_task(FakeSky(), Job("c", 0.0, 1), launch_options(job(), prices)[0], "n")
 
 
-def test_user_program_failure_is_reported(
-    fake: FakeSky, clock: ManualClock, prices: PriceTable
+#: SkyPilot's failure_reason for a FAILED managed job (sky.jobs.controller, 0.14)
+EXITED = (
+    "Job exited with exit code {} (user program failure). To see the details, run: "
+    "sky jobs logs --controller 1"
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "detail", "limit", "cause", "code"),
+    [
+        ("FAILED", EXITED.format(7), None, "exit code 7", 7),
+        ("FAILED", EXITED.format(124), "7200", "time limit 2h reached: killed", None),
+        ("FAILED", EXITED.format(124), None, "exit code 124", 124),
+        (
+            "FAILED",
+            "Job exited with exit codes [0, 3] (user program failure). …",
+            None,
+            "exit code 3 (nodes: 0, 3)",
+            3,
+        ),
+        ("FAILED_SETUP", EXITED.format(2), None, "setup exit code 2", 2),
+        (
+            "FAILED",
+            "Job failed (FAILED) (user program failure). To see the details, run: …",
+            None,
+            "failed, exit code unknown (SkyPilot could not read it from the cloud cluster): "
+            "Job failed (FAILED) (user program failure). To see the details, run: …",
+            None,
+        ),
+        (
+            "FAILED",
+            None,
+            None,
+            "failed, exit code unknown (SkyPilot gave no failure reason)",
+            None,
+        ),
+    ],
+)
+def test_user_program_failure_is_reported_with_its_exit_code(
+    fake: FakeSky,
+    clock: ManualClock,
+    prices: PriceTable,
+    status: str,
+    detail: str | None,
+    limit: str | None,
+    cause: str,
+    code: int | None,
 ) -> None:
     cloud = make_cloud(fake, clock, prices)
-    handle = running(cloud, fake, clock, job())
+    handle = running(cloud, fake, clock, job(**({"time_limit_s": limit} if limit else {})))
     fake.logs[1] = "Traceback: CUDA out of memory\n"
     assert cloud.logs(handle) == "Traceback: CUDA out of memory\n"
-    fake.set_status(1, "FAILED", failure_reason="exit code 1")
+    fake.set_status(1, status, failure_reason=detail)
     assert passes(cloud, handle, clock) == "failed"
-    assert cloud.reason(handle) == "azure:eastus: failed: exit code 1"
+    assert cloud.reason(handle) == f"azure:eastus: {cause}"
+    assert exit_code_in(cloud.reason(handle)) == code
     assert len(fake.calls.launches) == 1
 
 

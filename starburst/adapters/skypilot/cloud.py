@@ -49,10 +49,12 @@ from starburst.adapters.skypilot.launch import TERMINAL, Launch, Phase
 from starburst.adapters.skypilot.outcomes import (
     NO_CAPACITY_STATUSES,
     NO_CLOUD,
+    PROGRAM_FAILED,
     Failure,
     FailureKind,
     classify,
     managed_status,
+    program_failure,
     status_name,
 )
 from starburst.adapters.skypilot.requests import Requests, Resolved, field_of
@@ -68,6 +70,7 @@ from starburst.core.billing import BilledLaunch
 from starburst.core.errors import PermanentError, StarburstError, TransientError
 from starburst.core.job import Job
 from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
+from starburst.core.time_limit import time_limit_of
 from starburst.pricing import PriceTable, default_price_table
 
 
@@ -318,6 +321,8 @@ class SkyPilotCloud:
             why = {CloudStatus.SUCCEEDED: "succeeded", CloudStatus.CANCELLED: "cancelled"}.get(
                 status, f"{name.lower()}: {detail}".rstrip(": ")
             )
+            if name in PROGRAM_FAILED:
+                why = program_failure(name, str(detail), time_limit_of(launch.job))
             self._end(launch, status, f"{launch.current.where}: {why}", ended)
         else:
             launch.reason = f"{launch.current.where}: {name.lower()}"

@@ -15,6 +15,14 @@ Terms:
   progress; queue and cancel requests then fail with ``ClusterNotUpError``, which means "no
   managed jobs" (``is_no_managed_jobs``).
 
+A managed job whose program failed (``FAILED``, ``FAILED_SETUP``) carries no exit code field:
+SkyPilot writes it into ``failure_reason`` as text ("Job exited with exit code 7 (user
+program failure). …", or "exit codes [7, 0]" for several nodes), and only when it could read
+it from the cloud cluster ("Job failed (FAILED) …" otherwise). ``program_failure`` turns
+that into the cause every backend gives (``exit code 7``; ``124`` under a time limit is
+``time limit 2h reached: killed``), or says that the code cannot be known and why; a test
+checks the phrases against the installed SDK's jobs controller.
+
 Errors are matched by exception *class name* along the MRO, so this module does not import
 ``sky``; a test checks that every name listed here exists in the installed SDK, and that every
 ``ManagedJobStatus`` has a mapping, so SDK drift fails the suite.
@@ -27,6 +35,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from starburst.core.ports import CloudStatus
+from starburst.core.time_limit import killed_after
 
 
 class FailureKind(StrEnum):
@@ -124,3 +133,29 @@ def managed_status(status: object) -> CloudStatus:
     except KeyError:
         # An unknown, newer status: report it as pending rather than guess it ended.
         return CloudStatus.PENDING
+
+
+#: SkyPilot's words for a program's exit status in ``failure_reason`` (``sky.jobs.controller``)
+_EXITED = re.compile(r"\bexit codes? \[?(\d+(?:\s*,\s*\d+)*)\]?")
+PROGRAM_FAILED = frozenset({"FAILED", "FAILED_SETUP"})
+TIMEOUT_EXIT = 124  # what ``timeout`` exits with when the time limit ends the command
+
+
+def program_failure(name: str, detail: str, time_limit: float | None) -> str:
+    """The cause of a managed job whose program failed (``name`` is ``FAILED`` or
+    ``FAILED_SETUP``, ``detail`` SkyPilot's ``failure_reason``)."""
+    setup = "setup " if name == "FAILED_SETUP" else ""
+    found = _EXITED.search(detail)
+    if found is None:
+        why = (
+            "SkyPilot could not read it from the cloud cluster"
+            if detail
+            else ("SkyPilot gave no failure reason")
+        )
+        return f"{setup}failed, exit code unknown ({why}): {detail}".rstrip(": ")
+    codes = [int(c) for c in re.findall(r"\d+", found.group(1))]
+    code = next((c for c in codes if c), codes[0])
+    if code == TIMEOUT_EXIT and time_limit is not None and not setup:
+        return killed_after(time_limit)
+    nodes = f" (nodes: {', '.join(map(str, codes))})" if len(codes) > 1 else ""
+    return f"{setup}exit code {code}{nodes}"
