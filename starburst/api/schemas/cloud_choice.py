@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from starburst.api.schemas.fields import WholeNumber
+from starburst.api.schemas.fields import whole_number
 from starburst.core.cloud_choice import cloud_extra
 
 CloudName = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")]
@@ -38,9 +38,9 @@ class CloudChoice(BaseModel):
     region: RegionName | None = Field(
         default=None, description="Burst only to this region of `cloud` (us-east-1)."
     )
-    disk_size_gb: WholeNumber | None = Field(
-        default=None, ge=1, le=MAX_DISK_GB, description="The cloud machine's disk, in GB."
-    )
+    disk_size_gb: (
+        Annotated[int, Field(ge=1, le=MAX_DISK_GB), BeforeValidator(whole_number)] | None
+    ) = Field(default=None, description="The cloud machine's disk, in GB.")
 
     @model_validator(mode="after")
     def _region_needs_cloud(self) -> CloudChoice:
