@@ -1,12 +1,13 @@
-"""Submit-time features of a job, as one dense numpy matrix (feature schema version 2).
+"""Submit-time features of a job, as one dense numpy matrix (feature schema version 3).
 
 Only what is known when a job is submitted goes in: its resources (GPUs, CPUs, memory, GPU
 type), who submits it (user, team), what it runs (image; command and job-name tokens), when
 (hour of day, day of week), what the user declared (``extra["declared_runtime"]``) and the
-leak-free history (``history.HistoryIndex``) of the user (at windows of 3, 10 and 30 jobs), of
-the user's job family, of the team, of the user's jobs at the same GPU count, the job's GPUs
-relative to the user's usual, and the in-flight GPUs (cluster load) at submit. Version 2 added
-the team, same-GPU, window, usual-GPU and load columns: what a bare public trace carries.
+leak-free history (``history.HistoryIndex``) of the user (at windows of 3, 5, 10 and 30 jobs),
+of the user's job family, of the team (at 3, 10 and 30), of the user's jobs at the same GPU
+count (at 5 and 10), the job's GPUs relative to the user's usual, and the in-flight GPUs
+(cluster load) at submit. Version 2 added the team, same-GPU, window, usual-GPU and load
+columns: what a bare public trace carries; version 3 the team's and the same-GPU windows.
 
 Terms:
 - *vocabulary*: the categories of a column seen often enough in training (most frequent first,
@@ -38,7 +39,7 @@ import numpy as np
 from starburst.core.job import Job
 from starburst.predictor.history import HistoryIndex, KeyStats, submit_times
 
-FEATURE_SCHEMA_VERSION = 2
+FEATURE_SCHEMA_VERSION = 3
 #: at most this many known values per categorical column, plus one "other" code: the
 #: boosting's ``max_bins`` (63) bounds a native categorical column's cardinality.
 MAX_CATEGORIES = 62
@@ -58,13 +59,15 @@ HISTORY = (
     "recent_median",
     "recent_spread",
     "user_median_3",
+    "user_median_5",
     "user_median_30",
     "user_spread_30",
-    *(
-        f"{scope}_{stat}"
-        for scope in ("team", "same_gpus")
-        for stat in ("log_count", "median", "last", "spread")
-    ),
+    *(f"team_{stat}" for stat in ("log_count", "median", "last", "spread")),
+    "team_median_3",
+    "team_median_30",
+    "team_spread_30",
+    *(f"same_gpus_{stat}" for stat in ("log_count", "median", "last", "spread")),
+    "same_gpus_median_5",
     "gpus_vs_user",
     "log_load",
 )
@@ -206,9 +209,10 @@ class FeatureEncoder:
             np.log(np.array([d if d is not None else math.nan for d in declared], dtype=float)),
             np.fromiter((_work_hint(c) for c in commands), dtype=float, count=n),
         ]
-        hist = [*_stats(history.users(jobs, submit)), *_stats(history.families(jobs, submit))]
+        users = history.users(jobs, submit)
+        hist = [*_stats(users), *_stats(history.families(jobs, submit))]
         recent = history.recent(jobs, submit)
-        hist += [recent.median, recent.spread, *_context(jobs, submit, history)]
+        hist += [recent.median, recent.spread, *_context(jobs, submit, history, users)]
         cats = [self.vocabularies[c].encode(categories(jobs, c)) for c in CATEGORICAL]
         dense = np.column_stack([*numeric, *hist, *cats])
         bags = [_bag(commands, self.buckets), _bag([j.name or "" for j in jobs], self.buckets)]
@@ -219,21 +223,31 @@ def _stats(s: KeyStats) -> list[np.ndarray]:
     return [np.log1p(s.count), s.median, s.last, s.mean, s.spread]
 
 
-def _context(jobs: Sequence[Job], submit: np.ndarray, history: HistoryIndex) -> list[np.ndarray]:
-    """Schema-2 columns: user windows, team, same GPU count, usual GPUs, load at submit."""
-    users = [j.user for j in jobs]
-    short = history.user_short.lookup(users, submit)
-    long = history.user_long.lookup(users, submit)
-    usual = history.user_gpus.lookup(users, submit)
+def _context(
+    jobs: Sequence[Job], submit: np.ndarray, history: HistoryIndex, users: KeyStats
+) -> list[np.ndarray]:
+    """Schema-3 columns: user windows, team, same GPU count, usual GPUs, load at submit."""
+    usual = history.user_gpus.lookup([j.user for j in jobs], submit)
     log_gpus = np.log(np.fromiter((max(j.gpus, 1) for j in jobs), dtype=float, count=len(jobs)))
-    scoped = []
-    for stats in (history.teams(jobs, submit), history.at_same_gpus(jobs, submit)):
-        scoped += [np.log1p(stats.count), stats.median, stats.last, stats.spread]
+    team = history.teams(jobs, submit)
+    same = history.at_same_gpus(jobs, submit)
     return [
-        short.median,
-        long.median,
-        long.spread,
-        *scoped,
+        users.medians[3],
+        users.medians[5],
+        users.medians[30],
+        users.spreads[30],
+        np.log1p(team.count),
+        team.median,
+        team.last,
+        team.spread,
+        team.medians[3],
+        team.medians[30],
+        team.spreads[30],
+        np.log1p(same.count),
+        same.median,
+        same.last,
+        same.spread,
+        same.medians[5],
         log_gpus - usual.median,
         np.log1p(history.load.at(submit)),
     ]

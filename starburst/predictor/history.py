@@ -6,8 +6,10 @@ Terms:
 - *key*: what history is grouped by — the user, or the user's *job family* (``user|name`` with
   digit runs folded to ``#``, so ``bert-ft-017`` and ``bert-ft-018`` share a family).
 - *window*: the last ``window`` finished jobs of a key (median and spread are taken over it).
-  The user is looked up at three windows (3, 10, 30 jobs); the team (virtual cluster) and the
-  user's jobs *at the same GPU count* (key ``user|gpus``) at the default one.
+  Each key is indexed once and looked up at several windows at the same cost (``WINDOWS``):
+  the user at 3, 5, 10 and 30 jobs, the team (virtual cluster) at 3, 10 and 30, the user's
+  jobs *at the same GPU count* (key ``user|gpus``) at 5 and 10. ``KeyStats.median`` and
+  ``spread`` are at the default window; ``KeyStats.medians[k]`` at window k.
 - *usual GPUs*: the median log GPU count of the user's last finished jobs.
 - *in-flight GPUs at t* (the cluster load a job is submitted into): GPUs of the indexed jobs
   submitted before t and not finished before t, plus those of ``in_flight`` jobs (running or
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -36,8 +38,8 @@ _SHIFT = np.int64(41)  # 2**41 ms ≈ 69 years of trace time per key
 _MAX_MS = (1 << 41) - 1
 _DIGITS = re.compile(r"\d+")
 DEFAULT_WINDOW = 10
-SHORT_WINDOW = 3
-LONG_WINDOW = 30
+#: the further windows each scope is indexed at, besides the default one
+WINDOWS = {"user": (3, 5, 30), "team": (3, 30), "same_gpus": (5,)}
 
 
 def gpus_key(user: str | None, gpus: int) -> str | None:
@@ -67,13 +69,18 @@ def finish_time(job: Job) -> float:
 
 @dataclass(frozen=True, slots=True)
 class KeyStats:
-    """History of one key per query row; NaN where the key had no finished job yet."""
+    """History of one key per query row; NaN where the key had no finished job yet.
+
+    ``median``/``spread``: over the default window; ``medians``/``spreads``: by window.
+    """
 
     count: np.ndarray
     median: np.ndarray
     last: np.ndarray
     mean: np.ndarray
     spread: np.ndarray
+    medians: dict[int, np.ndarray] = field(default_factory=dict)
+    spreads: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 class KeyedHistory:
@@ -85,6 +92,7 @@ class KeyedHistory:
         finish: np.ndarray,
         log_runtime: np.ndarray,
         window: int = DEFAULT_WINDOW,
+        windows: Sequence[int] = (),
     ) -> None:
         keep = np.array([k is not None for k in keys], dtype=bool)
         kept = [k for k in keys if k is not None]
@@ -102,7 +110,12 @@ class KeyedHistory:
         self._start = np.searchsorted(ids, np.arange(len(self._ids)), side="left")
         seg = self._start[ids] if len(ids) else np.zeros(0, dtype=np.int64)
         self._values = values
-        self._median, self._spread = _rolling_median_spread(values, seg, window)
+        self.window = window
+        self.windows = tuple(dict.fromkeys((window, *windows)))
+        self._medians: dict[int, np.ndarray] = {}
+        self._spreads: dict[int, np.ndarray] = {}
+        for w in self.windows:
+            self._medians[w], self._spreads[w] = _rolling_median_spread(values, seg, w)
         sums = np.concatenate(([0.0], np.cumsum(values)))
         self._mean = (sums[1:] - sums[seg]) / (np.arange(len(values)) - seg + 1)
 
@@ -133,12 +146,16 @@ class KeyedHistory:
                 return np.full(len(ids), np.nan)
             return np.where(has, arr[idx], np.nan)
 
+        medians = {w: pick(m) for w, m in self._medians.items()}
+        spreads = {w: pick(m) for w, m in self._spreads.items()}
         return KeyStats(
             count.astype(float),
-            pick(self._median),
+            medians[self.window],
             pick(self._values),
             pick(self._mean),
-            pick(self._spread),
+            spreads[self.window],
+            medians,
+            spreads,
         )
 
 
@@ -182,15 +199,13 @@ class HistoryIndex:
         )
         self.window = window
         self.jobs = len(done)
-        self.user = KeyedHistory([j.user for j in done], finish, logr, window)
+        users = [j.user for j in done]
+        self.user = KeyedHistory(users, finish, logr, window, WINDOWS["user"])
         self.family = KeyedHistory([family_key(j.user, j.name) for j in done], finish, logr, window)
         self.everyone = KeyedHistory(["*"] * len(done), finish, logr, 3 * window)
-        users = [j.user for j in done]
-        self.user_short = KeyedHistory(users, finish, logr, SHORT_WINDOW)
-        self.user_long = KeyedHistory(users, finish, logr, LONG_WINDOW)
-        self.team = KeyedHistory([j.team for j in done], finish, logr, window)
+        self.team = KeyedHistory([j.team for j in done], finish, logr, window, WINDOWS["team"])
         self.same_gpus = KeyedHistory(
-            [gpus_key(j.user, j.gpus) for j in done], finish, logr, window
+            [gpus_key(j.user, j.gpus) for j in done], finish, logr, window, WINDOWS["same_gpus"]
         )
         log_gpus = np.log(np.fromiter((max(j.gpus, 1) for j in done), dtype=float, count=len(done)))
         self.user_gpus = KeyedHistory(users, finish, log_gpus, window)

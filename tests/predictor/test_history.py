@@ -130,8 +130,8 @@ def test_team_same_gpus_windows_and_usual_gpus() -> None:
     assert same.count.tolist()[0] == 2 and same.last[0] == math.log(3000.0)
     assert same.count[1] == 0  # bob has no jobs at any GPU count
     assert index.teams(probe).count.tolist() == [4, 4]  # the team sees everyone in vc1
-    short = index.user_short.lookup(["ann"], np.array([1e6]))
-    assert short.median[0] == math.log(1000.0)  # last three: 1000, 30, 3000
+    short = index.users(probe[:1]).medians[3]
+    assert short[0] == math.log(1000.0)  # last three: 1000, 30, 3000
     usual = index.user_gpus.lookup(["ann"], np.array([1e6]))
     assert math.isclose(math.exp(usual.median[0]), math.sqrt(8))  # median of 1, 8, 1, 8
 
