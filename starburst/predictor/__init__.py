@@ -4,11 +4,14 @@ Compute-Wait gives each job a wait budget proportional to GPUs × runtime, so it
 job's runtime before the job runs. This package learns it from the cluster's own history.
 
 Modules (each one concept):
-- ``history``: leak-free look-ups of what a user / job family ran before an instant.
-- ``features``: the submit-time feature matrix (schema version 2).
-- ``model``: quantile gradient-boosting models (p10, p50, p90, residual) and conformal
-  calibration; ``forms``: which of model, residual, blend or baseline the estimate uses, chosen
-  on the most recent held-out slice of the training jobs.
+- ``history``: leak-free look-ups of what a user / team / job family ran before an instant.
+- ``features``: the submit-time feature matrix (schema version 3).
+- ``baselines``: history baselines that need no fit (global, user's, user×GPUs, shrunk medians).
+- ``forms``: how the boosted models and a baseline combine into the estimate;
+  ``selection``: which form, chosen by rolling-origin cross-validation and kept only if it
+  beats the best baseline consistently.
+- ``model``: the fitted quantile models, the chosen form and the conformal band;
+  ``fitting``: features once, the cross-validation, the final fit.
 - ``training`` / ``artifact``: completed jobs → a versioned joblib artifact and back.
 - ``estimator``: the ``RuntimeEstimator`` port — the model, and the cold-start fallback chain
   (declared → user history → global median → default prior), with ``Estimate.source``.

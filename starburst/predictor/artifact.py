@@ -2,7 +2,8 @@
 
 An artifact records its *model version* (``rt-<trained at>-<digest>``, the string every
 prediction carries in ``Estimate.source``), the *feature schema version*, the *training window*
-(first and last submit time), the number of jobs, held-out metrics, the scikit-learn version,
+(first and last submit time), the number of jobs, cross-validated metrics (``training``), the
+chosen form with every candidate's cross-validated score, the scikit-learn version,
 and a snapshot of the training history (so it can predict without a store).
 
 Invariants: ``load_artifact`` either returns an artifact whose format, schema version and
@@ -58,17 +59,14 @@ class ModelArtifact:
             f"training window    submit {first:.0f}s … {last:.0f}s ({self.jobs} jobs)",
             f"feature schema     v{self.schema_version} ({len(self.model.encoder.names)} columns)",
             f"scikit-learn       {self.sklearn_version}",
-            f"band widening      {self.model.widen:+.3f} (log space, conformal)",
+            f"band shifts        p10 {-self.model.shift[0]:+.3f}, p90 {self.model.shift[1]:+.3f} "
+            "(log space, conformal on out-of-fold predictions)",
             f"chosen form        {self.model.form.describe()}",
         ]
-        plain = {k: v for k, v in self.metrics.items() if not k.startswith("val_malr[")}
-        lines += [f"metric {k:<22} {v:.4g}" for k, v in sorted(plain.items())]
-        for segment, scores in sorted(self.model.form.scores.items()):
-            ranked = sorted(scores.items(), key=lambda kv: kv[1])
-            lines.append(
-                f"validation MALR ({segment} users): "
-                + ", ".join(f"{name} {v:.3f}" for name, v in ranked)
-            )
+        plain = {k: v for k, v in self.metrics.items() if not k.startswith("cv_malr[")}
+        lines += [f"metric {k:<26} {v:.4g}" for k, v in sorted(plain.items())]
+        lines.append("cross-validated MALR by form (pooled, then per fold; best first):")
+        lines += self.model.form.table()
         return "\n".join(lines)
 
 

@@ -5,7 +5,7 @@ Both implement ``starburst.core.ports.RuntimeEstimator`` (batch ``estimate(jobs)
 
 | source            | value                                  | band (low, high)                 |
 |-------------------|----------------------------------------|----------------------------------|
-| ``model:<ver>``   | the chosen form's centre (``forms``)   | conformal p10 … p90 around it    |
+| ``model:<ver>``   | the chosen form's centre (``forms``)   | conformal p10 … p90 (``model``)  |
 | ``declared``      | the user's declared runtime            | declared / 4 … declared          |
 | ``user-history``  | median of the user's last k jobs       | median ∓ ½ p10–p90 spread (log)  |
 | ``global-median`` | median of all finished jobs            | their p10 … p90                  |

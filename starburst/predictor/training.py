@@ -5,10 +5,13 @@ The store (its ``ModelRegistry`` port) and trace files both feed the same narrow
 (and ``extra["finish_time"]`` when known). Nothing here reads a database or a clock: the
 caller passes ``trained_at``.
 
-Held-out metrics come from the held-out split (the most recent fifth of the training jobs,
-which the boosting never saw): median absolute log-ratio, share within 2×, and p10–p90
-coverage (≈ 0.8 by construction, since the band is calibrated there), and every candidate
-form's MALR per segment (``val_malr[segment:form]``), from which the form was chosen.
+Metrics are *cross-validated* (``fitting``): out-of-fold predictions of the chosen form over the
+rolling-origin validation blocks of the training jobs, each by models fitted only on earlier
+jobs — never the final model scored on the jobs it was fitted on. ``cv_malr`` and
+``cv_within_2x``: the chosen form's error; ``cv_coverage_calibrated_on``: the band's p10–p90
+coverage on the jobs it was calibrated on (≈ 0.8 by construction); ``cv_coverage_last_fold``:
+on the last block with the band calibrated on the earlier ones only (out of sample);
+``cv_malr[form]``: every candidate form's pooled CV MALR, from which the form was chosen.
 """
 
 from __future__ import annotations
@@ -16,12 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-import numpy as np
-
 from starburst.core.job import Job
 from starburst.predictor.artifact import ModelArtifact, model_version
-from starburst.predictor.history import HistoryIndex
-from starburst.predictor.model import TrainParams, completed, fit_model, holdout_start
+from starburst.predictor.fitting import fit_with_validation
+from starburst.predictor.model import TrainParams, completed
 
 
 def train_artifact(
@@ -35,21 +36,8 @@ def train_artifact(
 
     params = params or TrainParams()
     done = completed(jobs)
-    model = fit_model(done, params)
-    history = HistoryIndex(done)
-    cut = holdout_start(len(done), params)
-    held = done[cut:]
-    pred = model.predict(held, history)
-    truth = np.array([j.runtime for j in held], dtype=float)
-    ratio = np.abs(np.log(pred.value / truth))
-    metrics = {
-        "holdout_jobs": float(len(held)),
-        "median_abs_log_ratio": float(np.median(ratio)),
-        "within_2x": float(np.mean(ratio <= np.log(2.0))),
-        "p10_p90_coverage": float(np.mean((pred.low <= truth) & (truth <= pred.high))),
-    }
-    for segment, scores in model.form.scores.items():
-        metrics.update({f"val_malr[{segment}:{name}]": v for name, v in scores.items()})
+    fitted = fit_with_validation(done, params)
+    model, history = fitted.model, fitted.history
     when = trained_at or datetime.now(UTC)
     window = (done[0].submit_time, done[-1].submit_time)
     return ModelArtifact(
@@ -58,7 +46,7 @@ def train_artifact(
         trained_at=when.isoformat(timespec="seconds"),
         window=window,
         jobs=len(done),
-        metrics=metrics,
+        metrics=fitted.cv.metrics(model.shift),
         history=history if keep_history else None,
         sklearn_version=sklearn.__version__,
     )

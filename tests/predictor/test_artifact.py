@@ -31,7 +31,7 @@ def test_round_trip_keeps_predictions_and_metadata(
     assert loaded.version == artifact.version and loaded.version.startswith("rt-")
     assert loaded.window == (train[0].submit_time, train[-1].submit_time)
     assert loaded.jobs == len(train)
-    assert set(loaded.metrics) >= {"median_abs_log_ratio", "within_2x", "p10_p90_coverage"}
+    assert set(loaded.metrics) >= {"cv_malr", "cv_within_2x", "cv_coverage_last_fold"}
     history = HistoryIndex(train + test)
     np.testing.assert_array_equal(
         loaded.model.predict(test, history).value, artifact.model.predict(test, history).value

@@ -40,7 +40,9 @@ def test_synth_train_show_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture
         ["predictor", "show", "--model", str(model), "--trace", str(trace), "--limit", "3"], capsys
     )
     assert code == 0 and out.count("(model:rt-") == 3
-    assert "chosen form        new users: " in out and "validation MALR (all users): " in out
+    assert "chosen form        " in out and "rolling-origin folds" in out
+    assert "cross-validated MALR by form" in out and "user-gpus-median-10" in out
+    assert "metric cv_coverage_last_fold" in out
     code, out, _ = run(
         [
             "predictor",
@@ -58,7 +60,9 @@ def test_synth_train_show_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 0
     for expected in (
         "global median",
-        "user's recent median",
+        "user's median, last 10",
+        "90% interval",
+        "form chosen by training",
         "declared by user",
         "No-Wait",
         "Starburst, oracle runtimes",

@@ -8,6 +8,7 @@ import pytest
 
 from starburst.core.job import Job
 from starburst.predictor.artifact import ModelArtifact
+from starburst.predictor.baselines import BASELINES, LABELS
 from starburst.predictor.evaluation import evaluate, format_evaluation, time_split
 from starburst.predictor.scheduling import compare_scheduling, format_comparison
 from tests.predictor.conftest import SMALL
@@ -24,15 +25,18 @@ def test_time_split_is_ordered_and_complete(workload: list[Job]) -> None:
 def test_evaluation_compares_like_with_like(workload: list[Job], artifact: ModelArtifact) -> None:
     ev = evaluate(workload, 0.7, artifact=artifact)
     names = [r.name for r in ev.rows]
-    assert names[1:] == ["global median", "user's recent median"]
+    assert names[1:] == [LABELS[b] for b in BASELINES] and names[2] == "user's median, last 3"
     assert {r.jobs for r in ev.rows} == {ev.test_jobs}
     assert len({r.jobs for r in ev.declared_rows}) == 1 and ev.declared_rows[0].jobs > 0
-    assert ev.best_baseline.name == "user's recent median"
+    assert ev.best_baseline.name.startswith("user")
     assert ev.improvement > 0.25
+    lo, hi = ev.gap  # the model is far better than every baseline here: so is the interval
+    assert lo <= -ev.improvement <= hi < -0.1
     declared = ev.declared_rows[-1]
     assert declared.coverage is None and declared.within_2x < 0.5  # users pad their guesses
     text = format_evaluation(ev)
-    assert "global median" in text and "declared by user" in text and "lower than" in text
+    assert "global median" in text and "declared by user" in text
+    assert "gap vs the best baseline" in text and "form chosen by training" in text
     assert not ev.overlaps and "caution" not in text
     leaky = evaluate(workload, 0.5, artifact=artifact)
     assert leaky.overlaps and "caution" in format_evaluation(leaky)

@@ -1,123 +1,66 @@
-"""The predictor's form: chosen on the held-out recent slice, never worse than a baseline there,
-recorded in the artifact and shown by ``predictor show``."""
+"""Forms and baselines: what each candidate estimate is, computed leak-free from history."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 
 from starburst.core.job import Job
 from starburst.predictor.artifact import ModelArtifact
+from starburst.predictor.baselines import BASELINES, HistoryView
 from starburst.predictor.estimator import ModelEstimator
-from starburst.predictor.evaluation import evaluate, time_split
-from starburst.predictor.forms import FORMS, SEGMENT_JOBS, Baselines, centres, choose
+from starburst.predictor.forms import FORMS, MODEL_FORMS, centre, model_centres
 from starburst.predictor.history import HistoryIndex
-from starburst.predictor.training import train_artifact
-from tests.predictor.conftest import SMALL
 
-N = 300
+LOG500 = math.log(500.0)
 
 
-def _candidates(target: np.ndarray, **errors: np.ndarray) -> dict[str, np.ndarray]:
-    """Every form's centre = target + a constant error, unless given."""
-    out = {name: target + 1.0 for name in FORMS}
-    out.update({name.replace("_", "-"): target + e for name, e in errors.items()})
-    return out
-
-
-def test_a_model_form_that_wins_overall_but_not_over_time_loses_to_the_baseline() -> None:
-    target = np.zeros(N)
-    lucky = np.where(np.arange(N) < N // 3, 0.1, 0.55)  # great in block 1 only
-    candidates = _candidates(target, user_median=np.full(N, 0.5), model=lucky)
-    assert np.median(np.abs(lucky)) < 0.5 + 0.1  # (the overall win is small but real)
-    choice = choose(candidates, target, np.ones(N, dtype=bool))
-    assert choice.chosen == {"new": "user-median", "known": "user-median"}
-
-
-def test_a_model_form_that_wins_in_every_block_is_chosen() -> None:
-    target = np.zeros(N)
-    candidates = _candidates(target, user_median=np.full(N, 0.5), residual=np.full(N, 0.3))
-    choice = choose(candidates, target, np.ones(N, dtype=bool))
-    assert choice.chosen["known"] == "residual" and choice.needs_residual
-    assert choice.scores["known"]["residual"] == pytest.approx(0.3)
-
-
-def test_the_reference_baseline_comes_from_all_of_history_not_the_slice() -> None:
-    target = np.zeros(N)
-    candidates = _candidates(
-        target, user_median=np.full(N, 0.6), global_median=np.full(N, 0.4), model=np.full(N, 0.5)
-    )
-    judged = choose(
-        candidates,
-        target,
-        np.ones(N, dtype=bool),
-        {"global-median": 0.9, "user-median": 0.5, "shrunk-median": 0.7},
-    )
-    assert judged.chosen["known"] == "model"  # beats user-median, history's best baseline
-    plain = choose(candidates, target, np.ones(N, dtype=bool))
-    assert plain.chosen["known"] == "global-median"  # the slice's best baseline beats it
-
-
-def test_small_segments_take_the_overall_choice() -> None:
-    target = np.zeros(N)
-    known = np.arange(N) >= SEGMENT_JOBS - 1  # one job short of its own choice
-    new_good = np.where(known, 0.5, 0.0)
-    candidates = _candidates(target, user_median=np.full(N, 0.4), model=new_good)
-    choice = choose(candidates, target, known)
-    assert choice.chosen["new"] == choice.chosen["known"] == "user-median"
-    assert "new" not in choice.scores and choice.jobs["new"] == SEGMENT_JOBS - 1
-
-
-def test_baselines_shrink_users_with_little_history_towards_their_team() -> None:
+def test_baselines_fall_back_from_gpus_to_user_to_global_and_shrink_to_the_team() -> None:
     done = [
         Job(id=f"t{i}", submit_time=float(i), gpus=1, runtime=100.0, user=f"u{i}", team="vc")
         for i in range(5)
     ]
-    done.append(Job(id="a0", submit_time=10.0, gpus=1, runtime=10_000.0, user="ann", team="vc"))
-    probe = [
-        Job(id="p", submit_time=1e6, gpus=1, user="ann", team="vc"),
-        Job(id="q", submit_time=1e6, gpus=1, user="zed", team="other"),
+    done += [
+        Job(id="a0", submit_time=10.0, gpus=8, runtime=10_000.0, user="ann", team="vc"),
+        Job(id="a1", submit_time=20.0, gpus=1, runtime=1_000.0, user="ann", team="vc"),
     ]
-    base = Baselines.of(probe, HistoryIndex(done), global_log=np.log(500.0))
-    assert base.user[0] == pytest.approx(np.log(10_000.0))  # ann's one job
-    # one job of ann's against three of shrinkage towards vc's median (100 s)
-    assert base.shrunk[0] == pytest.approx((np.log(10_000.0) + 3 * np.log(100.0)) / 4)
-    assert base.user[1] == base.shrunk[1] == pytest.approx(np.log(500.0))  # nobody: global
-    assert not base.known.any()
-    forms = centres(np.zeros(2), np.ones(2), base, np.log(500.0))
-    assert forms["residual"] == pytest.approx(base.user + 1)
-    assert forms["blend-0.5"] == pytest.approx(base.user / 2)
+    probe = [
+        Job(id="p", submit_time=1e6, gpus=8, user="ann", team="vc"),
+        Job(id="q", submit_time=1e6, gpus=2, user="ann", team="vc"),
+        Job(id="r", submit_time=1e6, gpus=1, user="zed", team="other"),
+    ]
+    view = HistoryView.of(probe, HistoryIndex(done))
+    got = view.centres(LOG500)
+    assert set(got) == set(BASELINES)
+    ann = (math.log(10_000.0) + math.log(1_000.0)) / 2
+    assert got["user-median-10"][:2] == pytest.approx([ann, ann])
+    assert got["user-gpus-median-10"][0] == pytest.approx(math.log(10_000.0))  # her 8-GPU job
+    assert got["user-gpus-median-5"][1] == pytest.approx(ann)  # no 2-GPU job: her median
+    assert got["user-median-3"][2] == got["global-median"][2] == LOG500  # nobody: global
+    # two jobs of ann's against three of shrinkage towards vc's median (100 s)
+    assert got["shrunk-median"][0] == pytest.approx((2 * ann + 3 * math.log(100.0)) / 5)
+    assert view.user_jobs.tolist() == [2, 2, 0]
+    low, high = view.band("global-median", LOG500, (1.0, 9.0))
+    assert low.tolist() == [1.0] * 3 and high.tolist() == [9.0] * 3
 
 
-def test_training_records_the_choice_and_predicts_with_it(artifact: ModelArtifact) -> None:
-    form = artifact.model.form
-    assert set(form.chosen) == {"new", "known"} and set(form.chosen.values()) <= set(FORMS)
-    assert any(k.startswith("val_malr[all:") for k in artifact.metrics)
-    text = artifact.describe()
-    assert "chosen form" in text and "validation MALR (all users)" in text
-    assert (artifact.model.residual is not None) == form.needs_residual
+def test_model_forms_combine_the_model_and_the_reference_baseline() -> None:
+    m, r, b, n = np.array([2.0, 2.0]), np.array([1.0, 1.0]), np.array([4.0, 4.0]), np.array([0, 5])
+    got = model_centres(m, r, b, n)
+    assert set(got) == set(MODEL_FORMS) and set(FORMS) == set(BASELINES) | set(MODEL_FORMS)
+    assert got["residual"].tolist() == [5.0, 5.0] and got["residual-0.5"].tolist() == [4.5, 4.5]
+    assert got["blend-0.25"].tolist() == [3.5, 3.5]
+    assert got["shrink-5"].tolist() == [2.0, 3.0]  # a new user gets the model, others lean home
+    assert set(model_centres(None, r, b, n)) == {"residual", "residual-0.5"}
 
 
-def test_never_worse_than_a_baseline_where_the_model_has_nothing_to_learn() -> None:
-    """Runtimes are a per-user constant times noise: nothing but the user's history helps."""
-    rng = np.random.default_rng(3)
-    users = [f"u{i}" for i in range(30)]
-    scale = {u: float(rng.lognormal(8, 1.5)) for u in users}
-    jobs = []
-    for i in range(1200):
-        user = users[int(rng.integers(len(users)))]
-        jobs.append(
-            Job(
-                id=f"j{i}",
-                submit_time=600.0 * i,
-                gpus=int(rng.choice([1, 2, 4, 8])),
-                runtime=scale[user] * float(rng.lognormal(0, 0.8)),
-                user=user,
-            )
-        )
-    train, _ = time_split(jobs, 0.7)
-    ev = evaluate(jobs, 0.7, artifact=train_artifact(train, SMALL))
-    assert ev.model.median_abs_log_ratio <= 1.05 * ev.best_baseline.median_abs_log_ratio
+def test_a_form_without_its_model_output_is_an_error() -> None:
+    view = HistoryView.of([Job(id="p", submit_time=1.0, gpus=1)], HistoryIndex([]))
+    assert centre("global-median", "global-median", view, 3.0, None, None).tolist() == [3.0]
+    with pytest.raises(ValueError, match="needs a model output"):
+        centre("blend-0.5", "global-median", view, 3.0, None, np.zeros(1))
 
 
 def test_estimates_carry_the_chosen_forms_centre(

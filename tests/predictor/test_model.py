@@ -7,8 +7,9 @@ import pytest
 
 from starburst.core.job import Job
 from starburst.predictor.artifact import ModelArtifact
+from starburst.predictor.fitting import fit_model
 from starburst.predictor.history import HistoryIndex
-from starburst.predictor.model import TrainingError, fit_model
+from starburst.predictor.model import TrainingError
 from tests.predictor.conftest import SMALL
 
 
