@@ -67,7 +67,8 @@ def test_synth_train_show_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture
         "No-Wait",
         "Starburst, oracle runtimes",
         "Starburst, predicted runtimes",
-        "Star-Wait",
+        "Star-Wait (no estimate)",
+        "Star-Wait, no queue cap",
         "Starburst, predicted p90",
         "compute-expected, predicted",
     ):

@@ -10,7 +10,12 @@ from starburst.core.job import Job
 from starburst.predictor.artifact import ModelArtifact
 from starburst.predictor.baselines import BASELINES, LABELS
 from starburst.predictor.evaluation import evaluate, format_evaluation, time_split
-from starburst.predictor.scheduling import compare_scheduling, format_comparison
+from starburst.predictor.scheduling import (
+    STAR,
+    STAR_UNCAPPED,
+    compare_scheduling,
+    format_comparison,
+)
 from tests.predictor.conftest import SMALL
 
 
@@ -42,7 +47,7 @@ def test_evaluation_compares_like_with_like(workload: list[Job], artifact: Model
     assert leaky.overlaps and "caution" in format_evaluation(leaky)
 
 
-def test_scheduling_comparison(workload: list[Job]) -> None:
+def test_scheduling_comparison(workload: list[Job], artifact: ModelArtifact) -> None:
     cmp = compare_scheduling(workload[:1000], train_share=0.7, load=2.0, params=SMALL)
     labels = [r.label for r in cmp.rows]
     assert labels == [
@@ -52,9 +57,10 @@ def test_scheduling_comparison(workload: list[Job]) -> None:
         "Starburst, predicted p90",
         "compute-expected, predicted",
         "Star-Wait (no estimate)",
+        "Star-Wait, no queue cap",
     ]
     assert cmp.jobs == 300 and 1.5 < cmp.offered_load < 2.5
-    nowait, oracle, predicted, p90, expected, _ = cmp.rows
+    nowait, oracle, predicted, p90, expected, _, _ = cmp.rows
     assert nowait.savings == 0.0 and oracle.savings > 0.0
     assert math.isclose(cmp.kept, predicted.savings / oracle.savings)
     assert math.isclose(cmp.kept_by(expected.label), expected.savings / oracle.savings)
@@ -62,8 +68,13 @@ def test_scheduling_comparison(workload: list[Job]) -> None:
     assert predicted.savings > 0.5 * oracle.savings
     # the band changes the decisions: budgets from the distribution are not the p50's
     assert (expected.cost_usd, expected.mean_jct_s) != (predicted.cost_usd, predicted.mean_jct_s)
+    assert cmp.queue_cap == 30
+    # Star-Wait runs under the others' queue cap (and once without): a binding cap shows it
+    tight = compare_scheduling(workload[:1000], 0.7, load=2.0, queue_cap=1, artifact=artifact)
+    star, uncapped = tight.row(STAR), tight.row(STAR_UNCAPPED)
+    assert (star.cost_usd, star.mean_jct_s) != (uncapped.cost_usd, uncapped.mean_jct_s)
     text = format_comparison(cmp)
-    assert "keeps" in text and "compute-expected" in text
+    assert "keeps" in text and "compute-expected" in text and "queue cap 30" in text
 
 
 def test_bare_trace_without_users_or_declarations() -> None:
