@@ -78,7 +78,7 @@ class TrainParams:
     cv_min_jobs: int = 20
     #: a fold's models train on at most its most recent ``cv_rows`` jobs (bounds the cost on a
     #: large history; the final models train on every job)
-    cv_rows: int = 30_000
+    cv_rows: int = 20_000
     #: how much lower (pooled CV MALR) than the best baseline a model form must be
     margin: float = 0.03
     seed: int = 0
