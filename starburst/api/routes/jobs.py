@@ -16,7 +16,6 @@ Invariants:
 
 from __future__ import annotations
 
-import math
 from decimal import Decimal
 from typing import Annotated
 
@@ -42,10 +41,9 @@ from starburst.api.schemas.jobs import (
 )
 from starburst.core.billing import per_currency
 from starburst.core.dependencies import AfterKind, Dependency
-from starburst.core.duration import precise
+from starburst.core.explain import waiting_summary
 from starburst.core.failure import cause_of, exit_code_in
 from starburst.core.holds import team_holds
-from starburst.core.job import cloud_blocker
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
     JobEvent,
@@ -335,25 +333,13 @@ def status(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
 def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str, float | None]:
     now = ctx.clock.now()
     if stored.state in _WAITING:
-        waited = max(0.0, now - stored.queued_at)
-        if stored.held is not None:
-            return f"held: {stored.held}; its wait budget starts when it enters the queue", None
-        if stored.wait_budget is None:
-            return f"waiting {precise(waited)}; no wait budget yet (not yet admitted)", waited
-        if math.isinf(stored.wait_budget):
-            why = cloud_blocker(stored.job) or "cluster-only policy"
-            return f"waiting {precise(waited)}; never bursts ({why})", waited
-        left = stored.queued_at + stored.wait_budget - now
         team = stored.job.team
-        if left <= 0 and team is not None:
-            held = team_holds(ctx.store, now, team).get(team) or ceilings.burst_hold(ctx, stored)
-            if held is not None:
-                return f"waiting {precise(waited)}, past its budget: {held}", waited
-        then = "bursts to the cloud" if left > 0 else "budget spent: bursts on the next pass"
-        return (
-            f"waiting {precise(waited)} of a {precise(stored.wait_budget)} budget; {then}"
-            f"{f' in {precise(left)}' if left > 0 else ''} unless GPUs free up on-prem",
-            waited,
+
+        def hold_past_budget() -> str | None:
+            return team_holds(ctx.store, now, team).get(team) if team else None
+
+        return waiting_summary(
+            stored, now, lambda: hold_past_budget() or ceilings.burst_hold(ctx, stored)
         )
     if stored.state is JobState.RUNNING_ONPREM:
         return f"running on-prem since {when(stored.started_at)}: {last_reason}", None
