@@ -282,7 +282,7 @@ class RuntimeEstimator(Protocol):
 # ---- the store ---------------------------------------------------------------------------
 # The durable record of jobs, money, accounts and models, split by concept so each user names
 # only what it needs. ``SqlStore`` (PostgreSQL, SQLite) and ``MemoryStore`` implement all of
-# them and pass one contract suite (``tests/contract/test_store_contract.py``).
+# them and pass one contract suite (``tests/contract/test_store_*.py``).
 #
 # Shared rules: times are epoch seconds and a write without ``at=`` is stamped by the store's
 # clock; money is ``Decimal`` kept exactly to the micro-unit (1e-6); a write carrying a

@@ -1,7 +1,7 @@
 """``MemoryStore``: the whole store port (``core.ports.Store``) held in memory.
 
 For the controller on virtual time, the simulator and tests: the same rules as the SQL store
-(it passes the same contract suite, ``tests/contract/test_store_contract.py``), no database,
+(it passes the same contract suite, ``tests/contract/test_store_*.py``), no database,
 nothing durable. One re-entrant lock makes each method one transaction; see ``tables.py``.
 
 Leadership: ``next_term()`` hands out fencing tokens (as ``adapters.db.leader.next_term``
