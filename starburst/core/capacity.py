@@ -84,6 +84,7 @@ class CapacityIndex:
         "_all_types",
         "_buckets",
         "_ever_fits",
+        "_fits_of",
         "_free_cpus",
         "_free_gpus",
         "_free_mem",
@@ -101,6 +102,7 @@ class CapacityIndex:
         self._buckets: dict[str, list[list[int]]] = {}
         self._max_level: dict[str, int] = {}
         self._ever_fits: dict[tuple[int, int, str | None, float, float], bool] = {}
+        self._fits_of: dict[str, tuple[Job, bool]] = {}  # job id → (that job, its answer)
         for i, node in enumerate(self.nodes):
             if node.gpus < 0:
                 raise ConfigError(f"node {node.name} has a negative GPU count")
@@ -145,12 +147,18 @@ class CapacityIndex:
         return self._max_level.get(job.gpu_type, 0)
 
     def could_ever_fit(self, job: Job) -> bool:
-        """Whether the job fits the empty cluster (GPUs, type, CPUs and memory)."""
+        """Whether the job fits the empty cluster (GPUs, type, CPUs and memory). Asked of
+        every queued job on every pass: the answer is kept per job object (the same object
+        is the same request) and per shape of request."""
+        seen = self._fits_of.get(job.id)
+        if seen is not None and seen[0] is job:
+            return seen[1]
         key = (job.gpus, job.split_unit, job.gpu_type, job.cpus, job.memory_mb)
         known = self._ever_fits.get(key)
         if known is None:
             empty = CapacityIndex(self.nodes)
             known = self._ever_fits[key] = empty.place(job, PlacementStrategy.FIRST_FIT) is not None
+        self._fits_of[job.id] = (job, known)
         return known
 
     def max_free(self, job: Job) -> int:

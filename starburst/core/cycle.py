@@ -113,11 +113,17 @@ def schedule_pass(
     result = PassResult()
     held = _Holds(hold or {}, held_jobs or {})
     kept: list[QueuedJob] = []
-    judge = capacity.has_schedulable_nodes  # else nothing is known to never fit
+    # a cluster with no schedulable node (none seen yet, or all cordoned) proves nothing
+    fits = capacity.could_ever_fit if capacity.has_schedulable_nodes else None
     for entry in queue:
         if entry.deadline <= now and not _held(entry, held, result):
             result.bursts.append(Burst(entry.job, _expired_reason(entry, now)))
-        elif judge and _never_fits_now(entry, capacity) and not _held(entry, held, result):
+        elif (
+            fits is not None
+            and not fits(entry.job)
+            and not math.isinf(entry.deadline)  # a job that never bursts: ``_schedule`` says why
+            and not _held(entry, held, result)
+        ):
             result.bursts.append(Burst(entry.job, _cannot_fit_reason(entry.job, capacity)))
         else:
             kept.append(entry)
@@ -154,12 +160,6 @@ def _held(entry: QueuedJob, held: _Holds, result: PassResult) -> bool:
     if all(job_id != entry.id for job_id, _ in result.held):
         result.held.append((entry.id, reason))
     return True
-
-
-def _never_fits_now(entry: QueuedJob, capacity: CapacityIndex) -> bool:
-    """A queued job with a budget that the empty cluster could not hold (a job that never
-    bursts is left to ``_schedule``, which says why it bursts anyway)."""
-    return not math.isinf(entry.deadline) and not capacity.could_ever_fit(entry.job)
 
 
 def _burst_never_fitting(

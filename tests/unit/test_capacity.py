@@ -143,3 +143,13 @@ def test_a_job_whose_cpus_no_node_has_can_never_fit() -> None:
     assert not index.could_ever_fit(make_job(gpus=8, cpus=24))
     assert index.could_ever_fit(make_job(gpus=8, cpus=16))
     assert index.could_ever_fit(make_job(gpus=16, cpus=32))  # split: 16 CPUs on each node
+
+
+def test_could_ever_fit_answers_a_new_request_under_a_known_id_afresh() -> None:
+    index = CapacityIndex(nodes(2, 8))
+    small = make_job("ns/train", gpus=8)
+    assert index.could_ever_fit(small) and index.could_ever_fit(small)  # the kept answer
+    # the same id re-created larger (a Kubernetes Job deleted and applied again)
+    assert not index.could_ever_fit(make_job("ns/train", gpus=64))
+    assert not index.could_ever_fit(make_job("ns/train", gpus=16, pods=1))
+    assert index.could_ever_fit(make_job("ns/train", gpus=16))
