@@ -58,6 +58,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -77,6 +78,7 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 UtcTime = DateTime(timezone=True)
 
 _STATES = ", ".join(f"'{s.value}'" for s in JobState)
+_ACTIVE = text("state IN (" + ", ".join(f"'{s.value}'" for s in JobState if not s.terminal) + ")")
 
 
 class Base(DeclarativeBase):
@@ -150,6 +152,14 @@ class JobRow(Base):
         CheckConstraint("pods >= 1", name="pods"),
         Index("ix_jobs_queue", "state", "queued_at", "id"),
         Index("ix_jobs_user_queue", "user_name", "queued_at", "id"),  # a user's listing
+        # the active jobs' listing (migration 0010)
+        Index(
+            "ix_jobs_active_queue",
+            "queued_at",
+            "id",
+            postgresql_where=_ACTIVE,
+            sqlite_where=_ACTIVE,
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
