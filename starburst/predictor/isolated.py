@@ -7,9 +7,10 @@ cores. ``train_isolated`` runs ``train_artifact`` in a child Python process star
 (``save_artifact``: atomic, with its digest); the parent then loads it with
 ``load_artifact``, so a model from the child passes the same checks as any other.
 
-Measured side by side on the shared 2-core machine (``bench/controller_bench.py``): the pass
-p99 beside an in-process retrain of 100,000 jobs was ~2.2× the quiet p99, beside the niced
-child ~1.1×.
+Measured side by side (``bench/controller_bench.py``): on the shared, loaded 2-core machine
+the pass p99 beside an in-process retrain of 100,000 jobs was ~2.2× the quiet p99, beside the
+niced child ~1.1×; on the quiet machine with 20,000 jobs, 5.3× and 4.8× — the parent's part
+(reading and pickling the history, loading the result) still holds the interpreter lock.
 
 Protocol: the parent writes a pickle of ``(jobs, params, trained_at, path, nice)`` to the
 child's stdin; the child answers one JSON line ``{"pid": .., "nice": ..}`` on stdout (what it
