@@ -6,13 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-import pytest
-
 from starburst.core.records import CostEntry, JobSpec
+from tests.support.databases import BOTH
 
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
 NOV16 = datetime(2026, 11, 16, tzinfo=UTC).timestamp()  # half of November gone
 
 

@@ -11,8 +11,6 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-import pytest
-
 from starburst.core.capacity import uniform_nodes
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
@@ -22,10 +20,8 @@ from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.api.test_job_dependencies import RUNTIME, EveryJob
 from tests.support.clock import ManualClock
+from tests.support.databases import BOTH
 
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
 CEILING = 12.0  # $/h; a 2-GPU job costs $5/h in the simulated cloud
 HELD = (
     "team ml runs $10.00/h in the cloud; bursting this job ($5.00/h, gpu:2 at sim) would take "

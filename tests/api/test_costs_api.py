@@ -17,10 +17,8 @@ from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.records import CostEntry, JobSpec
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
+from tests.support.databases import BOTH
 
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
 WINDOW = {"since": "2026-10-01", "until": "2026-12-01"}
 RATES = {"onprem_rates": {"A100": 1.5, "*": 0.5}}
 

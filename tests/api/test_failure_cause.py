@@ -11,8 +11,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from starburst.adapters.local import EmulatedCloud, LocalCluster
 from starburst.controller.joblogs import JobLogs
 from starburst.core.lifecycle import JobState
@@ -21,11 +19,9 @@ from starburst.core.records import JobSpec
 from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.support.clock import ManualClock
+from tests.support.databases import BOTH
 from tests.support.waiting import wait_for
 
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
 ONPREM = "echo loading data; echo 'RuntimeError: CUDA out of memory' >&2; exit 7"
 CLOUD = "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo step $i; done; exit 5"
 

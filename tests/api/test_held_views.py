@@ -8,16 +8,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from starburst.core.lifecycle import JobState
 from tests.api.test_cli import run
 from tests.api.test_job_dependencies import submit
 from tests.api.test_job_dependencies import world as world  # the fixture
-
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
+from tests.support.databases import BOTH
 
 
 def scene(loop, api, env):  # type: ignore[no-untyped-def]

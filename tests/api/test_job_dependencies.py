@@ -19,10 +19,8 @@ from starburst.sim.cluster import SimCluster
 from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.support.clock import ManualClock
+from tests.support.databases import BOTH
 
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
 RUNTIME = 100.0
 
 

@@ -22,11 +22,9 @@ from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.cloud.fake_sky import FakeSky
 from tests.support.clock import ManualClock
+from tests.support.databases import BOTH
 from tests.support.waiting import wait_for
 
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
 PRICES = {
     "taken": "2026-01-01",
     "regions": {"aws": "us-east-1", "gcp": "us-central1"},

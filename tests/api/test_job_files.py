@@ -20,10 +20,7 @@ from starburst.core.policy import PolicyKind, WaitPolicy
 from tests.api.conftest import LiveServer, build_api
 from tests.api.test_cli import run
 from tests.support.clock import ManualClock
-
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
+from tests.support.databases import BOTH
 
 SKY_TASK = """\
 name: resnet

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from starburst.core.lifecycle import JobState
-
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
+from tests.support.databases import BOTH
 
 SPEC = {"image": "pytorch:2.4", "command": ["python", "train.py", "--lr", "3e-4"], "gpus": 2}
 

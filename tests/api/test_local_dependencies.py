@@ -12,19 +12,14 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from starburst.adapters.local import LocalCluster
 from starburst.core.dependencies import AfterKind, Dependency
 from starburst.core.lifecycle import JobState
 from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.support.clock import ManualClock
+from tests.support.databases import BOTH
 from tests.support.waiting import wait_for
-
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
 
 
 @BOTH

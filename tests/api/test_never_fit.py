@@ -24,10 +24,8 @@ from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.api.test_job_dependencies import EveryJob
 from tests.support.clock import ManualClock
+from tests.support.databases import BOTH
 
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
 DAY = 86400.0
 #: a budget of 10 days for a 1000-GPU job: what it used to wait
 POLICY = WaitPolicy(PolicyKind.CONSTANT, coefficient=10 * DAY)

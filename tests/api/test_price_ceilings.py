@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from starburst.cli.main import build_app
 from starburst.core.lifecycle import JobState
 from starburst.core.records import CloudLaunch, JobSpec
+from tests.support.databases import BOTH
 
 CEILINGS = {"settings": {"max_job_cloud_price": 10.0, "max_team_cloud_price": 12.0}}
 
@@ -19,9 +20,7 @@ def run(args: list[str], env: dict[str, str]):  # type: ignore[no-untyped-def]
     return CliRunner().invoke(build_app(args), args, env=env, catch_exceptions=False)
 
 
-@pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
+@BOTH
 @pytest.mark.parametrize("api_options", [CEILINGS], indirect=True)
 def test_submissions_over_a_ceiling_are_refused_with_the_price(api) -> None:  # type: ignore[no-untyped-def]
     env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}

@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import json
 
-import pytest
 import yaml
 from typer.testing import CliRunner
 
 from starburst.cli.main import build_app
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
-
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
+from tests.support.databases import BOTH
 
 
 def run(args: list[str], env: dict[str, str]):  # type: ignore[no-untyped-def]

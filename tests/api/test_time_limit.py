@@ -10,8 +10,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from starburst.adapters.kubernetes.conversion import Conventions
 from starburst.adapters.kubernetes.manifest import job_manifest
 from starburst.adapters.local import LocalCluster
@@ -22,11 +20,8 @@ from starburst.core.policy import PolicyKind
 from tests.api.conftest import LiveServer, serve_loop
 from tests.api.test_cli import run
 from tests.support.clock import ManualClock
+from tests.support.databases import BOTH
 from tests.support.waiting import wait_for
-
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
 
 
 @BOTH

@@ -4,16 +4,12 @@ jobs never found by prefix; ``cancel`` with several ids or a filter, a count and
 
 from __future__ import annotations
 
-import pytest
 from typer.testing import CliRunner
 
 from starburst.cli.main import build_app
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
-
-BOTH = pytest.mark.parametrize(
-    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
+from tests.support.databases import BOTH
 
 
 def run(args: list[str], env: dict[str, str], stdin: str | None = None):  # type: ignore[no-untyped-def]

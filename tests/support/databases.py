@@ -13,7 +13,15 @@ import tempfile
 import uuid
 from pathlib import Path
 
+import pytest
+
 from tests.support.postgres import fresh_database
+
+#: Run a test on both databases: SQLite, and PostgreSQL (``db_url`` fixtures that take the
+#: dialect as their parameter; the PostgreSQL case is marked ``postgres``).
+BOTH = pytest.mark.parametrize(
+    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
 
 
 class MigratedTemplates:
