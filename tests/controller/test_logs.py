@@ -6,7 +6,8 @@ import datetime as dt
 import io
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,10 +30,9 @@ DAEMON = logging.getLogger("starburst.controller.daemon")
 UVICORN_CHILDREN = ("uvicorn.access", "uvicorn.error")
 
 
-@pytest.fixture
-def captured() -> Iterator[io.StringIO]:
-    """``logs.configure`` writing into a buffer; the loggers are restored afterwards."""
-    names = ("starburst", *logs.LIBRARY_LOGGERS, *UVICORN_CHILDREN, "")
+@contextmanager
+def restored(names: Sequence[str]) -> Iterator[None]:
+    """The loggers ``names`` put back as they were (handlers, level, propagation)."""
     saved = {
         n: (
             logging.getLogger(n).handlers[:],
@@ -41,19 +41,31 @@ def captured() -> Iterator[io.StringIO]:
         )
         for n in names
     }
-    buffer = io.StringIO()
-    logs.configure("json")
-    for name in names:
-        for handler in logging.getLogger(name).handlers:
-            if isinstance(handler, logs._Handler):
-                handler.setStream(buffer)
-    yield buffer
-    logging.captureWarnings(False)
-    for name, (handlers, level, propagate) in saved.items():
-        logger = logging.getLogger(name)
-        logger.handlers[:] = handlers
-        logger.setLevel(level)
-        logger.propagate = propagate
+    try:
+        yield
+    finally:
+        for name, (handlers, level, propagate) in saved.items():
+            logger = logging.getLogger(name)
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+@pytest.fixture
+def captured() -> Iterator[io.StringIO]:
+    """``logs.configure`` writing into a buffer; the loggers are restored afterwards."""
+    names = ("starburst", *logs.LIBRARY_LOGGERS, *UVICORN_CHILDREN, "")
+    with restored(names):
+        buffer = io.StringIO()
+        logs.configure("json")
+        for name in names:
+            for handler in logging.getLogger(name).handlers:
+                if isinstance(handler, logs._Handler):
+                    handler.setStream(buffer)
+        try:
+            yield buffer
+        finally:
+            logging.captureWarnings(False)
 
 
 @pytest.fixture
@@ -65,23 +77,10 @@ def uvicorn_configured_first() -> Iterator[None]:
 
     from uvicorn.config import LOGGING_CONFIG
 
-    names = ("uvicorn", *UVICORN_CHILDREN)
-    saved = {
-        n: (
-            logging.getLogger(n).handlers[:],
-            logging.getLogger(n).level,
-            logging.getLogger(n).propagate,
-        )
-        for n in names
-    }
-    logging.config.dictConfig(LOGGING_CONFIG)
-    assert logging.getLogger("uvicorn.access").propagate is False
-    yield
-    for name, (handlers, level, propagate) in saved.items():
-        logger = logging.getLogger(name)
-        logger.handlers[:] = handlers
-        logger.setLevel(level)
-        logger.propagate = propagate
+    with restored(("uvicorn", *UVICORN_CHILDREN)):
+        logging.config.dictConfig(LOGGING_CONFIG)
+        assert logging.getLogger("uvicorn.access").propagate is False
+        yield
 
 
 def lines(buffer: io.StringIO) -> list[dict[str, object]]:
