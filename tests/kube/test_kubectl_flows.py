@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -292,26 +293,38 @@ def test_a_job_suspended_by_someone_else_ends_and_frees_its_gpus(world: World) -
     )
 
 
-def test_a_job_deleted_while_no_controller_watched_ends_at_the_next_start(
-    world: World, make_cluster, tmp_path: Path
-) -> None:
+def _fill_and_an_unburstable(world: World, name: str) -> dict[str, Any]:
+    """A Job filling the node, and ``name``, which no cloud can run (two containers), queued
+    on-prem and known to the store; its manifest is returned."""
     world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
-    body = queued_job("orphan", gpus=2)
+    body = queued_job(name, gpus=2)
     body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
     world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
     wait_for(
         lambda: (
             world.controller.run_pass() is not None
-            and _known(world.store, "default/orphan")
-            and world.state("default/orphan") is JobState.QUEUED
+            and _known(world.store, f"default/{name}")
+            and world.state(f"default/{name}") is JobState.QUEUED
         )
     )
-    world.controller.stop()
-    world.batch.delete_namespaced_job("orphan", "default")  # while nobody watches
+    return body
+
+
+def _restarted(world: World, make_cluster: Any, tmp_path: Path) -> Controller:
+    """A new controller process over the same store and cluster."""
     settings = Settings(
         database_url=str(world.store.engine.url), state_dir=tmp_path, policy="no-wait", cloud="none"
     )
-    again = Controller(settings, world.store, make_cluster(), world.cloud, clock=world.clock)
+    return Controller(settings, world.store, make_cluster(), world.cloud, clock=world.clock)
+
+
+def test_a_job_deleted_while_no_controller_watched_ends_at_the_next_start(
+    world: World, make_cluster, tmp_path: Path
+) -> None:
+    _fill_and_an_unburstable(world, "orphan")
+    world.controller.stop()
+    world.batch.delete_namespaced_job("orphan", "default")  # while nobody watches
+    again = _restarted(world, make_cluster, tmp_path)
     try:
         assert again.run_pass() is not None  # leads, reconciles
         assert world.state("default/orphan") is JobState.FAILED
@@ -326,24 +339,11 @@ def test_a_restarted_controller_keeps_its_waiting_jobs_and_takes_the_new_ones(
 ) -> None:
     """A new process is offered every waiting Job again: the ones the store knows must not
     fail the pass (their ids are taken), nor hide the Jobs created while it was down."""
-    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
-    two = queued_job("later", gpus=2)
-    two["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
-    world.batch.create_namespaced_job("default", two)  # cannot burst: waits on-prem
-    wait_for(
-        lambda: (
-            world.controller.run_pass() is not None
-            and _known(world.store, "default/later")
-            and world.state("default/later") is JobState.QUEUED
-        )
-    )
+    two = _fill_and_an_unburstable(world, "later")
     world.controller.stop()
     two["metadata"]["name"] = "meanwhile"
     world.batch.create_namespaced_job("default", two)  # while no controller runs
-    settings = Settings(
-        database_url=str(world.store.engine.url), state_dir=tmp_path, policy="no-wait", cloud="none"
-    )
-    again = Controller(settings, world.store, make_cluster(), world.cloud, clock=world.clock)
+    again = _restarted(world, make_cluster, tmp_path)
     try:
         assert again.run_pass() is not None  # leads, takes the submissions
         assert world.state("default/meanwhile") is not None
