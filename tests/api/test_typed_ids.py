@@ -83,6 +83,19 @@ def test_other_users_jobs_are_not_found_by_prefix_or_name(api) -> None:  # type:
     assert api.client("root").get("/v1/jobs/_").status_code == 404
 
 
+def test_a_name_wins_over_the_same_text_as_another_jobs_id_prefix(api) -> None:  # type: ignore[no-untyped-def]
+    """Docker's rule: a job named ``bc`` is found by ``bc`` even when another job's id
+    starts with ``bc`` (ids are random: the CLI's multi-cancel test met it one run in 16)."""
+    other = _job(api)
+    named = _job(api, name=other[:2])
+    got = api.client("alice").get(f"/v1/jobs/{other[:2]}")
+    assert got.status_code == 200 and got.json()["id"] == named
+    assert api.client("alice").get(f"/v1/jobs/{other[:8]}").json()["id"] == other
+    twins = _job(api, name="twin"), _job(api, name="twin")
+    clash = api.client("alice").get("/v1/jobs/twin")
+    assert clash.status_code == 409 and all(t in clash.json()["detail"] for t in twins)
+
+
 def test_cancel_takes_several_ids_and_reports_each(api) -> None:  # type: ignore[no-untyped-def]
     a, b = _job(api, name="a"), _job(api, name="b")
     done = run(["cancel", a[:8], "b", "nope"], env_of(api))

@@ -64,9 +64,10 @@ _SHOWN = 5  # candidates listed for an ambiguous prefix or name
 
 
 def _visible(ctx: ApiContext, job_id: str, caller: Principal) -> StoredJob:
-    """The job ``job_id`` names for ``caller``: its exact id, else a unique id prefix (of a
-    job the caller may see) or the name of one of the caller's own jobs; several matches are
-    409 listing them."""
+    """The job ``job_id`` names for ``caller``: its exact id, else the name of one of the
+    caller's own jobs, else a unique id prefix (of a job the caller may see) — a name wins
+    over a prefix it happens to be of another job's id, as in Docker; several matches are 409
+    listing them."""
     privileged = is_privileged(caller)
     try:
         stored = ctx.store.get(job_id)
@@ -77,6 +78,9 @@ def _visible(ctx: ApiContext, job_id: str, caller: Principal) -> StoredJob:
     found = ctx.store.lookup(job_id, owner=caller.user, everyone=privileged, limit=_SHOWN + 1)
     if not found:
         raise JobNotFound(job_id)
+    named = [s for s in found if s.job.name == job_id and s.job.user == caller.user]
+    if named:
+        found = named
     if len(found) > 1:
         listed = "; ".join(f"{s.id} ({s.job.name or '-'}, {s.state.value})" for s in found[:_SHOWN])
         more = " and more" if len(found) > _SHOWN else ""
