@@ -120,3 +120,31 @@ def test_a_deposed_leaders_writes_are_refused_by_the_store(
         a.release()
         b.release()
         store.close()
+
+
+def test_a_release_hands_the_lease_back_though_a_write_lands_between_read_and_write(
+    api: client.ApiClient, coordination: client.CoordinationV1Api
+) -> None:
+    """A renewal that lands after the release has read the Lease makes its write a 409: the
+    release reads again and hands it back (it used to give up, and the Lease stayed with a
+    replica that had stopped, until it expired — a flaky failure of the real tier)."""
+    a, _ = two_replicas(api, duration=30.0)  # no renewal of its own during the test
+    assert a.try_acquire() == 1
+    real_replace = a._api.replace_namespaced_lease
+    raced: list[str] = []
+
+    def renewal_first(name: str, namespace: str, body: object) -> object:
+        if not raced:  # what the renewal thread wrote a moment earlier: a newer version
+            current = coordination.read_namespaced_lease(name, namespace)
+            current.metadata.annotations = {"renewed": "1"}  # any write: a new version
+            raced.append(
+                coordination.replace_namespaced_lease(
+                    name, namespace, current
+                ).metadata.resource_version
+            )
+        return real_replace(name, namespace, body)
+
+    a._api.replace_namespaced_lease = renewal_first  # type: ignore[method-assign]
+    a.release()
+    assert raced, "the hand-back never wrote"
+    assert not lease_of(coordination).spec.holder_identity

@@ -125,13 +125,20 @@ class LeaseLock:
         with self._lock:
             held, self._token = self._token is not None, None
             self._stop.set()
+            thread = self._thread
         if not held:
             return
+        # a renewal in flight would write a newer version of the Lease after our read, and
+        # our hand-back would then fail as a conflict, leaving the Lease to expire
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=self.duration)
         try:
-            lease, version = self._read()
-            if lease is not None and _spec(lease).get("holderIdentity") == self.identity:
-                spec = {**_spec(lease), "holderIdentity": None, "renewTime": _now_text()}
-                self._replace(lease, version, spec)
+            for _ in range(3):  # another write in between (409): read again
+                lease, version = self._read()
+                if lease is None or _spec(lease).get("holderIdentity") != self.identity:
+                    return
+                if self._hand_back(lease, version):
+                    return
         except Exception as err:  # the lease then simply expires
             log.info("lease %s/%s: release failed: %s", self.namespace, self.name, err)
 
@@ -206,6 +213,10 @@ class LeaseLock:
                 else:
                     self._lose("another replica holds the lease")
                     return
+
+    def _hand_back(self, lease: Obj, version: str | None) -> bool:
+        spec = {**_spec(lease), "holderIdentity": None, "renewTime": _now_text()}
+        return self._write(lambda: self._replace(lease, version, spec))
 
     def _renew(self) -> bool:
         lease, version = self._read()
