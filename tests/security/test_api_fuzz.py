@@ -8,6 +8,8 @@ have been fuzzed: a run that never reached one is a failure, not a pass.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from starburst.adapters.db import migrate
@@ -20,22 +22,28 @@ from tests.support.apifuzz import fuzz
 pytest.importorskip("schemathesis")
 
 
-@pytest.mark.slow
-def test_schema_fuzzing_finds_no_5xx_and_no_schema_violation(postgres_database: str) -> None:
-    migrate.upgrade(postgres_database)
-    store = SqlStore.open(postgres_database)
+def fuzzed(url: str, *, max_examples: int, time_limit: float) -> tuple[Any, Any]:
+    """The real app on the migrated database ``url``, fuzzed with an admin token (seed 10)."""
+    migrate.upgrade(url)
+    store = SqlStore.open(url)
     try:
         store.save_user("fuzz-admin", team="ml")
-        app = create_app(Settings(database_url=postgres_database), store, auth=True)
+        app = create_app(Settings(database_url=url), store, auth=True)
         result = fuzz(
             app,
             lambda: store.issue_token("fuzz-admin", Role.ADMIN).secret,
-            max_examples=15,
+            max_examples=max_examples,
             seed=10,
-            time_limit=40,
+            time_limit=time_limit,
         )
     finally:
         store.close()
+    return app, result
+
+
+@pytest.mark.slow
+def test_schema_fuzzing_finds_no_5xx_and_no_schema_violation(postgres_database: str) -> None:
+    app, result = fuzzed(postgres_database, max_examples=15, time_limit=40)
     print(result.summary())
     documented = {
         f"{m.upper()} {path}" for path, ops in app.openapi()["paths"].items() for m in ops
@@ -52,20 +60,7 @@ def test_schema_fuzzing_finds_no_5xx_and_no_schema_violation(postgres_database: 
 def test_a_spent_time_limit_still_fuzzes_every_operation_once(postgres_database: str) -> None:
     """With no time at all, each operation and mode still gets its first case (and is
     reported cut short): the time is shared out, never spent on the first operations only."""
-    migrate.upgrade(postgres_database)
-    store = SqlStore.open(postgres_database)
-    try:
-        store.save_user("fuzz-admin", team="ml")
-        app = create_app(Settings(database_url=postgres_database), store, auth=True)
-        result = fuzz(
-            app,
-            lambda: store.issue_token("fuzz-admin", Role.ADMIN).secret,
-            max_examples=5,
-            seed=10,
-            time_limit=0.0,
-        )
-    finally:
-        store.close()
+    _, result = fuzzed(postgres_database, max_examples=5, time_limit=0.0)
     assert result.operations and result.unreached == [], result.summary()
     assert result.skipped_operations, result.summary()
     assert result.cases <= 2 * len(result.operations), result.summary()
