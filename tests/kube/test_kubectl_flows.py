@@ -84,6 +84,23 @@ def _known(store: SqlStore, job_id: str) -> bool:
     return True
 
 
+def _fill_and_an_unburstable(world: World, name: str) -> dict[str, Any]:
+    """A Job filling the node, and ``name``, which no cloud can run (two containers), queued
+    on-prem and known to the store; its manifest is returned."""
+    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
+    body = queued_job(name, gpus=2)
+    body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
+    world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
+    wait_for(
+        lambda: (
+            world.controller.run_pass() is not None
+            and _known(world.store, f"default/{name}")
+            and world.state(f"default/{name}") is JobState.QUEUED
+        )
+    )
+    return body
+
+
 def test_a_kubectl_job_bursts_with_its_image_command_and_env(world: World) -> None:
     world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
     body = queued_job("q3", gpus=4, gpu_type="A100")
@@ -150,17 +167,7 @@ def test_a_job_a_cloud_cannot_run_waits_on_prem_with_the_reason(world: World) ->
 
 
 def test_deleting_a_waiting_job_ends_its_record(world: World) -> None:
-    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
-    body = queued_job("later", gpus=2)
-    body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
-    world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
-    wait_for(
-        lambda: (
-            world.controller.run_pass() is not None
-            and _known(world.store, "default/later")
-            and world.state("default/later") is JobState.QUEUED
-        )
-    )
+    _fill_and_an_unburstable(world, "later")
     world.batch.delete_namespaced_job("later", "default")
     wait_for(
         lambda: (
@@ -227,17 +234,7 @@ def test_deleting_a_burst_job_ends_its_record_and_its_cloud_launch(world: World)
 def test_removing_the_queue_label_ends_the_record_with_that_reason(world: World) -> None:
     """``kubectl label job later starburst.io/queue-``: the labelled watch reports the Job
     DELETED (as a real server does); the record ends saying the label went, not the Job."""
-    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
-    body = queued_job("later", gpus=2)
-    body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
-    world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
-    wait_for(
-        lambda: (
-            world.controller.run_pass() is not None
-            and _known(world.store, "default/later")
-            and world.state("default/later") is JobState.QUEUED
-        )
-    )
+    _fill_and_an_unburstable(world, "later")
     patch = {"metadata": {"labels": {"starburst.io/queue": None}}}
     world.batch.patch_namespaced_job("later", "default", patch)
     wait_for(
@@ -291,23 +288,6 @@ def test_a_job_suspended_by_someone_else_ends_and_frees_its_gpus(world: World) -
             and world.state("default/next") is JobState.RUNNING_ONPREM
         )
     )
-
-
-def _fill_and_an_unburstable(world: World, name: str) -> dict[str, Any]:
-    """A Job filling the node, and ``name``, which no cloud can run (two containers), queued
-    on-prem and known to the store; its manifest is returned."""
-    world.batch.create_namespaced_job("default", queued_job("fill", gpus=8))
-    body = queued_job(name, gpus=2)
-    body["spec"]["template"]["spec"]["containers"].append({"name": "log", "image": "fluent:1"})
-    world.batch.create_namespaced_job("default", body)  # cannot burst: waits on-prem
-    wait_for(
-        lambda: (
-            world.controller.run_pass() is not None
-            and _known(world.store, f"default/{name}")
-            and world.state(f"default/{name}") is JobState.QUEUED
-        )
-    )
-    return body
 
 
 def _restarted(world: World, make_cluster: Any, tmp_path: Path) -> Controller:
