@@ -35,6 +35,12 @@ def database(tmp: Path, history: bool = True, shape: bool = True) -> str:
     return url
 
 
+def tune(capsys, url: str, out: Path, policies: str, budgets: str, *extra: str):  # type: ignore[no-untyped-def]
+    """``starburst tune`` over the last 7 days of ``url``, in one process, writing to ``out``."""
+    args = ["tune", "--since", "7d", "--policies", policies, "--budgets", budgets, *extra]
+    return run_cli([*args, "--processes", "1", "--out", str(out), "--url", url], capsys)
+
+
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return database(tmp_path_factory.mktemp("db"))
@@ -43,24 +49,7 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_tune_prints_the_table_and_recommendation_and_writes_its_files(
     url: str, tmp_path: Path, capsys
 ) -> None:  # type: ignore[no-untyped-def]
-    code, out, err = run_cli(
-        [
-            "tune",
-            "--since",
-            "7d",
-            "--policies",
-            "compute,resource",
-            "--budgets",
-            "0.1,0.5",
-            "--processes",
-            "1",
-            "--out",
-            str(tmp_path),
-            "--url",
-            url,
-        ],
-        capsys,
-    )
+    code, out, err = tune(capsys, url, tmp_path, "compute,resource", "0.1,0.5")
     assert code == 0, err
     assert "replayed 80 finished jobs" in out and "$2.50/GPU-h" in out
     assert "Starburst b=0.25 (today)" in out and "Resource-Wait (out of order) b=0.5" in out
@@ -95,28 +84,17 @@ def test_tune_prints_the_table_and_recommendation_and_writes_its_files(
 
 
 def test_apply_without_a_knee_refuses_and_writes_nothing(url: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    code, _, err = run_cli(
-        [
-            "tune",
-            "--since",
-            "7d",
-            "--policies",
-            "compute",
-            "--budgets",
-            "0.25",
-            "--max-jct-increase",
-            "0%",
-            "--apply",
-            "--choose",
-            "knee",
-            "--processes",
-            "1",
-            "--out",
-            str(tmp_path),
-            "--url",
-            url,
-        ],
+    code, _, err = tune(
         capsys,
+        url,
+        tmp_path,
+        "compute",
+        "0.25",
+        "--max-jct-increase",
+        "0%",
+        "--apply",
+        "--choose",
+        "knee",
     )
     assert code == 2 and "no knee setting to apply" in err  # 3 settings, 2 on the front
     store = SqlStore.open(url)
@@ -210,24 +188,7 @@ def test_an_applied_setting_is_what_today_means_until_the_controller_records_one
         )
     finally:
         store.close()
-    code, out, err = run_cli(
-        [
-            "tune",
-            "--since",
-            "7d",
-            "--policies",
-            "compute",
-            "--budgets",
-            "0.1",
-            "--processes",
-            "1",
-            "--out",
-            str(tmp_path),
-            "--url",
-            url,
-        ],
-        capsys,
-    )
+    code, out, err = tune(capsys, url, tmp_path, "compute", "0.1")
     assert code == 0, err
     assert "Constant-Wait b=0.5 (today)" in out
 
@@ -244,26 +205,8 @@ def test_apply_of_todays_budget_says_already_in_force_and_logs_nothing(
         record_scheduler(store, coefficient=0.001)  # a stale refit: today's row costs more
     finally:
         store.close()
-    code, out, err = run_cli(
-        [
-            "tune",
-            "--since",
-            "7d",
-            "--policies",
-            "compute",
-            "--budgets",
-            "0.25",
-            "--max-jct-increase",
-            "1000%",
-            "--apply",
-            "--processes",
-            "1",
-            "--out",
-            str(tmp_path),
-            "--url",
-            url,
-        ],
-        capsys,
+    code, out, err = tune(
+        capsys, url, tmp_path, "compute", "0.25", "--max-jct-increase", "1000%", "--apply"
     )
     assert code == 0, err
     assert "Starburst b=0.25 (today, c=0.001)" in out  # today's own row ...
