@@ -337,14 +337,13 @@ def status(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
 def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str, float | None]:
     now = ctx.clock.now()
     if stored.state in _WAITING:
-        team = stored.job.team
 
         def hold_past_budget() -> str | None:
-            return team_holds(ctx.store, now, team).get(team) if team else None
+            team = stored.job.team
+            held = team_holds(ctx.store, now, team).get(team) if team else None
+            return held or ceilings.burst_hold(ctx, stored)
 
-        return waiting_summary(
-            stored, now, lambda: hold_past_budget() or ceilings.burst_hold(ctx, stored)
-        )
+        return waiting_summary(stored, now, hold_past_budget)
     if stored.state is JobState.RUNNING_ONPREM:
         return f"running on-prem since {when(stored.started_at)}: {last_reason}", None
     if stored.state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
