@@ -9,9 +9,10 @@
    one transaction; the bench compares it with one transaction per job (the baseline) on
    the same store.
 2. The same pass (SQLite) quiet, and beside a retrain of the runtime model on 100,000
-   finished jobs of the store: through ``Controller.retrain`` (history read and pickled to a
-   niced child process that trains, ``predictor.isolated``, then the estimator loaded back:
-   what the daemon does), and in a thread of the same process (the old way); the retrain's
+   finished jobs of the store: through ``Controller.retrain`` (a niced child process reads
+   the history from the database and trains, ``controller.retraining``; the estimator is
+   loaded back: what the daemon does), and in a thread of the same process (the old way),
+   each with the controller process's own CPU time while it ran; the retrain's
    time alone and beside the pass loop. Normal passes and the view's minutely full re-read
    are reported apart. Targets: normal-pass p99 beside retraining within 2× of the quiet
    p99; the retrain beside the pass loop within 2× of alone.
@@ -158,8 +159,8 @@ def seed_history(store: SqlStore, jobs: list[Job]) -> None:
 
 
 def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: float) -> None:
-    """The pass quiet, then beside a retrain through ``Controller.retrain`` (the history read
-    from the store and pickled to a niced child, which trains; the estimator loaded back),
+    """The pass quiet, then beside a retrain through ``Controller.retrain`` (a niced child
+    reads the history from the database and trains; the estimator loaded back),
     and beside the old way (training in a thread of this process); the retrain's time alone
     and beside the pass loop. Normal passes and the minutely full re-reads apart."""
     from starburst.controller.daemon import Controller
@@ -187,7 +188,8 @@ def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: f
     assert controller.loop.estimator is not None, "retrain did not load a model"
     print(
         f"   Controller.retrain on {train_jobs:,} finished jobs alone: {alone:.1f} s "
-        f"(read, pickle, train in a niced child, load; load average {os.getloadavg()[0]:.1f})"
+        f"(a niced child reads and trains, this process loads; load average "
+        f"{os.getloadavg()[0]:.1f})"
     )
     quiet, quiet_reloads = passes_while(loop, clock, None, quiet_s)
     q50, q99 = _p(quiet, 50), _p(quiet, 99)
@@ -214,9 +216,9 @@ def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: f
             done: threading.Event = done,
             took: list[float] = took,
         ) -> None:
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.thread_time()
             train()
-            took.append(time.perf_counter() - t0)
+            took.extend((time.perf_counter() - t0, time.thread_time() - cpu0))
             done.set()
 
         threading.Thread(target=run, daemon=True).start()
@@ -225,7 +227,8 @@ def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: f
             f"beside {kind}",
             normal,
             reloads,
-            f"; training {took[0]:.1f} s ({took[0] / alone:.1f}× alone)",
+            f"; training {took[0]:.1f} s ({took[0] / alone:.1f}× alone), "
+            f"{took[1]:.2f} s CPU in this process",
         )
     print(
         "   (targets: normal-pass p99 beside retraining within 2× of quiet, the retrain "

@@ -294,21 +294,28 @@ class Controller:
         self.tuning.record(self.cluster, self.config, self.settings, self.clock.now())
 
     def retrain(self) -> None:
-        """Retrain the runtime model on the store's history (in a niced child process with one
-        thread: the loop keeps its core and the interpreter lock) and switch the estimator to
-        it; a failure keeps the current estimator."""
+        """Retrain the runtime model on the store's history and switch the estimator to it; a
+        failure keeps the current estimator. The child process (niced, one thread) reads the
+        history itself (``retraining``), and the new estimator predicts over the history it
+        was trained on (the artifact's snapshot): this process holds the interpreter lock only
+        to load the result, so the loop keeps its core and the lock."""
+        from starburst.controller.retraining import history_reader
         from starburst.predictor.estimator import load_estimator
         from starburst.predictor.model import TrainParams
-        from starburst.predictor.store import completed_jobs, train_from_store
+        from starburst.predictor.store import train_from_store
 
         path = self.settings.model_path
         if path is None or self._stopping.is_set():
             return
         try:
             artifact = train_from_store(
-                self.store, path, params=TrainParams(threads=1), isolated=True
+                self.store,
+                path,
+                params=TrainParams(threads=1),
+                isolated=True,
+                reader=history_reader(self.store),
             )
-            loaded = load_estimator(path, completed_jobs(self.store, 10_000))
+            loaded = load_estimator(path)
         except StarburstError as exc:
             log.warning("retraining skipped: %s", exc)
             return

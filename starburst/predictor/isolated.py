@@ -7,15 +7,18 @@ cores. ``train_isolated`` runs ``train_artifact`` in a child Python process star
 (``save_artifact``: atomic, with its digest); the parent then loads it with
 ``load_artifact``, so a model from the child passes the same checks as any other.
 
-Measured side by side (``bench/controller_bench.py``): on the shared, loaded 2-core machine
-the pass p99 beside an in-process retrain of 100,000 jobs was ~2.2× the quiet p99, beside the
-niced child ~1.1×; on the quiet machine with 20,000 jobs, 5.3× and 4.8× — the parent's part
-(reading and pickling the history, loading the result) still holds the interpreter lock.
+The training history is either the jobs themselves or a *reader*: a picklable callable
+(a module-level function, or a ``functools.partial`` of one) that the child calls to fetch
+them, so a controller reading 100,000 finished jobs from its database does it in the child
+too. Whatever the parent does while the child trains competes with the pass for the
+interpreter lock: reading and converting the history, pickling it (one C call that holds the
+lock throughout), loading the result.
 
-Protocol: the parent writes a pickle of ``(jobs, params, trained_at, path, nice)`` to the
-child's stdin; the child answers one JSON line ``{"pid": .., "nice": ..}`` on stdout (what it
-ran as) after saving, or exits non-zero with the error on stderr (a ``TrainingError``'s
-message is passed on as such).
+Protocol: the parent writes a pickle of ``(source, params, trained_at, path, nice)`` to the
+child's stdin (``source``: the jobs, or the reader); the child answers one JSON line
+``{"pid": .., "nice": .., "jobs": ..}`` on stdout (what it ran as, how many jobs it read)
+after saving, or exits non-zero with the error on stderr (a ``StarburstError``'s message,
+refused training or an unreadable history, is passed on as a ``TrainingError``).
 """
 
 from __future__ import annotations
@@ -25,11 +28,12 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+from starburst.core.errors import StarburstError
 from starburst.core.job import Job
 from starburst.predictor.artifact import ModelArtifact, load_artifact, save_artifact
 from starburst.predictor.model import TrainingError, TrainParams
@@ -38,6 +42,9 @@ from starburst.predictor.model import TrainingError, TrainParams
 NICE = 10
 #: exit status of the child when training itself refused (too few jobs, ...)
 REFUSED = 3
+
+#: the history to train on: the jobs, or a picklable callable the child calls to read them
+HistorySource = Sequence[Job] | Callable[[], Sequence[Job]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,15 +57,17 @@ class Isolated:
 
 
 def train_isolated(
-    jobs: Sequence[Job],
+    source: HistorySource,
     path: str | Path,
     params: TrainParams | None = None,
     trained_at: datetime | None = None,
     nice: int = NICE,
 ) -> Isolated:
-    """Train in a niced child process, which saves to ``path``; load and return the result."""
+    """Train in a niced child process on ``source`` (the jobs, or a reader the child calls),
+    which saves to ``path``; load and return the result."""
     params = replace(params or TrainParams(), threads=1)
-    payload = pickle.dumps((list(jobs), params, trained_at, str(path), nice))
+    given = source if callable(source) else list(source)
+    payload = pickle.dumps((given, params, trained_at, str(path), nice))
     done = subprocess.run(
         [sys.executable, "-m", "starburst.predictor.isolated"],
         input=payload,
@@ -77,17 +86,18 @@ def train_isolated(
 
 
 def _child() -> int:
-    jobs, params, trained_at, path, nice = pickle.loads(sys.stdin.buffer.read())
+    source, params, trained_at, path, nice = pickle.loads(sys.stdin.buffer.read())
     niceness = os.nice(nice)
     from starburst.predictor.training import train_artifact
 
     try:
+        jobs = source() if callable(source) else source
         artifact = train_artifact(jobs, params, trained_at)
-    except TrainingError as exc:
+    except StarburstError as exc:  # refused, or the reader's store unavailable
         print(exc, file=sys.stderr)
         return REFUSED
     save_artifact(artifact, path)
-    print(json.dumps({"pid": os.getpid(), "nice": niceness}), flush=True)
+    print(json.dumps({"pid": os.getpid(), "nice": niceness, "jobs": len(jobs)}), flush=True)
     return 0
 
 

@@ -19,7 +19,7 @@ Terms and conversions:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -72,16 +72,19 @@ def train_from_store(
     trained_at: datetime | None = None,
     activate: bool = True,
     isolated: bool = False,
+    reader: Callable[[], Sequence[Job]] | None = None,
 ) -> ModelArtifact:
     """Train on the store's history, write the artifact, register it as the active version
-    (``isolated``: train in a niced child process, ``predictor.isolated``)."""
-    jobs = completed_jobs(store, limit)
+    (``isolated``: train in a niced child process, ``predictor.isolated``; ``reader``: with
+    ``isolated``, a picklable callable the child calls to read the history itself, which must
+    return what ``completed_jobs(store, limit)`` would, so this process never holds it)."""
     if isolated:
         from starburst.predictor.isolated import train_isolated
 
-        artifact = train_isolated(jobs, path, params, trained_at).artifact
+        source = reader if reader is not None else completed_jobs(store, limit)
+        artifact = train_isolated(source, path, params, trained_at).artifact
     else:
-        artifact = train_artifact(jobs, params, trained_at)
+        artifact = train_artifact(completed_jobs(store, limit), params, trained_at)
         save_artifact(artifact, path)
     store.register_model(
         MODEL_NAME,

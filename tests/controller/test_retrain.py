@@ -49,6 +49,11 @@ def test_retrain_runs_in_a_niced_child_and_switches_the_estimator(
     controller = Controller(
         settings, store, build_cluster(settings, WallClock()), build_cloud(settings, WallClock())
     )
+
+    def not_here(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the controller's process read the training history")
+
+    monkeypatch.setattr(store, "history", not_here)  # the child reads it, over its own connection
     try:
         controller.retrain()
         [child] = children
@@ -56,6 +61,7 @@ def test_retrain_runs_in_a_niced_child_and_switches_the_estimator(
         estimator = controller.loop.estimator
         assert isinstance(estimator, ModelEstimator)
         assert estimator.artifact.version == child.artifact.version
+        assert estimator.artifact.jobs == 90 and estimator.history.jobs == 90
         active = store.active_model(MODEL_NAME)
         assert active is not None and active.version == child.artifact.version
     finally:
