@@ -5,6 +5,7 @@ controller finishes its pass and releases the leader lock before the process exi
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -14,6 +15,24 @@ from starburst.controller.daemon import Controller
 from starburst.settings import Settings
 
 log = logging.getLogger("starburst.controller")
+
+#: allocations between young-generation collections while serving (CPython's default: 700)
+YOUNG_THRESHOLD = 50_000
+
+
+def settle_heap() -> None:
+    """Before serving: what start-up built (modules, the app, the ORM's tables) leaves the
+    cycle collector's sight, and young collections run every ``YOUNG_THRESHOLD`` allocations.
+
+    With the defaults, a request's few thousand allocations trigger several collections,
+    and the older generations' collections walk every start-up object again: measured with
+    ``bench/api_bench.py`` at 32 submissions in flight, p99 ~135 ms and 0.46 ms of CPU per
+    submit, against ~85 ms and 0.34 ms with the heap settled. Cycles are still collected.
+    """
+    gc.collect()
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
 
 
 def _probe(controller: Controller) -> Any:
@@ -154,6 +173,7 @@ class StopSignals:
         if self.requested:
             log.info("stopping before serving: a stop signal came first")
             return
+        settle_heap()
         server.run()
 
 

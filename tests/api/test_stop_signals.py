@@ -1,14 +1,16 @@
 """``starburst server|controller|api`` stop on SIGTERM/SIGINT whenever it arrives: before
-uvicorn serves (while the controller is built and started) as well as while it serves."""
+uvicorn serves (while the controller is built and started) as well as while it serves; and
+the heap is settled for the cycle collector before serving starts."""
 
 from __future__ import annotations
 
+import gc
 import signal
 from collections.abc import Iterator
 
 import pytest
 
-from starburst.api.serve import StopSignals
+from starburst.api.serve import YOUNG_THRESHOLD, StopSignals
 
 
 class FakeServer:
@@ -27,10 +29,14 @@ class FakeServer:
 
 @pytest.fixture
 def restored() -> Iterator[None]:
+    """The signal handlers and the cycle collector's settings as they were."""
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    threshold = gc.get_threshold()
     yield
     for sig, handler in before.items():
         signal.signal(sig, handler)
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
 
 
 @pytest.mark.usefixtures("restored")
@@ -56,3 +62,17 @@ def test_without_a_stop_the_server_runs() -> None:
     server = FakeServer()
     StopSignals().install().serve(server)
     assert server.ran and not server.should_exit
+
+
+@pytest.mark.usefixtures("restored")
+def test_the_heap_is_settled_before_the_server_runs() -> None:
+    gc.unfreeze()
+    seen: dict[str, int] = {}
+
+    class Watching(FakeServer):
+        def run(self) -> None:
+            seen["frozen"], seen["young"] = gc.get_freeze_count(), gc.get_threshold()[0]
+
+    StopSignals().install().serve(Watching())
+    assert seen["frozen"] > 0  # start-up's objects are out of the collector's sight
+    assert seen["young"] == YOUNG_THRESHOLD
