@@ -14,6 +14,10 @@ Terms:
   the test jobs — chosen in hindsight, so a demanding reference.
 - *Gap*: model MALR / best baseline MALR − 1, with its 90% interval from the paired block
   bootstrap over the test jobs (``selection.gap_interval``).
+- *Reference*: the baseline training ranked best on its own held-out recent slice (the form
+  choice's reference, ``selection``): the best baseline a deployable method can know.
+  *Hindsight*: where the test's best baseline stood among the baselines on that slice; a low
+  rank means the best baseline could only have been picked by looking at the test jobs.
 
 Invariants: every row of one report is computed on the same jobs (the "declared subset" rows
 share the subset), so the numbers compare like with like.
@@ -68,6 +72,23 @@ def error_row(
 
 
 @dataclass(frozen=True, slots=True)
+class Hindsight:
+    """The test's best baseline as training saw it: its 1-based ``rank`` among the ``of``
+    baselines by cross-validated MALR, its ``cv_malr`` and the reference's."""
+
+    baseline: str
+    rank: int
+    of: int
+    cv_malr: float
+    reference_cv_malr: float
+
+    @property
+    def cv_gap(self) -> float:
+        """Its CV MALR / the reference's − 1 (positive: training ranked it worse)."""
+        return self.cv_malr / self.reference_cv_malr - 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class Evaluation:
     """``rows``: the model, then every baseline (``BASELINES`` order); ``gap``: the 90%
     interval of the model's gap against the best baseline."""
@@ -104,6 +125,23 @@ class Evaluation:
 
     def improvement_over(self, row: ErrorRow) -> float:
         return 1.0 - self.model.median_abs_log_ratio / row.median_abs_log_ratio
+
+    @property
+    def reference(self) -> ErrorRow:
+        """The test row of the baseline training ranked best (see *Reference*)."""
+        return self.row(self.artifact.model.form.reference)
+
+    @property
+    def hindsight(self) -> Hindsight | None:
+        """Where the test's best baseline ranked in training (None without CV scores)."""
+        form = self.artifact.model.form
+        scores = {b: form.scores[b] for b in BASELINES if b in form.scores}
+        best = next(b for b in BASELINES if LABELS[b] == self.best_baseline.name)
+        reference = scores.get(form.reference, math.nan)
+        if best not in scores or not reference > 0:
+            return None
+        ranked = sorted(scores, key=lambda b: (scores[b], BASELINES.index(b)))
+        return Hindsight(best, ranked.index(best) + 1, len(ranked), scores[best], reference)
 
 
 def time_split(jobs: Sequence[Job], train_share: float) -> tuple[list[Job], list[Job]]:
@@ -172,7 +210,7 @@ def format_rows(rows: Sequence[ErrorRow]) -> list[str]:
 def format_evaluation(ev: Evaluation) -> str:
     best = ev.best_baseline
     form = ev.artifact.model.form
-    reference = ev.row(form.reference)
+    reference = ev.reference
     lo, hi = ev.gap
     lines = [
         f"time-ordered split: train {ev.train_jobs} jobs (model {ev.artifact.version}), "
@@ -184,6 +222,14 @@ def format_evaluation(ev: Evaluation) -> str:
         f"form chosen by training: {form.name()}; gap vs the baseline training ranked best "
         f"({reference.name}): {-ev.improvement_over(reference):+.1%}",
     ]
+    seen = ev.hindsight
+    if seen is not None and seen.baseline != form.reference:
+        lines.append(
+            f"hindsight: the test's best baseline ranked {seen.rank} of {seen.of} baselines on "
+            f"training's held-out slice (CV MALR {seen.cv_malr:.3f}, {seen.cv_gap:+.1%} vs "
+            f"{seen.reference_cv_malr:.3f} for {form.reference}, which scores "
+            f"{reference.median_abs_log_ratio:.3f} on the test jobs)"
+        )
     if ev.overlaps:
         lines.append(
             "caution: the model was trained on part of the test period; these "

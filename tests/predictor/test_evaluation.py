@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from starburst.core.job import Job
 from starburst.predictor.artifact import ModelArtifact
 from starburst.predictor.baselines import BASELINES, LABELS
-from starburst.predictor.evaluation import evaluate, format_evaluation, time_split
+from starburst.predictor.evaluation import (
+    ErrorRow,
+    Evaluation,
+    evaluate,
+    format_evaluation,
+    time_split,
+)
 from starburst.predictor.scheduling import (
     STAR,
     STAR_UNCAPPED,
     compare_scheduling,
     format_comparison,
 )
+from starburst.predictor.selection import FormChoice
 from tests.predictor.conftest import SMALL
 
 
@@ -91,3 +99,45 @@ def test_bare_trace_without_users_or_declarations() -> None:
     assert ev.declared_rows[0].jobs == 0
     assert "no test job has a user-declared runtime" in format_evaluation(ev)
     assert ev.model.median_abs_log_ratio < ev.rows[1].median_abs_log_ratio  # gpus are learnt
+
+
+def _judged(artifact: ModelArtifact, cv: dict[str, float], test: dict[str, float]) -> Evaluation:
+    """An evaluation whose training ranked the baselines by ``cv`` and whose test jobs
+    scored them ``test`` (MALR by baseline name; the model scores 0.5)."""
+    form = FormChoice("user-median-10", "user-median-10", scores=cv)
+    judged = replace(artifact, model=replace(artifact.model, form=form))
+    rows = [ErrorRow("model (p50, p10–p90)", 100, 0.5, 0.6, 0.8)]
+    rows += [ErrorRow(LABELS[b], 100, test[b], 0.5, 0.8) for b in BASELINES]
+    return Evaluation(700, 100, judged, rows, [], math.inf)
+
+
+def test_hindsight_says_where_the_tests_best_baseline_stood_in_training(
+    artifact: ModelArtifact,
+) -> None:
+    cv = {b: 1.0 + i / 10 for i, b in enumerate(BASELINES)} | {"user-median-10": 0.5}
+    test = dict.fromkeys(BASELINES, 0.7) | {"user-median-10": 0.6, "user-median-5": 0.4}
+    ev = _judged(artifact, cv, test)
+    assert ev.reference.name == LABELS["user-median-10"]
+    assert ev.best_baseline.name == LABELS["user-median-5"]
+    # the deployable reference and the one in hindsight: the model is between the two
+    assert math.isclose(ev.improvement_over(ev.reference), 1 - 0.5 / 0.6)
+    assert ev.improvement < 0.0
+    seen = ev.hindsight
+    assert seen is not None and seen.baseline == "user-median-5"
+    # ranks: user-median-10 (0.5), global (1.0), user-median-3 (1.1), user-median-5 (1.2)
+    assert (seen.rank, seen.of) == (4, len(BASELINES))
+    assert math.isclose(seen.cv_gap, 1.2 / 0.5 - 1)
+    text = format_evaluation(ev)
+    assert "hindsight: the test's best baseline ranked 4 of 8 baselines" in text
+    assert "+140.0% vs 0.500 for user-median-10, which scores 0.600 on the test jobs" in text
+
+
+def test_no_hindsight_line_when_training_ranked_the_tests_best_first(
+    artifact: ModelArtifact,
+) -> None:
+    cv = {b: 1.0 for b in BASELINES} | {"user-median-10": 0.5}
+    test = dict.fromkeys(BASELINES, 0.7) | {"user-median-10": 0.6}
+    ev = _judged(artifact, cv, test)
+    assert ev.hindsight is not None and ev.hindsight.rank == 1
+    assert "hindsight" not in format_evaluation(ev)
+    assert _judged(artifact, {}, test).hindsight is None  # no CV scores recorded
