@@ -56,7 +56,7 @@ def test_retrain_runs_in_a_niced_child_and_switches_the_estimator(
         estimator = controller.loop.estimator
         assert isinstance(estimator, ModelEstimator)
         assert estimator.artifact.version == child.artifact.version
-        active = store.active_model(MODEL_NAME)
+        active = store.models.active_model(MODEL_NAME)
         assert active is not None and active.version == child.artifact.version
     finally:
         store.close()
