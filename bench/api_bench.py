@@ -311,7 +311,7 @@ def seed_history(store: SqlStore, count: int) -> None:
         for i in range(count)
     ]
     for start in range(0, count, 5000):
-        store.submit_many(specs[start : start + 5000], at=1_767_225_600.0)
+        store.jobs.submit_many(specs[start : start + 5000], at=1_767_225_600.0)
     with store.engine.begin() as conn:
         conn.execute(sa.text("UPDATE jobs SET state = 'succeeded' WHERE image = 'hist:1'"))
         conn.execute(
@@ -325,7 +325,7 @@ def seed_history(store: SqlStore, count: int) -> None:
                    gpus, gpus * 2500000, 'USD'
             FROM (SELECT *, row_number() OVER () AS n FROM jobs WHERE image = 'hist:1') AS h""")
         )
-    store.rebuild_cost_rollups()  # entries written around the store: reports read rollups
+    store.ledger.rebuild_cost_rollups()  # entries written around the store: reports read rollups
 
 
 def cpu_seconds(pid: int) -> float:
@@ -345,13 +345,13 @@ def batched_ceiling(url: str, jobs: int = 5000) -> tuple[float, float]:
     specs = [JobSpec(user="ceiling", gpus=1, image="c:1", command="true") for _ in range(jobs)]
     started = time.perf_counter()
     for start in range(0, jobs, 500):
-        store.submit_many(specs[start : start + 500])
+        store.jobs.submit_many(specs[start : start + 500])
     pages = jobs / (time.perf_counter() - started)
     prefix = uuid.uuid4().hex[:8]
     keyed = [(spec, f"ceiling/{prefix}-{i}", "ceiling") for i, spec in enumerate(specs)]
     started = time.perf_counter()
     for start in range(0, jobs, 32):
-        store.submit_batch(keyed[start : start + 32])
+        store.jobs.submit_batch(keyed[start : start + 32])
     batches = jobs / (time.perf_counter() - started)
     store.close()
     return pages, batches
@@ -414,8 +414,8 @@ def main() -> None:
         try:
             migrate.upgrade(url)
             store = SqlStore.open(url)
-            store.save_user("bench", team="lab")
-            token = store.issue_token("bench", Role.USER).secret
+            store.accounts.save_user("bench", team="lab")
+            token = store.accounts.issue_token("bench", Role.USER).secret
             seed_history(store, args.history)
             port = free_port()
             proc = start_server(url, state, port)
@@ -439,13 +439,13 @@ def _load() -> str:
 
 def backlog(store: SqlStore) -> int:
     """Jobs waiting: submitted (not admitted yet) and queued."""
-    return store.count(JobState.SUBMITTED) + store.count(JobState.QUEUED)
+    return store.jobs.count(JobState.SUBMITTED) + store.jobs.count(JobState.QUEUED)
 
 
 def drain(store: SqlStore, timeout: float = 600.0) -> None:
     """Wait until the controller has admitted every submission."""
     deadline = time.monotonic() + timeout
-    while store.count(JobState.SUBMITTED):
+    while store.jobs.count(JobState.SUBMITTED):
         if time.monotonic() > deadline:
             raise SystemExit(f"the controller did not admit the backlog within {timeout:.0f} s")
         time.sleep(0.2)
@@ -467,7 +467,7 @@ def reset_queue(store: SqlStore, url: str) -> None:
         moves = [
             Move(i, "cancelled by bench (reset between rows)") for i in ids[start : start + 1000]
         ]
-        store.transition_many(moves, JobState.CANCELLED, actor="bench")
+        store.jobs.transition_many(moves, JobState.CANCELLED, actor="bench")
     time.sleep(PASS_INTERVAL_S + 0.5)
 
 

@@ -44,12 +44,12 @@ def main() -> int:
             return 2
         migrate.upgrade(url)
         store = SqlStore.open(url)
-        store.save_user("fuzz-admin", team="ml")
+        store.accounts.save_user("fuzz-admin", team="ml")
         app = create_app(Settings(database_url=url), store, auth=True)
         started = time.perf_counter()
         result = fuzz(
             app,
-            lambda: store.issue_token("fuzz-admin", Role.ADMIN).secret,
+            lambda: store.accounts.issue_token("fuzz-admin", Role.ADMIN).secret,
             max_examples=args.examples,
             seed=args.seed,
             time_limit=args.time_limit,

@@ -65,7 +65,7 @@ def full_queue(
         JobSpec(id=f"q{i:05d}", gpus=1 + i % 4, declared_runtime=3600.0) for i in range(queued)
     ]
     for start in range(0, queued, 1000):
-        store.submit_many(specs[start : start + 1000])
+        store.jobs.submit_many(specs[start : start + 1000])
     cluster = SimCluster(uniform_nodes(nodes, 8), clock, {s.id or "": 3600.0 for s in specs})
     # a full cluster: long-running jobs hold every GPU, so the queue stays 10,000 deep
     for i in range(nodes):
@@ -75,7 +75,7 @@ def full_queue(
     config = SchedulerConfig(WaitPolicy(PolicyKind.COMPUTE, 10.0), out_of_order=True)
     loop = SchedulingLoop(store, cluster, SimCloud(clock, 2.5), clock, config)
     first = time.perf_counter()
-    while store.count(JobState.SUBMITTED):  # admission, at most 500 per pass
+    while store.jobs.count(JobState.SUBMITTED):  # admission, at most 500 per pass
         clock.advance_to(clock.now() + 0.001)
         loop.run_pass()
     return loop, store, clock, time.perf_counter() - first
@@ -130,7 +130,7 @@ def seed_history(store: SqlStore, jobs: list[Job]) -> None:
 
     specs = [JobSpec.from_job(j) for j in jobs]
     for start in range(0, len(specs), 5000):
-        store.submit_many(specs[start : start + 5000])
+        store.jobs.submit_many(specs[start : start + 5000])
     base = 1_700_000_000.0
     rows = [
         {
@@ -179,7 +179,7 @@ def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: f
     controller = Controller(settings, store, loop.cluster, None, clock=clock)
 
     def in_thread() -> None:  # the old way: the same history, trained in this process
-        train_artifact(completed_jobs(store), TrainParams(threads=1))
+        train_artifact(completed_jobs(store.models), TrainParams(threads=1))
 
     kinds = {"Controller.retrain (niced child)": controller.retrain, "in-process thread": in_thread}
     started = time.perf_counter()
@@ -248,15 +248,15 @@ def admission_bench(url: str, label: str, jobs: int) -> None:
     figures = []
     for kind in ("one per job", "one batch"):
         specs = [JobSpec(gpus=1, declared_runtime=60.0) for _ in range(jobs)]
-        ids = [s.job.id for s in store.submit_many(specs)]
+        ids = [s.job.id for s in store.jobs.submit_many(specs)]
         started = time.perf_counter()
         if kind == "one per job":
             for job_id in ids:
-                store.transition(
+                store.jobs.transition(
                     job_id, JobState.QUEUED, reason="queued", actor="bench", wait_budget=60.0
                 )
         else:
-            result = store.transition_many(
+            result = store.jobs.transition_many(
                 [Move(i, "queued", 60.0) for i in ids], JobState.QUEUED, actor="bench"
             )
             assert len(result.moved) == jobs
@@ -314,7 +314,7 @@ def latency_bench(samples: int) -> None:
                         "declared_runtime_s": 1,
                     },
                 ).json()
-                while controller.store.get(job["id"]).state.value != "running_onprem":
+                while controller.store.jobs.get(job["id"]).state.value != "running_onprem":
                     time.sleep(0.005)
                 latencies.append(time.perf_counter() - t0)
                 time.sleep(0.1)

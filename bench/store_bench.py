@@ -142,7 +142,7 @@ def bench_submit(store: SqlStore, jobs: int, batch: int) -> list[str]:
             )
             for i in range(first, min(first + batch, jobs))
         ]
-        ids += [s.job.id for s in store.submit_many(specs, at=T0 + first)]
+        ids += [s.job.id for s in store.jobs.submit_many(specs, at=T0 + first)]
     elapsed = time.perf_counter() - started
     print(
         f"submit      {jobs:>9,} jobs+events in batches of {batch}: {elapsed:6.2f} s "
@@ -153,7 +153,7 @@ def bench_submit(store: SqlStore, jobs: int, batch: int) -> list[str]:
 
 def bench_queue(store: SqlStore, queued: int, page: int) -> None:
     started = time.perf_counter()
-    moved = store.claim(
+    moved = store.jobs.claim(
         JobState.QUEUED,
         from_state=JobState.SUBMITTED,
         limit=queued,
@@ -166,7 +166,7 @@ def bench_queue(store: SqlStore, queued: int, page: int) -> None:
     seen = 0
     while True:
         tick = time.perf_counter()
-        result = store.queue(limit=page, cursor=cursor)
+        result = store.jobs.queue(limit=page, cursor=cursor)
         latencies.append((time.perf_counter() - tick) * 1000)
         seen += len(result.jobs)
         if result.next_cursor is None:
@@ -195,7 +195,7 @@ def bench_record(store: SqlStore, job_ids: list[str]) -> None:
     ]
     started = time.perf_counter()
     for first in range(0, len(entries), 10_000):
-        store.record_costs(entries[first : first + 10_000])
+        store.ledger.record_costs(entries[first : first + 10_000])
     elapsed = time.perf_counter() - started
     print(
         f"record_costs{len(entries):>9,} entries in batches of 10,000: {elapsed:6.2f} s "
@@ -219,7 +219,7 @@ def load_costs(store: SqlStore, job_ids: list[str], costs: int) -> int:
         f"{time.perf_counter() - started:6.2f} s"
     )
     started = time.perf_counter()
-    store.rebuild_cost_rollups()
+    store.ledger.rebuild_cost_rollups()
     with store.engine.connect() as conn:
         rows = int(conn.execute(sa.text("SELECT count(*) FROM cost_rollups")).scalar_one())
     print(
@@ -239,7 +239,7 @@ def timed(
     """Median wall-clock and CPU seconds of this process (on SQLite: all of the work; on
     PostgreSQL: the driver and building the rows), and the report."""
     walls, cpus = [], []
-    read = store.cost_report if rollups else store.cost_report_from_entries
+    read = store.ledger.cost_report if rollups else store.ledger.cost_report_from_entries
     for _ in range(runs):
         tick, cpu = time.perf_counter(), time.process_time()
         report = read(T0, T0 + 90 * 24 * HOUR, by=by)

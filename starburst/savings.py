@@ -20,12 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
 from starburst.core.billing import per_currency
 from starburst.core.errors import ConfigError, PermanentError, TransientError
 from starburst.core.job import Job
-from starburst.core.ports import Quote
+from starburst.core.ports import Ledger, Quote
 from starburst.core.records import StoredJob
 
 Quoter = Callable[[Job], Quote]
@@ -115,9 +114,9 @@ def fraction_saved(figures: SavingsFigures) -> float | None:
 
 
 def compare_with_no_wait(
-    store: Any, since: float, until: float, quote: Quoter | None
+    ledger: Ledger, since: float, until: float, quote: Quoter | None
 ) -> SavingsFigures:
-    """The savings of the jobs that ended in ``[since, until)`` (a ``SqlStore``)."""
-    ended = store.ended_jobs(since, until)
-    by_job = store.job_costs(s.id for s in ended)
+    """The savings of the jobs that ended in ``[since, until)``, read from ``ledger``."""
+    ended = ledger.ended_jobs(since, until)
+    by_job = ledger.job_costs(s.id for s in ended)
     return no_wait(ended, {j: per_currency(c) for j, c in by_job.items()}, quote)

@@ -4,7 +4,7 @@ Revision ID: 0009
 Revises: 0008
 Create Date: 2026-12-01
 
-A user's listing (``JobsStore.queue`` with ``user``: every user who is not admin or finance
+A user's listing (``SqlJobs.queue`` with ``user``: every user who is not admin or finance
 lists only their own jobs) is ordered by ``queued_at, id``. With only ``ix_jobs_user_name``
 the database read every one of the user's jobs and sorted them for each page (110 ms for a
 page of 50 out of 20,000 jobs); ``ix_jobs_user_queue`` hands them over in order, so a page

@@ -4,7 +4,7 @@ Revision ID: 0010
 Revises: 0009
 Create Date: 2026-12-02
 
-Listing the active jobs (``JobsStore.queue`` with every state that has not ended, for finance
+Listing the active jobs (``SqlJobs.queue`` with every state that has not ended, for finance
 and admins: no user filter) read them through ``ix_jobs_queue`` one state at a time, so the
 database fetched every active job and sorted them for each page (2.7 ms for a page of 50 with
 2,000 waiting among 100,000 finished jobs). ``ix_jobs_active_queue`` holds only the active

@@ -80,7 +80,7 @@ def check(ctx: ApiContext, spec: JobSpec) -> None:
             f"above the per-job ceiling of ${per_job:,.2f}/h",
         )
     if per_team is not None and spec.team is not None:
-        running = team_cloud_rate(ctx.store, spec.team)
+        running = team_cloud_rate(ctx.store.jobs, ctx.store.ledger, spec.team)
         if exceeds(running, price, per_team):
             raise HTTPException(422, refused_reason(spec.team, running, price, shape, per_team))
 
@@ -98,7 +98,7 @@ def burst_hold(ctx: ApiContext, stored: StoredJob) -> str | None:
         quote = quoter(stored.job)
     except StarburstError:
         return None
-    rate = team_cloud_rate(ctx.store, team)
+    rate = team_cloud_rate(ctx.store.jobs, ctx.store.ledger, team)
     if not exceeds(rate, quote.price_per_hour, per_team):
         return None
     shape = f"{quote.accelerators} at {quote.where}"

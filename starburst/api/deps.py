@@ -1,6 +1,6 @@
 """Request dependencies (``Annotated`` aliases): the context, the store and the caller.
 
-Authentication: ``Authorization: Bearer <token>``, checked with ``Store.authenticate``
+Authentication: ``Authorization: Bearer <token>``, checked with ``Accounts.authenticate``
 and remembered for a second (``starburst.api.tokens``).
 A missing, malformed, unknown, revoked or expired token is 401; a known caller without the
 role an endpoint needs is 403. With ``auth`` off every request acts as the context's
@@ -60,7 +60,7 @@ async def caller_of(ctx: ApiContext, header: str) -> Principal:
     principal = ctx.tokens.cached(secret, now)
     if principal is None:
         principal = await ctx.tokens.lookup(
-            secret, now, lambda: run_in_threadpool(ctx.store.authenticate, secret, at=now)
+            secret, now, lambda: run_in_threadpool(ctx.store.accounts.authenticate, secret, at=now)
         )
     if principal is None:
         raise HTTPException(401, "invalid, expired or revoked API token", headers=_CHALLENGE)

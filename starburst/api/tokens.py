@@ -3,7 +3,7 @@ request is not a database round trip.
 
 A sweep script submitting a thousand jobs a second sends the same token a thousand times a
 second; looking it up each time was a checkout, a query and a commit per request. The cache
-keeps the answer of a *successful* ``SqlStore.authenticate`` for ``ttl`` seconds of the API's
+keeps the answer of a *successful* ``Accounts.authenticate`` for ``ttl`` seconds of the API's
 clock, keyed by the token's SHA-256 (the secret itself is never kept).
 
 Invariants:

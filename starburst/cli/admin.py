@@ -78,7 +78,7 @@ def add_user(
 ) -> None:
     """Create a user, or update their team and e-mail."""
     with _store(url, config) as store:
-        user = store.save_user(name, team=team, email=email)
+        user = store.accounts.save_user(name, team=team, email=email)
     typer.echo(f"user {user.name} (team {user.team or '-'})")
 
 
@@ -86,7 +86,7 @@ def add_user(
 def show_user(name: str, url: UrlOption = None, config: ConfigOption = None) -> None:
     """Show a user."""
     with _store(url, config) as store:
-        user = store.user(name)
+        user = store.accounts.user(name)
     if user is None:
         typer.echo(f"error: no user {name}", err=True)
         raise typer.Exit(1)
@@ -97,7 +97,7 @@ def show_user(name: str, url: UrlOption = None, config: ConfigOption = None) -> 
 def add_team(name: str, url: UrlOption = None, config: ConfigOption = None) -> None:
     """Create a team."""
     with _store(url, config) as store:
-        store.ensure_team(name)
+        store.accounts.ensure_team(name)
     typer.echo(f"team {name}")
 
 
@@ -123,7 +123,7 @@ def issue(
         raise typer.BadParameter(f"{role!r}: choose {', '.join(ROLES)}", param_hint="--role")
     expires = time.time() + parse_duration(expires_in) if expires_in else None
     with _store(url, config) as store:
-        issued = store.issue_token(user, Role(role), label=label, expires_at=expires)
+        issued = store.accounts.issue_token(user, Role(role), label=label, expires_at=expires)
     typer.echo(issued.secret)
     typer.echo(
         f"token {issued.id} for {issued.user} ({issued.role.value}); the secret above "
@@ -136,7 +136,7 @@ def issue(
 def revoke(token_id: int, url: UrlOption = None, config: ConfigOption = None) -> None:
     """Revoke a token by its id."""
     with _store(url, config) as store:
-        done = store.revoke_token(token_id)
+        done = store.accounts.revoke_token(token_id)
     if not done:
         typer.echo(f"error: no live token {token_id}", err=True)
         raise typer.Exit(1)
@@ -162,8 +162,8 @@ def set_budget(
     from starburst.core.holds import budget_states
 
     with _store(url, config) as store:
-        budget = store.set_team_budget(team, amount, currency=currency.upper())
-        states = budget_states(store, time.time(), team)
+        budget = store.accounts.set_team_budget(team, amount, currency=currency.upper())
+        states = budget_states(store.accounts, store.ledger, time.time(), team)
     typer.echo(f"team {budget.team}: {budget.monthly_limit} {budget.currency} per month")
     if states and states[0].spent > states[0].limit:
         typer.echo(
@@ -185,8 +185,8 @@ def show_budget(
     from starburst.core.holds import budget_states
 
     with _store(url, config) as store:
-        states = budget_states(store, time.time(), team)
-        fired = store.budget_alerts(states[0].month) if states else {}
+        states = budget_states(store.accounts, store.ledger, time.time(), team)
+        fired = store.accounts.budget_alerts(states[0].month) if states else {}
     if not states:
         typer.echo(
             f"error: team {team} has no budget" if team else "no team has a budget", err=True
@@ -231,11 +231,11 @@ def bootstrap(
         typer.echo(f"error: set {BOOTSTRAP_ENV} to the admin token to register", err=True)
         raise typer.Exit(1)
     with _store(url, config) as store:
-        if store.user(user) is None:
-            store.save_user(user)
-        holder = store.authenticate(secret)
+        if store.accounts.user(user) is None:
+            store.accounts.save_user(user)
+        holder = store.accounts.authenticate(secret)
         if holder is None:
-            issued = store.issue_token(user, Role.ADMIN, label="bootstrap", secret=secret)
+            issued = store.accounts.issue_token(user, Role.ADMIN, label="bootstrap", secret=secret)
             typer.echo(f"token {issued.id} registered for {user} (admin)")
         elif holder.user == user and holder.role is Role.ADMIN:
             typer.echo(f"token {holder.token_id} of {user} (admin) already registered")

@@ -86,7 +86,7 @@ def export(
 
     start, end = window(since)
     with open_store(settings_for(config, url)) as store:
-        history = load_history(store, start, end)
+        history = load_history(store.tuning, start, end)
     write_history(history, out, cluster)
     typer.echo(f"wrote {history.describe()} to {out}")
     if cluster is not None and history.nodes:

@@ -93,7 +93,7 @@ def tune(
     with open_store(settings) as store:
         records = store.tuning
         result, history = tune_history(
-            store, request, fallback(settings, records.setting_in_force()), out
+            records, request, fallback(settings, records.setting_in_force()), out
         )
         typer.echo(
             f"replayed {history.describe()} from the last {since}, on "

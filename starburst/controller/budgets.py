@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from starburst.core.holds import BudgetBook, BudgetState, budget_states, team_holds
-from starburst.core.ports import BudgetNotes
+from starburst.core.holds import BudgetState, budget_states, team_holds
+from starburst.core.ports import Accounts, BudgetNotes, Ledger
 
 log = logging.getLogger("starburst.controller")
 CENT = Decimal("0.01")
@@ -78,7 +78,8 @@ class BudgetAlerts:
 
     def __init__(
         self,
-        store: BudgetBook,
+        accounts: Accounts,
+        ledger: Ledger,
         thresholds: Sequence[float],
         *,
         metrics: Any = None,
@@ -86,14 +87,14 @@ class BudgetAlerts:
         webhook: str | None = None,
         post: Callable[[str, dict[str, Any]], None] = post_json,
     ) -> None:
-        self.store, self.thresholds = store, sorted(thresholds)
+        self.accounts, self.ledger, self.thresholds = accounts, ledger, sorted(thresholds)
         self.metrics, self.notes, self.webhook, self._post = metrics, notes, webhook, post
         self._fired: set[tuple[str, str, float]] = set()
         self.senders: list[threading.Thread] = []
 
     def check(self, now: float) -> list[BudgetAlert]:
         fired = []
-        for state in budget_states(self.store, now):
+        for state in budget_states(self.accounts, self.ledger, now):
             if self.metrics is not None:
                 self.metrics.budget_used.labels(team=state.team).set(min(state.used, 1e9))
             for threshold in self.thresholds:
@@ -101,7 +102,7 @@ class BudgetAlerts:
                 if state.used < threshold or key in self._fired:
                     continue
                 self._fired.add(key)
-                if self.store.claim_budget_alert(
+                if self.accounts.claim_budget_alert(
                     state.team, state.month, threshold, state.spent, at=now
                 ):
                     alert = BudgetAlert(threshold, state)
@@ -140,9 +141,13 @@ class BudgetGate:
     checks the alerts."""
 
     def __init__(
-        self, store: BudgetBook, ttl_s: float = 30.0, alerts: BudgetAlerts | None = None
+        self,
+        accounts: Accounts,
+        ledger: Ledger,
+        ttl_s: float = 30.0,
+        alerts: BudgetAlerts | None = None,
     ) -> None:
-        self.store = store
+        self.accounts, self.ledger = accounts, ledger
         self.ttl_s = ttl_s
         self.alerts = alerts
         self._cached: tuple[float, dict[str, str]] | None = None
@@ -150,7 +155,7 @@ class BudgetGate:
     def __call__(self, now: float) -> dict[str, str]:
         if self._cached is not None and now - self._cached[0] < self.ttl_s:
             return self._cached[1]
-        held = team_holds(self.store, now)
+        held = team_holds(self.accounts, self.ledger, now)
         self._cached = (now, held)
         if self.alerts is not None:
             self.alerts.check(now)

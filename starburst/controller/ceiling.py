@@ -24,19 +24,23 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from starburst.controller.report import backend_job
-from starburst.core.ceilings import CloudBook, exceeds, held_reason, team_cloud_rate
+from starburst.core.ceilings import exceeds, held_reason, team_cloud_rate
 from starburst.core.errors import StarburstError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import Quote
+from starburst.core.ports import JobStore, Ledger, Quote
 from starburst.core.records import JobNotFound
 
 
 class TeamCeiling:
     def __init__(
-        self, store: CloudBook, ceiling: float | None, quote: Callable[[Job], Quote] | None
+        self,
+        jobs: JobStore,
+        ledger: Ledger,
+        ceiling: float | None,
+        quote: Callable[[Job], Quote] | None,
     ) -> None:
-        self.store, self.ceiling, self._quote = store, ceiling, quote
+        self.jobs, self.ledger, self.ceiling, self._quote = jobs, ledger, ceiling, quote
         self._rates: dict[str, Decimal] = {}
         #: jobs held by the ceiling: job id → reason
         self.held: dict[str, str] = {}
@@ -75,7 +79,7 @@ class TeamCeiling:
         if self._quote is None:
             return None
         try:
-            stored = self.store.get(job_id)
+            stored = self.jobs.get(job_id)
             if stored.state is not JobState.QUEUED:
                 return None
             job = backend_job(stored)
@@ -85,5 +89,5 @@ class TeamCeiling:
 
     def _rate(self, team: str) -> Decimal:
         if team not in self._rates:
-            self._rates[team] = team_cloud_rate(self.store, team)
+            self._rates[team] = team_cloud_rate(self.jobs, self.ledger, team)
         return self._rates[team]

@@ -17,7 +17,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
-from typing import Protocol
 
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.moves import Moves
@@ -43,16 +42,13 @@ _ENDED = {
 }
 
 
-class LaunchBook(JobStore, Ledger, Protocol):
-    """What the cloud follower reads and writes: the jobs and the ledger of their launches."""
-
-
 class CloudFollower:
     """Follows the cloud launches of one leader term (see the module docstring)."""
 
     def __init__(
         self,
-        store: LaunchBook,
+        jobs: JobStore,
+        ledger: Ledger,
         cloud: Cloud,
         capabilities: Capabilities,
         view: QueueView,
@@ -61,8 +57,10 @@ class CloudFollower:
         *,
         metering_chunk_s: float = 60.0,
     ) -> None:
-        """``policy``: the waiting policy in force (the controller refits it between passes)."""
-        self.store, self.cloud, self.view = store, cloud, view
+        """``jobs`` and ``ledger``: what the follower reads and writes, the jobs and the ledger
+        of their launches; ``policy``: the waiting policy in force (the controller refits it
+        between passes)."""
+        self.jobs, self.ledger, self.cloud, self.view = jobs, ledger, cloud, view
         self._move = moves.move
         self._policy = policy
         self._reasons, self._billing, self._ends = (
@@ -85,7 +83,7 @@ class CloudFollower:
         if policy.kind.value != "star":
             return []
         due = []
-        for launch in self.store.launches(active=True):
+        for launch in self.ledger.launches(active=True):
             earlier = launch.job_id in self._pulled_back
             at = pull_back_at(policy, launch.launched_at, earlier)
             if at is not None:
@@ -95,7 +93,7 @@ class CloudFollower:
     # -- 2. follow the cloud ---------------------------------------------------------------
     def follow(self, now: float, report: PassReport, token: int | None) -> None:
         """Poll every active launch: ends, starts, refusals, metering and pull-backs."""
-        for launch in self.store.launches(active=True):
+        for launch in self.ledger.launches(active=True):
             self._follow(launch, now, report, token)
             report.spend_rate += float(launch.hourly_price)
         self._drain()
@@ -120,7 +118,7 @@ class CloudFollower:
             launch.request_id,
             launch.cloud_job_id,
         )
-        job = self.store.get(launch.job_id)
+        job = self.jobs.get(launch.job_id)
         if job.state not in (JobState.BURSTING, JobState.RUNNING_CLOUD):
             # cancelled by a user, pulled back, or ended before a crash cut this short
             self._stop_cloud(launch, handle, self._end_of(handle, now), job.state.value)
@@ -156,7 +154,7 @@ class CloudFollower:
             self._move(
                 launch.job_id, JobState.RUNNING_CLOUD, f"running at {launch.provider}", token, now
             )
-            self.store.update_launch(launch.id or 0, status="running", started_at=now)
+            self.ledger.update_launch(launch.id or 0, status="running", started_at=now)
         self._maybe_pull_back(job, launch, handle, now, report, token)
 
     def _failure(self, handle: CloudHandle, status: CloudStatus) -> str:
@@ -207,7 +205,7 @@ class CloudFollower:
 
     def _attempt_of(self, launch: CloudLaunch) -> int:
         """1 for a job's first launch, 2 for the one after a Star-Wait pull-back, …"""
-        ids = sorted(x.id or 0 for x in self.store.launches(launch.job_id))
+        ids = sorted(x.id or 0 for x in self.ledger.launches(launch.job_id))
         return ids.index(launch.id or 0) + 1 if (launch.id or 0) in ids else 1
 
     def _end_of(self, handle: CloudHandle, now: float) -> float:
@@ -229,12 +227,12 @@ class CloudFollower:
         token: int | None,
     ) -> None:
         policy = self._policy()
-        earlier = job.id in self._pulled_back or len(self.store.launches(job.id)) > 1
+        earlier = job.id in self._pulled_back or len(self.ledger.launches(job.id)) > 1
         due = pull_back_at(policy, launch.launched_at, earlier)
         if due is None or now < due:
             return
         budget = policy.star_requeue_budget(job.job, now)
-        if self.store.get(job.id).state is JobState.BURSTING:
+        if self.jobs.get(job.id).state is JobState.BURSTING:
             self._move(job.id, JobState.RUNNING_CLOUD, "running in the cloud", token, now)
         # state first: if the controller dies before the cancel, the next pass sees a queued
         # job with a live launch and stops it (``_follow``)
@@ -256,7 +254,7 @@ class CloudFollower:
             except (TransientError, PermanentError) as exc:
                 log.warning("cancelling %s: %s", launch.name, exc)
         self._meter(launch, now, final=True)
-        self.store.update_launch(launch.id or 0, status=status, ended_at=now)
+        self.ledger.update_launch(launch.id or 0, status=status, ended_at=now)
         self._handles.pop(launch.job_id, None)
 
     # -- cost metering -----------------------------------------------------------------------
@@ -285,7 +283,7 @@ class CloudFollower:
             )
         ]
         if entries:
-            self.store.record_costs(entries)
+            self.ledger.record_costs(entries)
 
     def record_launch(self, job: Job, handle: CloudHandle, now: float, token: int | None) -> None:
         """Record the job's launch in the ledger: what and where it bills, from when."""
@@ -298,7 +296,7 @@ class CloudFollower:
         known = billing.billed_launch(handle) if billing is not None else None
         if known is not None:  # the backend knows when it really launched (a restart)
             launched_at = known.launched_at
-        self.store.record_launch(
+        self.ledger.record_launch(
             CloudLaunch(
                 job_id=job.id,
                 name=handle.name,

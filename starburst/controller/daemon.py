@@ -94,7 +94,7 @@ class Controller:
         resolved them (None: resolved here from ``cluster`` and ``cloud``)."""
         caps = capabilities or Capabilities.of(cluster, cloud)
         self.capabilities = caps
-        self.tuning = TuningHooks(store)
+        self.tuning = TuningHooks(store.tuning)
         self.settings = settings = self.tuning.settings_in_force(settings)
         self.store = store
         self.cluster, self.cloud = cluster, cloud
@@ -103,13 +103,17 @@ class Controller:
         self._lock = lock or leader_lock(store.engine, settings.leader_name)
         self.config: SchedulerConfig = settings.scheduler_config()
         alerts = BudgetAlerts(
-            store,
+            store.accounts,
+            store.ledger,
             settings.budget_alerts,
             metrics=self.metrics,
             webhook=settings.budget_webhook,
             notes=caps.budget_notes,
         )
-        budgets, self.cloud_gate = BudgetGate(store, alerts=alerts), CloudGate(caps.health)
+        budgets, self.cloud_gate = (
+            BudgetGate(store.accounts, store.ledger, alerts=alerts),
+            CloudGate(caps.health),
+        )
         self.loop = SchedulingLoop(
             store,
             cluster,
@@ -122,7 +126,7 @@ class Controller:
             capabilities=caps,
             team_ceiling=settings.max_team_cloud_price,
         )
-        self.metrics.follow_ledger(store)
+        self.metrics.follow_ledger(store.ledger)
         for notifier in caps.notifiers:  # backends that can say when a job ends or arrives
             notifier.subscribe(self.poke)
         self._health = Health(False, "starting")
@@ -282,7 +286,9 @@ class Controller:
         recent = []
         if self.settings.coefficient is None:
             try:
-                recent = [h.job for h in self.store.history(limit=self.settings.calibration_window)]
+                recent = [
+                    h.job for h in self.store.models.history(limit=self.settings.calibration_window)
+                ]
             except TransientError as exc:
                 log.warning("recalibration skipped: %s", exc)
                 return
@@ -309,7 +315,7 @@ class Controller:
             return
         try:
             artifact = train_from_store(
-                self.store,
+                self.store.models,
                 path,
                 params=TrainParams(threads=1),
                 isolated=True,
@@ -353,11 +359,11 @@ class Controller:
         found = source.submissions()
         # a new process is offered every waiting Job again: those the store has are known
         # (their ids are taken, so submitting them again would fail the whole pass)
-        known = self.store.states_of(job.id for job in found)
+        known = self.store.jobs.states_of(job.id for job in found)
         for job in found:
             if job.id in known:
                 continue
-            self.store.submit(
+            self.store.jobs.submit(
                 JobSpec.from_job(job),
                 idempotency_key=f"cluster:{job.id}",
                 actor="cluster",

@@ -12,13 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 
 from starburst.controller.report import PassReport
-from starburst.core.ports import IdRange
+from starburst.core.ports import IdRange, Ledger
 
 
 @dataclass
@@ -96,9 +95,9 @@ class ControllerMetrics:
             ),
         )
 
-    def follow_ledger(self, store: Any) -> LedgerCounters:
-        """Serve the ledger's cost counters from ``store`` on this registry."""
-        counters = LedgerCounters(store)
+    def follow_ledger(self, ledger: Ledger) -> LedgerCounters:
+        """Serve the ledger's cost counters from ``ledger`` on this registry."""
+        counters = LedgerCounters(ledger)
         self.registry.register(counters)
         return counters
 
@@ -129,12 +128,12 @@ class LedgerCounters:
 
     def __init__(
         self,
-        store: Any,
+        ledger: Ledger,
         *,
         missing_ttl_s: float = 3600.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.store = store
+        self.ledger = ledger
         self._after = 0
         self._missing: dict[IdRange, float] = {}  # → when first seen missing
         self._ttl, self._monotonic = missing_ttl_s, monotonic
@@ -145,7 +144,7 @@ class LedgerCounters:
         return []  # nothing read at registration: the ledger is read on scrape
 
     def collect(self) -> Iterator[Metric]:
-        read = self.store.ledger_totals_after(self._after, tuple(self._missing))
+        read = self.ledger.ledger_totals_after(self._after, tuple(self._missing))
         for team, location, source, currency, micros, gpu_hours in read.rows:
             team = team or ""
             if source != "onprem":

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from starburst.adapters.db import migrate
 from starburst.core.lifecycle import TERMINAL, JobState
+from starburst.core.ports import JobStore, Store
 from starburst.core.records import JobSpec
 
 SAMPLE = [  # (name, gpus, seconds)
@@ -80,8 +81,8 @@ def run_quickstart(
         started = time.time()
         controller.start()
         try:
-            _submit(store, echo, speed)
-            _narrate(store, started, echo, timeout_s)
+            _submit(store.jobs, echo, speed)
+            _narrate(store.jobs, started, echo, timeout_s)
         finally:
             controller.stop()
         _report(store, controller, started, echo)
@@ -89,7 +90,7 @@ def run_quickstart(
         return 0
 
 
-def _submit(store: object, echo: Callable[[str], object], speed: float = 1.0) -> None:
+def _submit(jobs: JobStore, echo: Callable[[str], object], speed: float = 1.0) -> None:
     rng = random.Random(3)
     for name, gpus, full_seconds in SAMPLE:
         seconds = round(full_seconds / speed, 3)
@@ -102,23 +103,24 @@ def _submit(store: object, echo: Callable[[str], object], speed: float = 1.0) ->
             declared_runtime=float(seconds),
             image="python:3.11",
         )
-        store.submit(spec, idempotency_key=f"quickstart-{name}")  # type: ignore[attr-defined]
+        jobs.submit(spec, idempotency_key=f"quickstart-{name}")
         time.sleep(0.15 / speed)
     echo(f"submitted {len(SAMPLE)} jobs needing {sum(g for _, g, _ in SAMPLE)} GPUs in all\n")
 
 
 def _narrate(
-    store: object, started: float, echo: Callable[[str], object], timeout_s: float
+    jobs: JobStore, started: float, echo: Callable[[str], object], timeout_s: float
 ) -> None:
     seen: dict[str, int] = {}
-    ids = [store.find_by_key(f"quickstart-{n}").id for n, _, _ in SAMPLE]  # type: ignore[attr-defined]
+    found = [jobs.find_by_key(f"quickstart-{n}") for n, _, _ in SAMPLE]
+    ids = [s.id for s in found if s is not None]
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         done = 0
         lines = []
         for job_id in ids:
-            events = store.events(job_id)  # type: ignore[attr-defined]
-            job = store.get(job_id)  # type: ignore[attr-defined]
+            events = jobs.events(job_id)
+            job = jobs.get(job_id)
             lines += [
                 (e.at, job.job.name, e.to_state.value, e.reason)
                 for e in events[seen.get(job_id, 0) :]
@@ -136,16 +138,17 @@ def _narrate(
 
 
 def _report(
-    store: object, controller: object, started: float, echo: Callable[[str], object]
+    store: Store, controller: object, started: float, echo: Callable[[str], object]
 ) -> None:
     """Where the jobs ran, the ledger's cloud spend, and the savings against No-Wait as the
     API reports them (``starburst.savings``: the burst's own price rule)."""
     from starburst.savings import compare_with_no_wait, fraction_saved
 
-    jobs = [store.find_by_key(f"quickstart-{n}") for n, _, _ in SAMPLE]  # type: ignore[attr-defined]
+    found = [store.jobs.find_by_key(f"quickstart-{n}") for n, _, _ in SAMPLE]
+    jobs = [s for s in found if s is not None]
     cloud = controller.cloud  # type: ignore[attr-defined]
     figures = compare_with_no_wait(
-        store, started - 60, time.time() + 60, cloud.quote if cloud is not None else None
+        store.ledger, started - 60, time.time() + 60, cloud.quote if cloud is not None else None
     )
     onprem = sum(1 for s in jobs if s.ran_on == "onprem")
     burst = sum(1 for s in jobs if s.ran_on == "cloud")

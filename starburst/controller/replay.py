@@ -41,7 +41,7 @@ from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import Estimate, JobStore, Store
+from starburst.core.ports import Estimate, JobStore, Ledger
 from starburst.core.records import JobEvent, JobSpec
 from starburst.sim.clock import SimClock
 from starburst.sim.cloud import SimCloud
@@ -131,8 +131,8 @@ def replay(
         admissions_per_pass=max(len(jobs), 1),  # an instant's arrivals in one pass
         metering_chunk_s=3600.0,  # fewer ledger rows, the same amounts (``core.billing``)
     )
-    VirtualTime(clock, cluster, cloud, store, loop.run_pass, stats or ReplayStats()).run(jobs)
-    outcomes = [_outcome(store, job) for job in jobs]
+    VirtualTime(clock, cluster, cloud, store.jobs, loop.run_pass, stats or ReplayStats()).run(jobs)
+    outcomes = [_outcome(store.jobs, store.ledger, job) for job in jobs]
     return SimResult(outcomes, cluster.total_gpus, options.price_per_gpu_hour, config.describe())
 
 
@@ -190,19 +190,19 @@ class VirtualTime:
         return t if t == math.inf else max(t, self.clock.now())
 
 
-def _outcome(store: Store, job: Job) -> JobOutcome:
+def _outcome(jobs: JobStore, ledger: Ledger, job: Job) -> JobOutcome:
     """One job's outcome as the controller recorded it."""
-    stored = store.get(job.id)
+    stored = jobs.get(job.id)
     if stored.state is not JobState.SUCCEEDED or stored.ended_at is None:
         raise RuntimeError(f"replay ended with job {job.id} {stored.state.value}: a bug")
-    events = store.events(job.id)
+    events = jobs.events(job.id)
     runs = [e for e in events if e.to_state in _RUNS]
     last = runs[-1]
     where = _RUNS[last.to_state]
     pulled_back = any(_pulled_back(e) for e in events)
-    launches = store.launches(job.id)
+    launches = ledger.launches(job.id)
     cloud_seconds = math.fsum((x.ended_at or x.launched_at) - x.launched_at for x in launches)
-    placement = describe_placement(store.placement(job.id)) if where == "onprem" else ""
+    placement = describe_placement(jobs.placement(job.id)) if where == "onprem" else ""
     bursts = [e.at for e in runs if e.to_state is JobState.BURSTING]
     return JobOutcome(
         job=job,

@@ -24,7 +24,7 @@ def read_history(url: str, limit: int) -> list[Job]:
     """The most recent ``limit`` finished jobs of the database at ``url``, as training jobs."""
     store = SqlStore.open(url)
     try:
-        return completed_jobs(store, limit)
+        return completed_jobs(store.models, limit)
     finally:
         store.close()
 

@@ -92,21 +92,24 @@ class SchedulingLoop:
         self.estimator = estimator
         self._token = fencing_token
         self._hold = hold
-        self.ceiling = TeamCeiling(store, team_ceiling, cloud.quote if cloud else None)
+        self.ceiling = TeamCeiling(
+            store.jobs, store.ledger, team_ceiling, cloud.quote if cloud else None
+        )
         self._announced: set[str] = set()
         self._pending_starts: dict[str, tuple[Placement, str]] = {}
-        self.view = QueueView(store)
-        self.gate = DependencyGate(store, ACTOR, admissions_per_pass)
+        self.view = QueueView(store.jobs)
+        self.gate = DependencyGate(store.jobs, ACTOR, admissions_per_pass)
         self.admissions_per_pass = admissions_per_pass
-        moves = Moves(store)
+        moves = Moves(store.jobs)
         self._move = moves.move
         self.unstartable = Unstartable(moves)
-        self.onprem_meter = OnpremMeter(store, metering_chunk_s)
+        self.onprem_meter = OnpremMeter(store.ledger, metering_chunk_s)
         self.cloud_side = (
             None
             if cloud is None
             else CloudFollower(
-                store,
+                store.jobs,
+                store.ledger,
                 cloud,
                 caps,
                 self.view,
@@ -185,7 +188,7 @@ class SchedulingLoop:
             self._announced.add(job_id)
             fresh.setdefault(reason, []).append(job_id)
             if annotator is not None:
-                stored = self.store.get(job_id)
+                stored = self.store.jobs.get(job_id)
                 budget, runtime = stored.wait_budget or 0.0, stored.predicted_runtime
                 self._quietly(annotator.note_waiting, job_id, budget, runtime, reason)
         for reason, ids in fresh.items():
@@ -211,7 +214,7 @@ class SchedulingLoop:
         resumed = 0
         for stored in self._all(JobState.RUNNING_ONPREM):
             if stored.id not in running:
-                placement = self.store.placement(stored.id)
+                placement = self.store.jobs.placement(stored.id)
                 if self._carry_out_start(
                     stored.id, placement, "resumed by a new controller leader", self._token(), now
                 ):
@@ -222,7 +225,7 @@ class SchedulingLoop:
         for state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
             for stored in self._all(state):
                 job = backend_job(stored)
-                launches = self.store.launches(job.id)
+                launches = self.store.ledger.launches(job.id)
                 active = [i for i, launch in enumerate(launches) if launch.ended_at is None]
                 # the active launch's attempt; none recorded: the leader died between the
                 # launch and its record, so this is the attempt after the recorded ones
@@ -257,7 +260,7 @@ class SchedulingLoop:
             )
 
     def _all(self, state: JobState) -> list[StoredJob]:
-        return read_all(self.store, state)
+        return read_all(self.store.jobs, state)
 
     # -- 1. finish -------------------------------------------------------------------------
     def _finish_onprem(self, report: PassReport, token: int | None) -> None:
@@ -268,7 +271,7 @@ class SchedulingLoop:
         # did not fail on-prem: its reason is the cluster's own
         onprem = {
             job_id
-            for job_id, state in self.store.states_of(e.job_id for e in ends).items()
+            for job_id, state in self.store.jobs.states_of(e.job_id for e in ends).items()
             if state is JobState.RUNNING_ONPREM
         }
         for ended in ends:
@@ -294,13 +297,13 @@ class SchedulingLoop:
         else:
             suspects = running & cancelled
         # one read for all; a job the store does not know is not Starburst's: never ours to stop
-        for job_id, state in sorted(self.store.states_of(suspects).items()):
+        for job_id, state in sorted(self.store.jobs.states_of(suspects).items()):
             log.info("stopping %s: it is %s", job_id, state.value)
             self.cluster.cancel(job_id)
 
     # -- 4. admit ------------------------------------------------------------------------------
     def _admit(self, now: float, token: int | None, report: PassReport) -> list[QueuedJob]:
-        page = self.store.queue(
+        page = self.store.jobs.queue(
             limit=self.admissions_per_pass, states=(JobState.SUBMITTED,), held=False
         )
         submitted = self.gate.admissible(page.jobs, now, token)
@@ -326,7 +329,7 @@ class SchedulingLoop:
             queued_at = now if stored.held is not None else stored.queued_at
             admitted[job.id] = (QueuedJob(job, queued_at, budget), move, estimate)
         # one transaction for the whole page; a job cancelled meanwhile is skipped
-        result = self.store.transition_many(
+        result = self.store.jobs.transition_many(
             [m for _, m, _ in admitted.values()],
             JobState.QUEUED,
             actor=ACTOR,
@@ -370,7 +373,7 @@ class SchedulingLoop:
         # placement first: a job the store says runs on-prem always has one to resume with;
         # with its nodes' GPU types, which its on-prem use is priced by
         kinds = [nodes[p.node].gpu_type if p.node < len(nodes) else None for p in start.placement]
-        self.store.record_placement(
+        self.store.jobs.record_placement(
             start.job_id, start.placement, fencing_token=token, at=now, gpu_types=kinds
         )
         if not self._move(start.job_id, JobState.RUNNING_ONPREM, start.reason, token, now):
@@ -383,7 +386,7 @@ class SchedulingLoop:
         """Start through the cluster port. A permanent refusal fails the job with the reason;
         a transient one is retried on the next passes (the store already says it runs)."""
         try:
-            self.cluster.start(backend_job(self.store.get(job_id)), placement, reason)
+            self.cluster.start(backend_job(self.store.jobs.get(job_id)), placement, reason)
         except TransientError as exc:
             log.warning("starting %s failed, will retry: %s", job_id, exc)
             self._pending_starts[job_id] = (placement, reason)
@@ -397,7 +400,7 @@ class SchedulingLoop:
 
     def _retry_starts(self, token: int | None, now: float) -> None:
         for job_id, (placement, reason) in list(self._pending_starts.items()):
-            if self.store.get(job_id).state is JobState.RUNNING_ONPREM:
+            if self.store.jobs.get(job_id).state is JobState.RUNNING_ONPREM:
                 self._carry_out_start(job_id, placement, reason, token, now)
             else:
                 self._pending_starts.pop(job_id, None)
@@ -410,7 +413,7 @@ class SchedulingLoop:
         follower = self.cloud_side
         if follower is None:
             return False
-        stored = self.store.get(burst.job_id)
+        stored = self.store.jobs.get(burst.job_id)
         job = backend_job(stored)
         blocker = cloud_blocker(job)
         if blocker is not None:
@@ -433,7 +436,7 @@ class SchedulingLoop:
         )
         if not self._move(burst.job_id, JobState.BURSTING, reason, token, now):
             return False
-        attempt = len(self.store.launches(job.id)) + 1
+        attempt = len(self.store.ledger.launches(job.id)) + 1
         try:
             handle = follower.cloud.launch(cloud_job(job, attempt), reason)
         except TransientError:
@@ -479,8 +482,8 @@ class SchedulingLoop:
         """Every prediction is stored with its source and the model version it came from."""
         from starburst.predictor.store import MODEL_NAME, record_estimates
 
-        model = self.store.active_model(MODEL_NAME)
-        record_estimates(self.store, jobs, estimates, now, model.id if model else None)
+        model = self.store.models.active_model(MODEL_NAME)
+        record_estimates(self.store.models, jobs, estimates, now, model.id if model else None)
 
     @staticmethod
     def _quietly(call: Callable[..., object], *args: object) -> None:

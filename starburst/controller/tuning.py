@@ -20,7 +20,7 @@ from typing import Any
 
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import StarburstError, TransientError
-from starburst.core.ports import Cluster, Store
+from starburst.core.ports import Cluster, TuningLog
 from starburst.core.records import SCHEDULER, AppliedSetting, node_json
 from starburst.settings import Settings
 
@@ -40,8 +40,8 @@ def with_setting(settings: Settings, applied: AppliedSetting) -> Settings:
 
 
 class TuningHooks:
-    def __init__(self, store: Store, ttl_s: float = 10.0) -> None:
-        self.records = store.tuning
+    def __init__(self, records: TuningLog, ttl_s: float = 10.0) -> None:
+        self.records = records
         self.ttl_s = ttl_s
         self._seen: int | None = None
         self._checked_at = float("-inf")

@@ -208,7 +208,7 @@ def job_logs_from(settings: Settings) -> Callable[[], JobLogs]:
 def build_estimator(settings: Settings, store: SqlStore) -> RuntimeEstimator:
     from starburst.predictor.estimator import load_estimator
 
-    history = [h.job for h in store.history(limit=10_000)]
+    history = [h.job for h in store.models.history(limit=10_000)]
     loaded = load_estimator(settings.model_path, history)
     log.info(loaded.message)
     return loaded.estimator

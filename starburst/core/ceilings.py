@@ -16,7 +16,6 @@ Invariant: money is ``Decimal`` here, so rates add up exactly as the ledger does
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Protocol
 
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import JobStore, Ledger
@@ -25,16 +24,13 @@ IN_CLOUD = (JobState.BURSTING, JobState.RUNNING_CLOUD)
 _PAGE = 500
 
 
-class CloudBook(JobStore, Ledger, Protocol):
-    """What reading a team's rate needs: its jobs and their launches (every ``Store``)."""
-
-
-def team_cloud_rate(store: CloudBook, team: str) -> Decimal:
-    """The team's rate now (see *team rate*): two reads, however many jobs it runs."""
+def team_cloud_rate(jobs: JobStore, ledger: Ledger, team: str) -> Decimal:
+    """The team's rate now (see *team rate*) from its jobs and their launches: two reads,
+    however many jobs it runs."""
     ids: set[str] = set()
     cursor: str | None = None
     while True:
-        page = store.queue(limit=_PAGE, cursor=cursor, states=IN_CLOUD, team=team)
+        page = jobs.queue(limit=_PAGE, cursor=cursor, states=IN_CLOUD, team=team)
         ids.update(s.id for s in page.jobs)
         cursor = page.next_cursor
         if cursor is None:
@@ -42,7 +38,7 @@ def team_cloud_rate(store: CloudBook, team: str) -> Decimal:
     if not ids:
         return Decimal(0)
     latest = {
-        launch.job_id: launch for launch in store.launches(active=True) if launch.job_id in ids
+        launch.job_id: launch for launch in ledger.launches(active=True) if launch.job_id in ids
     }
     return sum((launch.hourly_price for launch in latest.values()), Decimal(0))
 

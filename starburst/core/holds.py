@@ -12,15 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Protocol
 
 from starburst.core.billing import month_end_forecast, month_window
 from starburst.core.ports import Accounts, Ledger
-
-
-class BudgetBook(Accounts, Ledger, Protocol):
-    """What reading budgets needs: the budgets (``Accounts``) and the spend (``Ledger``);
-    every ``Store`` is one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,20 +52,23 @@ def hold_reason(team: str, spent: Decimal, limit: Decimal, month: str) -> str:
     )
 
 
-def budget_states(store: BudgetBook, now: float, team: str | None = None) -> list[BudgetState]:
-    """Every team with a budget (or just ``team``), with this month's spend."""
+def budget_states(
+    accounts: Accounts, ledger: Ledger, now: float, team: str | None = None
+) -> list[BudgetState]:
+    """Every team with a budget (``accounts``) or just ``team``, with this month's spend
+    (``ledger``)."""
     start, end, name = month_window(now)
     month = datetime.fromtimestamp(start, UTC).strftime("%Y-%m")
     budgets = (
-        store.team_budgets()
+        accounts.team_budgets()
         if team is None
-        else [b for b in [store.team_budget(team)] if b is not None]
+        else [b for b in [accounts.team_budget(team)] if b is not None]
     )
     if not budgets:
         return []
     spent: dict[tuple[str | None, str], Decimal] = {
         (r.key.get("team"), r.currency): r.amount
-        for r in store.cost_report(start, end, by=("team",), team=team)
+        for r in ledger.cost_report(start, end, by=("team",), team=team)
     }
     return [
         BudgetState(
@@ -87,10 +84,12 @@ def budget_states(store: BudgetBook, now: float, team: str | None = None) -> lis
     ]
 
 
-def team_holds(store: BudgetBook, now: float, team: str | None = None) -> dict[str, str]:
+def team_holds(
+    accounts: Accounts, ledger: Ledger, now: float, team: str | None = None
+) -> dict[str, str]:
     """Teams over their monthly cloud budget at ``now`` (or just ``team``), with the reason."""
     return {
         s.team: hold_reason(s.team, s.spent, s.limit, s.month_name)
-        for s in budget_states(store, now, team)
+        for s in budget_states(accounts, ledger, now, team)
         if s.exhausted and s.spent > 0
     }

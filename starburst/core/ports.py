@@ -9,7 +9,11 @@ loop (a cloud launch returns a handle at once and later passes poll it); adapter
 Terms:
 - *port*: what every backend of a kind must do (``Clock``, ``Cluster``, ``Cloud``,
   ``RuntimeEstimator``, and the store's ``JobStore``, ``Ledger``, ``Accounts``,
-  ``ModelRegistry``, united in ``Store``).
+  ``ModelRegistry`` and ``TuningLog``).
+- *repository*: an object implementing one store port. ``Store`` is not itself a port of
+  methods but the aggregate of the five repositories (``store.jobs``, ``store.ledger``,
+  ``store.accounts``, ``store.models``, ``store.tuning``) over one database; a consumer is
+  given the repositories it uses, never the whole store.
 - *capability*: what some backends can do beyond their port, each a small
   ``@runtime_checkable`` protocol named after what it means (``ChangeNotifier``,
   ``SubmissionSource``, ``JobAnnotator``, ``BudgetNotes``, ``DeletedJobs``, ``LogSource``,
@@ -281,8 +285,9 @@ class RuntimeEstimator(Protocol):
 
 # ---- the store ---------------------------------------------------------------------------
 # The durable record of jobs, money, accounts and models, split by concept so each user names
-# only what it needs. ``SqlStore`` (PostgreSQL, SQLite) and ``MemoryStore`` implement all of
-# them and pass one contract suite (``tests/contract/test_store_*.py``).
+# only what it needs: one port per concept, one repository object per port. ``SqlStore``
+# (PostgreSQL, SQLite) and ``MemoryStore`` each hand out one repository of every port (the
+# ``Store`` aggregate below) and pass one contract suite (``tests/contract/test_store_*.py``).
 #
 # Shared rules: times are epoch seconds and a write without ``at=`` is stamped by the store's
 # clock; money is ``Decimal`` kept exactly to the micro-unit (1e-6); a write carrying a
@@ -761,14 +766,25 @@ class TuningLog(Protocol):
 
 
 @runtime_checkable
-class Store(JobStore, Ledger, Accounts, ModelRegistry, Protocol):
-    """The whole store, for the composition roots that hand its parts out (the API, the
-    controller's wiring, the CLI's admin verbs)."""
+class Store(Protocol):
+    """The whole store: one repository per port over the same data, for the composition
+    roots that hand them out (the API, the controller's wiring, the CLI's admin verbs).
+    Everything else is given only the ports it uses (``store.jobs``, ``store.ledger``)."""
 
     @property
-    def tuning(self) -> TuningLog:
-        """The tuning records, over the same data."""
-        ...
+    def jobs(self) -> JobStore: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    @property
+    def accounts(self) -> Accounts: ...
+
+    @property
+    def models(self) -> ModelRegistry: ...
+
+    @property
+    def tuning(self) -> TuningLog: ...
 
     def close(self) -> None:
         """Release connections; the store is not used afterwards."""

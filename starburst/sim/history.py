@@ -1,6 +1,6 @@
 """The live store's history as the simulator's input: a trace, a cluster and today's setting.
 
-``load_history`` reads, through the store's API only (``adapters.db.tuning``), the finished
+``load_history`` reads, through the store's ``TuningLog`` only (``store.tuning``), the finished
 jobs submitted in a window (measured runtimes, the controller's estimates, user, team, GPUs,
 CPUs, GPU type), the cloud money they were metered, the cluster's shape the controller last
 recorded and the scheduler configuration it runs. Submit times become seconds from the
@@ -26,7 +26,7 @@ from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import PolicyKind
-from starburst.core.ports import Store, TuningLog
+from starburst.core.ports import TuningLog
 from starburst.core.records import SCHEDULER, AppliedSetting, CloudSpend
 from starburst.core.setting import PolicySetting
 from starburst.settings import Settings
@@ -60,8 +60,7 @@ class History:
         )
 
 
-def load_history(store: Store, since: float, until: float) -> History:
-    records = store.tuning
+def load_history(records: TuningLog, since: float, until: float) -> History:
     raw = records.finished_jobs(since, until)
     origin = min((j.submit_time for j in raw), default=since)
     jobs = [
@@ -147,10 +146,10 @@ class TuneRequest:
 
 
 def tune_history(
-    store: Store, request: TuneRequest, fallback: Deployed, workdir: Path
+    records: TuningLog, request: TuneRequest, fallback: Deployed, workdir: Path
 ) -> tuple[Tuning, History]:
     """Export the window to ``workdir`` (trace.csv, cluster.yaml) and replay it."""
-    history = load_history(store, request.since, request.until)
+    history = load_history(records, request.since, request.until)
     trace = workdir / "trace.csv"
     write_history(history, trace, workdir / "cluster.yaml")
     nodes = require_nodes(history)

@@ -159,8 +159,8 @@ def build_api(
         ("fin", None, Role.FINANCE),
         ("root", None, Role.ADMIN),
     ):
-        store.save_user(name, team=team)
-        api.tokens[name] = store.issue_token(name, role).secret
+        store.accounts.save_user(name, team=team)
+        api.tokens[name] = store.accounts.issue_token(name, role).secret
     return api
 
 

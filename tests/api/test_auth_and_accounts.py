@@ -37,7 +37,7 @@ def test_revoked_and_expired_tokens_stop_working(api):  # type: ignore[no-untype
     }
     api.clock.advance(61)
     assert temp.get("/v1/whoami").status_code == 401
-    other = api.store.issue_token("alice", Role.USER)
+    other = api.store.accounts.issue_token("alice", Role.USER)
     assert root.delete(f"/v1/tokens/{other.id}").status_code == 204
     assert api.client(token=other.secret).get("/v1/whoami").status_code == 401
     assert root.delete(f"/v1/tokens/{other.id}").status_code == 404
@@ -54,7 +54,7 @@ def test_admin_endpoints_refuse_users_and_finance(api):  # type: ignore[no-untyp
         ]
         assert [a.status_code for a in answers] == [403] * 4
         assert "needs admin" in answers[1].json()["detail"]
-    assert api.store.user("eve") is None
+    assert api.store.accounts.user("eve") is None
 
 
 def test_admin_creates_a_user_issues_a_token_and_it_works(api):  # type: ignore[no-untyped-def]
@@ -79,9 +79,9 @@ def test_admin_creates_a_user_issues_a_token_and_it_works(api):  # type: ignore[
 def test_team_budget_shows_the_months_spending(api):  # type: ignore[no-untyped-def]
     root = api.client("root")
     assert root.get("/v1/teams/ml/budget").status_code == 404
-    job = api.store.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    job = api.store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     now = api.clock.now()
-    api.store.record_costs(
+    api.store.ledger.record_costs(
         [
             CostEntry(job, now - 3600, now, Decimal("30.5"), "aws"),
             CostEntry(job, now - 90 * 86400, now - 89 * 86400, Decimal("999"), "aws"),

@@ -15,8 +15,10 @@ NOV16 = datetime(2026, 11, 16, tzinfo=UTC).timestamp()  # half of November gone
 @BOTH
 def test_budgets_show_spent_remaining_forecast_and_warn(api):  # type: ignore[no-untyped-def]
     api.clock.set(NOV16)
-    job = api.store.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
-    api.store.record_costs([CostEntry(job, NOV16 - 86400, NOV16 - 82800, Decimal("40"), "aws")])
+    job = api.store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    api.store.ledger.record_costs(
+        [CostEntry(job, NOV16 - 86400, NOV16 - 82800, Decimal("40"), "aws")]
+    )
     root = api.client("root")
     ok = root.put("/v1/teams/ml/budget", json={"monthly_limit": "100"}).json()
     assert ok["warning"] is None
@@ -39,9 +41,9 @@ def test_budgets_show_spent_remaining_forecast_and_warn(api):  # type: ignore[no
 def test_admin_budgets_show_and_set_warn(api):  # type: ignore[no-untyped-def]
     from tests.api.test_cli import run
 
-    job = api.store.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    job = api.store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     now = datetime.now(UTC).timestamp()  # the CLI reads the wall clock
-    api.store.record_costs([CostEntry(job, now - 60, now, Decimal("12.5"), "aws")])
+    api.store.ledger.record_costs([CostEntry(job, now - 60, now, Decimal("12.5"), "aws")])
     env = {"STARBURST_DATABASE_URL": api.db_url}
     low = run(["admin", "budgets", "set", "ml", "10"], env)
     assert low.exit_code == 0 and low.stdout.startswith("team ml: 10")

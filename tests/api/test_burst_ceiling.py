@@ -63,12 +63,12 @@ def test_jobs_that_passed_the_team_ceiling_one_by_one_do_not_burst_above_it(  # 
 
     blocker = submit("blocker")
     loop.run_pass()
-    assert store.get(blocker).state is JobState.RUNNING_ONPREM
+    assert store.jobs.get(blocker).state is JobState.RUNNING_ONPREM
     jobs = [submit(f"j{i}") for i in range(3)]
     loop.run_pass()
     clock.advance(60)  # every budget has expired by this pass
     report = loop.run_pass()
-    states = [store.get(j).state for j in jobs]
+    states = [store.jobs.get(j).state for j in jobs]
     assert states == [JobState.BURSTING, JobState.BURSTING, JobState.QUEUED]
     assert report.held == [(jobs[2], HELD)]
     explained = json.loads(run(["explain", "j2", "--json"], env).stdout)
@@ -78,8 +78,8 @@ def test_jobs_that_passed_the_team_ceiling_one_by_one_do_not_burst_above_it(  # 
 
     clock.advance(40)  # the blocker ended, the cloud jobs still run: it starts on-prem
     loop.run_pass()
-    assert store.get(blocker).state is JobState.SUCCEEDED
-    assert store.get(jobs[2]).state is JobState.RUNNING_ONPREM
+    assert store.jobs.get(blocker).state is JobState.SUCCEEDED
+    assert store.jobs.get(jobs[2]).state is JobState.RUNNING_ONPREM
 
 
 @BOTH
@@ -109,11 +109,11 @@ def test_a_job_held_by_the_team_ceiling_bursts_once_its_cloud_jobs_end(  # type:
         clock.advance(1)
         jobs.append(run(["submit", "--gpus", "2", "--", "true"], env).stdout.split()[0])
     loop.run_pass()
-    assert [store.get(j).state for j in jobs] == [JobState.BURSTING, JobState.QUEUED]
+    assert [store.jobs.get(j).state for j in jobs] == [JobState.BURSTING, JobState.QUEUED]
     clock.advance(RUNTIME / 2)
     assert loop.run_pass().next_wakeup > clock.now()  # a held job is no reason to spin
-    assert store.get(jobs[1]).state is JobState.QUEUED
+    assert store.jobs.get(jobs[1]).state is JobState.QUEUED
     clock.advance(RUNTIME)  # the first one ended in the cloud: room under the ceiling
     loop.run_pass()
-    assert store.get(jobs[0]).state is JobState.SUCCEEDED
-    assert store.get(jobs[1]).state is JobState.BURSTING
+    assert store.jobs.get(jobs[0]).state is JobState.SUCCEEDED
+    assert store.jobs.get(jobs[1]).state is JobState.BURSTING

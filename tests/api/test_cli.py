@@ -52,7 +52,7 @@ def test_submit_jobs_explain_status_cancel_through_the_server(api):  # type: ign
     assert made.exit_code == 0, made.stderr
     job_id, state = made.stdout.split()
     assert state == "submitted"
-    stored = api.store.get(job_id)
+    stored = api.store.jobs.get(job_id)
     assert stored.command == "python train.py --lr 3e-4" and stored.job.estimate == 5400
     assert stored.job.user == "alice" and stored.job.gpus == 2
 
@@ -62,7 +62,7 @@ def test_submit_jobs_explain_status_cancel_through_the_server(api):  # type: ign
     assert header.split()[:5] == ["POS", "ID", "NAME", "USER", "STATE"]
     assert row.split()[:6] == ["1", job_id[:8], "resnet", "alice", "submitted", "2"]
 
-    api.store.transition(
+    api.store.jobs.transition(
         job_id, JobState.QUEUED, reason="admitted: budget 40m", actor="controller", wait_budget=2400
     )
     api.clock.advance(720)
@@ -91,9 +91,9 @@ def test_costs_prints_the_report_and_tokens_decide_what_is_seen(api):  # type: i
 
     from starburst.core.records import CostEntry, JobSpec
 
-    job = api.store.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    job = api.store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     now = api.clock.now()
-    api.store.record_costs(
+    api.store.ledger.record_costs(
         [CostEntry(job, now - 7200, now - 3600, Decimal("12.5"), "aws", gpu_hours=1.0)]
     )
     report = run(["costs", "--by", "team,cloud", "--server", api.url, "--token", api.tokens["fin"]])
@@ -170,13 +170,13 @@ def test_admin_verbs_work_on_the_database_and_the_issued_token_authenticates(  #
     issued = run(["admin", "tokens", "issue", "dana", "--role", "finance"], env)
     assert issued.exit_code == 0 and "shown once" in issued.stderr
     secret = issued.stdout.strip()
-    principal = open_store(db_url).authenticate(secret)
+    principal = open_store(db_url).accounts.authenticate(secret)
     assert (principal.user, principal.team, principal.role.value) == ("dana", "rl", "finance")
     assert (
         run(["admin", "budgets", "set", "rl", "2500.50", "--url", db_url]).stdout
         == "team rl: 2500.5 USD per month\n"
     )
-    assert open_store(db_url).team_budget("rl").monthly_limit == 2500.5
+    assert open_store(db_url).accounts.team_budget("rl").monthly_limit == 2500.5
     assert run(["admin", "budgets", "show", "rl"], env).exit_code == 0
     missing = run(["admin", "budgets", "show", "none"], env)
     assert missing.exit_code == 1 and missing.stderr == "error: team none has no budget\n"
@@ -184,7 +184,7 @@ def test_admin_verbs_work_on_the_database_and_the_issued_token_authenticates(  #
     assert bad.exit_code == 2 and "choose user, finance, admin" in bad.stderr
     revoked = run(["admin", "tokens", "revoke", str(principal.token_id)], env)
     assert revoked.stdout == f"token {principal.token_id} revoked\n"
-    assert open_store(db_url).authenticate(secret) is None
+    assert open_store(db_url).accounts.authenticate(secret) is None
 
 
 def test_admin_errors_for_people_exit_2_without_a_traceback(db_url) -> None:  # type: ignore[no-untyped-def]

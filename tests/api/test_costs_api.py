@@ -29,12 +29,12 @@ def _epoch(text: str) -> float:
 
 def _spend(store):  # type: ignore[no-untyped-def]
     """Four cloud entries of two jobs (hand-checked figures in the tests below)."""
-    a = store.submit(
+    a = store.jobs.submit(
         JobSpec(gpus=1, user="alice", team="ml", gpu_type="A100", extra={"project": "llm"})
     ).job.id
-    b = store.submit(JobSpec(gpus=2, user="bob", team="vision")).job.id
+    b = store.jobs.submit(JobSpec(gpus=2, user="bob", team="vision")).job.id
     hour = 3600
-    store.record_costs(
+    store.ledger.record_costs(
         [
             CostEntry(
                 a,
@@ -176,11 +176,11 @@ def test_csv_by_format_or_accept_header(api):  # type: ignore[no-untyped-def]
 
 
 def _run_onprem(store, clock, spec, seconds):  # type: ignore[no-untyped-def]
-    job_id = store.submit(spec).job.id
-    store.transition(job_id, JobState.QUEUED, reason="t", actor="c")
-    store.transition(job_id, JobState.RUNNING_ONPREM, reason="t", actor="c")
+    job_id = store.jobs.submit(spec).job.id
+    store.jobs.transition(job_id, JobState.QUEUED, reason="t", actor="c")
+    store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="t", actor="c")
     clock.advance(seconds)
-    store.transition(job_id, JobState.SUCCEEDED, reason="done", actor="c")
+    store.jobs.transition(job_id, JobState.SUCCEEDED, reason="done", actor="c")
     return job_id
 
 
@@ -196,7 +196,7 @@ def test_onprem_showback_beside_cloud_spend(api):  # type: ignore[no-untyped-def
         1800,
     )  # 2 GPU-h at 1.5
     _run_onprem(store, clock, JobSpec(gpus=2, user="bob", team="vision"), 5400)  # 3 at 0.5
-    store.record_costs(
+    store.ledger.record_costs(
         [
             CostEntry(
                 _run_onprem(store, clock, JobSpec(gpus=0, user="bob"), 60),
@@ -253,11 +253,13 @@ def _every_view_adds_up(api, jobs, since, until):  # type: ignore[no-untyped-def
     exact = _sums(
         (currency, amount)
         for job_id in jobs
-        for currency, amount in per_currency(store.job_costs([job_id]).get(job_id, {})).items()
+        for currency, amount in per_currency(
+            store.ledger.job_costs([job_id]).get(job_id, {})
+        ).items()
     )
     window = {"since": _iso(since), "until": _iso(until)}
     for keys in GROUPINGS:
-        for read in (store.cost_report, store.cost_report_from_entries):
+        for read in (store.ledger.cost_report, store.ledger.cost_report_from_entries):
             rows = read(since, until, keys)
             assert _sums((t.currency, t.amount) for t in rows) == exact, (read, keys)
         answer = fin.get("/v1/costs", params={**window, "by": ",".join(keys)})
@@ -320,27 +322,27 @@ def test_costs_metered_by_the_controller_add_up_in_every_view(api):  # type: ign
     loop = SchedulingLoop(store, cluster, cloud, clock, config, metering_chunk_s=900.0)
     for i, job_id in enumerate(runtimes):
         team, user = ("ml", "alice") if i % 2 else ("vision", "bob")
-        store.submit(JobSpec(id=job_id, gpus=1 + i % 3, user=user, team=team, command="true"))
+        store.jobs.submit(JobSpec(id=job_id, gpus=1 + i % 3, user=user, team=team, command="true"))
     for _ in range(2000):  # a pass a minute of virtual time, until every job ended
         loop.run_pass()
-        if all(store.get(j).state.terminal for j in runtimes):
+        if all(store.jobs.get(j).state.terminal for j in runtimes):
             break
         clock.advance(60.0)
-    assert all(store.get(j).state is JobState.SUCCEEDED for j in runtimes)
-    launches = store.launches()
-    assert launches and any(store.get(j).ran_on == "onprem" for j in runtimes)
+    assert all(store.jobs.get(j).state is JobState.SUCCEEDED for j in runtimes)
+    launches = store.ledger.launches()
+    assert launches and any(store.jobs.get(j).ran_on == "onprem" for j in runtimes)
     exact = _every_view_adds_up(api, list(runtimes), MONTH_END - 3600, clock.now() + 3600)
     billed = sum(  # by hand: each launch's hourly price × its billed time
         x.hourly_price * Decimal(str(x.ended_at - x.launched_at)) / 3600 for x in launches
     )
-    chunks = sum(len(store.cost_report(0, 2e9, ("day",), job=x.job_id)) for x in launches)
+    chunks = sum(len(store.ledger.cost_report(0, 2e9, ("day",), job=x.job_id)) for x in launches)
     assert exact.keys() == {"USD"}
     assert abs(exact["USD"] - billed) <= Decimal("0.000001") * 4 * chunks  # rounding per chunk
     # on-prem: every GPU-hour of the runs that ran there, at the A100 nodes' rate
     onprem = sum(
-        store.get(j).job.gpus * runtimes[j] / 3600
+        store.jobs.get(j).job.gpus * runtimes[j] / 3600
         for j in runtimes
-        if store.get(j).ran_on == "onprem"
+        if store.jobs.get(j).ran_on == "onprem"
     )
     report = (
         api.client("fin")
@@ -393,12 +395,12 @@ def test_bad_report_parameters_are_422_and_say_what_is_wrong(api):  # type: igno
 def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore[no-untyped-def]
     store, clock = api.store, api.clock
     clock.set(_epoch("2026-11-10T00:00"))
-    local = store.submit(JobSpec(gpus=2, user="alice", gpu_type="A100")).job.id
-    cloud = store.submit(JobSpec(gpus=1, user="bob", gpu_type="A100")).job.id
-    odd = store.submit(JobSpec(gpus=1, user="bob", gpu_type="TPU-v9")).job.id
-    untyped = store.submit(JobSpec(gpus=1, user="bob")).job.id  # bursts as the default, A100
-    never = store.submit(JobSpec(gpus=1, user="bob")).job.id
-    euro = store.submit(JobSpec(gpus=1, user="bob", gpu_type="A100")).job.id
+    local = store.jobs.submit(JobSpec(gpus=2, user="alice", gpu_type="A100")).job.id
+    cloud = store.jobs.submit(JobSpec(gpus=1, user="bob", gpu_type="A100")).job.id
+    odd = store.jobs.submit(JobSpec(gpus=1, user="bob", gpu_type="TPU-v9")).job.id
+    untyped = store.jobs.submit(JobSpec(gpus=1, user="bob")).job.id  # bursts as the default, A100
+    never = store.jobs.submit(JobSpec(gpus=1, user="bob")).job.id
+    euro = store.jobs.submit(JobSpec(gpus=1, user="bob", gpu_type="A100")).job.id
     for job_id, where in (
         (local, JobState.RUNNING_ONPREM),
         (cloud, JobState.BURSTING),
@@ -406,20 +408,20 @@ def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore
         (odd, JobState.RUNNING_ONPREM),
         (untyped, JobState.RUNNING_ONPREM),
     ):
-        store.transition(job_id, JobState.QUEUED, reason="t", actor="c")
+        store.jobs.transition(job_id, JobState.QUEUED, reason="t", actor="c")
         if where is JobState.BURSTING:
-            store.transition(job_id, where, reason="t", actor="c")
+            store.jobs.transition(job_id, where, reason="t", actor="c")
             where = JobState.RUNNING_CLOUD
-        store.transition(job_id, where, reason="t", actor="c")
+        store.jobs.transition(job_id, where, reason="t", actor="c")
     clock.advance(3600)
     for job_id in (local, cloud, odd, untyped, never, euro):
-        store.transition(
+        store.jobs.transition(
             job_id,
             JobState.CANCELLED if job_id == never else JobState.SUCCEEDED,
             reason="done",
             actor="c",
         )
-    store.record_costs(
+    store.ledger.record_costs(
         [
             CostEntry(
                 cloud, clock.now() - 3700, clock.now(), Decimal("3.10"), "gcp", gpu_hours=1.0

@@ -39,17 +39,17 @@ def browser() -> Iterator[Any]:
 def _month_of_spending(store: Any, clock: Any) -> None:
     """Two teams, two clouds, an on-prem run, a budget: a month a finance analyst reads."""
     clock.set(NOV20)
-    store.set_team_budget("ml", Decimal("500"), at=NOV20)
-    store.set_team_budget("vision", Decimal("50"), at=NOV20)
+    store.accounts.set_team_budget("ml", Decimal("500"), at=NOV20)
+    store.accounts.set_team_budget("vision", Decimal("50"), at=NOV20)
     for day in range(1, 6):
         at = NOV20 - day * DAY
-        a = store.submit(
+        a = store.jobs.submit(
             JobSpec(gpus=8, user="alice", team="ml", gpu_type="A100", name=f"train-{day}"), at=at
         ).job.id
-        b = store.submit(
+        b = store.jobs.submit(
             JobSpec(gpus=1, user="bob", team="vision", gpu_type="T4", name=f"eval-{day}"), at=at
         ).job.id
-        store.record_costs(
+        store.ledger.record_costs(
             [
                 CostEntry(
                     a,
@@ -71,12 +71,12 @@ def _month_of_spending(store: Any, clock: Any) -> None:
                 ),
             ]
         )
-    burst = store.submit(
+    burst = store.jobs.submit(
         JobSpec(gpus=2, user="alice", team="ml", gpu_type="A100", name="burst"), at=NOV20 - 2 * DAY
     ).job.id
     for state in (JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD, JobState.SUCCEEDED):
-        store.transition(burst, state, reason="t", actor="c", at=NOV20 - 2 * DAY + 3600)
-    store.record_costs(
+        store.jobs.transition(burst, state, reason="t", actor="c", at=NOV20 - 2 * DAY + 3600)
+    store.ledger.record_costs(
         [
             CostEntry(
                 burst,
@@ -89,10 +89,10 @@ def _month_of_spending(store: Any, clock: Any) -> None:
             )
         ]
     )
-    euro = store.submit(
+    euro = store.jobs.submit(
         JobSpec(gpus=1, user="bob", team="vision", name="eu-run"), at=NOV20 - DAY
     ).job.id
-    store.record_costs(
+    store.ledger.record_costs(
         [
             CostEntry(
                 euro,
@@ -106,12 +106,14 @@ def _month_of_spending(store: Any, clock: Any) -> None:
             )
         ]
     )  # billed in euros: never added to the dollars
-    local = store.submit(
+    local = store.jobs.submit(
         JobSpec(gpus=4, user="alice", team="ml", gpu_type="A100"), at=NOV20 - 3 * DAY
     ).job.id
-    store.transition(local, JobState.QUEUED, reason="t", actor="c", at=NOV20 - 3 * DAY)
-    store.transition(local, JobState.RUNNING_ONPREM, reason="t", actor="c", at=NOV20 - 3 * DAY)
-    store.transition(local, JobState.SUCCEEDED, reason="t", actor="c", at=NOV20 - 3 * DAY + 7200)
+    store.jobs.transition(local, JobState.QUEUED, reason="t", actor="c", at=NOV20 - 3 * DAY)
+    store.jobs.transition(local, JobState.RUNNING_ONPREM, reason="t", actor="c", at=NOV20 - 3 * DAY)
+    store.jobs.transition(
+        local, JobState.SUCCEEDED, reason="t", actor="c", at=NOV20 - 3 * DAY + 7200
+    )
 
 
 @PG

@@ -49,21 +49,21 @@ def test_exit_code_and_output_tail_reach_status_json_explain_and_logs(  # type: 
         PolicyKind.NO_WAIT,
         job_logs=lambda: JobLogs(cluster, cloud),
     )
-    here = store.submit(JobSpec(id="here", gpus=1, user="alice", command=ONPREM)).job.id
-    there = store.submit(
+    here = store.jobs.submit(JobSpec(id="here", gpus=1, user="alice", command=ONPREM)).job.id
+    there = store.jobs.submit(
         JobSpec(id="there", gpus=2, gpu_type="A100", user="alice", command=CLOUD)
     ).job.id
-    ok = store.submit(
+    ok = store.jobs.submit(
         JobSpec(id="fine", gpus=2, gpu_type="A100", user="alice", command="echo fine")
     ).job.id
 
     def ended() -> bool:
         loop.run_pass()
         clock.advance(1)
-        return all(store.get(i).state.terminal for i in (here, there, ok))
+        return all(store.jobs.get(i).state.terminal for i in (here, there, ok))
 
     assert wait_for(ended)
-    assert store.get(here).state is JobState.FAILED and store.get(there).ran_on == "cloud"
+    assert store.jobs.get(here).state is JobState.FAILED and store.jobs.get(there).ran_on == "cloud"
     env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
 
     status = run(["status", here], env)

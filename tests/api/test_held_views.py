@@ -29,13 +29,13 @@ def scene(loop, api, env):  # type: ignore[no-untyped-def]
     made = run(["submit", "--array", "0-2%1", "--name", "sw", "--", "true"], env)
     assert made.exit_code == 0, made.stderr
     loop.run_pass()
-    every = api.store.queue(limit=50, states=tuple(JobState)).jobs
+    every = api.store.jobs.queue(limit=50, states=tuple(JobState)).jobs
     ids = {s.job.name: s.id for s in every}
     assert ids["prep"] == prep and ids["big"] == big and ids["train"] == train
     held = {s.job.name for s in every if s.held is not None}
     assert "train" in held and len(held) == 3  # and two of the array
     (slot,) = {"sw-0", "sw-1", "sw-2"} - held
-    assert api.store.get(ids[slot]).state is JobState.QUEUED
+    assert api.store.jobs.get(ids[slot]).state is JobState.QUEUED
     return ids, held, slot
 
 
@@ -99,17 +99,19 @@ def test_cancel_by_state_waiting_takes_held_jobs_as_slurms_pending_does(world) -
     ids, held, slot = scene(loop, api, env)
     refused = run(["cancel", "--all", "--state", "succeeded"], env)
     assert refused.exit_code == 2 and "ended jobs cannot be cancelled" in refused.stderr
-    assert api.store.get(ids["prep"]).state is JobState.RUNNING_ONPREM  # nothing cancelled
+    assert api.store.jobs.get(ids["prep"]).state is JobState.RUNNING_ONPREM  # nothing cancelled
     only_held = run(["cancel", "--all", "--state", "held", "--yes"], env)
     assert only_held.exit_code == 0, only_held.stderr
     assert only_held.stdout.splitlines()[-1] == "cancelled 3 of 3 jobs"
-    assert {api.store.get(ids[name]).state for name in held} == {JobState.CANCELLED}
-    assert api.store.get(ids["big"]).state is JobState.QUEUED
+    assert {api.store.jobs.get(ids[name]).state for name in held} == {JobState.CANCELLED}
+    assert api.store.jobs.get(ids["big"]).state is JobState.QUEUED
     # a fresh held job, then Slurm's `scancel --state=PENDING`: held and queued alike
     after = submit(env, "--name", "after", "--after", "prep")
     loop.run_pass()
     pending = run(["cancel", "--all", "--state", "waiting", "--yes"], env)
     assert pending.stdout.splitlines()[-1] == "cancelled 3 of 3 jobs"  # big, the slot, after
-    assert {api.store.get(j).state for j in (ids["big"], ids[slot], after)} == {JobState.CANCELLED}
+    assert {api.store.jobs.get(j).state for j in (ids["big"], ids[slot], after)} == {
+        JobState.CANCELLED
+    }
     left = json.loads(run(["jobs", "--json"], env).stdout)
     assert [j["name"] for j in left] == ["prep"]

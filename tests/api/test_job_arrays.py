@@ -41,7 +41,7 @@ def test_an_array_submits_one_job_per_index_with_the_index_in_env(api) -> None: 
     lines = made.stdout.splitlines()
     assert lines[-1] == "submitted 4 jobs: sweep-0 … sweep-5"
     ids = [line.split()[0] for line in lines[:-1]]
-    jobs = [api.store.get(i) for i in ids]
+    jobs = [api.store.jobs.get(i) for i in ids]
     assert [j.job.name for j in jobs] == ["sweep-0", "sweep-1", "sweep-2", "sweep-5"]
     assert [json.loads(j.job.extra["env"]) for j in jobs][3] == {
         "LR": "1",
@@ -81,7 +81,7 @@ def test_an_array_submits_one_job_per_index_with_the_index_in_env(api) -> None: 
 def test_a_bad_array_spec_is_one_clear_line(api, spec: str, message: str) -> None:  # type: ignore[no-untyped-def]
     bad = run(["submit", "--image", "i", "--array", spec, "--", "true"], env_of(api))
     assert bad.exit_code == 2 and message in bad.stderr, bad.stderr
-    assert api.store.queue(limit=5, states=list(JobState)).jobs == []
+    assert api.store.jobs.queue(limit=5, states=list(JobState)).jobs == []
 
 
 def test_indices() -> None:

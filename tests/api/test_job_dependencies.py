@@ -58,7 +58,7 @@ def test_dependents_are_held_with_a_reason_then_run_or_are_cancelled(world) -> N
     train = submit(env, "--name", "train", "--after", "prep:ok")  # by name
     report = submit(env, "--name", "report", "--after", prep[:8])  # by id prefix: afterany
     loop.run_pass()
-    held = api.store.get(train)
+    held = api.store.jobs.get(train)
     assert held.state is JobState.SUBMITTED and held.job.after[0].job_id == prep
     listing = run(["jobs"], env).stdout
     line = next(row for row in listing.splitlines() if "train" in row)
@@ -71,10 +71,10 @@ def test_dependents_are_held_with_a_reason_then_run_or_are_cancelled(world) -> N
     assert shown["after"] == [f"{prep}:ok"] and shown["held"].startswith("waiting for job")
     assert run(["cancel", "prep"], env).exit_code == 0
     loop.run_pass()
-    assert api.store.get(train).state is JobState.CANCELLED
+    assert api.store.jobs.get(train).state is JobState.CANCELLED
     why = json.loads(run(["explain", train, "--json"], env).stdout)["events"][-1]["reason"]
     assert why.startswith(f"dependency never satisfied: job {prep} cancelled")
-    assert api.store.get(report).state is JobState.RUNNING_ONPREM  # afterany: it ended
+    assert api.store.jobs.get(report).state is JobState.RUNNING_ONPREM  # afterany: it ended
 
 
 def test_the_wait_budget_starts_when_the_dependency_ends(world, clock) -> None:  # type: ignore[no-untyped-def]
@@ -85,7 +85,7 @@ def test_the_wait_budget_starts_when_the_dependency_ends(world, clock) -> None: 
     loop.run_pass()
     clock.advance(RUNTIME)
     loop.run_pass()  # first ends; then is let in and starts: it never spent its 30 s budget
-    stored = api.store.get(then)
+    stored = api.store.jobs.get(then)
     assert stored.state is JobState.RUNNING_ONPREM
     assert stored.queued_at == clock.t
 
@@ -97,14 +97,14 @@ def test_an_array_limit_throttles_its_elements(world, clock) -> None:  # type: i
     assert made.stdout.splitlines()[-1] == "submitted 6 jobs: s-0 … s-5, at most 2 at once"
     ids = [line.split()[0] for line in made.stdout.splitlines()[:-1]]
     loop.run_pass()
-    states = api.store.states_of(ids)
+    states = api.store.jobs.states_of(ids)
     assert [states[i] for i in ids].count(JobState.RUNNING_ONPREM) == 2
     # elements submitted in the same (virtual) instant go in id order: any four are held
-    held = [i for i in ids if "at most 2 at once" in (api.store.get(i).held or "")]
+    held = [i for i in ids if "at most 2 at once" in (api.store.jobs.get(i).held or "")]
     assert len(held) == 4 and all(states[i] is JobState.SUBMITTED for i in held)
     clock.advance(RUNTIME)
     loop.run_pass()
-    after = sorted(api.store.states_of(ids).values())
+    after = sorted(api.store.jobs.states_of(ids).values())
     # the first two ended, two more run, two are still held (elements submitted in the same
     # instant go in id order)
     assert after == sorted(
@@ -131,7 +131,7 @@ def test_bad_after_and_limits_are_one_line_and_exit_2(world, args, message) -> N
     bad = run(["submit", "--image", "i", *args, "--", "true"], env)
     assert bad.exit_code == 2 and message in bad.stderr, bad.stderr
     assert "Traceback" not in bad.stderr
-    assert api.store.queue(limit=5, states=list(JobState)).jobs == []
+    assert api.store.jobs.queue(limit=5, states=list(JobState)).jobs == []
 
 
 def test_an_unknown_or_hopeless_dependency_is_refused_at_submit(world) -> None:  # type: ignore[no-untyped-def]
@@ -151,7 +151,7 @@ def test_an_unknown_or_hopeless_dependency_is_refused_at_submit(world) -> None: 
     assert hopeless.exit_code != 0 and "already cancelled" in hopeless.stderr
     fine = run(["submit", "--image", "i", "--after", "gone", "--", "true"], env)
     assert fine.exit_code == 0  # afterany: it ended, so it may run
-    assert len(api.store.queue(limit=10, states=list(JobState)).jobs) == 3
+    assert len(api.store.jobs.queue(limit=10, states=list(JobState)).jobs) == 3
 
 
 @pytest.mark.parametrize(

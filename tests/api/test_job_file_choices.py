@@ -54,7 +54,7 @@ def test_where_a_burst_may_go_reaches_the_skypilot_task(api, tmp_path: Path) -> 
         "  disk_size: 256\nrun: python train.py\n",
     )
     assert made.exit_code == 0, made.stderr
-    job = backend_job(api.store.get(made.stdout.split()[0]))
+    job = backend_job(api.store.jobs.get(made.stdout.split()[0]))
     options = launch_options(job, parse_price_table(PRICES))
     assert [(o.price.cloud, o.price.spot, o.regions) for o in options] == [
         ("aws", True, ("us-east-1",))
@@ -70,7 +70,7 @@ def test_where_a_burst_may_go_reaches_the_skypilot_task(api, tmp_path: Path) -> 
         "resources: {accelerators: A100:1, cloud: GCP, use_spot: false}\nrun: x\n",
     )
     assert on_demand.exit_code == 0, on_demand.stderr
-    chosen = backend_job(api.store.get(on_demand.stdout.split()[0]))
+    chosen = backend_job(api.store.jobs.get(on_demand.stdout.split()[0]))
     (only,) = launch_options(chosen, parse_price_table(PRICES), spot=True)  # job says no spot
     assert (only.price.cloud, only.price.spot) == ("gcp", False)
 
@@ -90,7 +90,7 @@ def test_a_cloud_choice_nothing_can_price_is_refused_at_submit(api, tmp_path: Pa
         api, tmp_path, "resources: {accelerators: A100:1, infra: lambda}\nrun: x\n"
     )
     assert nowhere.exit_code == 1 and "no on-demand price for A100:1 on lambda" in nowhere.stderr
-    assert api.store.queue(limit=5, states=ALL).jobs == []
+    assert api.store.jobs.queue(limit=5, states=ALL).jobs == []
 
 
 @BOTH
@@ -99,10 +99,10 @@ def test_a_null_env_value_must_be_given_on_the_command_line(api, tmp_path: Path)
     refused = submit_file(api, tmp_path, text)
     assert refused.exit_code == 2
     assert "WANDB_API_KEY is null in the job file: give its value with --env" in refused.stderr
-    assert api.store.queue(limit=5, states=ALL).jobs == []
+    assert api.store.jobs.queue(limit=5, states=ALL).jobs == []
     given = submit_file(api, tmp_path, text, "--env", "WANDB_API_KEY=k")
     assert given.exit_code == 0, given.stderr
-    stored = api.store.get(given.stdout.split()[0])
+    stored = api.store.jobs.get(given.stdout.split()[0])
     assert json.loads(stored.job.extra["env"]) == {"WANDB_API_KEY": "k", "SEED": "1"}
 
 
@@ -112,13 +112,13 @@ def test_array_in_a_job_file_is_the_array_flag(api, tmp_path: Path) -> None:  # 
         api, tmp_path, "name: sweep\narray: 0-2%2\nrun: echo $STARBURST_ARRAY_INDEX\n"
     )
     assert made.exit_code == 0, made.stderr
-    jobs = api.store.queue(limit=10, states=ALL).jobs
+    jobs = api.store.jobs.queue(limit=10, states=ALL).jobs
     assert sorted(s.job.name for s in jobs) == ["sweep-0", "sweep-1", "sweep-2"]
     assert {s.job.array_limit for s in jobs} == {2}
     assert "at most 2 at once" in made.stdout
     flag_wins = submit_file(api, tmp_path, "name: one\narray: 0-9\nrun: x\n", "--array", "5")
     assert flag_wins.exit_code == 0
-    names = sorted(s.job.name or "" for s in api.store.queue(limit=20, states=ALL).jobs)
+    names = sorted(s.job.name or "" for s in api.store.jobs.queue(limit=20, states=ALL).jobs)
     assert names == ["one-5", "sweep-0", "sweep-1", "sweep-2"]
 
 
@@ -132,7 +132,7 @@ def test_kubernetes_needs_an_image_and_cannot_see_a_workdir(api, tmp_path: Path)
     )
     workdir = run(["submit", "--image", "i", "--workdir", str(tmp_path), "--", "ls"], env_of(api))
     assert workdir.exit_code == 1 and "whose pods cannot see a directory" in workdir.stderr
-    assert api.store.queue(limit=5, states=ALL).jobs == []
+    assert api.store.jobs.queue(limit=5, states=ALL).jobs == []
     ok = run(["submit", "--image", "i", "--", "ls"], env_of(api))
     assert ok.exit_code == 0, ok.stderr
 
@@ -156,12 +156,12 @@ def test_on_the_local_cluster_no_image_is_needed_and_a_failed_setup_fails_the_jo
 
     def ended() -> bool:
         loop.run_pass()
-        return all(store.get(j).state.terminal for j in (bad, good))
+        return all(store.jobs.get(j).state.terminal for j in (bad, good))
 
     assert wait_for(ended)
     failure = json.loads(run(["status", bad, "--json"], env).stdout)
     assert failure["state"] == "failed" and failure["exit_code"] == 3
     assert cluster.logs(bad).splitlines()[1:] == ["setting up"]  # run did not run
-    assert store.get(good).state is JobState.SUCCEEDED
+    assert store.jobs.get(good).state is JobState.SUCCEEDED
     (line,) = [x for x in cluster.logs(good).splitlines() if x.startswith("ran in ")]
     assert line != "ran in /"  # setup's `cd` stays its own, as in SkyPilot

@@ -48,7 +48,7 @@ def test_a_skypilot_task_is_accepted_as_is_and_flags_win(api, tmp_path: Path) ->
     task.write_text(SKY_TASK)
     made = run(["submit", str(task)], env_of(api))
     assert made.exit_code == 0, made.stderr
-    stored = api.store.get(made.stdout.split()[0])
+    stored = api.store.jobs.get(made.stdout.split()[0])
     assert (stored.job.name, stored.job.gpus, stored.job.gpu_type) == ("resnet", 2, "A100")
     assert stored.job.cpus == 8 and stored.job.memory_mb == 32 * 1024
     assert stored.image == "pytorch/pytorch:2.4"
@@ -75,7 +75,7 @@ def test_a_skypilot_task_is_accepted_as_is_and_flags_win(api, tmp_path: Path) ->
         ],
         env_of(api),
     )
-    bigger = api.store.get(again.stdout.split()[0])
+    bigger = api.store.jobs.get(again.stdout.split()[0])
     assert (bigger.job.name, bigger.job.gpus, bigger.job.estimate) == ("big", 4, 7200)
     assert bigger.command == "python other.py"
     assert json.loads(bigger.job.extra["env"]) == {"SEED": "8", "LR": "3e-4"}
@@ -87,7 +87,7 @@ def test_starburst_keys_in_a_job_file(api, tmp_path: Path) -> None:  # type: ign
         "image: img\ngpus: 3\nruntime: 90m\ncommand: [python, a b.py]\nenv: {A: '1'}\nproject: p1\n"
     )
     made = run(["submit", str(own)], env_of(api))
-    stored = api.store.get(made.stdout.split()[0])
+    stored = api.store.jobs.get(made.stdout.split()[0])
     assert stored.job.gpus == 3 and stored.job.estimate == 5400
     assert stored.command == "python 'a b.py'" and stored.job.extra["project"] == "p1"
 
@@ -119,7 +119,7 @@ def test_a_bad_job_file_is_one_clear_line(api, tmp_path: Path, text: str, messag
     refused = run(["submit", str(bad)], env_of(api))
     assert refused.exit_code == 2 and message in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr
-    assert api.store.queue(limit=5, states=tuple(JobState)).jobs == []  # nothing submitted
+    assert api.store.jobs.queue(limit=5, states=tuple(JobState)).jobs == []  # nothing submitted
 
 
 def test_a_job_needs_a_command(api, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

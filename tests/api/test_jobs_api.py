@@ -30,7 +30,7 @@ def test_submit_stores_the_spec_and_a_repeated_idempotency_key_returns_the_same_
     assert again.json()["id"] == job["id"] != other.json()["id"]
     assert job["state"] == "submitted" and job["user"] == "alice" and job["team"] == "ml"
     assert job["command"] == "python train.py --lr 3e-4" and job["estimate_s"] == 7200
-    stored = api.store.get(job["id"])
+    stored = api.store.jobs.get(job["id"])
     assert stored.job.extra["env"] == json.dumps({"SEED": "7"})
     assert stored.job.extra["command"] == "python train.py --lr 3e-4"
     assert stored.job.extra["image"] == "pytorch:2.4" and stored.job.gpu_type == "A100"
@@ -78,7 +78,7 @@ def test_listing_pages_through_every_job_once_in_queue_order(api):  # type: igno
         if cursor is None:
             break
     assert seen == made and pages == 3
-    api.store.transition(made[0], JobState.QUEUED, reason="admitted", actor="controller")
+    api.store.jobs.transition(made[0], JobState.QUEUED, reason="admitted", actor="controller")
     queued = alice.get("/v1/jobs", params={"state": "queued"}).json()["jobs"]
     assert [j["id"] for j in queued] == [made[0]]
     assert alice.get("/v1/jobs", params={"state": "nonsense"}).status_code == 422
@@ -109,13 +109,13 @@ def test_status_shows_budget_placement_and_cloud_cost_so_far(api):  # type: igno
 
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.set_estimates(job_id, predicted_runtime=3600, wait_budget=2400)
-    api.store.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
+    api.store.jobs.set_estimates(job_id, predicted_runtime=3600, wait_budget=2400)
+    api.store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
     waiting = alice.get(f"/v1/jobs/{job_id}").json()
     assert waiting["wait_budget_s"] == 2400 and waiting["predicted_runtime_s"] == 3600
     assert waiting["budget_expires_at"] is not None and waiting["cost_so_far"] == "0.00"
-    api.store.transition(job_id, JobState.BURSTING, reason="burst", actor="controller")
-    launched = api.store.record_launch(
+    api.store.jobs.transition(job_id, JobState.BURSTING, reason="burst", actor="controller")
+    launched = api.store.ledger.record_launch(
         CloudLaunch(
             job_id=job_id,
             name="sb-1",
@@ -133,7 +133,7 @@ def test_status_shows_budget_placement_and_cloud_cost_so_far(api):  # type: igno
         from starburst.core.billing import charges
         from starburst.core.records import CostEntry
 
-        api.store.record_costs(
+        api.store.ledger.record_costs(
             [
                 CostEntry(
                     job_id,
@@ -163,7 +163,7 @@ def test_status_shows_budget_placement_and_cloud_cost_so_far(api):  # type: igno
     assert running["budget_expires_at"] is None
     api.clock.advance(300)
     meter(final=True)
-    api.store.update_launch(launched.id, ended_at=api.clock.now())
+    api.store.ledger.update_launch(launched.id, ended_at=api.clock.now())
     assert alice.get(f"/v1/jobs/{job_id}").json()["cost_so_far"] == "4.67"  # 8 $/h × 35 min
 
 
@@ -171,10 +171,10 @@ def test_status_shows_the_on_prem_placement(api):  # type: ignore[no-untyped-def
     from starburst.core.capacity import Part
 
     job_id = api.client("alice").post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
+    api.store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
     parts = (Part(0, "node-a", 1, 4.0, 0.0), Part(3, "node-d", 1, 4.0, 0.0))
-    api.store.record_placement(job_id, parts)
-    api.store.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="controller")
+    api.store.jobs.record_placement(job_id, parts)
+    api.store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="controller")
     job = api.client("alice").get(f"/v1/jobs/{job_id}").json()
     assert [(p["node_name"], p["gpus"]) for p in job["placement"]] == [("node-a", 1), ("node-d", 1)]
 
@@ -182,7 +182,7 @@ def test_status_shows_the_on_prem_placement(api):  # type: ignore[no-untyped-def
 def test_explain_shows_the_reasons_the_store_recorded_and_the_budget_left(api):  # type: ignore[no-untyped-def]
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.transition(
+    api.store.jobs.transition(
         job_id,
         JobState.QUEUED,
         reason="admitted: budget 40m (compute-wait)",
@@ -198,7 +198,7 @@ def test_explain_shows_the_reasons_the_store_recorded_and_the_budget_left(api): 
         "admitted: budget 40m (compute-wait)",
     ]
     api.clock.advance(1700)
-    api.store.transition(
+    api.store.jobs.transition(
         job_id,
         JobState.BURSTING,
         actor="controller",
@@ -214,10 +214,10 @@ def test_explain_shows_the_reasons_the_store_recorded_and_the_budget_left(api): 
 def test_cancel_records_who_and_a_finished_job_is_409(api):  # type: ignore[no-untyped-def]
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
+    api.store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
     done = alice.post(f"/v1/jobs/{job_id}/cancel")
     assert done.status_code == 200 and done.json()["state"] == "cancelled"
-    last = api.store.events(job_id)[-1]
+    last = api.store.jobs.events(job_id)[-1]
     assert (last.to_state, last.reason, last.actor) == (
         JobState.CANCELLED,
         "cancelled by alice",
@@ -230,9 +230,9 @@ def test_cancel_records_who_and_a_finished_job_is_409(api):  # type: ignore[no-u
     )
     finished = alice.post("/v1/jobs", json=SPEC).json()["id"]
     for state in (JobState.QUEUED, JobState.RUNNING_ONPREM, JobState.SUCCEEDED):
-        api.store.transition(finished, state, reason="test", actor="controller")
+        api.store.jobs.transition(finished, state, reason="test", actor="controller")
     assert alice.post(f"/v1/jobs/{finished}/cancel").status_code == 409
-    assert api.store.get(finished).state is JobState.SUCCEEDED
+    assert api.store.jobs.get(finished).state is JobState.SUCCEEDED
 
 
 def test_other_users_jobs_are_invisible_and_uncancellable(api):  # type: ignore[no-untyped-def]
@@ -249,7 +249,7 @@ def test_other_users_jobs_are_invisible_and_uncancellable(api):  # type: ignore[
     assert fin.post(f"/v1/jobs/{job_id}/cancel").status_code == 403
     by_admin = api.client("root").post(f"/v1/jobs/{job_id}/cancel").json()
     assert by_admin["state"] == "cancelled"
-    assert api.store.events(job_id)[-1].reason == "cancelled by root"
+    assert api.store.jobs.events(job_id)[-1].reason == "cancelled by root"
 
 
 def test_unknown_job_is_404_with_a_readable_body(api):  # type: ignore[no-untyped-def]
@@ -273,7 +273,7 @@ def test_only_admins_submit_for_others_or_into_other_teams(api):  # type: ignore
 
 def test_a_job_that_never_bursts_reads_as_such_not_as_a_server_error(api):  # type: ignore[no-untyped-def]
     job_id = api.client("alice").post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.transition(
+    api.store.jobs.transition(
         job_id,
         JobState.QUEUED,
         reason="admitted: cluster only",
@@ -297,12 +297,12 @@ def test_explain_says_when_a_team_over_budget_keeps_a_job_on_prem(api):  # type:
 
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json={**SPEC, "team": "ml"}).json()["id"]
-    api.store.transition(
+    api.store.jobs.transition(
         job_id, JobState.QUEUED, reason="admitted", actor="controller", wait_budget=60
     )
-    api.store.set_team_budget("ml", Decimal("100"))
+    api.store.accounts.set_team_budget("ml", Decimal("100"))
     now = api.clock.now()
-    api.store.record_costs([CostEntry(job_id, now - 10, now, Decimal("150"), "aws")])
+    api.store.ledger.record_costs([CostEntry(job_id, now - 10, now, Decimal("150"), "aws")])
     api.clock.advance(600)  # its budget has run out, but its team may not burst
     summary = alice.get(f"/v1/jobs/{job_id}/explain").json()["summary"]
     assert summary.startswith(

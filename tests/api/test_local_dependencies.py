@@ -56,12 +56,12 @@ def test_a_dependent_job_runs_on_the_local_cluster_and_is_adopted_intact(  # typ
 
     def running() -> bool:
         loop.run_pass()
-        return store.get(train).state is JobState.RUNNING_ONPREM
+        return store.jobs.get(train).state is JobState.RUNNING_ONPREM
 
     assert wait_for(running)
-    assert store.get(prep).state is JobState.SUCCEEDED
+    assert store.jobs.get(prep).state is JobState.SUCCEEDED
     shown = json.loads(run(["status", train, "--json"], env).stdout)
-    assert shown["state"] == "running_onprem", store.events(train)[-1].reason
+    assert shown["state"] == "running_onprem", store.jobs.events(train)[-1].reason
 
     later = LocalCluster(tmp_path / "cluster", 1, grace=0.2)
     adopted = {r.job.id: r.job for r in later.snapshot().running}
@@ -70,6 +70,6 @@ def test_a_dependent_job_runs_on_the_local_cluster_and_is_adopted_intact(  # typ
 
     def ended() -> bool:
         loop.run_pass()
-        return store.get(train).state is JobState.CANCELLED
+        return store.jobs.get(train).state is JobState.CANCELLED
 
     assert wait_for(ended)

@@ -47,7 +47,7 @@ def world(  # type: ignore[no-untyped-def]
     store = open_store(db_url)
     cluster = SimCluster(uniform_nodes(1, 4), clock, EveryJob())
     cloud = SimCloud(clock, 2.5, runtimes=EveryJob())
-    gate = BudgetGate(store, ttl_s=0.0)
+    gate = BudgetGate(store.accounts, store.ledger, ttl_s=0.0)
     loop, api, env = serve_loop(
         db_url, store, clock, resources, serve, cluster, cloud, POLICY, {"hold": gate}
     )
@@ -71,8 +71,8 @@ def test_a_job_larger_than_the_cluster_bursts_at_once_with_the_reason(world) -> 
     giant = submit(env, "--gpus", "1000")
     small = submit(env, "--gpus", "4")
     loop.run_pass()
-    assert api.store.get(giant).state is JobState.BURSTING
-    assert api.store.get(small).state is JobState.RUNNING_ONPREM
+    assert api.store.jobs.get(giant).state is JobState.BURSTING
+    assert api.store.jobs.get(small).state is JobState.RUNNING_ONPREM
     assert burst_reason(env, giant).startswith(NEVER + ": burst to sim")
     shown = run(["explain", giant], env).stdout
     assert NEVER in shown
@@ -82,17 +82,17 @@ def test_a_job_larger_than_the_cluster_bursts_at_once_with_the_reason(world) -> 
 def test_a_held_teams_never_fitting_job_bursts_once_the_hold_lifts(world) -> None:  # type: ignore[no-untyped-def]
     loop, api, env = world
     store, now = api.store, api.clock.now()
-    spent = store.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
-    store.record_costs([CostEntry(spent, now - 60, now, Decimal("50"), "aws")])
-    store.set_team_budget("ml", Decimal("40"))  # spent: team ml may not burst
+    spent = store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    store.ledger.record_costs([CostEntry(spent, now - 60, now, Decimal("50"), "aws")])
+    store.accounts.set_team_budget("ml", Decimal("40"))  # spent: team ml may not burst
     giant = submit(env, "--gpus", "1000")
     loop.run_pass()
-    assert store.get(giant).state is JobState.QUEUED
+    assert store.jobs.get(giant).state is JobState.QUEUED
     api.clock.advance(3600)
     loop.run_pass()
-    assert store.get(giant).state is JobState.QUEUED  # still held: waits on-prem
-    store.set_team_budget("ml", Decimal("400"))  # raised: the hold lifts
+    assert store.jobs.get(giant).state is JobState.QUEUED  # still held: waits on-prem
+    store.accounts.set_team_budget("ml", Decimal("400"))  # raised: the hold lifts
     api.clock.advance(60)
     loop.run_pass()
-    assert store.get(giant).state is JobState.BURSTING  # now, not 10 days after submitting
+    assert store.jobs.get(giant).state is JobState.BURSTING  # now, not 10 days after submitting
     assert burst_reason(env, giant).startswith(NEVER)

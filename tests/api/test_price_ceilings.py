@@ -31,16 +31,16 @@ def test_submissions_over_a_ceiling_are_refused_with_the_price(api) -> None:  # 
         "error: this job would cost $12.00/h in the cloud (A100:4 at emulated gcp), "
         "above the per-job ceiling of $10.00/h (HTTP 422)\n"
     )
-    assert api.store.queue(limit=5, states=tuple(JobState)).jobs == []
+    assert api.store.jobs.queue(limit=5, states=tuple(JobState)).jobs == []
 
     ok = run([*submit, "--gpus", "2", "--", "true"], env)  # $6/h
     assert ok.exit_code == 0, ok.stderr
 
     # team ml already runs $8/h in the cloud: a $6/h job would take it to $14 > $12
-    running = api.store.submit(JobSpec(gpus=2, user="alice", team="ml")).job.id
+    running = api.store.jobs.submit(JobSpec(gpus=2, user="alice", team="ml")).job.id
     for state in (JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD):
-        api.store.transition(running, state, reason="t", actor="controller")
-    api.store.record_launch(CloudLaunch(running, "l1", "aws", "A100:2", Decimal("8.00")))
+        api.store.jobs.transition(running, state, reason="t", actor="controller")
+    api.store.ledger.record_launch(CloudLaunch(running, "l1", "aws", "A100:2", Decimal("8.00")))
     team = run([*submit, "--gpus", "2", "--", "true"], env)
     assert team.exit_code == 1
     assert team.stderr == (

@@ -33,11 +33,11 @@ def _job(
     gpus: int = 1,
 ) -> str:
     team = {"alice": "ml", "bob": "vision"}[user]
-    job_id: str = api.store.submit(
+    job_id: str = api.store.jobs.submit(
         JobSpec(gpus=gpus, user=user, team=team, name=name, command=f"secret-{name}", image="img")
     ).job.id
     for state in to:
-        api.store.transition(
+        api.store.jobs.transition(
             job_id,
             state,
             reason="test",

@@ -28,7 +28,7 @@ class GatedStore:
         self.sizes.append(len(items))
         if len(self.sizes) == 1:
             assert self.gate.wait(20), "the test never released the first batch"
-        return self.store.submit_batch(items, **kw)  # type: ignore[no-any-return]
+        return self.store.jobs.submit_batch(items, **kw)  # type: ignore[no-any-return]
 
 
 class Calls:
@@ -82,8 +82,8 @@ def test_concurrent_submissions_share_a_transaction_and_each_gets_its_own_job(
     jobs = [r.job for r in results]  # type: ignore[union-attr]
     assert [j.job.name for j in jobs] == [s.name for s in specs]
     assert len({j.id for j in jobs}) == 40
-    assert gated.store.find_by_key("key-7").id == jobs[7].id
-    assert gated.store.events(jobs[7].id)[0].actor == "actor-7"  # each its own submitter
+    assert gated.store.jobs.find_by_key("key-7").id == jobs[7].id
+    assert gated.store.jobs.events(jobs[7].id)[0].actor == "actor-7"  # each its own submitter
 
 
 @pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
@@ -91,7 +91,7 @@ def test_one_bad_submission_fails_alone_and_a_repeated_key_gets_the_same_job(
     db_url: str, open_store: Callable[[str], Any]
 ) -> None:
     gated = GatedStore(open_store(db_url))
-    gated.store.submit(spec(id="taken", command="original"))
+    gated.store.jobs.submit(spec(id="taken", command="original"))
     batcher = SubmissionBatcher(gated)  # type: ignore[arg-type]
     first = Calls([lambda: batcher.submit(spec(), "first", None)])
     assert wait_for(lambda: gated.sizes == [1])
@@ -114,7 +114,7 @@ def test_one_bad_submission_fails_alone_and_a_repeated_key_gets_the_same_job(
     assert same_a.job.id == same_c.job.id
     assert sorted([same_a.created, same_c.created]) == [False, True]
     assert isinstance(other, Submission) and other.created and other.job.job.gpus == 2
-    assert gated.store.get("taken").command == "original"  # nothing stored is changed
+    assert gated.store.jobs.get("taken").command == "original"  # nothing stored is changed
 
 
 def test_an_idle_committer_ends_and_the_next_submission_starts_another(
@@ -123,7 +123,7 @@ def test_an_idle_committer_ends_and_the_next_submission_starts_another(
     from starburst.api import submissions
 
     monkeypatch.setattr(submissions, "IDLE_S", 0.05)
-    batcher = SubmissionBatcher(open_store(db_url))
+    batcher = SubmissionBatcher(open_store(db_url).jobs)
     assert batcher.submit(spec(), None, None).created
     assert wait_for(lambda: batcher._thread is None)
     assert batcher.submit(spec(), None, None).created  # a new committer takes it
@@ -138,7 +138,7 @@ def test_coroutines_share_a_batch_and_each_gets_its_own_answer_or_error(
     import asyncio
 
     gated = GatedStore(open_store(db_url))
-    gated.store.submit(spec(id="taken"))
+    gated.store.jobs.submit(spec(id="taken"))
     batcher = SubmissionBatcher(gated)  # type: ignore[arg-type]
 
     async def scenario() -> list[object]:

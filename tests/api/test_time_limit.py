@@ -56,21 +56,21 @@ def test_the_local_cluster_kills_a_job_at_its_time_limit(  # type: ignore[no-unt
     limited = made.stdout.split()[0]
     free = run(["submit", "--image", "i", "--", "sh", "-c", "sleep 60"], env).stdout.split()[0]
     assert free != limited
-    assert store.get(limited).job.extra["time_limit_s"] == "5"
+    assert store.jobs.get(limited).job.extra["time_limit_s"] == "5"
 
     def running() -> bool:
         loop.run_pass()
-        return all(store.get(j).state is JobState.RUNNING_ONPREM for j in (limited, free))
+        return all(store.jobs.get(j).state is JobState.RUNNING_ONPREM for j in (limited, free))
 
     assert wait_for(running)
     assert wait_for(lambda: "started" in cluster.logs(limited))
     loop.run_pass()
-    assert store.get(limited).state is JobState.RUNNING_ONPREM  # not yet: no time has passed
+    assert store.jobs.get(limited).state is JobState.RUNNING_ONPREM  # not yet: no time has passed
     clock.advance(5)
 
     def ended() -> bool:
         loop.run_pass()
-        return store.get(limited).state.terminal
+        return store.jobs.get(limited).state.terminal
 
     assert wait_for(ended)
     shown = json.loads(run(["status", limited, "--json"], env).stdout)
@@ -78,7 +78,7 @@ def test_the_local_cluster_kills_a_job_at_its_time_limit(  # type: ignore[no-unt
     assert (
         shown["failure"] == "failed on-prem: time limit 5s reached: killed; last output:\nstarted"
     )
-    assert store.get(free).state is JobState.RUNNING_ONPREM  # no limit: still running
+    assert store.jobs.get(free).state is JobState.RUNNING_ONPREM  # no limit: still running
     cluster.cancel(free)
     assert wait_for(lambda: not cluster.snapshot().running)
 
@@ -144,7 +144,7 @@ def test_the_emulated_cloud_ends_a_burst_job_at_its_time_limit(  # type: ignore[
 
     def running() -> bool:
         loop.run_pass()
-        return store.get(job_id).state is JobState.RUNNING_CLOUD
+        return store.jobs.get(job_id).state is JobState.RUNNING_CLOUD
 
     assert wait_for(running)
     assert wait_for(lambda: "up" in cloud.logs(cloud_handle(store, job_id)))
@@ -152,7 +152,7 @@ def test_the_emulated_cloud_ends_a_burst_job_at_its_time_limit(  # type: ignore[
 
     def ended() -> bool:
         loop.run_pass()
-        return store.get(job_id).state.terminal
+        return store.jobs.get(job_id).state.terminal
 
     assert wait_for(ended)
     failure = json.loads(run(["status", job_id, "--json"], env).stdout)["failure"]
@@ -164,7 +164,7 @@ def test_the_emulated_cloud_ends_a_burst_job_at_its_time_limit(  # type: ignore[
 def cloud_handle(store, job_id: str):  # type: ignore[no-untyped-def]
     from starburst.core.ports import CloudHandle
 
-    launch = store.launches(job_id)[-1]
+    launch = store.ledger.launches(job_id)[-1]
     return CloudHandle(job_id, launch.name, launch.request_id, launch.cloud_job_id)
 
 

@@ -39,7 +39,7 @@ def test_the_cache_is_bounded() -> None:
 
 
 def test_a_token_revoked_through_the_api_is_refused_at_once(api):  # type: ignore[no-untyped-def]
-    issued = api.store.issue_token("alice", Role.USER)
+    issued = api.store.accounts.issue_token("alice", Role.USER)
     alice = api.client(token=issued.secret)
     assert alice.get("/v1/whoami").status_code == 200  # now remembered
     assert api.client("root").delete(f"/v1/tokens/{issued.id}").status_code == 204
@@ -47,10 +47,10 @@ def test_a_token_revoked_through_the_api_is_refused_at_once(api):  # type: ignor
 
 
 def test_a_token_revoked_elsewhere_is_refused_within_the_ttl(api):  # type: ignore[no-untyped-def]
-    issued = api.store.issue_token("alice", Role.USER)
+    issued = api.store.accounts.issue_token("alice", Role.USER)
     alice = api.client(token=issued.secret)
     assert alice.get("/v1/whoami").status_code == 200
-    assert api.store.revoke_token(issued.id)  # as `starburst admin tokens revoke` does
+    assert api.store.accounts.revoke_token(issued.id)  # as `starburst admin tokens revoke` does
     assert alice.get("/v1/whoami").status_code == 200  # remembered: still within the TTL
     api.clock.advance(DEFAULT_TTL_S)
     answer = alice.get("/v1/whoami")

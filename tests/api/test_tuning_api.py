@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from starburst.adapters.db.tuning import TuningRecords
 from tests.tune.histories import record_history, record_scheduler
 
 DAY = 86_400.0
@@ -37,7 +36,7 @@ def test_an_admin_tunes_on_history_and_applies_the_recommendation(api) -> None: 
     assert applied["budget"] == cheapest["budget"] and applied["policy"] == cheapest["policy"]
     log = root.get("/v1/tuning/settings").json()
     assert log["in_force"]["id"] == applied["id"] and len(log["log"]) == 1
-    in_force = TuningRecords(api.store).setting_in_force()
+    in_force = api.store.tuning.setting_in_force()
     assert in_force is not None and in_force.id == applied["id"]
 
 
@@ -64,7 +63,7 @@ def test_applying_todays_budget_is_already_in_force_and_logs_nothing(api) -> Non
     assert today["label"] == "Starburst b=0.25 (today, c=0.001)"
     assert cheapest["in_force"] == 1 and today["in_force"] == 1
     assert body["applied"] is None and body["already_in_force"] is True
-    assert TuningRecords(api.store).settings_log() == []
+    assert api.store.tuning.settings_log() == []
 
 
 def test_a_setting_applied_by_hand_is_logged_with_its_reason(api) -> None:  # type: ignore[no-untyped-def]
@@ -89,7 +88,7 @@ def test_only_admins_may_tune(api) -> None:  # type: ignore[no-untyped-def]
             ).status_code
             == code
         )
-    assert TuningRecords(api.store).setting_in_force() is None
+    assert api.store.tuning.setting_in_force() is None
 
 
 @pytest.mark.parametrize(

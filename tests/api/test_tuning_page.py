@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from starburst.adapters.db.tuning import TuningRecords
 from tests.support.browser import ARGS, chromium_path
 from tests.tune.histories import record_history, record_scheduler
 
@@ -89,7 +88,7 @@ def test_an_admin_replays_history_and_applies_the_cheapest(api, browser) -> None
     assert len(chart) == 2 + sum(rec[k] is not None for k in ("today", "cheapest", "knee"))
     page.click("#apply")
     page.wait_for_selector("#log tbody tr", timeout=30_000)
-    applied = TuningRecords(api.store).setting_in_force()
+    applied = api.store.tuning.setting_in_force()
     assert applied is not None and applied.actor == "api:root"
     assert applied.setting.policy.value == cheapest["policy"]
     assert applied.setting.budget == cheapest["budget"]
@@ -136,4 +135,4 @@ def test_a_user_is_told_the_page_is_for_admins(api, browser) -> None:  # type: i
     page.click("#replay")
     page.wait_for_selector("body[data-tuned='true']", timeout=30_000)
     assert "HTTP 403" in page.inner_text("#error")
-    assert TuningRecords(api.store).setting_in_force() is None
+    assert api.store.tuning.setting_in_force() is None

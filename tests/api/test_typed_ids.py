@@ -27,9 +27,9 @@ def _job(
     *,  # type: ignore[no-untyped-def]
     queued: bool = False,
 ) -> str:
-    job_id: str = api.store.submit(JobSpec(gpus=1, user=user, name=name)).job.id
+    job_id: str = api.store.jobs.submit(JobSpec(gpus=1, user=user, name=name)).job.id
     if queued:
-        api.store.transition(
+        api.store.jobs.transition(
             job_id, JobState.QUEUED, reason="admitted", actor="controller", wait_budget=600
         )
     api.clock.advance(1)
@@ -63,9 +63,9 @@ def test_an_ambiguous_prefix_or_name_is_409_listing_the_candidates(api) -> None:
     assert f"{first} (sweep, submitted)" in both.stderr and second in both.stderr
     answer = api.client("alice").get("/v1/jobs/sweep/explain")
     assert answer.status_code == 409 and first in answer.json()["detail"]
-    assert api.store.get(first).state is JobState.SUBMITTED  # cancel refused too:
+    assert api.store.jobs.get(first).state is JobState.SUBMITTED  # cancel refused too:
     assert run(["cancel", "sweep"], env_of(api)).exit_code == 1
-    assert api.store.get(first).state is JobState.SUBMITTED
+    assert api.store.jobs.get(first).state is JobState.SUBMITTED
 
 
 def test_other_users_jobs_are_not_found_by_prefix_or_name(api) -> None:  # type: ignore[no-untyped-def]
@@ -74,7 +74,7 @@ def test_other_users_jobs_are_not_found_by_prefix_or_name(api) -> None:  # type:
         assert api.client("alice").get(path).status_code == 404, path
     missing = run(["cancel", bobs[:8]], env_of(api))
     assert missing.exit_code == 1 and "no job" in missing.stderr
-    assert api.store.get(bobs).state is JobState.SUBMITTED
+    assert api.store.jobs.get(bobs).state is JobState.SUBMITTED
     # admins resolve anyone's prefix, names only of their own jobs
     assert api.client("root").get(f"/v1/jobs/{bobs[:8]}").json()["id"] == bobs
     assert api.client("root").get("/v1/jobs/secret").status_code == 404
@@ -117,16 +117,16 @@ def test_cancel_by_filter_counts_and_asks_before_cancelling_many(api) -> None:  
     env = env_of(api)
     refused = run(["cancel", "--all", "--state", "queued"], env, stdin="n\n")
     assert refused.exit_code == 1 and "Cancel 6 jobs?" in refused.stderr
-    assert {api.store.get(j).state for j in [*sweeps, other]} == {JobState.QUEUED}
+    assert {api.store.jobs.get(j).state for j in [*sweeps, other]} == {JobState.QUEUED}
 
     named = run(["cancel", "--name", "sweep-?", "--state", "queued"], env, stdin="y\n")
     assert named.exit_code == 0, named.stderr
     assert "Cancel 5 jobs?" in named.stderr
     assert named.stdout.splitlines()[-1] == "cancelled 5 of 5 jobs"
-    assert {api.store.get(j).state for j in sweeps} == {JobState.CANCELLED}
-    assert api.store.get(other).state is JobState.QUEUED
-    assert api.store.get(fresh).state is JobState.SUBMITTED
-    assert api.store.get(bobs).state is JobState.QUEUED  # never someone else's
+    assert {api.store.jobs.get(j).state for j in sweeps} == {JobState.CANCELLED}
+    assert api.store.jobs.get(other).state is JobState.QUEUED
+    assert api.store.jobs.get(fresh).state is JobState.SUBMITTED
+    assert api.store.jobs.get(bobs).state is JobState.QUEUED  # never someone else's
 
     rest = run(["cancel", "--all"], env)  # two jobs: no question
     assert rest.stdout.splitlines()[-1] == "cancelled 2 of 2 jobs"

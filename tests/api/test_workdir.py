@@ -32,7 +32,7 @@ def _serve(db_url, clock, resources, open_store, serve, cluster):  # type: ignor
 def _until_ended(store, loop, job_id: str) -> None:  # type: ignore[no-untyped-def]
     def ended() -> bool:
         loop.run_pass()
-        return store.get(job_id).state.terminal
+        return store.jobs.get(job_id).state.terminal
 
     assert wait_for(ended)
 
@@ -69,11 +69,11 @@ def test_a_job_runs_in_its_workdir_and_home_stays_private(  # type: ignore[no-un
     _until_ended(store, loop, job_id)
     out = cluster.logs(job_id)
     assert "print('trained')" in out and f"home={code}" not in out
-    assert store.get(job_id).job.extra["workdir"] == str(code)
+    assert store.jobs.get(job_id).job.extra["workdir"] == str(code)
 
     (tmp_path / "job.yaml").write_text("image: i\nworkdir: project\nrun: ls\n")
     from_file = run(["submit", str(tmp_path / "job.yaml")], env)
-    assert api.store.get(from_file.stdout.split()[0]).job.extra["workdir"] == str(code)
+    assert api.store.jobs.get(from_file.stdout.split()[0]).job.extra["workdir"] == str(code)
     relative = api.client("alice").post(
         "/v1/jobs", json={"image": "i", "command": "ls", "gpus": 1, "workdir": "project"}
     )
@@ -109,7 +109,7 @@ def test_a_workdir_the_job_user_cannot_read_is_refused_with_the_reason(  # type:
         ["submit", "--image", "i", "--workdir", str(shared), "--", "python3", "train.py"], env
     ).stdout.split()[0]
     _until_ended(store, loop, ok)
-    assert store.get(ok).state.value == "succeeded", store.events(ok)[-1].reason
+    assert store.jobs.get(ok).state.value == "succeeded", store.jobs.events(ok)[-1].reason
     assert "shared" in cluster.logs(ok)
 
     refused = run(
@@ -118,6 +118,6 @@ def test_a_workdir_the_job_user_cannot_read_is_refused_with_the_reason(  # type:
     _until_ended(store, loop, refused)
     failure = json.loads(run(["status", refused, "--json"], env).stdout)
     assert failure["state"] == "failed"
-    reason = store.events(refused)[-1].reason
+    reason = store.jobs.events(refused)[-1].reason
     assert f"workdir {private} is not readable by the job's own user (uid 600" in reason
     assert "chmod o+rx" in reason

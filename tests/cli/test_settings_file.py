@@ -66,8 +66,8 @@ def test_db_and_admin_use_the_database_of_the_settings_file(
     assert "team ml" in shown.stdout, shown.stderr
     store = SqlStore.open(postgres_database)
     try:
-        user = store.user("alice")
-        budget = store.team_budget("ml")
+        user = store.accounts.user("alice")
+        budget = store.accounts.team_budget("ml")
     finally:
         store.close()
     assert user is not None and user.team == "ml"
@@ -114,7 +114,7 @@ def test_bootstrap_registers_the_token_once(tmp_path: Path, postgres_database: s
     assert token not in first.stdout + first.stderr + again.stdout + again.stderr
     store = SqlStore.open(postgres_database)
     try:
-        holder = store.authenticate(token)
+        holder = store.accounts.authenticate(token)
     finally:
         store.close()
     assert holder is not None and (holder.user, holder.role.value) == ("admin", "admin")

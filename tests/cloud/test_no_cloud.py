@@ -159,13 +159,13 @@ def test_the_controller_holds_jobs_on_prem_while_no_cloud_is_enabled(tmp_path: P
     controller = Controller(
         settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), cloud, clock=clock
     )
-    job = store.submit(JobSpec(gpus=1, gpu_type="A100", command="python train.py")).job.id
+    job = store.jobs.submit(JobSpec(gpus=1, gpu_type="A100", command="python train.py")).job.id
     try:
         for _ in range(6):
             clock.advance(1.0)
             controller.run_pass()
-        assert store.get(job).state is JobState.QUEUED
-        states = [e.to_state for e in store.events(job)]
+        assert store.jobs.get(job).state is JobState.QUEUED
+        states = [e.to_state for e in store.jobs.events(job)]
         assert states.count(JobState.BURSTING) == 1  # refused once, then held: no loop
         assert controller.health().degraded == NO_CLOUD
         assert fake.calls.launches == []
@@ -176,7 +176,7 @@ def test_the_controller_holds_jobs_on_prem_while_no_cloud_is_enabled(tmp_path: P
         for _ in range(35):
             clock.advance(1.0)
             controller.run_pass()
-        assert store.get(job).state is JobState.BURSTING
+        assert store.jobs.get(job).state is JobState.BURSTING
         assert controller.health().degraded is None
         assert readyz(server_app(settings, controller)).json()["status"] == "ready"
         ((_, task),) = fake.calls.launches

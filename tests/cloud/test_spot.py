@@ -78,7 +78,7 @@ def test_a_preempted_and_recovered_spot_job_is_metered_as_one_run(tmp_path: Path
     controller = Controller(
         settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), cloud, clock=clock
     )
-    job = store.submit(JobSpec(gpus=1, gpu_type="A100", command="python train.py")).job.id
+    job = store.jobs.submit(JobSpec(gpus=1, gpu_type="A100", command="python train.py")).job.id
 
     def run(seconds: float, step: float = 5.0) -> None:
         end = clock.t + seconds
@@ -88,28 +88,28 @@ def test_a_preempted_and_recovered_spot_job_is_metered_as_one_run(tmp_path: Path
 
     try:
         run(30)
-        (record,) = store.launches(job)
+        (record,) = store.ledger.launches(job)
         assert record.spot and record.region == "us-central1" and record.provider == "gcp"
         assert record.hourly_price == Decimal("1.1")
         (managed,) = fake.managed
         fake.set_status(managed["job_id"], "RUNNING")
         run(1200)
-        assert store.get(job).state is JobState.RUNNING_CLOUD
+        assert store.jobs.get(job).state is JobState.RUNNING_CLOUD
         fake.set_status(managed["job_id"], "RECOVERING")  # the spot VM was preempted
         run(600)
-        assert store.get(job).state is JobState.RUNNING_CLOUD  # not re-burst, not failed
+        assert store.jobs.get(job).state is JobState.RUNNING_CLOUD  # not re-burst, not failed
         assert cloud.reason(cloud.handle(job)) == "gcp:us-central1 (spot): recovering"
         fake.set_status(managed["job_id"], "RUNNING", recovery_count=1)
         run(600)
         assert "recovered 1× from preemption" in cloud.reason(cloud.handle(job))
         fake.set_status(managed["job_id"], "SUCCEEDED", end_at=clock.t)
         run(10)
-        assert store.get(job).state is JobState.SUCCEEDED
-        (record,) = store.launches(job)  # one launch: recovery is SkyPilot's, not a relaunch
+        assert store.jobs.get(job).state is JobState.SUCCEEDED
+        (record,) = store.ledger.launches(job)  # one launch: recovery is SkyPilot's, not a relaunch
         assert len(fake.calls.launches) == 1 and record.ended_at is not None
         billed_s = record.ended_at - record.launched_at
         assert billed_s >= 2400  # running, the recovery, and running again
-        (total,) = store.cost_report(0, clock.t + 60, by=("cloud",))
+        (total,) = store.ledger.cost_report(0, clock.t + 60, by=("cloud",))
         assert total.amount == pytest.approx(
             Decimal("1.1") * Decimal(billed_s) / 3600, abs=Decimal("0.0001")
         )  # micro-dollar rounding per chunk

@@ -1,6 +1,6 @@
 """The ``Accounts`` and ``ModelRegistry`` contracts, and the port surface itself: every
-store implementation has every port method with the port's parameters, and every port
-method is exercised by this suite."""
+store implementation has a repository of every port, with every port method and the port's
+parameters, and every port method is exercised by this suite."""
 
 from __future__ import annotations
 
@@ -16,7 +16,15 @@ from starburst.core.lifecycle import JobState
 from starburst.core.ports import Accounts, JobStore, Ledger, ModelRegistry, Store, TuningLog
 from starburst.core.records import JobNotFound, JobSpec, Prediction, Role
 
-PORTS = (JobStore, Ledger, Accounts, ModelRegistry, Store, TuningLog)
+#: Each store port and the attribute of ``Store`` that holds its repository.
+REPOSITORIES: dict[type, str] = {
+    JobStore: "jobs",
+    Ledger: "ledger",
+    Accounts: "accounts",
+    ModelRegistry: "models",
+    TuningLog: "tuning",
+}
+PORTS = (*REPOSITORIES, Store)
 
 
 def port_methods() -> dict[str, type]:
@@ -30,112 +38,125 @@ def port_methods() -> dict[str, type]:
 
 # ---- accounts -------------------------------------------------------------------------------
 def test_tokens_keep_roles_expire_and_revoke(store, clock):  # type: ignore[no-untyped-def]
-    store.save_user("fin", team="finance", email="f@example.org")
-    issued = store.issue_token("fin", Role.FINANCE, label="reports", expires_at=clock.now() + 3600)
+    store.accounts.save_user("fin", team="finance", email="f@example.org")
+    issued = store.accounts.issue_token(
+        "fin", Role.FINANCE, label="reports", expires_at=clock.now() + 3600
+    )
     assert issued.secret.startswith("sb_") and (issued.user, issued.role) == ("fin", Role.FINANCE)
-    who = store.authenticate(issued.secret)
+    who = store.accounts.authenticate(issued.secret)
     assert (who.token_id, who.user, who.team, who.role) == (
         issued.id,
         "fin",
         "finance",
         Role.FINANCE,
     )
-    assert store.authenticate(issued.secret + "x") is None
-    assert store.authenticate(issued.secret, at=clock.now() + 3600) is None  # expired
-    assert store.revoke_token(issued.id) and not store.revoke_token(issued.id)
-    assert store.authenticate(issued.secret) is None
-    assert not store.revoke_token(12345)
+    assert store.accounts.authenticate(issued.secret + "x") is None
+    assert store.accounts.authenticate(issued.secret, at=clock.now() + 3600) is None  # expired
+    assert store.accounts.revoke_token(issued.id) and not store.accounts.revoke_token(issued.id)
+    assert store.accounts.authenticate(issued.secret) is None
+    assert not store.accounts.revoke_token(12345)
     with pytest.raises(ConfigError, match="no user"):
-        store.issue_token("ghost", Role.ADMIN)
+        store.accounts.issue_token("ghost", Role.ADMIN)
 
 
 def test_a_secret_chosen_outside_must_look_generated(store):  # type: ignore[no-untyped-def]
-    store.save_user("root")
+    store.accounts.save_user("root")
     chosen = "sb_" + "k" * 32
-    issued = store.issue_token("root", Role.ADMIN, secret=chosen)
-    assert issued.secret == chosen and store.authenticate(chosen).role is Role.ADMIN
+    issued = store.accounts.issue_token("root", Role.ADMIN, secret=chosen)
+    assert issued.secret == chosen and store.accounts.authenticate(chosen).role is Role.ADMIN
     for bad in ("sb_short", "xx_" + "k" * 40):
         with pytest.raises(ConfigError, match="32\\+ characters"):
-            store.issue_token("root", Role.ADMIN, secret=bad)
+            store.accounts.issue_token("root", Role.ADMIN, secret=bad)
 
 
 def test_users_are_saved_and_updated(store):  # type: ignore[no-untyped-def]
-    assert store.user("ann") is None
-    assert store.save_user("ann", team="ml").team == "ml"
-    store.save_user("ann", team="cv", email="ann@example.org")
-    assert (store.user("ann").team, store.user("ann").email) == ("cv", "ann@example.org")
-    assert store.save_user("ann").team is None  # saving sets the team, even to none
+    assert store.accounts.user("ann") is None
+    assert store.accounts.save_user("ann", team="ml").team == "ml"
+    store.accounts.save_user("ann", team="cv", email="ann@example.org")
+    assert (store.accounts.user("ann").team, store.accounts.user("ann").email) == (
+        "cv",
+        "ann@example.org",
+    )
+    assert store.accounts.save_user("ann").team is None  # saving sets the team, even to none
     with pytest.raises(ConfigError, match="non-empty name"):
-        store.save_user("  ")
-    issued = store.issue_token("ann", Role.USER)
-    store.save_user("ann", team="nlp")
-    assert store.authenticate(issued.secret).team == "nlp"  # the user's team as it is now
+        store.accounts.save_user("  ")
+    issued = store.accounts.issue_token("ann", Role.USER)
+    store.accounts.save_user("ann", team="nlp")
+    assert store.accounts.authenticate(issued.secret).team == "nlp"  # the user's team as it is now
 
 
 def test_team_budgets_upsert(store):  # type: ignore[no-untyped-def]
-    store.ensure_team("empty")
-    store.ensure_team("empty")  # idempotent
-    assert store.team_budget("ml") is None and store.team_budgets() == []
-    store.set_team_budget("ml", Decimal("1000"))
-    budget = store.set_team_budget("ml", Decimal("2500.50"), currency="EUR")
+    store.accounts.ensure_team("empty")
+    store.accounts.ensure_team("empty")  # idempotent
+    assert store.accounts.team_budget("ml") is None and store.accounts.team_budgets() == []
+    store.accounts.set_team_budget("ml", Decimal("1000"))
+    budget = store.accounts.set_team_budget("ml", Decimal("2500.50"), currency="EUR")
     assert (budget.team, budget.monthly_limit, budget.currency) == ("ml", Decimal("2500.50"), "EUR")
-    assert store.team_budget("ml") == budget
-    store.set_team_budget("ai", Decimal("0.0000001"))
-    assert [(b.team, b.monthly_limit) for b in store.team_budgets()] == [
+    assert store.accounts.team_budget("ml") == budget
+    store.accounts.set_team_budget("ai", Decimal("0.0000001"))
+    assert [(b.team, b.monthly_limit) for b in store.accounts.team_budgets()] == [
         ("ai", Decimal(0)),
         ("ml", Decimal("2500.50")),
     ]
     with pytest.raises(ConfigError):
-        store.set_team_budget("ml", Decimal("-1"))
-    assert store.team_budget("ml") == budget
+        store.accounts.set_team_budget("ml", Decimal("-1"))
+    assert store.accounts.team_budget("ml") == budget
 
 
 def test_a_budget_alert_is_claimed_once_per_team_month_and_threshold(store):  # type: ignore[no-untyped-def]
-    assert store.claim_budget_alert("ml", "2026-11", 0.8, Decimal("800"))
-    assert not store.claim_budget_alert("ml", "2026-11", 0.8, Decimal("850"))
-    assert not store.claim_budget_alert("ml", "2026-11", 0.8001, Decimal("850"))  # per mille
-    assert store.claim_budget_alert("ml", "2026-11", 0.5, Decimal("500"))
-    assert store.claim_budget_alert("ml", "2026-12", 0.8, Decimal("800"))
-    assert store.claim_budget_alert("cv", "2026-11", 1.0, Decimal("10"))
-    assert store.budget_alerts("2026-11") == {"cv": [1.0], "ml": [0.5, 0.8]}
-    assert store.budget_alerts("2027-01") == {}
+    assert store.accounts.claim_budget_alert("ml", "2026-11", 0.8, Decimal("800"))
+    assert not store.accounts.claim_budget_alert("ml", "2026-11", 0.8, Decimal("850"))
+    assert not store.accounts.claim_budget_alert(
+        "ml", "2026-11", 0.8001, Decimal("850")
+    )  # per mille
+    assert store.accounts.claim_budget_alert("ml", "2026-11", 0.5, Decimal("500"))
+    assert store.accounts.claim_budget_alert("ml", "2026-12", 0.8, Decimal("800"))
+    assert store.accounts.claim_budget_alert("cv", "2026-11", 1.0, Decimal("10"))
+    assert store.accounts.budget_alerts("2026-11") == {"cv": [1.0], "ml": [0.5, 0.8]}
+    assert store.accounts.budget_alerts("2027-01") == {}
 
 
 # ---- model registry -----------------------------------------------------------------------
 def test_predictions_set_the_estimate_and_models_have_one_active_version(store, clock):  # type: ignore[no-untyped-def]
-    job_id = store.submit(JobSpec(gpus=1, declared_runtime=600.0)).job.id
-    assert store.active_model("runtime") is None and store.model_versions("runtime") == []
-    v1 = store.register_model("runtime", "1", trained_on=100, metrics={"mae": 0.4})
-    v2 = store.register_model("runtime", "2", trained_on=200, artifact_uri="file:///m2")
-    shadow = store.register_model("runtime", "3", trained_on=300, activate=False)
-    other = store.register_model("budget", "1", trained_on=1)
-    store.record_predictions(
+    job_id = store.jobs.submit(JobSpec(gpus=1, declared_runtime=600.0)).job.id
+    assert (
+        store.models.active_model("runtime") is None
+        and store.models.model_versions("runtime") == []
+    )
+    v1 = store.models.register_model("runtime", "1", trained_on=100, metrics={"mae": 0.4})
+    v2 = store.models.register_model("runtime", "2", trained_on=200, artifact_uri="file:///m2")
+    shadow = store.models.register_model("runtime", "3", trained_on=300, activate=False)
+    other = store.models.register_model("budget", "1", trained_on=1)
+    store.models.record_predictions(
         [
             Prediction(job_id, 900.0, 450.0, 1800.0, "model", clock.now(), v1.id),
             Prediction(job_id, 1800.0, 900.0, 3600.0, "model", clock.now(), v2.id, {"0.9": 3600.0}),
         ]
     )
-    got = store.get(job_id)
+    got = store.jobs.get(job_id)
     assert (got.job.estimate, got.predicted_runtime, got.declared_runtime) == (
         1800.0,
         1800.0,
         600.0,
     )
     assert got.version == 1  # not a state change
-    first, last = store.predictions(job_id)
+    first, last = store.models.predictions(job_id)
     assert (first.value, last.model_version_id, dict(last.quantiles)) == (
         900.0,
         v2.id,
         {"0.9": 3600.0},
     )
-    assert last.created_at == clock.now() and store.predictions("ghost") == []
-    assert store.active_model("runtime").id == v2.id and store.active_model("budget") == other
-    assert [m.active for m in store.model_versions("runtime")] == [False, True, False]
-    assert [m.id for m in store.model_versions("runtime")] == [v1.id, v2.id, shadow.id]
+    assert last.created_at == clock.now() and store.models.predictions("ghost") == []
+    assert (
+        store.models.active_model("runtime").id == v2.id
+        and store.models.active_model("budget") == other
+    )
+    assert [m.active for m in store.models.model_versions("runtime")] == [False, True, False]
+    assert [m.id for m in store.models.model_versions("runtime")] == [v1.id, v2.id, shadow.id]
     assert v1.metrics == {"mae": 0.4} and v2.artifact_uri == "file:///m2"
     assert (v2.trained_on, v2.created_at) == (200, clock.now())
     with pytest.raises(JobNotFound):
-        store.record_predictions([Prediction("ghost", 1.0, 1.0, 1.0, "model", clock.now())])
+        store.models.record_predictions([Prediction("ghost", 1.0, 1.0, 1.0, "model", clock.now())])
 
 
 def test_history_keeps_the_most_recent_finished_jobs_in_end_order(store, clock):  # type: ignore[no-untyped-def]
@@ -143,21 +164,23 @@ def test_history_keeps_the_most_recent_finished_jobs_in_end_order(store, clock):
     for _ in range(5):
         clock.advance(1)
         spec = JobSpec(gpus=1, image="img", command="run", declared_runtime=9.0)
-        ids.append(store.submit(spec).job.id)
-        store.transition(ids[-1], JobState.QUEUED, reason="admitted", actor="c")
+        ids.append(store.jobs.submit(spec).job.id)
+        store.jobs.transition(ids[-1], JobState.QUEUED, reason="admitted", actor="c")
     outcomes = [JobState.SUCCEEDED, JobState.FAILED, JobState.SUCCEEDED, JobState.SUCCEEDED]
     for job_id, outcome in zip(ids, outcomes, strict=False):
-        store.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c")
+        store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c")
         clock.advance(10)
-        store.transition(job_id, outcome, reason="ended", actor="c")
-    store.transition(ids[4], JobState.CANCELLED, reason="never ran", actor="c")
-    assert [h.job.id for h in store.history()] == [ids[0], ids[2], ids[3]]
-    assert [h.job.id for h in store.history(limit=2)] == [ids[2], ids[3]]
-    both = store.history(states=[JobState.SUCCEEDED, JobState.FAILED], since=clock.now() - 15)
+        store.jobs.transition(job_id, outcome, reason="ended", actor="c")
+    store.jobs.transition(ids[4], JobState.CANCELLED, reason="never ran", actor="c")
+    assert [h.job.id for h in store.models.history()] == [ids[0], ids[2], ids[3]]
+    assert [h.job.id for h in store.models.history(limit=2)] == [ids[2], ids[3]]
+    both = store.models.history(
+        states=[JobState.SUCCEEDED, JobState.FAILED], since=clock.now() - 15
+    )
     assert [h.job.id for h in both] == [ids[2], ids[3]]
-    assert [h.job.id for h in store.history(until=clock.now() - 10)] == [ids[0]]
-    assert store.history(states=[JobState.CANCELLED]) == []  # no start: no measured runtime
-    last = store.history()[-1]
+    assert [h.job.id for h in store.models.history(until=clock.now() - 10)] == [ids[0]]
+    assert store.models.history(states=[JobState.CANCELLED]) == []  # no start: no measured runtime
+    last = store.models.history()[-1]
     assert (last.image, last.command, last.declared_runtime, last.state) == (
         "img",
         "run",
@@ -171,9 +194,9 @@ def test_history_keeps_the_most_recent_finished_jobs_in_end_order(store, clock):
 def test_a_store_has_every_port_method_with_the_ports_parameters(store):  # type: ignore[no-untyped-def]
     assert isinstance(store, Store)
     for name, port in port_methods().items():
-        target = store.tuning if port is TuningLog else store
+        target = store if port is Store else getattr(store, REPOSITORIES[port])
         if isinstance(vars(port)[name], property):
-            assert isinstance(getattr(type(target), name), property), name
+            assert name in vars(target) or isinstance(getattr(type(target), name), property), name
             continue
         wanted = list(inspect.signature(getattr(port, name)).parameters)
         mine = list(inspect.signature(getattr(type(target), name)).parameters)
@@ -191,7 +214,11 @@ def test_every_port_method_is_exercised_by_the_contract() -> None:
 
 
 def _is_a_store(node: ast.expr) -> bool:
-    """``store``, ``records`` (its tuning log) or ``store.tuning``."""
+    """``store``, ``records`` (its tuning log) or one of its repositories (``store.jobs``)."""
     if isinstance(node, ast.Name):
         return node.id in ("store", "records")
-    return isinstance(node, ast.Attribute) and node.attr == "tuning" and _is_a_store(node.value)
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr in REPOSITORIES.values()
+        and _is_a_store(node.value)
+    )

@@ -69,7 +69,7 @@ def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 
 
 def spend(store: SqlStore, job: str, amount: str, at: float) -> None:
-    store.record_costs(
+    store.ledger.record_costs(
         [CostEntry(job, at, at + 60, Decimal(amount), "aws", region="us-east-1", gpu_hours=1.0)]
     )
 
@@ -80,10 +80,10 @@ def test_alerts_fire_once_per_month_everywhere(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     url, received = webhook
-    store.submit(JobSpec(id="j", gpus=1, team="ml"), at=NOV10 - DAY)
-    store.set_team_budget("ml", Decimal("300"))
+    store.jobs.submit(JobSpec(id="j", gpus=1, team="ml"), at=NOV10 - DAY)
+    store.accounts.set_team_budget("ml", Decimal("300"))
     metrics = ControllerMetrics.create()
-    alerts = BudgetAlerts(store, [0.8, 1.0], metrics=metrics, webhook=url)
+    alerts = BudgetAlerts(store.accounts, store.ledger, [0.8, 1.0], metrics=metrics, webhook=url)
     spend(store, "j", "100", NOV10 - 2 * DAY)
     assert alerts.check(NOV10) == []  # 33%
     spend(store, "j", "150", NOV10 - DAY)  # 250 of 300: 83%
@@ -111,7 +111,9 @@ def test_alerts_fire_once_per_month_everywhere(
     value = metrics.registry.get_sample_value
     assert value("starburst_budget_alerts_total", {"team": "ml", "threshold": "0.8"}) == 1
     assert value("starburst_budget_used_ratio", {"team": "ml"}) == pytest.approx(250 / 300)
-    restarted = BudgetAlerts(store, [0.8, 1.0], webhook=url)  # a new leader: no repeat
+    restarted = BudgetAlerts(
+        store.accounts, store.ledger, [0.8, 1.0], webhook=url
+    )  # a new leader: no repeat
     assert restarted.check(NOV10 + 120) == []
     spend(store, "j", "60", NOV10)  # 310 of 300
     (full,) = restarted.check(NOV10 + 180)
@@ -121,25 +123,27 @@ def test_alerts_fire_once_per_month_everywhere(
     dec = datetime(2026, 12, 2, tzinfo=UTC).timestamp()
     spend(store, "j", "280", dec - 3600)
     assert [a.threshold for a in restarted.check(dec)] == [0.8]
-    assert store.budget_alerts("2026-11") == {"ml": [0.8, 1.0]}
+    assert store.accounts.budget_alerts("2026-11") == {"ml": [0.8, 1.0]}
 
 
 def test_gate_holds_an_exhausted_team_and_checks_alerts(store: SqlStore) -> None:
-    store.submit(JobSpec(id="j", gpus=1, team="ml"), at=NOV10 - DAY)
-    store.set_team_budget("ml", Decimal("10"))
+    store.jobs.submit(JobSpec(id="j", gpus=1, team="ml"), at=NOV10 - DAY)
+    store.accounts.set_team_budget("ml", Decimal("10"))
     spend(store, "j", "12", NOV10 - DAY)
-    gate = BudgetGate(store, alerts=BudgetAlerts(store, [1.0]))
+    gate = BudgetGate(
+        store.accounts, store.ledger, alerts=BudgetAlerts(store.accounts, store.ledger, [1.0])
+    )
     assert "team ml spent $12.00 of its $10.00 cloud budget for November 2026" in gate(NOV10)["ml"]
-    assert store.budget_alerts("2026-11") == {"ml": [1.0]}
-    (state,) = budget_states(store, NOV10)
+    assert store.accounts.budget_alerts("2026-11") == {"ml": [1.0]}
+    (state,) = budget_states(store.accounts, store.ledger, NOV10)
     assert (state.remaining, state.used) == (Decimal(0), pytest.approx(1.2))
 
 
 def test_cost_counters_follow_the_ledger(store: SqlStore) -> None:
-    store.submit(JobSpec(id="c", gpus=2, team="ml"), at=NOV10 - DAY)
-    store.submit(JobSpec(id="o", gpus=4, team="cv"), at=NOV10 - DAY)
+    store.jobs.submit(JobSpec(id="c", gpus=2, team="ml"), at=NOV10 - DAY)
+    store.jobs.submit(JobSpec(id="o", gpus=4, team="cv"), at=NOV10 - DAY)
     metrics = ControllerMetrics.create()
-    metrics.follow_ledger(store)
+    metrics.follow_ledger(store.ledger)
     value = metrics.registry.get_sample_value
     spend(store, "c", "2.50", NOV10 - DAY)
     assert (
@@ -150,9 +154,9 @@ def test_cost_counters_follow_the_ledger(store: SqlStore) -> None:
         == 2.5
     )
     spend(store, "c", "1.25", NOV10 - DAY + 60)
-    store.transition("o", JobState.QUEUED, reason="t", actor="c", at=NOV10 - 7200)
-    store.transition("o", JobState.RUNNING_ONPREM, reason="t", actor="c", at=NOV10 - 7200)
-    store.transition("o", JobState.SUCCEEDED, reason="t", actor="c", at=NOV10 - 3600)
+    store.jobs.transition("o", JobState.QUEUED, reason="t", actor="c", at=NOV10 - 7200)
+    store.jobs.transition("o", JobState.RUNNING_ONPREM, reason="t", actor="c", at=NOV10 - 7200)
+    store.jobs.transition("o", JobState.SUCCEEDED, reason="t", actor="c", at=NOV10 - 3600)
     assert (
         value(
             "starburst_cloud_cost_total",
@@ -166,7 +170,7 @@ def test_cost_counters_follow_the_ledger(store: SqlStore) -> None:
     assert value(
         "starburst_gpu_seconds_total", {"team": "cv", "location": "onprem"}
     ) == pytest.approx(4 * 3600)
-    report = store.cost_report(NOV10 - 2 * DAY, NOV10, by=("team",))
+    report = store.ledger.cost_report(NOV10 - 2 * DAY, NOV10, by=("team",))
     assert [(r.key["team"], r.amount, r.onprem_gpu_hours) for r in report] == [
         ("cv", Decimal(0), 4.0),
         ("ml", Decimal("3.75"), 0.0),

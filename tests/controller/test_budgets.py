@@ -27,13 +27,13 @@ def test_a_team_over_budget_is_held_on_prem_while_others_burst(tmp_path: Path) -
     migrate.upgrade(url)
     clock = ManualClock(NOW)
     store = SqlStore.open(url, clock=clock)
-    store.submit(JobSpec(id="old-ml", gpus=1, team="ml"), at=NOW - 3600)
-    store.record_costs([CostEntry("old-ml", NOW - 3600, NOW - 1800, Decimal("300"), "aws")])
-    store.set_team_budget("ml", Decimal("250"))
-    store.set_team_budget("cv", Decimal("1000"))
-    store.transition("old-ml", JobState.CANCELLED, reason="test", actor="test")
+    store.jobs.submit(JobSpec(id="old-ml", gpus=1, team="ml"), at=NOW - 3600)
+    store.ledger.record_costs([CostEntry("old-ml", NOW - 3600, NOW - 1800, Decimal("300"), "aws")])
+    store.accounts.set_team_budget("ml", Decimal("250"))
+    store.accounts.set_team_budget("cv", Decimal("1000"))
+    store.jobs.transition("old-ml", JobState.CANCELLED, reason="test", actor="test")
 
-    gate = BudgetGate(store)
+    gate = BudgetGate(store.accounts, store.ledger)
     held = gate(NOW)
     assert set(held) == {"ml"}
     assert "team ml spent $300.00 of its $250.00 cloud budget" in held["ml"]
@@ -48,12 +48,12 @@ def test_a_team_over_budget_is_held_on_prem_while_others_burst(tmp_path: Path) -
         SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT)),
         hold=gate,
     )
-    store.submit(JobSpec(id="ml-1", gpus=1, team="ml"), at=NOW)
-    store.submit(JobSpec(id="cv-1", gpus=1, team="cv"), at=NOW)
+    store.jobs.submit(JobSpec(id="ml-1", gpus=1, team="ml"), at=NOW)
+    store.jobs.submit(JobSpec(id="cv-1", gpus=1, team="cv"), at=NOW)
     report = loop.run_pass()
     assert report.burst == ["cv-1"]
     assert [job for job, _ in report.held] == ["ml-1"]
-    assert store.get("ml-1").state is JobState.QUEUED
+    assert store.jobs.get("ml-1").state is JobState.QUEUED
     cluster.cancel("busy")  # GPUs free up: the held job runs on-prem
     clock.advance(1)
     assert loop.run_pass().started == ["ml-1"]

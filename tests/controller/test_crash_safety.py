@@ -102,7 +102,7 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
         )
     # jobs keep arriving while the controller is being killed: ~10 per second
     submitter = threading.Thread(
-        target=lambda: [(store.submit(spec), time.sleep(0.1)) for spec in specs], daemon=True
+        target=lambda: [(store.jobs.submit(spec), time.sleep(0.1)) for spec in specs], daemon=True
     )
     submitter.start()
     env = {
@@ -126,7 +126,7 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
     proc = start_controller(env, log)
     try:
         wait_for(
-            lambda: all(store.count(s) == 0 for s in JobState if s not in TERMINAL),
+            lambda: all(store.jobs.count(s) == 0 for s in JobState if s not in TERMINAL),
             timeout=240,
             interval=0.25,
             what="every job to end",
@@ -147,13 +147,13 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
     assert lock.try_acquire() is not None  # the stopped controller released leadership
     lock.release()
 
-    states = Counter(store.get(f"job-{i:03d}").state for i in range(JOBS))
+    states = Counter(store.jobs.get(f"job-{i:03d}").state for i in range(JOBS))
     assert states == {JobState.SUCCEEDED: JOBS}, states
     executions = Counter(runs.read_text().split())
     assert len(executions) == JOBS
     assert max(executions.values()) == 1, [j for j, n in executions.items() if n > 1]
 
-    launches = store.launches()
+    launches = store.ledger.launches()
     assert launches, "the workload must burst some jobs for the test to mean anything"
     assert len({launch.job_id for launch in launches}) == len(launches)  # one launch per job
     with store.engine.connect() as conn:

@@ -50,7 +50,7 @@ def pg_url(postgres_url: str) -> Iterator[str]:
 
 def submit(store: SqlStore, name: str, seconds: float = 0.2) -> str:
     spec = JobSpec(gpus=1, name=name, command=f"sleep {seconds}", declared_runtime=seconds)
-    return store.submit(spec).job.id
+    return store.jobs.submit(spec).job.id
 
 
 def test_one_replica_leads_and_a_standby_takes_over_with_a_newer_fencing_token(
@@ -66,7 +66,7 @@ def test_one_replica_leads_and_a_standby_takes_over_with_a_newer_fencing_token(
         old_token = a._lock.token
         assert old_token is not None
         job = submit(a.store, "first")
-        assert wait_for(lambda: a.store.get(job).state is JobState.SUCCEEDED)
+        assert wait_for(lambda: a.store.jobs.get(job).state is JobState.SUCCEEDED)
         # the leader's process "dies": its database session is cut, the advisory lock goes
         pid = a._lock.backend_pid  # type: ignore[attr-defined]
         a_ticks.pause()  # no more passes, and the lock is not released
@@ -77,11 +77,11 @@ def test_one_replica_leads_and_a_standby_takes_over_with_a_newer_fencing_token(
         assert wait_for(lambda: b.health().detail == "leading")
         assert (b._lock.token or 0) > old_token
         second = submit(b.store, "second")
-        assert wait_for(lambda: b.store.get(second).state is JobState.SUCCEEDED)
+        assert wait_for(lambda: b.store.jobs.get(second).state is JobState.SUCCEEDED)
         # the deposed leader cannot act: its fencing token is refused
         third = submit(b.store, "third", seconds=5)
         with pytest.raises(StaleLeader):
-            a.store.transition(
+            a.store.jobs.transition(
                 third, JobState.QUEUED, reason="zombie", actor="a", fencing_token=old_token
             )
     finally:
@@ -115,7 +115,7 @@ def test_a_database_outage_pauses_the_controller_which_then_resumes(
         ticks = BackgroundScheduler(timezone="UTC")
         controller.start(ticks)
         before = submit(controller.store, "before")
-        assert wait_for(lambda: controller.store.get(before).state is JobState.SUCCEEDED)
+        assert wait_for(lambda: controller.store.jobs.get(before).state is JobState.SUCCEEDED)
         server.halt()
         assert wait_for(lambda: not controller.health().ready, timeout=10)
         assert (
@@ -132,8 +132,8 @@ def test_a_database_outage_pauses_the_controller_which_then_resumes(
         server.resume()
         assert wait_for(lambda: controller.health().ready, timeout=30)
         after = submit(controller.store, "after")
-        assert wait_for(lambda: controller.store.get(after).state is JobState.SUCCEEDED)
-        assert controller.store.get(before).state is JobState.SUCCEEDED  # nothing lost
+        assert wait_for(lambda: controller.store.jobs.get(after).state is JobState.SUCCEEDED)
+        assert controller.store.jobs.get(before).state is JobState.SUCCEEDED  # nothing lost
     finally:
         if controller is not None:
             controller.stop()
@@ -160,10 +160,10 @@ def test_a_local_job_ending_wakes_the_controller_at_once(tmp_path: Path) -> None
         assert wait_for(lambda: controller.health().detail == "leading")
         first, second = submit(store, "first", 0.3), submit(store, "second", 0.3)
         controller.poke()  # as the API does after a submission
-        assert wait_for(lambda: store.get(first).state is JobState.RUNNING_ONPREM, timeout=10)
+        assert wait_for(lambda: store.jobs.get(first).state is JobState.RUNNING_ONPREM, timeout=10)
         # one GPU: the second job can only start once the first one's end has been noticed
-        assert wait_for(lambda: store.get(second).state is JobState.SUCCEEDED, timeout=10)
-        assert store.get(first).state is JobState.SUCCEEDED
+        assert wait_for(lambda: store.jobs.get(second).state is JobState.SUCCEEDED, timeout=10)
+        assert store.jobs.get(first).state is JobState.SUCCEEDED
     finally:
         controller.stop()
         store.close()

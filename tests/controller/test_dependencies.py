@@ -78,7 +78,7 @@ class Live:
 
     def submit(self, job_id: str, gpus: int = 1, **kw: object) -> str:
         spec = JobSpec(id=job_id, gpus=gpus, declared_runtime=100.0, **kw)  # type: ignore[arg-type]
-        return self.store.submit(spec).job.id
+        return self.store.jobs.submit(spec).job.id
 
     def at(self, seconds: float) -> None:
         self.clock.set(EPOCH + seconds)
@@ -97,11 +97,11 @@ def test_a_held_job_says_why_and_its_budget_starts_when_it_is_let_in(live: Live)
     live.submit("a", gpus=4)
     live.submit("b", gpus=4, after=(Dependency("a", AfterKind.OK),))
     live.at(0)
-    b = live.store.get("b")
+    b = live.store.jobs.get("b")
     assert (b.state, b.held) == (JobState.SUBMITTED, "waiting for job a to succeed")
     assert b.wait_budget is None
     live.at(100)  # a ends and succeeds; b enters the queue now and starts on-prem
-    b = live.store.get("b")
+    b = live.store.jobs.get("b")
     assert (b.state, b.held, b.queued_at) == (JobState.RUNNING_ONPREM, None, EPOCH + 100)
 
 
@@ -110,22 +110,24 @@ def test_afterok_on_a_failure_cancels_and_afterany_runs(live: Live) -> None:
     live.submit("b", after=(Dependency("a", AfterKind.OK),))
     live.submit("c", after=(Dependency("a"),))
     live.at(0)
-    live.store.transition("a", JobState.CANCELLED, reason="cancelled by ann", actor="ann")
+    live.store.jobs.transition("a", JobState.CANCELLED, reason="cancelled by ann", actor="ann")
     live.at(1)
-    b = live.store.get("b")
+    b = live.store.jobs.get("b")
     assert b.state is JobState.CANCELLED
-    reason = live.store.events("b")[-1].reason
+    reason = live.store.jobs.events("b")[-1].reason
     assert reason.startswith("dependency never satisfied: job a cancelled")
-    assert live.store.get("c").state is JobState.RUNNING_ONPREM
+    assert live.store.jobs.get("c").state is JobState.RUNNING_ONPREM
 
 
 def test_a_failed_dependency_cancels_the_whole_afterok_chain(live: Live) -> None:
     live.submit("a")
     live.submit("b", after=(Dependency("a", AfterKind.OK),))
     live.submit("c", after=(Dependency("b", AfterKind.OK),))
-    live.store.transition("a", JobState.FAILED, reason="its Kubernetes Job was deleted", actor="x")
+    live.store.jobs.transition(
+        "a", JobState.FAILED, reason="its Kubernetes Job was deleted", actor="x"
+    )
     live.at(0)
-    assert live.store.states_of(["b", "c"]) == {
+    assert live.store.jobs.states_of(["b", "c"]) == {
         "b": JobState.CANCELLED,
         "c": JobState.CANCELLED,
     }
@@ -138,14 +140,14 @@ def test_the_throttle_holds_elements_on_prem_and_in_the_cloud(live: Live) -> Non
         live.clock.set(EPOCH + i * 0.001)
         live.submit(f"j{i}", array="sweep", array_limit=3)
     live.at(1)
-    states = live.store.states_of([f"j{i}" for i in range(10)])
+    states = live.store.jobs.states_of([f"j{i}" for i in range(10)])
     running = [j for j, s in states.items() if s in (JobState.RUNNING_ONPREM, JobState.BURSTING)]
     assert sorted(running) == ["j0", "j1", "j2"]
-    held = live.store.get("j3")
+    held = live.store.jobs.get("j3")
     assert held.held is not None and "at most 3 at once" in held.held
-    assert live.store.array_in_flight(["sweep", "other"]) == {"sweep": 3}
+    assert live.store.jobs.array_in_flight(["sweep", "other"]) == {"sweep": 3}
     live.at(101)  # the first three ended: the next three go
-    states = live.store.states_of([f"j{i}" for i in range(10)])
+    states = live.store.jobs.states_of([f"j{i}" for i in range(10)])
     assert sorted(j for j, s in states.items() if s is JobState.SUCCEEDED) == ["j0", "j1", "j2"]
     assert sum(s is JobState.RUNNING_ONPREM for s in states.values()) == 3
-    assert not math.isinf(live.store.get("j3").queued_at)
+    assert not math.isinf(live.store.jobs.get("j3").queued_at)

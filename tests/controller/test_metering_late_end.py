@@ -61,16 +61,16 @@ def test_a_launch_that_ended_unseen_is_billed_to_its_end(tmp_path: Path) -> None
         cluster = LocalCluster(tmp_path / "cluster", 0, clock=clock)
         return SchedulingLoop(store, cluster, cloud, clock, config, metering_chunk_s=10.0)
 
-    store.submit(JobSpec(id="j1", gpus=1, command="true"))
+    store.jobs.submit(JobSpec(id="j1", gpus=1, command="true"))
     loop().run_pass()  # bursts at once: nothing on-prem
-    (launch,) = store.launches("j1")
+    (launch,) = store.ledger.launches("j1")
     cloud.end = launch.launched_at + 25.0  # it runs 25 s …
     clock.advance(100.0)  # … and the controller is back 100 s after the launch
     loop().run_pass()
 
-    assert store.get("j1").state is JobState.SUCCEEDED
-    (launch,) = store.launches("j1")
+    assert store.jobs.get("j1").state is JobState.SUCCEEDED
+    (launch,) = store.ledger.launches("j1")
     assert launch.ended_at == launch.launched_at + 25.0
-    billed = sum(store.job_costs(["j1"])["j1"].values(), Decimal(0))
+    billed = sum(store.ledger.job_costs(["j1"])["j1"].values(), Decimal(0))
     assert billed == Decimal("0.025000")  # 25 s at 3.6 $/h, not 100 s
     store.close()

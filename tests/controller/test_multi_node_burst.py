@@ -34,18 +34,18 @@ def test_a_sixteen_gpu_job_bursts_as_two_eight_gpu_nodes(tmp_path: Path) -> None
         clock,
         SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True),
     )
-    store.submit(JobSpec(id="big", gpus=16, gpu_type="H100", command="sleep 0.3"))
+    store.jobs.submit(JobSpec(id="big", gpus=16, gpu_type="H100", command="sleep 0.3"))
 
     def succeeded() -> bool:
         loop.run_pass()
-        return store.get("big").state is JobState.SUCCEEDED
+        return store.jobs.get("big").state is JobState.SUCCEEDED
 
     wait_for(succeeded, interval=0.05)
-    (launch,) = store.launches("big")
+    (launch,) = store.ledger.launches("big")
     per_gpu = load_price_table().options("H100", 1)[0].price_per_hour
     assert launch.accelerators == "2xH100:8"
     assert float(launch.hourly_price) == pytest.approx(16 * per_gpu)
-    (total,) = store.cost_report(launch.launched_at - 60, time.time() + 60, by=("cloud",))
+    (total,) = store.ledger.cost_report(launch.launched_at - 60, time.time() + 60, by=("cloud",))
     hours = float(total.amount) / float(launch.hourly_price)  # billed time, provisioning included
     assert hours > 0 and total.gpu_hours == pytest.approx(16 * hours, rel=1e-3)
     store.close()

@@ -27,11 +27,11 @@ def test_a_running_job_is_metered_by_its_nodes_type_and_split_at_the_month_end()
     cluster = SimCluster(uniform_nodes(1, 8, gpu_type="H100"), clock, {"long": 3 * HOUR})
     config = SchedulerConfig(WaitPolicy(PolicyKind.INFINITE), out_of_order=True)
     loop = SchedulingLoop(store, cluster, None, clock, config, metering_chunk_s=600.0)
-    store.submit(JobSpec(id="long", gpus=4, command="true"))  # no GPU type asked for
+    store.jobs.submit(JobSpec(id="long", gpus=4, command="true"))  # no GPU type asked for
     rates = {"H100": 3.0, "*": 1.0}
 
     def used() -> list[tuple[str | None, str | None, float, str]]:
-        totals = store.cost_report(
+        totals = store.ledger.cost_report(
             START - HOUR, START + 9 * HOUR, ("month", "gpu_type"), rates=rates
         )
         return [
@@ -42,7 +42,7 @@ def test_a_running_job_is_metered_by_its_nodes_type_and_split_at_the_month_end()
     for _ in range(int(2.5 * HOUR / 60)):  # passes a minute apart, for 2.5 h
         loop.run_pass()
         clock.advance(60.0)
-    assert store.get("long").state is JobState.RUNNING_ONPREM
+    assert store.jobs.get("long").state is JobState.RUNNING_ONPREM
     # by hand: November 22:00-24:00 = 4 GPUs × 2 h = 8 GPU-h at 3 $; December: 00:00 to the
     # last whole 10-minute chunk before 00:29 (00:20) = 4 × 1/3 h
     assert used() == [
@@ -52,7 +52,7 @@ def test_a_running_job_is_metered_by_its_nodes_type_and_split_at_the_month_end()
     for _ in range(40):
         loop.run_pass()
         clock.advance(60.0)
-    assert store.get("long").state is JobState.SUCCEEDED
+    assert store.jobs.get("long").state is JobState.SUCCEEDED
     assert used() == [
         ("2026-11", "H100", 8.0, "24.000000"),
         ("2026-12", "H100", pytest.approx(4.0), "12.000000"),  # 00:00-01:00, to the end

@@ -34,26 +34,26 @@ def setup(tmp: Path, gpus: int) -> tuple[SqlStore, SimCluster, SchedulingLoop, M
 def test_a_job_cancelled_while_queued_never_starts(tmp_path: Path) -> None:
     store, cluster, loop, clock = setup(tmp_path, gpus=1)
     for i in range(3):
-        store.submit(JobSpec(id=f"j{i}", gpus=1), at=T0 + i)
+        store.jobs.submit(JobSpec(id=f"j{i}", gpus=1), at=T0 + i)
     clock.set(T0 + 10)
     assert loop.run_pass().started == ["j0"]
-    store.transition("j1", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
+    store.jobs.transition("j1", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
     cluster.cancel("j0")  # GPUs free again; the view must have dropped j1 from the feed
-    store.transition("j0", JobState.FAILED, reason="lost", actor="test")
+    store.jobs.transition("j0", JobState.FAILED, reason="lost", actor="test")
     clock.advance(1)
     report = loop.run_pass()
     assert report.started == ["j2"]
-    assert store.get("j1").state is JobState.CANCELLED
+    assert store.jobs.get("j1").state is JobState.CANCELLED
     store.close()
 
 
 def test_a_job_cancelled_while_running_on_prem_is_stopped(tmp_path: Path) -> None:
     store, cluster, loop, clock = setup(tmp_path, gpus=2)
-    store.submit(JobSpec(id="j0", gpus=1), at=T0)
+    store.jobs.submit(JobSpec(id="j0", gpus=1), at=T0)
     clock.set(T0 + 1)
     assert loop.run_pass().started == ["j0"]
     assert {r.job.id for r in cluster.snapshot().running} == {"j0"}
-    store.transition("j0", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
+    store.jobs.transition("j0", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
     clock.advance(1)
     loop.run_pass()
     assert not list(cluster.snapshot().running)
@@ -67,11 +67,11 @@ def test_the_full_re_read_stops_what_the_store_no_longer_runs_and_nothing_foreig
     from starburst.core.job import Job
 
     store, cluster, loop, clock = setup(tmp_path, gpus=4)
-    store.submit(JobSpec(id="j0", gpus=1), at=T0)
+    store.jobs.submit(JobSpec(id="j0", gpus=1), at=T0)
     clock.set(T0 + 1)
     assert loop.run_pass().started == ["j0"]
     cluster.start(Job("foreign", T0, 1, runtime=3600.0), (Part(0, "node-0", 1, 0.0, 0.0),))
-    store.transition("j0", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
+    store.jobs.transition("j0", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
     clock.advance(61)  # past the view's refresh: this pass re-reads everything
     loop.run_pass()
     assert loop.view.reloaded
@@ -83,13 +83,13 @@ def test_submissions_beyond_the_admission_cap_wait_for_the_next_pass(tmp_path: P
     store, _, loop, clock = setup(tmp_path, gpus=1)
     loop.admissions_per_pass = 3
     for i in range(5):
-        store.submit(JobSpec(id=f"j{i}", gpus=1), at=T0 + i)
+        store.jobs.submit(JobSpec(id=f"j{i}", gpus=1), at=T0 + i)
     clock.set(T0 + 10)
     first = loop.run_pass()
     assert first.admitted == 3 and first.next_wakeup == clock.t  # asks to run again at once
     second = loop.run_pass()
     assert second.admitted == 2
-    assert store.count(JobState.SUBMITTED) == 0
+    assert store.jobs.count(JobState.SUBMITTED) == 0
     store.close()
 
 
@@ -108,7 +108,7 @@ def test_without_a_cloud_jobs_past_the_queue_cap_stay_queued_and_start_when_gpus
     config = SchedulerConfig(WaitPolicy(PolicyKind.CONSTANT, 5.0), out_of_order=True, queue_cap=3)
     loop = SchedulingLoop(store, cluster, None, clock, config)
     for i in range(40):
-        store.submit(JobSpec(id=f"j{i}", gpus=1), at=T0)
+        store.jobs.submit(JobSpec(id=f"j{i}", gpus=1), at=T0)
     with caplog.at_level(logging.INFO, logger="starburst.controller"):
         report = loop.run_pass()
     assert report.started == ["j0"] and report.burst == []
@@ -118,14 +118,14 @@ def test_without_a_cloud_jobs_past_the_queue_cap_stay_queued_and_start_when_gpus
     assert held.jobs == 36 and held.job_ids[-1] == "+31 more"  # beyond the cap of 3: one line
     assert len(loop.view.current(T0, config.policy)) == 39
     reads = 0
-    real_get = store.get
+    real_get = store.jobs.get
 
     def counting_get(job_id: str):  # type: ignore[no-untyped-def]
         nonlocal reads
         reads += 1
         return real_get(job_id)
 
-    store.get = counting_get  # type: ignore[method-assign]
+    store.jobs.get = counting_get  # type: ignore[method-assign]
     for n in range(1, 6):  # every 10 s the running job ends: the next starts at once
         clock.advance(10)
         report = loop.run_pass()
@@ -133,7 +133,7 @@ def test_without_a_cloud_jobs_past_the_queue_cap_stay_queued_and_start_when_gpus
         assert report.queue_length == 39 - n
         assert not loop.view.reloaded
     assert reads <= 10  # a start reads its job; nobody is read back from the feed
-    states = list(store.states_of([f"j{i}" for i in range(40)]).values())
+    states = list(store.jobs.states_of([f"j{i}" for i in range(40)]).values())
     assert states.count(JobState.QUEUED) == 34 and JobState.BURSTING not in states
     assert "no cloud" in report.held[0][1]
     store.close()

@@ -53,7 +53,8 @@ def test_retrain_runs_in_a_niced_child_and_switches_the_estimator(
     def not_here(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("the controller's process read the training history")
 
-    monkeypatch.setattr(store, "history", not_here)  # the child reads it, over its own connection
+    # the child reads the history, over its own connection
+    monkeypatch.setattr(store.models, "history", not_here)
     try:
         controller.retrain()
         [child] = children
@@ -62,7 +63,7 @@ def test_retrain_runs_in_a_niced_child_and_switches_the_estimator(
         assert isinstance(estimator, ModelEstimator)
         assert estimator.artifact.version == child.artifact.version
         assert estimator.artifact.jobs == 90 and estimator.history.jobs == 90
-        active = store.active_model(MODEL_NAME)
+        active = store.models.active_model(MODEL_NAME)
         assert active is not None and active.version == child.artifact.version
     finally:
         store.close()

@@ -34,7 +34,7 @@ def test_the_child_reads_the_history_and_trains_the_same_model(tmp_path: Path) -
     reader = history_reader(store, limit=1000)
     assert reader is not None
     read = train_isolated(reader, tmp_path / "read.joblib", SMALL, WHEN)
-    given = train_isolated(completed_jobs(store), tmp_path / "given.joblib", SMALL, WHEN)
+    given = train_isolated(completed_jobs(store.models), tmp_path / "given.joblib", SMALL, WHEN)
     assert read.artifact.jobs == 90
     assert read.artifact.version == given.artifact.version
     store.close()

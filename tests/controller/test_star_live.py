@@ -27,16 +27,16 @@ def test_a_pulled_back_job_bursts_again_as_a_new_launch(tmp_path: Path) -> None:
     cloud = EmulatedCloud(tmp_path / "cloud", clock=clock)
     star = WaitPolicy(PolicyKind.STAR, coefficient=0.0, star_threshold=0.4)
     loop = SchedulingLoop(store, cluster, cloud, clock, SchedulerConfig(star, out_of_order=True))
-    store.submit(JobSpec(id="s1", gpus=1, command="sleep 1.2", image="python:3.11"))
+    store.jobs.submit(JobSpec(id="s1", gpus=1, command="sleep 1.2", image="python:3.11"))
     pulled: list[str] = []
 
     def succeeded() -> bool:
         pulled.extend(loop.run_pass().pulled_back)
-        return store.get("s1").state is JobState.SUCCEEDED
+        return store.jobs.get("s1").state is JobState.SUCCEEDED
 
     wait_for(succeeded, interval=0.05)
     assert pulled
-    first, second = store.launches("s1")
+    first, second = store.ledger.launches("s1")
     assert first.name != second.name
     assert first.status == "pulled back" and second.status == "succeeded"
     assert second.ended_at is not None and second.ended_at - second.launched_at >= 1.0

@@ -139,9 +139,9 @@ def schedule_queued_job(
     print(f"job {namespace}/train: unsuspended by the controller, pod on {pod['spec']['nodeName']}")
     kubelet.finish_job(namespace, "train")
     assert wait_for(
-        lambda: store.get(f"{namespace}/train").state is JobState.SUCCEEDED, timeout=60
+        lambda: store.jobs.get(f"{namespace}/train").state is JobState.SUCCEEDED, timeout=60
     ), tail(log)
-    record = store.get(f"{namespace}/train")
+    record = store.jobs.get(f"{namespace}/train")
     print(f"store: {record.id} {record.state.value}")
 
 
@@ -190,8 +190,8 @@ def submit_through_the_api(
             timeout=60,
         ), tail(log)
         kubelet.finish_job("default", name)
-        assert wait_for(lambda: store.get(job_id).state is JobState.SUCCEEDED, timeout=60), tail(
-            log
+        assert wait_for(lambda: store.jobs.get(job_id).state is JobState.SUCCEEDED, timeout=60), (
+            tail(log)
         )
     finally:
         client.BatchV1Api(admin).delete_namespaced_job(
@@ -289,7 +289,7 @@ def test_helm_install_then_the_controller_schedules_a_job_as_the_chart_account(
         assert "PodSecurity" not in err, err  # no "would violate PodSecurity" warning
         print(f"\n$ helm install {RELEASE} helm/starburst -n {namespace}\n{out}")
         check_installed(admin, namespace)
-        holder = store.authenticate(secrets["admin-token"])
+        holder = store.accounts.authenticate(secrets["admin-token"])
         assert holder is not None and holder.role.value == "admin"
 
         env = release_env(real_kube, core, namespace, tmp_path)

@@ -19,17 +19,17 @@ def test_budget_alerts_are_events_in_the_team_namespace(core, cluster, tmp_path:
     url = f"sqlite:///{tmp_path / 'b.db'}"
     migrate.upgrade(url)
     store = SqlStore.open(url)
-    store.submit(JobSpec(id="j", gpus=1, team="default"), at=NOW - 3600)
-    store.submit(JobSpec(id="k", gpus=1, team="Data Science"), at=NOW - 3600)
-    store.record_costs(
+    store.jobs.submit(JobSpec(id="j", gpus=1, team="default"), at=NOW - 3600)
+    store.jobs.submit(JobSpec(id="k", gpus=1, team="Data Science"), at=NOW - 3600)
+    store.ledger.record_costs(
         [
             CostEntry("j", NOW - 3600, NOW, Decimal("90"), "aws"),
             CostEntry("k", NOW - 3600, NOW, Decimal("5"), "aws"),
         ]
     )
-    store.set_team_budget("default", Decimal("100"))
-    store.set_team_budget("Data Science", Decimal("5"))
-    fired = BudgetAlerts(store, [0.8, 1.0], notes=cluster).check(NOW)
+    store.accounts.set_team_budget("default", Decimal("100"))
+    store.accounts.set_team_budget("Data Science", Decimal("5"))
+    fired = BudgetAlerts(store.accounts, store.ledger, [0.8, 1.0], notes=cluster).check(NOW)
     store.close()
     assert sorted((a.state.team, a.threshold) for a in fired) == [
         ("Data Science", 0.8),

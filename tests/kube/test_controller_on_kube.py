@@ -70,7 +70,7 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
             )
         )
         assert beta.spec.suspend is True
-        assert store.get("default/beta").state is JobState.BURSTING
+        assert store.jobs.get("default/beta").state is JobState.BURSTING
         budget = (alpha.metadata.annotations or {}).get("starburst.io/wait-budget")
         assert budget == "0"
 
@@ -80,10 +80,10 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
         wait_for(
             lambda: (
                 controller.run_pass() is not None
-                and store.get("default/alpha").state is JobState.SUCCEEDED
+                and store.jobs.get("default/alpha").state is JobState.SUCCEEDED
             )
         )
-        reasons = [e.reason for e in store.events("default/alpha")]
+        reasons = [e.reason for e in store.jobs.events("default/alpha")]
         assert any(r.startswith("fits on gpu-a×8, gpu-b×8") for r in reasons)
 
         # 3 pods of 3 GPUs start as whole pods, [6, 3], not as [8, 1] (which no node could run)
@@ -95,16 +95,18 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
         report = controller.run_pass()
         assert report is not None and report.started == ["default/trio"]
         assert report.burst == ["default/mono"]
-        assert store.get("default/trio").state is JobState.RUNNING_ONPREM
-        assert any("fits on gpu-a×6, gpu-b×3" in e.reason for e in store.events("default/trio"))
+        assert store.jobs.get("default/trio").state is JobState.RUNNING_ONPREM
+        assert any(
+            "fits on gpu-a×6, gpu-b×3" in e.reason for e in store.jobs.events("default/trio")
+        )
 
         # unequal counts: the adapter releases each gated pod onto a node with room left
         def placed() -> list[str]:
             return sorted(p["spec"].get("nodeName") or "-" for p in kube.pods_of("default", "trio"))
 
         assert wait_for(lambda: placed() == ["gpu-a", "gpu-a", "gpu-b"])
-        assert store.get("default/mono").state is JobState.BURSTING
-        print([e.reason for e in store.events("default/mono")])
+        assert store.jobs.get("default/mono").state is JobState.BURSTING
+        print([e.reason for e in store.jobs.events("default/mono")])
     finally:
         controller.stop()
         store.close()
@@ -130,10 +132,10 @@ def test_a_job_arriving_or_ending_wakes_the_controller_at_once(
     try:
         wait_for(lambda: controller.health().detail == "leading")
         batch.create_namespaced_job("default", queued_job("prompt", gpus=2))
-        wait_for(lambda: store.count(JobState.RUNNING_ONPREM) == 1, timeout=5)
+        wait_for(lambda: store.jobs.count(JobState.RUNNING_ONPREM) == 1, timeout=5)
         for pod in wait_for(lambda: kube.pods_of("default", "prompt")):
             kube.set_pod_phase("default", pod["metadata"]["name"], "Succeeded")
-        wait_for(lambda: store.count(JobState.SUCCEEDED) == 1, timeout=5)
+        wait_for(lambda: store.jobs.count(JobState.SUCCEEDED) == 1, timeout=5)
     finally:
         controller.stop()
         store.close()

@@ -46,10 +46,10 @@ class World:
         assert self.controller.run_pass() is not None
 
     def state(self, job_id: str) -> JobState:
-        return self.store.get(job_id).state
+        return self.store.jobs.get(job_id).state
 
     def reasons(self, job_id: str) -> list[str]:
-        return [e.reason for e in self.store.events(job_id)]
+        return [e.reason for e in self.store.jobs.events(job_id)]
 
     def events(self, name: str) -> list[tuple[str, str, str]]:
         items = self.core.list_namespaced_event(
@@ -78,7 +78,7 @@ def world(kube, make_cluster, clock, batch, core, tmp_path: Path) -> Iterator[Wo
 
 def _known(store: SqlStore, job_id: str) -> bool:
     try:
-        store.get(job_id)
+        store.jobs.get(job_id)
     except Exception:
         return False
     return True
@@ -145,7 +145,7 @@ def test_a_job_a_cloud_cannot_run_waits_on_prem_with_the_reason(world: World) ->
     )
     for _ in range(3):
         world.run()
-    stored = world.store.get("default/sidecar")
+    stored = world.store.jobs.get("default/sidecar")
     assert stored.state is JobState.QUEUED and stored.wait_budget == math.inf
     assert not [j for j in world.cloud.launched if j.id == "default/sidecar"]
     why = "the pod template has 2 containers (main, log); a cloud task runs one"
@@ -180,7 +180,7 @@ def test_deleting_a_waiting_job_ends_its_record(world: World) -> None:
 
 def billed(store: SqlStore, job_id: str) -> tuple[Decimal, int]:
     """The cloud money on the job's ledger, and in how many entries."""
-    rows = store.cost_report_from_entries(0.0, 4e9, by=("team",), job=job_id, source="cloud")
+    rows = store.ledger.cost_report_from_entries(0.0, 4e9, by=("team",), job=job_id, source="cloud")
     return sum((r.amount for r in rows), Decimal(0)), sum(r.entries for r in rows)
 
 
@@ -220,7 +220,7 @@ def test_deleting_a_burst_job_ends_its_record_and_its_cloud_launch(world: World)
     ended_at = world.clock.now()  # type: ignore[attr-defined]
     assert world.reasons("default/away")[-1] == "its Kubernetes Job was deleted"
     assert world.cloud.cancelled == ["default/away"]
-    (launch,) = world.store.launches("default/away")
+    (launch,) = world.store.ledger.launches("default/away")
     assert launch.status == "failed" and launch.ended_at == ended_at
     money = billed(world.store, "default/away")
     for _ in range(5):  # time goes on: nothing more is billed
@@ -330,6 +330,6 @@ def test_a_restarted_controller_keeps_its_waiting_jobs_and_takes_the_new_ones(
         assert again.run_pass() is not None
         assert world.state("default/later") is JobState.QUEUED
         assert world.state("default/meanwhile") is JobState.QUEUED
-        assert [e.reason for e in world.store.events("default/later")].count("submitted") == 1
+        assert [e.reason for e in world.store.jobs.events("default/later")].count("submitted") == 1
     finally:
         again.stop()

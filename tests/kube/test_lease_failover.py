@@ -51,8 +51,8 @@ def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: P
         assert wait_for(lambda: b.health().detail.startswith("standby"))
         old = a._lock.token
         assert old is not None
-        job = a.store.submit(JobSpec(gpus=1, command="true")).job.id
-        assert wait_for(lambda: a.store.get(job).state is JobState.SUCCEEDED)
+        job = a.store.jobs.submit(JobSpec(gpus=1, command="true")).job.id
+        assert wait_for(lambda: a.store.jobs.get(job).state is JobState.SUCCEEDED)
 
         a_ticks.pause()  # no more passes …
         a._lock.abandon()  # the leader's process dies: it neither renews nor releases
@@ -60,11 +60,11 @@ def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: P
         assert wait_for(lambda: b.health().detail == "leading")
         assert time.monotonic() - died < 5.0  # within the lease duration plus a few passes
         assert (b._lock.token or 0) > old
-        second = b.store.submit(JobSpec(gpus=1, command="true")).job.id
-        assert wait_for(lambda: b.store.get(second).state is JobState.SUCCEEDED)
-        third = b.store.submit(JobSpec(gpus=1, command="sleep 5")).job.id
+        second = b.store.jobs.submit(JobSpec(gpus=1, command="true")).job.id
+        assert wait_for(lambda: b.store.jobs.get(second).state is JobState.SUCCEEDED)
+        third = b.store.jobs.submit(JobSpec(gpus=1, command="sleep 5")).job.id
         with pytest.raises(StaleLeader):
-            a.store.transition(
+            a.store.jobs.transition(
                 third, JobState.QUEUED, reason="zombie", actor="a", fencing_token=old
             )
     finally:

@@ -134,26 +134,28 @@ def test_the_controller_runs_a_cli_submission_on_kubernetes(
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
     controller = Controller(settings, store, cluster, None, clock=clock)
     try:
-        ok = store.submit(
+        ok = store.jobs.submit(
             JobSpec(gpus=2, user="ana", image="python:3.11", command="python -c 'print(42)'")
         ).job.id
-        no_image = store.submit(JobSpec(gpus=1, user="ana", command="true")).job.id
+        no_image = store.jobs.submit(JobSpec(gpus=1, user="ana", command="true")).job.id
         report = controller.run_pass()
         assert report is not None and report.started == [ok]
-        assert store.get(ok).state is JobState.RUNNING_ONPREM
-        failed = store.get(no_image)
+        assert store.jobs.get(ok).state is JobState.RUNNING_ONPREM
+        failed = store.jobs.get(no_image)
         assert failed.state is JobState.FAILED
-        assert "needs an image" in store.events(no_image)[-1].reason
+        assert "needs an image" in store.jobs.events(no_image)[-1].reason
         name = job_name(ok)
         (pod,) = wait_for(lambda: kube.pods_of("default", name))
         kube.set_pod_phase("default", pod["metadata"]["name"], "Running")
         kube.write_pod_log("default", pod["metadata"]["name"], "42\n")
-        logs = JobLogs(cluster, None).read(store.get(ok), [], None)
+        logs = JobLogs(cluster, None).read(store.jobs.get(ok), [], None)
         assert logs.endswith("42\n")
         kube.set_pod_phase("default", pod["metadata"]["name"], "Succeeded")
         clock.advance(30)
         wait_for(
-            lambda: controller.run_pass() is not None and store.get(ok).state is JobState.SUCCEEDED
+            lambda: (
+                controller.run_pass() is not None and store.jobs.get(ok).state is JobState.SUCCEEDED
+            )
         )
     finally:
         controller.stop()

@@ -62,7 +62,7 @@ def test_store_training_isolated_registers_the_childs_model(
 ) -> None:
     finish_jobs(store, 90)
     path = tmp_path / "model.joblib"
-    artifact = train_from_store(store, path, params=SMALL, isolated=True)
-    active = store.active_model(MODEL_NAME)
+    artifact = train_from_store(store.models, path, params=SMALL, isolated=True)
+    active = store.models.active_model(MODEL_NAME)
     assert active is not None and active.version == artifact.version
     assert load_artifact(path).version == artifact.version

@@ -73,12 +73,12 @@ class Rig:
 
     def state(self, name: str) -> JobState | None:
         try:
-            return self.store.get(f"{self.ns}/{name}").state
+            return self.store.jobs.get(f"{self.ns}/{name}").state
         except Exception:
             return None
 
     def reasons(self, name: str) -> list[str]:
-        return [e.reason for e in self.store.events(f"{self.ns}/{name}")]
+        return [e.reason for e in self.store.jobs.events(f"{self.ns}/{name}")]
 
     def denied(self) -> list[str]:
         """Requests the controller's ServiceAccount was refused (403), from the audit log."""

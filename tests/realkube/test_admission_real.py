@@ -61,7 +61,7 @@ def test_a_controller_killed_between_the_start_intent_and_the_unsuspend_starts_i
         rig.passes_until(lambda: False)
     # the intent is recorded; the Job is as the user made it
     assert rig.state("trio") is JobState.RUNNING_ONPREM
-    placement = rig.store.placement(f"{rig.ns}/trio")
+    placement = rig.store.jobs.placement(f"{rig.ns}/trio")
     assert [(p.node_name, p.gpus) for p in placement] == [("gpu-a", 6), ("gpu-b", 3)]
     job = batch.read_namespaced_job("trio", rig.ns)
     assert job.spec.suspend is True

@@ -51,9 +51,9 @@ def test_a_suspended_job_is_pinned_started_run_and_completed(
             == [(node, "Running")]
         )
     )
-    assert rig.store.get(f"{ns}/solo").state is JobState.RUNNING_ONPREM
+    assert rig.store.jobs.get(f"{ns}/solo").state is JobState.RUNNING_ONPREM
     kubelet.finish_job(ns, "solo")
-    assert rig.passes_until(lambda: rig.store.get(f"{ns}/solo").state is JobState.SUCCEEDED)
+    assert rig.passes_until(lambda: rig.store.jobs.get(f"{ns}/solo").state is JobState.SUCCEEDED)
     assert condition(batch.read_namespaced_job("solo", ns), "Complete")
     assert rig.denied() == []
 
@@ -75,7 +75,7 @@ def test_a_job_split_over_two_nodes_runs_its_pods_on_both(
             == [("gpu-a", "Running"), ("gpu-b", "Running")]
         )
     )
-    assert rig.store.get(f"{ns}/gang").state is JobState.RUNNING_ONPREM
+    assert rig.store.jobs.get(f"{ns}/gang").state is JobState.RUNNING_ONPREM
     assert rig.denied() == []
 
 
@@ -92,7 +92,7 @@ def test_a_failed_pod_fails_the_job_and_frees_its_gpus(
     )
     assert rig.cluster.snapshot().capacity.free_gpus == 8
     kubelet.finish_job(ns, "doomed", succeeded=False)
-    assert rig.passes_until(lambda: rig.store.get(f"{ns}/doomed").state is JobState.FAILED)
+    assert rig.passes_until(lambda: rig.store.jobs.get(f"{ns}/doomed").state is JobState.FAILED)
     assert condition(batch.read_namespaced_job("doomed", ns), "Failed")
     assert wait_for(lambda: rig.cluster.snapshot().capacity.free_gpus == 16)
     assert rig.denied() == []
@@ -116,9 +116,9 @@ def test_a_controller_restarted_mid_run_adopts_its_job_and_sees_it_end(
     rig.restart()
     report = rig.controller.run_pass()
     assert report is not None and report.started == []  # not started twice
-    assert rig.store.get(f"{ns}/steady").state is JobState.RUNNING_ONPREM
+    assert rig.store.jobs.get(f"{ns}/steady").state is JobState.RUNNING_ONPREM
     assert rig.cluster.snapshot().capacity.free_gpus == 8  # its GPUs stay taken
     assert {p["metadata"]["uid"] for p in kubelet.pods_of(ns, "steady")} == pods
     kubelet.finish_job(ns, "steady")
-    assert rig.passes_until(lambda: rig.store.get(f"{ns}/steady").state is JobState.SUCCEEDED)
+    assert rig.passes_until(lambda: rig.store.jobs.get(f"{ns}/steady").state is JobState.SUCCEEDED)
     assert rig.denied() == []

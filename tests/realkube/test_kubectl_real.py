@@ -75,7 +75,9 @@ def running_pods(kubelet: FakeKubelet, ns: str, name: str) -> list[str]:
 
 def billed(rig: Rig, job_id: str) -> tuple[Decimal, int]:
     """The cloud money on the job's ledger, and in how many entries."""
-    rows = rig.store.cost_report_from_entries(0.0, 4e9, by=("team",), job=job_id, source="cloud")
+    rows = rig.store.ledger.cost_report_from_entries(
+        0.0, 4e9, by=("team",), job=job_id, source="cloud"
+    )
     return sum((r.amount for r in rows), Decimal(0)), sum(r.entries for r in rows)
 
 
@@ -124,7 +126,7 @@ def test_label_and_annotate_queue_a_job_with_what_they_name(
         kubectl("label", "job", "plain", "starburst.io/queue=default") == "job.batch/plain labeled"
     )
     assert rig.passes_until(lambda: rig.state("plain") is JobState.RUNNING_ONPREM)
-    stored = rig.store.get(f"{rig.ns}/plain")
+    stored = rig.store.jobs.get(f"{rig.ns}/plain")
     # the owner and runtime as labelled; the team is the namespace's: no admin allowed this
     # namespace to name team "vision", so the label is ignored and a Warning Event says so
     assert (stored.job.team, stored.job.user) == (rig.ns, "ada")
@@ -182,7 +184,7 @@ def test_delete_of_a_burst_job_ends_it_cancels_the_launch_and_stops_the_bill(
     ended_at = rig.clock.now()
     assert rig.reasons("away")[-1] == "its Kubernetes Job was deleted"
     assert rig.cloud.cancelled == [f"{rig.ns}/away"]
-    (launch,) = rig.store.launches(f"{rig.ns}/away")
+    (launch,) = rig.store.ledger.launches(f"{rig.ns}/away")
     assert launch.status == "failed" and launch.ended_at == ended_at
     money = billed(rig, f"{rig.ns}/away")
     for _ in range(5):  # time goes on: nothing more is billed, nothing cancelled again

@@ -83,11 +83,11 @@ def server(password_postgres: str, tmp_path: Path) -> Iterator[Served]:
     outside = Path(tempfile.mkdtemp(prefix="starburst-work-"))
     os.chmod(outside, 0o711)
     store = SqlStore.open(password_postgres)
-    store.save_user("mallory", team="ml")
-    store.save_user("root-admin")
+    store.accounts.save_user("mallory", team="ml")
+    store.accounts.save_user("root-admin")
     tokens = {
-        "user": store.issue_token("mallory", Role.USER).secret,
-        "admin": store.issue_token("root-admin", Role.ADMIN).secret,
+        "user": store.accounts.issue_token("mallory", Role.USER).secret,
+        "admin": store.accounts.issue_token("root-admin", Role.ADMIN).secret,
     }
     store.close()
     state = tmp_path / "state"

@@ -44,14 +44,14 @@ def api(postgres_url: str) -> Iterator[Api]:
     database = fresh_database(postgres_url, "edges")
     migrate.upgrade(database)
     store = SqlStore.open(database)
-    store.save_user("root", team="ops")
-    store.save_user("alice", team="ml")
-    store.save_user("bob")  # in no team
-    store.ensure_team("rich")
+    store.accounts.save_user("root", team="ops")
+    store.accounts.save_user("alice", team="ml")
+    store.accounts.save_user("bob")  # in no team
+    store.accounts.ensure_team("rich")
     tokens = {
-        "admin": store.issue_token("root", Role.ADMIN).secret,
-        "alice": store.issue_token("alice", Role.USER).secret,
-        "bob": store.issue_token("bob", Role.USER).secret,
+        "admin": store.accounts.issue_token("root", Role.ADMIN).secret,
+        "alice": store.accounts.issue_token("alice", Role.USER).secret,
+        "bob": store.accounts.issue_token("bob", Role.USER).secret,
     }
     app = create_app(Settings(database_url=database), store, auth=True)
     server = LiveServer(app).start()
@@ -115,7 +115,7 @@ def test_non_finite_json_numbers_are_422(api: Api, raw: str) -> None:
 
 
 def test_a_huge_body_is_413_before_anything_reads_it(api: Api) -> None:
-    before = api.store.count(JobState.SUBMITTED)
+    before = api.store.jobs.count(JobState.SUBMITTED)
     answer = api.call(
         "alice", "POST", "/v1/jobs", json={**JOB, "command": "x" * (MAX_BODY_BYTES + 1)}
     )
@@ -131,7 +131,7 @@ def test_a_huge_body_is_413_before_anything_reads_it(api: Api) -> None:
         "alice", "POST", "/v1/jobs", content=chunks(), headers={"Content-Type": "application/json"}
     )
     assert streamed.status_code == 413, streamed.text
-    assert api.store.count(JobState.SUBMITTED) == before
+    assert api.store.jobs.count(JobState.SUBMITTED) == before
 
 
 @pytest.mark.parametrize(
@@ -192,7 +192,7 @@ def test_an_unexpected_error_is_a_500_whose_log_has_the_real_exception_and_no_sq
     def broken(*_: object, **__: object) -> object:
         raise RuntimeError("the store broke")
 
-    monkeypatch.setattr(api.store, "user", broken)
+    monkeypatch.setattr(api.store.accounts, "user", broken)
     with caplog.at_level(logging.ERROR, logger="starburst.api"):
         answer = api.call("admin", "GET", "/v1/users/alice")
         again = api.call("admin", "GET", "/v1/whoami")  # the same keep-alive connection

@@ -27,11 +27,11 @@ def fuzzed(url: str, *, max_examples: int, time_limit: float) -> tuple[Any, Any]
     migrate.upgrade(url)
     store = SqlStore.open(url)
     try:
-        store.save_user("fuzz-admin", team="ml")
+        store.accounts.save_user("fuzz-admin", team="ml")
         app = create_app(Settings(database_url=url), store, auth=True)
         result = fuzz(
             app,
-            lambda: store.issue_token("fuzz-admin", Role.ADMIN).secret,
+            lambda: store.accounts.issue_token("fuzz-admin", Role.ADMIN).secret,
             max_examples=max_examples,
             seed=10,
             time_limit=time_limit,

@@ -57,7 +57,7 @@ def controller(postgres_database: str, tmp_path: Path) -> Iterator[Controller]:
 def submit(store: SqlStore, command: str, env: dict[str, str] | None = None) -> str:
     extra = {"env": json.dumps(env)} if env else {}
     spec = JobSpec(gpus=1, command=command, declared_runtime=1.0, extra=extra)
-    return store.submit(spec).job.id
+    return store.jobs.submit(spec).job.id
 
 
 def passes(controller: Controller, count: int) -> None:
@@ -84,12 +84,14 @@ def test_a_job_that_cannot_start_fails_once_with_the_reason_and_the_pass_goes_on
     good = submit(store, "true")
     with caplog.at_level(logging.INFO, logger="starburst"):
         passes(controller, 3)
-    stored = store.get(bad)
+    stored = store.jobs.get(bad)
     assert stored.state is JobState.FAILED
-    events = [e for e in store.events(bad) if e.to_state is JobState.FAILED]
+    events = [e for e in store.jobs.events(bad) if e.to_state is JobState.FAILED]
     assert len(events) == 1 and "cannot start on-prem" in events[0].reason
     assert reason in events[0].reason
-    assert wait_for(lambda: (controller.run_pass(), store.get(good).state)[1] is JobState.SUCCEEDED)
+    assert wait_for(
+        lambda: (controller.run_pass(), store.jobs.get(good).state)[1] is JobState.SUCCEEDED
+    )
     assert controller.health().ready
     assert controller.metrics.unstartable._value.get() == 1  # type: ignore[attr-defined]
     assert controller.metrics.pass_errors._value.get() == 0  # type: ignore[attr-defined]
@@ -100,11 +102,11 @@ def test_a_new_leader_does_not_trip_over_it_either(controller: Controller) -> No
     """The job was recorded as running (by an older controller) but can never start."""
     store = controller.store
     bad = submit(store, "true", {"TOKEN": "a\x00b"})
-    store.transition(bad, JobState.QUEUED, reason="test", actor="test")
-    store.record_placement(bad, (Part(0, "local", 1, 0.0, 0.0),))
-    store.transition(bad, JobState.RUNNING_ONPREM, reason="test", actor="test")
+    store.jobs.transition(bad, JobState.QUEUED, reason="test", actor="test")
+    store.jobs.record_placement(bad, (Part(0, "local", 1, 0.0, 0.0),))
+    store.jobs.transition(bad, JobState.RUNNING_ONPREM, reason="test", actor="test")
     passes(controller, 2)  # the first pass leads: reconcile re-issues the start
-    assert store.get(bad).state is JobState.FAILED
+    assert store.jobs.get(bad).state is JobState.FAILED
     assert controller.health().ready
 
 

@@ -81,26 +81,26 @@ def test_the_controller_keeps_the_job_on_prem_and_reports_degraded(
     cluster = LocalCluster(tmp_path / "cluster", 0, clock=clock)  # nothing fits on-prem
     cloud = SkyPilotCloud(clock, sync_interval=0.0)
     controller = Controller(settings, store, cluster, cloud, clock=clock)
-    job = store.submit(JobSpec(gpus=1, gpu_type="A100", command="python train.py")).job.id
+    job = store.jobs.submit(JobSpec(gpus=1, gpu_type="A100", command="python train.py")).job.id
     try:
 
         def refused() -> bool:
             controller.run_pass()
-            return any("refused" in e.reason for e in store.events(job))
+            return any("refused" in e.reason for e in store.jobs.events(job))
 
         assert wait_for(refused, timeout=PASS_TIMEOUT_S)
-        stored = store.get(job)
+        stored = store.jobs.get(job)
         assert stored.state is JobState.QUEUED
-        events = [e.reason for e in store.events(job)]
+        events = [e.reason for e in store.jobs.events(job)]
         assert any(NO_CLOUD in reason and "waiting on-prem" in reason for reason in events)
-        (launch,) = store.launches(job)
+        (launch,) = store.ledger.launches(job)
         assert launch.ended_at == launch.launched_at  # refused: not a second billed
-        assert store.cost_report(0, time.time() + 60, by=("cloud",)) == []
+        assert store.ledger.cost_report(0, time.time() + 60, by=("cloud",)) == []
         # further passes hold it on-prem: no second burst, no loop
         for _ in range(5):
             report = controller.run_pass()
             assert report is not None and not report.burst
-        assert [e.to_state for e in store.events(job)].count(JobState.BURSTING) == 1
+        assert [e.to_state for e in store.jobs.events(job)].count(JobState.BURSTING) == 1
         assert report.held and NO_CLOUD in report.held[0][1]
         health = controller.health()
         assert health.ready and health.degraded == NO_CLOUD

@@ -8,7 +8,6 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from starburst.adapters.db.tuning import TuningRecords
 from starburst.core.capacity import uniform_nodes
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.job import Job
@@ -33,14 +32,14 @@ def record_history(store: Any, t0: float, jobs: int = 80, seed: int = 4) -> list
     )
     for o in simulate(workload, nodes, config).outcomes:
         _store_outcome(store, o.job, o.where, t0 + o.job.submit_time, t0 + o.start, t0 + o.end)
-    TuningRecords(store).record_cluster_shape(nodes)
+    store.tuning.record_cluster_shape(nodes)
     return workload
 
 
 def record_scheduler(store: Any, coefficient: float, budget: float = 0.25) -> None:
     """What a controller running Starburst b=``budget`` records: the coefficient it refitted
     (not the one ``tune`` fits on the export), queue cap 10 as ``record_history`` ran."""
-    TuningRecords(store).record_state(
+    store.tuning.record_state(
         "scheduler",
         {
             "policy": "compute",
@@ -58,15 +57,15 @@ def record_scheduler(store: Any, coefficient: float, budget: float = 0.25) -> No
 def _store_outcome(
     store: Any, job: Job, where: str, submit: float, start: float, end: float
 ) -> None:
-    store.submit(JobSpec(id=job.id, gpus=job.gpus, user="ann", team="ml"), at=submit)
-    store.set_estimates(job.id, predicted_runtime=job.estimate)
-    store.transition(job.id, JobState.QUEUED, reason="queued", actor="t", at=submit)
+    store.jobs.submit(JobSpec(id=job.id, gpus=job.gpus, user="ann", team="ml"), at=submit)
+    store.jobs.set_estimates(job.id, predicted_runtime=job.estimate)
+    store.jobs.transition(job.id, JobState.QUEUED, reason="queued", actor="t", at=submit)
     if where == "onprem":
-        store.transition(job.id, JobState.RUNNING_ONPREM, reason="start", actor="t", at=start)
+        store.jobs.transition(job.id, JobState.RUNNING_ONPREM, reason="start", actor="t", at=start)
     else:
-        store.transition(job.id, JobState.BURSTING, reason="burst", actor="t", at=start)
+        store.jobs.transition(job.id, JobState.BURSTING, reason="burst", actor="t", at=start)
         price = Decimal(str(PRICE * job.gpus))
-        launch = store.record_launch(
+        launch = store.ledger.record_launch(
             CloudLaunch(
                 job_id=job.id,
                 name=f"sb-{job.id}",
@@ -76,9 +75,9 @@ def _store_outcome(
                 launched_at=start,
             )
         )
-        store.update_launch(launch.id or 0, status="succeeded", ended_at=end)
+        store.ledger.update_launch(launch.id or 0, status="succeeded", ended_at=end)
         hours = Decimal(str(end - start)) / Decimal(3600)
-        store.record_costs(
+        store.ledger.record_costs(
             [
                 CostEntry(
                     job.id,
@@ -92,4 +91,4 @@ def _store_outcome(
                 )
             ]
         )
-    store.transition(job.id, JobState.SUCCEEDED, reason="done", actor="t", at=end)
+    store.jobs.transition(job.id, JobState.SUCCEEDED, reason="done", actor="t", at=end)

@@ -10,7 +10,6 @@ import pytest
 
 from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
-from starburst.adapters.db.tuning import TuningRecords
 from starburst.core.policy import PolicyKind
 from starburst.core.setting import PolicySetting
 from tests.builders import run_cli
@@ -99,7 +98,7 @@ def test_apply_without_a_knee_refuses_and_writes_nothing(url: str, tmp_path: Pat
     assert code == 2 and "no knee setting to apply" in err  # 3 settings, 2 on the front
     store = SqlStore.open(url)
     try:
-        assert TuningRecords(store).setting_in_force() is None
+        assert store.tuning.setting_in_force() is None
     finally:
         store.close()
 
@@ -183,7 +182,7 @@ def test_an_applied_setting_is_what_today_means_until_the_controller_records_one
     url = database(tmp_path / "d")
     store = SqlStore.open(url)
     try:
-        TuningRecords(store).apply_setting(
+        store.tuning.apply_setting(
             PolicySetting(PolicyKind.CONSTANT, 0.5, None, False), actor="t", reason="test"
         )
     finally:
@@ -217,6 +216,6 @@ def test_apply_of_todays_budget_says_already_in_force_and_logs_nothing(
     assert "applied" not in out.split("already in force")[1]
     store = SqlStore.open(url)
     try:
-        assert TuningRecords(store).settings_log() == []
+        assert store.tuning.settings_log() == []
     finally:
         store.close()

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
-from starburst.adapters.db.tuning import TuningRecords
 from starburst.adapters.local import LocalCluster
 from starburst.controller.daemon import Controller
 from starburst.controller.metrics import ControllerMetrics
@@ -44,7 +43,7 @@ def test_the_local_cluster_records_its_gpu_slots_and_configuration(tmp_path: Pat
     c = controller(tmp_path, clock)
     try:
         assert c.run_pass() is not None
-        records = TuningRecords(c.store)
+        records = c.store.tuning
         assert [(n.gpus, n.gpu_type) for n in records.cluster_shape() or []] == [(3, "l4")]
         scheduler = records.state("scheduler")
         assert scheduler is not None
@@ -64,7 +63,7 @@ def test_a_setting_applied_before_start_is_in_force_at_once(tmp_path: Path) -> N
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     migrate.upgrade(url)
     store = SqlStore.open(url, clock=clock)
-    TuningRecords(store).apply_setting(
+    store.tuning.apply_setting(
         PolicySetting(PolicyKind.CONSTANT, None, 120.0, False),
         actor="t",
         reason="before the restart",

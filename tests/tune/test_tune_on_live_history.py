@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db.tuning import TuningRecords
 from starburst.core.capacity import uniform_nodes
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
@@ -72,7 +71,7 @@ def test_export_writes_the_jobs_with_the_controllers_estimates_and_the_shape(
     jobs = {j.id: j for j in load_trace(trace)}
     assert set(jobs) == set(ids)  # the second month, every job, nothing of the first
     for job_id in ids[:20]:
-        stored = run.store.get(job_id)
+        stored = run.store.jobs.get(job_id)
         assert jobs[job_id].estimate == pytest.approx(stored.predicted_runtime)
         assert jobs[job_id].estimate != pytest.approx(run.runtimes[job_id])  # not the oracle
         assert jobs[job_id].runtime == pytest.approx(run.runtimes[job_id], abs=1e-3)
@@ -109,10 +108,10 @@ def test_tune_reproduces_the_live_run_and_recommends_within_the_tolerance(
     assert code == 0, err
     rows = rows_of(tmp_path / "results.csv")
     [today] = [r for r in rows if r["role"] == "today"]
-    live_cost = TuningRecords(run.store).cloud_spend(ids).amount
+    live_cost = run.store.tuning.cloud_spend(ids).amount
     assert live_cost > 0
     assert float(today["cloud_cost_usd"]) == pytest.approx(live_cost, rel=0.01)
-    stored = [run.store.get(i) for i in ids]
+    stored = [run.store.jobs.get(i) for i in ids]
     live_jct = sum((s.ended_at or 0) - s.job.submit_time for s in stored) / len(stored)
     assert float(today["mean_jct_s"]) == pytest.approx(live_jct, rel=0.01)
     assert float(today["coefficient"]) == pytest.approx(run.controller.config.policy.coefficient)
@@ -154,7 +153,7 @@ def test_apply_reaches_the_running_controller_without_a_restart(tmp_path: Path, 
         capsys,
     )
     assert code == 0, err
-    applied = TuningRecords(run.store).setting_in_force()
+    applied = run.store.tuning.setting_in_force()
     assert applied is not None and "applied" in out
     assert applied.actor.startswith("cli:") and "within +50.0% mean JCT" in applied.reason
     assert applied.evidence["jobs"] == 40 and "cloud_cost_usd" in applied.evidence
@@ -167,13 +166,13 @@ def test_apply_reaches_the_running_controller_without_a_restart(tmp_path: Path, 
         applied.setting.out_of_order,
     )
     assert after != before and after.queue_cap == before.queue_cap
-    scheduler = TuningRecords(run.store).state("scheduler")
+    scheduler = run.store.tuning.state("scheduler")
     assert scheduler is not None and scheduler["setting_id"] == applied.id
     # a job submitted now is admitted with the budget the new setting gives it
     run.runtimes["late"] = 7200.0
-    run.store.submit(JobSpec(id="late", gpus=4), at=run.clock.now())
+    run.store.jobs.submit(JobSpec(id="late", gpus=4), at=run.clock.now())
     assert run.controller.run_pass() is not None
-    late = run.store.get("late")
+    late = run.store.jobs.get("late")
     assert late.state is not JobState.SUBMITTED and late.predicted_runtime is not None
     assert late.wait_budget == pytest.approx(
         after.policy.budget(late.job.with_estimate(late.predicted_runtime))

@@ -11,7 +11,6 @@ from types import ModuleType
 
 import pytest
 
-from starburst.adapters.db.tuning import TuningRecords
 from starburst.core.capacity import uniform_nodes
 from tests.tune.live import start_controller, workload
 
@@ -41,7 +40,7 @@ def test_a_live_run_recalibrates_on_its_virtual_period(tmp_path: Path) -> None:
     warm = run.controller.config.policy.coefficient
     assert warm != pytest.approx(cold)  # refitted on the finished jobs, not the prior
     # what ``tune`` reads as today's coefficient is the one the controller ran with last
-    scheduler = TuningRecords(run.store).state("scheduler")
+    scheduler = run.store.tuning.state("scheduler")
     assert scheduler is not None and scheduler["coefficient"] == pytest.approx(warm)
 
 

@@ -24,7 +24,7 @@ from starburst.core.billing import from_micros, to_micros
 from starburst.core.errors import ConfigError
 from starburst.core.records import IssuedToken, Principal, Role, TeamBudget, User
 
-from .base import StoreBase, new_id
+from .base import Database, new_id
 from .convert import maybe_time, to_epoch, to_time
 from .engine import run
 from .models import ApiTokenRow, BudgetAlertRow, TeamBudgetRow, TeamRow, UserRow, table
@@ -43,16 +43,20 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class AccountsStore(StoreBase):
-    """Users, teams, tokens and budgets; mixed into ``SqlStore``."""
+class SqlAccounts:
+    """The ``Accounts`` port: users, teams, tokens and budgets over the shared ``Database``."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._engine = db.engine
 
     def ensure_team(self, name: str, *, at: float | None = None) -> None:
-        now = to_time(self._now(at))
+        now = to_time(self._db.now(at))
         run(self._engine, lambda c: self._upsert_team(c, name, now))
 
     def _upsert_team(self, conn: sa.Connection, name: str, now: datetime) -> None:
         conn.execute(
-            self._insert(TEAMS).on_conflict_do_nothing(), {"name": name, "created_at": now}
+            self._db.insert(TEAMS).on_conflict_do_nothing(), {"name": name, "created_at": now}
         )
 
     def save_user(
@@ -66,13 +70,13 @@ class AccountsStore(StoreBase):
         """Create the user, or update their team and e-mail."""
         if not name.strip():
             raise ConfigError("a user needs a non-empty name")
-        now = to_time(self._now(at))
+        now = to_time(self._db.now(at))
 
         def write(conn: sa.Connection) -> User:
             if team is not None:
                 self._upsert_team(conn, team, now)
             conn.execute(
-                self._insert(USERS).on_conflict_do_nothing(),
+                self._db.insert(USERS).on_conflict_do_nothing(),
                 {"name": name, "team_name": team, "email": email, "created_at": now},
             )
             conn.execute(
@@ -106,7 +110,7 @@ class AccountsStore(StoreBase):
             secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         elif not secret.startswith(TOKEN_PREFIX) or len(secret) < len(TOKEN_PREFIX) + 32:
             raise ConfigError(f"a token must be {TOKEN_PREFIX!r} followed by 32+ characters")
-        now = to_time(self._now(at))
+        now = to_time(self._db.now(at))
 
         def write(conn: sa.Connection) -> IssuedToken:
             if conn.execute(sa.select(USERS.c.name).where(USERS.c.name == user)).first() is None:
@@ -133,7 +137,7 @@ class AccountsStore(StoreBase):
     def authenticate(self, secret: str, *, at: float | None = None) -> Principal | None:
         """Who holds this secret, if it is a live token (and note when it was used, to the
         minute: a busy client's every request would otherwise be a write)."""
-        now_epoch = self._now(at)
+        now_epoch = self._db.now(at)
 
         def read(conn: sa.Connection) -> Principal | None:
             query = (
@@ -159,7 +163,7 @@ class AccountsStore(StoreBase):
 
     def revoke_token(self, token_id: int, *, at: float | None = None) -> bool:
         """Revoke a token; False if there is no such live token."""
-        now = to_time(self._now(at))
+        now = to_time(self._db.now(at))
         statement = (
             sa.update(TOKENS)
             .where(TOKENS.c.id == token_id, TOKENS.c.revoked_at.is_(None))
@@ -177,14 +181,14 @@ class AccountsStore(StoreBase):
     ) -> TeamBudget:
         if monthly_limit < 0:
             raise ConfigError(f"budget of team {team!r} cannot be negative")
-        now = to_time(self._now(at))
+        now = to_time(self._db.now(at))
         micros = to_micros(monthly_limit)
         values = {"monthly_limit_micros": micros, "currency": currency, "updated_at": now}
 
         def write(conn: sa.Connection) -> TeamBudget:
             self._upsert_team(conn, team, now)
             conn.execute(
-                self._insert(BUDGETS)
+                self._db.insert(BUDGETS)
                 .values(team_name=team, **values)
                 .on_conflict_do_update(index_elements=["team_name"], set_=values)
             )
@@ -207,13 +211,13 @@ class AccountsStore(StoreBase):
         """Record that ``team`` crossed ``threshold`` (a share of its limit) in ``month``;
         True only for the first claim, so an alert fires once per period."""
         statement = (
-            self._insert(ALERTS)
+            self._db.insert(ALERTS)
             .values(
                 team_name=team,
                 month=month,
                 threshold_permille=round(threshold * 1000),
                 spent_micros=to_micros(spent),
-                fired_at=to_time(self._now(at)),
+                fired_at=to_time(self._db.now(at)),
             )
             .on_conflict_do_nothing(index_elements=["team_name", "month", "threshold_permille"])
             .returning(ALERTS.c.team_name)

@@ -1,5 +1,5 @@
-"""Plumbing shared by the store's parts: the engine, the clock, dialect-aware inserts, and
-the fencing check.
+"""The database every repository of the SQL store shares (``Database``): the engine, the
+clock, dialect-aware inserts, and the fencing check.
 
 Terms:
 - *fencing token*: the number the leader lock handed to the current leader
@@ -13,7 +13,7 @@ Terms:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -21,10 +21,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from starburst.core.ports import Clock
-from starburst.core.records import StaleLeader
+from starburst.core.records import JobNotFound, StaleLeader
 from starburst.wallclock import WallClock
 
-from .models import LeaderTermRow, table
+from .models import JobRow, LeaderTermRow, table
 
 T = TypeVar("T")
 
@@ -37,9 +37,10 @@ def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-class StoreBase:
-    """State every part of the store shares. ``leader_name`` is the lock whose fencing
-    tokens guard this store's writes."""
+class Database:
+    """What every repository of the store is constructed with: one engine, one clock (it
+    stamps writes made without ``at=``) and ``leader_name``, the lock whose fencing tokens
+    guard the store's writes."""
 
     def __init__(
         self, engine: Engine, *, clock: Clock | None = None, leader_name: str = "controller"
@@ -60,16 +61,18 @@ class StoreBase:
     def is_postgres(self) -> bool:
         return self._engine.dialect.name == "postgresql"
 
-    def _now(self, at: float | None) -> float:
+    def now(self, at: float | None) -> float:
+        """``at``, or the clock's now when it is None."""
         return self._clock.now() if at is None else at
 
-    def _insert(self, table: sa.Table) -> Any:
+    def insert(self, table: sa.Table) -> Any:
         """A dialect ``INSERT`` that supports ``on_conflict_do_nothing``."""
         if self.is_postgres:
             return postgresql.insert(table)
         return sqlite.insert(table)
 
-    def _check_fence(self, conn: sa.Connection, token: int | None) -> None:
+    def check_fence(self, conn: sa.Connection, token: int | None) -> None:
+        """``StaleLeader`` unless ``token`` is None or the current one (see above)."""
         if token is None:
             return
         terms = table(LeaderTermRow)
@@ -93,3 +96,17 @@ def in_chunks(column: sa.ColumnElement[Any], values: Iterable[Any]) -> list[sa.C
     """``column IN (...)`` clauses, one per chunk of values."""
     items = list(values)
     return [column.in_(part) for part in chunks(items)]
+
+
+def fk_guard(job_id: str, work: Callable[[sa.Connection], T]) -> Callable[[sa.Connection], T]:
+    """``work`` after checking the job exists, so a missing one is ``JobNotFound``, not a
+    foreign-key error."""
+    jobs = table(JobRow)
+
+    def guarded(conn: sa.Connection) -> T:
+        exists = conn.execute(sa.select(jobs.c.id).where(jobs.c.id == job_id)).first()
+        if exists is None:
+            raise JobNotFound(job_id)
+        return work(conn)
+
+    return guarded

@@ -1,4 +1,6 @@
-"""The ledger: metered cost entries and every report read from them.
+"""The ledger (``SqlLedger``, the ``Ledger`` port): metered cost entries and every report
+read from them, and the cloud launches the entries point at (``launches.SqlLaunches``,
+which ``SqlLedger`` is built with and hands those calls to).
 
 Terms:
 - *entry*: one row of ``cost_entries``. ``source = "cloud"``: a chunk of a cloud launch's
@@ -41,12 +43,13 @@ from starburst.core.billing import (
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import TERMINAL, JobState
 from starburst.core.ports import IdRange, JobCostKey, LedgerRead
-from starburst.core.records import CostEntry, CostTotal, JobNotFound, StoredJob
+from starburst.core.records import CloudLaunch, CostEntry, CostTotal, JobNotFound, StoredJob
 
 from . import reports
-from .base import StoreBase, in_chunks
+from .base import Database, in_chunks
 from .convert import to_epoch, to_stored_job, to_time
 from .engine import run, translate_errors
+from .launches import SqlLaunches
 from .models import CloudLaunchRow, CostEntryRow, JobRow, PlacementRow, table
 from .reports import ONPREM, Report, totals
 from .rollups import enter
@@ -58,8 +61,44 @@ JOBS = table(JobRow)
 PLACEMENTS = table(PlacementRow)
 
 
-class CostsStore(StoreBase):
-    """The ledger's writes and reads; mixed into ``SqlStore``."""
+class SqlLedger:
+    """The ledger's writes and reads over the shared ``Database``; launches are
+    ``SqlLaunches``'s."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._engine = db.engine
+        self._launches = SqlLaunches(db)
+
+    # ---- cloud launches ---------------------------------------------------------------
+    def record_launch(
+        self, launch: CloudLaunch, *, fencing_token: int | None = None
+    ) -> CloudLaunch:
+        return self._launches.record_launch(launch, fencing_token=fencing_token)
+
+    def update_launch(
+        self,
+        launch_id: int,
+        *,
+        status: str | None = None,
+        request_id: str | None = None,
+        cloud_job_id: str | None = None,
+        started_at: float | None = None,
+        ended_at: float | None = None,
+    ) -> CloudLaunch:
+        return self._launches.update_launch(
+            launch_id,
+            status=status,
+            request_id=request_id,
+            cloud_job_id=cloud_job_id,
+            started_at=started_at,
+            ended_at=ended_at,
+        )
+
+    def launches(self, job_id: str | None = None, *, active: bool = False) -> list[CloudLaunch]:
+        return self._launches.launches(job_id, active=active)
+
+    # ---- cost entries -----------------------------------------------------------------
 
     def record_costs(self, entries: Sequence[CostEntry]) -> None:
         """Record metered entries in one transaction; an interval already recorded (same job,
@@ -77,7 +116,7 @@ class CostsStore(StoreBase):
             if missing:
                 raise JobNotFound(sorted(missing)[0])
             self._check_launches(conn, {e.launch_id for e in entries} - {None})
-            enter(conn, [_cost_row(e, owners[e.job_id]) for e in entries], self.is_postgres)
+            enter(conn, [_cost_row(e, owners[e.job_id]) for e in entries], self._db.is_postgres)
 
         run(self._engine, write)
 
@@ -149,7 +188,7 @@ class CostsStore(StoreBase):
         top: int | None,
     ) -> list[CostTotal]:
         keys = report_keys(by)
-        report = Report(self.is_postgres, keys, rates or {}, filters)
+        report = Report(self._db.is_postgres, keys, rates or {}, filters)
         query = report.query(to_time(since), to_time(until), rollups=rollups, top=top)
         if query is None:
             return []
@@ -159,7 +198,7 @@ class CostsStore(StoreBase):
     def rebuild_cost_rollups(self) -> None:
         """Recompute the daily rollups from the entries: for entries written around the
         store (a bulk load); the store's own writes keep them current."""
-        run(self._engine, lambda conn: rollups_rebuild(conn, self.is_postgres))
+        run(self._engine, lambda conn: rollups_rebuild(conn, self._db.is_postgres))
 
     def _aggregate(self, conn: sa.Connection, query: sa.Select[Any]) -> list[Any]:
         """Run a report query, its rows read from the driver's cursor (plain tuples, no
@@ -167,7 +206,7 @@ class CostsStore(StoreBase):
         (the planner cannot estimate how few groups there are — a project × week has no
         statistics — and would sort a million rows on disk instead), without JIT
         compilation (a quarter of a second for a query that runs once)."""
-        if self.is_postgres:
+        if self._db.is_postgres:
             for setting in (
                 "SET LOCAL enable_sort = off",
                 "SET LOCAL jit = off",
@@ -207,11 +246,11 @@ class CostsStore(StoreBase):
 
         def write(conn: sa.Connection) -> int:
             query = sa.select(JOBS).where(JOBS.c.state == JobState.RUNNING_ONPREM.value)
-            if self.is_postgres:  # locked in one fixed order (by id)
+            if self._db.is_postgres:  # locked in one fixed order (by id)
                 query = query.order_by(JOBS.c.id).with_for_update()
             running = conn.execute(query).mappings().all()
             rows = onprem_rows(conn, running, until, chunk=chunk)
-            return enter(conn, rows, self.is_postgres) if rows else 0
+            return enter(conn, rows, self._db.is_postgres) if rows else 0
 
         return run(self._engine, write)
 
@@ -250,7 +289,7 @@ class CostsStore(StoreBase):
             return LedgerRead(top, rows, holes)
 
         with translate_errors(self._engine), self._engine.connect() as conn:
-            if self.is_postgres:
+            if self._db.is_postgres:
                 conn = conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
                 return read(conn)

@@ -1,6 +1,8 @@
-"""Jobs in the store: idempotent submission, reads, the queue and its change feed.
+"""Jobs in the store (``SqlJobs``, the ``JobStore`` port): idempotent submission, reads, the
+queue and its change feed.
 
-State changes are in ``transitions.py``.
+State changes and placements are written by ``transitions.SqlTransitions``, which
+``SqlJobs`` is built with and hands those calls to.
 
 Invariants:
 - A job row and its ``submitted`` event are written in one transaction; nothing half-written
@@ -19,6 +21,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from starburst.core.capacity import Placement
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
@@ -26,15 +29,18 @@ from starburst.core.records import (
     JobEvent,
     JobNotFound,
     JobSpec,
+    Move,
+    Moved,
     QueuePage,
     StoredJob,
     Submission,
 )
 
-from .base import StoreBase, chunks, in_chunks
+from .base import Database, chunks, in_chunks
 from .convert import spec_columns, to_event, to_stored_job, to_time
 from .engine import run
 from .models import JobEventRow, JobRow, TeamRow, UserRow, table
+from .transitions import SqlTransitions
 
 JOBS = table(JobRow)
 EVENTS = table(JobEventRow)
@@ -72,8 +78,14 @@ def glob_to_like(pattern: str) -> str:
     return like_literal(pattern).replace("*", "%").replace("?", "_")
 
 
-class JobsStore(StoreBase):
-    """Submission, queue and lifecycle; mixed into ``SqlStore``."""
+class SqlJobs:
+    """Submission, queue and lifecycle over the shared ``Database``; state changes and
+    placements are ``SqlTransitions``'s."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._engine = db.engine
+        self._transitions = SqlTransitions(db)
 
     # ---- submission -------------------------------------------------------------------
     def submit(
@@ -107,7 +119,7 @@ class JobsStore(StoreBase):
         """``submit_many`` with an actor per item ``(spec, idempotency_key, actor)``: the
         API commits concurrent requests of different callers together."""
         triples = list(items)
-        now = to_time(self._now(at))
+        now = to_time(self._db.now(at))
         return run(self._engine, lambda conn: self._submit(conn, triples, now))
 
     def _submit(
@@ -151,7 +163,7 @@ class JobsStore(StoreBase):
         # RETURNING makes SQLAlchemy batch the rows into multi-row INSERTs ("insertmanyvalues")
         # and tells which rows were new; rows whose key was known are skipped by the database.
         statement = (
-            self._insert(JOBS)
+            self._db.insert(JOBS)
             .on_conflict_do_nothing(index_elements=["idempotency_key"])
             .returning(JOBS.c.id)
         )
@@ -219,13 +231,13 @@ class JobsStore(StoreBase):
         users = sorted({(s.user, s.team) for s in specs if s.user}, key=lambda p: p[0] or "")
         if teams:
             conn.execute(
-                self._insert(table(TeamRow)).on_conflict_do_nothing(),
+                self._db.insert(table(TeamRow)).on_conflict_do_nothing(),
                 [{"name": t, "created_at": now} for t in teams],
             )
         if users:
             first = dict(reversed(users))  # one row per user name
             conn.execute(
-                self._insert(table(UserRow)).on_conflict_do_nothing(),
+                self._db.insert(table(UserRow)).on_conflict_do_nothing(),
                 [
                     {"name": u, "team_name": t, "email": None, "created_at": now}
                     for u, t in first.items()
@@ -397,3 +409,86 @@ class JobsStore(StoreBase):
         return int(run(self._engine, lambda c: c.execute(query).scalar_one()))
 
     # ---- lifecycle --------------------------------------------------------------------
+    def transition(
+        self,
+        job_id: str,
+        to_state: JobState,
+        *,
+        reason: str,
+        actor: str,
+        fencing_token: int | None = None,
+        expected_version: int | None = None,
+        at: float | None = None,
+        wait_budget: float | None = None,
+    ) -> StoredJob:
+        return self._transitions.transition(
+            job_id,
+            to_state,
+            reason=reason,
+            actor=actor,
+            fencing_token=fencing_token,
+            expected_version=expected_version,
+            at=at,
+            wait_budget=wait_budget,
+        )
+
+    def transition_many(
+        self,
+        moves: Sequence[Move],
+        to_state: JobState,
+        *,
+        actor: str,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> Moved:
+        return self._transitions.transition_many(
+            moves, to_state, actor=actor, fencing_token=fencing_token, at=at
+        )
+
+    def claim(
+        self,
+        to_state: JobState,
+        *,
+        limit: int,
+        reason: str,
+        actor: str,
+        from_state: JobState = JobState.QUEUED,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> list[StoredJob]:
+        return self._transitions.claim(
+            to_state,
+            limit=limit,
+            reason=reason,
+            actor=actor,
+            from_state=from_state,
+            fencing_token=fencing_token,
+            at=at,
+        )
+
+    def set_estimates(
+        self,
+        job_id: str,
+        *,
+        predicted_runtime: float | None = None,
+        wait_budget: float | None = None,
+    ) -> None:
+        self._transitions.set_estimates(
+            job_id, predicted_runtime=predicted_runtime, wait_budget=wait_budget
+        )
+
+    def record_placement(
+        self,
+        job_id: str,
+        placement: Placement,
+        *,
+        fencing_token: int | None = None,
+        at: float | None = None,
+        gpu_types: Sequence[str | None] | None = None,
+    ) -> int:
+        return self._transitions.record_placement(
+            job_id, placement, fencing_token=fencing_token, at=at, gpu_types=gpu_types
+        )
+
+    def placement(self, job_id: str) -> Placement:
+        return self._transitions.placement(job_id)

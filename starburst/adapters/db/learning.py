@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from starburst.core.lifecycle import JobState
 from starburst.core.records import HistoryJob, JobNotFound, ModelVersion, Prediction
 
-from .base import StoreBase, chunks, new_id
+from .base import Database, chunks, new_id
 from .convert import to_history, to_model_version, to_prediction, to_time
 from .engine import run
 from .models import JobRow, ModelVersionRow, PredictionRow, table
@@ -29,8 +29,13 @@ PREDICTIONS = table(PredictionRow)
 MODELS = table(ModelVersionRow)
 
 
-class LearningStore(StoreBase):
-    """Training history, predictions and model versions; mixed into ``SqlStore``."""
+class SqlModels:
+    """The ``ModelRegistry`` port: training history, predictions and model versions over
+    the shared ``Database``."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._engine = db.engine
 
     def history(
         self,
@@ -106,7 +111,7 @@ class LearningStore(StoreBase):
         activate: bool = True,
         at: float | None = None,
     ) -> ModelVersion:
-        now = to_time(self._now(at))
+        now = to_time(self._db.now(at))
 
         def write(conn: sa.Connection) -> ModelVersion:
             if activate:

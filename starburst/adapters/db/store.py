@@ -1,11 +1,17 @@
 """``SqlStore``: the durable implementation of the core's Store port (PostgreSQL or SQLite).
 
-One object, one engine, many short transactions: every public method runs in its own
-transaction and either commits all its writes or none (a dropped connection raises
-``DatabaseUnavailable`` and leaves nothing half-written). Its parts live in concept modules:
-``jobs`` (submission, queue, lifecycle), ``ledger`` (placements, launches), ``costs`` (the
-ledger of metered cost entries and its reports),
-``accounts`` (users, tokens, budgets) and ``learning`` (history, predictions, models).
+One engine, one repository per concept, many short transactions. ``SqlStore`` is a plain
+object that builds one ``Database`` (``base.py``: the engine, the clock, the leader name,
+the fencing check) and the repositories over it, and hands them out as ``jobs``
+(``jobs.SqlJobs``: submission, queue, lifecycle and placements, the last two written by
+``transitions.SqlTransitions``), ``ledger`` (``costs.SqlLedger``: the metered cost entries
+and their reports, with the cloud launches of ``launches.SqlLaunches``), ``accounts``
+(``accounts.SqlAccounts``: users, tokens, budgets), ``models`` (``learning.SqlModels``:
+history, predictions, model versions) and ``tuning`` (``tuning.SqlTuning``). A repository
+knows only the ``Database`` and what it is built with, never another concept's repository.
+
+Every public method runs in its own transaction and either commits all its writes or none (a
+dropped connection raises ``DatabaseUnavailable`` and leaves nothing half-written).
 
 The schema is created by the Alembic migrations (``starburst db upgrade``);
 ``create_schema`` exists for tests and throwaway databases only.
@@ -15,26 +21,35 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
-from starburst.core.ports import Accounts, Clock, JobStore, Ledger, ModelRegistry, Store, TuningLog
+from starburst.core.ports import Clock, Store
 
-from .accounts import AccountsStore
-from .costs import CostsStore
+from .accounts import SqlAccounts
+from .base import Database
+from .costs import SqlLedger
 from .engine import create_engine, translate_errors
-from .jobs import JobsStore
-from .learning import LearningStore
-from .ledger import LedgerStore
+from .jobs import SqlJobs
+from .learning import SqlModels
 from .models import Base
-from .transitions import TransitionsStore
-from .tuning import TuningRecords
+from .tuning import SqlTuning
 
 
-class SqlStore(JobsStore, TransitionsStore, LedgerStore, CostsStore, AccountsStore, LearningStore):
+class SqlStore:
     """The store over a SQLAlchemy engine.
 
     ``SqlStore(engine, clock=..., leader_name="controller")``: ``clock`` supplies "now" for
     writes that do not pass ``at=`` (default: the wall clock); ``leader_name`` is the leader
     lock whose fencing tokens guard writes made with ``fencing_token=``.
     """
+
+    def __init__(
+        self, engine: Engine, *, clock: Clock | None = None, leader_name: str = "controller"
+    ) -> None:
+        self.database = Database(engine, clock=clock, leader_name=leader_name)
+        self.jobs = SqlJobs(self.database)
+        self.ledger = SqlLedger(self.database)
+        self.accounts = SqlAccounts(self.database)
+        self.models = SqlModels(self.database)
+        self.tuning = SqlTuning(self.database)
 
     @classmethod
     def open(
@@ -48,11 +63,23 @@ class SqlStore(JobsStore, TransitionsStore, LedgerStore, CostsStore, AccountsSto
         return cls(create_engine(url), clock=clock, leader_name=leader_name)
 
     @property
-    def tuning(self) -> TuningRecords:
-        return TuningRecords(self)
+    def engine(self) -> Engine:
+        return self.database.engine
+
+    @property
+    def clock(self) -> Clock:
+        return self.database.clock
+
+    @property
+    def leader_name(self) -> str:
+        return self.database.leader_name
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.database.is_postgres
 
     def close(self) -> None:
-        self._engine.dispose()
+        self.database.engine.dispose()
 
 
 def create_schema(engine: Engine) -> None:
@@ -61,8 +88,5 @@ def create_schema(engine: Engine) -> None:
         Base.metadata.create_all(engine)
 
 
-def _implements_the_core_ports(
-    store: SqlStore,
-) -> tuple[JobStore, Ledger, Accounts, ModelRegistry, TuningLog]:
-    whole: Store = store  # mypy checks, structurally, that SqlStore is every store port
-    return whole, whole, whole, whole, whole.tuning
+def _implements_the_core_port(store: SqlStore) -> Store:
+    return store  # mypy checks, structurally, that SqlStore is the core's Store

@@ -1,4 +1,6 @@
-"""Job state changes in the store: one job, a batch, or the head of a queue (claims).
+"""Job state changes in the store: one job, a batch, or the head of a queue (claims), and
+where a job starts on-prem (its placements). ``SqlTransitions`` is the part of ``SqlJobs``
+(``jobs.py``) that writes them.
 
 Invariants:
 - Every state change goes through ``starburst.core.lifecycle.check_transition`` and bumps the
@@ -10,6 +12,8 @@ Invariants:
   allows the move (e.g. cancelled meanwhile) is skipped and named, the others move.
 - A job leaving ``running_onprem`` has its run entered in the ledger (``costs``) in the same
   transaction as the state change.
+- A placement is recorded as one row per node part under a new ``attempt`` number; the
+  current placement of a job is its highest attempt.
 - ``claim`` takes the head of a state's queue with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL,
   so concurrent claimers never take the same job; SQLite serialises writers instead.
 """
@@ -22,20 +26,30 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from starburst.core.capacity import Part, Placement
 from starburst.core.lifecycle import ALLOWED, JobState, check_transition
 from starburst.core.records import JobNotFound, Move, Moved, StaleVersion, StoredJob
 
-from .base import StoreBase, chunks, in_chunks
+from .base import Database, chunks, fk_guard, in_chunks
 from .convert import to_epoch, to_stored_job, to_time
 from .costs import onprem_rows
 from .engine import run
-from .jobs import EVENTS, JOBS
+from .models import JobEventRow, JobRow, PlacementRow, table
 from .rollups import enter
 
+JOBS = table(JobRow)
+EVENTS = table(JobEventRow)
+PLACEMENTS = table(PlacementRow)
 _STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
 
 
-class TransitionsStore(StoreBase):
+class SqlTransitions:
+    """State changes, estimates and placements over the shared ``Database``."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._engine = db.engine
+
     def transition(
         self,
         job_id: str,
@@ -50,10 +64,10 @@ class TransitionsStore(StoreBase):
     ) -> StoredJob:
         """Move one job to ``to_state``; raises ``IllegalTransition``, ``StaleVersion``,
         ``StaleLeader`` or ``JobNotFound`` and then changes nothing."""
-        now = to_time(self._now(at))
+        now = to_time(self._db.now(at))
 
         def move(conn: sa.Connection) -> StoredJob:
-            self._check_fence(conn, fencing_token)
+            self._db.check_fence(conn, fencing_token)
             row = conn.execute(sa.select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
             if row is None:
                 raise JobNotFound(job_id)
@@ -98,14 +112,14 @@ class TransitionsStore(StoreBase):
     ) -> Moved:
         """Move many jobs to ``to_state`` in one transaction (see the module docstring).
         Raises ``StaleLeader`` (then nothing changes); never ``IllegalTransition``."""
-        now = to_time(self._now(at))
+        now = to_time(self._db.now(at))
 
         def move_all(conn: sa.Connection) -> Moved:
-            self._check_fence(conn, fencing_token)
+            self._db.check_fence(conn, fencing_token)
             rows: dict[str, Any] = {}
             for clause in in_chunks(JOBS.c.id, [m.job_id for m in moves]):
                 query = sa.select(JOBS).where(clause)
-                if self.is_postgres:
+                if self._db.is_postgres:
                     query = query.with_for_update()
                 rows.update((r["id"], r) for r in conn.execute(query).mappings())
             moved: list[StoredJob] = []
@@ -161,17 +175,17 @@ class TransitionsStore(StoreBase):
         """Move up to ``limit`` jobs from the head of ``from_state``'s queue to ``to_state``
         (FIFO); concurrent claimers get disjoint sets."""
         check_transition("(claim)", from_state, to_state)
-        now = to_time(self._now(at))
+        now = to_time(self._db.now(at))
 
         def take(conn: sa.Connection) -> list[StoredJob]:
-            self._check_fence(conn, fencing_token)
+            self._db.check_fence(conn, fencing_token)
             query = (
                 sa.select(JOBS)
                 .where(JOBS.c.state == from_state.value)
                 .order_by(JOBS.c.queued_at, JOBS.c.id)
                 .limit(limit)
             )
-            if self.is_postgres:
+            if self._db.is_postgres:
                 query = query.with_for_update(skip_locked=True)
             claimed = []
             for row in conn.execute(query).mappings().all():
@@ -208,7 +222,7 @@ class TransitionsStore(StoreBase):
         running = [r for r in rows if r["state"] == JobState.RUNNING_ONPREM.value]
         usage = onprem_rows(conn, running, to_epoch(now), chunk=None)
         if usage:
-            enter(conn, usage, self.is_postgres)
+            enter(conn, usage, self._db.is_postgres)
 
     def set_estimates(
         self,
@@ -235,6 +249,69 @@ class TransitionsStore(StoreBase):
                 raise JobNotFound(job_id)
 
         run(self._engine, write)
+
+    # ---- on-prem placements -----------------------------------------------------------
+    def record_placement(
+        self,
+        job_id: str,
+        placement: Placement,
+        *,
+        fencing_token: int | None = None,
+        at: float | None = None,
+        gpu_types: Sequence[str | None] | None = None,
+    ) -> int:
+        """Record where a job starts on-prem; returns the attempt number (1, 2, ...).
+        ``gpu_types``: each part's node GPU type (on-prem use is priced by it)."""
+        now = to_time(self._db.now(at))
+        kinds = list(gpu_types or ())
+        kinds += [None] * (len(placement) - len(kinds))
+
+        def write(conn: sa.Connection) -> int:
+            self._db.check_fence(conn, fencing_token)
+            last = conn.execute(
+                sa.select(sa.func.max(PLACEMENTS.c.attempt)).where(PLACEMENTS.c.job_id == job_id)
+            ).scalar()
+            attempt = int(last or 0) + 1
+            conn.execute(
+                sa.insert(PLACEMENTS),
+                [
+                    {
+                        "job_id": job_id,
+                        "attempt": attempt,
+                        "part": i,
+                        "node_index": p.node,
+                        "node_name": p.node_name,
+                        "gpus": p.gpus,
+                        "cpus": p.cpus,
+                        "memory_mb": p.memory_mb,
+                        "gpu_type": kinds[i],
+                        "placed_at": now,
+                        "fencing_token": fencing_token,
+                    }
+                    for i, p in enumerate(placement)
+                ],
+            )
+            return attempt
+
+        return run(self._engine, fk_guard(job_id, write))
+
+    def placement(self, job_id: str) -> Placement:
+        """The job's latest placement (empty if it was never placed)."""
+        latest = (
+            sa.select(sa.func.max(PLACEMENTS.c.attempt))
+            .where(PLACEMENTS.c.job_id == job_id)
+            .scalar_subquery()
+        )
+        query = (
+            sa.select(PLACEMENTS)
+            .where(PLACEMENTS.c.job_id == job_id, PLACEMENTS.c.attempt == latest)
+            .order_by(PLACEMENTS.c.part)
+        )
+        rows = run(self._engine, lambda c: c.execute(query).mappings().all())
+        return tuple(
+            Part(r["node_index"], r["node_name"], r["gpus"], r["cpus"], r["memory_mb"])
+            for r in rows
+        )
 
 
 def _changes(row: Any, to_state: JobState, now: datetime) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from starburst.core.records import (
 )
 from starburst.core.setting import PolicySetting
 
-from .base import StoreBase, in_chunks, new_id
+from .base import Database, in_chunks, new_id
 from .convert import to_epoch, to_job, to_time
 from .engine import run
 from .models import (
@@ -57,12 +57,12 @@ STATE = table(ControllerStateRow)
 FINISHED = (JobState.SUCCEEDED, JobState.FAILED)
 
 
-class TuningRecords(StoreBase):
-    """The ``TuningLog`` port over the store's engine; ``TuningRecords(store)`` (or
-    ``store.tuning``) shares the store's engine, clock and leader name."""
+class SqlTuning:
+    """The ``TuningLog`` port over the shared ``Database`` (``SqlStore.tuning``)."""
 
-    def __init__(self, store: StoreBase) -> None:
-        super().__init__(store.engine, clock=store.clock, leader_name=store.leader_name)
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._engine = db.engine
 
     # -- history -----------------------------------------------------------------------------
     def finished_jobs(self, since: float, until: float) -> list[Job]:
@@ -119,10 +119,10 @@ class TuningRecords(StoreBase):
 
     # -- controller state --------------------------------------------------------------------
     def record_state(self, name: str, value: Mapping[str, Any], at: float | None = None) -> None:
-        row = {"name": name, "value": dict(value), "updated_at": to_time(self._now(at))}
+        row = {"name": name, "value": dict(value), "updated_at": to_time(self._db.now(at))}
 
         def write(conn: sa.Connection) -> None:
-            statement = self._insert(STATE).values(**row)
+            statement = self._db.insert(STATE).values(**row)
             conn.execute(
                 statement.on_conflict_do_update(
                     index_elements=["name"],
@@ -161,7 +161,7 @@ class TuningRecords(StoreBase):
     ) -> AppliedSetting:
         """Append ``setting`` to the audit log; from now on it is the one in force."""
         values = {
-            "created_at": to_time(self._now(at)),
+            "created_at": to_time(self._db.now(at)),
             "actor": actor,
             "policy": setting.policy.value,
             "budget": setting.budget,

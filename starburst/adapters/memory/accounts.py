@@ -14,7 +14,7 @@ from starburst.core.billing import from_micros, to_micros
 from starburst.core.errors import ConfigError
 from starburst.core.records import IssuedToken, Principal, Role, TeamBudget, User
 
-from .tables import MemoryBase, TokenRow
+from .tables import MemoryDatabase, TokenRow
 
 TOKEN_PREFIX = "sb_"
 LAST_USED_RESOLUTION_S = 60.0
@@ -24,8 +24,14 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class MemoryAccounts(MemoryBase):
-    """Users, teams, tokens and budgets; mixed into ``MemoryStore``."""
+class MemoryAccounts:
+    """The ``Accounts`` port: users, teams, tokens and budgets over the shared
+    ``MemoryDatabase``."""
+
+    def __init__(self, db: MemoryDatabase) -> None:
+        self._db = db
+        self._t = db.tables
+        self._lock = db.lock
 
     def ensure_team(self, name: str, *, at: float | None = None) -> None:
         with self._lock:
@@ -69,14 +75,14 @@ class MemoryAccounts(MemoryBase):
             if user not in self._t.users:
                 raise ConfigError(f"no user {user!r}: create the user first")
             token_id = len(self._t.tokens) + 1
-            row = TokenRow(user, Role(role), label, self._now(at), expires_at)
+            row = TokenRow(user, Role(role), label, self._db.now(at), expires_at)
             self._t.tokens[token_id] = row
             self._t.token_by_hash[hash_secret(secret)] = token_id
             return IssuedToken(token_id, secret, user, Role(role))
 
     def authenticate(self, secret: str, *, at: float | None = None) -> Principal | None:
         with self._lock:
-            now = self._now(at)
+            now = self._db.now(at)
             token_id = self._t.token_by_hash.get(hash_secret(secret))
             if token_id is None:
                 return None
@@ -95,7 +101,7 @@ class MemoryAccounts(MemoryBase):
             row = self._t.tokens.get(token_id)
             if row is None or row.revoked_at is not None:
                 return False
-            row.revoked_at = self._now(at)
+            row.revoked_at = self._db.now(at)
             return True
 
     def set_team_budget(

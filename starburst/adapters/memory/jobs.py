@@ -1,5 +1,6 @@
 """Jobs in the in-memory store: idempotent submission, reads, the queue and its change feed
-(the ``JobStore`` port's reads and submissions; state changes are in ``transitions.py``).
+(``MemoryJobs``, the ``JobStore`` port; its state changes and placements are written by
+``transitions.MemoryTransitions``, which it is built with and hands those calls to).
 
 Invariants: as in the SQL store — a job and its ``submitted`` event appear together or not at
 all; the queue is FIFO on ``(queued_at, id)``, paged by a cursor naming the last key seen, so
@@ -17,19 +18,23 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 
+from starburst.core.capacity import Placement
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
     DuplicateJob,
     JobEvent,
     JobSpec,
+    Move,
+    Moved,
     QueuePage,
     StoredJob,
     Submission,
     User,
 )
 
-from .tables import JobRow, MemoryBase
+from .tables import JobRow, MemoryDatabase
+from .transitions import MemoryTransitions
 
 Key = tuple[float, str]
 
@@ -56,8 +61,15 @@ def glob_matcher(pattern: str) -> re.Pattern[str]:
     return re.compile(regex + r"\Z", re.IGNORECASE | re.DOTALL)
 
 
-class MemoryJobs(MemoryBase):
-    """Submission, reads, the queue and the change feed; mixed into ``MemoryStore``."""
+class MemoryJobs:
+    """The ``JobStore`` port: submission, reads, the queue and the change feed over the
+    shared ``MemoryDatabase``; state changes and placements are ``MemoryTransitions``'s."""
+
+    def __init__(self, db: MemoryDatabase) -> None:
+        self._db = db
+        self._t = db.tables
+        self._lock = db.lock
+        self._transitions = MemoryTransitions(db)
 
     # ---- submission -------------------------------------------------------------------
     def submit(
@@ -87,7 +99,7 @@ class MemoryJobs(MemoryBase):
         at: float | None = None,
     ) -> list[Submission]:
         with self._lock:
-            now = self._now(at)
+            now = self._db.now(at)
             self._refuse_taken_ids(items)
             self._ensure_owners([spec for spec, _, _ in items], now)
             out: list[Submission] = []
@@ -255,6 +267,91 @@ class MemoryJobs(MemoryBase):
     def count(self, state: JobState) -> int:
         with self._lock:
             return len(self._t.fifo.get(state, []))
+
+    # ---- lifecycle --------------------------------------------------------------------
+    def transition(
+        self,
+        job_id: str,
+        to_state: JobState,
+        *,
+        reason: str,
+        actor: str,
+        fencing_token: int | None = None,
+        expected_version: int | None = None,
+        at: float | None = None,
+        wait_budget: float | None = None,
+    ) -> StoredJob:
+        return self._transitions.transition(
+            job_id,
+            to_state,
+            reason=reason,
+            actor=actor,
+            fencing_token=fencing_token,
+            expected_version=expected_version,
+            at=at,
+            wait_budget=wait_budget,
+        )
+
+    def transition_many(
+        self,
+        moves: Sequence[Move],
+        to_state: JobState,
+        *,
+        actor: str,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> Moved:
+        return self._transitions.transition_many(
+            moves, to_state, actor=actor, fencing_token=fencing_token, at=at
+        )
+
+    def claim(
+        self,
+        to_state: JobState,
+        *,
+        limit: int,
+        reason: str,
+        actor: str,
+        from_state: JobState = JobState.QUEUED,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> list[StoredJob]:
+        return self._transitions.claim(
+            to_state,
+            limit=limit,
+            reason=reason,
+            actor=actor,
+            from_state=from_state,
+            fencing_token=fencing_token,
+            at=at,
+        )
+
+    def set_estimates(
+        self,
+        job_id: str,
+        *,
+        predicted_runtime: float | None = None,
+        wait_budget: float | None = None,
+    ) -> None:
+        self._transitions.set_estimates(
+            job_id, predicted_runtime=predicted_runtime, wait_budget=wait_budget
+        )
+
+    def record_placement(
+        self,
+        job_id: str,
+        placement: Placement,
+        *,
+        fencing_token: int | None = None,
+        at: float | None = None,
+        gpu_types: Sequence[str | None] | None = None,
+    ) -> int:
+        return self._transitions.record_placement(
+            job_id, placement, fencing_token=fencing_token, at=at, gpu_types=gpu_types
+        )
+
+    def placement(self, job_id: str) -> Placement:
+        return self._transitions.placement(job_id)
 
 
 #: the states in which an array element takes one of its array's slots

@@ -12,11 +12,17 @@ from dataclasses import replace
 from starburst.core.lifecycle import JobState
 from starburst.core.records import HistoryJob, ModelVersion, Prediction
 
-from .tables import JobRow, MemoryBase
+from .tables import JobRow, MemoryDatabase
 
 
-class MemoryLearning(MemoryBase):
-    """Training history, predictions and model versions; mixed into ``MemoryStore``."""
+class MemoryModels:
+    """The ``ModelRegistry`` port: training history, predictions and model versions over
+    the shared ``MemoryDatabase``."""
+
+    def __init__(self, db: MemoryDatabase) -> None:
+        self._db = db
+        self._t = db.tables
+        self._lock = db.lock
 
     def history(
         self,
@@ -81,7 +87,7 @@ class MemoryLearning(MemoryBase):
                 version=version,
                 active=activate,
                 trained_on=trained_on,
-                created_at=self._now(at),
+                created_at=self._db.now(at),
                 metrics=dict(metrics or {}),
                 artifact_uri=artifact_uri,
             )

@@ -29,14 +29,19 @@ from starburst.core.lifecycle import JobState
 from starburst.core.ports import IdRange, JobCostKey, LedgerRead
 from starburst.core.records import CloudLaunch, CostEntry, CostTotal, JobNotFound, StoredJob
 
-from .tables import CostRow, JobRow, MemoryBase, Tables
+from .tables import CostRow, JobRow, MemoryDatabase, Tables
 
 ONPREM = "onprem"
 T = TypeVar("T")
 
 
-class MemoryLedger(MemoryBase):
-    """Launches and the cost ledger; mixed into ``MemoryStore``."""
+class MemoryLedger:
+    """The ``Ledger`` port: launches and the cost ledger over the shared ``MemoryDatabase``."""
+
+    def __init__(self, db: MemoryDatabase) -> None:
+        self._db = db
+        self._t = db.tables
+        self._lock = db.lock
 
     # ---- cloud launches ---------------------------------------------------------------
     def record_launch(
@@ -44,7 +49,7 @@ class MemoryLedger(MemoryBase):
     ) -> CloudLaunch:
         with self._lock:
             self._t.row(launch.job_id)
-            self._check_fence(fencing_token)
+            self._db.check_fence(fencing_token)
             launch_id = len(self._t.launches) + 1
             stored = replace(launch, id=launch_id, hourly_price=_exact(launch.hourly_price))
             self._t.launches[launch_id] = stored

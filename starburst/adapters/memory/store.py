@@ -2,7 +2,12 @@
 
 For the controller on virtual time, the simulator and tests: the same rules as the SQL store
 (it passes the same contract suite, ``tests/contract/test_store_*.py``), no database,
-nothing durable. One re-entrant lock makes each method one transaction; see ``tables.py``.
+nothing durable. Like ``SqlStore`` it is a plain object: one ``MemoryDatabase``
+(``tables.py``: the tables, one re-entrant lock that makes each method one transaction, the
+clock, the leader terms) and one repository per concept over it — ``jobs``
+(``jobs.MemoryJobs``, with ``transitions.MemoryTransitions``), ``ledger``
+(``ledger.MemoryLedger``), ``accounts`` (``accounts.MemoryAccounts``), ``models``
+(``learning.MemoryModels``) and ``tuning`` (``tuning.MemoryTuning``).
 
 Leadership: ``next_term()`` hands out fencing tokens (as ``adapters.db.leader.next_term``
 does for a leader elected elsewhere), and ``MemoryLeaderLock`` is a leader lock over it for
@@ -14,42 +19,48 @@ from __future__ import annotations
 import threading
 
 from starburst.core.leadership import LeaderLockBusy
-from starburst.core.ports import (
-    Accounts,
-    Clock,
-    JobStore,
-    Ledger,
-    ModelRegistry,
-    Store,
-    TuningLog,
-)
+from starburst.core.ports import Clock, Store
 
 from .accounts import MemoryAccounts
 from .jobs import MemoryJobs
-from .learning import MemoryLearning
+from .learning import MemoryModels
 from .ledger import MemoryLedger
-from .transitions import MemoryTransitions
+from .tables import MemoryDatabase
 from .tuning import MemoryTuning
 
 
-class MemoryStore(MemoryJobs, MemoryTransitions, MemoryLedger, MemoryAccounts, MemoryLearning):
+class MemoryStore:
     """``MemoryStore(clock=..., leader_name="controller")``: ``clock`` stamps writes made
     without ``at=`` (default: the wall clock); ``leader_name`` is the lock whose tokens
     fence writes made with ``fencing_token=``."""
 
     def __init__(self, *, clock: Clock | None = None, leader_name: str = "controller") -> None:
-        super().__init__(clock=clock, leader_name=leader_name)
+        self.database = MemoryDatabase(clock=clock, leader_name=leader_name)
+        self.jobs = MemoryJobs(self.database)
+        self.ledger = MemoryLedger(self.database)
+        self.accounts = MemoryAccounts(self.database)
+        self.models = MemoryModels(self.database)
+        self.tuning = MemoryTuning(self.database)
         self._leader_locks: dict[str, threading.Lock] = {}
 
     @property
-    def tuning(self) -> MemoryTuning:
-        return MemoryTuning(self)
+    def clock(self) -> Clock:
+        return self.database.clock
+
+    @property
+    def leader_name(self) -> str:
+        return self.database.leader_name
+
+    def next_term(self, name: str | None = None) -> int:
+        """Hand out the next fencing token of lock ``name`` (default: this store's leader);
+        from now on writes fenced with an older token are refused."""
+        return self.database.next_term(name)
 
     def close(self) -> None:
         """Nothing to release; the state stays readable."""
 
     def leader_mutex(self, name: str) -> threading.Lock:
-        with self._lock:
+        with self.database.lock:
             return self._leader_locks.setdefault(name, threading.Lock())
 
 
@@ -96,8 +107,5 @@ class MemoryLeaderLock:
         self.release()
 
 
-def _implements_the_core_ports(
-    store: MemoryStore,
-) -> tuple[JobStore, Ledger, Accounts, ModelRegistry, TuningLog]:
-    whole: Store = store  # mypy checks, structurally, that MemoryStore is every store port
-    return whole, whole, whole, whole, whole.tuning
+def _implements_the_core_port(store: MemoryStore) -> Store:
+    return store  # mypy checks, structurally, that MemoryStore is the core's Store

@@ -1,5 +1,6 @@
-"""The in-memory store's state: its "tables", the lock that makes each method one
-transaction, the clock and the leader terms that fence writes.
+"""The in-memory store's state, shared by its repositories (``MemoryDatabase``): its
+"tables", the lock that makes each method one transaction, the clock and the leader terms
+that fence writes.
 
 Terms:
 - *row*: a mutable record owned by the store (``JobRow``, ``CostRow``, ...). Rows never leave
@@ -215,33 +216,36 @@ class Tables:
         self.events_of.setdefault(event.job_id, []).append(len(self.events) - 1)
 
 
-class MemoryBase:
-    """State every part of the in-memory store shares (the counterpart of ``StoreBase``)."""
+class MemoryDatabase:
+    """What every repository of the in-memory store is constructed with (the counterpart of
+    the SQL store's ``Database``): the tables, the lock, the clock and ``leader_name``."""
 
     def __init__(self, *, clock: Clock | None = None, leader_name: str = "controller") -> None:
         self._clock: Clock = clock or WallClock()
         self.leader_name = leader_name
-        self._lock = threading.RLock()
-        self._t = Tables()
+        self.lock = threading.RLock()
+        self.tables = Tables()
 
     @property
     def clock(self) -> Clock:
         return self._clock
 
-    def _now(self, at: float | None) -> float:
+    def now(self, at: float | None) -> float:
+        """``at``, or the clock's now when it is None."""
         return self._clock.now() if at is None else at
 
-    def _check_fence(self, token: int | None) -> None:
+    def check_fence(self, token: int | None) -> None:
+        """``StaleLeader`` unless ``token`` is None or the current one of ``leader_name``."""
         if token is None:
             return
-        current = self._t.terms.get(self.leader_name)
+        current = self.tables.terms.get(self.leader_name)
         if current != token:
             raise StaleLeader(self.leader_name, token, int(current or 0))
 
     def next_term(self, name: str | None = None) -> int:
         """Hand out the next fencing token of lock ``name`` (default: this store's leader);
         from now on writes fenced with an older token are refused."""
-        with self._lock:
+        with self.lock:
             key = self.leader_name if name is None else name
-            self._t.terms[key] = self._t.terms.get(key, 0) + 1
-            return self._t.terms[key]
+            self.tables.terms[key] = self.tables.terms.get(key, 0) + 1
+            return self.tables.terms[key]

@@ -14,13 +14,19 @@ from starburst.core.lifecycle import ALLOWED, JobState, check_transition
 from starburst.core.records import JobEvent, Move, Moved, StaleVersion, StoredJob
 
 from .ledger import onprem_rows
-from .tables import JobRow, MemoryBase
+from .tables import JobRow, MemoryDatabase
 
 _STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
 
 
-class MemoryTransitions(MemoryBase):
-    """State changes, estimates and placements; mixed into ``MemoryStore``."""
+class MemoryTransitions:
+    """State changes, estimates and placements over the shared ``MemoryDatabase`` (the part
+    of ``MemoryJobs`` that writes them)."""
+
+    def __init__(self, db: MemoryDatabase) -> None:
+        self._db = db
+        self._t = db.tables
+        self._lock = db.lock
 
     def transition(
         self,
@@ -35,8 +41,8 @@ class MemoryTransitions(MemoryBase):
         wait_budget: float | None = None,
     ) -> StoredJob:
         with self._lock:
-            now = self._now(at)
-            self._check_fence(fencing_token)
+            now = self._db.now(at)
+            self._db.check_fence(fencing_token)
             row = self._t.row(job_id)
             if expected_version is not None and row.version != expected_version:
                 raise StaleVersion(job_id, expected_version, row.version)
@@ -54,8 +60,8 @@ class MemoryTransitions(MemoryBase):
         at: float | None = None,
     ) -> Moved:
         with self._lock:
-            now = self._now(at)
-            self._check_fence(fencing_token)
+            now = self._db.now(at)
+            self._db.check_fence(fencing_token)
             seen: set[str] = set()
             moved: list[StoredJob] = []
             skipped: list[str] = []
@@ -82,8 +88,8 @@ class MemoryTransitions(MemoryBase):
     ) -> list[StoredJob]:
         check_transition("(claim)", from_state, to_state)
         with self._lock:
-            now = self._now(at)
-            self._check_fence(fencing_token)
+            now = self._db.now(at)
+            self._db.check_fence(fencing_token)
             head = self._t.fifo.get(from_state, [])[: max(limit, 0)]
             rows = [self._t.jobs[job_id] for _, job_id in head]
             for row in rows:
@@ -139,7 +145,7 @@ class MemoryTransitions(MemoryBase):
     ) -> int:
         with self._lock:
             self._t.row(job_id)
-            self._check_fence(fencing_token)
+            self._db.check_fence(fencing_token)
             attempts = self._t.placements.setdefault(job_id, [])
             attempts.append(tuple(placement))
             kinds = list(gpu_types or ())

@@ -25,7 +25,7 @@ from starburst.core.records import (
 )
 from starburst.core.setting import PolicySetting
 
-from .tables import JobRow, MemoryBase
+from .tables import JobRow, MemoryDatabase
 
 FINISHED = (JobState.SUCCEEDED, JobState.FAILED)
 
@@ -36,12 +36,12 @@ def as_json(value: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class MemoryTuning:
-    """The tuning records of a ``MemoryStore`` (``store.tuning``), over its tables and lock."""
+    """The ``TuningLog`` port over the shared ``MemoryDatabase`` (``MemoryStore.tuning``)."""
 
-    def __init__(self, store: MemoryBase) -> None:
-        self._store = store
-        self._t = store._t
-        self._lock = store._lock
+    def __init__(self, db: MemoryDatabase) -> None:
+        self._db = db
+        self._t = db.tables
+        self._lock = db.lock
 
     def finished_jobs(self, since: float, until: float) -> list[Job]:
         with self._lock:
@@ -104,7 +104,7 @@ class MemoryTuning:
         with self._lock:
             applied = AppliedSetting(
                 id=len(self._t.settings) + 1,
-                at=self._store._now(at),
+                at=self._db.now(at),
                 actor=actor,
                 setting=setting,
                 reason=reason,

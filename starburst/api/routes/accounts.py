@@ -45,7 +45,9 @@ async def whoami(caller: CallerDep, ctx: ContextDep) -> WhoAmI:
 @router.post("/users", status_code=201, response_model=UserOut)
 def save_user(body: UserIn, _admin: AdminDep, ctx: ContextDep) -> UserOut:
     """Create a user, or update their team and e-mail."""
-    user = ctx.store.save_user(body.name, team=body.team, email=body.email, at=ctx.clock.now())
+    user = ctx.store.accounts.save_user(
+        body.name, team=body.team, email=body.email, at=ctx.clock.now()
+    )
     ctx.tokens.forget()  # a cached caller may carry the old team
     return UserOut(name=user.name, team=user.team, email=user.email)
 
@@ -54,7 +56,7 @@ def save_user(body: UserIn, _admin: AdminDep, ctx: ContextDep) -> UserOut:
 def get_user(name: str, caller: CallerDep, ctx: ContextDep) -> UserOut:
     if caller.role is not Role.ADMIN and caller.user != name:
         raise HTTPException(403, f"{caller.user} can read only their own user record")
-    user = ctx.store.user(name)
+    user = ctx.store.accounts.user(name)
     if user is None:
         raise HTTPException(404, f"no user {name}")
     return UserOut(name=user.name, team=user.team, email=user.email)
@@ -62,18 +64,18 @@ def get_user(name: str, caller: CallerDep, ctx: ContextDep) -> UserOut:
 
 @router.post("/teams", status_code=201, response_model=TeamOut)
 def create_team(body: TeamIn, _admin: AdminDep, ctx: ContextDep) -> TeamOut:
-    ctx.store.ensure_team(body.name, at=ctx.clock.now())
+    ctx.store.accounts.ensure_team(body.name, at=ctx.clock.now())
     return TeamOut(name=body.name)
 
 
 @router.post("/tokens", status_code=201, response_model=TokenOut)
 def issue_token(body: TokenIn, _admin: AdminDep, ctx: ContextDep) -> TokenOut:
     """Issue a token for an existing user; the secret is in this response only."""
-    if ctx.store.user(body.user) is None:
+    if ctx.store.accounts.user(body.user) is None:
         raise HTTPException(404, f"no user {body.user}: create it first (POST /v1/users)")
     now = ctx.clock.now()
     expires = now + body.expires_in_s if body.expires_in_s is not None else None
-    issued = ctx.store.issue_token(
+    issued = ctx.store.accounts.issue_token(
         body.user, body.role, label=body.label, expires_at=expires, at=now
     )
     return TokenOut(id=issued.id, user=issued.user, role=issued.role, secret=issued.secret)
@@ -83,7 +85,7 @@ def issue_token(body: TokenIn, _admin: AdminDep, ctx: ContextDep) -> TokenOut:
 def revoke_token(
     token_id: Annotated[int, Path(ge=1, le=INT64_MAX)], _admin: AdminDep, ctx: ContextDep
 ) -> Response:
-    revoked = ctx.store.revoke_token(token_id, at=ctx.clock.now())
+    revoked = ctx.store.accounts.revoke_token(token_id, at=ctx.clock.now())
     ctx.tokens.forget()  # refused from the next request on, not a second later
     if not revoked:
         raise HTTPException(404, f"no live token {token_id}")
@@ -93,7 +95,7 @@ def revoke_token(
 @router.put("/teams/{team}/budget", response_model=BudgetOut)
 def set_budget(team: str, body: BudgetIn, _admin: AdminDep, ctx: ContextDep) -> BudgetOut:
     """Set the monthly limit; ``warning`` says so when the team already spent more."""
-    ctx.store.set_team_budget(
+    ctx.store.accounts.set_team_budget(
         team, body.monthly_limit, currency=body.currency.upper(), at=ctx.clock.now()
     )
     out = get_budget(team, _admin, ctx)
@@ -108,10 +110,10 @@ def get_budget(team: str, caller: CallerDep, ctx: ContextDep) -> BudgetOut:
     month-end forecast at the rate so far."""
     if caller.role is Role.USER and caller.team != team:
         raise HTTPException(403, f"{caller.user} is not in team {team}")
-    states = budget_states(ctx.store, ctx.clock.now(), team)
+    states = budget_states(ctx.store.accounts, ctx.store.ledger, ctx.clock.now(), team)
     if not states:
         raise HTTPException(404, f"team {team} has no budget (set one with PUT)")
-    return budget_out(states[0], ctx.store.budget_alerts(states[0].month).get(team, []))
+    return budget_out(states[0], ctx.store.accounts.budget_alerts(states[0].month).get(team, []))
 
 
 def budget_out(state: BudgetState, alerts: list[float]) -> BudgetOut:

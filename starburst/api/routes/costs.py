@@ -109,7 +109,7 @@ def build_report(
     rates = ctx.settings.onprem_rates
 
     def read(by: list[str], top: int | None = None) -> list[StoredTotal]:
-        return ctx.store.cost_report(
+        return ctx.store.ledger.cost_report(
             start.timestamp(),
             end.timestamp(),
             by,
@@ -205,7 +205,7 @@ def report(
 def build_savings(ctx: ApiContext, since: str | None, until: str | None) -> Savings:
     start, end = window(ctx, since, until)
     quote = ctx.quote() if ctx.quote is not None else None
-    figures = compare_with_no_wait(ctx.store, start.timestamp(), end.timestamp(), quote)
+    figures = compare_with_no_wait(ctx.store.ledger, start.timestamp(), end.timestamp(), quote)
     return Savings(
         since=start,
         until=end,
@@ -255,6 +255,6 @@ def budgets(caller: CallerDep, ctx: ContextDep) -> list[BudgetOut]:
     team = None if caller.role in (Role.ADMIN, Role.FINANCE) else caller.team
     if team is None and caller.role is Role.USER:
         return []
-    states = budget_states(ctx.store, ctx.clock.now(), team)
-    fired = ctx.store.budget_alerts(states[0].month) if states else {}
+    states = budget_states(ctx.store.accounts, ctx.store.ledger, ctx.clock.now(), team)
+    fired = ctx.store.accounts.budget_alerts(states[0].month) if states else {}
     return [budget_out(s, fired.get(s.team, [])) for s in states]

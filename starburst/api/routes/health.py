@@ -29,7 +29,7 @@ async def healthz() -> dict[str, str]:  # async: no thread-pool hand-off for a c
 def readyz(ctx: ContextDep) -> JSONResponse:
     checks: dict[str, str] = {}
     try:
-        ctx.store.count(JobState.QUEUED)
+        ctx.store.jobs.count(JobState.QUEUED)
         checks["database"] = "ok"
     except StarburstError as exc:
         checks["database"] = str(exc)

@@ -70,12 +70,12 @@ def _visible(ctx: ApiContext, job_id: str, caller: Principal) -> StoredJob:
     listing them."""
     privileged = is_privileged(caller)
     try:
-        stored = ctx.store.get(job_id)
+        stored = ctx.store.jobs.get(job_id)
         if privileged or stored.job.user == caller.user:
             return stored
     except JobNotFound:
         pass
-    found = ctx.store.lookup(job_id, owner=caller.user, everyone=privileged, limit=_SHOWN + 1)
+    found = ctx.store.jobs.lookup(job_id, owner=caller.user, everyone=privileged, limit=_SHOWN + 1)
     if not found:
         raise JobNotFound(job_id)
     named = [s for s in found if s.job.name == job_id and s.job.user == caller.user]
@@ -95,9 +95,9 @@ def _cloud_runs(
 ) -> tuple[list[CloudRun], dict[str, Decimal], str]:
     """The job's cloud launches and what the ledger metered for each, and its totals per
     currency (the one cost path: every report sums the same entries)."""
-    metered = ctx.store.job_costs([stored.id]).get(stored.id, {})
+    metered = ctx.store.ledger.job_costs([stored.id]).get(stored.id, {})
     runs, currency = [], "USD"
-    for launch in ctx.store.launches(stored.id):
+    for launch in ctx.store.ledger.launches(stored.id):
         currency = launch.currency
         cost = metered.get((launch.id, launch.currency), Decimal(0))
         runs.append(
@@ -126,7 +126,7 @@ def detail(ctx: ApiContext, stored: StoredJob, *, fresh: bool = False) -> JobDet
     job not admitted yet), so it has no launch, placement or cost to read (three queries
     saved on every submission; no state leads back to ``submitted``)."""
     runs, totals, currency = ([], {}, "USD") if fresh else _cloud_runs(ctx, stored)
-    placement = [] if fresh else ctx.store.placement(stored.id)
+    placement = [] if fresh else ctx.store.jobs.placement(stored.id)
     parts = [
         PlacementPart(
             node=p.node, node_name=p.node_name, gpus=p.gpus, cpus=p.cpus, memory_mb=p.memory_mb
@@ -134,7 +134,9 @@ def detail(ctx: ApiContext, stored: StoredJob, *, fresh: bool = False) -> JobDet
         for p in placement
     ]
     job = stored.job
-    failure = _failure(ctx.store.events(stored.id)) if stored.state is JobState.FAILED else None
+    failure = (
+        _failure(ctx.store.jobs.events(stored.id)) if stored.state is JobState.FAILED else None
+    )
     return JobDetail(
         **summary_fields(stored),
         command=stored.command,
@@ -167,7 +169,7 @@ def _owner(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[str, st
         raise HTTPException(403, f"{caller.user} cannot submit jobs as {user}")
     team = caller.team if user == caller.user else None
     if user != caller.user:
-        known = ctx.store.user(user)
+        known = ctx.store.accounts.user(user)
         team = known.team if known is not None else None
     if body.team is not None and body.team != team and not admin:
         # a user without a team may not pick one: teams (and their budgets) are assigned
@@ -262,7 +264,7 @@ async def accept(
         result = await ctx.submissions.submit_async(spec, key, caller.user)
     else:
         result = await run_in_threadpool(
-            ctx.store.submit, spec, idempotency_key=key, actor=caller.user
+            ctx.store.jobs.submit, spec, idempotency_key=key, actor=caller.user
         )
     return result
 
@@ -287,7 +289,7 @@ def _page(
     """One keyset page of the store, filtered by owner and name in the database (and held
     jobs: ``held`` alone in the database too, mixed with other states on the page)."""
     held = True if wanted.only_held and wanted.states == (JobState.SUBMITTED,) else None
-    page = ctx.store.queue(
+    page = ctx.store.jobs.queue(
         limit=limit,
         cursor=cursor,
         states=wanted.states,
@@ -340,7 +342,11 @@ def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str,
 
         def hold_past_budget() -> str | None:
             team = stored.job.team
-            held = team_holds(ctx.store, now, team).get(team) if team else None
+            held = (
+                team_holds(ctx.store.accounts, ctx.store.ledger, now, team).get(team)
+                if team
+                else None
+            )
             return held or ceilings.burst_hold(ctx, stored)
 
         return waiting_summary(stored, now, hold_past_budget)
@@ -355,7 +361,7 @@ def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str,
 def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
     """The job's history with each decision's reason, and where its wait budget stands."""
     stored = _visible(ctx, job_id, caller)
-    events = ctx.store.events(stored.id)
+    events = ctx.store.jobs.events(stored.id)
     summary, waited = _summary(ctx, stored, cause_of(events[-1].reason) if events else "")
     fields = summary_fields(stored)
     failure = _failure(events) if stored.state is JobState.FAILED else None
@@ -389,7 +395,7 @@ def cancel(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
                 "or running jobs can be cancelled",
             )
         try:
-            moved = ctx.store.transition(
+            moved = ctx.store.jobs.transition(
                 job_id,
                 JobState.CANCELLED,
                 reason=f"cancelled by {caller.user}",
@@ -426,7 +432,7 @@ def job_logs(
             "`starburst server` or of a `starburst api` with backends",
         )
     reader = ctx.job_logs()
-    return PlainTextResponse(reader.read(stored, ctx.store.launches(stored.id), tail))
+    return PlainTextResponse(reader.read(stored, ctx.store.ledger.launches(stored.id), tail))
 
 
 # Registered last: ``{job_id:path}`` also matches "<id>/explain" and "<id>/logs", which the

@@ -105,7 +105,7 @@ def queue(
 ) -> QueueView:
     """Waiting jobs in queue order with their position, budget left and plan."""
     now = ctx.clock.now()
-    waiting = waiting_jobs(ctx.store)
+    waiting = waiting_jobs(ctx.store.jobs)
     line = [s for s in waiting if s.held is None]
     held = [s for s in waiting if s.held is not None]
     shown = line

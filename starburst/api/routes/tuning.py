@@ -68,7 +68,7 @@ def run_tune(body: TuneIn, admin: AdminDep, ctx: ContextDep) -> TuneOut:
     records = ctx.store.tuning
     with tempfile.TemporaryDirectory(prefix="starburst-tune-") as work:
         result, history = tune_history(
-            ctx.store, request, fallback(ctx.settings, records.setting_in_force()), Path(work)
+            records, request, fallback(ctx.settings, records.setting_in_force()), Path(work)
         )
     applied = None
     if body.apply:

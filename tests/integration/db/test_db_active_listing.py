@@ -30,7 +30,7 @@ def sent_by_queue(store: Any) -> tuple[str, Any]:
 
     sa.event.listen(store.engine, "before_cursor_execute", capture)
     try:
-        store.queue(limit=50, states=ACTIVE)
+        store.jobs.queue(limit=50, states=ACTIVE)
     finally:
         sa.event.remove(store.engine, "before_cursor_execute", capture)
     (sent,) = seen
@@ -51,7 +51,9 @@ def plan(store: Any, statement: str, params: Any) -> str:
 @pytest.mark.postgres
 def test_the_active_listing_reads_the_partial_index_in_order(pg_db_url: str) -> None:
     store = SqlStore.open(pg_db_url)
-    store.submit_many([JobSpec(user="ann", team="vision", gpus=1, name=f"j{i}") for i in range(30)])
+    store.jobs.submit_many(
+        [JobSpec(user="ann", team="vision", gpus=1, name=f"j{i}") for i in range(30)]
+    )
     try:
         text = plan(store, *sent_by_queue(store))
     finally:

@@ -78,7 +78,7 @@ def make_jobs(store, rng: random.Random) -> list[Owner]:  # type: ignore[no-unty
             gpu_type=rng.choice(("A100", "H100", "a100", None)),
             extra={"project": f"p{i % 4}"} if i % 6 else {},
         )
-        job = store.submit(spec).job
+        job = store.jobs.submit(spec).job
         project = spec.extra.get("project")
         owners.append(Owner(job.id, spec.user, spec.team, project, spec.gpu_type, spec.gpus))  # type: ignore[arg-type]
     return owners
@@ -112,17 +112,17 @@ def write_ledger(store, clock, rng: random.Random) -> list[Kept]:  # type: ignor
         batch += rng.sample(sent, min(len(sent), 10))  # a meter re-sending what it sent
         clash = rng.choice(batch)  # the same interval again, other amount: ignored
         batch.append((clash[0], _replace_amount(clash[1])))
-        store.record_costs([e for _, e in batch])
+        store.ledger.record_costs([e for _, e in batch])
         for owner, entry in batch:
             kept.setdefault((entry.job_id, entry.source, entry.start), Kept(owner, entry))
         sent += batch
     for owner in owners[:6]:  # runs on the private cluster, entered when they end
-        store.transition(owner.job, JobState.QUEUED, reason="admitted", actor="t")
+        store.jobs.transition(owner.job, JobState.QUEUED, reason="admitted", actor="t")
         clock.t = T0 + rng.randrange(0, 60) * DAY + 225 * rng.randrange(0, int(DAY) // 225)
-        store.transition(owner.job, JobState.RUNNING_ONPREM, reason="fits", actor="t")
+        store.jobs.transition(owner.job, JobState.RUNNING_ONPREM, reason="fits", actor="t")
         start = clock.t
         clock.advance(225 * rng.randrange(1, 800))  # a multiple of 1/16 hour, up to 2 days
-        store.transition(owner.job, JobState.SUCCEEDED, reason="exit 0", actor="t")
+        store.jobs.transition(owner.job, JobState.SUCCEEDED, reason="exit 0", actor="t")
         while start < clock.t:  # a run is entered in pieces, one per UTC day
             end = min(clock.t, (start // DAY + 1) * DAY)
             hours = owner.gpus * (end - start) / 3600
@@ -242,9 +242,9 @@ def test_every_grouping_from_rollups_equals_a_plain_recomputation(store, ledger)
     compared = 0
     for (since, until), by, rates, filters in cases(ledger):
         expected = recompute(ledger, since, until, by, rates, **filters)
-        fast = store.cost_report(since, until, by, rates=rates, **filters)
+        fast = store.ledger.cost_report(since, until, by, rates=rates, **filters)
         assert fast == expected, (since, until, by, rates, filters)
-        every = store.cost_report_from_entries(since, until, by, rates=rates, **filters)
+        every = store.ledger.cost_report_from_entries(since, until, by, rates=rates, **filters)
         assert every == expected, (since, until, by, rates, filters)
         compared += len(expected)
     assert compared > 500  # the cases are not vacuous
@@ -254,10 +254,11 @@ def test_rollups_hold_fewer_rows_and_a_rebuild_changes_no_report(store, ledger) 
     with store.engine.connect() as conn:
         rows = conn.execute(sa.text("SELECT count(*), sum(entries) FROM cost_rollups")).one()
     assert rows[1] == len(ledger) and rows[0] < len(ledger)
-    before = store.cost_report(T0 - DAY, T0 + 70 * DAY, ("job", "day", "source", "location"))
-    store.rebuild_cost_rollups()
+    before = store.ledger.cost_report(T0 - DAY, T0 + 70 * DAY, ("job", "day", "source", "location"))
+    store.ledger.rebuild_cost_rollups()
     assert (
-        store.cost_report(T0 - DAY, T0 + 70 * DAY, ("job", "day", "source", "location")) == before
+        store.ledger.cost_report(T0 - DAY, T0 + 70 * DAY, ("job", "day", "source", "location"))
+        == before
     )
 
 
@@ -284,7 +285,7 @@ def test_a_key_split_over_two_rollup_rows_still_adds_up(store, ledger) -> None: 
             {"id": first},
         )
     span = (T0 - DAY, T0 + 70 * DAY)
-    assert store.cost_report(*span, ("job", "day")) == recompute(
+    assert store.ledger.cost_report(*span, ("job", "day")) == recompute(
         ledger, *span, ("job", "day"), None
     )
 

@@ -55,18 +55,18 @@ class Spy:
 
     def ledger_totals_after(self, after_id: int, missing: Any = ()) -> Any:
         self.asked.append(tuple(missing))
-        return self.store.ledger_totals_after(after_id, missing)
+        return self.store.ledger.ledger_totals_after(after_id, missing)
 
 
 def test_an_entry_committed_after_a_higher_id_is_counted_once(pg_store: SqlStore) -> None:
-    job = pg_store.submit(JobSpec(gpus=1, team="ml")).job.id
+    job = pg_store.jobs.submit(JobSpec(gpus=1, team="ml")).job.id
     clock = [0.0]
     spy = Spy(pg_store)
     counters = LedgerCounters(spy, missing_ttl_s=600.0, monotonic=lambda: clock[0])
     late = pg_store.engine.connect()  # the API writing while the controller writes too
     slow = late.begin()
     late.execute(sa.insert(table(CostEntryRow)), _entry_row(job, T0, 2_000_000))  # id 1
-    pg_store.record_costs([CostEntry(job, T0 + 60, T0 + 120, Decimal("1"), "aws")])  # id 2
+    pg_store.ledger.record_costs([CostEntry(job, T0 + 60, T0 + 120, Decimal("1"), "aws")])  # id 2
     assert _money(counters) == {("ml", "aws", "USD"): 1.0}  # id 2 only: id 1 not committed
     slow.commit()
     late.close()
@@ -79,7 +79,7 @@ def test_an_entry_committed_after_a_higher_id_is_counted_once(pg_store: SqlStore
     gone.execute(sa.insert(table(CostEntryRow)), _entry_row(job, T0 + 120, 5))
     undone.rollback()
     gone.close()
-    pg_store.record_costs([CostEntry(job, T0 + 180, T0 + 240, Decimal("0.5"), "aws")])
+    pg_store.ledger.record_costs([CostEntry(job, T0 + 180, T0 + 240, Decimal("0.5"), "aws")])
     assert _money(counters) == {("ml", "aws", "USD"): 3.5}
     assert spy.asked[-1] == ()
     assert _money(counters) == {("ml", "aws", "USD"): 3.5}

@@ -77,11 +77,11 @@ def test_cli_upgrade_current_downgrade(tmp_path, capsys) -> None:  # type: ignor
 def test_job_events_are_append_only(store, engine) -> None:  # type: ignore[no-untyped-def]
     from starburst.core.records import JobSpec
 
-    job_id = store.submit(JobSpec(gpus=1)).job.id
+    job_id = store.jobs.submit(JobSpec(gpus=1)).job.id
     for statement in ("UPDATE job_events SET reason = 'rewritten'", "DELETE FROM job_events"):
         with pytest.raises(sa.exc.DatabaseError, match="append-only"), engine.begin() as conn:
             conn.execute(sa.text(statement))
-    assert [e.reason for e in store.events(job_id)] == ["submitted"]
+    assert [e.reason for e in store.jobs.events(job_id)] == ["submitted"]
 
 
 def test_cli_uses_the_environment_url(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -162,10 +162,10 @@ def test_0006_backfills_the_rollups_the_store_keeps_and_downgrades_cleanly(empty
     store = SqlStore.open(empty_url)
     try:
         jobs = [
-            store.submit(JobSpec(gpus=2, user=u, team="ml", extra={"project": "p"})).job.id
+            store.jobs.submit(JobSpec(gpus=2, user=u, team="ml", extra={"project": "p"})).job.id
             for u in ("ann", "bob")
         ]
-        store.record_costs(
+        store.ledger.record_costs(
             [
                 CostEntry(
                     job,
@@ -180,11 +180,15 @@ def test_0006_backfills_the_rollups_the_store_keeps_and_downgrades_cleanly(empty
                 for h in range(0, 100, 5)
             ]
         )
-        store.transition(jobs[0], JobState.QUEUED, reason="admitted", actor="t", at=t0)
-        store.transition(jobs[0], JobState.RUNNING_ONPREM, reason="fits", actor="t", at=t0 + day)
-        store.transition(jobs[0], JobState.SUCCEEDED, reason="done", actor="t", at=t0 + 2 * day)
+        store.jobs.transition(jobs[0], JobState.QUEUED, reason="admitted", actor="t", at=t0)
+        store.jobs.transition(
+            jobs[0], JobState.RUNNING_ONPREM, reason="fits", actor="t", at=t0 + day
+        )
+        store.jobs.transition(
+            jobs[0], JobState.SUCCEEDED, reason="done", actor="t", at=t0 + 2 * day
+        )
         kept = _rollups(store.engine)
-        report = store.cost_report(t0, t0 + 10 * day, ("user", "day", "location", "source"))
+        report = store.ledger.cost_report(t0, t0 + 10 * day, ("user", "day", "location", "source"))
         assert len(kept) > 10 and sum(int(r[-1]) for r in kept) == 41
         migrate.downgrade(store.engine, "0005")
         assert "cost_rollups" not in sa.inspect(store.engine).get_table_names()
@@ -193,7 +197,10 @@ def test_0006_backfills_the_rollups_the_store_keeps_and_downgrades_cleanly(empty
         migrate.upgrade(store.engine, "0006")
         assert _rollups(store.engine) == kept
         migrate.upgrade(store.engine)
-        assert store.cost_report(t0, t0 + 10 * day, ("user", "day", "location", "source")) == report
+        assert (
+            store.ledger.cost_report(t0, t0 + 10 * day, ("user", "day", "location", "source"))
+            == report
+        )
     finally:
         store.close()
 
@@ -210,13 +217,13 @@ def test_0008_folds_gpu_type_parts_on_downgrade_and_upgrades_again(empty_url) ->
     migrate.upgrade(empty_url)
     store = SqlStore.open(empty_url)
     try:
-        job = store.submit(JobSpec(gpus=12, user="ann", team="ml")).job.id
-        store.transition(job, JobState.QUEUED, reason="admitted", actor="t", at=t0)
+        job = store.jobs.submit(JobSpec(gpus=12, user="ann", team="ml")).job.id
+        store.jobs.transition(job, JobState.QUEUED, reason="admitted", actor="t", at=t0)
         placement = (Part(0, "a", 8, 0.0, 0.0), Part(1, "b", 4, 0.0, 0.0))
-        store.record_placement(job, placement, at=t0, gpu_types=["A100", "V100"])
-        store.transition(job, JobState.RUNNING_ONPREM, reason="fits", actor="t", at=t0)
-        store.transition(job, JobState.SUCCEEDED, reason="done", actor="t", at=t0 + 3600)
-        by_type = store.cost_report(t0, t0 + 3600, ("gpu_type",))
+        store.jobs.record_placement(job, placement, at=t0, gpu_types=["A100", "V100"])
+        store.jobs.transition(job, JobState.RUNNING_ONPREM, reason="fits", actor="t", at=t0)
+        store.jobs.transition(job, JobState.SUCCEEDED, reason="done", actor="t", at=t0 + 3600)
+        by_type = store.ledger.cost_report(t0, t0 + 3600, ("gpu_type",))
         assert [(t.key["gpu_type"], t.onprem_gpu_hours) for t in by_type] == [
             ("A100", 8.0),
             ("V100", 4.0),
@@ -228,7 +235,7 @@ def test_0008_folds_gpu_type_parts_on_downgrade_and_upgrades_again(empty_url) ->
         assert [tuple(r) for r in rows] == [tuple(r) for r in rollups] == [("A100", 12.0)]
         migrate.upgrade(store.engine)
         assert _drift(str(store.engine.url.render_as_string(hide_password=False))) == []
-        [day] = store.cost_report(t0 - 86_400, t0 + 86_400, ())  # from the rollups
+        [day] = store.ledger.cost_report(t0 - 86_400, t0 + 86_400, ())  # from the rollups
         assert day.onprem_gpu_hours == 12.0
     finally:
         store.close()

@@ -9,8 +9,8 @@ from starburst.core.records import Role
 def test_only_a_tokens_hash_is_stored(store, engine):  # type: ignore[no-untyped-def]
     import sqlalchemy as sa
 
-    store.save_user("fin", team="finance")
-    issued = store.issue_token("fin", Role.FINANCE)
+    store.accounts.save_user("fin", team="finance")
+    issued = store.accounts.issue_token("fin", Role.FINANCE)
     with engine.connect() as conn:
         stored = conn.execute(sa.text("SELECT token_hash, prefix FROM api_tokens")).one()
     assert issued.secret not in stored.token_hash and len(stored.token_hash) == 64
@@ -20,17 +20,17 @@ def test_only_a_tokens_hash_is_stored(store, engine):  # type: ignore[no-untyped
 def test_a_token_in_steady_use_is_written_at_most_once_a_minute(store, clock, engine):  # type: ignore[no-untyped-def]
     import sqlalchemy as sa
 
-    store.save_user("ann", team="ml")
-    issued = store.issue_token("ann", Role.USER)
+    store.accounts.save_user("ann", team="ml")
+    issued = store.accounts.issue_token("ann", Role.USER)
 
     def last_used() -> object:
         with engine.connect() as conn:
             return conn.execute(sa.text("SELECT last_used_at FROM api_tokens")).scalar_one()
 
-    store.authenticate(issued.secret)
+    store.accounts.authenticate(issued.secret)
     first = last_used()
     assert first is not None
     clock.advance(59)
-    assert store.authenticate(issued.secret) is not None and last_used() == first
+    assert store.accounts.authenticate(issued.secret) is not None and last_used() == first
     clock.advance(2)
-    assert store.authenticate(issued.secret) is not None and last_used() != first
+    assert store.accounts.authenticate(issued.secret) is not None and last_used() != first
