@@ -36,7 +36,7 @@ from starburst.core.records import (
     Submission,
 )
 
-from .base import Database, chunks, in_chunks
+from .base import Database, chunks, in_chunks, literal_in
 from .convert import spec_columns, to_event, to_stored_job, to_time
 from .engine import run
 from .models import JobEventRow, JobRow, TeamRow, UserRow, table
@@ -312,7 +312,7 @@ class SqlJobs:
             raise ConfigError(f"page limit must be at least 1, got {limit}")
         query = (
             sa.select(JOBS)
-            .where(JOBS.c.state.in_([s.value for s in states]))
+            .where(literal_in(JOBS.c.state, [s.value for s in states]))
             .order_by(JOBS.c.queued_at, JOBS.c.id)
             .limit(limit + 1)
         )
@@ -396,7 +396,7 @@ class SqlJobs:
             for clause in clauses:
                 query = (
                     sa.select(JOBS.c.array_id, sa.func.count())
-                    .where(clause, JOBS.c.state.in_(busy))
+                    .where(clause, literal_in(JOBS.c.state, busy))
                     .group_by(JOBS.c.array_id)
                 )
                 found.update((str(a), int(n)) for a, n in conn.execute(query))

@@ -160,6 +160,15 @@ class JobRow(Base):
             postgresql_where=_ACTIVE,
             sqlite_where=_ACTIVE,
         ),
+        # a user's active jobs' listing (migration 0011)
+        Index(
+            "ix_jobs_active_user_queue",
+            "user_name",
+            "queued_at",
+            "id",
+            postgresql_where=_ACTIVE,
+            sqlite_where=_ACTIVE,
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
