@@ -157,6 +157,11 @@ def test_predictions_set_the_estimate_and_models_have_one_active_version(store, 
     assert (v2.trained_on, v2.created_at) == (200, clock.now())
     with pytest.raises(JobNotFound):
         store.models.record_predictions([Prediction("ghost", 1.0, 1.0, 1.0, "model", clock.now())])
+    mixed = [Prediction(i, 5.0, 5.0, 5.0, "model", clock.now()) for i in (job_id, "ghost", "x")]
+    with pytest.raises(JobNotFound, match="ghost"):  # the first unknown, and nothing written
+        store.models.record_predictions(mixed)
+    assert store.jobs.get(job_id).predicted_runtime == 1800.0
+    assert len(store.models.predictions(job_id)) == 2
 
 
 def test_history_keeps_the_most_recent_finished_jobs_in_end_order(store, clock):  # type: ignore[no-untyped-def]

@@ -19,13 +19,15 @@ import sqlalchemy as sa
 from starburst.core.lifecycle import JobState
 from starburst.core.records import HistoryJob, JobNotFound, ModelVersion, Prediction
 
-from .base import Database, chunks, new_id
+from .base import Database, chunks, in_chunks, new_id
 from .convert import to_history, to_model_version, to_prediction, to_time
 from .engine import run
 from .models import JobRow, ModelVersionRow, PredictionRow, table
 
 JOBS = table(JobRow)
 PREDICTIONS = table(PredictionRow)
+#: a job's latest predicted runtime (``b_id``: the job; ``predicted_runtime``: the value)
+_SET_PREDICTED = sa.update(JOBS).where(JOBS.c.id == sa.bindparam("b_id"))
 MODELS = table(ModelVersionRow)
 
 
@@ -70,12 +72,14 @@ class SqlModels:
 
         def write(conn: sa.Connection) -> None:
             latest = {p.job_id: p.value for p in predictions}
-            for job_id, value in latest.items():
-                done = conn.execute(
-                    sa.update(JOBS).where(JOBS.c.id == job_id).values(predicted_runtime=value)
-                )
-                if done.rowcount != 1:
-                    raise JobNotFound(job_id)
+            if latest:  # one statement for all (psycopg pipelines them), not one per job
+                values = [{"b_id": job_id, "predicted_runtime": v} for job_id, v in latest.items()]
+                done = conn.execute(_SET_PREDICTED, values)
+                if done.rowcount != len(values):
+                    known: set[str] = set()
+                    for clause in in_chunks(JOBS.c.id, latest):
+                        known.update(conn.execute(sa.select(JOBS.c.id).where(clause)).scalars())
+                    raise JobNotFound(next(j for j in latest if j not in known))
             rows = [
                 {
                     "job_id": p.job_id,

@@ -126,6 +126,7 @@ class SqlTransitions:
             skipped: list[str] = []
             events: list[dict[str, Any]] = []
             ended: list[Any] = []
+            updates: dict[tuple[str, ...], list[dict[str, Any]]] = {}
             for m in moves:
                 row = rows.pop(m.job_id, None)  # a job named twice moves once
                 if row is None or to_state not in ALLOWED[JobState(row["state"])]:
@@ -134,13 +135,9 @@ class SqlTransitions:
                 values = _changes(row, to_state, now)
                 if m.wait_budget is not None:
                     values["wait_budget"] = m.wait_budget
-                done = conn.execute(
-                    sa.update(JOBS)
-                    .where(JOBS.c.id == m.job_id, JOBS.c.version == row["version"])
-                    .values(**values)
+                updates.setdefault(tuple(sorted(values)), []).append(
+                    {"b_id": m.job_id, "b_version": row["version"], **values}
                 )
-                if done.rowcount != 1:  # cannot happen under the lock; never write blindly
-                    raise StaleVersion(m.job_id, row["version"], None)
                 events.append(
                     {
                         "job_id": m.job_id,
@@ -154,6 +151,8 @@ class SqlTransitions:
                 )
                 moved.append(to_stored_job({**row, **values}))
                 ended.append(row)
+            for changes in updates.values():
+                _update_at_versions(conn, changes)
             for part in chunks(events):
                 conn.execute(sa.insert(EVENTS), list(part))
             self._enter_onprem_run(conn, ended, to_state, now)
@@ -312,6 +311,32 @@ class SqlTransitions:
             Part(r["node_index"], r["node_name"], r["gpus"], r["cpus"], r["memory_mb"])
             for r in rows
         )
+
+
+#: one row's version check and its new values, for ``_update_at_versions``
+_AT_VERSION = sa.update(JOBS).where(
+    JOBS.c.id == sa.bindparam("b_id"), JOBS.c.version == sa.bindparam("b_version")
+)
+
+
+def _update_at_versions(conn: sa.Connection, changes: Sequence[dict[str, Any]]) -> None:
+    """Each job's new values, written only at the version read (``b_id``, ``b_version``; the
+    other keys are the columns set, the same in every item): one statement executed for
+    all (psycopg pipelines them in one round trip), not one statement per job. A job found
+    at another version raises ``StaleVersion`` (it cannot happen under the row lock taken
+    with the read: never write blindly)."""
+    done = conn.execute(_AT_VERSION, list(changes))
+    if done.rowcount == len(changes):
+        return
+    ids = [c["b_id"] for c in changes]
+    found: dict[str, int] = {}
+    for clause in in_chunks(JOBS.c.id, ids):
+        rows = conn.execute(sa.select(JOBS.c.id, JOBS.c.version).where(clause))
+        found.update((str(job_id), int(version)) for job_id, version in rows)
+    for c in changes:
+        if found.get(c["b_id"]) != c["version"]:
+            raise StaleVersion(c["b_id"], c["b_version"], found.get(c["b_id"]))
+    raise StaleVersion(ids[0], changes[0]["b_version"], None)
 
 
 def _changes(row: Any, to_state: JobState, now: datetime) -> dict[str, Any]:

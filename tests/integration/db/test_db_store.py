@@ -3,7 +3,7 @@ behaviour through its ports is the contract suite, ``tests/contract/test_store_*
 
 from __future__ import annotations
 
-from starburst.core.records import Role
+from starburst.core.records import Move, Role
 
 
 def test_only_a_tokens_hash_is_stored(store, engine):  # type: ignore[no-untyped-def]
@@ -34,3 +34,27 @@ def test_a_token_in_steady_use_is_written_at_most_once_a_minute(store, clock, en
     assert store.accounts.authenticate(issued.secret) is not None and last_used() == first
     clock.advance(2)
     assert store.accounts.authenticate(issued.secret) is not None and last_used() != first
+
+
+def test_a_batch_of_moves_writes_only_at_the_versions_read(store, engine):  # type: ignore[no-untyped-def]
+    """``transition_many`` writes all its jobs in one statement; a job found at another
+    version than the one read is refused by name, never written blindly."""
+    import pytest
+    import sqlalchemy as sa
+
+    from starburst.adapters.db.transitions import _update_at_versions
+    from starburst.core.lifecycle import JobState
+    from starburst.core.records import JobSpec, StaleVersion
+
+    a, b = (store.jobs.submit(JobSpec(gpus=1, name=n)).job for n in "ab")
+    moved = store.jobs.transition_many(
+        [Move(a.id, "admitted"), Move(b.id, "admitted")], JobState.QUEUED, actor="c"
+    )
+    assert [j.version for j in moved.moved] == [2, 2]
+    with engine.begin() as conn:  # another writer moved b on meanwhile
+        conn.execute(sa.text("UPDATE jobs SET version = 5 WHERE id = :b"), {"b": b.id})
+    fresh = {"b_id": a.id, "b_version": 2, "version": 3, "wait_budget": 7.0}
+    stale = {"b_id": b.id, "b_version": 2, "version": 3, "wait_budget": 7.0}
+    with pytest.raises(StaleVersion, match=f"job {b.id} .* found 5"), engine.begin() as conn:
+        _update_at_versions(conn, [fresh, stale])
+    assert store.jobs.get(a.id).version == 2  # the statement's other write rolled back
