@@ -65,6 +65,11 @@ DEGRADED_AFTER = 3
 #: a poke runs a pass at once, but no sooner than this after the previous pass started: a
 #: burst of submissions shares the passes' fixed reads instead of each waking its own
 COALESCE_S = 0.05
+#: nor sooner than this many times the previous pass's duration after it started: passes
+#: woken by pokes take at most half of the process's time, the API (same interpreter lock)
+#: the rest. Under a burst of REST submissions passes ran back to back, and the API thread
+#: waited for the lock behind them.
+DUTY_SPAN = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +141,7 @@ class Controller:
         self._poked = threading.Event()
         self._wake_due = False  # a poke already asked for a pass that has not started yet
         self._last_start = datetime.min.replace(tzinfo=UTC)
+        self._last_seconds = 0.0  # how long the last pass took
         self.last_report: PassReport | None = None
         self._failed_passes = 0  # unexpected errors in a row
         self._overruns = logs.Overruns()
@@ -204,8 +210,10 @@ class Controller:
         self._run_soon(self._coalesced())
 
     def _coalesced(self) -> datetime:
-        """Now, or ``COALESCE_S`` after the last pass started if that is later."""
-        return max(datetime.now(UTC), self._last_start + timedelta(seconds=COALESCE_S))
+        """Now, or ``COALESCE_S`` (or ``DUTY_SPAN`` times the last pass's duration) after the
+        last pass started, if that is later."""
+        gap = max(COALESCE_S, DUTY_SPAN * self._last_seconds)
+        return max(datetime.now(UTC), self._last_start + timedelta(seconds=gap))
 
     def health(self) -> Health:
         return self._health
@@ -242,7 +250,7 @@ class Controller:
                 self._unexpected_pass_error(exc)
                 return None
             self._failed_passes = 0
-            seconds = time.perf_counter() - started
+            seconds = self._last_seconds = time.perf_counter() - started
             self.metrics.observe(report, seconds)
             self._health = Health(True, "leading", self.cloud_gate.reason)
             self.last_report = report
@@ -371,9 +379,12 @@ class Controller:
             )
 
     def _wake_at(self, at: float) -> None:
+        """A pass at ``at`` (the next budget expiry, or now while a backlog of submissions
+        waits for admission), but within the passes' share of time (``_coalesced``)."""
         delay = at - self.clock.now()
         if delay < self.settings.pass_interval_s:
-            self._run_soon(datetime.now(UTC) + timedelta(seconds=max(0.0, delay)))
+            due = datetime.now(UTC) + timedelta(seconds=max(0.0, delay))
+            self._run_soon(max(due, self._coalesced()))
 
     def _run_soon(self, when: datetime) -> None:
         scheduler = self._scheduler

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.daemon import Controller
+from starburst.controller.daemon import COALESCE_S, DUTY_SPAN, Controller
 from starburst.controller.wiring import build_cluster
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
@@ -52,6 +53,37 @@ def test_a_burst_of_pokes_asks_for_one_pass_and_that_pass_serves_them(tmp_path: 
         assert all(store.jobs.get(i).state is JobState.QUEUED for i in ids)
         controller.poke()  # the pass started: the next poke asks for the next pass
         assert asked == ["pass", "pass"]
+    finally:
+        controller.stop()
+        store.close()
+
+
+def test_passes_woken_early_keep_to_half_of_the_time(tmp_path: Path) -> None:
+    """A poke, or a backlog asking for the next pass at once, waits until ``DUTY_SPAN`` times
+    the last pass's duration has passed since it started (at least ``COALESCE_S``)."""
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    migrate.upgrade(url)
+    settings = Settings(
+        database_url=url,
+        state_dir=tmp_path / "state",
+        local_gpus=0,
+        cloud="none",
+        pass_interval_s=600,
+    )
+    store = SqlStore.open(url)
+    controller = Controller(settings, store, build_cluster(settings, WallClock()), None)
+    ticks = BackgroundScheduler(timezone="UTC")
+    controller.start(ticks)
+    try:
+        ticks.pause()
+        started = datetime.now(UTC)
+        controller._last_start, controller._last_seconds = started, 0.4  # a long last pass
+        controller._wake_at(controller.clock.now())  # the backlog: "next pass now"
+        due = ticks.get_job("pass").next_run_time
+        assert due >= started + timedelta(seconds=DUTY_SPAN * 0.4)
+        controller._last_seconds = 0.001  # a short one: the coalescing gap rules
+        assert controller._coalesced() >= started + timedelta(seconds=COALESCE_S)
+        assert controller._coalesced() < started + timedelta(seconds=DUTY_SPAN * 0.4)
     finally:
         controller.stop()
         store.close()
