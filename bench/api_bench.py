@@ -2,11 +2,14 @@
 
     .venv/bin/python bench/api_bench.py                      # throwaway PostgreSQL
     .venv/bin/python bench/api_bench.py --seconds 4 --history 20000   # a shorter run
+    .venv/bin/python bench/api_bench.py --split    # api and controller as two processes
 
 What it measures, against ``starburst server`` (controller + API in one process, as a lab runs
 it) on PostgreSQL with auth on, a local cluster of one GPU slot and policy ``infinite``: the
 first job holds the slot, every other one is admitted and waits, so the controller's passes run
-beside the API the whole time:
+beside the API the whole time. With ``--split``, ``starburst api`` and ``starburst controller``
+run as two processes on the same database, as the Helm chart deploys them: the passes then
+no longer share the API's interpreter lock (the CPU column counts both processes):
 
 1. ``POST /v1/jobs`` with ``wrk`` at 1, 8, 32 and 64 connections (one job per request, each
    with its own ``Idempotency-Key``), each without and with retries (every other request
@@ -357,7 +360,9 @@ def batched_ceiling(url: str, jobs: int = 5000) -> tuple[float, float]:
     return pages, batches
 
 
-def start_server(url: str, state: Path, port: int) -> subprocess.Popen[bytes]:
+def start_server(url: str, state: Path, port: int, mode: str = "server") -> subprocess.Popen[bytes]:
+    """``starburst <mode>`` (server: controller and API in one process; api; controller) on
+    ``port``, logging to ``<state>/<mode>.log``."""
     env = {
         **os.environ,
         "STARBURST_DATABASE_URL": url,
@@ -369,9 +374,9 @@ def start_server(url: str, state: Path, port: int) -> subprocess.Popen[bytes]:
         "STARBURST_API_PORT": str(port),
         "STARBURST_LOG_FORMAT": "json",
     }
-    log = open(state / "server.log", "wb")  # noqa: SIM115 - closed with the process
+    log = open(state / f"{mode}.log", "wb")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
-        [str(Path(sys.executable).parent / "starburst"), "server"],
+        [str(Path(sys.executable).parent / "starburst"), mode],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -395,10 +400,17 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="each wrk run")
     parser.add_argument("--history", type=int, default=100_000, help="finished jobs in store")
     parser.add_argument("--exact", type=int, default=2000, help="keyed submissions, sent twice")
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="starburst api and starburst controller as two processes (as the Helm chart "
+        "deploys them), not starburst server",
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is missing: apt-get install wrk")
-    print(f"load average at start: {_load()} (2 cores)")
+    topology = "api + controller processes" if args.split else "starburst server, one process"
+    print(f"load average at start: {_load()} (2 cores); {topology}")
     with server_url() as server:
         if server is None:
             raise SystemExit("no PostgreSQL server available")
@@ -410,7 +422,7 @@ def main() -> None:
             drop_database(quiet)
         url = fresh_database(server, prefix="sb_api_bench")
         state = Path(tempfile.mkdtemp(prefix="sb-api-bench-"))
-        proc = None
+        procs: list[subprocess.Popen[bytes]] = []
         try:
             migrate.upgrade(url)
             store = SqlStore.open(url)
@@ -418,16 +430,18 @@ def main() -> None:
             token = store.accounts.issue_token("bench", Role.USER).secret
             seed_history(store, args.history)
             port = free_port()
-            proc = start_server(url, state, port)
-            try:
-                wait_ready(port)
-            except SystemExit:
-                print((state / "server.log").read_text()[-3000:])
-                raise
-            run(port, token, url, store, args, proc.pid, ceiling)
+            modes = {"api": port, "controller": free_port()} if args.split else {"server": port}
+            procs = [start_server(url, state, at, mode) for mode, at in modes.items()]
+            for mode, at in modes.items():
+                try:
+                    wait_ready(at)
+                except SystemExit:
+                    print((state / f"{mode}.log").read_text()[-3000:])
+                    raise
+            run(port, token, url, store, args, [p.pid for p in procs], ceiling)
             store.close()
         finally:
-            if proc is not None:
+            for proc in procs:
                 stop(proc)
             drop_database(url)
             shutil.rmtree(state, ignore_errors=True)
@@ -477,7 +491,7 @@ def run(
     url: str,
     store: SqlStore,
     args: argparse.Namespace,
-    pid: int,
+    pids: list[int],
     ceiling: tuple[float, float],
 ) -> None:
     auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
@@ -496,11 +510,13 @@ def run(
                 "prefix": uuid.uuid4().hex[:6],
                 "body": body,
             }
-            cpu_before = cpu_seconds(pid)
+            cpu_before = sum(cpu_seconds(pid) for pid in pids)
             r = wrk(port, connections, args.seconds, "/v1/jobs", auth, script)
             depth = backlog(store)
             drain(store)  # the controller's admission of this row's jobs counts too
-            cpu_ms = (cpu_seconds(pid) - cpu_before) * 1e3 / max(r["requests"], 1)
+            cpu_ms = (
+                (sum(cpu_seconds(pid) for pid in pids) - cpu_before) * 1e3 / max(r["requests"], 1)
+            )
             label = f"{connections}{' +retries' if retry else ''}"
             print(
                 f"   {label:>11} {r['rate']:>9,.0f} {r['p50']:>8.1f} {r['p99']:>8.1f}"
