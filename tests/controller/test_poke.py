@@ -18,7 +18,9 @@ from starburst.wallclock import WallClock
 from tests.support.waiting import wait_for
 
 
-def test_a_burst_of_pokes_asks_for_one_pass_and_that_pass_serves_them(tmp_path: Path) -> None:
+def started(tmp_path: Path) -> tuple[Controller, SqlStore, BackgroundScheduler]:
+    """A controller on SQLite with no GPUs, started on its own scheduler; no tick during a
+    test (only pokes run passes)."""
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     migrate.upgrade(url)
     settings = Settings(
@@ -26,13 +28,18 @@ def test_a_burst_of_pokes_asks_for_one_pass_and_that_pass_serves_them(tmp_path: 
         state_dir=tmp_path / "state",
         local_gpus=0,
         cloud="none",
-        pass_interval_s=600,  # no tick during the test: only pokes run passes
+        pass_interval_s=600,
         policy="infinite",
     )
     store = SqlStore.open(url)
     controller = Controller(settings, store, build_cluster(settings, WallClock()), None)
     ticks = BackgroundScheduler(timezone="UTC")
     controller.start(ticks)
+    return controller, store, ticks
+
+
+def test_a_burst_of_pokes_asks_for_one_pass_and_that_pass_serves_them(tmp_path: Path) -> None:
+    controller, store, ticks = started(tmp_path)
     try:
         assert wait_for(lambda: controller.health().detail == "leading")
         ticks.pause()  # passes wait while the pokes arrive
@@ -61,29 +68,17 @@ def test_a_burst_of_pokes_asks_for_one_pass_and_that_pass_serves_them(tmp_path: 
 def test_passes_woken_early_keep_to_half_of_the_time(tmp_path: Path) -> None:
     """A poke, or a backlog asking for the next pass at once, waits until ``DUTY_SPAN`` times
     the last pass's duration has passed since it started (at least ``COALESCE_S``)."""
-    url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
-    settings = Settings(
-        database_url=url,
-        state_dir=tmp_path / "state",
-        local_gpus=0,
-        cloud="none",
-        pass_interval_s=600,
-    )
-    store = SqlStore.open(url)
-    controller = Controller(settings, store, build_cluster(settings, WallClock()), None)
-    ticks = BackgroundScheduler(timezone="UTC")
-    controller.start(ticks)
+    controller, store, ticks = started(tmp_path)
     try:
         ticks.pause()
-        started = datetime.now(UTC)
-        controller._last_start, controller._last_seconds = started, 0.4  # a long last pass
+        last = datetime.now(UTC)
+        controller._last_start, controller._last_seconds = last, 0.4  # a long last pass
         controller._wake_at(controller.clock.now())  # the backlog: "next pass now"
         due = ticks.get_job("pass").next_run_time
-        assert due >= started + timedelta(seconds=DUTY_SPAN * 0.4)
+        assert due >= last + timedelta(seconds=DUTY_SPAN * 0.4)
         controller._last_seconds = 0.001  # a short one: the coalescing gap rules
-        assert controller._coalesced() >= started + timedelta(seconds=COALESCE_S)
-        assert controller._coalesced() < started + timedelta(seconds=DUTY_SPAN * 0.4)
+        assert controller._coalesced() >= last + timedelta(seconds=COALESCE_S)
+        assert controller._coalesced() < last + timedelta(seconds=DUTY_SPAN * 0.4)
     finally:
         controller.stop()
         store.close()
