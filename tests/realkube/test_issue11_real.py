@@ -224,6 +224,12 @@ def test_every_request_the_adapter_makes_is_granted_by_the_shipped_role(
         on(("gpu-a", 1)),
         "fits",
     )
+    # suspending a Job deletes its pods, asynchronously (the Job controller, then the kubelet):
+    # the log read below lists them, and must find none (the fake kubelet serves no logs)
+    assert wait_for(
+        lambda: not cluster._core.list_namespaced_pod(ns, label_selector="job-name=gone").items,
+        timeout=60,
+    )
     cluster.job_logs(jobs["gone"])  # lists its pods (none left)
     lock = LeaseLock(
         cluster._core.api_client, ns, "starburst-leader", "me", lambda: 1, duration=5.0
