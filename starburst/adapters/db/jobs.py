@@ -36,7 +36,7 @@ from starburst.core.records import (
     Submission,
 )
 
-from .base import Database, chunks, in_chunks, literal_in
+from .base import Database, chunks, in_chunks, literal_in, unnest_insert
 from .convert import spec_columns, to_event, to_stored_job, to_time
 from .engine import run
 from .models import JobEventRow, JobRow, TeamRow, UserRow, table
@@ -169,8 +169,12 @@ class SqlJobs:
         )
         inserted: set[str] = set()
         try:
-            for part in chunks(fresh):
-                inserted.update(conn.execute(statement, list(part)).scalars())
+            if self._db.is_postgres and len(fresh) > 1:  # one short statement, arrays of values
+                new = unnest_insert(conn, JOBS, fresh, conflict="idempotency_key", returning="id")
+                inserted.update(str(job_id) for job_id in new)
+            else:
+                for part in chunks(fresh):
+                    inserted.update(conn.execute(statement, list(part)).scalars())
         except sa.exc.IntegrityError:  # an id taken by a concurrent submission
             raise DuplicateJob(", ".join(given)) from None
         created = [r for r in fresh if r["id"] in inserted]
@@ -189,8 +193,11 @@ class SqlJobs:
             }
             for r in created
         ]
-        for part in chunks(events):
-            conn.execute(sa.insert(EVENTS).returning(EVENTS.c.id), list(part)).all()
+        if self._db.is_postgres and len(events) > 1:
+            unnest_insert(conn, EVENTS, events)
+        else:
+            for part in chunks(events):
+                conn.execute(sa.insert(EVENTS).returning(EVENTS.c.id), list(part)).all()
         made = {id(r) for r in created}
         result: list[Submission] = []
         for row in rows:
