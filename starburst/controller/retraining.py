@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 
+from starburst.adapters.db.engine import in_memory
 from starburst.adapters.db.store import SqlStore
 from starburst.core.job import Job
 from starburst.predictor.store import DEFAULT_LIMIT, completed_jobs
@@ -34,6 +35,6 @@ def history_reader(
 ) -> Callable[[], Sequence[Job]] | None:
     """A reader of ``store``'s history another process can call, or None if it cannot."""
     url = store.engine.url
-    if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
+    if in_memory(url):
         return None
     return partial(read_history, url.render_as_string(hide_password=False), limit)

@@ -73,8 +73,13 @@ def is_postgres(engine: Engine) -> bool:
     return engine.dialect.name == "postgresql"
 
 
+def in_memory(url: sa.URL) -> bool:
+    """An in-memory SQLite database: private to its process (one connection, shared)."""
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
 def _sqlite_setup(engine: Engine) -> None:
-    file_backed = engine.url.database not in (None, "", ":memory:")
+    file_backed = not in_memory(engine.url)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -99,10 +104,10 @@ def create_engine(url: str | None = None, *, check: bool = True, **kwargs: Any) 
     # no statement parameters in errors or logs: they hold users' commands and env values
     options: dict[str, Any] = {"hide_parameters": True}
     if parsed.drivername.startswith("sqlite"):
-        if parsed.database in (None, "", ":memory:"):
+        if in_memory(parsed):
             options["poolclass"] = sa.StaticPool
         else:
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            Path(str(parsed.database)).expanduser().parent.mkdir(parents=True, exist_ok=True)
         options["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_MS / 1000}
     elif parsed.drivername.startswith("postgresql"):
         options["pool_pre_ping"] = True
