@@ -16,9 +16,9 @@ lock throughout), loading the result.
 
 Protocol: the parent writes a pickle of ``(source, params, trained_at, path, nice)`` to the
 child's stdin (``source``: the jobs, or the reader); the child answers one JSON line
-``{"pid": .., "nice": .., "jobs": ..}`` on stdout (what it ran as, how many jobs it read)
-after saving, or exits non-zero with the error on stderr (a ``StarburstError``'s message,
-refused training or an unreadable history, is passed on as a ``TrainingError``).
+``{"pid": .., "nice": ..}`` on stdout (what it ran as) after saving, or exits non-zero with
+the error on stderr (a ``StarburstError``'s message, refused training or an unreadable
+history, is passed on as a ``TrainingError``).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _child() -> int:
         print(exc, file=sys.stderr)
         return REFUSED
     save_artifact(artifact, path)
-    print(json.dumps({"pid": os.getpid(), "nice": niceness, "jobs": len(jobs)}), flush=True)
+    print(json.dumps({"pid": os.getpid(), "nice": niceness}), flush=True)
     return 0
 
 
