@@ -37,6 +37,7 @@ from itertools import chain, pairwise
 import numpy as np
 
 from starburst.core.job import Job
+from starburst.predictor.baselines import HistoryView
 from starburst.predictor.history import HistoryIndex, KeyStats, submit_times
 
 FEATURE_SCHEMA_VERSION = 3
@@ -194,9 +195,14 @@ class FeatureEncoder:
     def categorical_mask(self) -> np.ndarray:
         return np.array([n in CATEGORICAL for n in self.names], dtype=bool)
 
-    def transform(self, jobs: Sequence[Job], history: HistoryIndex) -> np.ndarray:
+    def transform(
+        self, jobs: Sequence[Job], history: HistoryIndex, view: HistoryView | None = None
+    ) -> np.ndarray:
+        """The feature matrix of ``jobs``; ``view`` is their ``HistoryView`` when the caller
+        has looked it up already (the baselines read it too), so it is looked up once."""
         n = len(jobs)
         submit = submit_times(jobs)
+        view = HistoryView.of(jobs, history, submit) if view is None else view
         hour, weekday = calendar(submit)
         declared = [declared_runtime(j) for j in jobs]
         commands = [j.extra.get("command") or "" for j in jobs]
@@ -209,10 +215,9 @@ class FeatureEncoder:
             np.log(np.array([d if d is not None else math.nan for d in declared], dtype=float)),
             np.fromiter((_work_hint(c) for c in commands), dtype=float, count=n),
         ]
-        users = history.users(jobs, submit)
-        hist = [*_stats(users), *_stats(history.families(jobs, submit))]
+        hist = [*_stats(view.users), *_stats(history.families(jobs, submit))]
         recent = history.recent(jobs, submit)
-        hist += [recent.median, recent.spread, *_context(jobs, submit, history, users)]
+        hist += [recent.median, recent.spread, *_context(jobs, submit, history, view)]
         cats = [self.vocabularies[c].encode(categories(jobs, c)) for c in CATEGORICAL]
         dense = np.column_stack([*numeric, *hist, *cats])
         bags = [_bag(commands, self.buckets), _bag([j.name or "" for j in jobs], self.buckets)]
@@ -224,13 +229,12 @@ def _stats(s: KeyStats) -> list[np.ndarray]:
 
 
 def _context(
-    jobs: Sequence[Job], submit: np.ndarray, history: HistoryIndex, users: KeyStats
+    jobs: Sequence[Job], submit: np.ndarray, history: HistoryIndex, view: HistoryView
 ) -> list[np.ndarray]:
     """Schema-3 columns: user windows, team, same GPU count, usual GPUs, load at submit."""
     usual = history.user_gpus.lookup([j.user for j in jobs], submit)
     log_gpus = np.log(np.fromiter((max(j.gpus, 1) for j in jobs), dtype=float, count=len(jobs)))
-    team = history.teams(jobs, submit)
-    same = history.at_same_gpus(jobs, submit)
+    users, team, same = view.users, view.teams, view.same_gpus
     return [
         users.medians[3],
         users.medians[5],

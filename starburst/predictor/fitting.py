@@ -125,12 +125,12 @@ def _fit(jobs: Sequence[Job], params: TrainParams) -> Fitted:
         )
     encoder = FeatureEncoder.fit(done)
     history = HistoryIndex(done)
-    features = encoder.transform(done, history)
+    view = HistoryView.of(done, history)
+    features = encoder.transform(done, history, view)
     # A column no training job has (no declarations, no commands in a bare trace) is constant
     # to the boosting; scikit-learn's binning cannot take an all-missing numeric column.
     features[:, np.isnan(features).all(axis=0)] = 0.0
     target = np.log(np.array([j.runtime for j in done], dtype=float))
-    view = HistoryView.of(done, history)
     cv = _cross_validate(params, encoder, features, target, view)
     shift = calibrate(cv.low, cv.high, cv.target)
     choice = cv.choice

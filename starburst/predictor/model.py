@@ -138,16 +138,18 @@ class RuntimeModel:
         self, jobs: Sequence[Job], history: HistoryIndex
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Log-space (low, centre, high) under the chosen form, clipped, low ≤ centre ≤ high."""
-        raw = self._outputs(jobs, history)
+        view = HistoryView.of(jobs, history)
+        raw = self._outputs(jobs, history, view)
         low, high = raw[0], raw[1]
         extra = iter(raw[2:])
         m = next(extra) if self.median is not None else None
         r = next(extra) if self.residual is not None else None
-        view = HistoryView.of(jobs, history)
         mid = centre(self.form.chosen, self.form.reference, view, self.global_log, m, r)
         return band(low, mid, high, self.shift)
 
-    def _outputs(self, jobs: Sequence[Job], history: HistoryIndex) -> list[np.ndarray]:
+    def _outputs(
+        self, jobs: Sequence[Job], history: HistoryIndex, view: HistoryView
+    ) -> list[np.ndarray]:
         """A large batch is split over threads that each build their rows' features and run
         the trees: one thread's feature building (Python, holding the GIL) overlaps the other's
         tree walk (native, releasing it), and each tree walk uses one OpenMP thread (a
@@ -158,18 +160,18 @@ class RuntimeModel:
         controller = ThreadpoolController()
         active = self._active()
 
-        def run(chunk: Sequence[Job]) -> list[np.ndarray]:
-            features = self.encoder.transform(chunk, history)
+        def run(rows: slice) -> list[np.ndarray]:
+            features = self.encoder.transform(jobs[rows], history, view.rows(rows))
             with controller.limit(limits=1, user_api="openmp"):
                 return [r.predict(features) for r in active]
 
         parts = min(os.cpu_count() or 1, MAX_PREDICT_THREADS, len(jobs) // PARALLEL_ROWS)
         if parts <= 1:
-            return run(jobs)
+            return run(slice(None))
         from concurrent.futures import ThreadPoolExecutor
 
         size = -(-len(jobs) // parts)
-        chunks = [jobs[i : i + size] for i in range(0, len(jobs), size)]
+        chunks = [slice(i, i + size) for i in range(0, len(jobs), size)]
         with ThreadPoolExecutor(len(chunks)) as pool:
             outs = list(pool.map(run, chunks))
         return [np.concatenate([o[k] for o in outs]) for k in range(len(active))]

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from starburst.core.job import Job
+from starburst.predictor.baselines import HistoryView
 from starburst.predictor.features import (
     CATEGORICAL,
     FeatureEncoder,
@@ -77,3 +78,25 @@ def test_calendar_hour_and_weekday() -> None:
     hours, days = calendar(np.array([0.0, 3600 * 25.5, 86400 * 6 + 1]))
     assert hours.tolist() == [0, 1, 0]
     assert days.tolist() == [0, 1, 6]
+
+
+def test_a_view_looked_up_once_gives_the_features_a_fresh_look_up_gives(
+    workload: list[Job],
+) -> None:
+    train, probe = workload[:1000], workload[1000:1200]
+    history = HistoryIndex(train)
+    enc = FeatureEncoder.fit(train)
+    view = HistoryView.of(probe, history)
+    shared = enc.transform(probe, history, view)
+    np.testing.assert_array_equal(shared, enc.transform(probe, history))
+    # the view is what the user, team and same-GPU columns read: another one shows
+    other = HistoryView.of(probe, HistoryIndex(train[:100]))
+    changed = enc.transform(probe, history, other)
+    assert not np.array_equal(
+        changed[:, column(enc, "user_median")],
+        shared[:, column(enc, "user_median")],
+        equal_nan=True,
+    )
+    np.testing.assert_array_equal(
+        changed[:, column(enc, "family_median")], shared[:, column(enc, "family_median")]
+    )
