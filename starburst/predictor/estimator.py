@@ -90,6 +90,7 @@ class ModelEstimator:
         self.history = history
         self.fallback = FallbackEstimator(self.history, reason="model failed on these jobs")
         self.source = f"model:{artifact.version}"
+        self.trees = artifact.model.trees()
 
     def with_history(self, completed_jobs: Sequence[Job]) -> ModelEstimator:
         """The same model over a fresh history (e.g. the store's recently finished jobs)."""
@@ -97,7 +98,7 @@ class ModelEstimator:
 
     def predict(self, jobs: Sequence[Job]) -> Prediction:
         """Quantile arrays in seconds; may raise — ``estimate`` is the never-raising wrapper."""
-        return self.artifact.model.predict(jobs, self.history)
+        return self.artifact.model.predict(jobs, self.history, self.trees)
 
     def estimate(self, jobs: Sequence[Job]) -> list[Estimate]:
         if not jobs:

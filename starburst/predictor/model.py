@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from starburst.predictor.features import FeatureEncoder
 from starburst.predictor.forms import centre
 from starburst.predictor.history import HistoryIndex
 from starburst.predictor.selection import FormChoice
+from starburst.predictor.trees import TreeEnsemble
 
 COVERAGE = 0.8
 MIN_TRAINING_JOBS = 50
@@ -134,12 +135,18 @@ class RuntimeModel:
     def _active(self) -> list[Any]:
         return [*self.quantiles, *(m for m in (self.median, self.residual) if m is not None)]
 
+    def trees(self) -> TreeEnsemble | None:
+        """The fitted models as one ``TreeEnsemble`` (None where it cannot be built)."""
+        return TreeEnsemble.compile(self._active(), len(self.encoder.names))
+
     def predict_log(
-        self, jobs: Sequence[Job], history: HistoryIndex
+        self, jobs: Sequence[Job], history: HistoryIndex, trees: TreeEnsemble | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Log-space (low, centre, high) under the chosen form, clipped, low ≤ centre ≤ high."""
+        """Log-space (low, centre, high) under the chosen form, clipped, low ≤ centre ≤ high.
+
+        ``trees`` (from ``trees()``) predicts the same as the models, faster."""
         view = HistoryView.of(jobs, history)
-        raw = self._outputs(jobs, history, view)
+        raw = self._outputs(jobs, history, view, trees)
         low, high = raw[0], raw[1]
         extra = iter(raw[2:])
         m = next(extra) if self.median is not None else None
@@ -148,22 +155,22 @@ class RuntimeModel:
         return band(low, mid, high, self.shift)
 
     def _outputs(
-        self, jobs: Sequence[Job], history: HistoryIndex, view: HistoryView
+        self,
+        jobs: Sequence[Job],
+        history: HistoryIndex,
+        view: HistoryView,
+        trees: TreeEnsemble | None,
     ) -> list[np.ndarray]:
         """A large batch is split over threads that each build their rows' features and run
         the trees: one thread's feature building (Python, holding the GIL) overlaps the other's
         tree walk (native, releasing it), and each tree walk uses one OpenMP thread (a
         10,000-row batch would otherwise pay a thread barrier per tree, 3–5× the work when
-        another process holds a core). Rows are independent, so the result is the same."""
-        from threadpoolctl import ThreadpoolController
-
-        controller = ThreadpoolController()
-        active = self._active()
+        another process holds a core). ``trees`` walks them without scikit-learn's per-model
+        input checks. Rows are independent, so the result is the same."""
+        walk = trees.predict if trees is not None else _one_thread_each(self._active())
 
         def run(rows: slice) -> list[np.ndarray]:
-            features = self.encoder.transform(jobs[rows], history, view.rows(rows))
-            with controller.limit(limits=1, user_api="openmp"):
-                return [r.predict(features) for r in active]
+            return walk(self.encoder.transform(jobs[rows], history, view.rows(rows)))
 
         parts = min(os.cpu_count() or 1, MAX_PREDICT_THREADS, len(jobs) // PARALLEL_ROWS)
         if parts <= 1:
@@ -174,14 +181,29 @@ class RuntimeModel:
         chunks = [slice(i, i + size) for i in range(0, len(jobs), size)]
         with ThreadPoolExecutor(len(chunks)) as pool:
             outs = list(pool.map(run, chunks))
-        return [np.concatenate([o[k] for o in outs]) for k in range(len(active))]
+        return [np.concatenate(parts) for parts in zip(*outs, strict=True)]
 
-    def predict(self, jobs: Sequence[Job], history: HistoryIndex) -> Prediction:
+    def predict(
+        self, jobs: Sequence[Job], history: HistoryIndex, trees: TreeEnsemble | None = None
+    ) -> Prediction:
         if not jobs:
             empty = np.zeros(0)
             return Prediction(empty, empty, empty)
-        low, mid, high = self.predict_log(jobs, history)
+        low, mid, high = self.predict_log(jobs, history, trees)
         return Prediction(np.exp(mid), np.exp(low), np.exp(high))
+
+
+def _one_thread_each(models: Sequence[Any]) -> Callable[[np.ndarray], list[np.ndarray]]:
+    """Each model's public ``predict``, on one OpenMP thread."""
+    from threadpoolctl import ThreadpoolController
+
+    controller = ThreadpoolController()
+
+    def walk(features: np.ndarray) -> list[np.ndarray]:
+        with controller.limit(limits=1, user_api="openmp"):
+            return [m.predict(features) for m in models]
+
+    return walk
 
 
 def completed(jobs: Sequence[Job]) -> list[Job]:
