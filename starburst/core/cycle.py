@@ -142,10 +142,12 @@ def schedule_pass(
 
 @dataclass(frozen=True, slots=True)
 class _Holds:
-    """Who may not burst now: teams (or ``HOLD_ALL``) and single jobs, with the reason."""
+    """Who may not burst now: teams (or ``HOLD_ALL``) and single jobs, with the reason;
+    ``recorded``: the ids already in this pass's ``PassResult.held``."""
 
     teams: Mapping[str, str]
     jobs: Mapping[str, str]
+    recorded: set[str] = field(default_factory=set)
 
     def reason(self, entry: QueuedJob) -> str | None:
         team = self.teams.get(entry.job.team) if entry.job.team is not None else None
@@ -157,7 +159,8 @@ def _held(entry: QueuedJob, held: _Holds, result: PassResult) -> bool:
     reason = held.reason(entry)
     if reason is None:
         return False
-    if all(job_id != entry.id for job_id, _ in result.held):
+    if entry.id not in held.recorded:
+        held.recorded.add(entry.id)
         result.held.append((entry.id, reason))
     return True
 

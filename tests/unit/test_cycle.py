@@ -3,7 +3,8 @@
 import math
 
 from starburst.core.capacity import CapacityIndex, Node, Part
-from starburst.core.cycle import admit, schedule_pass
+from starburst.core.cycle import HOLD_ALL, admit, schedule_pass
+from starburst.core.job import QueuedJob
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import PolicyKind, WaitPolicy
 from tests.builders import H, config, make_job, nodes, queued
@@ -242,3 +243,30 @@ def test_a_team_over_its_cloud_budget_waits_on_prem_instead_of_bursting() -> Non
     index2 = CapacityIndex(nodes(1, 8))
     later = schedule_pass(200, result.waiting, [], index2, config(cap=0), hold=hold)
     assert ids(later.starts) == ["ml-job"]
+
+
+class CountedEntry(QueuedJob):
+    """A queue entry that counts how often the pass reads its id."""
+
+    reads = 0
+
+    @property
+    def id(self) -> str:
+        CountedEntry.reads += 1
+        return self.job.id
+
+
+def test_a_pass_over_many_held_jobs_does_work_linear_in_the_queue() -> None:
+    # The cloud side cannot burst (HOLD_ALL): every expired job is held, in each of the
+    # pass's steps that looks at it. Recording each once must not compare it with every
+    # job held before it (a queue of thousands held jobs made each pass take seconds).
+    index = CapacityIndex(nodes(1, 8))
+    busy(index, 0, 8)
+    n = 2_000
+    queue = [CountedEntry(make_job(f"j{i}", gpus=1, submit=i), float(i), 60.0) for i in range(n)]
+    arrivals = [CountedEntry(make_job("late", gpus=1, submit=n), float(n), 0.0)]
+    CountedEntry.reads = 0
+    result = schedule_pass(1e6, queue, arrivals, index, config(cap=10), hold={HOLD_ALL: "down"})
+    assert len(result.held) == n + 1 and result.bursts == []
+    assert len({job_id for job_id, _ in result.held}) == n + 1  # each held job once
+    assert CountedEntry.reads < 20 * n  # quadratic bookkeeping read ids ~n²/2 times
