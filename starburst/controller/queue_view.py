@@ -80,9 +80,14 @@ class QueueView:
         assert self._entries is not None
         while True:
             changes, self._position = self.store.state_changes(self._position)
+            # Only each job's last state counts: a job submitted and admitted since the last
+            # look (the admission added it already) is not read back one by one.
+            last: dict[str, JobState] = {}
             for job_id, state in changes:
                 if state is JobState.CANCELLED:
                     self._cancelled.add(job_id)
+                last[job_id] = state
+            for job_id, state in last.items():
                 if state is not JobState.QUEUED:
                     self._entries.pop(job_id, None)
                 elif job_id not in self._entries:

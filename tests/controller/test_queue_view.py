@@ -137,3 +137,33 @@ def test_without_a_cloud_jobs_past_the_queue_cap_stay_queued_and_start_when_gpus
     assert states.count(JobState.QUEUED) == 34 and JobState.BURSTING not in states
     assert "no cloud" in report.held[0][1]
     store.close()
+
+
+def test_a_job_submitted_and_admitted_between_two_looks_is_not_read_back(
+    tmp_path: Path,
+) -> None:
+    # The feed then holds both its events (submitted, queued): only the last one counts, and
+    # the entry admission added stays (reading each admitted job back was one query per job
+    # in every pass under a stream of submissions).
+    from starburst.controller.queue_view import QueueView
+    from starburst.core.job import QueuedJob
+
+    store, _, _, _ = setup(tmp_path, gpus=1)
+    policy = WaitPolicy(PolicyKind.INFINITE)
+    view = QueueView(store.jobs)
+    assert view.current(T0, policy) == []
+    reads: list[str] = []
+    get = store.jobs.get
+    store.jobs.get = lambda job_id: reads.append(job_id) or get(job_id)  # type: ignore[method-assign]
+    submitted = store.jobs.submit(JobSpec(id="j0", gpus=1), at=T0 + 1)
+    store.jobs.transition("j0", JobState.QUEUED, reason="admitted", actor="test", wait_budget=60.0)
+    admitted = QueuedJob(submitted.job, T0 + 1, 60.0)
+    view.add(admitted)
+    assert view.current(T0 + 2, policy) == [admitted]
+    assert reads == []
+    # a job queued by another writer is still read, once
+    store.jobs.submit(JobSpec(id="j1", gpus=1), at=T0 + 3)
+    store.jobs.transition("j1", JobState.QUEUED, reason="admitted", actor="test", wait_budget=5.0)
+    assert [q.id for q in view.current(T0 + 4, policy)] == ["j0", "j1"]
+    assert reads == ["j1"]
+    store.close()
