@@ -50,6 +50,8 @@ from pathlib import Path
 from threadpoolctl import threadpool_limits
 
 from starburst.core.job import Job
+from starburst.predictor.artifact import ModelArtifact
+from starburst.predictor.baselines import HistoryView
 from starburst.predictor.estimator import ModelEstimator
 from starburst.predictor.evaluation import Evaluation, evaluate, format_evaluation
 from starburst.predictor.history import HistoryIndex
@@ -231,7 +233,39 @@ def speed(train_jobs: int, batch: int, repeat: int) -> None:
         f"{est_cpu * 1000:.1f} ms as Estimate objects (wall {pred_wall * 1000:.1f} ms; median "
         f"of {repeat}; target < 100 ms quiet)"
     )
+    parts(artifact, estimator, queued_jobs, repeat)
     print(f"({load_average()})")
+
+
+def parts(
+    artifact: ModelArtifact, estimator: ModelEstimator, queued: list[Job], repeat: int
+) -> None:
+    """The batch's parts on one thread, and the trees through scikit-learn's ``predict``
+    beside ``TreeEnsemble`` (the baseline it replaces), and the whole batch both ways."""
+    model, history = artifact.model, estimator.history
+    view = HistoryView.of(queued, history)
+    features = model.encoder.transform(queued, history, view)
+    models, trees = model.fitted(), estimator.trees
+    with threadpool_limits(limits=1):
+        view_cpu, _ = timed(lambda: HistoryView.of(queued, history), repeat)
+        feat_cpu, _ = timed(lambda: model.encoder.transform(queued, history, view), repeat)
+        public_cpu, _ = timed(lambda: [m.predict(features) for m in models], repeat)
+        line = (
+            f"  its parts on one thread (CPU): history look-ups {view_cpu * 1000:.1f} ms, "
+            f"features {feat_cpu * 1000:.1f} ms, {len(models)} tree models through "
+            f"scikit-learn's predict {public_cpu * 1000:.1f} ms"
+        )
+        if trees is None:
+            print(f"{line}; no tree ensemble (scikit-learn's internals differ)")
+            return
+        own_cpu, _ = timed(lambda: trees.predict(features), repeat)
+        _, public_wall = timed(lambda: model.predict(queued, history, None), repeat)
+        _, own_wall = timed(lambda: model.predict(queued, history, trees), repeat)
+    print(
+        f"{line}, through TreeEnsemble {own_cpu * 1000:.1f} ms ({public_cpu / own_cpu:.2f}x); "
+        f"the whole batch (wall) {public_wall * 1000:.1f} ms through predict, "
+        f"{own_wall * 1000:.1f} ms through the ensemble ({public_wall / own_wall:.2f}x)"
+    )
 
 
 def main() -> None:

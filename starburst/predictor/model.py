@@ -132,12 +132,13 @@ class RuntimeModel:
     residual: Any = None
     global_log: float = 0.0
 
-    def _active(self) -> list[Any]:
+    def fitted(self) -> list[Any]:
+        """The models a prediction runs: p10, p90, then p50 and the residual when present."""
         return [*self.quantiles, *(m for m in (self.median, self.residual) if m is not None)]
 
     def trees(self) -> TreeEnsemble | None:
         """The fitted models as one ``TreeEnsemble`` (None where it cannot be built)."""
-        return TreeEnsemble.compile(self._active(), len(self.encoder.names))
+        return TreeEnsemble.compile(self.fitted(), len(self.encoder.names))
 
     def predict_log(
         self, jobs: Sequence[Job], history: HistoryIndex, trees: TreeEnsemble | None = None
@@ -167,7 +168,7 @@ class RuntimeModel:
         10,000-row batch would otherwise pay a thread barrier per tree, 3–5× the work when
         another process holds a core). ``trees`` walks them without scikit-learn's per-model
         input checks. Rows are independent, so the result is the same."""
-        walk = trees.predict if trees is not None else _one_thread_each(self._active())
+        walk = trees.predict if trees is not None else _one_thread_each(self.fitted())
 
         def run(rows: slice) -> list[np.ndarray]:
             return walk(self.encoder.transform(jobs[rows], history, view.rows(rows)))
