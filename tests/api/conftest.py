@@ -5,6 +5,8 @@
 once per session), a store on a hand-moved clock, an app with auth on, tokens for an admin,
 two users in different teams and a finance reader, and ``api.client(who)`` to get an
 ``httpx.Client`` that sends that caller's token. ``serve(app)`` runs any other app.
+``browser`` is a headless Chromium (``tests/support/browser.py``) started once per module; each
+test opens contexts of its own (cookies, storage, downloads), closed when it ends.
 Clients are closed at the end of each test (warnings are errors).
 
 ``serve`` lends a server from a per-session pool instead of starting and stopping one per
@@ -124,6 +126,28 @@ class ServerPool:
     def _start() -> tuple[LiveServer, Lent]:
         lent = Lent()
         return LiveServer(lent).start(), lent
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import ARGS, chromium_path
+
+    path = chromium_path()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=path, args=ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def browser(chromium: Any) -> Iterator[Any]:
+    """The module's Chromium; the contexts a test opened are closed at its end (so their
+    connections to the test's server close too)."""
+    yield chromium
+    for context in chromium.contexts:
+        context.close()
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,6 @@ written to ``bench/out/dashboard.png`` for review."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -15,7 +14,6 @@ import pytest
 
 from starburst.core.lifecycle import JobState
 from starburst.core.records import CostEntry, JobSpec
-from tests.support.browser import ARGS, chromium_path
 
 PG = pytest.mark.parametrize(
     "db_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
@@ -23,17 +21,6 @@ PG = pytest.mark.parametrize(
 SCREENSHOT = Path(__file__).resolve().parents[2] / "bench" / "out" / "dashboard.png"
 NOV20 = datetime(2026, 11, 20, tzinfo=UTC).timestamp()
 DAY = 86400.0
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    path = chromium_path()
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=path, args=ARGS, headless=True)
-        yield launched
-        launched.close()
 
 
 def _month_of_spending(store: Any, clock: Any) -> None:

@@ -7,13 +7,11 @@ admins; nothing is loaded from outside the API. A screenshot goes to
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.browser import ARGS, chromium_path
 from tests.tune.histories import record_history, record_scheduler
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "bench" / "out" / "tuning.png"
@@ -31,17 +29,6 @@ def point(row: dict[str, Any]) -> list[Any]:
         pytest.approx(100 * row["jct_change"]),
         row["label"],
     ]
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    path = chromium_path()
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=path, args=ARGS, headless=True)
-        yield launched
-        launched.close()
 
 
 def test_an_admin_replays_history_and_applies_the_cheapest(api, browser) -> None:  # type: ignore[no-untyped-def]
