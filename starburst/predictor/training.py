@@ -32,11 +32,11 @@ def train_artifact(
     keep_history: bool = True,
 ) -> ModelArtifact:
     """Fit a model on completed jobs and wrap it with its training window and metrics."""
-    import sklearn
-
     params = params or TrainParams()
     done = completed(jobs)
-    fitted = fit_with_validation(done, params)
+    fitted = fit_with_validation(done, params)  # too few jobs: refused before any import
+    import sklearn
+
     model, history = fitted.model, fitted.history
     when = trained_at or datetime.now(UTC)
     window = (done[0].submit_time, done[-1].submit_time)

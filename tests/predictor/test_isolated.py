@@ -4,6 +4,8 @@ lower-priority process, its artifact is the one loaded, and a refusal keeps its 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -66,3 +68,19 @@ def test_store_training_isolated_registers_the_childs_model(
     active = store.models.active_model(MODEL_NAME)
     assert active is not None and active.version == artifact.version
     assert load_artifact(path).version == artifact.version
+
+
+def test_a_refusal_comes_before_scikit_learn_is_imported() -> None:
+    # a child told to train on too few jobs answers at once, not after a 1-3 s import
+    code = (
+        "import sys\n"
+        "from starburst.core.job import Job\n"
+        "from starburst.predictor.model import TrainingError\n"
+        "from starburst.predictor.training import train_artifact\n"
+        "try:\n"
+        "    train_artifact([Job('a', 0.0, 1, runtime=60.0)])\n"
+        "except TrainingError:\n"
+        "    print('sklearn' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "False", done.stderr[-2000:]
