@@ -38,7 +38,9 @@ def store(tmp_path: Path) -> SqlStore:
 def test_child_runs_niced_and_its_artifact_is_loaded(
     split: tuple[list[Job], list[Job]], tmp_path: Path
 ) -> None:
-    train, test = split
+    # 300 jobs: what is checked is the process and the model's identity, not its accuracy, and
+    # a niced child beside a busy core trains the session's 1,050 jobs for up to ~25 s
+    train, test = split[0][:300], split[1]
     path = tmp_path / "model.joblib"
     result = train_isolated(train, path, SMALL, WHEN)
     assert result.pid != os.getpid()
