@@ -374,15 +374,7 @@ class RealKube:
         """Every audited request so far (``user``: only that username's), oldest first.
 
         Events are written when a request completes; poll (``wait_for``) for the newest."""
-        events = []
-        with open(self.audit_log, errors="replace") as log:
-            for line in log:
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                if user is None or event.get("user", {}).get("username") == user:
-                    events.append(event)
-        return events
+        return read_audit(self.audit_log, user)
 
     def kubelet(self, **kwargs: Any) -> Any:
         """A ``FakeKubelet`` on this control plane (see ``tests.support.kubelet``)."""
@@ -417,3 +409,19 @@ def real_namespace(real_kube: RealKube) -> Iterator[str]:
     name = real_kube.create_namespace()
     yield name
     real_kube.delete_namespace(name)
+
+
+def read_audit(path: Path, user: str | None = None) -> list[dict[str, Any]]:
+    """The complete events of an audit log (``user``: only that username's), oldest first.
+
+    The API server appends while a test reads: a last line without its newline is an event
+    still being written, left for the next read (parsing it fails on a cut string)."""
+    events = []
+    with open(path, errors="replace") as log:
+        for line in log:
+            if not line.endswith("\n") or not line.strip():
+                continue
+            event = json.loads(line)
+            if user is None or event.get("user", {}).get("username") == user:
+                events.append(event)
+    return events
