@@ -38,6 +38,7 @@ from starburst.predictor.artifact import ModelArtifact, load_artifact
 from starburst.predictor.features import declared_runtime
 from starburst.predictor.history import HistoryIndex
 from starburst.predictor.model import Prediction
+from starburst.predictor.trees import TreeEnsemble
 
 log = logging.getLogger(__name__)
 
@@ -83,18 +84,24 @@ class FallbackEstimator:
 class ModelEstimator:
     """The trained model, over a history of completed jobs (the artifact's, or a fresher one)."""
 
-    def __init__(self, artifact: ModelArtifact, history: HistoryIndex | None = None) -> None:
+    def __init__(
+        self,
+        artifact: ModelArtifact,
+        history: HistoryIndex | None = None,
+        trees: TreeEnsemble | None = None,
+    ) -> None:
+        """``trees``: the model's ``TreeEnsemble`` when the caller has it (built otherwise)."""
         self.artifact = artifact
         if history is None:
             history = artifact.history if artifact.history is not None else HistoryIndex([])
         self.history = history
         self.fallback = FallbackEstimator(self.history, reason="model failed on these jobs")
         self.source = f"model:{artifact.version}"
-        self.trees = artifact.model.trees()
+        self.trees = trees if trees is not None else artifact.model.trees()
 
     def with_history(self, completed_jobs: Sequence[Job]) -> ModelEstimator:
         """The same model over a fresh history (e.g. the store's recently finished jobs)."""
-        return ModelEstimator(self.artifact, HistoryIndex(completed_jobs))
+        return ModelEstimator(self.artifact, HistoryIndex(completed_jobs), self.trees)
 
     def predict(self, jobs: Sequence[Job]) -> Prediction:
         """Quantile arrays in seconds; may raise — ``estimate`` is the never-raising wrapper."""
