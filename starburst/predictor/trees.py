@@ -48,15 +48,11 @@ class Encoding:
         )
 
     def apply(self, features: np.ndarray) -> np.ndarray:
-        columns = [
-            _codes(features[:, i], cats)
-            for i, cats in zip(np.flatnonzero(self.categorical), self.categories, strict=True)
-        ]
         out = np.empty(features.shape, dtype=np.float64)
-        k = len(columns)
-        for i, column in enumerate(columns):
-            out[:, i] = column
-        out[:, k:] = features[:, ~self.categorical]
+        columns = np.flatnonzero(self.categorical)
+        for i, (column, cats) in enumerate(zip(columns, self.categories, strict=True)):
+            out[:, i] = _codes(features[:, column], cats)
+        out[:, len(columns) :] = features[:, ~self.categorical]
         return out
 
 
