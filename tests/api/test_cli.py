@@ -116,6 +116,24 @@ def test_costs_prints_the_report_and_tokens_decide_what_is_seen(api):  # type: i
     assert nobody.stderr == "error: invalid, expired or revoked API token (HTTP 401)\n"
 
 
+def test_the_requests_of_one_process_load_the_ca_bundle_once(api, monkeypatch):  # type: ignore[no-untyped-def]
+    import ssl
+
+    from starburst.cli import jobs
+
+    built = []
+    real = ssl.create_default_context
+    monkeypatch.setattr(
+        ssl, "create_default_context", lambda *a, **k: built.append(1) or real(*a, **k)
+    )
+    jobs.tls_context.cache_clear()
+    env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
+    for _ in range(3):
+        assert run(["jobs"], env).exit_code == 0
+    assert len(built) == 1  # was one per request: ~20 ms of CPU each
+    jobs.tls_context.cache_clear()
+
+
 def test_an_unreachable_server_is_one_clear_line_and_exit_2() -> None:
     url = f"http://127.0.0.1:{_free_port()}"
     for args in (["jobs"], ["submit", "--image", "i", "--", "true"], ["costs"]):
