@@ -34,6 +34,7 @@ _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
+from tests.support import http  # noqa: E402
 from tests.support import postgres as _postgres  # noqa: E402
 from tests.support.clock import ManualClock  # noqa: E402
 from tests.support.databases import MigratedTemplates, emptied  # noqa: E402
@@ -213,12 +214,10 @@ class Api:
     tokens: dict[str, str] = field(default_factory=dict)
 
     def client(self, who: str | None = "alice", token: str | None = None) -> Any:
-        import httpx
-
         secret = token if token is not None else (self.tokens[who] if who else None)
         headers = {"Authorization": f"Bearer {secret}"} if secret else {}
         return self.resources.enter_context(
-            httpx.Client(base_url=self.url, headers=headers, timeout=10.0)
+            http.client(base_url=self.url, headers=headers, timeout=10.0)
         )
 
 

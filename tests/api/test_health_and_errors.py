@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import http
+
 
 def test_healthz_and_readyz_need_no_token_and_readyz_reports_the_probe(  # type: ignore[no-untyped-def]
     db_url, clock, resources, open_store, serve
@@ -60,13 +62,11 @@ def unreachable(resources):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("auth", [True, False])
 def test_database_down_is_503_naming_the_url_without_its_password(unreachable, serve, auth):  # type: ignore[no-untyped-def]
-    import httpx
-
     from starburst.api import create_app
 
     _url, store, settings = unreachable
     server = serve(create_app(settings, store, auth=auth))
-    with httpx.Client(base_url=server.url, headers={"Authorization": "Bearer sb_x"}) as client:
+    with http.client(base_url=server.url, headers={"Authorization": "Bearer sb_x"}) as client:
         answers = [
             client.get("/v1/jobs"),
             client.get("/v1/jobs/abc"),
@@ -86,8 +86,6 @@ def test_database_down_is_503_naming_the_url_without_its_password(unreachable, s
 def test_a_postgres_server_that_stops_turns_requests_into_503(  # type: ignore[no-untyped-def]
     resources, serve, clock
 ):
-    import httpx
-
     from starburst.adapters.db import migrate
     from starburst.adapters.db.store import SqlStore
     from starburst.api import create_app
@@ -103,7 +101,7 @@ def test_a_postgres_server_that_stops_turns_requests_into_503(  # type: ignore[n
     store = SqlStore.open(pg.url, clock=clock)
     resources.callback(store.close)
     server = serve(create_app(Settings(database_url=pg.url), store, auth=False))
-    with httpx.Client(base_url=server.url) as client:
+    with http.client(base_url=server.url) as client:
         assert client.get("/v1/jobs").status_code == 200
         pg.stop()
         down = client.get("/v1/jobs")

@@ -3,10 +3,10 @@ app of the test that borrowed it, and one that still holds a connection is never
 
 from __future__ import annotations
 
-import httpx
 from fastapi import FastAPI
 
 from tests.api.conftest import ServerPool
+from tests.support import http
 
 
 def named(name: str) -> FastAPI:
@@ -23,14 +23,14 @@ def test_a_returned_server_serves_the_next_app_and_nothing_between() -> None:
     pool = ServerPool()
     try:
         server, lent = pool.lend(named("first"))
-        with httpx.Client(base_url=server.url) as client:
+        with http.client(base_url=server.url) as client:
             assert client.get("/who").json() == "first"
         pool.give_back(server, lent)
-        with httpx.Client(base_url=server.url) as client:
+        with http.client(base_url=server.url) as client:
             assert client.get("/who").status_code == 503  # in the pool: no test's app
         again, lent = pool.lend(named("second"))
         assert again is server
-        with httpx.Client(base_url=again.url) as client:
+        with http.client(base_url=again.url) as client:
             assert client.get("/who").json() == "second"
         pool.give_back(again, lent)
     finally:
@@ -41,7 +41,7 @@ def test_a_server_with_an_open_connection_is_stopped_not_lent_again() -> None:
     pool = ServerPool()
     try:
         server, lent = pool.lend(named("first"))
-        with httpx.Client(base_url=server.url) as client:
+        with http.client(base_url=server.url) as client:
             assert client.get("/who").json() == "first"  # the connection stays open
             pool.give_back(server, lent, grace_s=0.05)
             assert not server.thread.is_alive()

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 from fastapi import FastAPI, HTTPException
 
 from starburst.api.serve import WakeOnWrite
+from tests.support import http
 
 
 def test_a_successful_post_wakes_the_scheduler_and_nothing_else_does(
@@ -30,7 +30,7 @@ def test_a_successful_post_wakes_the_scheduler_and_nothing_else_does(
         return []
 
     app.add_middleware(WakeOnWrite, wake=lambda: woken.append(1))
-    with httpx.Client(base_url=serve(app).url) as client:
+    with http.client(base_url=serve(app).url) as client:
         assert client.get("/v1/jobs").status_code == 200
         assert client.post("/v1/jobs/a/cancel").status_code == 409
         assert woken == []

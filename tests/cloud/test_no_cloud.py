@@ -23,13 +23,14 @@ from starburst.pricing import load_price_table
 from starburst.settings import Settings
 from tests.api.conftest import LiveServer
 from tests.cloud.fake_sky import ClusterNotUpError, FakeSky
+from tests.support import http
 from tests.support.clock import ManualClock
 
 
 def readyz(app: object) -> httpx.Response:
     served = LiveServer(app).start()
     try:
-        return httpx.get(f"{served.url}/readyz", timeout=10)
+        return http.get(f"{served.url}/readyz", timeout=10)
     finally:
         served.stop()
 

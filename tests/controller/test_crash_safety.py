@@ -28,7 +28,6 @@ from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
-import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -37,6 +36,7 @@ from starburst.adapters.db.leader import leader_lock
 from starburst.adapters.db.store import SqlStore
 from starburst.core.lifecycle import TERMINAL, JobState
 from starburst.core.records import JobSpec
+from tests.support import http
 from tests.support.waiting import wait_for
 
 JOBS = 160
@@ -132,7 +132,7 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
             what="every job to end",
         )
         port = env["STARBURST_API_PORT"]
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+        with http.client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
             assert client.get("/healthz").status_code == 200
             ready = client.get("/readyz")
             assert ready.status_code == 200 and ready.json()["detail"] == "leading"

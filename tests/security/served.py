@@ -28,6 +28,7 @@ from sqlalchemy import make_url
 from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.core.records import Role
+from tests.support import http
 from tests.support.postgres import ThrowawayPostgres, find_bindir, required
 from tests.support.waiting import wait_for
 
@@ -114,7 +115,7 @@ def server(password_postgres: str, tmp_path: Path) -> Iterator[Served]:
 
     def ready() -> bool:
         try:
-            return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
+            return http.get(f"{url}/readyz", timeout=1).status_code == 200
         except httpx.HTTPError:
             return proc.poll() is not None
 

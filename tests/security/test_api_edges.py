@@ -22,6 +22,7 @@ from starburst.core.lifecycle import JobState
 from starburst.core.records import Role
 from starburst.settings import Settings
 from tests.api.conftest import LiveServer
+from tests.support import http
 from tests.support.postgres import drop_database, fresh_database
 
 JOB = {"image": "python:3.11", "command": "python train.py", "gpus": 1}
@@ -56,7 +57,7 @@ def api(postgres_url: str) -> Iterator[Api]:
     app = create_app(Settings(database_url=database), store, auth=True)
     server = LiveServer(app).start()
     try:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
+        with http.client(base_url=server.url, timeout=30) as client:
             yield Api(store, client, tokens)
     finally:
         server.stop()

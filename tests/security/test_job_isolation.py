@@ -21,7 +21,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import httpx
 import pytest
 
 from starburst.settings import parse_uid_range
@@ -33,6 +32,7 @@ from tests.security.served import (
     run_job,
     server,
 )
+from tests.support import http
 from tests.support.waiting import wait_for
 
 __all__ = ["password_postgres", "server"]
@@ -107,7 +107,7 @@ def test_a_user_job_sees_nothing_of_the_controller_and_cannot_become_admin(serve
     guessed = psql_as_nobody(admin_url, "SELECT 1")
     assert guessed.returncode != 0 and "password" in guessed.stderr, guessed
     headers = {"Authorization": f"Bearer {tokens['user']}"}
-    with httpx.Client(base_url=url, headers=headers, timeout=10) as user:
+    with http.client(base_url=url, headers=headers, timeout=10) as user:
         victim = run_job(user, "echo victim-output-7f3a", {"VICTIM_SECRET": "hunter2-victim"})
         attacker = run_job(user, attack_script(state, victim, proc.pid, admin_url))
         out = user.get(f"/v1/jobs/{attacker}/logs").text
@@ -142,7 +142,7 @@ def test_a_user_job_sees_nothing_of_the_controller_and_cannot_become_admin(serve
     assert victim_dir.stat().st_mode & 0o777 == 0o700
     for name in ("spawn.json", "output.log", "exit_code", "pid"):
         assert (victim_dir / name).stat().st_mode & 0o777 == 0o600, name
-    with httpx.Client(base_url=url, timeout=10) as anyone:
+    with http.client(base_url=url, timeout=10) as anyone:
         victim_log = anyone.get(f"/v1/jobs/{victim}/logs", headers=headers).text
     assert "victim-output-7f3a" in victim_log  # the controller still reads every log
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import httpx
-
 from starburst.settings import parse_uid_range
 from tests.security.served import Served, password_postgres, server, submit, wait_ended
+from tests.support import http
 from tests.support.waiting import wait_for
 
 __all__ = ["password_postgres", "server"]
@@ -50,7 +49,7 @@ echo "== done"
 
 def test_a_running_job_cannot_read_or_signal_another(server: Served) -> None:
     headers = {"Authorization": f"Bearer {server.tokens['user']}"}
-    with httpx.Client(base_url=server.url, headers=headers, timeout=10) as user:
+    with http.client(base_url=server.url, headers=headers, timeout=10) as user:
         victim = submit(user, VICTIM, {"VICTIM_SECRET": "hunter2-env-77aa"})
 
         def started() -> re.Match[str] | None:

@@ -27,6 +27,7 @@ import pytest
 
 from starburst.adapters.db import migrate
 from tests.security.served import TERMINAL, free_port, require_root
+from tests.support import http
 from tests.support.waiting import wait_for
 
 NOBODY = 65534
@@ -104,7 +105,7 @@ def refused(proc: subprocess.Popen[str]) -> str:
 def serving(proc: subprocess.Popen[str], url: str) -> None:
     def ready() -> bool:
         try:
-            return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
+            return http.get(f"{url}/readyz", timeout=1).status_code == 200
         except httpx.HTTPError:
             return proc.poll() is not None
 
@@ -133,7 +134,7 @@ tr '\\0' '\\n' < /proc/{pid}/environ && echo READ-ENVIRON-OK
 ls -l /proc/{pid}/fd/ && echo LIST-FD-OK
 echo "== done"
 """
-        with httpx.Client(base_url=url, timeout=10) as client:
+        with http.client(base_url=url, timeout=10) as client:
             made = client.post("/v1/jobs", json={"image": "i", "command": script, "gpus": 1})
             assert made.status_code == 201, made.text
             job_id = made.json()["id"]

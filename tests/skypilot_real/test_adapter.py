@@ -11,8 +11,6 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-import httpx
-
 from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
@@ -27,6 +25,7 @@ from starburst.core.records import JobSpec
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
 from tests.api.conftest import LiveServer
+from tests.support import http
 from tests.support.waiting import wait_for
 
 PASS_TIMEOUT_S = 180.0  # a loaded 2-core machine answers in seconds, sometimes in minutes
@@ -106,7 +105,7 @@ def test_the_controller_keeps_the_job_on_prem_and_reports_degraded(
         assert health.ready and health.degraded == NO_CLOUD
         served = LiveServer(probes_app(controller)).start()
         try:
-            ready = httpx.get(f"{served.url}/readyz", timeout=10)
+            ready = http.get(f"{served.url}/readyz", timeout=10)
         finally:
             served.stop()
         assert ready.status_code == 200
