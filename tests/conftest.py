@@ -13,6 +13,8 @@ lock. Tests that share an expensive server run on one worker, as an ``xdist_grou
   starts one control plane, not one per worker;
 - ``skypilot-real``: the real SkyPilot API server's tests (``tests/skypilot_real``), which also
   must run in their module order on one server.
+Every test of the real-component tiers is marked ``real`` here (see ``_is_real``), so the fast
+tier is ``pytest -n 2 -m "not real"`` and the real tier ``pytest -m real``.
 Timing-sensitive tests mark themselves ``xdist_group("timing")`` so they never run beside one
 another.
 
@@ -41,6 +43,8 @@ if sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE"):
 from tests.support.controlplane import real_kube, real_namespace  # noqa: E402, F401 (fixtures; after the bytecode set-up)
 
 SKYPILOT_REAL = "tests/skypilot_real/"
+# the real-component tiers: what the test command builds or installs (see ``real`` below)
+REAL_TIERS = ("tests/realkube/", SKYPILOT_REAL, "tests/helm/")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
@@ -49,6 +53,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _server_group(item)
         if group is not None and not any(item.iter_markers("xdist_group")):
             item.add_marker(pytest.mark.xdist_group(group))
+        if _is_real(item):
+            item.add_marker(pytest.mark.real)
         # an xdist worker under --dist loadgroup (the option exists only on workers)
         if getattr(config.option, "loadgroup", False):
             _name_group_in_nodeid(item)
@@ -70,6 +76,18 @@ def _name_group_in_nodeid(item: pytest.Item) -> None:
     from _pytest.nodeid import NodeId
 
     item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+
+
+def _is_real(item: pytest.Item) -> bool:
+    """A test of the real-component tiers: in their directories, or on the real control plane
+    from elsewhere (``real_kube`` among its fixtures, or the ``real-kube`` group, as the
+    cluster contract's ``kubernetes-real`` case, which asks for the fixture at run time)."""
+    if item.nodeid.startswith(REAL_TIERS) or _server_group(item) == "real-kube":
+        return True
+    groups = {
+        m.args[0] if m.args else m.kwargs.get("name") for m in item.iter_markers("xdist_group")
+    }
+    return "real-kube" in groups
 
 
 def _server_group(item: pytest.Item) -> str | None:
