@@ -6,6 +6,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+#: mypy's incremental cache, kept outside the checkout: a fresh clone's check reuses what the
+#: last one learnt of the unchanged modules (mypy compares each file's hash, not its path or
+#: mtime) — ~3 s instead of ~26 s of CPU for a cold ``.mypy_cache``
+MYPY_CACHE = Path.home() / ".cache" / "starburst" / "mypy"
 
 
 def run(*cmd: str) -> subprocess.CompletedProcess[str]:
@@ -28,7 +32,7 @@ def test_import_contracts_hold() -> None:
 
 
 def test_mypy_is_clean_and_strict_on_core_and_sim() -> None:
-    done = run(str(BIN / "mypy"), "starburst")
+    done = run(str(BIN / "mypy"), "--cache-dir", str(MYPY_CACHE), "starburst")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
