@@ -13,13 +13,13 @@ from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.controller.wiring import build_cloud, build_cluster
-from starburst.predictor import isolated
 from starburst.predictor.estimator import ModelEstimator
 from starburst.predictor.store import MODEL_NAME
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
 from tests.predictor.test_store import finish_jobs
 from tests.support.clock import ManualClock
+from tests.support.niceness import train_gently
 
 
 def test_retrain_runs_in_a_niced_child_and_switches_the_estimator(
@@ -30,14 +30,7 @@ def test_retrain_runs_in_a_niced_child_and_switches_the_estimator(
     history = SqlStore.open(url, clock=ManualClock())
     finish_jobs(history, 90)
     history.close()
-    children: list[isolated.Isolated] = []
-    real = isolated.train_isolated
-
-    def spy(*args: Any, **kwargs: Any) -> isolated.Isolated:
-        children.append(real(*args, **kwargs))
-        return children[-1]
-
-    monkeypatch.setattr(isolated, "train_isolated", spy)
+    children = train_gently(monkeypatch)
     settings = Settings(
         database_url=url,
         state_dir=tmp_path / "state",

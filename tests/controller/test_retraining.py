@@ -19,6 +19,7 @@ from starburst.predictor.training import train_artifact
 from tests.predictor.conftest import SMALL
 from tests.predictor.test_store import finish_jobs
 from tests.support.clock import ManualClock
+from tests.support.niceness import GENTLE
 
 WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -34,7 +35,7 @@ def test_the_child_reads_the_history_and_trains_the_same_model(tmp_path: Path) -
     finish_jobs(store, 90)
     reader = history_reader(store, limit=1000)
     assert reader is not None
-    read = train_isolated(reader, tmp_path / "read.joblib", SMALL, WHEN)
+    read = train_isolated(reader, tmp_path / "read.joblib", SMALL, WHEN, nice=GENTLE)
     # the model of the jobs handed over; a child trains the same as this process does
     # (tests/predictor/test_isolated.py), so one child is enough here
     given = train_artifact(completed_jobs(store.models), SMALL, WHEN)
