@@ -51,7 +51,7 @@ def test_retrain_runs_in_a_niced_child_and_switches_the_estimator(
     try:
         controller.retrain()
         [child] = children
-        assert child.pid != os.getpid() and child.nice > os.nice(0)
+        assert child.pid != os.getpid() and child.nice > os.nice(0) and child.threads == 1
         estimator = controller.loop.estimator
         assert isinstance(estimator, ModelEstimator)
         assert estimator.artifact.version == child.artifact.version

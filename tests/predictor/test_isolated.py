@@ -49,6 +49,8 @@ def test_child_runs_niced_and_its_artifact_is_loaded(
     result = train_isolated(train, path, SMALL, WHEN, nice=GENTLE)
     assert result.pid != os.getpid()
     assert result.nice == min(os.nice(0) + GENTLE, 19) > os.nice(0)
+    # one thread in every native pool (OpenMP's was one per core: 1.7x the CPU, on every core)
+    assert result.threads == 1
     assert result.artifact.version == load_artifact(path).version
     # the same model the parent would have trained (deterministic boosting)
     local = train_artifact(train, SMALL, WHEN)
