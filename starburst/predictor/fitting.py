@@ -112,17 +112,21 @@ def fit_with_validation(jobs: Sequence[Job], params: TrainParams | None = None) 
             f"max_bins must be at least {MAX_CATEGORIES + 1} (the categories "
             "of a column plus 'other')"
         )
-    with threadpool_limits(limits=params.threads, user_api="openmp"):
-        return _fit(jobs, params)
-
-
-def _fit(jobs: Sequence[Job], params: TrainParams) -> Fitted:
     done = completed(jobs)
-    if len(done) < MIN_TRAINING_JOBS:
+    if len(done) < MIN_TRAINING_JOBS:  # refused before scikit-learn's 1-3 s import
         raise TrainingError(
             f"need at least {MIN_TRAINING_JOBS} completed jobs with a runtime to train, "
             f"got {len(done)}"
         )
+    # threadpoolctl limits the pools of the libraries loaded when the limit is entered: load
+    # scikit-learn's OpenMP runtime first, or a fresh process trains on one thread per core
+    import sklearn.ensemble  # noqa: F401
+
+    with threadpool_limits(limits=params.threads, user_api="openmp"):
+        return _fit(done, params)
+
+
+def _fit(done: Sequence[Job], params: TrainParams) -> Fitted:
     encoder = FeatureEncoder.fit(done)
     history = HistoryIndex(done)
     view = HistoryView.of(done, history)
