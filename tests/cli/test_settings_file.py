@@ -4,11 +4,16 @@ The bug this guards: with ``database_url`` pointing at PostgreSQL in the YAML se
 (``--config`` or ``$STARBURST_CONFIG``), ``db upgrade``/``db current`` and the ``admin`` verbs
 used the default SQLite file instead, so tokens and budgets landed in the wrong database.
 Each case runs the real ``starburst`` command in a child process whose home directory is
-empty, and checks both that PostgreSQL got the data and that no SQLite file appeared.
+empty (the default SQLite path is computed from it when the settings load), and checks both
+that PostgreSQL got the data and that no SQLite file appeared. The commands of one case run
+one after another in one child (``starburst_each``: each through the command's own entry
+point, settings loaded again each time; nothing of the settings is cached between commands),
+so the case pays for one interpreter's imports, not one per command.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -35,6 +40,47 @@ def starburst(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess
     )
 
 
+#: runs each command of argv[1] (JSON) through ``starburst.cli.main.main`` and prints one JSON
+#: list of [exit status, stdout, stderr] per command
+EACH = """
+import contextlib, io, json, sys
+from starburst.cli.main import main
+ran = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(args)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    ran.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps(ran))
+"""
+
+
+def starburst_each(
+    home: Path, commands: list[list[str]], **env: str
+) -> list[subprocess.CompletedProcess[str]]:
+    """Run ``commands`` one after another in one child (see the module docstring)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("STARBURST_")}
+    clean.update(HOME=str(home), **env)
+    done = subprocess.run(
+        [sys.executable, "-c", EACH, json.dumps(commands)],
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = json.loads(done.stdout.strip().splitlines()[-1])
+    return [
+        subprocess.CompletedProcess(c, code, out, err)
+        for c, (code, out, err) in zip(commands, ran, strict=True)
+    ]
+
+
 @pytest.fixture
 def settings_file(tmp_path: Path, postgres_database: str) -> Path:
     path = tmp_path / "settings.yaml"
@@ -54,16 +100,23 @@ def test_db_and_admin_use_the_database_of_the_settings_file(
     home.mkdir()
     opts = ["--config", str(settings_file)] if how == "--config" else []
     env = {} if opts else {"STARBURST_CONFIG": str(settings_file)}
-    for args in (
-        ["db", "upgrade"],
-        ["admin", "users", "add", "alice", "--team", "ml"],
-        ["admin", "budgets", "set", "ml", "5000"],
-    ):
-        done = starburst(home, *args, *opts, **env)
+    *changes, current, shown = starburst_each(
+        home,
+        [
+            [*args, *opts]
+            for args in (
+                ["db", "upgrade"],
+                ["admin", "users", "add", "alice", "--team", "ml"],
+                ["admin", "budgets", "set", "ml", "5000"],
+                ["db", "current"],
+                ["admin", "users", "show", "alice"],
+            )
+        ],
+        **env,
+    )
+    for done in changes:
         assert done.returncode == 0, done.stderr
-    current = starburst(home, "db", "current", *opts, **env)
     assert current.stdout.startswith("postgresql+psycopg://"), current.stdout
-    shown = starburst(home, "admin", "users", "show", "alice", *opts, **env)
     assert "team ml" in shown.stdout, shown.stderr
     store = SqlStore.open(postgres_database)
     try:
@@ -104,11 +157,10 @@ def test_a_bad_settings_file_is_one_clear_error(tmp_path: Path) -> None:
 def test_bootstrap_registers_the_token_once(tmp_path: Path, postgres_database: str) -> None:
     token = "sb_" + "b" * 40
     migrate.upgrade(postgres_database)  # `db upgrade --url` is tested above
-    first = starburst(
-        tmp_path, "admin", "bootstrap", "--url", postgres_database, STARBURST_BOOTSTRAP_TOKEN=token
-    )
-    again = starburst(
-        tmp_path, "admin", "bootstrap", "--url", postgres_database, STARBURST_BOOTSTRAP_TOKEN=token
+    first, again = starburst_each(
+        tmp_path,
+        [["admin", "bootstrap", "--url", postgres_database]] * 2,
+        STARBURST_BOOTSTRAP_TOKEN=token,
     )
     assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
     assert "already registered" in again.stdout
