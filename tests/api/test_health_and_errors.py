@@ -86,10 +86,10 @@ def test_database_down_is_503_naming_the_url_without_its_password(unreachable, s
 def test_a_postgres_server_that_stops_turns_requests_into_503(  # type: ignore[no-untyped-def]
     resources, serve, clock
 ):
-    from starburst.adapters.db import migrate
     from starburst.adapters.db.store import SqlStore
     from starburst.api import create_app
     from starburst.settings import Settings
+    from tests.support.databases import upgrade
     from tests.support.postgres import ThrowawayPostgres, find_bindir
 
     bindir = find_bindir()
@@ -97,7 +97,7 @@ def test_a_postgres_server_that_stops_turns_requests_into_503(  # type: ignore[n
         pytest.skip("no PostgreSQL binaries to start a server this test may stop")
     pg = ThrowawayPostgres(bindir).start()
     resources.callback(pg.stop)
-    migrate.upgrade(pg.url)
+    upgrade(pg.url)
     store = SqlStore.open(pg.url, clock=clock)
     resources.callback(store.close)
     server = serve(create_app(Settings(database_url=pg.url), store, auth=False))

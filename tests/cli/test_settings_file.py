@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
+from tests.support.databases import upgrade
 
 pytestmark = pytest.mark.postgres
 
@@ -156,7 +156,7 @@ def test_a_bad_settings_file_is_one_clear_error(tmp_path: Path) -> None:
 
 def test_bootstrap_registers_the_token_once(tmp_path: Path, postgres_database: str) -> None:
     token = "sb_" + "b" * 40
-    migrate.upgrade(postgres_database)  # `db upgrade --url` is tested above
+    upgrade(postgres_database)  # `db upgrade --url` is tested above
     first, again = starburst_each(
         tmp_path,
         [["admin", "bootstrap", "--url", postgres_database]] * 2,
@@ -176,7 +176,7 @@ def test_bootstrap_registers_the_token_once(tmp_path: Path, postgres_database: s
 def test_bootstrap_without_a_token_or_with_a_weak_one_fails(
     tmp_path: Path, postgres_database: str
 ) -> None:
-    migrate.upgrade(postgres_database)
+    upgrade(postgres_database)
     missing = starburst(tmp_path, "admin", "bootstrap", "--url", postgres_database)
     assert missing.returncode == 1 and "STARBURST_BOOTSTRAP_TOKEN" in missing.stderr
     weak = starburst(

@@ -8,7 +8,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.adapters.skypilot import Backoff, SkyPilotCloud
@@ -25,6 +24,7 @@ from tests.api.conftest import LiveServer
 from tests.cloud.fake_sky import ClusterNotUpError, FakeSky
 from tests.support import http
 from tests.support.clock import ManualClock
+from tests.support.databases import upgrade
 
 
 def readyz(app: object) -> httpx.Response:
@@ -149,7 +149,7 @@ def test_a_cancel_answered_not_up_is_not_retried_forever() -> None:
 
 def test_the_controller_holds_jobs_on_prem_while_no_cloud_is_enabled(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock, fake = ManualClock(1_000.0), FakeSky()
     fake.enabled = []
     settings = Settings(

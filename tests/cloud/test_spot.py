@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.adapters.skypilot import SkyPilotCloud
@@ -22,6 +21,7 @@ from starburst.pricing import load_price_table
 from starburst.settings import Settings
 from tests.cloud.fake_sky import FakeSky
 from tests.support.clock import ManualClock
+from tests.support.databases import upgrade
 
 # A100:1 spot in the default table, cheapest first: gcp 1.10, azure 1.36, aws 1.64;
 # on-demand: azure 3.40.
@@ -63,7 +63,7 @@ def test_a_spot_task_asks_for_managed_job_recovery() -> None:
 
 def test_a_preempted_and_recovered_spot_job_is_metered_as_one_run(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock, fake = ManualClock(10_000.0), FakeSky()
     settings = Settings(
         database_url=url,

@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.budgets import BudgetAlerts, BudgetGate
 from starburst.controller.metrics import ControllerMetrics
@@ -24,6 +23,7 @@ from starburst.core.holds import budget_states
 from starburst.core.lifecycle import JobState
 from starburst.core.records import CostEntry, JobSpec
 from tests.support.clock import ManualClock
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 DAY = 86400.0
@@ -36,7 +36,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
         url = f"sqlite:///{tmp_path / 'budgets.db'}"
     else:
         url = request.getfixturevalue("postgres_database")
-    migrate.upgrade(url)
+    upgrade(url)
     opened = SqlStore.open(url, clock=ManualClock(NOV10))
     yield opened
     opened.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.budgets import BudgetGate
 from starburst.controller.scheduling import SchedulingLoop
@@ -18,13 +17,14 @@ from starburst.core.records import CostEntry, JobSpec
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
 from tests.support.clock import ManualClock
+from tests.support.databases import upgrade
 
 NOW = 1_796_000_000.0  # 2026-11-30
 
 
 def test_a_team_over_budget_is_held_on_prem_while_others_burst(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'b.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock = ManualClock(NOW)
     store = SqlStore.open(url, clock=clock)
     store.jobs.submit(JobSpec(id="old-ml", gpus=1, team="ml"), at=NOW - 3600)

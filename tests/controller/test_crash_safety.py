@@ -31,12 +31,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.leader import leader_lock
 from starburst.adapters.db.store import SqlStore
 from starburst.core.lifecycle import TERMINAL, JobState
 from starburst.core.records import JobSpec
 from tests.support import http
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 JOBS = 160
@@ -84,7 +84,7 @@ def kill_while_working(env: dict[str, str], log: Path, rng: random.Random) -> No
 @pytest.mark.slow
 def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     runs = tmp_path / "runs.log"
     rng = random.Random(42)
     store = SqlStore.open(url)

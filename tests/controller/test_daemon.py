@@ -9,13 +9,13 @@ import pytest
 import sqlalchemy as sa
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.controller.wiring import build_cloud, build_cluster
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec, StaleLeader
 from starburst.settings import Settings
+from tests.support.databases import upgrade
 from tests.support.postgres import ThrowawayPostgres, find_bindir, fresh_database
 from tests.support.waiting import wait_for
 
@@ -44,7 +44,7 @@ def _clock():  # type: ignore[no-untyped-def]
 @pytest.fixture
 def pg_url(postgres_url: str) -> Iterator[str]:
     url = fresh_database(postgres_url, "daemon")
-    migrate.upgrade(url)
+    upgrade(url)
     yield url
 
 
@@ -110,7 +110,7 @@ def test_a_database_outage_pauses_the_controller_which_then_resumes(
     controller = None
     try:
         url = fresh_database(server.url, "outage")
-        migrate.upgrade(url)
+        upgrade(url)
         controller = make_controller(url, tmp_path, "c")
         ticks = BackgroundScheduler(timezone="UTC")
         controller.start(ticks)
@@ -143,7 +143,7 @@ def test_a_database_outage_pauses_the_controller_which_then_resumes(
 
 def test_a_local_job_ending_wakes_the_controller_at_once(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     # passes every 10 minutes: a job seen to end sooner was noticed by the local end watch
     settings = Settings(
         database_url=url,

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.capacity import uniform_nodes
@@ -26,6 +25,7 @@ from starburst.sim.report import JobOutcome, SimResult
 from tests.controller.test_parity import assert_same, trace
 from tests.sim.test_dependencies import with_dependencies
 from tests.support.clock import ManualClock
+from tests.support.databases import upgrade
 
 CASES = [(kind, ooo) for kind in PolicyKind for ooo in (False, True)]
 
@@ -67,7 +67,7 @@ class Live:
 
     def __init__(self, tmp: Path, runtimes: dict[str, float], policy: WaitPolicy) -> None:
         url = f"sqlite:///{tmp / 'live.db'}"
-        migrate.upgrade(url)
+        upgrade(url)
         self.clock = ManualClock(EPOCH)
         self.store = SqlStore.open(url, clock=self.clock)
         self.cluster = SimCluster(uniform_nodes(1, 4), self.clock, runtimes)

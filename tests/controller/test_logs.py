@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller import logs
 from starburst.controller.cloudgate import CloudGate
@@ -25,6 +24,7 @@ from starburst.core.records import JobSpec
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
 from tests.support.clock import ManualClock
+from tests.support.databases import upgrade
 
 DAEMON = logging.getLogger("starburst.controller.daemon")
 UVICORN_CHILDREN = ("uvicorn.access", "uvicorn.error")
@@ -203,7 +203,7 @@ def test_a_cloud_outage_logs_one_held_line_with_a_count_not_one_per_job(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = f"sqlite:///{tmp_path / 'outage.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     t0 = 1_780_000_000.0
     clock = ManualClock(t0)
     store = SqlStore.open(url, clock=clock)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db import migrate
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.xdist_group("timing")
@@ -60,7 +60,7 @@ def _connect(port: int) -> socket.socket | None:
 
 def test_a_live_server_logs_only_json_and_one_overrun_line(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'live.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     port = free_port()
     env = {
         **os.environ,

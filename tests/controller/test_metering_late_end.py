@@ -7,7 +7,6 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.controller.scheduling import SchedulingLoop
@@ -18,6 +17,7 @@ from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.ports import CloudHandle, CloudStatus, Quote
 from starburst.core.records import JobSpec
 from tests.support.clock import ManualClock
+from tests.support.databases import upgrade
 
 PRICE = 3.6  # $/h: one cent for every 10 s
 
@@ -51,7 +51,7 @@ class EndsUnseen:
 
 def test_a_launch_that_ended_unseen_is_billed_to_its_end(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 's.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock = ManualClock(1_800_000_000.0)
     store = SqlStore.open(url, clock=clock)
     cloud = EndsUnseen(clock)

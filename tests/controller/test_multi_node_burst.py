@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import EmulatedCloud, LocalCluster
 from starburst.controller.scheduling import SchedulingLoop
@@ -17,12 +16,13 @@ from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.records import JobSpec
 from starburst.pricing import load_price_table
 from starburst.wallclock import WallClock
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 
 def test_a_sixteen_gpu_job_bursts_as_two_eight_gpu_nodes(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 's.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock = WallClock()
     store = SqlStore.open(url, clock=clock)
     cluster = LocalCluster(tmp_path / "cluster", 0, clock=clock)  # nothing fits on-prem

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import COALESCE_S, DUTY_SPAN, Controller
 from starburst.controller.wiring import build_cluster
@@ -15,6 +14,7 @@ from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 
@@ -22,7 +22,7 @@ def started(tmp_path: Path) -> tuple[Controller, SqlStore, BackgroundScheduler]:
     """A controller on SQLite with no GPUs, started on its own scheduler; no tick during a
     test (only pokes run passes)."""
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     settings = Settings(
         database_url=url,
         state_dir=tmp_path / "state",

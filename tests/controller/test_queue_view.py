@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.capacity import uniform_nodes
@@ -17,13 +16,14 @@ from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.records import JobSpec
 from starburst.sim.cluster import SimCluster
 from tests.support.clock import ManualClock
+from tests.support.databases import upgrade
 
 T0 = 1_780_000_000.0
 
 
 def setup(tmp: Path, gpus: int) -> tuple[SqlStore, SimCluster, SchedulingLoop, ManualClock]:
     url = f"sqlite:///{tmp / 'view.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock = ManualClock(T0)
     store = SqlStore.open(url, clock=clock)
     cluster = SimCluster(uniform_nodes(1, gpus), clock, {f"j{i}": 3600.0 for i in range(10)})
@@ -100,7 +100,7 @@ def test_without_a_cloud_jobs_past_the_queue_cap_stay_queued_and_start_when_gpus
     keeps waiting in the view. It used to vanish from it until the next full re-read, so
     freed GPUs sat idle for up to a minute, and every pass read it back one query a time."""
     url = f"sqlite:///{tmp_path / 'cap.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock = ManualClock(T0)
     store = SqlStore.open(url, clock=clock)
     runtimes = {f"j{i}": 10.0 for i in range(40)}

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.controller.wiring import build_cloud, build_cluster
@@ -19,6 +18,7 @@ from starburst.settings import Settings
 from starburst.wallclock import WallClock
 from tests.predictor.test_store import finish_jobs
 from tests.support.clock import ManualClock
+from tests.support.databases import upgrade
 from tests.support.niceness import train_gently
 
 
@@ -26,7 +26,7 @@ def test_retrain_runs_in_a_niced_child_and_switches_the_estimator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     history = SqlStore.open(url, clock=ManualClock())
     finish_jobs(history, 90)
     history.close()

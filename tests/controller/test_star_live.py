@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import EmulatedCloud, LocalCluster
 from starburst.controller.scheduling import SchedulingLoop
@@ -15,12 +14,13 @@ from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.records import JobSpec
 from starburst.wallclock import WallClock
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 
 def test_a_pulled_back_job_bursts_again_as_a_new_launch(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 's.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock = WallClock()
     store = SqlStore.open(url, clock=clock)
     cluster = LocalCluster(tmp_path / "cluster", 0, clock=clock)  # no local GPUs at all

@@ -22,6 +22,7 @@ from starburst.doctor import run_checks
 from starburst.doctor.cluster import rbac_rules
 from starburst.settings import load_settings
 from starburst.testing.kubeapi import KubeApiServer
+from tests.support.databases import upgrade
 
 
 def doctor(capsys: pytest.CaptureFixture[str], *env: tuple[str, str]) -> tuple[int, str]:
@@ -49,7 +50,7 @@ def lines(out: str) -> dict[str, str]:
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     return url
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from starburst.adapters.db import migrate
 from starburst.testing.kubeapi import KubeApiServer
 from tests.doctor import lease_scenario
+from tests.support.databases import upgrade
 
 
 def test_the_leader_line_reads_the_lease_under_lease_election(
     tmp_path: Path, kube: KubeApiServer
 ) -> None:
     db = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(db)
+    upgrade(db)
     config = kube.write_kubeconfig(tmp_path / "kubeconfig")
     lease_scenario.run(lease_scenario.lease_settings(db, config, "default"))

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from starburst.adapters.db import migrate
 from starburst.doctor import run_checks
 from starburst.doctor.cluster import rbac_rules
 from starburst.settings import load_settings
@@ -20,6 +19,7 @@ from tests.support.controlplane import (  # noqa: F401 (fixtures)
     real_kube,
     real_namespace,
 )
+from tests.support.databases import upgrade
 
 RBAC = Path(__file__).parents[2] / "starburst" / "adapters" / "kubernetes" / "rbac.yaml"
 
@@ -27,7 +27,7 @@ RBAC = Path(__file__).parents[2] / "starburst" / "adapters" / "kubernetes" / "rb
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     return url
 
 

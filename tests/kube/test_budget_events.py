@@ -6,10 +6,10 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.budgets import BudgetAlerts, BudgetNotes
 from starburst.core.records import CostEntry, JobSpec
+from tests.support.databases import upgrade
 
 NOW = 1_795_000_000.0  # 2026-11-18
 
@@ -17,7 +17,7 @@ NOW = 1_795_000_000.0  # 2026-11-18
 def test_budget_alerts_are_events_in_the_team_namespace(core, cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert isinstance(cluster, BudgetNotes)  # resolved so at the composition root
     url = f"sqlite:///{tmp_path / 'b.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     store = SqlStore.open(url)
     store.jobs.submit(JobSpec(id="j", gpus=1, team="default"), at=NOW - 3600)
     store.jobs.submit(JobSpec(id="k", gpus=1, team="Data Science"), at=NOW - 3600)

@@ -12,13 +12,13 @@ from pathlib import Path
 
 from kubernetes import client
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.core.lifecycle import JobState
 from starburst.settings import Settings
 from starburst.sim.cloud import SimCloud
 from tests.kube.adapter_support import queued_job
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 
@@ -28,7 +28,7 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
     kube.add_node("gpu-a", gpus=8)
     kube.add_node("gpu-b", gpus=8)
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     store = SqlStore.open(url, clock=clock)
     cluster = make_cluster()
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
@@ -119,7 +119,7 @@ def test_a_job_arriving_or_ending_wakes_the_controller_at_once(
 
     kube.add_node("gpu-a", gpus=8)
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock = WallClock()
     store = SqlStore.open(url, clock=clock)
     cluster = make_cluster()

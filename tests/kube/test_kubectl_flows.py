@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.skypilot.task import build_task, launch_options
 from starburst.controller.daemon import Controller
@@ -28,6 +27,7 @@ from starburst.settings import Settings
 from tests.cloud.fake_sky import FakeSky
 from tests.kube.adapter_support import queued_job
 from tests.kube.recording_cloud import RecordingCloud
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 
@@ -62,7 +62,7 @@ class World:
 def world(kube, make_cluster, clock, batch, core, tmp_path: Path) -> Iterator[World]:
     kube.add_node("gpu-a", gpus=8)
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     store = SqlStore.open(url, clock=clock)
     cluster = make_cluster()
     wait_for(lambda: cluster.snapshot().capacity.nodes)

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.leader import next_term
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.kubernetes.lease import LeaseBusy, LeaseLock
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec, StaleLeader
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 # lease durations of a second or two: never beside another timing-sensitive test
@@ -87,7 +87,7 @@ def test_a_deposed_leaders_writes_are_refused_by_the_store(
     api: client.ApiClient, tmp_path: Path
 ) -> None:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     store = SqlStore.open(url)
     a = LeaseLock(
         api,

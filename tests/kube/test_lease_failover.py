@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from starburst.adapters.db import migrate
 from starburst.adapters.kubernetes.lease import LeaseLock
 from starburst.controller.daemon import Controller
 from starburst.controller.wiring import build_controller
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec, StaleLeader
 from starburst.settings import Settings
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 # lease durations of a second or two: never beside another timing-sensitive test
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.xdist_group("timing")
 
 def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
 
     def replica(name: str) -> Controller:
@@ -84,6 +84,6 @@ def test_an_unreachable_kubernetes_api_is_a_clear_start_up_error(tmp_path: Path)
         leader_election="lease",
         kubeconfig=str(tmp_path / "missing-kubeconfig"),
     )
-    migrate.upgrade(settings.database_url)
+    upgrade(settings.database_url)
     with pytest.raises(ConfigError, match="cannot configure the Kubernetes client"):
         build_controller(settings)

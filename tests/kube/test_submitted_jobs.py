@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.kubernetes.conversion import Conventions, job_from_k8s, job_id
 from starburst.adapters.kubernetes.manifest import job_manifest, job_name
@@ -23,6 +22,7 @@ from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
 from starburst.settings import Settings
 from tests.kube.adapter_support import on
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 DNS_1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -128,7 +128,7 @@ def test_the_controller_runs_a_cli_submission_on_kubernetes(
 ) -> None:
     kube.add_node("gpu-a", gpus=8)
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     store = SqlStore.open(url, clock=clock)
     cluster = make_cluster()
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")

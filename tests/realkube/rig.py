@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.kubernetes import KubernetesCluster
 from starburst.adapters.kubernetes import Settings as KubeSettings
@@ -33,6 +32,7 @@ from tests.kube.recording_cloud import RecordingCloud
 from tests.realkube.shipped import shipped_cluster_role
 from tests.support.clock import ManualClock
 from tests.support.controlplane import RealKube
+from tests.support.databases import upgrade
 from tests.support.kubelet import FakeKubelet
 from tests.support.waiting import wait_for
 
@@ -108,7 +108,7 @@ def rig(
         real_namespace, "starburst", cluster_role=role["metadata"]["name"]
     )
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock = ManualClock(1_800_000_000.0)
     store = SqlStore.open(url, clock=clock)
     api = real_kube.api_client(creds.token)

@@ -25,10 +25,10 @@ import httpx
 import pytest
 from sqlalchemy import make_url
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.core.records import Role
 from tests.support import http
+from tests.support.databases import upgrade
 from tests.support.postgres import ThrowawayPostgres, find_bindir, required
 from tests.support.waiting import wait_for
 
@@ -54,7 +54,7 @@ def password_postgres() -> Iterator[str]:
         pytest.skip("no PostgreSQL binaries")
     server = ThrowawayPostgres(bindir, password=PASSWORD).start()
     try:
-        migrate.upgrade(server.url)
+        upgrade(server.url)
         yield server.url
     finally:
         server.stop()

@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.api import create_app
 from starburst.api.limits import MAX_BODY_BYTES
@@ -23,6 +22,7 @@ from starburst.core.records import Role
 from starburst.settings import Settings
 from tests.api.conftest import LiveServer
 from tests.support import http
+from tests.support.databases import upgrade
 from tests.support.postgres import drop_database, fresh_database
 
 JOB = {"image": "python:3.11", "command": "python train.py", "gpus": 1}
@@ -43,7 +43,7 @@ class Api:
 def api(postgres_url: str) -> Iterator[Api]:
     """One database and server for the module: every test here only reads, or adds jobs."""
     database = fresh_database(postgres_url, "edges")
-    migrate.upgrade(database)
+    upgrade(database)
     store = SqlStore.open(database)
     store.accounts.save_user("root", team="ops")
     store.accounts.save_user("alice", team="ml")

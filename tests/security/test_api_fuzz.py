@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.api import create_app
 from starburst.core.records import Role
 from starburst.settings import Settings
 from tests.support.apifuzz import fuzz
+from tests.support.databases import upgrade
 
 pytest.importorskip("schemathesis")
 
 
 def fuzzed(url: str, *, max_examples: int, time_limit: float) -> tuple[Any, Any]:
     """The real app on the migrated database ``url``, fuzzed with an admin token (seed 10)."""
-    migrate.upgrade(url)
+    upgrade(url)
     store = SqlStore.open(url)
     try:
         store.accounts.save_user("fuzz-admin", team="ml")

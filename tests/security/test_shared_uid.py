@@ -25,9 +25,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from starburst.adapters.db import migrate
 from tests.security.served import TERMINAL, free_port, require_root
 from tests.support import http
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 NOBODY = 65534
@@ -47,7 +47,7 @@ def box() -> Iterator[Box]:
     require_root()
     root = Path(tempfile.mkdtemp(prefix="starburst-shared-"))  # pytest's tmp_path is 0700
     url = f"sqlite:///{root / 'starburst.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     for path in (root, root / "starburst.db"):
         os.chown(path, NOBODY, NOBODY)
     yield Box(root, url)

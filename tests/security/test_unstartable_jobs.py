@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import DEGRADED_AFTER, Controller
 from starburst.controller.wiring import build_cloud, build_cluster
@@ -24,6 +23,7 @@ from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 SECRET = "do-not-log-this-7c1e"
@@ -31,7 +31,7 @@ SECRET = "do-not-log-this-7c1e"
 
 @pytest.fixture
 def controller(postgres_database: str, tmp_path: Path) -> Iterator[Controller]:
-    migrate.upgrade(postgres_database)
+    upgrade(postgres_database)
     settings = Settings(
         database_url=postgres_database,
         state_dir=tmp_path / "state",

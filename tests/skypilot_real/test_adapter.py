@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.adapters.skypilot import SkyPilotCloud
@@ -26,6 +25,7 @@ from starburst.settings import Settings
 from starburst.wallclock import WallClock
 from tests.api.conftest import LiveServer
 from tests.support import http
+from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
 PASS_TIMEOUT_S = 180.0  # a loaded 2-core machine answers in seconds, sometimes in minutes
@@ -71,7 +71,7 @@ def test_the_controller_keeps_the_job_on_prem_and_reports_degraded(
     sky: ModuleType, tmp_path: Path
 ) -> None:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock = WallClock()
     settings = Settings(
         database_url=url, state_dir=tmp_path, cloud="skypilot", policy="no-wait", local_gpus=0

@@ -11,16 +11,16 @@ from types import ModuleType
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.doctor.cloud import skypilot
 from starburst.settings import load_settings
 from tests.skypilot_real.server import SkyServer, free_port
+from tests.support.databases import upgrade
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     return url
 
 

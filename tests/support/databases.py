@@ -8,6 +8,7 @@ have, without paying for a migration each time.
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 import uuid
@@ -55,6 +56,36 @@ class MigratedTemplates:
 
     def close(self) -> None:
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+_process_templates: MigratedTemplates | None = None
+
+
+def upgrade(url: str) -> None:
+    """``migrate.upgrade(url)``, cheaply where it can be: a SQLite file that does not exist yet
+    becomes a copy of this process's migrated template (migrated by the first call: ~0.6 s,
+    then ~0.1-0.15 s saved per database); anything else is migrated as given."""
+    global _process_templates
+    from starburst.adapters.db import migrate
+
+    path = _new_sqlite_file(url)
+    if path is None:
+        migrate.upgrade(url)
+        return
+    if _process_templates is None:
+        _process_templates = MigratedTemplates()
+        atexit.register(_process_templates.close)
+    made = Path(_process_templates.sqlite_url(path.parent).removeprefix("sqlite:///"))
+    made.rename(path)
+
+
+def _new_sqlite_file(url: str) -> Path | None:
+    if not url.startswith("sqlite:///") or "?" in url:
+        return None
+    path = Path(url.removeprefix("sqlite:///"))
+    if not path.is_absolute() or path.exists() or not path.parent.is_dir():
+        return None
+    return path
 
 
 def emptied(url: str) -> str:

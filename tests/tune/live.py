@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.controller.metrics import ControllerMetrics
@@ -33,6 +32,7 @@ from starburst.sim.clock import SimClock
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
 from starburst.sim.synthetic import Workload, generate
+from tests.support.databases import upgrade
 
 
 class NoisyPredictor:
@@ -113,7 +113,7 @@ def start_controller(
     tmp: Path, settings: dict[str, object], nodes: Sequence[Node], t0: float
 ) -> LiveRun:
     url = f"sqlite:///{tmp / 'live.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     clock = SimClock(t0)
     runtimes: dict[str, float] = {}
     cluster = SimCluster(nodes, clock, runtimes)

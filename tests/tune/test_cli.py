@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.core.policy import PolicyKind
 from starburst.core.setting import PolicySetting
 from tests.builders import run_cli
+from tests.support.databases import upgrade
 from tests.tune.histories import record_history, record_scheduler
 
 DAY = 86_400.0
@@ -20,7 +20,7 @@ DAY = 86_400.0
 
 def database(tmp: Path, history: bool = True, shape: bool = True) -> str:
     url = f"sqlite:///{tmp / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     store = SqlStore.open(url)
     try:
         if history:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.controller.daemon import Controller
@@ -14,11 +13,12 @@ from starburst.core.policy import PolicyKind
 from starburst.core.setting import PolicySetting
 from starburst.settings import Settings
 from tests.support.clock import ManualClock
+from tests.support.databases import upgrade
 
 
 def controller(tmp: Path, clock: ManualClock) -> Controller:
     url = f"sqlite:///{tmp / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     settings = Settings(
         database_url=url,
         state_dir=tmp,
@@ -61,7 +61,7 @@ def test_the_local_cluster_records_its_gpu_slots_and_configuration(tmp_path: Pat
 def test_a_setting_applied_before_start_is_in_force_at_once(tmp_path: Path) -> None:
     clock = ManualClock()
     url = f"sqlite:///{tmp_path / 'sb.db'}"
-    migrate.upgrade(url)
+    upgrade(url)
     store = SqlStore.open(url, clock=clock)
     store.tuning.apply_setting(
         PolicySetting(PolicyKind.CONSTANT, None, 120.0, False),
