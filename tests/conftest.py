@@ -58,6 +58,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # an xdist worker under --dist loadgroup (the option exists only on workers)
         if getattr(config.option, "loadgroup", False):
             _name_group_in_nodeid(item)
+    if getattr(config.option, "loadgroup", False):
+        items.sort(key=_long_groups_first)  # stable: each group keeps its own order
+
+
+#: the groups that run longest on one worker (the real control plane's, the SkyPilot server's)
+LONG_GROUPS = ("real-kube", "skypilot-real")
+
+
+def _long_groups_first(item: pytest.Item) -> int:
+    """Hand the long groups out first: the scheduler gives scopes in collection order, and a
+    long group collected last (``tests/realkube``, ``tests/skypilot_real``) ran on one worker
+    while the other had nothing left to do."""
+    groups = {
+        m.args[0] if m.args else m.kwargs.get("name") for m in item.iter_markers("xdist_group")
+    }
+    return 0 if groups & set(LONG_GROUPS) else 1
 
 
 def _name_group_in_nodeid(item: pytest.Item) -> None:
