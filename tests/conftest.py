@@ -63,17 +63,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 #: the groups that run longest on one worker (the real control plane's, the SkyPilot server's)
-LONG_GROUPS = ("real-kube", "skypilot-real")
+LONG_GROUPS = frozenset({"real-kube", "skypilot-real"})
+
+
+def _groups(item: pytest.Item) -> set[str]:
+    """The names of the item's ``xdist_group`` marks."""
+    return {
+        str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+        for m in item.iter_markers("xdist_group")
+    }
 
 
 def _long_groups_first(item: pytest.Item) -> int:
     """Hand the long groups out first: the scheduler gives scopes in collection order, and a
-    long group collected last (``tests/realkube``, ``tests/skypilot_real``) ran on one worker
-    while the other had nothing left to do."""
-    groups = {
-        m.args[0] if m.args else m.kwargs.get("name") for m in item.iter_markers("xdist_group")
-    }
-    return 0 if groups & set(LONG_GROUPS) else 1
+    long group collected last (``tests/realkube``, ``tests/skypilot_real``) could leave one
+    worker running it while the other had nothing left to do."""
+    return 0 if _groups(item) & LONG_GROUPS else 1
 
 
 def _name_group_in_nodeid(item: pytest.Item) -> None:
@@ -85,8 +90,7 @@ def _name_group_in_nodeid(item: pytest.Item) -> None:
     own assignment still works it appends the same group again, and the scheduler reads the
     name after the last ``@``, so both agree.
     """
-    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                    for m in item.iter_markers("xdist_group")})  # fmt: skip
+    names = sorted(_groups(item))
     if not names or "@" in item.nodeid.rpartition("]")[2] or not hasattr(item, "_id"):
         return
     from _pytest.nodeid import NodeId
@@ -98,12 +102,11 @@ def _is_real(item: pytest.Item) -> bool:
     """A test of the real-component tiers: in their directories, or on the real control plane
     from elsewhere (``real_kube`` among its fixtures, or the ``real-kube`` group, as the
     cluster contract's ``kubernetes-real`` case, which asks for the fixture at run time)."""
-    if item.nodeid.startswith(REAL_TIERS) or _server_group(item) == "real-kube":
-        return True
-    groups = {
-        m.args[0] if m.args else m.kwargs.get("name") for m in item.iter_markers("xdist_group")
-    }
-    return "real-kube" in groups
+    return (
+        item.nodeid.startswith(REAL_TIERS)
+        or _server_group(item) == "real-kube"
+        or "real-kube" in _groups(item)
+    )
 
 
 def _server_group(item: pytest.Item) -> str | None:

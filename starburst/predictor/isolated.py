@@ -4,9 +4,9 @@ Retraining inside the controller process competes with the pass for the interpre
 (feature building and the boosting's Python glue hold it for long stretches) and for the
 cores. ``train_isolated`` runs ``train_artifact`` in a child Python process started with
 ``os.nice(NICE)`` and one thread (``ONE_THREAD`` in its environment, read by OpenMP and
-OpenBLAS when they load: the boosting's own ``threads=1`` limit alone left libgomp's pool at
-one thread per core, and the child then spent 1.7× the CPU, spread over both cores of a small
-machine, 8.8 s instead of 3.8 s beside one busy core), which writes the artifact to ``path``
+the BLAS libraries when they load, so every native pool has one thread, not only the
+boosting's; with libgomp's pool at one thread per core the child spent 1.7× the CPU, spread
+over both cores of a small machine), which writes the artifact to ``path``
 (``save_artifact``: atomic, with its digest); the parent then loads it with
 ``load_artifact``, so a model from the child passes the same checks as any other.
 

@@ -27,12 +27,16 @@ from tests.support.databases import upgrade
 pytestmark = pytest.mark.postgres
 
 
-def starburst(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def child_env(home: Path, **env: str) -> dict[str, str]:
+    """This process's environment without Starburst's variables, at home ``home``, plus ``env``."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("STARBURST_")}
-    clean.update(HOME=str(home), **env)
+    return {**clean, "HOME": str(home), **env}
+
+
+def starburst(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "starburst.cli", *args],
-        env=clean,
+        env=child_env(home, **env),
         capture_output=True,
         text=True,
         timeout=120,
@@ -63,11 +67,9 @@ def starburst_each(
     home: Path, commands: list[list[str]], **env: str
 ) -> list[subprocess.CompletedProcess[str]]:
     """Run ``commands`` one after another in one child (see the module docstring)."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("STARBURST_")}
-    clean.update(HOME=str(home), **env)
     done = subprocess.run(
         [sys.executable, "-c", EACH, json.dumps(commands)],
-        env=clean,
+        env=child_env(home, **env),
         capture_output=True,
         text=True,
         timeout=120,

@@ -135,7 +135,5 @@ def test_a_fresh_process_boosts_on_the_threads_it_was_given() -> None:
         " residual_iter=5, threads=1))\n"
         "print(sorted(set(seen)))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ}
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "[1]", done.stderr[-2000:]
