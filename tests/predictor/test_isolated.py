@@ -108,8 +108,7 @@ def test_a_refusal_comes_before_scikit_learn_is_imported() -> None:
         "except TrainingError:\n"
         "    print('sklearn' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.stdout.strip() == "False", done.stderr[-2000:]
+    assert in_a_fresh_process(code) == "False"
 
 
 def test_a_fresh_process_boosts_on_the_threads_it_was_given() -> None:
@@ -135,5 +134,11 @@ def test_a_fresh_process_boosts_on_the_threads_it_was_given() -> None:
         " residual_iter=5, threads=1))\n"
         "print(sorted(set(seen)))\n"
     )
+    assert in_a_fresh_process(code) == "[1]"
+
+
+def in_a_fresh_process(code: str) -> str:
+    """What ``code`` prints in a new interpreter, one that has imported nothing yet."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.stdout.strip() == "[1]", done.stderr[-2000:]
+    assert done.stdout, done.stderr[-2000:]  # it printed nothing: it failed
+    return done.stdout.strip()
