@@ -12,7 +12,9 @@ lock. Tests that share an expensive server run on one worker, as an ``xdist_grou
 - ``real-kube``: every test using ``real_kube`` (marked here, from its fixtures), so a run
   starts one control plane, not one per worker;
 - ``skypilot-real``: the real SkyPilot API server's tests (``tests/skypilot_real``), which also
-  must run in their module order on one server.
+  must run in their module order on one server;
+- ``module:<path>``: the tests of a module that ask for a module-scoped fixture (a trained
+  model, a live server, a browser), so that fixture is built once, not once per worker.
 Every test of the real-component tiers is marked ``real`` here (see ``_is_real``), so the fast
 tier is ``pytest -n 2 -m "not real"`` and the real tier ``pytest -m real``.
 Timing-sensitive tests mark themselves ``xdist_group("timing")`` so they never run beside one
@@ -114,4 +116,15 @@ def _server_group(item: pytest.Item) -> str | None:
         return "skypilot-real"
     if "real_kube" in getattr(item, "fixturenames", ()):
         return "real-kube"
+    if _uses_module_fixture(item):
+        return f"module:{item.nodeid.partition('::')[0]}"
     return None
+
+
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test asks for a module-scoped fixture (a trained model, a live server, a
+    browser): its module then runs on one worker, which builds that fixture once, instead of
+    being spread over the workers, each building it again for its share of the tests."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = getattr(info, "name2fixturedefs", {})
+    return any(d.scope == "module" for defs in definitions.values() for d in defs)
