@@ -9,9 +9,23 @@ schema module per resource:
 - ``routes/accounts.py`` ``/v1/users``, ``/v1/teams``, ``/v1/tokens``, ``/v1/whoami``
 - ``routes/health.py``   ``/healthz``, ``/readyz``, ``/metrics`` (no authentication)
 
-Importing this package imports FastAPI; only the API server and its tests should.
+Importing this package imports nothing else: ``create_app`` loads FastAPI when first asked
+for, so the processes (``serve``) and a controller's own probes (``probes``) run without it.
 """
 
-from starburst.api.app import HealthProbe, create_app
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from starburst.api.app import HealthProbe, create_app
 
 __all__ = ["HealthProbe", "create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from starburst.api import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

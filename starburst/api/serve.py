@@ -108,37 +108,11 @@ class WakeOnWrite:
 
 
 def probes_app(controller: Controller) -> Any:
-    """/healthz, /readyz and /metrics for a controller that serves no API."""
-    from fastapi import FastAPI, Response
-    from fastapi.responses import JSONResponse
-    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    """/healthz, /readyz and /metrics for a controller that serves no API (no FastAPI:
+    ``starburst.api.probes``)."""
+    from starburst.api.probes import Probes
 
-    app = FastAPI(title="Starburst controller probes")
-
-    @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    @app.get("/readyz")
-    def readyz() -> JSONResponse:
-        health = controller.health()
-        status = (
-            "degraded"
-            if health.ready and health.degraded
-            else "ready"
-            if health.ready
-            else "not ready"
-        )
-        body = {"status": status, "detail": health.degraded or health.detail}
-        return JSONResponse(body, status_code=200 if health.ready else 503)
-
-    @app.get("/metrics")
-    def metrics() -> Response:
-        return Response(
-            generate_latest(controller.metrics.registry), media_type=CONTENT_TYPE_LATEST
-        )
-
-    return app
+    return Probes(controller.health, controller.metrics.registry)
 
 
 class StopSignals:
