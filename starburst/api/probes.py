@@ -22,6 +22,8 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
 from starburst.controller.daemon import Health
 
 Scope = MutableMapping[str, Any]
@@ -75,8 +77,6 @@ class Probes:
         return 200 if health.ready else 503, _json(body), JSON
 
     def metrics(self) -> tuple[int, bytes, bytes]:
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
         return 200, generate_latest(self.registry), CONTENT_TYPE_LATEST.encode()
 
 

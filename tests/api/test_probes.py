@@ -104,7 +104,7 @@ def test_a_controller_process_builds_its_probes_without_fastapi(tmp_path: Path) 
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     upgrade(url)
     script = (
-        "import sys\n"
+        "import json, sys\n"
         "from starburst.api import serve\n"
         "from starburst.adapters.db.migrate import require_schema\n"
         "from starburst.controller.wiring import build_controller\n"
@@ -112,10 +112,10 @@ def test_a_controller_process_builds_its_probes_without_fastapi(tmp_path: Path) 
         "settings = Settings()\n"
         "require_schema(settings.database_url)\n"
         "controller = build_controller(settings)\n"
-        "serve.probes_app(controller)\n"
         "serve._uvicorn(serve.probes_app(controller), settings)\n"
         "controller.store.close()\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'fastapi', 'starlette'}))\n"
+        "loaded = {m.split('.')[0] for m in sys.modules}\n"
+        "print(json.dumps(sorted(loaded & {'fastapi', 'starlette'})))\n"
     )
     env = {
         **os.environ,
@@ -128,4 +128,4 @@ def test_a_controller_process_builds_its_probes_without_fastapi(tmp_path: Path) 
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().replace("'", '"')) == []
+    assert json.loads(done.stdout) == []
