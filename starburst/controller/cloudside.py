@@ -72,6 +72,9 @@ class CloudFollower:
         self._handles: dict[str, CloudHandle] = {}
         self._draining: dict[str, CloudHandle] = {}
         self._pulled_back: set[str] = set()
+        #: launch id -> the end of the last chunk this term wrote (a new term meters from the
+        #: launch again: the store ignores the chunks it already has)
+        self._metered: dict[int, float] = {}
 
     def track(self, job_id: str, handle: CloudHandle) -> None:
         """Follow ``handle`` as the job's launch of this term (it has the newest ids)."""
@@ -261,7 +264,11 @@ class CloudFollower:
     def _meter(self, launch: CloudLaunch, now: float, final: bool) -> None:
         """Ledger entries of a launch by the one billing rule (``core.billing.charges``):
         fixed chunks from the launch (provisioning included), one entry per chunk, so
-        re-metering writes the same (job, source, start) rows, which the store ignores."""
+        re-metering writes the same (job, source, start) rows, which the store ignores. Within
+        a term only the chunks after the last one written are new: chunks end where the next
+        begins, so metering from that end continues the launch's own sequence."""
+        key = launch.id or 0
+        since = self._metered.get(key, launch.launched_at)
         gpus = gpus_in(launch.accelerators)
         gpu_type = launch.accelerators.partition(":")[0] or None
         entries = [
@@ -278,12 +285,13 @@ class CloudFollower:
                 currency=launch.currency,
                 gpu_type=gpu_type,
             )
-            for c in charges(
-                launch.launched_at, now, launch.hourly_price, gpus, chunk=self._chunk, final=final
-            )
+            for c in charges(since, now, launch.hourly_price, gpus, chunk=self._chunk, final=final)
         ]
         if entries:
             self.ledger.record_costs(entries)
+            self._metered[key] = entries[-1].end
+        if final:
+            self._metered.pop(key, None)
 
     def record_launch(self, job: Job, handle: CloudHandle, now: float, token: int | None) -> None:
         """Record the job's launch in the ledger: what and where it bills, from when."""
