@@ -137,14 +137,20 @@ def test_url_option_and_environment_still_win_over_the_file(
     home = tmp_path / "home"
     home.mkdir()
     other = f"sqlite:///{tmp_path / 'other.db'}"
-    done = starburst(home, "db", "upgrade", "--config", str(settings_file), "--url", other)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "other.db").exists()
     env_url = f"sqlite:///{tmp_path / 'env.db'}"
-    done = starburst(
-        home, "db", "upgrade", "--config", str(settings_file), STARBURST_DATABASE_URL=env_url
+    # --url wins over the environment and the file, the environment over the file: each
+    # command upgrades one database, so each file exists only if its command chose it
+    with_url, with_env = starburst_each(
+        home,
+        [
+            ["db", "upgrade", "--config", str(settings_file), "--url", other],
+            ["db", "upgrade", "--config", str(settings_file)],
+        ],
+        STARBURST_DATABASE_URL=env_url,
     )
-    assert done.returncode == 0, done.stderr
+    assert with_url.returncode == 0, with_url.stderr
+    assert with_env.returncode == 0, with_env.stderr
+    assert (tmp_path / "other.db").exists()
     assert (tmp_path / "env.db").exists()
 
 

@@ -12,10 +12,19 @@ logged "controller started" (taking the lead, reconciling what the last life lef
 starts and launches). Kills at fixed delays after the spawn (the earlier form of this test: 22
 kills 0.6-2 s after it) mostly hit a Python process still importing — on this 2-core machine
 under load a life needs 2-18 s to start — so they tested nothing but cost the most time.
+
+Each life is forked from a *zygote*: a Python process that imported the controller's modules
+once (``PRELOAD``) and then forks a child per life, which runs the ``starburst controller``
+command (``starburst.cli.main.main``) in the test's environment, with its output appended to
+the shared log. So a life is still a process of its own, with its own pid, leader lock,
+database connections and job processes, killed by SIGKILL and exiting through the
+interpreter's usual shutdown when stopped; it only skips the imports (nine tenths of a
+killed life's CPU), which hold no state (one composition root per process).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -27,6 +36,7 @@ import time
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -56,20 +66,111 @@ def lives_started(log: Path) -> int:
     return log.read_text(errors="replace").count("controller started") if log.exists() else 0
 
 
-def start_controller(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "starburst.cli", "controller"],
+#: what a controller life imports before it starts working (``python -X importtime -m
+#: starburst.cli controller``), imported once by the zygote; anything missing here a life
+#: imports itself
+PRELOAD = (
+    "starburst.cli.main",
+    "starburst.cli.serve",
+    "starburst.cli.config",
+    "starburst.api.serve",
+    "starburst.api.probes",
+    "starburst.controller.wiring",
+    "starburst.controller.hardening",
+    "starburst.adapters.db.migrate",
+    "starburst.adapters.local.isolation",
+    "starburst.adapters.local.emulated",
+    "starburst.predictor.estimator",
+    "apscheduler.schedulers.background",
+    "uvicorn",
+)
+
+#: the zygote: imports argv[1:], then answers one JSON line per command line on stdin:
+#: ["start", env, log] forks a life (its pid); ["poll", pid] reaps it if it ended (its exit
+#: status as ``Popen.returncode`` gives it, else null)
+ZYGOTE = """
+import importlib, json, os, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+for line in sys.stdin:
+    command = json.loads(line)
+    if command[0] == "start":
+        pid = os.fork()
+        if pid == 0:  # the life: stdin empty, output to the log, the test's environment
+            null = os.open(os.devnull, os.O_RDONLY)
+            out = os.open(command[2], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            os.dup2(null, 0), os.dup2(out, 1), os.dup2(out, 2), os.close(null), os.close(out)
+            os.environ.clear()
+            os.environ.update(command[1])
+            sys.argv = ["starburst", "controller"]
+            from starburst.cli.main import main
+            main(["controller"])
+            sys.exit(0)
+        reply = pid
+    else:
+        ended, status = os.waitpid(command[1], os.WNOHANG)
+        reply = os.waitstatus_to_exitcode(status) if ended else None
+    print(json.dumps(reply), flush=True)
+"""
+
+
+class Zygote:
+    """Forks controller lives from one process that imported their modules (``ZYGOTE``)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", ZYGOTE, *PRELOAD],
             env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
 
+    def ask(self, *command: object) -> Any:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(json.dumps(command) + "\n")
+        self._proc.stdin.flush()
+        reply = self._proc.stdout.readline()
+        assert reply, f"the zygote died (exit {self._proc.wait()})"
+        return json.loads(reply)
 
-def kill_while_working(env: dict[str, str], log: Path, rng: random.Random) -> None:
+    def __enter__(self) -> Zygote:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close its stdin: it ends (every life it forked was reaped or killed before)."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.close()
+        self._proc.stdout.close()
+        assert self._proc.wait(timeout=30) == 0
+
+
+class Life:
+    """One controller life forked by the zygote: what the test used of its ``Popen``."""
+
+    def __init__(self, zygote: Zygote, env: dict[str, str], log: Path) -> None:
+        self._zygote = zygote
+        self.pid = int(zygote.ask("start", env, str(log)))
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._zygote.ask("poll", self.pid)
+        return self.returncode
+
+    def send_signal(self, sig: signal.Signals) -> None:
+        os.kill(self.pid, sig)  # an ended life not reaped yet is a zombie: no other process
+
+    def wait(self, timeout: float = 30) -> int:
+        wait_for(lambda: self.poll() is not None, timeout=timeout, what=f"life {self.pid} to end")
+        assert self.returncode is not None
+        return self.returncode
+
+
+def kill_while_working(zygote: Zygote, env: dict[str, str], log: Path, rng: random.Random) -> None:
     """Start a controller life and SIGKILL it at a random moment of its work."""
     started = lives_started(log)
-    proc = start_controller(env, log)
+    proc = Life(zygote, env, log)
     wait_for(
         lambda: lives_started(log) > started or proc.poll() is not None,
         timeout=180,
@@ -120,28 +221,29 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
         "STARBURST_LOCAL_JOB_UIDS": "",
     }
     log = tmp_path / "controller.log"
-    for _ in range(KILLS):
-        kill_while_working(env, log, rng)
-    submitter.join()
-    proc = start_controller(env, log)
-    try:
-        wait_for(
-            lambda: all(store.jobs.count(s) == 0 for s in JobState if s not in TERMINAL),
-            timeout=240,
-            interval=0.25,
-            what="every job to end",
-        )
-        port = env["STARBURST_API_PORT"]
-        with http.client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
-            assert client.get("/healthz").status_code == 200
-            ready = client.get("/readyz")
-            assert ready.status_code == 200 and ready.json()["detail"] == "leading"
-            metrics = client.get("/metrics").text
-            assert "starburst_onprem_starts_total" in metrics
-            assert "starburst_wait_budget_seconds_count" in metrics
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+    with Zygote(env) as zygote:
+        for _ in range(KILLS):
+            kill_while_working(zygote, env, log, rng)
+        submitter.join()
+        proc = Life(zygote, env, log)
+        try:
+            wait_for(
+                lambda: all(store.jobs.count(s) == 0 for s in JobState if s not in TERMINAL),
+                timeout=240,
+                interval=0.25,
+                what="every job to end",
+            )
+            port = env["STARBURST_API_PORT"]
+            with http.client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+                assert client.get("/healthz").status_code == 200
+                ready = client.get("/readyz")
+                assert ready.status_code == 200 and ready.json()["detail"] == "leading"
+                metrics = client.get("/metrics").text
+                assert "starburst_onprem_starts_total" in metrics
+                assert "starburst_wait_budget_seconds_count" in metrics
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
     assert proc.returncode == 0, log.read_text()[-3000:]  # a clean stop, not death by signal
     lock = leader_lock(store.engine)
     assert lock.try_acquire() is not None  # the stopped controller released leadership
