@@ -325,7 +325,7 @@ def test_costs_metered_by_the_controller_add_up_in_every_view(api):  # type: ign
         store.jobs.submit(JobSpec(id=job_id, gpus=1 + i % 3, user=user, team=team, command="true"))
     for _ in range(2000):  # a pass a minute of virtual time, until every job ended
         loop.run_pass()
-        if all(store.jobs.get(j).state.terminal for j in runtimes):
+        if all(state.terminal for state in store.jobs.states_of(runtimes).values()):
             break
         clock.advance(60.0)
     assert all(store.jobs.get(j).state is JobState.SUCCEEDED for j in runtimes)

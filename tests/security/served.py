@@ -1,9 +1,10 @@
 """A real ``starburst server`` for the attack tests: auth on, the local cluster, PostgreSQL
 that demands a password, that password in the controller's ``STARBURST_DATABASE_URL``.
 
-Fixtures (import them into a test module): ``password_postgres`` (module-scoped: a throwaway
-server with a password, migrated) and ``server`` (a fresh ``starburst server`` subprocess,
-with a ``user`` and an ``admin`` token). ``require_root()`` skips a test that needs root to
+Fixtures (import them into a test module): ``password_postgres`` (module-scoped: a migrated
+database of its own on ``password_server``, the session's throwaway server with a password,
+from ``conftest.py``) and ``server`` (a fresh ``starburst server`` subprocess, with a ``user``
+and an ``admin`` token). ``require_root()`` skips a test that needs root to
 switch users, with the reason — but under ``CI`` it fails instead, so it cannot go unrun.
 """
 
@@ -29,7 +30,13 @@ from starburst.adapters.db.store import SqlStore
 from starburst.core.records import Role
 from tests.support import http
 from tests.support.databases import upgrade
-from tests.support.postgres import ThrowawayPostgres, find_bindir, required
+from tests.support.postgres import (
+    ThrowawayPostgres,
+    drop_database,
+    find_bindir,
+    fresh_database,
+    required,
+)
 from tests.support.waiting import wait_for
 
 PASSWORD = f"pw-{uuid.uuid4().hex}"
@@ -45,8 +52,10 @@ def require_root() -> None:
     pytest.skip(why)
 
 
-@pytest.fixture(scope="module")
-def password_postgres() -> Iterator[str]:
+@pytest.fixture(scope="session")
+def password_server() -> Iterator[tuple[str, str]]:
+    """A throwaway server that demands ``PASSWORD``, and the name of a migrated template
+    database on it: ``(server URL, template)``. One per session, not one per module."""
     bindir = find_bindir()
     if bindir is None:
         if required():
@@ -54,10 +63,20 @@ def password_postgres() -> Iterator[str]:
         pytest.skip("no PostgreSQL binaries")
     server = ThrowawayPostgres(bindir, password=PASSWORD).start()
     try:
-        upgrade(server.url)
-        yield server.url
+        template = fresh_database(server.url, prefix="sb_template")
+        upgrade(template)
+        yield server.url, make_url(template).database or ""
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def password_postgres(password_server: tuple[str, str]) -> Iterator[str]:
+    """A migrated database of the module's own (a copy of the template) on the password
+    server: its URL, with the password."""
+    url = fresh_database(password_server[0], template=password_server[1])
+    yield url
+    drop_database(url)
 
 
 def free_port() -> int:
