@@ -12,15 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from starburst.adapters.db.store import SqlStore
-from starburst.adapters.local import LocalCluster
-from starburst.controller.scheduling import SchedulingLoop
-from starburst.core.cycle import SchedulerConfig
-from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.records import CostEntry, JobSpec
-from tests.controller.test_metering_late_end import PRICE, EndsUnseen
-from tests.support.clock import ManualClock
-from tests.support.databases import upgrade
+from tests.controller.test_metering_late_end import PRICE, bursting
 
 CHUNK = 10.0
 
@@ -28,12 +21,7 @@ CHUNK = 10.0
 def test_each_pass_writes_only_the_new_chunks_and_a_restart_loses_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = f"sqlite:///{tmp_path / 's.db'}"
-    upgrade(url)
-    clock = ManualClock(1_800_000_000.0)
-    store = SqlStore.open(url, clock=clock)
-    cloud = EndsUnseen(clock)
-    config = SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True)
+    store, cloud, clock, loop = bursting(tmp_path, CHUNK)
     written: list[int] = []
     record = store.ledger.record_costs
 
@@ -42,10 +30,6 @@ def test_each_pass_writes_only_the_new_chunks_and_a_restart_loses_none(
         record(entries)
 
     monkeypatch.setattr(store.ledger, "record_costs", counting)
-
-    def loop() -> SchedulingLoop:  # a fresh controller, as after a restart
-        cluster = LocalCluster(tmp_path / "cluster", 0, clock=clock)
-        return SchedulingLoop(store, cluster, cloud, clock, config, metering_chunk_s=CHUNK)
 
     store.jobs.submit(JobSpec(id="j1", gpus=1, command="true"))
     live = loop()

@@ -4,6 +4,7 @@ the end could never be taken back)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
@@ -49,7 +50,11 @@ class EndsUnseen:
         return self.end if self.end is not None and self.clock.now() >= self.end else None
 
 
-def test_a_launch_that_ended_unseen_is_billed_to_its_end(tmp_path: Path) -> None:
+def bursting(
+    tmp_path: Path, chunk: float
+) -> tuple[SqlStore, EndsUnseen, ManualClock, Callable[[], SchedulingLoop]]:
+    """A SQLite store, the cloud, the clock, and a maker of fresh controllers (as after a
+    restart) with no GPUs on-prem, so every job bursts at once, metering ``chunk`` s chunks."""
     url = f"sqlite:///{tmp_path / 's.db'}"
     upgrade(url)
     clock = ManualClock(1_800_000_000.0)
@@ -57,10 +62,15 @@ def test_a_launch_that_ended_unseen_is_billed_to_its_end(tmp_path: Path) -> None
     cloud = EndsUnseen(clock)
     config = SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True)
 
-    def loop() -> SchedulingLoop:  # a fresh controller, as after a restart
+    def loop() -> SchedulingLoop:
         cluster = LocalCluster(tmp_path / "cluster", 0, clock=clock)
-        return SchedulingLoop(store, cluster, cloud, clock, config, metering_chunk_s=10.0)
+        return SchedulingLoop(store, cluster, cloud, clock, config, metering_chunk_s=chunk)
 
+    return store, cloud, clock, loop
+
+
+def test_a_launch_that_ended_unseen_is_billed_to_its_end(tmp_path: Path) -> None:
+    store, cloud, clock, loop = bursting(tmp_path, 10.0)
     store.jobs.submit(JobSpec(id="j1", gpus=1, command="true"))
     loop().run_pass()  # bursts at once: nothing on-prem
     (launch,) = store.ledger.launches("j1")
