@@ -25,7 +25,8 @@ only — an out-of-sample check of the band.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -104,8 +105,6 @@ def fit_model(jobs: Sequence[Job], params: TrainParams | None = None) -> Runtime
 
 def fit_with_validation(jobs: Sequence[Job], params: TrainParams | None = None) -> Fitted:
     """Train, and keep what training measured (see the module docstring)."""
-    from threadpoolctl import threadpool_limits
-
     params = params or TrainParams()
     if params.max_bins < MAX_CATEGORIES + 1:
         raise TrainingError(
@@ -118,12 +117,21 @@ def fit_with_validation(jobs: Sequence[Job], params: TrainParams | None = None) 
             f"need at least {MIN_TRAINING_JOBS} completed jobs with a runtime to train, "
             f"got {len(done)}"
         )
-    # threadpoolctl limits the pools of the libraries loaded when the limit is entered: load
-    # scikit-learn's OpenMP runtime first, or a fresh process trains on one thread per core
-    import sklearn.ensemble  # noqa: F401
-
-    with threadpool_limits(limits=params.threads, user_api="openmp"):
+    with openmp_threads(params.threads):
         return _fit(done, params)
+
+
+@contextmanager
+def openmp_threads(threads: int | None) -> Iterator[None]:
+    """Run scikit-learn's native work on ``threads`` OpenMP threads (None: its default, one
+    per core). threadpoolctl limits the pools of the libraries loaded when the limit is
+    entered: scikit-learn's OpenMP runtime is loaded first, or a fresh process trains on one
+    thread per core."""
+    import sklearn.ensemble  # noqa: F401
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads, user_api="openmp"):
+        yield
 
 
 def _fit(done: Sequence[Job], params: TrainParams) -> Fitted:

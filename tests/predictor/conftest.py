@@ -5,9 +5,6 @@ trained by the first xdist worker that asks and loaded from its saved artifact b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
 
 from starburst.core.job import Job
@@ -19,20 +16,6 @@ from starburst.predictor.workload import WorkloadSpec, generate
 from tests.support.shared import once_per_run
 
 SMALL = TrainParams(max_iter=40, band_iter=15, min_samples_leaf=10, threads=1)
-
-
-@contextmanager
-def one_openmp_thread() -> Iterator[None]:
-    """For a test that fits or predicts with scikit-learn itself: one OpenMP thread, as the
-    product's own calls run (``TrainParams.threads``, ``trees``). On all cores every tree pays
-    a thread barrier, and on the suite's loaded cores the waiting threads spin: the same fit
-    cost 10-25x the CPU. The models are the same (each feature's histogram and best split is
-    one thread's work)."""
-    import sklearn.ensemble  # noqa: F401  # threadpoolctl limits only the pools already loaded
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="openmp"):
-        yield
 
 
 @pytest.fixture(scope="session")

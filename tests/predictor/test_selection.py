@@ -12,13 +12,13 @@ from starburst.core.job import Job
 from starburst.predictor.artifact import ModelArtifact
 from starburst.predictor.baselines import HistoryView
 from starburst.predictor.evaluation import evaluate, time_split
-from starburst.predictor.fitting import fit_regressors, fit_with_validation
+from starburst.predictor.fitting import fit_regressors, fit_with_validation, openmp_threads
 from starburst.predictor.forms import FORMS
 from starburst.predictor.history import HistoryIndex
 from starburst.predictor.model import band, calibrate
 from starburst.predictor.selection import choose, gap_interval, rolling_folds
 from starburst.predictor.training import train_artifact
-from tests.predictor.conftest import SMALL, one_openmp_thread
+from tests.predictor.conftest import SMALL
 
 N = 400
 BLOCKS = [(0, 100), (100, 200), (200, 300), (300, 400)]
@@ -181,7 +181,7 @@ def test_the_metrics_are_out_of_fold_not_in_sample() -> None:
     features[:, np.isnan(features).all(axis=0)] = 0.0
     target = np.log([j.runtime for j in jobs])
     rows = slice(len(jobs) - len(cv.target), None)
-    with one_openmp_thread():
+    with openmp_threads(1):
         p50 = fit_regressors(SMALL, fitted.model.encoder, features, target, target, True, False)[2]
         fitted_rows = p50.predict(features[rows])
     assert np.median(np.abs(fitted_rows - target[rows])) < oof - 0.1

@@ -14,10 +14,10 @@ from starburst.predictor.artifact import ModelArtifact
 from starburst.predictor.baselines import HistoryView
 from starburst.predictor.estimator import ModelEstimator
 from starburst.predictor.features import FeatureEncoder
-from starburst.predictor.fitting import fit_regressors
+from starburst.predictor.fitting import fit_regressors, openmp_threads
 from starburst.predictor.history import HistoryIndex
 from starburst.predictor.trees import TreeEnsemble, _codes
-from tests.predictor.conftest import SMALL, one_openmp_thread
+from tests.predictor.conftest import SMALL
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def fitted(
     features[:, np.isnan(features).all(axis=0)] = 0.0
     target = np.log(np.array([j.runtime for j in train], dtype=float))
     reference = HistoryView.of(train, history).centre("user-median-5", float(np.median(target)))
-    with one_openmp_thread():
+    with openmp_threads(1):
         models = fit_regressors(SMALL, encoder, features, target, reference, True, True)
     strangers = [replace(j, user="nobody", team="nowhere", gpu_type="Z100") for j in test[:50]]
     rows = encoder.transform([*test, *strangers], HistoryIndex(train + test))
@@ -47,7 +47,7 @@ def test_every_model_predicts_the_same_bits_as_scikit_learn(
     trees = TreeEnsemble.compile(models, len(encoder.names))
     assert trees is not None
     assert len(trees.encodings) == 1  # fitted on one matrix: one re-encoding for all
-    with one_openmp_thread():
+    with openmp_threads(1):
         public = [model.predict(rows) for model in models]
     for mine, theirs in zip(trees.predict(rows), public, strict=True):
         assert np.array_equal(mine, theirs)
@@ -60,7 +60,7 @@ def test_models_fitted_on_different_rows_keep_their_own_re_encoding(
     # Half the rows, a few users only: a different set of categories seen in training.
     few = rows[np.isin(rows[:, encoder.names.index("user")], [0.0, 1.0])]
     target = np.log1p(np.arange(len(few), dtype=float))
-    with one_openmp_thread():
+    with openmp_threads(1):
         other = fit_regressors(SMALL, encoder, few, target, target, False, False)[0]
         public = [models[0].predict(rows), other.predict(rows)]
     trees = TreeEnsemble.compile([models[0], other], len(encoder.names))
