@@ -64,6 +64,7 @@ def main() -> None:
     ).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="suite-time-", dir=REPO.parent) as tmp:
         root = Path(tmp)
+        root.chmod(0o755)  # tests run servers as other users (nobody, postgres): they must reach it
         before = fast_tier(clone(args.baseline, root), BASELINE_TESTS)
         after = fast_tier(clone(rev, root), ["-n", "auto", "-m", "not real"])
     print("fast tier, first run of a new clone and venv (pytest's summary):")
