@@ -134,8 +134,6 @@ class Settings(BaseSettings):
     # periodic work
     # (bounded, so that a typo like 1e308 is refused rather than never running the work)
     pass_interval_s: float = Field(default=2.0, gt=0, le=HOUR, description="At most an hour.")
-    reconcile_interval_s: float = Field(default=30.0, gt=0, le=DAY, description="At most a day.")
-    metering_interval_s: float = Field(default=30.0, gt=0, le=DAY, description="At most a day.")
     recalibrate_interval_s: float = Field(
         default=600.0, gt=0, le=MONTH, description="At most 30 days."
     )

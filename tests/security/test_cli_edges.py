@@ -153,7 +153,7 @@ def test_sweep_and_synth_refuse_non_finite_numbers(
     ("field", "value"),
     [
         ("pass_interval_s", "1e308"),
-        ("reconcile_interval_s", "1e9"),
+        ("recalibrate_interval_s", "1e9"),
         ("retrain_interval_s", "1e12"),
         ("local_gpus", str(10**12)),
         ("budget", "1e6"),
