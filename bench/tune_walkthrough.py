@@ -1,4 +1,4 @@
-"""The "choose your budget" walkthrough of the README, on a live controller's own history.
+"""The "choose your budget" walkthrough of docs/tune.md, on a live controller's own history.
 
 A real controller (SQLite store, the simulator's cluster and cloud, virtual time: see
 ``tests/tune/live.py``) runs a month of a synthetic workload — 8 nodes × 8 GPUs, bursty
@@ -9,7 +9,7 @@ arrivals, runtime predictions off by up to ±60% — at Starburst b = 0.25, reca
     starburst tune --since 40d --max-jct-increase 5%
 
 The tune plot is also written, in 64 colours to stay small, to ``--figure``
-(``bench/figures/tune-pareto.png``, the one the README shows).
+(``bench/figures/tune-pareto.png``, the one ``docs/tune.md`` shows).
 
 Usage: python bench/tune_walkthrough.py [--jobs 600] [--out out/tune-demo] [--figure PATH]
 """

@@ -1,4 +1,4 @@
-"""The README's "choose your budget" walkthrough (``bench/tune_walkthrough.py``) runs end to
+"""The "choose your budget" walkthrough of docs/tune.md (``bench/tune_walkthrough.py``) runs end to
 end, and the live run it starts recalibrates on the virtual period it is given, as the
 daemon's recalibration job does."""
 
