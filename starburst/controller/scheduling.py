@@ -1,6 +1,6 @@
 """One scheduling pass of the live controller: the store's queue through the shared core.
 
-A pass, in DESIGN.md's order of work:
+A pass, in the order of work of docs/scheduling.md:
 1. *finish*: on-prem jobs the cluster reports ended → succeeded/failed; cloud launches that
    ended → succeeded/failed (and their final cost entries);
 2. *follow the cloud*: launches that came up → running_cloud; Star-Wait jobs still running

@@ -1,6 +1,6 @@
 """The scheduling pass: one pure function shared by the simulator and the live controller.
 
-Order of work at one instant (DESIGN.md):
+Order of work at one instant (docs/scheduling.md):
 1. burst queued jobs whose budget has expired (a budget that expires at the very instant GPUs
    free up still bursts: the caller finishes completed jobs *before* calling the pass, and
    expiry is checked before scheduling), and queued jobs that could *never fit* (below);

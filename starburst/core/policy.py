@@ -94,9 +94,9 @@ def parse_policy(name: str) -> PolicyKind:
 def calibrate(kind: PolicyKind, budget: float, jobs: Sequence[Job]) -> float:
     """The coefficient that makes Σ w(j) = budget × Σ runtime(j) over ``jobs``.
 
-    Closed forms (DESIGN.md): constant c = b·mean(runtime); runtime c = b; resource and star
-    c = b·mean(runtime)/mean(gpus); compute c = b·Σruntime/Σ(gpus·runtime); compute-expected
-    the same over expected runtimes.
+    Closed forms (docs/concepts.md): constant c = b·mean(runtime); runtime c = b; resource and
+    star c = b·mean(runtime)/mean(gpus); compute c = b·Σruntime/Σ(gpus·runtime);
+    compute-expected the same over expected runtimes.
     """
     if budget < 0 or not math.isfinite(budget):
         raise ConfigError(f"waiting budget must be a finite number ≥ 0, got {budget}")

@@ -5,7 +5,7 @@ Events are arrivals, on-prem completions, wait-budget expiries, Star-Wait pull-b
 cloud ends that held jobs wait for. At each event time the engine (1) collects jobs that
 ended by then (freeing GPUs), (2) turns pull-backs, arrivals and held jobs the gate releases
 (``sim.gating``: dependencies, array throttles) into queue entries, (3) calls
-``schedule_pass`` — which bursts expired budgets before it schedules, as DESIGN.md orders —
+``schedule_pass`` — which bursts expired budgets before it schedules, as docs/scheduling.md orders —
 and (4) applies the decisions through the in-memory cluster and cloud ports.
 
 Invariants: time never goes backwards; all heaps break ties with a sequence number or the

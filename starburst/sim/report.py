@@ -1,6 +1,6 @@
 """Outcomes of a simulation and the figures the paper reports.
 
-Terms (DESIGN.md, "Cost and metrics"):
+Terms (docs/scheduling.md, "Cost and metrics"):
 - *cloud GPU-hours*: gpus × hours run in the cloud (Star-Wait stints included); dollars are
   GPU-hours × the price per GPU-hour.
 - *JCT*: end − submit, wherever the job ran; a burst job's JCT includes its wait (and the

@@ -3,7 +3,7 @@
 - Arrivals: Poisson (exponential inter-arrival times) or, for burstiness cv > 1, Gamma
   inter-arrival times with shape 1/cv² (same mean, coefficient of variation cv).
 - Runtimes: exponential with the given mean (1 h by default).
-- GPUs: drawn from {1: 70%, 2: 15%, 4: 10%, 8: 5%} (DESIGN.md).
+- GPUs: drawn from {1: 70%, 2: 15%, 4: 10%, 8: 5%} (the paper artifact's; docs/simulator.md).
 - Offered load s = arrival rate × mean(gpus × runtime) ÷ cluster GPUs; the arrival rate is
   derived from the target s.
 

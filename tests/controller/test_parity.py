@@ -46,8 +46,8 @@ def assert_same(
     jobs: list[Job], nodes: list[Node], config: SchedulerConfig, options: SimOptions
 ) -> SimResult:
     """The same decisions and totals. Cost: the simulator counts GPU-time run (the paper's
-    unit); the controller's ledger also bills each launch's start-up (DESIGN.md, "Cost and
-    metrics"), so with a start-up delay d it is d × GPUs more per launch."""
+    unit); the controller's ledger also bills each launch's start-up (docs/scheduling.md,
+    "Cost and metrics"), so with a start-up delay d it is d × GPUs more per launch."""
     sim = simulate(jobs, nodes, config, options)
     live = replay(jobs, nodes, config, options)
     expected, got = decisions(sim), decisions(live)

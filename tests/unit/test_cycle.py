@@ -1,4 +1,4 @@
-"""The scheduling pass: DESIGN.md's order of work at one instant, hand-computed."""
+"""The scheduling pass: the order of work of docs/scheduling.md at one instant, hand-computed."""
 
 import math
 

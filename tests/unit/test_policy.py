@@ -1,4 +1,4 @@
-"""Waiting policies and the budget → coefficient formulas of DESIGN.md."""
+"""Waiting policies and the budget → coefficient formulas of docs/concepts.md."""
 
 import math
 
