@@ -124,6 +124,23 @@ def _schema_name(schema: dict[str, Any]) -> str:
     return str(schema.get("type", "any"))
 
 
+def _body_fields(document: dict[str, Any], schema: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The fields of a request body's component schema, one row each."""
+    if "$ref" not in schema:
+        return []
+    component = document["components"]["schemas"][_schema_name(schema)]
+    required = set(component.get("required", []))
+    return [
+        (
+            code(name),
+            code(_schema_name(field)),
+            "yes" if name in required else "",
+            cell(field.get("description", "")),
+        )
+        for name, field in component.get("properties", {}).items()
+    ]
+
+
 def api_page() -> str:
     document = openapi_document()
     parts = [
@@ -153,7 +170,11 @@ def api_page() -> str:
             parts += ["", table(header, params)]
         body = operation.get("requestBody", {}).get("content", {})
         for media, content in body.items():
-            parts += ["", f"Body ({code(media)}): {code(_schema_name(content.get('schema', {})))}"]
+            schema = content.get("schema", {})
+            parts += ["", f"Body ({code(media)}): {code(_schema_name(schema))}"]
+            fields = _body_fields(document, schema)
+            if fields:
+                parts += ["", table(("Field", "Type", "Required", "Meaning"), fields)]
         answers = [
             (code(status), cell(answer.get("description", "")))
             for status, answer in operation.get("responses", {}).items()
