@@ -41,11 +41,6 @@ from starburst.core.duration import precise
 from starburst.core.errors import StarburstError
 
 _PAGE = 500
-_WHERE = {
-    "running_onprem": "running on-prem",
-    "running_cloud": "running in the cloud",
-    "bursting": "launching in the cloud",
-}
 
 
 class Output(StrEnum):
@@ -110,18 +105,14 @@ def all_pages(server: str, token: str | None, params: dict[str, Any]) -> list[di
 
 
 def _row(job: dict[str, Any], place: dict[str, Any] | None) -> dict[str, Any]:
-    """A job as one listing row: its summary plus position, budget left and plan."""
-    plan = place["plan"] if place else _WHERE.get(job["state"], job["ran_on"] or "-")
-    if place is None and job["state"] in ("submitted", "queued"):
-        plan = "on-prem only: never bursts" if job["never_bursts"] else "waiting"
-    if job.get("held"):  # waits for other jobs or an array slot, out of the queue
-        plan = f"held: {job['held']}"
+    """A job as one listing row: its summary plus position, budget left and its plan (the
+    server's words, the same ``queue``, ``status`` and ``explain`` show)."""
     return {
         **job,
         "position": place["position"] if place else None,
         "budget_left_s": place["budget_left_s"] if place else None,
         "waited_s": place["waited_s"] if place else None,
-        "plan": plan,
+        "plan": job.get("plan") or (place["plan"] if place else "-"),
     }
 
 

@@ -22,4 +22,9 @@ class CloudGate:
         self.reason = self._health.degraded() if self._health is not None else None
         if self.reason is None:
             return {}
-        return {HOLD_ALL: f"the cloud side cannot burst ({self.reason}); waiting on-prem"}
+        return {HOLD_ALL: held_reason(self.reason)}
+
+
+def held_reason(degraded: str) -> str:
+    """Why every job waits on-prem while the cloud side cannot burst."""
+    return f"the cloud side cannot burst ({degraded}); waiting on-prem"

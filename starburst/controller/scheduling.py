@@ -44,7 +44,7 @@ from starburst.controller.queue_view import QueueView, entry, read_all
 from starburst.controller.report import PassReport, backend_job
 from starburst.controller.unstartable import Unstartable
 from starburst.core.capacity import Node, Placement
-from starburst.core.cycle import HOLD_ALL, PassResult, SchedulerConfig, schedule_pass
+from starburst.core.cycle import HOLD_ALL, NO_CLOUD, PassResult, SchedulerConfig, schedule_pass
 from starburst.core.decisions import Burst, Start
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job, QueuedJob, cloud_blocker
@@ -61,9 +61,6 @@ from starburst.core.ports import (
 from starburst.core.records import Move, StoredJob
 
 log = logging.getLogger("starburst.controller")
-
-#: why every job waits on-prem when the controller runs without a cloud (``cloud: none``)
-NO_CLOUD = "no cloud is configured, so nothing bursts; waiting on-prem"
 
 
 class SchedulingLoop:

@@ -161,6 +161,22 @@ class CapacityIndex:
         self._fits_of[job.id] = (job, known)
         return known
 
+    def shortfall(self, job: Job) -> str | None:
+        """Why the empty cluster could never hold ``job`` ("needs 16 GPUs and the private
+        cluster has 4 GPUs in all"); None when it could, or when no node takes work (that
+        proves nothing: none seen yet, or every node cordoned)."""
+        if not self.has_schedulable_nodes or self.could_ever_fit(job):
+            return None
+        largest = self.largest_node(job)
+        if job.gpu_type is not None and largest == 0:
+            why = f"no node of the private cluster has {job.gpu_type} GPUs"
+        elif job.gpus > self.total_gpus:
+            why = f"the private cluster has {self.total_gpus} GPUs in all"
+        else:
+            why = f"no set of its nodes can hold it (largest node {largest} GPUs)"
+        kind = f" {job.gpu_type}" if job.gpu_type else ""
+        return f"needs {job.gpus}{kind} GPUs and {why}"
+
     def max_free(self, job: Job) -> int:
         """The most free GPUs on any node the job may use."""
         best = 0

@@ -45,6 +45,8 @@ from starburst.core.policy import WaitPolicy
 
 # A ``hold`` key that holds every job, whatever its team (no team is named "*").
 HOLD_ALL = "*"
+#: why every job waits on-prem when the controller runs without a cloud (``cloud: none``)
+NO_CLOUD = "no cloud is configured, so nothing bursts; waiting on-prem"
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,15 +275,7 @@ def _expired_reason(entry: QueuedJob, now: float) -> str:
 
 
 def _cannot_fit_reason(job: Job, capacity: CapacityIndex) -> str:
-    largest = capacity.largest_node(job)
-    if job.gpu_type is not None and largest == 0:
-        why = f"no node of the private cluster has {job.gpu_type} GPUs"
-    elif job.gpus > capacity.total_gpus:
-        why = f"the private cluster has {capacity.total_gpus} GPUs in all"
-    else:
-        why = f"no set of its nodes can hold it (largest node {largest} GPUs)"
-    kind = f" {job.gpu_type}" if job.gpu_type else ""
-    return f"needs {job.gpus}{kind} GPUs and {why}: bursts at once instead of waiting its budget"
+    return f"{capacity.shortfall(job)}: bursts at once instead of waiting its budget"
 
 
 def _never_fits_reason(job: Job, capacity: CapacityIndex) -> str:

@@ -72,7 +72,9 @@ def test_jobs_that_passed_the_team_ceiling_one_by_one_do_not_burst_above_it(  # 
     assert states == [JobState.BURSTING, JobState.BURSTING, JobState.QUEUED]
     assert report.held == [(jobs[2], HELD)]
     explained = json.loads(run(["explain", "j2", "--json"], env).stdout)
-    assert explained["summary"] == f"waiting 1m, past its budget: {HELD}"
+    assert explained["summary"] == (
+        f"waiting 1m of a 1m budget; on-prem when GPUs free; held from the cloud ({HELD})"
+    )
     clock.advance(1)
     assert loop.run_pass().burst == []  # still over the ceiling: held, not burst
 

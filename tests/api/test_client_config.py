@@ -93,6 +93,5 @@ def test_times_are_local_with_the_zone_and_durations_honest(api, home) -> None: 
     api.clock.advance(100)
     explained = run(["explain", job], env).stdout
     assert explained.startswith(
-        f"{job}: waiting 1m40s of a 2m budget; bursts to the cloud "
-        "in 20s unless GPUs free up on-prem"
+        f"{job}: waiting 1m40s of a 2m budget; on-prem when GPUs free, else the cloud in 20s"
     )

@@ -191,7 +191,9 @@ def test_explain_shows_the_reasons_the_store_recorded_and_the_budget_left(api): 
     )
     api.clock.advance(720)
     waiting = alice.get(f"/v1/jobs/{job_id}/explain").json()
-    assert waiting["summary"].startswith("waiting 12m of a 40m budget; bursts to the cloud in 28m")
+    assert waiting["summary"].startswith(
+        "waiting 12m of a 40m budget; on-prem when GPUs free, else the cloud in 28m"
+    )
     assert waiting["waited_s"] == 720 and waiting["wait_budget_s"] == 2400
     assert [e["reason"] for e in waiting["events"]] == [
         "submitted",
@@ -287,7 +289,9 @@ def test_a_job_that_never_bursts_reads_as_such_not_as_a_server_error(api):  # ty
         None,
     )
     why = api.client("alice").get(f"/v1/jobs/{job_id}/explain").json()
-    assert why["summary"] == "waiting 0s; never bursts (cluster-only policy)"
+    assert why["summary"] == (
+        "waiting 0s; on-prem when GPUs free; never bursts (cluster-only policy)"
+    )
 
 
 def test_explain_says_when_a_team_over_budget_keeps_a_job_on_prem(api):  # type: ignore[no-untyped-def]
@@ -306,5 +310,6 @@ def test_explain_says_when_a_team_over_budget_keeps_a_job_on_prem(api):  # type:
     api.clock.advance(600)  # its budget has run out, but its team may not burst
     summary = alice.get(f"/v1/jobs/{job_id}/explain").json()["summary"]
     assert summary.startswith(
-        "waiting 10m, past its budget: team ml spent $150.00 of its $100.00 cloud budget"
+        "waiting 10m of a 1m budget; on-prem when GPUs free; held from the cloud (team ml "
+        "spent $150.00 of its $100.00 cloud budget"
     )

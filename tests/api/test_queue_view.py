@@ -81,7 +81,7 @@ def test_jobs_shows_active_jobs_newest_last_with_position_budget_and_plan(api) -
     # position counts bob's job ahead; 2400 s budget, queued 30 s ago (three jobs since)
     assert by_id[queued].split()[0] == "2"
     assert "  30s  " in by_id[queued] and "else the cloud in 39m30s" in by_id[queued]
-    assert by_id[fresh].split()[0] == "3" and "budget set on admission" in by_id[fresh]
+    assert by_id[fresh].split()[0] == "3" and "admitted on the next pass" in by_id[fresh]
     assert done[:8] not in listed.stdout and "secret" not in listed.stdout
 
     every = run(["jobs", "--all"], env_of(api))

@@ -74,4 +74,4 @@ def test_explain_says_why_a_job_never_bursts(api):  # type: ignore[no-untyped-de
         wait_budget=float("inf"),
     )
     summary = api.client("alice").get("/v1/jobs/ml/duo/explain").json()["summary"]
-    assert summary == f"waiting 0s; never bursts ({blocker})"
+    assert summary == f"waiting 0s; on-prem when GPUs free; never bursts ({blocker})"

@@ -26,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from starburst.api import ceilings
 from starburst.api.context import ApiContext
 from starburst.api.deps import CallerDep, ContextDep, is_privileged
+from starburst.api.outlooks import Outlooks
 from starburst.api.schemas.jobs import (
     CloudRun,
     EventOut,
@@ -41,10 +42,9 @@ from starburst.api.schemas.jobs import (
 )
 from starburst.core.billing import per_currency
 from starburst.core.dependencies import AfterKind, Dependency
-from starburst.core.explain import waiting_summary
 from starburst.core.failure import cause_of, exit_code_in
-from starburst.core.holds import team_holds
 from starburst.core.lifecycle import JobState
+from starburst.core.outlook import Outlook
 from starburst.core.records import (
     JobEvent,
     JobNotFound,
@@ -138,7 +138,7 @@ def detail(ctx: ApiContext, stored: StoredJob, *, fresh: bool = False) -> JobDet
         _failure(ctx.store.jobs.events(stored.id)) if stored.state is JobState.FAILED else None
     )
     return JobDetail(
-        **summary_fields(stored),
+        **summary_fields(stored, Outlooks(ctx).of(stored)),
         command=stored.command,
         cpus=job.cpus,
         exit_code=exit_code_in(failure) if failure else None,
@@ -299,7 +299,10 @@ def _page(
         held=held,
     )
     jobs = [s for s in page.jobs if wanted.keeps(s.state, s.held)]
-    return JobPage(jobs=[JobSummary.of(s) for s in jobs], next_cursor=page.next_cursor)
+    outlooks = Outlooks(ctx)
+    return JobPage(
+        jobs=[JobSummary.of(s, outlooks.of(s)) for s in jobs], next_cursor=page.next_cursor
+    )
 
 
 @router.get("", response_model=JobPage)
@@ -336,25 +339,16 @@ def status(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
     return detail(ctx, _visible(ctx, job_id, caller))
 
 
-def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str, float | None]:
-    now = ctx.clock.now()
+def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str, Outlook]:
+    """The sentence ``explain`` opens with, and the job's outlook (``api.outlooks``)."""
+    seen = Outlooks(ctx).of(stored)
     if stored.state in _WAITING:
-
-        def hold_past_budget() -> str | None:
-            team = stored.job.team
-            held = (
-                team_holds(ctx.store.accounts, ctx.store.ledger, now, team).get(team)
-                if team
-                else None
-            )
-            return held or ceilings.burst_hold(ctx, stored)
-
-        return waiting_summary(stored, now, hold_past_budget)
+        return seen.summary, seen
     if stored.state is JobState.RUNNING_ONPREM:
-        return f"running on-prem since {when(stored.started_at)}: {last_reason}", None
+        return f"running on-prem since {when(stored.started_at)}: {last_reason}", seen
     if stored.state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
-        return f"{stored.state.value.replace('_', ' ')}: {last_reason}", None
-    return f"{stored.state.value}: {last_reason}", None
+        return f"{stored.state.value.replace('_', ' ')}: {last_reason}", seen
+    return f"{stored.state.value}: {last_reason}", seen
 
 
 @router.get("/{job_id:path}/explain", response_model=Explanation)
@@ -362,8 +356,8 @@ def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
     """The job's history with each decision's reason, and where its wait budget stands."""
     stored = _visible(ctx, job_id, caller)
     events = ctx.store.jobs.events(stored.id)
-    summary, waited = _summary(ctx, stored, cause_of(events[-1].reason) if events else "")
-    fields = summary_fields(stored)
+    summary, seen = _summary(ctx, stored, cause_of(events[-1].reason) if events else "")
+    fields = summary_fields(stored, seen)
     failure = _failure(events) if stored.state is JobState.FAILED else None
     return Explanation(
         id=stored.id,
@@ -371,7 +365,9 @@ def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
         summary=summary,
         wait_budget_s=fields["wait_budget_s"],
         never_bursts=fields["never_bursts"],
-        waited_s=waited,
+        waited_s=seen.waited,
+        plan=seen.plan,
+        bursts_at=fields["bursts_at"],
         budget_expires_at=fields["budget_expires_at"],
         predicted_runtime_s=stored.predicted_runtime,
         events=[EventOut.of(e) for e in events],

@@ -20,10 +20,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from starburst.api.deps import CallerDep, ContextDep, is_privileged
+from starburst.api.outlooks import Outlooks
 from starburst.api.schemas.jobs import when
 from starburst.api.schemas.queue import QueueEntry, QueueView
-from starburst.core.duration import precise
 from starburst.core.lifecycle import JobState
+from starburst.core.outlook import Outlook
 from starburst.core.ports import JobStore
 from starburst.core.records import Principal, StoredJob
 
@@ -33,34 +34,9 @@ WAITING = (JobState.SUBMITTED, JobState.QUEUED)
 _PAGE = 1000
 
 
-def plan(stored: StoredJob, now: float) -> tuple[str, float | None]:
-    """Where a job goes next, in words, and the seconds left of its wait budget (None without
-    a finite budget). Shared by ``/v1/queue`` and the job listing."""
-    state, budget = stored.state, stored.wait_budget
-    if state is JobState.RUNNING_ONPREM:
-        return "running on-prem", None
-    if state is JobState.BURSTING:
-        return "launching in the cloud", None
-    if state is JobState.RUNNING_CLOUD:
-        return "running in the cloud", None
-    if state.terminal:
-        return f"{state.value} ({stored.ran_on or 'never started'})", None
-    if stored.held is not None:  # not in the queue yet: no budget runs
-        return f"held: {stored.held}", None
-    if budget is None:
-        return "on-prem when GPUs free (budget set on admission)", None
-    if math.isinf(budget):
-        return "on-prem only: never bursts", None
-    left = max(0.0, stored.queued_at + budget - now)
-    if left <= 0:
-        return "the cloud on the next pass (budget spent)", 0.0
-    return f"on-prem when GPUs free, else the cloud in {precise(left)}", left
-
-
-def entry(stored: StoredJob, position: int | None, caller: Principal, now: float) -> QueueEntry:
+def entry(stored: StoredJob, position: int | None, caller: Principal, seen: Outlook) -> QueueEntry:
     mine = stored.job.user == caller.user
     shown = mine or is_privileged(caller)
-    words, left = plan(stored, now)
     budget = stored.wait_budget
     finite = budget is not None and math.isfinite(budget)
     return QueueEntry(
@@ -73,14 +49,15 @@ def entry(stored: StoredJob, position: int | None, caller: Principal, now: float
         gpus=stored.job.gpus,
         gpu_type=stored.job.gpu_type,
         queued_at=datetime.fromtimestamp(stored.queued_at, UTC),
-        waited_s=max(0.0, now - stored.queued_at),
+        waited_s=seen.waited if seen.waited is not None else 0.0,
         wait_budget_s=budget if finite else None,
         never_bursts=budget is not None and not finite,
-        budget_left_s=left,
+        budget_left_s=seen.budget_left,
         budget_expires_at=when(stored.queued_at + budget)
         if budget is not None and finite
         else None,
-        plan=words,
+        plan=seen.plan,
+        bursts_at=when(seen.bursts_at),
         held=stored.held,
     )
 
@@ -113,6 +90,7 @@ def queue(
         own = [i for i, s in enumerate(line) if s.job.user == caller.user]
         shown = line[: own[-1] + 1] if own else []
         held = [s for s in held if s.job.user == caller.user]
-    entries = [entry(s, i + 1, caller, now) for i, s in enumerate(shown)]
-    entries += [entry(s, None, caller, now) for s in held]
+    outlooks = Outlooks(ctx, now)
+    entries = [entry(s, i + 1, caller, outlooks.of(s)) for i, s in enumerate(shown)]
+    entries += [entry(s, None, caller, outlooks.of(s)) for s in held]
     return QueueView(total=len(line), held=len(held), jobs=entries[:limit])

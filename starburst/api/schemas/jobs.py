@@ -51,6 +51,7 @@ from starburst.core.dependencies import (
 )
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
+from starburst.core.outlook import Outlook
 from starburst.core.records import JobEvent, JobSpec, StoredJob
 from starburst.core.time_limit import TIME_LIMIT
 
@@ -236,13 +237,24 @@ class JobSummary(BaseModel):
     )
     array: str | None = None
     array_limit: int | None = None
+    plan: str = Field(
+        default="",
+        description="Where it goes next and when, in words: the same in every view "
+        "(``starburst.core.outlook``).",
+    )
+    bursts_at: datetime | None = Field(
+        default=None,
+        description="When it goes to the cloud unless GPUs free up on-prem first; null when "
+        "nothing sends it there (a hold, a cluster-only policy, not waiting).",
+    )
 
     @classmethod
-    def of(cls, stored: StoredJob) -> JobSummary:
-        return cls(**summary_fields(stored))
+    def of(cls, stored: StoredJob, seen: Outlook) -> JobSummary:
+        return cls(**summary_fields(stored, seen))
 
 
-def summary_fields(stored: StoredJob) -> dict[str, Any]:
+def summary_fields(stored: StoredJob, seen: Outlook) -> dict[str, Any]:
+    """The summary's fields; ``seen`` is the job's outlook (``api.outlooks``)."""
     job = stored.job
     budget = stored.wait_budget
     finite = budget is not None and math.isfinite(budget)
@@ -271,6 +283,8 @@ def summary_fields(stored: StoredJob) -> dict[str, Any]:
         "after": [str(d) for d in job.after],
         "array": job.array,
         "array_limit": job.array_limit,
+        "plan": seen.plan,
+        "bursts_at": when(seen.bursts_at),
     }
 
 
@@ -378,6 +392,8 @@ class Explanation(BaseModel):
     never_bursts: bool
     waited_s: float | None
     budget_expires_at: datetime | None
+    plan: str = Field(default="", description="Where it goes next and when (as everywhere).")
+    bursts_at: datetime | None = None
     predicted_runtime_s: float | None
     exit_code: int | None = None
     failure: str | None = None

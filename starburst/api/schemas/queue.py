@@ -5,7 +5,8 @@ Terms:
   held) in FIFO order (``queued_at``, then id), the order the controller considers them in.
 - *held*: a submitted job waiting for a dependency or an array slot; it is not in the line
   yet (no position, no budget running) and is listed after it, with the reason.
-- *plan*: where the job goes next, in words ("on-prem when GPUs free, else the cloud in 12m").
+- *plan*: where the job goes next, in words ("on-prem when GPUs free, else the cloud in 12m"),
+  the same words as every other view of the job (``starburst.core.outlook``).
 - *redacted*: another user's entry carries its id, size and budget only; its owner, name,
   image, command and environment are never in it.
 """
@@ -37,6 +38,9 @@ class QueueEntry(BaseModel):
     )
     budget_expires_at: datetime | None
     plan: str
+    bursts_at: datetime | None = Field(
+        default=None, description="When it goes to the cloud; null when nothing sends it there."
+    )
     held: str | None = Field(
         default=None, description="Why it is held out of the line (dependencies, array limit)."
     )

@@ -2,8 +2,9 @@
 
 What it shows: cloud spend over time by team and by location, on-prem use with its showback,
 the savings against No-Wait, team budgets with their month-end forecast, the top jobs by
-cost, and a CSV download of the report. Every figure comes from the same ``/v1/costs``
-routes the CLI reads; the page computes nothing but sums for its charts.
+cost, a CSV download of the report, and the waiting jobs with where each goes next (the
+``plan`` of ``/v1/queue``, the words every view shows). Every figure comes from the same
+``/v1/costs`` routes the CLI reads; the page computes nothing but sums for its charts.
 
 Auth: the page itself carries no data, so it is served to anyone; its requests send
 ``Authorization: Bearer <token>``, the token being entered once in the page (kept in the

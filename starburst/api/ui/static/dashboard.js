@@ -214,6 +214,23 @@ async function loadTopJobs(when) {
   });
 }
 
+async function loadQueue() {
+  // the plan is the API's (starburst.core.outlook): the page words nothing itself
+  const view = await api("/v1/queue");
+  const body = document.querySelector("#queue tbody");
+  body.replaceChildren();
+  for (const e of view.jobs) {
+    const tr = document.createElement("tr");
+    tr.dataset.job = e.id;
+    cell(tr, e.position === null ? "held" : String(e.position), true);
+    cell(tr, e.name ? e.name + " (" + e.id + ")" : e.id);
+    cell(tr, e.user || "–");
+    cell(tr, String(e.gpus), true);
+    cell(tr, e.plan);
+    body.appendChild(tr);
+  }
+}
+
 async function loadWho() {
   const me = await api("/v1/whoami");
   setText("whoami", "signed in as " + me.user + " (" + me.role + ")");
@@ -227,7 +244,7 @@ async function refresh() {
     await loadWho();
     await loadTotals(when);  // first: it chooses the currency the other charts show
     await Promise.all([loadLocations(when), loadSavings(when), loadBudgets(),
-                       loadTopJobs(when)]);
+                       loadTopJobs(when), loadQueue()]);
     document.body.dataset.loaded = "true";
   } catch (error) {
     showError(error.message + (error.status === 401 ? ": enter a valid API token" : ""));
