@@ -7,7 +7,9 @@ role an endpoint needs is 403. With ``auth`` off every request acts as the conte
 ``anonymous`` admin.
 
 Roles: ``user`` (their own jobs), ``finance`` (cost reports, read-only views of jobs),
-``admin`` (everything). ``admin`` passes every role check.
+``admin`` (everything). ``admin`` passes every role check. Finance is read-only: it submits,
+cancels and reads the output of no job, and sees no job's command (``refuse_read_only``,
+``sees_commands``); ``tests/api/test_role_matrix.py`` checks every route for every role.
 """
 
 from __future__ import annotations
@@ -88,7 +90,23 @@ def require(*roles: Role) -> Callable[[Principal], Awaitable[Principal]]:
 
 
 AdminDep = Annotated[Principal, Depends(require())]
+#: users and admins: finance is read-only (no submit, cancel or job output)
+WriterDep = Annotated[Principal, Depends(require(Role.USER))]
 FinanceDep = Annotated[Principal, Depends(require(Role.FINANCE))]
+
+
+def refuse_read_only(caller: Principal, what: str) -> None:
+    """403 for a finance caller: finance reads costs and jobs but changes nothing, runs
+    nothing and reads no job's output."""
+    if caller.role is Role.FINANCE:
+        raise HTTPException(
+            403, f"{caller.user} has role finance, which is read-only: it cannot {what}"
+        )
+
+
+def sees_commands(caller: Principal) -> bool:
+    """Whether job views show ``caller`` commands and output (finance: never)."""
+    return caller.role is not Role.FINANCE
 
 
 def is_privileged(caller: Principal) -> bool:

@@ -40,11 +40,11 @@ def test_metrics_serve_the_registry_given_to_the_app(
     registry = CollectorRegistry()
     Gauge("starburst_queue_length", "Jobs waiting", registry=registry).set(17)
     api = build_api(db_url, open_store(db_url), clock, resources, serve, metrics_registry=registry)
-    answer = api.client(None).get("/metrics")
+    answer = api.client("fin").get("/metrics")
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
     assert "starburst_queue_length 17.0" in answer.text
     default = build_api(db_url, open_store(db_url), clock, resources, serve)
-    assert default.client(None).get("/metrics").status_code == 200
+    assert default.client("root").get("/metrics").status_code == 200
 
 
 @pytest.fixture

@@ -65,7 +65,7 @@ def test_logs_come_from_where_the_job_ran(  # type: ignore[no-untyped-def]
     assert "emulated" in burst and burst.endswith("from the cloud\n")
 
     assert api.client("bob").get(f"/v1/jobs/{here}/logs").status_code == 404  # not his
-    assert api.client("fin").get(f"/v1/jobs/{here}/logs").status_code == 200
+    assert api.client("fin").get(f"/v1/jobs/{here}/logs").status_code == 403  # read-only
     waiting = store.jobs.submit(JobSpec(id="waiting", gpus=1, user="alice", command="true")).job.id
     early = alice.get(f"/v1/jobs/{waiting}/logs")
     assert early.status_code == 409 and "has not started yet" in early.json()["detail"]

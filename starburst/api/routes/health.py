@@ -1,11 +1,16 @@
-"""``/healthz``, ``/readyz`` and ``/metrics``: for probes and scrapers, no authentication.
+"""``/healthz``, ``/readyz`` and ``/metrics``: for probes and scrapers.
 
 - ``/healthz``: 200 while the process serves requests (a liveness probe; it touches nothing).
 - ``/readyz``: 200 when the database answers and the health probe (if any) has no objection;
   otherwise 503 with ``detail`` naming every problem ("database ... is unavailable: ...",
   "not leader"). A ready process whose cloud side cannot burst answers 200 with status
   ``degraded`` and the reason under ``checks.cloud``.
-- ``/metrics``: the Prometheus text exposition of the registry given to ``create_app``.
+- ``/metrics``: the Prometheus text exposition of the registry given to ``create_app``. It
+  carries each team's spend and budget use, so with auth on it needs a finance or admin token
+  (a scraper sends one: ``bearer_token``/``authorization`` in Prometheus); anonymous callers
+  get 401 and users 403. ``/healthz`` and ``/readyz`` need none (kubelet probes send none).
+  A controller without the API (``starburst controller``) serves its metrics on its own
+  probe port instead (``starburst.api.probes``), the address meant for the scraper alone.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
-from starburst.api.deps import ContextDep
+from starburst.api.deps import ContextDep, FinanceDep
 from starburst.core.errors import StarburstError
 from starburst.core.lifecycle import JobState
 
@@ -50,7 +55,7 @@ def readyz(ctx: ContextDep) -> JSONResponse:
 
 
 @router.get("/metrics", response_model=None)
-def metrics(ctx: ContextDep) -> Response:
+def metrics(_reader: FinanceDep, ctx: ContextDep) -> Response:
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
     return Response(generate_latest(ctx.registry), media_type=CONTENT_TYPE_LATEST)

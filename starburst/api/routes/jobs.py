@@ -6,6 +6,8 @@ Invariants:
   (stored as ``<user>/<key>``), so one user's key never reveals another user's job.
 - Users see and cancel only their own jobs; another user's job is 404, as an unknown one is
   (ids are not enumerable). Finance and admins see every job; only owners and admins cancel.
+  Finance is read-only: it submits, cancels and reads the output of no job, and its views
+  carry no command and no output (a failure's cause only).
 - The API never schedules: a cancel is a state change with the reason
   ``cancelled by <user>``; the controller stops the job on its next pass.
 - Job ids may contain slashes (a Kubernetes Job's id is ``<namespace>/<name>``): every
@@ -16,6 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from typing import Annotated
 
@@ -25,7 +28,14 @@ from starlette.concurrency import run_in_threadpool
 
 from starburst.api import ceilings
 from starburst.api.context import ApiContext
-from starburst.api.deps import CallerDep, ContextDep, is_privileged
+from starburst.api.deps import (
+    CallerDep,
+    ContextDep,
+    WriterDep,
+    is_privileged,
+    refuse_read_only,
+    sees_commands,
+)
 from starburst.api.outlooks import Outlooks
 from starburst.api.schemas.jobs import (
     CloudRun,
@@ -121,10 +131,13 @@ def _cloud_runs(
     return runs, totals, currency
 
 
-def detail(ctx: ApiContext, stored: StoredJob, *, fresh: bool = False) -> JobDetail:
+def detail(
+    ctx: ApiContext, stored: StoredJob, *, fresh: bool = False, redacted: bool = False
+) -> JobDetail:
     """The job's full view; ``fresh``: still ``submitted`` (just created, or a repeat of a
     job not admitted yet), so it has no launch, placement or cost to read (three queries
-    saved on every submission; no state leads back to ``submitted``)."""
+    saved on every submission; no state leads back to ``submitted``). ``redacted``: without
+    its command and output (for finance)."""
     runs, totals, currency = ([], {}, "USD") if fresh else _cloud_runs(ctx, stored)
     placement = [] if fresh else ctx.store.jobs.placement(stored.id)
     parts = [
@@ -139,10 +152,10 @@ def detail(ctx: ApiContext, stored: StoredJob, *, fresh: bool = False) -> JobDet
     )
     return JobDetail(
         **summary_fields(stored, Outlooks(ctx).of(stored)),
-        command=stored.command,
+        command=None if redacted else stored.command,
         cpus=job.cpus,
         exit_code=exit_code_in(failure) if failure else None,
-        failure=failure,
+        failure=cause_of(failure) if failure and redacted else failure,
         memory_mb=job.memory_mb,
         estimate_s=job.estimate,
         runtime_s=job.runtime,
@@ -231,7 +244,7 @@ def _runnable_here(ctx: ApiContext, body: JobSubmit) -> None:
 )
 async def submit(
     body: JobSubmit,
-    caller: CallerDep,
+    caller: WriterDep,
     ctx: ContextDep,
     response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
@@ -248,6 +261,7 @@ async def accept(
 ) -> Submission:
     """Store a submission (or find the job its key already made). Shared by the route and
     its fast path (``starburst.api.fastsubmit``); raises before anything is stored."""
+    refuse_read_only(caller, "submit jobs")
     # async: the common case (your own job, no price ceiling, a new key) touches the database
     # only in the shared batch, so it holds no thread; the rest runs in the thread pool
     if body.user in (None, caller.user):
@@ -336,7 +350,7 @@ def list_jobs(
 
 def status(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
     """State, times, estimate, wait budget, where it runs and what it has cost."""
-    return detail(ctx, _visible(ctx, job_id, caller))
+    return detail(ctx, _visible(ctx, job_id, caller), redacted=not sees_commands(caller))
 
 
 def _summary(ctx: ApiContext, stored: StoredJob, last_reason: str) -> tuple[str, Outlook]:
@@ -359,6 +373,9 @@ def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
     summary, seen = _summary(ctx, stored, cause_of(events[-1].reason) if events else "")
     fields = summary_fields(stored, seen)
     failure = _failure(events) if stored.state is JobState.FAILED else None
+    if not sees_commands(caller):  # the causes, not the output they quote
+        failure = cause_of(failure) if failure else None
+        events = [replace(e, reason=cause_of(e.reason)) for e in events]
     return Explanation(
         id=stored.id,
         state=stored.state,
@@ -377,7 +394,7 @@ def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
 
 
 @router.post("/{job_id:path}/cancel", response_model=JobDetail)
-def cancel(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
+def cancel(job_id: str, caller: WriterDep, ctx: ContextDep) -> JobDetail:
     """Cancel a waiting or running job; 409 if it already ended."""
     for _ in range(3):
         stored = _visible(ctx, job_id, caller)
@@ -409,7 +426,7 @@ def cancel(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
 def job_logs(
     job_id: str,
     ctx: ContextDep,
-    caller: CallerDep,
+    caller: WriterDep,
     tail: Annotated[
         int | None,
         Query(

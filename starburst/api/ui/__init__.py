@@ -7,14 +7,17 @@ cost, a CSV download of the report, and the waiting jobs with where each goes ne
 ``/v1/costs`` routes the CLI reads; the page computes nothing but sums for its charts.
 
 Auth: the page itself carries no data, so it is served to anyone; its requests send
-``Authorization: Bearer <token>``, the token being entered once in the page (kept in the
-browser's ``localStorage``) or handed over in the URL fragment (``/ui#token=...``, which
-browsers never send to a server). The API's roles then apply: finance and admins see every
-team, a user sees their own costs and team budget. With auth off (the embedded default) no
-token is needed.
+``Authorization: Bearer <token>``, the token being entered once in the page or handed over in
+the URL fragment (``/ui#token=...``, which browsers never send to a server). It is kept in the
+tab's ``sessionStorage`` only — never written to disk, gone when the tab closes (a token an
+older page left in ``localStorage`` is removed). The API's roles then apply: finance and
+admins see every team, a user sees their own costs and team budget. With auth off (the
+embedded default) no token is needed.
 
 Offline: the page loads only its own files (``static/``) — Chart.js is vendored there (see
-``static/VENDORED.md``) — and a Content-Security-Policy forbids any other origin.
+``static/VENDORED.md``) — and a strict Content-Security-Policy (``POLICY``: scripts, styles,
+connections only from this origin, no inline script, no framing, no forms, no plugins) on the
+page and on every file of it forbids anything else.
 """
 
 from __future__ import annotations
@@ -35,8 +38,14 @@ FILES = {
 POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: "
     "blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'none'"
+    "frame-ancestors 'none'; object-src 'none'"
 )
+#: sent with the page and its files besides the policy
+HEADERS = {
+    "Content-Security-Policy": POLICY,
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
 
 router = APIRouter(tags=["dashboard"], include_in_schema=False)
 
@@ -44,9 +53,7 @@ router = APIRouter(tags=["dashboard"], include_in_schema=False)
 @router.get("/ui")
 def dashboard() -> HTMLResponse:
     page = (STATIC / "dashboard.html").read_text(encoding="utf-8")
-    return HTMLResponse(
-        page, headers={"Content-Security-Policy": POLICY, "Cache-Control": "no-store"}
-    )
+    return HTMLResponse(page, headers={**HEADERS, "Cache-Control": "no-store"})
 
 
 @router.get("/ui/")
@@ -59,6 +66,4 @@ def static(name: str) -> FileResponse:
     media = FILES.get(name)
     if media is None:
         raise HTTPException(404, f"no dashboard file {name}")
-    return FileResponse(
-        STATIC / name, media_type=media, headers={"Content-Security-Policy": POLICY}
-    )
+    return FileResponse(STATIC / name, media_type=media, headers=HEADERS)

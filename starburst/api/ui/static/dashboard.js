@@ -9,13 +9,13 @@ const charts = {};
 const state = { currency: "USD" };
 
 function token() {
-  return window.localStorage.getItem(TOKEN_KEY) || "";
+  return window.sessionStorage.getItem(TOKEN_KEY) || "";
 }
 
 function takeTokenFromFragment() {
   const match = /(?:^#|&)token=([^&]+)/.exec(window.location.hash);
   if (match) {
-    window.localStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+    window.sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
     history.replaceState(null, "", window.location.pathname + window.location.search);
   }
 }
@@ -271,15 +271,18 @@ async function downloadCsv() {
 }
 
 function start() {
+  // the token lives in this tab's sessionStorage only: gone when the tab closes, never on
+  // disk; a token an older page kept in localStorage is removed
+  window.localStorage.removeItem(TOKEN_KEY);
   takeTokenFromFragment();
   document.getElementById("token").value = token();
   document.getElementById("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    window.localStorage.setItem(TOKEN_KEY, document.getElementById("token").value.trim());
+    window.sessionStorage.setItem(TOKEN_KEY, document.getElementById("token").value.trim());
     refresh();
   });
   document.getElementById("forget").addEventListener("click", () => {
-    window.localStorage.removeItem(TOKEN_KEY);
+    window.sessionStorage.removeItem(TOKEN_KEY);
     document.getElementById("token").value = "";
     setText("whoami", "not signed in");
   });

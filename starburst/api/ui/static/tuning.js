@@ -13,13 +13,13 @@ const MARKS = [["today", "today", "#d62728", 12], ["recommended", "cheapest", "#
                ["knee", "knee", "#9467bd", 6]];
 
 function token() {
-  return window.localStorage.getItem(TOKEN_KEY) || "";
+  return window.sessionStorage.getItem(TOKEN_KEY) || "";
 }
 
 function takeTokenFromFragment() {
   const match = /(?:^#|&)token=([^&]+)/.exec(window.location.hash);
   if (match) {
-    window.localStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+    window.sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
     history.replaceState(null, "", window.location.pathname + window.location.search);
   }
 }
@@ -210,11 +210,14 @@ async function refresh() {
 }
 
 function start() {
+  // the token lives in this tab's sessionStorage only: gone when the tab closes, never on
+  // disk; a token an older page kept in localStorage is removed
+  window.localStorage.removeItem(TOKEN_KEY);
   takeTokenFromFragment();
   document.getElementById("token").value = token();
   document.getElementById("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    window.localStorage.setItem(TOKEN_KEY, document.getElementById("token").value.trim());
+    window.sessionStorage.setItem(TOKEN_KEY, document.getElementById("token").value.trim());
     refresh();
   });
   document.getElementById("tune-form").addEventListener("submit", replay);
