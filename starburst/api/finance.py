@@ -2,6 +2,12 @@
 the burst's quote the savings reuse (``starburst.savings``). Every figure is a sum of ledger
 entries (``adapters.db.costs``).
 
+Invariant: a report's rows add up to its totals at the printed precision, in JSON, CSV, the
+CLI and the dashboard alike: each currency's rows are apportioned to their rounded total
+(``core.apportion``: cents for money, thousandths for GPU-hours). Rows by ``gpu_type`` name
+the type rented whatever the shape (``2xA100:8`` is ``A100``: ``pricing.gpu_type_in``), so a
+type is one row.
+
 Terms:
 - *showback*: on-prem GPU-hours priced at the admin's internal rate for their GPU type
   (``Settings.onprem_rates``, $/GPU-hour; ``*`` for any other type), by the store's report.
@@ -17,11 +23,14 @@ from decimal import Decimal
 from typing import Any
 
 from starburst.api.schemas.costs import GPU_HOURS_DIGITS, CostRow
+from starburst.core.apportion import CENT, HOURS, apportion, exact
 from starburst.core.records import CostTotal
+from starburst.pricing import gpu_type_in
 from starburst.savings import Quoter
 
-CENT = Decimal("0.01")
 MAX_LISTED = 100
+#: the precision of a row's amount, GPU-hours, on-prem GPU-hours and showback
+QUANTA = (CENT, HOURS, HOURS, CENT)
 
 
 def money(amount: Decimal) -> str:
@@ -32,16 +41,60 @@ def hours(value: float) -> float:
     return round(value, GPU_HOURS_DIGITS)
 
 
-def report_row(total: CostTotal) -> CostRow:
-    return CostRow(
-        key=dict(total.key),
-        amount=money(total.amount),
-        currency=total.currency,
-        gpu_hours=hours(total.gpu_hours),
-        onprem_gpu_hours=hours(total.onprem_gpu_hours),
-        onprem_amount=money(total.onprem_amount),
-        entries=total.entries,
-    )
+def report_rows(totals: Sequence[CostTotal]) -> list[CostRow]:
+    """The rows of a report, each currency's apportioned to its rounded totals (see the
+    module docstring)."""
+    columns: dict[str, list[list[Decimal]]] = {}
+    for t in totals:
+        column = columns.setdefault(t.currency, [[], [], [], []])
+        for i, value in enumerate(
+            (t.amount, exact(t.gpu_hours), exact(t.onprem_gpu_hours), t.onprem_amount)
+        ):
+            column[i].append(value)
+    rounded = {
+        currency: [apportion(values, q)[0] for values, q in zip(column, QUANTA, strict=True)]
+        for currency, column in columns.items()
+    }
+    seen: dict[str, int] = {}
+    rows = []
+    for t in totals:
+        n = seen[t.currency] = seen.get(t.currency, -1) + 1
+        amount, gpu_hours, onprem_hours, onprem_amount = (c[n] for c in rounded[t.currency])
+        rows.append(
+            CostRow(
+                key=dict(t.key),
+                amount=str(amount),
+                currency=t.currency,
+                gpu_hours=float(gpu_hours),
+                onprem_gpu_hours=float(onprem_hours),
+                onprem_amount=str(onprem_amount),
+                entries=t.entries,
+            )
+        )
+    return rows
+
+
+def one_gpu_type_per_row(totals: Sequence[CostTotal]) -> list[CostTotal]:
+    """Rows grouped by ``gpu_type`` merged by the type rented (``2xA100`` into ``A100``),
+    in the order their first row came."""
+    merged: dict[tuple[tuple[tuple[str, str | None], ...], str], CostTotal] = {}
+    for t in totals:
+        kind = t.key.get("gpu_type")
+        key = {**t.key, "gpu_type": gpu_type_in(kind) if kind else kind}
+        name = (tuple(key.items()), t.currency)
+        seen = merged.get(name)
+        merged[name] = (
+            t._replace(key=key)
+            if seen is None
+            else seen._replace(
+                amount=seen.amount + t.amount,
+                gpu_hours=seen.gpu_hours + t.gpu_hours,
+                entries=seen.entries + t.entries,
+                onprem_gpu_hours=seen.onprem_gpu_hours + t.onprem_gpu_hours,
+                onprem_amount=seen.onprem_amount + t.onprem_amount,
+            )
+        )
+    return list(merged.values())
 
 
 CSV_FIELDS = ("currency", "amount", "gpu_hours", "onprem_gpu_hours", "onprem_amount", "entries")

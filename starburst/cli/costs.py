@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from starburst.cli.jobs import DEFAULT_SERVER, ServerOption, TokenOption, _time, call, table
+from starburst.core.apportion import HOURS_DIGITS
 
 
 class Output(StrEnum):
@@ -39,10 +40,15 @@ def costs(
     since: Annotated[
         str | None,
         typer.Option(
-            help=("From (ISO date or datetime, e.g. 2026-11-01T00:00+01:00); default: this month.")
+            help=(
+                "From: a duration back from now (30d, 12h), an ISO date or datetime "
+                "(2026-11-01, 2026-11-01T00:00+01:00); default: this month."
+            )
         ),
     ] = None,
-    until: Annotated[str | None, typer.Option(help="Until (exclusive); default: now.")] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Until (exclusive), in the same forms; default: now.")
+    ] = None,
     team: Annotated[str | None, typer.Option()] = None,
     user: Annotated[str | None, typer.Option()] = None,
     cloud: Annotated[str | None, typer.Option()] = None,
@@ -104,8 +110,8 @@ def _print_report(report: dict[str, Any]) -> None:
             *(r["key"].get(k) or "-" for k in keys),
             r["amount"],
             r["currency"],
-            f"{r['gpu_hours']:.2f}",
-            f"{r['onprem_gpu_hours']:.2f}",
+            f"{r['gpu_hours']:.{HOURS_DIGITS}f}",
+            f"{r['onprem_gpu_hours']:.{HOURS_DIGITS}f}",
             r["onprem_amount"],
             str(r["entries"]),
         ]
@@ -117,8 +123,8 @@ def _print_report(report: dict[str, Any]) -> None:
             *["" for _ in keys[1:]],
             t["amount"],
             t["currency"],
-            f"{t['gpu_hours']:.2f}",
-            f"{t['onprem_gpu_hours']:.2f}",
+            f"{t['gpu_hours']:.{HOURS_DIGITS}f}",
+            f"{t['onprem_gpu_hours']:.{HOURS_DIGITS}f}",
             t["onprem_amount"],
             "",
         ]

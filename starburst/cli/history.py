@@ -38,21 +38,23 @@ UrlOption = Annotated[
     ),
 ]
 ConfigOption = Annotated[Path | None, Opt("--config", help="Settings YAML file.")]
-SinceOption = Annotated[str, Opt(help="How far back: jobs submitted in the last 30d, 12h, …")]
+SinceOption = Annotated[
+    str,
+    Opt(help="From: a duration back from now (30d, 12h), an ISO date (2026-11-01) or datetime"),
+]
+UntilOption = Annotated[str | None, Opt(help="Until (exclusive), in the same forms; default: now.")]
 
 
 def window(since: str, until: str | None = None) -> tuple[float, float]:
-    """(since, until) epochs from durations back from now, e.g. ``30d`` and ``1d``."""
-    from starburst.cli.jobs import parse_duration
+    """(since, until) epochs by the one window parser (``core.window``): ``30d`` back from
+    now, an ISO date or datetime; ``until`` defaults to now."""
+    from starburst.core.errors import ConfigError
+    from starburst.core.window import parse_window
 
-    now = time.time()
-    back = parse_duration(since)
-    end = now - parse_duration(until) if until else now
-    if back <= 0:
-        raise typer.BadParameter(
-            f"{since!r}: give a positive duration such as 30d", param_hint="--since"
-        )
-    return now - back, end
+    try:
+        return parse_window(since, until, now=time.time(), default_since=0.0)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--since/--until") from None
 
 
 def settings_for(config: Path | None, url: str | None) -> Settings:
@@ -76,6 +78,7 @@ def open_store(settings: Settings) -> Iterator[Store]:
 def export(
     out: Annotated[Path, Opt("-o", "--out", help="Trace CSV to write.")],
     since: SinceOption = "30d",
+    until: UntilOption = None,
     cluster: Annotated[Path | None, Opt(help="Also write the cluster's shape (YAML) here.")] = None,
     url: UrlOption = None,
     config: ConfigOption = None,
@@ -84,7 +87,7 @@ def export(
     user, team, and the controller's runtime estimate) and the cluster's shape."""
     from starburst.sim.history import load_history, write_history
 
-    start, end = window(since)
+    start, end = window(since, until)
     with open_store(settings_for(config, url)) as store:
         history = load_history(store.tuning, start, end)
     write_history(history, out, cluster)

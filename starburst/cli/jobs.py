@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -61,31 +60,16 @@ TokenOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the server's JSON answer.")]
 
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-MAX_DURATION_S = 100 * 365 * 86400.0  # a century: beyond every limit the API accepts
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
-
 
 def parse_duration(text: str) -> float:
-    """Seconds in ``90``, ``45s``, ``30m``, ``2h``, ``1h30m`` or ``1.5d``: finite, not
-    negative, at most ``MAX_DURATION_S`` (``typer.BadParameter`` otherwise)."""
-    cleaned = text.strip().lower().replace(" ", "")
+    """Seconds in ``90``, ``45s``, ``30m``, ``2h``, ``1h30m`` or ``1.5d``
+    (``core.duration.parse_duration``; ``typer.BadParameter`` otherwise)."""
+    from starburst.core.duration import parse_duration as parse
+
     try:
-        seconds = float(cleaned)
-    except ValueError:
-        parts = _DURATION.findall(cleaned)
-        if not parts or "".join(n + u for n, u in parts) != cleaned:
-            raise typer.BadParameter(
-                f"{text!r} is not a duration such as 90s, 30m, 2h or 1h30m"
-            ) from None
-        seconds = sum(float(n) * _UNITS[u] for n, u in parts)
-    if not math.isfinite(seconds):
-        raise typer.BadParameter(f"{text!r} is not a finite duration")
-    if seconds < 0:
-        raise typer.BadParameter(f"{text!r}: a duration cannot be negative")
-    if seconds > MAX_DURATION_S:
-        raise typer.BadParameter(f"{text!r} is beyond the longest duration, 100 years")
-    return seconds
+        return parse(text)
+    except StarburstError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def _fail(message: str, code: int) -> NoReturn:

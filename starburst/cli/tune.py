@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from starburst.cli.history import ConfigOption, UrlOption, open_store, settings_for, window
+from starburst.cli.history import (
+    ConfigOption,
+    SinceOption,
+    UntilOption,
+    UrlOption,
+    open_store,
+    settings_for,
+    window,
+)
 from starburst.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -31,9 +39,8 @@ CHOICES = ("cheapest", "knee")
 
 
 def tune(
-    since: Annotated[
-        str, Opt(help="History window: jobs submitted in the last 30d, 12h, …")
-    ] = "30d",
+    since: SinceOption = "30d",
+    until: UntilOption = None,
     budgets: Annotated[
         str, Opt(help="Comma-separated waiting budgets to try")
     ] = "0.05,0.1,0.25,0.5,1",
@@ -78,7 +85,7 @@ def tune(
     budget_list = tuple(number_in(b, "--budgets", 100.0) for b in budgets.split(",") if b.strip())
     if not kinds or not budget_list:
         raise ConfigError("give at least one policy and one budget")
-    start, end = window(since)
+    start, end = window(since, until)
     request = TuneRequest(
         start, end, kinds, budget_list, parse_tolerance(max_jct_increase), price, processes
     )
@@ -96,7 +103,7 @@ def tune(
             records, request, fallback(settings, records.setting_in_force()), out
         )
         typer.echo(
-            f"replayed {history.describe()} from the last {since}, on "
+            f"replayed {history.describe()} since {since}, on "
             f"{len(history.nodes or [])} nodes, at "
             f"${price if price is not None else history.price_per_gpu_hour:.2f}/GPU-h\n"
         )

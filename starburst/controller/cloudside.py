@@ -31,7 +31,7 @@ from starburst.core.policy import WaitPolicy
 from starburst.core.ports import Cloud, CloudHandle, CloudStatus, JobStore, Ledger
 from starburst.core.records import CloudLaunch, CostEntry, StoredJob
 from starburst.core.star import pull_back_at, pull_back_reason
-from starburst.pricing import gpus_in
+from starburst.pricing import gpu_type_in, gpus_in
 
 log = logging.getLogger("starburst.controller")
 
@@ -270,7 +270,7 @@ class CloudFollower:
         key = launch.id or 0
         since = self._metered.get(key, launch.launched_at)
         gpus = gpus_in(launch.accelerators)
-        gpu_type = launch.accelerators.partition(":")[0] or None
+        gpu_type = gpu_type_in(launch.accelerators)  # "2xA100:8" rents A100s
         entries = [
             CostEntry(
                 launch.job_id,

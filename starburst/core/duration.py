@@ -1,6 +1,34 @@
-"""Human-readable durations for decision reasons ("waited 12m of a 40m budget")."""
+"""Durations: human-readable for decision reasons ("waited 12m of a 40m budget"), and read
+from what people type (``90``, ``45s``, ``30m``, ``2h``, ``1h30m``, ``1.5d``)."""
 
 import math
+import re
+
+from .errors import ConfigError
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+MAX_DURATION_S = 100 * 365 * 86400.0  # a century: beyond every limit the API accepts
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``90``, ``45s``, ``30m``, ``2h``, ``1h30m`` or ``1.5d``: finite, not
+    negative, at most ``MAX_DURATION_S`` (``ConfigError`` otherwise)."""
+    cleaned = text.strip().lower().replace(" ", "")
+    try:
+        seconds = float(cleaned)
+    except ValueError:
+        parts = _DURATION.findall(cleaned)
+        if not parts or "".join(n + u for n, u in parts) != cleaned:
+            raise ConfigError(f"{text!r} is not a duration such as 90s, 30m, 2h or 1h30m") from None
+        seconds = sum(float(n) * _UNITS[u] for n, u in parts)
+    if not math.isfinite(seconds):
+        raise ConfigError(f"{text!r} is not a finite duration")
+    if seconds < 0:
+        raise ConfigError(f"{text!r}: a duration cannot be negative")
+    if seconds > MAX_DURATION_S:
+        raise ConfigError(f"{text!r} is beyond the longest duration, 100 years")
+    return seconds
 
 
 def human(seconds: float) -> str:

@@ -75,6 +75,17 @@ def gpus_in(shape: str) -> int:
     return int(nodes) * (int(count) if count.isdigit() else 1)
 
 
+def gpu_type_in(shape: str) -> str | None:
+    """The GPU type a shape rents, spelt as the table spells it (``A100`` for ``A100:8``,
+    ``2xA100:8`` and ``a100``); None if it names none. Cost reports group by it, so one
+    type is one row however it was rented."""
+    nodes, sep, rest = shape.partition("x")
+    if not (sep and nodes.isdigit()):
+        rest = shape
+    name = rest.partition(":")[0].strip()
+    return canonical_gpu(name) if name else None
+
+
 @dataclass(frozen=True, slots=True)
 class PriceOption:
     """``count`` GPUs of ``gpu`` on ``cloud`` (spot or not) for ``price_per_hour`` in total."""

@@ -110,8 +110,8 @@ def test_costs_prints_the_report_and_tokens_decide_what_is_seen(api):  # type: i
         "SHOWBACK",
         "ENTRIES",
     ]
-    assert lines[2].split() == ["ml", "aws", "12.50", "USD", "1.00", "0.00", "0.00", "1"]
-    assert lines[3].split() == ["total", "12.50", "USD", "1.00", "0.00", "0.00"]
+    assert lines[2].split() == ["ml", "aws", "12.50", "USD", "1.000", "0.000", "0.00", "1"]
+    assert lines[3].split() == ["total", "12.50", "USD", "1.000", "0.000", "0.00"]
     nobody = run(["costs", "--server", api.url, "--token", "sb_wrong"])
     assert nobody.exit_code == 1
     assert nobody.stderr == "error: invalid, expired or revoked API token (HTTP 401)\n"

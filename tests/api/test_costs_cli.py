@@ -28,8 +28,8 @@ def test_costs_as_csv_json_and_a_users_own_table(api):  # type: ignore[no-untype
     assert as_csv.exit_code == 0, as_csv.stderr
     assert as_csv.stdout == (
         "project,currency,amount,gpu_hours,onprem_gpu_hours,onprem_amount,entries\n"
-        "p-ml,USD,12.50,1.235,0.0,0.00,1\n"
-        "p-vision,USD,2.25,1.235,0.0,0.00,1\n"
+        "p-ml,USD,12.50,1.235,0.0,0.00,1\n"  # 2.469 in all: the rows add up to it
+        "p-vision,USD,2.25,1.234,0.0,0.00,1\n"
     )
     as_json = json.loads(run(["costs", "--by", "team", "-o", "json", *fin]).stdout)
     assert [(r["key"]["team"], r["amount"]) for r in as_json["rows"]] == [

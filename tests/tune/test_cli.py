@@ -137,7 +137,7 @@ def test_export_writes_a_trace_and_a_cluster_file(url: str, tmp_path: Path, caps
         (["--budgets", "nan"], "--budgets nan is not a finite number"),
         (["--policies", "compute,bogus"], "unknown policy 'bogus'"),
         (["--since", "yesterday"], "'yesterday' is not a duration"),
-        (["--since", "0"], "positive duration"),
+        (["--since", "0"], "must be after since"),
         (["--choose", "best"], "--choose 'best'"),
         (["--price", "-2"], "--price -2 is not a finite number from 0 to 1e+06"),
         (["--price", "inf"], "--price inf is not a finite number"),

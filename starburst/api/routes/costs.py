@@ -2,11 +2,13 @@
 what the policy saved. Every figure is read from the ledger (``starburst.api.finance``).
 
 Terms: a range ``[since, until)`` selects ledger entries by the start of their period (the
-store's rule); ``since``/``until`` accept ISO dates or datetimes with a zone offset (UTC when
-none is given) and default to the current UTC month up to now. Periods (day, week, month) are
-UTC.
+store's rule); ``since``/``until`` take what every window takes (``core.window``: ``30d``
+back from now, ISO dates, datetimes with a zone offset, UTC when none is given) and default
+to the current UTC month up to now. Periods (day, week, month) are UTC.
 
-Formats: JSON by default; CSV with ``format=csv`` or ``Accept: text/csv``.
+Formats: JSON by default; CSV with ``format=csv`` or ``Accept: text/csv``. Rows add up to
+the totals exactly at the printed precision (largest-remainder apportionment,
+``core.apportion``), except with ``top``, whose rows are only the highest.
 
 Roles: finance and admins read every report; a user reads only their own spending (the
 ``user`` filter is forced to them, and the report's ``scope`` says so). Savings need finance
@@ -28,44 +30,30 @@ from starburst.api.deps import CallerDep, ContextDep
 from starburst.api.routes.accounts import budget_out
 from starburst.api.schemas.accounts import BudgetOut
 from starburst.api.schemas.costs import CostReport, CostTotal, Savings, UnpricedJob
+from starburst.core.apportion import HOURS, exact
+from starburst.core.billing import month_window
 from starburst.core.errors import ConfigError
 from starburst.core.holds import budget_states
 from starburst.core.records import CostTotal as StoredTotal
 from starburst.core.records import Principal, Role
+from starburst.core.window import parse_window
 from starburst.savings import compare_with_no_wait, fraction_saved
 
 router = APIRouter(prefix="/v1/costs", tags=["costs"])
-CENT = finance.CENT
+
 KEYS_HELP = (
     "Comma-separated, any of: team, user, project (or label), cloud, region, "
     "location, gpu_type, source, job, day, week, month."
 )
 
 
-def parse_when(text: str | None, default: datetime, name: str) -> datetime:
-    if not text:
-        return default
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ConfigError(
-            f"{name}: {text!r} is not a date or datetime such as 2026-11-01 "
-            "or 2026-11-01T12:00:00+01:00"
-        ) from None
-    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    try:
-        return moment.astimezone(UTC)
-    except (OverflowError, ValueError):
-        raise ConfigError(f"{name}: {text!r} is out of range") from None
-
-
 def window(ctx: ApiContext, since: str | None, until: str | None) -> tuple[datetime, datetime]:
-    now = datetime.fromtimestamp(ctx.clock.now(), UTC)
-    month = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    start, end = parse_when(since, month, "since"), parse_when(until, now, "until")
-    if end <= start:
-        raise ConfigError(f"until ({end.isoformat()}) must be after since ({start.isoformat()})")
-    return start, end
+    """``[since, until)`` by the one window parser (``core.window``): durations back from
+    now (``30d``), ISO dates or datetimes; by default this UTC month up to now."""
+    now = ctx.clock.now()
+    month, _, _ = month_window(now)
+    start, end = parse_window(since, until, now=now, default_since=month)
+    return datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(end, UTC)
 
 
 def scope_of(caller: Principal, user: str | None) -> str | None:
@@ -123,15 +111,20 @@ def build_report(
         )
 
     selected = read(keys, top)  # top: ranked by the store; the totals then read on their own
-    rows = [finance.report_row(t) for t in selected]
+    if "gpu_type" in keys:
+        selected = finance.one_gpu_type_per_row(selected)
+    rows = finance.report_rows(selected)  # apportioned: they add up to the totals below
     totals = selected if top is None else read([])
     money: dict[str, tuple[Decimal, Decimal]] = {}
-    used: dict[str, tuple[float, float]] = {}
+    used: dict[str, tuple[Decimal, Decimal]] = {}
     for t in totals:
         cloud_money, shown = money.get(t.currency, (Decimal(0), Decimal(0)))
         money[t.currency] = (cloud_money + t.amount, shown + t.onprem_amount)
-        cloud_hours, onprem_hours = used.get(t.currency, (0.0, 0.0))
-        used[t.currency] = (cloud_hours + t.gpu_hours, onprem_hours + t.onprem_gpu_hours)
+        cloud_hours, onprem_hours = used.get(t.currency, (Decimal(0), Decimal(0)))
+        used[t.currency] = (
+            cloud_hours + exact(t.gpu_hours),
+            onprem_hours + exact(t.onprem_gpu_hours),
+        )
     scope = f"user {user}" if user else f"team {team}" if team else "all"
     return CostReport(
         since=start,
@@ -143,8 +136,8 @@ def build_report(
             CostTotal(
                 amount=finance.money(a),
                 currency=c,
-                gpu_hours=finance.hours(used[c][0]),
-                onprem_gpu_hours=finance.hours(used[c][1]),
+                gpu_hours=float(used[c][0].quantize(HOURS)),
+                onprem_gpu_hours=float(used[c][1].quantize(HOURS)),
                 onprem_amount=finance.money(shown),
             )
             for c, (a, shown) in sorted(money.items())
