@@ -25,6 +25,11 @@ Terms:
   as the controller's own user in its state-directory entry, and can read whatever that user
   can (with auth on the controller refuses to start so, unless ``allow_shared_uid_jobs``;
   it is non-dumpable, so its own environment stays hidden even then).
+- *--workdir*: a directory the job names runs it there instead of its home. The controller
+  resolves it as the job's user would (``usable_workdir``: every directory passed must let
+  that user through, links followed the same way), and the job enters it only after
+  dropping to its uid, so the kernel checks it again as the job — a link planted or swapped
+  meanwhile cannot take the job where its uid may not go.
 
 Adoption after a restart still works: root reads any process's ``/proc/<pid>/environ``.
 """
@@ -32,6 +37,7 @@ Adoption after a restart still works: root reads any process's ``/proc/<pid>/env
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -41,6 +47,7 @@ from starburst.core.errors import ConfigError
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 DEFAULT_LANG = "C.UTF-8"
 PRIVATE_FILE = 0o600
+MAX_LINKS = 40  # as the kernel's limit on links in one path lookup
 
 
 def job_environment(
@@ -63,23 +70,56 @@ def private_dir(path: Path) -> Path:
 
 
 def usable_workdir(path: str, user: JobUser | None) -> Path:
-    """The job's own ``--workdir`` once checked: an absolute path to a directory that the
-    user the job runs as (``user``, else this process's user) can enter and list, every
-    parent included. Anything else is a ``ConfigError`` with the reason and the fix."""
-    directory = Path(path)
-    who = f"the job's own user ({user.describe()})" if user else "this user"
-    if not directory.is_absolute():
+    """The job's own ``--workdir`` once checked, as the real directory it names (no link
+    left in it): an absolute path to a directory that the user the job runs as (``user``,
+    else this process's user) can enter and list, every directory on the way included.
+
+    The path is walked one component at a time, as the job's user would walk it: a
+    directory is looked into only if that user may pass through it, and a symbolic link is
+    followed by walking its target the same way (so a link into a directory the user may
+    not pass is refused, whoever planted it). Anything else is a ``ConfigError`` with the
+    reason and the fix; a name behind a directory the user may not pass is never looked up,
+    so the refusal tells nothing of what lies there."""
+    if not Path(path).is_absolute():
         raise ConfigError(f"workdir {path!r} must be an absolute path")
-    if not directory.is_dir():
-        raise ConfigError(f"workdir {path} is not a directory on this machine")
-    for part in [directory, *directory.parents]:
-        if not _allows(part, user, os.R_OK | os.X_OK if part == directory else os.X_OK):
-            raise ConfigError(
-                f"workdir {path} is not readable by {who}: {part} does not let "
-                "it in (make the directory and its parents world-readable, "
-                "e.g. chmod o+rx, or put the code in a shared directory)"
-            )
-    return directory
+    who = f"the job's own user ({user.describe()})" if user else "this user"
+    current = Path("/")
+    pending = list(reversed(Path(path).parts[1:]))
+    links = 0
+    while pending:
+        name = pending.pop()
+        if name == "..":
+            current = current.parent
+            continue
+        if not _allows(current, user, os.X_OK):
+            raise _refused(path, who, current)
+        try:
+            info = os.lstat(current / name)
+        except OSError:
+            raise ConfigError(f"workdir {path} is not a directory on this machine") from None
+        if stat.S_ISLNK(info.st_mode):
+            links += 1
+            if links > MAX_LINKS:
+                raise ConfigError(f"workdir {path} goes through too many symbolic links")
+            target = Path(os.readlink(current / name))
+            if target.is_absolute():
+                current = Path("/")
+            pending.extend(reversed([p for p in target.parts if p != "/"]))
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            raise ConfigError(f"workdir {path} is not a directory on this machine")
+        current = current / name
+    if not _allows(current, user, os.R_OK | os.X_OK):
+        raise _refused(path, who, current)
+    return current
+
+
+def _refused(path: str, who: str, part: Path) -> ConfigError:
+    return ConfigError(
+        f"workdir {path} is not readable by {who}: {part} does not let it in (make the "
+        "directory and its parents world-readable, e.g. chmod o+rx, or put the code in a "
+        "shared directory)"
+    )
 
 
 def _allows(path: Path, user: JobUser | None, wanted: int) -> bool:

@@ -77,17 +77,28 @@ WORKDIR = "workdir"  # Job.extra key: the directory the job runs in (``--workdir
 _TAIL_BYTES = 16384  # enough for the last lines of output, whatever the log's size
 LOST = "the job's process disappeared without an exit status"
 
-# $1 is the job's working directory, the rest the argv that runs the command (with a run-as
-# user, through `setpriv`). Not `exec`: the wrapper must outlive the command to record its
+# The wrapper runs, in a subshell, the argv it is given: with a run-as user, `setpriv` and then
+# ENTER, as that user. Not `exec`: the wrapper must outlive the command to record its
 # status. `command -p`: the default PATH, whatever PATH the job sets.
 WRAPPER = (
     "umask 077\n"
     'printf "%s\\n" "$$" > .pid.tmp && command -p mv -f .pid.tmp pid\n'
-    "dir=$1; shift\n"
-    '(cd "$dir" && umask 022 && exec "$@")\n'
+    '(umask 022 && exec "$@")\n'
     "code=$?\n"
     'printf "%s\\n" "$code" > .exit_code.tmp && command -p mv -f .exit_code.tmp exit_code\n'
     'exit "$code"\n'
+)
+#: exit status of a job whose user could not enter its working directory
+CANNOT_ENTER = 126
+# Run as the job's user: enter the working directory ($1) — so the kernel checks every
+# directory and link on the way as that user, not as root — then run the command ($2).
+ENTER = (
+    'cd -- "$1" 2>/dev/null || {\n'
+    "  printf 'starburst: workdir %s cannot be entered by the job'\"'\"'s user (uid %s)\\n' "
+    '"$1" "$(command -p id -u)" >&2\n'
+    f"  exit {CANNOT_ENTER}\n"
+    "}\n"
+    'exec /bin/sh -c "$2"\n'
 )
 
 
@@ -313,10 +324,12 @@ def _start(
                     "-c",
                     WRAPPER,
                     "starburst-job",
-                    str(workdir),
                     *prefix,
                     "/bin/sh",
                     "-c",
+                    ENTER,
+                    "starburst-enter",
+                    str(workdir),
                     command,
                 ],
                 stdin=subprocess.DEVNULL,
