@@ -14,7 +14,8 @@ Terms:
   own, from the range ``local_job_uids`` (``jobusers.py``): the wrapper shell stays root, to
   record the pid and exit status in the root-only state directory, and starts the command
   through ``setpriv`` with the job's uid and gid, no supplementary groups and
-  ``no_new_privs``. Such a job cannot read the state directory (0700), any spawn record or
+  ``no_new_privs``, in a private ``/proc`` that shows it only its own processes
+  (``procview.py``). Such a job cannot read the state directory (0700), any spawn record or
   output log (0600), the SQLite file or the model file, cannot signal the controller or
   another job, and cannot read another job's ``/proc/<pid>/environ``, working directory or
   files (another uid). Its output reaches its log through the file descriptor the controller

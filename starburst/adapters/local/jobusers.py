@@ -41,10 +41,11 @@ import pwd
 import shutil
 import stat
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from starburst.adapters.local import procfs
+from starburst.adapters.local import procfs, procview
 from starburst.core.errors import ConfigError, TransientError
 
 log = logging.getLogger(__name__)
@@ -87,10 +88,19 @@ class JobUsers:
     """The pool of job uids: claims one per spawn, releases it at the job's end."""
 
     def __init__(
-        self, first: int, last: int, setpriv: str, work_root: Path, lock_dir: Path
+        self,
+        first: int,
+        last: int,
+        setpriv: str,
+        work_root: Path,
+        lock_dir: Path,
+        *,
+        proc_prefix: Sequence[str] = (),
     ) -> None:
         self.first, self.last = first, last
         self.setpriv = setpriv
+        #: argv before ``setpriv`` that gives each job a private /proc (``procview.py``)
+        self.proc_prefix = list(proc_prefix)
         self.work_root = Path(work_root)
         self.lock_dir = Path(lock_dir)
         self._held: dict[int, int] = {}  # uid -> the fd of its lock file
@@ -255,7 +265,14 @@ def resolve_job_users(
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         raise ConfigError(f"{SETTING} needs `setpriv` (util-linux) to run jobs as their uids")
-    pool = JobUsers(first, last, setpriv, work_root, lock_dir)
+    proc_prefix, why_not = procview.resolve_prefix()
+    if why_not:
+        log.warning(
+            "local jobs see every process of this machine in /proc, with its command line: "
+            "a private /proc (hidepid) per job is not possible here: %s",
+            why_not,
+        )
+    pool = JobUsers(first, last, setpriv, work_root, lock_dir, proc_prefix=proc_prefix)
     pool.prepare()
     return pool
 

@@ -10,6 +10,10 @@ Terms:
   (as a child, not ``exec``, so it outlives it), then records the command's exit status
   atomically and exits with it. So the outcome is on disk even if no controller was alive
   when the job ended. Files and their order: ``statedir.py``.
+- *enter*: what runs as the job's user (after ``setpriv``, and in the job's private
+  ``/proc``, ``procview.py``): it enters the working directory, then reads the command from
+  its standard input (a memory file) and runs it. The command is in no process's argv,
+  which every uid may read.
 - *process group*: every job runs in its own session led by the wrapper (pid = pgid), so
   cancel reaches the wrapper, the command and every child it started (``kill(-pgid)``).
 - *owned* vs *adopted*: a process spawned by this object is owned (a ``Popen``, reaped by
@@ -40,7 +44,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,17 +92,25 @@ WRAPPER = (
     'printf "%s\\n" "$code" > .exit_code.tmp && command -p mv -f .exit_code.tmp exit_code\n'
     'exit "$code"\n'
 )
+#: the kernel's limit on one argument (MAX_ARG_STRLEN), which bounded a command when it was
+#: one; kept now that it is not, so what runs here also fits a container's argv elsewhere
+MAX_COMMAND_BYTES = 128 * 1024
 #: exit status of a job whose user could not enter its working directory
 CANNOT_ENTER = 126
 # Run as the job's user: enter the working directory ($1) — so the kernel checks every
-# directory and link on the way as that user, not as root — then run the command ($2).
+# directory and link on the way as that user, not as root — then read the command from
+# standard input and run it. The command is never in an argv: any uid may read any argv
+# (/proc/<pid>/cmdline), only root and the job's uid its standard input.
 ENTER = (
     'cd -- "$1" 2>/dev/null || {\n'
     "  printf 'starburst: workdir %s cannot be entered by the job'\"'\"'s user (uid %s)\\n' "
     '"$1" "$(command -p id -u)" >&2\n'
     f"  exit {CANNOT_ENTER}\n"
     "}\n"
-    'exec /bin/sh -c "$2"\n'
+    "set --\n"
+    "starburst_command=$(command -p cat) || exit 125\n"
+    "exec </dev/null\n"
+    'eval "$starburst_command"\n'
 )
 
 
@@ -307,7 +319,7 @@ def _start(
             raise PermanentError(f"job {job.id} cannot start: {exc}") from None
     fixed = {**extra_env, "STARBURST_JOB_ID": job.id, procfs.TOKEN_VAR: token}
     env = job_environment(job_vars, home, fixed)
-    prefix = user.command_prefix(users.setpriv) if user and users else []
+    prefix = [*users.proc_prefix, *user.command_prefix(users.setpriv)] if user and users else []
     for stale in (PID, EXIT_CODE, CANCELLED):  # left by an attempt that never ran
         (directory / stale).unlink(missing_ok=True)
     identity = {"uid": user.uid, "home": str(user.home)} if user else {}
@@ -318,27 +330,31 @@ def _start(
         log.write(f"{header}\n".encode())
         log.flush()
         try:
-            popen = subprocess.Popen(
-                [
-                    "/bin/sh",
-                    "-c",
-                    WRAPPER,
-                    "starburst-job",
-                    *prefix,
-                    "/bin/sh",
-                    "-c",
-                    ENTER,
-                    "starburst-enter",
-                    str(workdir),
-                    command,
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=directory,
-                start_new_session=True,
-            )
+            if "\0" in command:
+                raise ValueError("embedded null byte")
+            if len(command.encode()) > MAX_COMMAND_BYTES:
+                raise OSError(errno.E2BIG, "command too large")
+            with _command_file(command) as script:
+                popen = subprocess.Popen(
+                    [
+                        "/bin/sh",
+                        "-c",
+                        WRAPPER,
+                        "starburst-job",
+                        *prefix,
+                        "/bin/sh",
+                        "-c",
+                        ENTER,
+                        "/bin/sh",
+                        str(workdir),
+                    ],
+                    stdin=script,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=directory,
+                    start_new_session=True,
+                )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             # nothing ran: forget the attempt, and never retry what cannot start
             (directory / SPAWN).unlink(missing_ok=True)
@@ -347,6 +363,18 @@ def _start(
     write_atomically(directory / PID, f"{popen.pid}\n")
     on_end = _releaser(users, user)
     return JobProcess(job.id, directory, popen.pid, token, grace, popen, on_end)
+
+
+@contextlib.contextmanager
+def _command_file(command: str) -> Iterator[int]:
+    """A memory file holding ``command``, read from its start: the job's standard input."""
+    fd = os.memfd_create("starburst-command", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, command.encode())  # a memory file takes any size in one write
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _releaser(users: JobUsers | None, user: JobUser | None) -> Callable[[], None] | None:
