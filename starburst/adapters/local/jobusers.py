@@ -19,8 +19,9 @@ Terms:
   job that left a process behind keeps its uid out of the pool until that process is gone.
 - *release*: when the job's end is seen: every process still running as its uid is killed
   (a job cannot outlive its end by escaping its process group), its home is removed, and
-  what it left in the shared temporary directories (``/tmp``, ``/var/tmp``, ``/dev/shm``,
-  top-level entries owned by its uid) is removed, so the next job given the uid finds
+  what it left in the world-writable directories (``SHARED_TEMP``: ``/tmp``, ``/var/tmp``,
+  ``/dev/shm``, ``/run/lock``, ``/dev/mqueue``; every entry its uid owns, there or in a
+  world-writable directory inside them) is removed, so the next job given the uid finds
   nothing of this one; then the claim is dropped.
 - *reclaim*: after a restart, a job adopted from its spawn record takes its uid again.
 
@@ -52,7 +53,10 @@ log = logging.getLogger(__name__)
 
 PRIVATE_DIR = 0o700
 WORK_ROOT_MODE = 0o711
-SHARED_TEMP = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+#: the world-writable directories of a standard image (``find / -xdev -perm -0002 -type d``,
+#: plus the tmpfs mounts): every place a job can write outside its home
+SHARED_TEMP = tuple(Path(p) for p in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue"))
+MAX_SWEEP_DEPTH = 32
 SETTING = "local_job_uids"
 
 
@@ -232,15 +236,39 @@ def _remove(path: Path) -> None:
 
 
 def _sweep(shared: Path, uid: int) -> None:
-    """Remove the top-level entries of ``shared`` that ``uid`` owns."""
+    """Remove what ``uid`` owns in ``shared``: its entries there, and in every
+    world-writable directory inside (another user's ``/tmp/x``, 1777), at any depth.
+
+    Walked through directory descriptors, never following a link, so an entry swapped for
+    a link meanwhile leads nowhere else."""
     try:
-        entries = list(os.scandir(shared))
+        fd = os.open(shared, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        _sweep_at(fd, uid, MAX_SWEEP_DEPTH)
+    finally:
+        os.close(fd)
+
+
+def _sweep_at(fd: int, uid: int, depth: int) -> None:
+    try:
+        entries = list(os.scandir(fd))
     except OSError:
         return
     for entry in entries:
         with contextlib.suppress(OSError):
-            if entry.stat(follow_symlinks=False).st_uid == uid:
-                _remove(Path(entry.path))
+            info = entry.stat(follow_symlinks=False)
+            if info.st_uid == uid and stat.S_ISDIR(info.st_mode):
+                shutil.rmtree(entry.name, dir_fd=fd)
+            elif info.st_uid == uid:
+                os.unlink(entry.name, dir_fd=fd)
+            elif stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH and depth > 0:
+                inner = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                try:
+                    _sweep_at(inner, uid, depth - 1)
+                finally:
+                    os.close(inner)
 
 
 def resolve_job_users(
