@@ -9,7 +9,9 @@ Terms:
   ``LANG``, else safe defaults; ``HOME`` is the job's working directory), then the job's own
   ``env`` (which may override those three), then what the backend sets and a job cannot
   override (``CUDA_VISIBLE_DEVICES``, ``STARBURST_JOB_ID``, the spawn token). Nothing else of
-  the controller's environment is ever passed on (``job_environment``).
+  the controller's environment is ever passed on (``job_environment``). The processes that
+  start a job as root get the base and the backend's variables only; the job's own are
+  exported by its shell once it runs as the job's uid (``processes.job_script``).
 - *job user*: when the controller runs as root, every running job has a uid and gid of its
   own, from the range ``local_job_uids`` (``jobusers.py``): the wrapper shell stays root, to
   record the pid and exit status in the root-only state directory, and starts the command

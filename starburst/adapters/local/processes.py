@@ -3,7 +3,9 @@
 Terms:
 - *command*: the job's shell command (``Job.extra["command"]``), run by ``/bin/sh -c``.
 - *env*: extra environment variables (``Job.extra["env"]``, a JSON object of strings), laid
-  over a minimal base, never over this process's environment (``isolation.py``).
+  over a minimal base, never over this process's environment (``isolation.py``). They are
+  exported by the job's own shell (``job_script``), after it dropped to the job's uid: the
+  processes that run as root to start a job never see them.
   ``Job.extra["image"]`` is recorded in the log header but not used: local execution runs on
   the host, not in a container.
 - *wrapper*: the shell that runs the command. It records its own pid first, runs the command
@@ -40,6 +42,8 @@ import contextlib
 import errno
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import time
@@ -80,6 +84,7 @@ _HEADERS = ("# starburst local: ", "# emulated cloud: ")
 WORKDIR = "workdir"  # Job.extra key: the directory the job runs in (``--workdir``)
 _TAIL_BYTES = 16384  # enough for the last lines of output, whatever the log's size
 LOST = "the job's process disappeared without an exit status"
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # The wrapper runs, in a subshell, the argv it is given: with a run-as user, `setpriv` and then
 # ENTER, as that user. Not `exec`: the wrapper must outlive the command to record its
@@ -98,9 +103,10 @@ MAX_COMMAND_BYTES = 128 * 1024
 #: exit status of a job whose user could not enter its working directory
 CANNOT_ENTER = 126
 # Run as the job's user: enter the working directory ($1) — so the kernel checks every
-# directory and link on the way as that user, not as root — then read the command from
-# standard input and run it. The command is never in an argv: any uid may read any argv
-# (/proc/<pid>/cmdline), only root and the job's uid its standard input.
+# directory and link on the way as that user, not as root — then read the job's script (its
+# variables, then its command: ``job_script``) from standard input and run it. The command
+# is never in an argv: any uid may read any argv (/proc/<pid>/cmdline), only root and the
+# job's uid its standard input.
 ENTER = (
     'cd -- "$1" 2>/dev/null || {\n'
     "  printf 'starburst: workdir %s cannot be entered by the job'\"'\"'s user (uid %s)\\n' "
@@ -318,7 +324,7 @@ def _start(
         except ConfigError as exc:
             raise PermanentError(f"job {job.id} cannot start: {exc}") from None
     fixed = {**extra_env, "STARBURST_JOB_ID": job.id, procfs.TOKEN_VAR: token}
-    env = job_environment(job_vars, home, fixed)
+    env = job_environment({}, home, fixed)  # the root side's: none of the job's own
     prefix = [*users.proc_prefix, *user.command_prefix(users.setpriv)] if user and users else []
     for stale in (PID, EXIT_CODE, CANCELLED):  # left by an attempt that never ran
         (directory / stale).unlink(missing_ok=True)
@@ -330,11 +336,9 @@ def _start(
         log.write(f"{header}\n".encode())
         log.flush()
         try:
-            if "\0" in command:
-                raise ValueError("embedded null byte")
             if len(command.encode()) > MAX_COMMAND_BYTES:
                 raise OSError(errno.E2BIG, "command too large")
-            with _command_file(command) as script:
+            with _command_file(job_script(command, job_vars, fixed)) as script:
                 popen = subprocess.Popen(
                     [
                         "/bin/sh",
@@ -365,6 +369,23 @@ def _start(
     return JobProcess(job.id, directory, popen.pid, token, grace, popen, on_end)
 
 
+def job_script(command: str, job_vars: Mapping[str, str], fixed: Mapping[str, str]) -> str:
+    """What the job's shell runs: ``export`` of the job's own variables (but those the
+    backend sets), then its command. The variables are set only here, by the shell that
+    already runs as the job's uid: a process that runs as root (the wrapper, ``unshare``,
+    ``setpriv``) never gets them, so none of them (``LD_PRELOAD``…) can act as root.
+    ``ValueError`` for a NUL byte or a name that is no shell variable."""
+    if "\0" in command or any("\0" in value for value in job_vars.values()):
+        raise ValueError("embedded null byte")
+    exports = []
+    for name, value in job_vars.items():
+        if not _SHELL_NAME.fullmatch(name):
+            raise ValueError(f"env name {name[:64]!r} is not a shell variable name")
+        if name not in fixed:
+            exports.append(f"export {name}={shlex.quote(value)}\n")
+    return "".join(exports) + command
+
+
 @contextlib.contextmanager
 def _command_file(command: str) -> Iterator[int]:
     """A memory file holding ``command``, read from its start: the job's standard input."""
@@ -387,6 +408,8 @@ def _unstartable(exc: BaseException) -> str:
     """Why ``Popen`` refused, without the command or environment it was given."""
     if isinstance(exc, ValueError) and "null byte" in str(exc):
         return "its command or environment holds a NUL byte"
+    if isinstance(exc, ValueError) and "env name" in str(exc):
+        return str(exc)
     if isinstance(exc, OSError) and exc.errno == errno.E2BIG:
         return "its command or environment is too large for the operating system"
     if isinstance(exc, OSError):
