@@ -79,6 +79,13 @@ class Settings(BaseSettings):
         default=Path(tempfile.gettempdir()) / "starburst-jobs",
         description="Where jobs with a uid of their own get their private working directories.",
     )
+    local_job_output_max_mb: int = Field(
+        default=100,
+        ge=1,
+        le=1_000_000,
+        description="The most output (stdout and stderr, MiB) a local job or emulated burst "
+        "keeps in its log; beyond it the output is dropped, with a line where it was cut.",
+    )
     kubeconfig: str | None = Field(default=None, description="Kubeconfig (in-cluster if unset).")
     kubernetes_namespace_teams: dict[str, list[str]] = Field(
         default_factory=dict,

@@ -42,6 +42,8 @@ from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
 
+MIB = 1024 * 1024
+
 if TYPE_CHECKING:
     from starburst.adapters.local.jobusers import JobUsers
     from starburst.controller.joblogs import JobLogs
@@ -65,6 +67,7 @@ def build_cluster(
             gpu_type=settings.local_gpu_type,
             clock=clock,
             users=users,
+            output_max_bytes=settings.local_job_output_max_mb * MIB,
         )
     from starburst.adapters.kubernetes.cluster import KubernetesCluster
     from starburst.adapters.kubernetes.cluster import Settings as KubeSettings
@@ -173,7 +176,13 @@ def build_cloud(
     if settings.cloud == "emulated":
         from starburst.adapters.local import EmulatedCloud
 
-        return EmulatedCloud(settings.state_dir / "cloud", prices, clock=clock, users=users)
+        return EmulatedCloud(
+            settings.state_dir / "cloud",
+            prices,
+            clock=clock,
+            users=users,
+            output_max_bytes=settings.local_job_output_max_mb * MIB,
+        )
     from starburst.adapters.skypilot import SkyPilotCloud, load_sky
 
     endpoint, token = settings.skypilot_api_server, settings.skypilot_token()

@@ -14,6 +14,8 @@ Terms:
 - *life*: one ``LocalCluster`` object. The controller may be SIGKILLed and a new life built
   on the same ``state_dir`` while the jobs (each in its own session) run on.
 - *adopt*: take over a job an earlier life spawned, from its spawn record.
+- *output cap*: a job keeps at most ``output_max_bytes`` of output in its log, the rest is
+  dropped with a line saying so (``outputcap.py``).
 - *job users*: given ``users`` (the controller is root), every job runs as a uid of its own
   for as long as it runs (``jobusers.py``), recorded in its spawn record so an adopted job
   keeps it; without, jobs run as this process's user (``isolation.py``).
@@ -49,8 +51,20 @@ from pathlib import Path
 from typing import Any
 
 from starburst.adapters.local.jobusers import JobUsers
-from starburst.adapters.local.processes import JobProcess, adopt, spawn, spawn_record
-from starburst.adapters.local.statedir import job_dirname, job_from_json, job_to_json
+from starburst.adapters.local.processes import (
+    DEFAULT_OUTPUT_MAX,
+    JobProcess,
+    adopt,
+    spawn,
+    spawn_record,
+)
+from starburst.adapters.local.statedir import (
+    LOG,
+    job_dirname,
+    job_from_json,
+    job_to_json,
+    read_tail,
+)
 from starburst.adapters.local.watch import EndWatch
 from starburst.core import time_limit
 from starburst.core.capacity import CapacityIndex, Node, Part, Placement
@@ -87,6 +101,7 @@ class LocalCluster:
         clock: Clock | None = None,
         grace: float = 5.0,
         users: JobUsers | None = None,
+        output_max_bytes: int = DEFAULT_OUTPUT_MAX,
     ) -> None:
         if gpus < 0:
             raise PermanentError("a local cluster cannot have a negative number of GPU slots")
@@ -98,6 +113,7 @@ class LocalCluster:
         self._clock: Clock = clock or WallClock()
         self._grace = grace
         self._users = users
+        self._output_max = output_max_bytes
         self._slots: list[str | None] = [None] * gpus
         self._running: dict[str, _Running] = {}
         self._done: dict[str, JobProcess] = {}
@@ -148,7 +164,16 @@ class LocalCluster:
             "spawned_at": started.started_at,
         }
         env = {"CUDA_VISIBLE_DEVICES": visible}
-        process = spawn(job, self.state_dir, env, header, record, self._grace, self._users)
+        process = spawn(
+            job,
+            self.state_dir,
+            env,
+            header,
+            record,
+            self._grace,
+            self._users,
+            output_max=self._output_max,
+        )
         self._track(started, process, slots)
 
     def cancel(self, job_id: str) -> None:
@@ -163,15 +188,15 @@ class LocalCluster:
 
     # -- more than the port: what the CLI and tests look at --------------------------------
     def job_logs(self, job: Job, tail: int | None = None) -> str:
-        """``LogSource``: the job's output file, whole (the reader keeps the last lines)."""
-        return self.logs(job.id)
+        """``LogSource``: the job's output file; with ``tail``, its newest lines, read from
+        the file's end (a tail costs what those lines are, not what the log is)."""
+        return self.logs(job.id, tail)
 
-    def logs(self, job_id: str) -> str:
+    def logs(self, job_id: str, tail: int | None = None) -> str:
         process = self.process(job_id)
         if process is not None:
-            return process.logs()
-        log = self.state_dir / job_dirname(job_id) / "output.log"
-        return log.read_text("utf-8", errors="replace") if log.exists() else ""
+            return process.logs(tail)
+        return read_tail(self.state_dir / job_dirname(job_id) / LOG, tail)
 
     def process(self, job_id: str) -> JobProcess | None:
         entry = self._running.get(job_id)

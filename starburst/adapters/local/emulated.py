@@ -41,7 +41,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from starburst.adapters.local.jobusers import JobUsers
-from starburst.adapters.local.processes import JobProcess, Outcome, adopt, spawn, spawn_record
+from starburst.adapters.local.processes import (
+    DEFAULT_OUTPUT_MAX,
+    JobProcess,
+    Outcome,
+    adopt,
+    spawn,
+    spawn_record,
+)
 from starburst.adapters.local.statedir import LOG, job_dirname
 from starburst.adapters.local.watch import EndWatch
 from starburst.core import time_limit
@@ -84,6 +91,7 @@ class EmulatedCloud:
         clock: Clock | None = None,
         grace: float = 5.0,
         users: JobUsers | None = None,
+        output_max_bytes: int = DEFAULT_OUTPUT_MAX,
     ) -> None:
         self.state_dir = Path(state_dir)
         self._prices = prices
@@ -93,6 +101,7 @@ class EmulatedCloud:
         self._clock: Clock = clock or WallClock()
         self._grace = grace
         self._users = users
+        self._output_max = output_max_bytes
         self._launches: dict[str, _Launch] = {}
         self._watch = EndWatch()
 
@@ -142,7 +151,16 @@ class EmulatedCloud:
             "spawned_at": now,
         }
         env = {"CUDA_VISIBLE_DEVICES": "", "STARBURST_EMULATED": "1"}
-        process = spawn(job, self._root, env, header, record, self._grace, self._users)
+        process = spawn(
+            job,
+            self._root,
+            env,
+            header,
+            record,
+            self._grace,
+            self._users,
+            output_max=self._output_max,
+        )
         handle = CloudHandle(job.id, name, None, f"{EMULATED}-pid-{process.pid}")
         self._remember(
             _Launch(

@@ -9,9 +9,10 @@ Terms:
   ``Job.extra["image"]`` is recorded in the log header but not used: local execution runs on
   the host, not in a container.
 - *wrapper*: the shell that runs the command. It records its own pid first, runs the command
-  (as a child, not ``exec``, so it outlives it), then records the command's exit status
-  atomically and exits with it. So the outcome is on disk even if no controller was alive
-  when the job ended. Files and their order: ``statedir.py``.
+  (as a child, not ``exec``, so it outlives it, and through the output copier, which keeps
+  at most ``output_max`` bytes of its output: ``outputcap.py``), then records the command's
+  exit status atomically and exits with it. So the outcome is on disk even if no controller
+  was alive when the job ended. Files and their order: ``statedir.py``.
 - *enter*: what runs as the job's user (after ``setpriv``, and in the job's private
   ``/proc``, ``procview.py``): it enters the working directory, then reads the command from
   its standard input (a memory file) and runs it. The command is in no process's argv,
@@ -40,12 +41,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -53,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from starburst.adapters.local import procfs
+from starburst.adapters.local import outputcap, procfs
 from starburst.adapters.local.children import reap_ended_children, reaped, register
 from starburst.adapters.local.isolation import (
     PRIVATE_FILE,
@@ -72,6 +76,7 @@ from starburst.adapters.local.statedir import (
     job_dirname,
     read_int,
     read_json,
+    read_tail,
     write_atomically,
 )
 from starburst.core.errors import ConfigError, PermanentError
@@ -83,6 +88,7 @@ CANCELLED_EXIT = -int(signal.SIGTERM)
 _HEADERS = ("# starburst local: ", "# emulated cloud: ")
 WORKDIR = "workdir"  # Job.extra key: the directory the job runs in (``--workdir``)
 _TAIL_BYTES = 16384  # enough for the last lines of output, whatever the log's size
+DEFAULT_OUTPUT_MAX = 100 * 1024 * 1024  # bytes of a job's output kept (outputcap.py)
 LOST = "the job's process disappeared without an exit status"
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -231,11 +237,9 @@ class JobProcess:
         self._signal(signal.SIGTERM)
         self.poll()
 
-    def logs(self) -> str:
-        try:
-            return self.log_path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
+    def logs(self, tail: int | None = None) -> str:
+        """The job's log; with ``tail``, its newest lines only, read from its end."""
+        return read_tail(self.log_path, tail)
 
     def failure(self, outcome: Outcome) -> str:
         """The reason of an ended process: its outcome, and for a failure (not a cancel) the
@@ -282,6 +286,8 @@ def spawn(
     record: Mapping[str, Any],
     grace: float = 5.0,
     users: JobUsers | None = None,
+    *,
+    output_max: int = DEFAULT_OUTPUT_MAX,
 ) -> JobProcess:
     """Record the spawn (``record`` plus a fresh token), then start the job's wrapper.
 
@@ -296,7 +302,9 @@ def spawn(
     directory = private_dir(state_dir / job_dirname(job.id))
     user = users.claim(f"{job_dirname(job.id)}-{token[:16]}") if users else None
     try:
-        process = _start(job, directory, extra_env, header, record, token, grace, user, users)
+        process = _start(
+            job, directory, extra_env, header, record, token, grace, user, users, output_max
+        )
     except BaseException:
         if users is not None and user is not None:
             users.release(user)
@@ -314,6 +322,7 @@ def _start(
     grace: float,
     user: JobUser | None,
     users: JobUsers | None,
+    output_max: int,
 ) -> JobProcess:
     command, job_vars = command_of(job), env_of(job)
     home = user.home if user else directory
@@ -345,6 +354,7 @@ def _start(
                         "-c",
                         WRAPPER,
                         "starburst-job",
+                        *_copier(output_max),
                         *prefix,
                         "/bin/sh",
                         "-c",
@@ -367,6 +377,22 @@ def _start(
     write_atomically(directory / PID, f"{popen.pid}\n")
     on_end = _releaser(users, user)
     return JobProcess(job.id, directory, popen.pid, token, grace, popen, on_end)
+
+
+def _copier(output_max: int) -> list[str]:
+    """The argv that runs the rest with its output capped at ``output_max`` bytes."""
+    return [_copier_python(), "-I", "-S", outputcap.__file__, str(output_max)]
+
+
+@functools.cache
+def _copier_python() -> str:
+    """A Python this process's user can start afresh: this one, else the system's (the
+    copier needs the standard library only). This interpreter's path may pass through a
+    directory only root may enter although this process, started otherwise, runs it."""
+    for candidate in (sys.executable, "/usr/bin/python3", shutil.which("python3")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return sys.executable  # its exec fails, and the job with the reason in its log
 
 
 def job_script(command: str, job_vars: Mapping[str, str], fixed: Mapping[str, str]) -> str:

@@ -12,7 +12,9 @@ watch, bill and cancel them is therefore on disk, one directory per job (``job_d
 - ``pid`` — the wrapper shell's pid, which is also its process group and session id. The
   wrapper writes it itself as its first act (so it exists even if the spawner died right
   after forking); the spawner writes the same number right after creating the process.
-- ``output.log`` — a header line, then the command's stdout and stderr.
+- ``output.log`` — a header line, then the command's stdout and stderr, at most the job's
+  output cap of them (``outputcap.py``); its newest lines are read from its end
+  (``read_tail``).
 - ``exit_code`` — the command's exit status, written by the wrapper when the command ends,
   whether or not any controller is alive then (or by the spawner when the wrapper itself was
   killed, e.g. by a cancel).
@@ -32,7 +34,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from starburst.core.dependencies import parse_after
 from starburst.core.job import Job
@@ -42,6 +44,7 @@ PID = "pid"
 LOG = "output.log"
 EXIT_CODE = "exit_code"
 CANCELLED = "cancelled"
+TAIL_BLOCK = 64 * 1024  # read from a log's end this much at a time
 
 
 def job_dirname(job_id: str) -> str:
@@ -73,6 +76,40 @@ def read_int(path: Path) -> int | None:
         return int(path.read_text(encoding="utf-8").strip())
     except (FileNotFoundError, ValueError):
         return None
+
+
+def read_tail(path: Path, lines: int | None = None) -> str:
+    """The last ``lines`` lines of the file at ``path`` (None: all of it; missing: ""),
+    read from its end: only the blocks those lines are in, whatever the file's size."""
+    try:
+        log = path.open("rb")
+    except FileNotFoundError:
+        return ""
+    with log:
+        if lines is None:
+            data = log.read()
+        elif lines <= 0:
+            data = b""
+        else:
+            data = _last_blocks(log, lines)
+    text = data.decode("utf-8", errors="replace")
+    return text if lines is None else "".join(text.splitlines(keepends=True)[-lines:])
+
+
+def _last_blocks(log: BinaryIO, lines: int) -> bytes:
+    """The end of ``log`` that holds at least its last ``lines`` lines (and a newline more,
+    so the first of them is whole)."""
+    position = log.seek(0, os.SEEK_END)
+    blocks: list[bytes] = []
+    newlines = 0
+    while position > 0 and newlines <= lines:
+        size = min(TAIL_BLOCK, position)
+        position -= size
+        log.seek(position)
+        block = log.read(size)
+        blocks.append(block)
+        newlines += block.count(b"\n")
+    return b"".join(reversed(blocks))
 
 
 def age(path: Path) -> float | None:
