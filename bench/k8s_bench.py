@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from starburst.adapters.kubernetes import KubernetesCluster, Settings
 from starburst.core.cycle import SchedulerConfig, admit, schedule_pass
 from starburst.core.policy import PolicyKind, WaitPolicy
-from starburst.testing.kubeapi import KubeApiServer
-from starburst.testing.kubeapi.resources import BY_PATH
-from starburst.testing.kubeapi.server import JOBS
+from tests.kubeapi import KubeApiServer
+from tests.kubeapi.resources import BY_PATH
+from tests.kubeapi.server import JOBS
 
 SIZES = [(1, 0.70), (2, 0.15), (4, 0.10), (8, 0.05)]
 NAMESPACE = "bench"

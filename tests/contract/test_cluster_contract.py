@@ -278,7 +278,7 @@ def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]
             real.close()
             api_client.close()
         return
-    from starburst.testing.kubeapi import KubeApiServer
+    from tests.kubeapi import KubeApiServer
 
     with KubeApiServer() as kube:
         api_client = kube.api_client()

@@ -1,5 +1,5 @@
 """The Kubernetes API stand-in for the doctor's Kubernetes lines."""
 
-from starburst.testing.kubeapi import fixtures as standin
+from tests.kubeapi import fixtures as standin
 
 kube = standin.kube

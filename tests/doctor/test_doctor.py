@@ -21,7 +21,7 @@ from starburst.cli.main import main
 from starburst.doctor import run_checks
 from starburst.doctor.cluster import rbac_rules
 from starburst.settings import load_settings
-from starburst.testing.kubeapi import KubeApiServer
+from tests.kubeapi import KubeApiServer
 from tests.support.databases import upgrade
 
 

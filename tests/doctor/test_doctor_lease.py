@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from starburst.testing.kubeapi import KubeApiServer
 from tests.doctor import lease_scenario
+from tests.kubeapi import KubeApiServer
 from tests.support.databases import upgrade
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from starburst.testing.kubeapi import KubeApiServer
-from starburst.testing.kubeapi import fixtures as standin
+from tests.kubeapi import KubeApiServer
+from tests.kubeapi import fixtures as standin
 
 kube = standin.kube
 kube_api = standin.kube_api

@@ -10,8 +10,8 @@ import pytest
 
 from starburst.core.capacity import PlacementStrategy
 from starburst.core.errors import PermanentError, TransientError
-from starburst.testing.kubeapi import Taint
 from tests.kube.adapter_support import on, queued_job
+from tests.kubeapi import Taint
 from tests.support.waiting import wait_for
 
 

@@ -14,9 +14,9 @@ import pytest
 from starburst.adapters.kubernetes import conversion as conv
 from starburst.adapters.kubernetes.quantity import quantity
 from starburst.core.capacity import Part
-from starburst.testing.kubeapi import validation
-from starburst.testing.kubeapi.quantity import parse_quantity
 from tests.kube.adapter_support import on, queued_job
+from tests.kubeapi import validation
+from tests.kubeapi.quantity import parse_quantity
 from tests.support.waiting import wait_for
 
 

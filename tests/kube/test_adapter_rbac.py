@@ -21,8 +21,8 @@ from starburst.adapters.kubernetes import KubernetesCluster, Settings
 from starburst.adapters.kubernetes.lease import LeaseLock
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.core.job import Job
-from starburst.testing.kubeapi.podsecurity import ENFORCE
 from tests.kube.adapter_support import on, queued_job
+from tests.kubeapi.podsecurity import ENFORCE
 from tests.support.waiting import wait_for
 
 AGENT = "starburst-rbac-test"

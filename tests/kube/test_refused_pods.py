@@ -9,9 +9,9 @@ import pytest
 from kubernetes import client
 
 from starburst.core.job import Job
-from starburst.testing.kubeapi.podsecurity import ENFORCE
 from tests.kube.adapter_support import on, queued_job
 from tests.kube.builders import pod_body
+from tests.kubeapi.podsecurity import ENFORCE
 from tests.support.waiting import wait_for
 
 
@@ -100,7 +100,7 @@ def test_the_jobs_starburst_creates_pass_podsecurity_restricted(kube, make_clust
 
 
 def kube_pods():
-    from starburst.testing.kubeapi.resources import BY_PATH
+    from tests.kubeapi.resources import BY_PATH
 
     return BY_PATH[("", "v1", "pods")]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from starburst.testing.kubeapi import Taint
 from tests.kube.builders import job_body, pod_body
+from tests.kubeapi import Taint
 
 
 def pods(core, job: str) -> list[client.V1Pod]:

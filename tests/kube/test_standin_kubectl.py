@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from starburst.testing.kubeapi.server import NODES
+from tests.kubeapi.server import NODES
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="no kubectl on PATH")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from starburst.testing.kubeapi.patch import strategic_merge_patch
 from tests.kube.builders import call, job_body, pod_body
+from tests.kubeapi.patch import strategic_merge_patch
 
 JOB_PATH = "/apis/batch/v1/namespaces/default/jobs/{}"
 

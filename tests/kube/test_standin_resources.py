@@ -5,14 +5,17 @@ from __future__ import annotations
 import subprocess
 import sys
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 import yaml
 from kubernetes import client, config
 
-from starburst.testing.kubeapi import Taint
-from starburst.testing.kubeapi.quantity import parse_quantity
 from tests.kube.builders import call
+from tests.kubeapi import Taint
+from tests.kubeapi.quantity import parse_quantity
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_nodes_carry_allocatable_gpus_labels_taints_and_readiness(kube, core):
@@ -177,12 +180,13 @@ def test_runs_as_a_separate_process_with_a_kubeconfig(tmp_path):
         [
             sys.executable,
             "-m",
-            "starburst.testing.kubeapi",
+            "tests.kubeapi",
             "--kubeconfig",
             str(path),
             "--gpu-nodes",
             "2",
         ],
+        cwd=ROOT,  # ``tests`` is importable from the checkout's root
         stdout=subprocess.PIPE,
         text=True,
     )

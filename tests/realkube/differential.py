@@ -11,7 +11,7 @@ replaced by a placeholder before comparing:
 - the warnings header is not compared; response bodies are.
 
 Anything else that differs is a difference of the stand-in: it is fixed there, or listed as
-known in ``starburst.testing.kubeapi``'s docstring and normalised here by name.
+known in ``tests.kubeapi``'s docstring and normalised here by name.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each test sends a sequence of identical raw HTTP requests to both (``differential.Pair``) and
 fails listing every difference after normalisation that is not in ``KNOWN`` (each known one
-is listed in ``starburst.testing.kubeapi``'s docstring). Covered: create/get/list/delete,
+is listed in ``tests.kubeapi``'s docstring). Covered: create/get/list/delete,
 watch (the events from a resourceVersion), patches (merge, strategic, JSON, an unsupported
 type), the status subresource, 409 conflicts (AlreadyExists, a stale update), label and field
 selectors (and unparsable ones), paging (continue tokens, a bad token), and invalid objects
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from starburst.testing.kubeapi import KubeApiServer
+from tests.kubeapi import KubeApiServer
 from tests.realkube.differential import Endpoint, Pair
 from tests.support.controlplane import RealKube
 from tests.support.waiting import wait_for
@@ -31,7 +31,7 @@ _JOB_STATUS = (
     # the Job controller's bookkeeping (the stand-in's runs inside the write, in less detail)
     "status.active", "status.terminating", "status.uncountedTerminatedPods",
 )  # fmt: skip
-#: differences known and accepted (listed in ``starburst.testing.kubeapi``'s docstring)
+#: differences known and accepted (listed in ``tests.kubeapi``'s docstring)
 KNOWN = frozenset({
     "differs: body.message",  # error wording (the code, reason and causes' fields agree)
     "differs: body.details.causes[].message",

@@ -2,7 +2,7 @@
 
 The same raw requests to the stand-in and to the real API server (``differential.Pair``), the
 answers compared after normalisation; every difference not in ``KNOWN`` fails the test (each
-known one is listed in ``starburst.testing.kubeapi``'s docstring). Covered:
+known one is listed in ``tests.kubeapi``'s docstring). Covered:
 - *Pods*: create, the status subresource moving the phase (Pending → Running → Succeeded),
   lists by the field selectors the adapter uses (``spec.nodeName``, ``status.phase``, the
   adapter's ``status.phase!=Succeeded,status.phase!=Failed``), and the scheduling-gate rules
@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from starburst.testing.kubeapi import KubeApiServer
+from tests.kubeapi import KubeApiServer
 from tests.realkube.differential import Endpoint, Pair, normalise
 from tests.realkube.jobs import SECURE
 from tests.support.controlplane import RESTRICTED, RealKube
@@ -36,7 +36,7 @@ from tests.support.waiting import wait_for
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-#: differences known and accepted (listed in ``starburst.testing.kubeapi``'s docstring)
+#: differences known and accepted (listed in ``tests.kubeapi``'s docstring)
 KNOWN = frozenset({
     "differs: body.message",  # error wording (the code, reason and causes' fields agree)
     "differs: body.details.causes[].message",

@@ -20,9 +20,9 @@ from starburst.adapters.skypilot.task import build_task, launch_options
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.pricing import default_price_table
-from starburst.testing.kubeapi import KubeApiServer
-from starburst.testing.kubeapi.validation import ONE_VALUE
 from tests.cloud.fake_sky import FakeSky
+from tests.kubeapi import KubeApiServer
+from tests.kubeapi.validation import ONE_VALUE
 from tests.realkube.jobs import suspended_job
 from tests.realkube.rig import Rig
 from tests.realkube.shipped import shipped_cluster_role

@@ -26,9 +26,9 @@ from starburst.adapters.kubernetes.conversion import Conventions
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.core.job import Job
 from starburst.settings import load_settings
-from starburst.testing.kubeapi import KubeApiServer
-from starburst.testing.kubeapi import fixtures as standin
 from tests.kube.adapter_support import queued_job
+from tests.kubeapi import KubeApiServer
+from tests.kubeapi import fixtures as standin
 from tests.support.clock import ManualClock
 from tests.support.waiting import wait_for
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from starburst.testing.kubeapi.metadata import timestamp
-from starburst.testing.kubeapi.resources import BY_PATH
-from starburst.testing.kubeapi.status import ApiError
-from starburst.testing.kubeapi.store import Change, Obj, Store
+from tests.kubeapi.metadata import timestamp
+from tests.kubeapi.resources import BY_PATH
+from tests.kubeapi.status import ApiError
+from tests.kubeapi.store import Change, Obj, Store
 
 PODS = BY_PATH[("", "v1", "pods")]
 JOBS = BY_PATH[("batch", "v1", "jobs")]

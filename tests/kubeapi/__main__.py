@@ -1,4 +1,4 @@
-"""Run the stand-in as its own process: ``python -m starburst.testing.kubeapi --port N``.
+"""Run the stand-in as its own process: ``python -m tests.kubeapi --port N``.
 
 Prints the kubeconfig (and writes it to ``--kubeconfig PATH`` when given) so the official
 client, the Starburst daemon and ``kubectl`` can point at it; ``--gpu-nodes N`` adds N
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import yaml
 
-from starburst.testing.kubeapi.server import KubeApiServer
+from tests.kubeapi.server import KubeApiServer
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m starburst.testing.kubeapi")
+    parser = argparse.ArgumentParser(prog="python -m tests.kubeapi")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
     parser.add_argument("--kubeconfig", type=Path, help="also write the kubeconfig here")
     parser.add_argument("--gpu-nodes", type=int, default=0, help="add this many 8-GPU nodes")

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from starburst.testing.kubeapi.resources import ResourceType
-from starburst.testing.kubeapi.selectors import (
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.selectors import (
     FieldSelector,
     LabelSelector,
     fields_match,
     labels_match,
 )
-from starburst.testing.kubeapi.status import expired
-from starburst.testing.kubeapi.store import Obj, Store
+from tests.kubeapi.status import expired
+from tests.kubeapi.store import Obj, Store
 
 Event = tuple[str, dict[str, Any]]
 

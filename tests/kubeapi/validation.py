@@ -27,7 +27,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from starburst.testing.kubeapi.status import ApiError, invalid
+from tests.kubeapi.status import ApiError, invalid
 
 Obj = dict[str, Any]
 _AFFINITY = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"

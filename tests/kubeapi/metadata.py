@@ -19,8 +19,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from starburst.testing.kubeapi.resources import ResourceType
-from starburst.testing.kubeapi.status import invalid
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.status import invalid
 
 Obj = dict[str, Any]
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand alphabet

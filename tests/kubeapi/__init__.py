@@ -13,7 +13,7 @@ Modules: ``store`` (objects, history, cascades), ``watch``, ``paging``, ``select
 ``patch``, ``admission`` (defaulting and validation), ``resources`` (types and discovery),
 ``handler`` (HTTP routing), ``jobs`` and ``scheduling`` (the in-cluster controllers),
 ``validation``, ``podsecurity``, ``quantity``, ``status`` (API errors), ``server``
-(``KubeApiServer``) and ``__main__`` (``python -m starburst.testing.kubeapi --port N``),
+(``KubeApiServer``) and ``__main__`` (``python -m tests.kubeapi --port N``),
 ``fixtures`` (pytest fixtures).
 
 Where it knowingly differs from a real API server (none of it is something Starburst relies
@@ -60,6 +60,6 @@ may only be set when it had none (a real server also accepts added terms); a fai
 JSON-patch ``test`` has no empty ``details``.
 """
 
-from starburst.testing.kubeapi.server import KubeApiServer, Taint
+from tests.kubeapi.server import KubeApiServer, Taint
 
 __all__ = ["KubeApiServer", "Taint"]

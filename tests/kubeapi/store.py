@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from starburst.testing.kubeapi import admission, podsecurity
-from starburst.testing.kubeapi.metadata import (
+from tests.kubeapi import admission, podsecurity
+from tests.kubeapi.metadata import (
     check_finalizers,
     check_labels,
     check_name,
@@ -41,14 +41,14 @@ from starburst.testing.kubeapi.metadata import (
     server_owned,
     timestamp,
 )
-from starburst.testing.kubeapi.resources import RESOURCE_TYPES, ResourceType
-from starburst.testing.kubeapi.selectors import (
+from tests.kubeapi.resources import RESOURCE_TYPES, ResourceType
+from tests.kubeapi.selectors import (
     FieldSelector,
     LabelSelector,
     fields_match,
     labels_match,
 )
-from starburst.testing.kubeapi.status import (
+from tests.kubeapi.status import (
     ApiError,
     already_exists,
     bad_request,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from starburst.testing.kubeapi.status import ApiError
+from tests.kubeapi.status import ApiError
 
 Obj = dict[str, Any]
 ENFORCE = "pod-security.kubernetes.io/enforce"

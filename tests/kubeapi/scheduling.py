@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from starburst.testing.kubeapi.quantity import parse_quantity
-from starburst.testing.kubeapi.resources import BY_PATH
-from starburst.testing.kubeapi.store import Change, Obj, Store
+from tests.kubeapi.quantity import parse_quantity
+from tests.kubeapi.resources import BY_PATH
+from tests.kubeapi.store import Change, Obj, Store
 
 PODS = BY_PATH[("", "v1", "pods")]
 NODES = BY_PATH[("", "v1", "nodes")]

@@ -28,15 +28,15 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from starburst.testing.kubeapi import patch, resources
-from starburst.testing.kubeapi.paging import Page
-from starburst.testing.kubeapi.resources import ResourceType
-from starburst.testing.kubeapi.selectors import parse_field_selector, parse_label_selector
-from starburst.testing.kubeapi.status import ApiError, bad_request, success
-from starburst.testing.kubeapi.watch import Watcher
+from tests.kubeapi import patch, resources
+from tests.kubeapi.paging import Page
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.selectors import parse_field_selector, parse_label_selector
+from tests.kubeapi.status import ApiError, bad_request, success
+from tests.kubeapi.watch import Watcher
 
 if TYPE_CHECKING:
-    from starburst.testing.kubeapi.server import KubeApiServer
+    from tests.kubeapi.server import KubeApiServer
 
 _ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 _NOT_FOUND = ApiError(404, "NotFound", "the server could not find the requested resource")

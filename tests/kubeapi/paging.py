@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from starburst.testing.kubeapi.status import bad_request, expired
+from tests.kubeapi.status import bad_request, expired
 
 _EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can "

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from starburst.testing.kubeapi.selectors import FieldGetter, path_getter
+from tests.kubeapi.selectors import FieldGetter, path_getter
 
 _META = ("metadata.name", "metadata.namespace")
 

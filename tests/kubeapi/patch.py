@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from starburst.testing.kubeapi.status import ApiError
+from tests.kubeapi.status import ApiError
 
 MERGE_KEYS = {
     "containers": "name",

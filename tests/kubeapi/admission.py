@@ -39,9 +39,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from starburst.testing.kubeapi.resources import ResourceType
-from starburst.testing.kubeapi.status import invalid
-from starburst.testing.kubeapi.validation import gated_pod_update, validate_object
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.status import invalid
+from tests.kubeapi.validation import gated_pod_update, validate_object
 
 _SCHEDULING_DIRECTIVES = ("affinity", "nodeSelector", "tolerations", "schedulingGates")
 

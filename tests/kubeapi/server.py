@@ -25,13 +25,13 @@ from typing import Any
 
 import yaml
 
-from starburst.testing.kubeapi.handler import ApiHandler
-from starburst.testing.kubeapi.jobs import JobController
-from starburst.testing.kubeapi.paging import Pager
-from starburst.testing.kubeapi.resources import BY_PATH
-from starburst.testing.kubeapi.scheduling import Scheduler
-from starburst.testing.kubeapi.status import ApiError
-from starburst.testing.kubeapi.store import Obj, Store
+from tests.kubeapi.handler import ApiHandler
+from tests.kubeapi.jobs import JobController
+from tests.kubeapi.paging import Pager
+from tests.kubeapi.resources import BY_PATH
+from tests.kubeapi.scheduling import Scheduler
+from tests.kubeapi.status import ApiError
+from tests.kubeapi.store import Obj, Store
 
 NAMESPACE = BY_PATH[("", "v1", "namespaces")]
 NODES = BY_PATH[("", "v1", "nodes")]
@@ -231,7 +231,7 @@ class KubeApiServer:
         self.pod_logs[key] = self.pod_logs.get(key, "") + text
 
     def pods_of(self, namespace: str, job: str) -> list[Obj]:
-        from starburst.testing.kubeapi.selectors import parse_label_selector
+        from tests.kubeapi.selectors import parse_label_selector
 
         items, _ = self.store.select(PODS, namespace, parse_label_selector(f"job-name={job}"))
         return items

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from starburst.testing.kubeapi.server import KubeApiServer
+from tests.kubeapi.server import KubeApiServer
 
 
 @pytest.fixture
