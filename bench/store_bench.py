@@ -16,7 +16,7 @@ What it measures (targets are for 2 cores):
    hourly in one place, as the meter bills a launch (its cloud, region and GPU type; a
    fifth of the jobs ran on-prem: GPU-hours, no money). Then a report over the whole
    range, for every grouping the API offers, two ways: from every entry (the former path,
-   ``cost_report_from_entries``) and from the rollups (``cost_report``, target < 1 s),
+   ``tests/support/cost_reference.py``) and from the rollups (``cost_report``, target < 1 s),
    checking that both give the same money, entries and GPU-hours.
 
 It prints figures, never pass/fail. The database is migrated with the real migrations first.
@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +42,7 @@ from starburst.adapters.db.engine import create_engine, redact  # noqa: E402
 from starburst.adapters.db.store import SqlStore  # noqa: E402
 from starburst.core.lifecycle import JobState  # noqa: E402
 from starburst.core.records import CostEntry, CostTotal, JobSpec  # noqa: E402
+from tests.support.cost_reference import report_from_entries  # noqa: E402
 from tests.support.postgres import drop_database, fresh_database, server_url  # noqa: E402
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00Z
@@ -239,7 +241,7 @@ def timed(
     """Median wall-clock and CPU seconds of this process (on SQLite: all of the work; on
     PostgreSQL: the driver and building the rows), and the report."""
     walls, cpus = [], []
-    read = store.ledger.cost_report if rollups else store.ledger.cost_report_from_entries
+    read = store.ledger.cost_report if rollups else partial(report_from_entries, store)
     for _ in range(runs):
         tick, cpu = time.perf_counter(), time.process_time()
         report = read(T0, T0 + 90 * 24 * HOUR, by=by)

@@ -72,3 +72,16 @@ def test_no_shipped_module_imports_a_test_framework() -> None:
         if imported_roots(path) & TEST_ONLY_IMPORTS
     }
     assert offenders == {}, f"shipped modules importing test frameworks: {offenders}"
+
+
+def test_product_classes_carry_no_methods_only_tests_call() -> None:
+    """Readers served only by tests live in test support (``tests/kube/adapter_support.py``:
+    ``waiting_jobs``; ``tests/support/cost_reference.py``: ``report_from_entries``)."""
+    from starburst.adapters.db.costs import SqlLedger
+    from starburst.adapters.kubernetes.cluster import KubernetesCluster
+
+    test_only = {
+        (KubernetesCluster, "queued"),
+        (SqlLedger, "cost_report_from_entries"),
+    }
+    assert sorted(f"{c.__name__}.{m}" for c, m in test_only if hasattr(c, m)) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import partial
 
 import pytest
 
@@ -17,6 +18,7 @@ from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.records import CostEntry, JobSpec
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
+from tests.support.cost_reference import report_from_entries
 from tests.support.databases import BOTH
 
 WINDOW = {"since": "2026-10-01", "until": "2026-12-01"}
@@ -259,7 +261,7 @@ def _every_view_adds_up(api, jobs, since, until):  # type: ignore[no-untyped-def
     )
     window = {"since": _iso(since), "until": _iso(until)}
     for keys in GROUPINGS:
-        for read in (store.ledger.cost_report, store.ledger.cost_report_from_entries):
+        for read in (store.ledger.cost_report, partial(report_from_entries, store)):
             rows = read(since, until, keys)
             assert _sums((t.currency, t.amount) for t in rows) == exact, (read, keys)
         answer = fin.get("/v1/costs", params={**window, "by": ",".join(keys)})

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from starburst.adapters.kubernetes import KubernetesCluster
+from starburst.adapters.kubernetes import conversion as conv
 from starburst.core.capacity import Part
+from starburst.core.job import Job
 from tests.support.waiting import wait_for
 
 
@@ -18,6 +21,24 @@ def submitted(cluster, count: int) -> dict[str, Any]:
 
     wait_for(more)
     return seen
+
+
+def waiting_jobs(cluster: KubernetesCluster) -> list[Job]:
+    """The Jobs waiting in the cluster as the adapter's Job watch last saw them, FIFO.
+
+    Read from the ``jobs`` informer's cache (its state only; the adapter's own patch answers
+    may be newer, so wait for a change rather than expect it at once). Unlike
+    ``submissions()`` it hands nothing out, so the controller under test still gets them.
+    """
+    (jobs,) = [informer for informer in cluster.informers if informer.name == "jobs"]
+    cached = list(dict(jobs.cache).values())  # a copy: the watch thread writes the cache
+    conventions = cluster.settings.conventions
+    waiting = [
+        conv.submission_from_k8s(obj, conventions)[0]
+        for obj in cached
+        if conv.job_state(obj) == "queued"
+    ]
+    return sorted(waiting, key=lambda j: (j.submit_time, j.id))
 
 
 def queued_job(

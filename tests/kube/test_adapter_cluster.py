@@ -10,7 +10,7 @@ import pytest
 
 from starburst.core.capacity import PlacementStrategy
 from starburst.core.errors import PermanentError, TransientError
-from tests.kube.adapter_support import on, queued_job
+from tests.kube.adapter_support import on, queued_job, waiting_jobs
 from tests.kubeapi import Taint
 from tests.support.waiting import wait_for
 
@@ -228,7 +228,7 @@ def test_burst_keeps_the_job_suspended_and_says_where(kube, core, batch, cluster
     assert notes["starburst.io/price-per-hour"] == "32.77"
     events = core.list_namespaced_event("default", field_selector="reason=Burst").items
     assert [e.message for e in events] == ["waited 31m of a 30m budget"]
-    assert cluster.queued() == []
+    assert wait_for(lambda: waiting_jobs(cluster) == [])  # the watch sees it burst
 
 
 def test_waiting_is_visible_on_the_job(kube, core, batch, cluster):
@@ -242,7 +242,7 @@ def test_waiting_is_visible_on_the_job(kube, core, batch, cluster):
     )
     events = core.list_namespaced_event("default", field_selector="reason=Waiting").items
     assert [e.message for e in events] == ["waiting 12m of 40m budget"]
-    assert [j.id for j in cluster.queued()] == [job.id]  # still waiting
+    assert [j.id for j in waiting_jobs(cluster)] == [job.id]  # still waiting
 
 
 def test_cancel_suspends_a_running_job_and_frees_its_gpus(kube, batch, cluster):

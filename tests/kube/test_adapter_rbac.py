@@ -21,7 +21,7 @@ from starburst.adapters.kubernetes import KubernetesCluster, Settings
 from starburst.adapters.kubernetes.lease import LeaseLock
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.core.job import Job
-from tests.kube.adapter_support import on, queued_job
+from tests.kube.adapter_support import on, queued_job, waiting_jobs
 from tests.kubeapi.podsecurity import ENFORCE
 from tests.support.waiting import wait_for
 
@@ -128,5 +128,5 @@ def test_every_request_the_adapter_makes_is_granted(kube, core, batch, cluster):
 
 
 def _all(cluster: Any, count: int) -> list[Job] | None:
-    seen = cluster.queued()
+    seen = waiting_jobs(cluster)
     return seen if len(seen) == count else None

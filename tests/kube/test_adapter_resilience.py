@@ -7,7 +7,7 @@ restarted while Jobs are admitted; a node cordoned while Jobs wait; 5xx answers 
 
 from __future__ import annotations
 
-from tests.kube.adapter_support import on, queued_job, submitted
+from tests.kube.adapter_support import on, queued_job, submitted, waiting_jobs
 from tests.support.waiting import wait_for
 
 
@@ -51,7 +51,7 @@ def test_an_expired_resource_version_relists_and_notices_missed_changes(kube, ba
     ]
     assert [j.name for j in wait_for(cluster.submissions)] == ["new"]
     assert jobs.lists == 2
-    assert [j.name for j in cluster.queued()] == ["new"]
+    assert [j.name for j in waiting_jobs(cluster)] == ["new"]
 
 
 def test_a_restarted_adapter_neither_loses_nor_restarts_admitted_jobs(kube, batch, make_cluster):

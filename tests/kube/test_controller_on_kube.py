@@ -17,7 +17,7 @@ from starburst.controller.daemon import Controller
 from starburst.core.lifecycle import JobState
 from starburst.settings import Settings
 from starburst.sim.cloud import SimCloud
-from tests.kube.adapter_support import queued_job
+from tests.kube.adapter_support import queued_job, waiting_jobs
 from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
 
@@ -36,7 +36,7 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
     try:
         batch.create_namespaced_job("default", queued_job("alpha", gpus=8, pods=2))
         batch.create_namespaced_job("default", queued_job("beta", gpus=4))
-        wait_for(lambda: len(cluster.queued()) == 2)
+        wait_for(lambda: len(waiting_jobs(cluster)) == 2)
         report = controller.run_pass()
         assert report is not None
         assert report.started == ["default/alpha"]  # 2 pods of 8 GPUs: one on each node
@@ -90,7 +90,7 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
         batch.create_namespaced_job("default", queued_job("trio", gpus=3, pods=3))
         # one 16-GPU pod fits no 8-GPU node: it never fits on-prem, so it bursts, with why
         batch.create_namespaced_job("default", queued_job("mono", gpus=16))
-        wait_for(lambda: len(cluster.queued()) == 2)
+        wait_for(lambda: len(waiting_jobs(cluster)) == 2)
         clock.advance(1)
         report = controller.run_pass()
         assert report is not None and report.started == ["default/trio"]

@@ -180,7 +180,7 @@ def test_deleting_a_waiting_job_ends_its_record(world: World) -> None:
 
 def billed(store: SqlStore, job_id: str) -> tuple[Decimal, int]:
     """The cloud money on the job's ledger, and in how many entries."""
-    rows = store.ledger.cost_report_from_entries(0.0, 4e9, by=("team",), job=job_id, source="cloud")
+    rows = store.ledger.cost_report(0.0, 4e9, by=("team",), job=job_id, source="cloud")
     return sum((r.amount for r in rows), Decimal(0)), sum(r.entries for r in rows)
 
 

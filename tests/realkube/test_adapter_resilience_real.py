@@ -30,7 +30,7 @@ from starburst.adapters.kubernetes import Settings as KubeSettings
 from starburst.adapters.kubernetes.informer import Informer
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.core.capacity import PlacementStrategy
-from tests.kube.adapter_support import on, submitted
+from tests.kube.adapter_support import on, submitted, waiting_jobs
 from tests.realkube.jobs import suspended_job
 from tests.realkube.shipped import shipped_cluster_role
 from tests.support.clock import ManualClock
@@ -127,7 +127,7 @@ def test_watches_the_server_ends_resume_without_relisting(
     seen = ended_by_server()
     assert wait_for(lambda: ended_by_server() >= seen + 2, timeout=60)
     assert jobs.lists == 1 and jobs.errors == 0
-    assert [j.name for j in t.cluster.queued()] == ["late"]
+    assert [j.name for j in waiting_jobs(t.cluster)] == ["late"]
 
 
 def test_a_failover_to_a_replica_that_forgot_the_version_relists_and_loses_nothing(
@@ -166,7 +166,7 @@ def test_a_failover_to_a_replica_that_forgot_the_version_relists_and_loses_nothi
 
         assert names(submitted(t.cluster, 1).values()) == ["new"]
         assert jobs.lists == 2  # one relist, after the 410
-        assert [j.name for j in t.cluster.queued()] == ["new"]
+        assert [j.name for j in waiting_jobs(t.cluster)] == ["new"]
         # the deleted Job's GPU is free (once the garbage collector took its pod)
         assert wait_for(lambda: t.cluster.snapshot().capacity.free_gpus == 8)
         t.proxy.up(real_kube.port)  # back to the first server, before the replica stops

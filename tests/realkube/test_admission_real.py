@@ -17,6 +17,7 @@ import pytest
 from kubernetes import client
 
 from starburst.core.lifecycle import JobState
+from tests.kube.adapter_support import waiting_jobs
 from tests.realkube.jobs import suspended_job
 from tests.realkube.rig import Rig
 from tests.support.kubelet import FakeKubelet
@@ -56,7 +57,7 @@ def test_a_controller_killed_between_the_start_intent_and_the_unsuspend_starts_i
 
     monkeypatch.setattr(rig.cluster, "start", killed)  # dies at the cluster call
     batch.create_namespaced_job(rig.ns, suspended_job("trio", gpus=3, pods=3))
-    assert wait_for(lambda: [j.name for j in rig.cluster.queued()] == ["trio"])
+    assert wait_for(lambda: [j.name for j in waiting_jobs(rig.cluster)] == ["trio"])
     with pytest.raises(Died):
         rig.passes_until(lambda: False)
     # the intent is recorded; the Job is as the user made it

@@ -12,6 +12,7 @@ from typing import Any
 from kubernetes import client
 
 from starburst.core.lifecycle import JobState
+from tests.kube.adapter_support import waiting_jobs
 from tests.realkube.jobs import condition, suspended_job
 from tests.realkube.rig import Rig
 from tests.support.kubelet import FakeKubelet
@@ -36,7 +37,7 @@ def test_a_suspended_job_is_pinned_started_run_and_completed(
 ) -> None:
     ns = rig.namespace
     batch.create_namespaced_job(ns, suspended_job("solo", gpus=4))
-    assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+    assert wait_for(lambda: len(waiting_jobs(rig.cluster)) == 1)
     report = rig.controller.run_pass()
     assert report is not None and report.started == [f"{ns}/solo"]
     job = batch.read_namespaced_job("solo", ns)
@@ -63,7 +64,7 @@ def test_a_job_split_over_two_nodes_runs_its_pods_on_both(
 ) -> None:
     ns = rig.namespace
     batch.create_namespaced_job(ns, suspended_job("gang", gpus=8, pods=2))
-    assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+    assert wait_for(lambda: len(waiting_jobs(rig.cluster)) == 1)
     report = rig.controller.run_pass()
     assert report is not None and report.started == [f"{ns}/gang"]
     assert wait_for(
@@ -84,7 +85,7 @@ def test_a_failed_pod_fails_the_job_and_frees_its_gpus(
 ) -> None:
     ns = rig.namespace
     batch.create_namespaced_job(ns, suspended_job("doomed", gpus=8))
-    assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+    assert wait_for(lambda: len(waiting_jobs(rig.cluster)) == 1)
     report = rig.controller.run_pass()
     assert report is not None and report.started == [f"{ns}/doomed"]
     assert wait_for(
@@ -103,7 +104,7 @@ def test_a_controller_restarted_mid_run_adopts_its_job_and_sees_it_end(
 ) -> None:
     ns = rig.namespace
     batch.create_namespaced_job(ns, suspended_job("steady", gpus=4, pods=2))
-    assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+    assert wait_for(lambda: len(waiting_jobs(rig.cluster)) == 1)
     report = rig.controller.run_pass()
     assert report is not None and report.started == [f"{ns}/steady"]
     assert wait_for(

@@ -21,6 +21,7 @@ from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.pricing import default_price_table
 from tests.cloud.fake_sky import FakeSky
+from tests.kube.adapter_support import waiting_jobs
 from tests.kubeapi import KubeApiServer
 from tests.kubeapi.validation import ONE_VALUE
 from tests.realkube.jobs import suspended_job
@@ -204,8 +205,8 @@ def test_every_request_the_adapter_makes_is_granted_by_the_shipped_role(
     open_body = suspended_job("refused", gpus=1)
     del open_body["spec"]["template"]["spec"]["containers"][0]["securityContext"]
     batch.create_namespaced_job(ns, open_body)
-    assert wait_for(lambda: len(cluster.queued()) == 4)
-    jobs = {j.name: j for j in cluster.queued()}
+    assert wait_for(lambda: len(waiting_jobs(cluster)) == 4)
+    jobs = {j.name: j for j in waiting_jobs(cluster)}
     index = {n.name: i for i, n in enumerate(cluster.snapshot().capacity.nodes)}
 
     def on(*parts: tuple[str, int]) -> tuple[Part, ...]:

@@ -75,9 +75,7 @@ def running_pods(kubelet: FakeKubelet, ns: str, name: str) -> list[str]:
 
 def billed(rig: Rig, job_id: str) -> tuple[Decimal, int]:
     """The cloud money on the job's ledger, and in how many entries."""
-    rows = rig.store.ledger.cost_report_from_entries(
-        0.0, 4e9, by=("team",), job=job_id, source="cloud"
-    )
+    rows = rig.store.ledger.cost_report(0.0, 4e9, by=("team",), job=job_id, source="cloud")
     return sum((r.amount for r in rows), Decimal(0)), sum(r.entries for r in rows)
 
 

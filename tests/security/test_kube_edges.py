@@ -26,7 +26,7 @@ from starburst.adapters.kubernetes.conversion import Conventions
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.core.job import Job
 from starburst.settings import load_settings
-from tests.kube.adapter_support import queued_job
+from tests.kube.adapter_support import queued_job, waiting_jobs
 from tests.kubeapi import KubeApiServer
 from tests.kubeapi import fixtures as standin
 from tests.support.clock import ManualClock
@@ -94,7 +94,7 @@ def test_an_unusable_predicted_runtime_is_ignored_with_a_warning(
     batch.create_namespaced_job("dev", good)
     jobs = offered(cluster, 2)
     assert jobs["bad"].estimate is None and jobs["good"].estimate == 1800.0
-    assert {j.name for j in cluster.queued()} == {"bad", "good"}  # the reconcile reads them too
+    assert {j.name for j in waiting_jobs(cluster)} == {"bad", "good"}  # both still wait
     (message,) = wait_for(lambda: warnings(core, "dev", "bad"))
     assert f"ignored annotation starburst.io/predicted-runtime={value!r}" in message
     assert warnings(core, "dev", "good") == []
@@ -122,7 +122,7 @@ def test_a_team_label_is_honoured_only_where_an_admin_allowed_it(
         "own": "dev",
         "plain": "dev",
     }
-    assert {j.name: j.team for j in cluster.queued()} == teams
+    assert {j.name: j.team for j in waiting_jobs(cluster)} == teams
     (message,) = wait_for(lambda: warnings(core, "dev", "poacher"))
     assert "ignored label starburst.io/team='rich': namespace dev may not name that team" in message
     assert "kubernetes_namespace_teams" in message and "the job is in team dev" in message

@@ -51,7 +51,7 @@ from .convert import to_epoch, to_stored_job, to_time
 from .engine import run, translate_errors
 from .launches import SqlLaunches
 from .models import CloudLaunchRow, CostEntryRow, JobRow, PlacementRow, table
-from .reports import ONPREM, Report, totals
+from .reports import ONPREM, Report, aggregate, totals
 from .rollups import enter
 from .rollups import rebuild as rollups_rebuild
 
@@ -153,71 +153,19 @@ class SqlLedger:
         Whole UTC days are read from the daily rollups, the rest from the entries."""
         filters = {"team_name": team, "user_name": user, "cloud": cloud, "project": project}
         filters.update(job_id=job, source=source)
-        return self._report(since, until, by, filters, rates, rollups=True, top=top)
-
-    def cost_report_from_entries(
-        self,
-        since: float,
-        until: float,
-        by: Sequence[str] = ("team",),
-        *,
-        team: str | None = None,
-        user: str | None = None,
-        cloud: str | None = None,
-        project: str | None = None,
-        job: str | None = None,
-        source: str | None = None,
-        rates: Mapping[str, float] | None = None,
-        top: int | None = None,
-    ) -> list[CostTotal]:
-        """``cost_report`` read from every entry, never the rollups: the reference they
-        are checked against (tests, ``bench/store_bench.py``)."""
-        filters = {"team_name": team, "user_name": user, "cloud": cloud, "project": project}
-        filters.update(job_id=job, source=source)
-        return self._report(since, until, by, filters, rates, rollups=False, top=top)
-
-    def _report(
-        self,
-        since: float,
-        until: float,
-        by: Sequence[str],
-        filters: Mapping[str, str | None],
-        rates: Mapping[str, float] | None,
-        *,
-        rollups: bool,
-        top: int | None,
-    ) -> list[CostTotal]:
         keys = report_keys(by)
-        report = Report(self._db.is_postgres, keys, rates or {}, filters)
-        query = report.query(to_time(since), to_time(until), rollups=rollups, top=top)
+        postgres = self._db.is_postgres
+        report = Report(postgres, keys, rates or {}, filters)
+        query = report.query(to_time(since), to_time(until), rollups=True, top=top)
         if query is None:
             return []
-        rows = run(self._engine, lambda conn: self._aggregate(conn, query))
+        rows = run(self._engine, lambda conn: aggregate(conn, query, postgres=postgres))
         return totals(keys, rows)
 
     def rebuild_cost_rollups(self) -> None:
         """Recompute the daily rollups from the entries: for entries written around the
         store (a bulk load); the store's own writes keep them current."""
         run(self._engine, lambda conn: rollups_rebuild(conn, self._db.is_postgres))
-
-    def _aggregate(self, conn: sa.Connection, query: sa.Select[Any]) -> list[Any]:
-        """Run a report query, its rows read from the driver's cursor (plain tuples, no
-        ``Row`` per group). On PostgreSQL, in this transaction only: hash the groups
-        (the planner cannot estimate how few groups there are — a project × week has no
-        statistics — and would sort a million rows on disk instead), without JIT
-        compilation (a quarter of a second for a query that runs once)."""
-        if self._db.is_postgres:
-            for setting in (
-                "SET LOCAL enable_sort = off",
-                "SET LOCAL jit = off",
-                "SET LOCAL work_mem = '64MB'",
-            ):
-                conn.execute(sa.text(setting))
-        result = conn.execute(query)
-        try:  # plain tuples from the driver: no column of a report needs result processing
-            return list(result.cursor.fetchall())
-        finally:
-            result.close()
 
     def job_costs(self, job_ids: Iterable[str]) -> dict[str, dict[JobCostKey, Decimal]]:
         """Money metered for each job, per launch id (``None``: entries of no launch) and

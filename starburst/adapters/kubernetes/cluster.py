@@ -211,13 +211,6 @@ class KubernetesCluster:
             new, self._book.submissions = self._book.submissions, []
         return sorted(new, key=lambda j: (j.submit_time, j.id))
 
-    def queued(self) -> list[Job]:
-        """Every Job currently waiting in the cluster (for reconciling at start-up)."""
-        with self._lock:
-            objs = [o for o in self._book.jobs.values() if conv.job_state(o) == "queued"]
-        jobs = [conv.submission_from_k8s(o, self.settings.conventions)[0] for o in objs]
-        return sorted(jobs, key=lambda j: (j.submit_time, j.id))
-
     def snapshot(self) -> ClusterSnapshot:
         with self._lock:
             nodes = [self._nodes[name] for name in sorted(self._nodes)]
