@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from starburst.adapters.kubernetes import KubernetesCluster, Settings
+from starburst.adapters.kubernetes import KubernetesCluster, KubernetesSettings
 from starburst.core.cycle import SchedulerConfig, admit, schedule_pass
 from starburst.core.policy import PolicyKind, WaitPolicy
 from tests.kubeapi import KubeApiServer
@@ -159,7 +159,7 @@ def measure(name: str, server: Callable[..., Any], args: argparse.Namespace) -> 
         counted = Counted(make_client())
         t0 = time.perf_counter()
         cluster = KubernetesCluster(
-            counted.api_client, WallClock(), Settings(namespace=NAMESPACE)
+            counted.api_client, WallClock(), KubernetesSettings(namespace=NAMESPACE)
         ).start_watching()
         assert cluster.wait_synced(600), "informers did not sync"
         submissions = cluster.submissions()

@@ -69,12 +69,11 @@ def build_cluster(
             users=users,
             output_max_bytes=settings.local_job_output_max_mb * MIB,
         )
-    from starburst.adapters.kubernetes.cluster import KubernetesCluster
-    from starburst.adapters.kubernetes.cluster import Settings as KubeSettings
+    from starburst.adapters.kubernetes.cluster import KubernetesCluster, KubernetesSettings
     from starburst.adapters.kubernetes.conversion import Conventions
 
     teams = {ns: frozenset(t) for ns, t in settings.kubernetes_namespace_teams.items()}
-    kube = KubeSettings(conventions=Conventions(namespace_teams=teams))
+    kube = KubernetesSettings(conventions=Conventions(namespace_teams=teams))
     cluster = KubernetesCluster(kube_api_client(settings), clock, kube)
     if not watch:
         return cluster

@@ -148,7 +148,7 @@ class KubeHarness:
         or the real control plane's fake kubelet); None for a cluster of one's own.
         ``api_client`` is the adapter's identity; ``users`` (default: the same) is who
         creates the Jobs, as a cluster user would."""
-        from starburst.adapters.kubernetes import KubernetesCluster, Settings
+        from starburst.adapters.kubernetes import KubernetesCluster, KubernetesSettings
         from starburst.adapters.kubernetes.retry import Backoff
 
         self.kube, self.api_client = kube, api_client
@@ -168,7 +168,7 @@ class KubeHarness:
         self.cluster = KubernetesCluster(
             api_client,
             ManualClock(1_800_000_000.0),
-            Settings(namespace=self.namespace, backoff=Backoff(base=0.05, cap=0.5)),
+            KubernetesSettings(namespace=self.namespace, backoff=Backoff(base=0.05, cap=0.5)),
         )
         self.cluster.start_watching()
         assert self.cluster.wait_synced(30)

@@ -48,7 +48,7 @@ def clock():
 @pytest.fixture
 def make_cluster(kube: KubeApiServer, clock):
     """Start ``KubernetesCluster`` adapters on the stand-in (each closed after the test)."""
-    from starburst.adapters.kubernetes import KubernetesCluster, Settings
+    from starburst.adapters.kubernetes import KubernetesCluster, KubernetesSettings
     from starburst.adapters.kubernetes.retry import Backoff
 
     made = []
@@ -56,7 +56,9 @@ def make_cluster(kube: KubeApiServer, clock):
     def make(**settings):
         api_client = kube.api_client()
         settings.setdefault("backoff", Backoff(base=0.05, cap=0.5))
-        adapter = KubernetesCluster(api_client, clock, Settings(**settings)).start_watching()
+        adapter = KubernetesCluster(
+            api_client, clock, KubernetesSettings(**settings)
+        ).start_watching()
         made.append((adapter, api_client))
         assert adapter.wait_synced(10)
         return adapter

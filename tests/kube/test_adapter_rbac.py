@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from starburst.adapters.kubernetes import KubernetesCluster, Settings
+from starburst.adapters.kubernetes import KubernetesCluster, KubernetesSettings
 from starburst.adapters.kubernetes.lease import LeaseLock
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.core.job import Job
@@ -78,7 +78,7 @@ def cluster(kube, clock) -> Iterator[KubernetesCluster]:
     """The adapter on a client that signs its requests (User-Agent) from the first one."""
     api = kube.api_client()
     api.user_agent = AGENT
-    adapter = KubernetesCluster(api, clock, Settings(backoff=Backoff(base=0.05, cap=0.5)))
+    adapter = KubernetesCluster(api, clock, KubernetesSettings(backoff=Backoff(base=0.05, cap=0.5)))
     try:
         yield adapter.start_watching()
     finally:

@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 
 from starburst.adapters.db.store import SqlStore
-from starburst.adapters.kubernetes import KubernetesCluster
-from starburst.adapters.kubernetes import Settings as KubeSettings
+from starburst.adapters.kubernetes import KubernetesCluster, KubernetesSettings
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.controller.daemon import Controller
 from starburst.core.lifecycle import JobState
@@ -90,7 +89,7 @@ class Rig:
 
 
 def adapter(api: Any, clock: ManualClock, namespace: str) -> KubernetesCluster:
-    settings = KubeSettings(namespace=namespace, backoff=Backoff(base=0.05, cap=0.5))
+    settings = KubernetesSettings(namespace=namespace, backoff=Backoff(base=0.05, cap=0.5))
     cluster = KubernetesCluster(api, clock, settings).start_watching()
     assert cluster.wait_synced(30)
     return cluster

@@ -25,8 +25,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from starburst.adapters.kubernetes import KubernetesCluster
-from starburst.adapters.kubernetes import Settings as KubeSettings
+from starburst.adapters.kubernetes import KubernetesCluster, KubernetesSettings
 from starburst.adapters.kubernetes.informer import Informer
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.core.capacity import PlacementStrategy
@@ -72,7 +71,7 @@ def through(real_kube: RealKube, real_namespace: str) -> Iterator[Callable[..., 
     def make(watch_timeout: int = 60) -> Through:
         proxy = TcpProxy(real_kube.port).start()
         api = real_kube.api_client(creds.token, url=proxy.url)
-        settings = KubeSettings(
+        settings = KubernetesSettings(
             namespace=real_namespace,
             watch_timeout=watch_timeout,
             backoff=Backoff(base=0.05, cap=0.5),

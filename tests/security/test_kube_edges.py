@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from starburst.adapters.kubernetes import KubernetesCluster, Settings
+from starburst.adapters.kubernetes import KubernetesCluster, KubernetesSettings
 from starburst.adapters.kubernetes.conversion import Conventions
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.core.job import Job
@@ -43,7 +43,7 @@ def make_cluster(kube: KubeApiServer) -> Iterator[MakeCluster]:
     def make(**teams: list[str]) -> KubernetesCluster:
         conventions = Conventions(namespace_teams={ns: frozenset(t) for ns, t in teams.items()})
         api_client = kube.api_client()
-        settings = Settings(conventions=conventions, backoff=Backoff(base=0.05, cap=0.5))
+        settings = KubernetesSettings(conventions=conventions, backoff=Backoff(base=0.05, cap=0.5))
         adapter = KubernetesCluster(api_client, ManualClock(1.8e9), settings).start_watching()
         made.append((adapter, api_client))
         assert adapter.wait_synced(10)

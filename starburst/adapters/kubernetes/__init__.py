@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from starburst.adapters.kubernetes.cluster import KubernetesCluster, Settings
+    from starburst.adapters.kubernetes.cluster import KubernetesCluster, KubernetesSettings
 
-__all__ = ["KubernetesCluster", "Settings"]
+__all__ = ["KubernetesCluster", "KubernetesSettings"]
 
 
 def __getattr__(name: str) -> Any:

@@ -32,7 +32,7 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from starburst.adapters.kubernetes import conversion as conv
 from starburst.adapters.kubernetes.failures import failure_reason
@@ -53,8 +53,16 @@ UNFINISHED = "status.phase!=Succeeded,status.phase!=Failed"
 REFUSED = "involvedObject.kind=Job,reason=FailedCreate"  # a Job's pod create was refused
 
 
+class HeldPod(NamedTuple):
+    """A bound, unfinished pod: what it holds on its node, and the uid of the Job that owns
+    it (``""`` for a pod of no Job)."""
+
+    usage: conv.PodUsage
+    owner: str
+
+
 @dataclass(frozen=True, slots=True)
-class Settings:
+class KubernetesSettings:
     """How the adapter meets the cluster. ``namespace`` None watches Jobs in all namespaces."""
 
     namespace: str | None = None
@@ -65,28 +73,30 @@ class Settings:
 
 
 class KubernetesCluster:
-    def __init__(self, api_client: Any, clock: Clock, settings: Settings | None = None) -> None:
+    def __init__(
+        self, api_client: Any, clock: Clock, settings: KubernetesSettings | None = None
+    ) -> None:
         from kubernetes import client
 
-        self.settings = settings or Settings()
+        self.settings = settings or KubernetesSettings()
         self._clock = clock
         self._batch = client.BatchV1Api(api_client)
         self._core = client.CoreV1Api(api_client)
         self._io = Writes(self._batch, self._core, clock)
         self._lock = threading.RLock()
         self._book = JobBook(
-            clock,
-            self.settings.conventions,
-            self._notify,
-            self._pods_of,
-            self._mark,
-            self._warn,
-            self._explain,
+            clock=clock,
+            conventions=self.settings.conventions,
+            notify=self._notify,
+            pods_of=self._pods_of,
+            mark=self._mark,
+            warn=self._warn,
+            explain=self._explain,
         )
         self._nodes: dict[str, Node] = {}
         self._hostnames: dict[str, str] = {}  # node name -> its kubernetes.io/hostname label
         self._ungater = Ungater(self._book.placement_of)
-        self._pods: dict[tuple[str, str], tuple[str, float, float, float, str]] = {}
+        self._pods: dict[tuple[str, str], HeldPod] = {}  # by (namespace, name)
         #: called from the watch threads when a Job ends or a new one is queued (``subscribe``)
         self._listener: Callable[[], None] | None = None
         s = self.settings
@@ -152,7 +162,7 @@ class KubernetesCluster:
             if usage is None:
                 self._pods.pop(key, None)
             else:
-                self._pods[key] = (*usage, owner)
+                self._pods[key] = HeldPod(usage, owner)
             self._ungater.observe(kind, obj, owner, self._hostnames)
         self._release()
 
@@ -184,7 +194,7 @@ class KubernetesCluster:
         self._flush()
 
     def _pods_of(self, uid: str) -> int:
-        return sum(1 for p in self._pods.values() if p[4] == uid)
+        return sum(1 for pod in self._pods.values() if pod.owner == uid)
 
     def _flush(self) -> None:
         """Send the writes the Job book decided (never under the lock)."""
@@ -217,9 +227,10 @@ class KubernetesCluster:
             index = {n.name: i for i, n in enumerate(nodes)}
             capacity = CapacityIndex(nodes)
             placed = {s.uid for s in self._book.running.values() if s.parts}
-            for node, gpus, cpus, mem, owner in self._pods.values():
-                if owner not in placed and node in index:
-                    _take(capacity, index[node], node, gpus, cpus, mem)
+            for pod in self._pods.values():
+                use = pod.usage
+                if pod.owner not in placed and use.node in index:
+                    _take(capacity, index[use.node], use.node, use.gpus, use.cpus, use.memory_mb)
             running = []
             for started in self._book.running.values():
                 parts = self._parts(started, index, capacity)

@@ -41,7 +41,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from starburst.adapters.kubernetes.pinning import pinned_scheduling
 from starburst.adapters.kubernetes.podtask import cloud_fields
@@ -249,13 +249,23 @@ def node_from_k8s(node: Obj, conv: Conventions) -> Node:
     )
 
 
-def pod_usage(pod: Obj) -> tuple[str, float, float, float] | None:
-    """(node, GPUs, CPUs, MiB) a bound, unfinished pod holds; None if it holds nothing."""
+class PodUsage(NamedTuple):
+    """What a bound, unfinished pod holds on its node."""
+
+    node: str
+    gpus: float
+    cpus: float
+    memory_mb: float
+
+
+def pod_usage(pod: Obj) -> PodUsage | None:
+    """What a bound, unfinished pod holds; None if it holds nothing."""
     node = (pod.get("spec") or {}).get("nodeName")
     phase = (pod.get("status") or {}).get("phase")
     if not node or phase in ("Succeeded", "Failed"):
         return None
-    return (node, *pod_resources(pod.get("spec") or {}))
+    gpus, cpus, memory_mb = pod_resources(pod.get("spec") or {})
+    return PodUsage(node, gpus=gpus, cpus=cpus, memory_mb=memory_mb)
 
 
 def parse_placement(text: str) -> list[tuple[str, int]]:

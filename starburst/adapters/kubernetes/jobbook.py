@@ -57,8 +57,15 @@ class Started:
 
 
 class JobBook:
+    """The Jobs' bookkeeping; the cluster hands it what it cannot do under the lock or alone:
+    ``notify`` (tell the controller a Job ended or arrived), ``pods_of`` (how many pods of the
+    Job with this uid the pod watch holds), ``mark`` (a given-up Job's follow-up write),
+    ``warn`` and ``explain`` (``Warn``, ``Explain``; without them nothing is warned and a
+    failed Job is reported with its condition's reason)."""
+
     def __init__(
         self,
+        *,
         clock: Clock,
         conventions: conv.Conventions,
         notify: Callable[[], None],
