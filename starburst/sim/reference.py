@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from starburst.core.capacity import Node
 from starburst.core.job import Job
@@ -33,6 +34,26 @@ class RefOutcome:
     nodes: tuple[str, ...]
 
 
+#: one part of a placement: (node index, GPUs, CPUs)
+Parts = list[tuple[int, int, float]]
+
+
+class Queued(NamedTuple):
+    """A job in the queue; entries sort as the queue is ordered (arrival, then id)."""
+
+    queued_at: float
+    job_id: str
+    job: Job
+    deadline: float  # when its budget runs out and it bursts (inf: never)
+
+
+class Running(NamedTuple):
+    end: float
+    job: Job
+    parts: Parts
+    start: float
+
+
 def _split(gpus: int, largest: int) -> list[int]:
     if gpus <= largest or largest == 0:
         return [gpus]
@@ -42,7 +63,7 @@ def _split(gpus: int, largest: int) -> list[int]:
 
 def _place(
     job: Job, nodes: Sequence[Node], free: list[int], free_cpu: list[float], best_fit: bool
-) -> list[tuple[int, int, float]] | None:
+) -> Parts | None:
     eligible = [
         i
         for i, n in enumerate(nodes)
@@ -78,8 +99,8 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
     free = [n.gpus if n.schedulable else 0 for n in nodes]
     free_cpu = [n.cpus for n in nodes]
     pending = sorted(jobs, key=lambda j: (j.submit_time, j.id))
-    queue: list[tuple[float, str, Job, float]] = []  # (queued_at, id, job, deadline)
-    running: list[tuple[float, Job, list[tuple[int, int, float]], float]] = []
+    queue: list[Queued] = []
+    running: list[Running] = []
     pullbacks: list[tuple[float, Job]] = []
     pulled: set[str] = set()
     cloud: dict[str, float] = {}
@@ -129,22 +150,22 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
         return max(at, t)
 
     while pending or running or queue or pullbacks or held:
-        candidates = [e[3] for e in queue if math.isfinite(e[3])]
-        candidates += [r[0] for r in running] + [p[0] for p in pullbacks]
+        candidates = [e.deadline for e in queue if math.isfinite(e.deadline)]
+        candidates += [r.end for r in running] + [at for at, _ in pullbacks]
         candidates += [a for a in map(free_at, held) if a is not None]
         if pending:
             candidates.append(pending[0].submit_time)
         t = min(candidates)
-        for run in [r for r in running if r[0] <= t]:
+        for run in [r for r in running if r.end <= t]:
             running.remove(run)
-            for i, size, cpus in run[2]:
+            for i, size, cpus in run.parts:
                 free[i] += size
                 free_cpu[i] += cpus
         queue.sort()
-        for entry in [e for e in queue if e[3] <= t]:
+        for entry in [e for e in queue if e.deadline <= t]:
             queue.remove(entry)
-            burst(entry[2], t)
-        arrived = []
+            burst(entry.job, t)
+        arrived: list[Queued] = []
         for at, job in sorted([p for p in pullbacks if p[0] <= t], key=lambda p: p[1].id):
             pullbacks.remove((at, job))
             pulled.add(job.id)
@@ -152,7 +173,7 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
                 burst(job, t)
                 continue
             budget = policy.star_requeue_budget(job, at)
-            arrived.append((at, job.id, job, at + budget))
+            arrived.append(Queued(at, job.id, job, at + budget))
         while pending and pending[0].submit_time <= t:
             held.append(pending.pop(0))
         held.sort(key=lambda j: (j.submit_time, j.id))
@@ -168,12 +189,14 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
                 burst(job, t)
                 continue
             budget = policy.budget(job)
-            arrived.append((t, job.id, job, t + budget if math.isfinite(budget) else math.inf))
+            arrived.append(
+                Queued(t, job.id, job, t + budget if math.isfinite(budget) else math.inf)
+            )
         queue = sorted(queue + arrived)
         waiting = []
         blocked = False
         for entry in queue:
-            job = entry[2]
+            job = entry.job
             parts = None if blocked else _place(job, nodes, free, free_cpu, best_fit)
             if parts is None:
                 never = (
@@ -186,7 +209,7 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
                     )
                     is None
                 )
-                if not blocked and never and math.isinf(entry[3]):
+                if not blocked and never and math.isinf(entry.deadline):
                     burst(job, t)
                     continue
                 waiting.append(entry)
@@ -196,7 +219,7 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
                 free[i] -= size
                 free_cpu[i] -= cpus
             end = t + (job.runtime or 0.0)
-            running.append((end, job, parts, t))
+            running.append(Running(end, job, parts, t))
             where = "cloud+onprem" if job.id in pulled else "onprem"
             out[job.id] = RefOutcome(
                 job.id,
@@ -208,12 +231,12 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
             )
         queue = []
         for entry in waiting:
-            if entry[3] <= t:
-                burst(entry[2], t)
+            if entry.deadline <= t:
+                burst(entry.job, t)
             else:
                 queue.append(entry)
         if queue_cap is not None:
             for entry in queue[queue_cap:]:
-                burst(entry[2], t)
+                burst(entry.job, t)
             queue = queue[:queue_cap]
     return out
