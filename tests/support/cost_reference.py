@@ -17,6 +17,16 @@ from starburst.adapters.db.store import SqlStore
 from starburst.core.billing import report_keys
 from starburst.core.records import CostTotal
 
+#: the report filters' names → the columns they narrow (as ``SqlLedger.cost_report``)
+COLUMNS = {
+    "team": "team_name",
+    "user": "user_name",
+    "cloud": "cloud",
+    "project": "project",
+    "job": "job_id",
+    "source": "source",
+}
+
 
 def report_from_entries(
     store: SqlStore,
@@ -24,21 +34,16 @@ def report_from_entries(
     until: float,
     by: Sequence[str] = ("team",),
     *,
-    team: str | None = None,
-    user: str | None = None,
-    cloud: str | None = None,
-    project: str | None = None,
-    job: str | None = None,
-    source: str | None = None,
     rates: Mapping[str, float] | None = None,
     top: int | None = None,
+    **filters: str | None,
 ) -> list[CostTotal]:
-    """``store.ledger.cost_report(since, until, by, ...)`` computed from every entry."""
-    filters = {"team_name": team, "user_name": user, "cloud": cloud, "project": project}
-    filters.update(job_id=job, source=source)
+    """``store.ledger.cost_report(since, until, by, ...)`` computed from every entry;
+    ``filters`` as there (``team``, ``user``, ``cloud``, ``project``, ``job``, ``source``)."""
+    columns = {COLUMNS[name]: value for name, value in filters.items()}
     keys = report_keys(by)
     postgres = store.database.is_postgres
-    query = Report(postgres, keys, rates or {}, filters).query(
+    query = Report(postgres, keys, rates or {}, columns).query(
         to_time(since), to_time(until), rollups=False, top=top
     )
     if query is None:
