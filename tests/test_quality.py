@@ -1,8 +1,12 @@
 """The project's own promises about its code: lint, types, import contracts, light imports."""
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -69,3 +73,15 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
     )
     assert f"```bash\n{command}\n```" in readme
     assert "pytest -n auto" in command
+
+
+def test_the_lockfile_matches_pyproject() -> None:
+    """``uv.lock`` pins what the image installs (``tests/support/image.py``): it must resolve
+    exactly what ``pyproject.toml`` asks for (``uv lock`` after changing a dependency)."""
+    uv = shutil.which("uv")
+    if uv is None:
+        if os.environ.get("CI"):
+            pytest.fail("no uv on PATH: the README's install step puts it there")
+        pytest.skip("no uv on PATH")
+    done = run(uv, "lock", "--check", "--offline")
+    assert done.returncode == 0, done.stdout + done.stderr
