@@ -5,6 +5,7 @@ on the command line, so ``starburst simulate`` never pays for SQLAlchemy or scik
 imports. ``starburst --help`` (and ``starburst`` alone) prints ``SUMMARIES``, a static copy of
 each command's first line of help, without importing typer or any command module (start-up
 in tens of milliseconds instead of hundreds); a test keeps it equal to the commands' own help.
+``starburst --version`` prints ``starburst <version>`` the same way, without typer.
 ``starburst simulate`` with well-formed arguments skips typer too (``starburst.cli.fastpath``):
 the simulator's whole command is then the interpreter, the trace and the engine.
 Errors meant for people (``StarburstError``) print one line to stderr
@@ -93,7 +94,8 @@ def static_help() -> str:
     lines = [f"  {name:<{width}}  {SUMMARIES[name]}" for name in (*COMMANDS, *GROUPS)]
     return (
         "Usage: starburst [OPTIONS] COMMAND [ARGS]...\n\n" + HELP + "\n\nOptions:\n"
-        "  --help  Show this message and exit.\n\nCommands:\n"
+        "  --version  Show the version and exit.\n"
+        "  --help     Show this message and exit.\n\nCommands:\n"
         + "\n".join(lines)
         + "\n\nRun `starburst COMMAND --help` for a command's options.\n"
     )
@@ -134,6 +136,11 @@ def main(argv: list[str] | None = None) -> None:
     if args in ([], ["--help"]):
         sys.stdout.write(static_help())
         raise SystemExit(0 if args else 2)  # as typer's no_args_is_help
+    if args == ["--version"]:
+        from starburst import __version__
+
+        print(f"starburst {__version__}")
+        return
     from starburst.core.errors import StarburstError
 
     try:

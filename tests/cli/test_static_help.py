@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from importlib import metadata
 
 import pytest
 
@@ -50,3 +51,15 @@ def test_help_imports_no_typer_and_no_command(args: list[str], code: int) -> Non
     )
     assert f"LOADED [] {code}" in done.stderr
     assert done.stdout == static_help()
+
+
+def test_version_prints_the_packages_version_without_typer() -> None:
+    """``starburst --version`` (the image's smoke test runs it) says the installed version."""
+    probe = (
+        "import sys; from starburst.cli.main import main\n"
+        "main(['--version'])\n"
+        "print('LOADED', 'typer' in sys.modules, file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout == f"starburst {metadata.version('starburst')}\n"
+    assert "LOADED False" in done.stderr
