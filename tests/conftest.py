@@ -46,7 +46,7 @@ from tests.support.controlplane import real_kube, real_namespace  # noqa: E402, 
 
 SKYPILOT_REAL = "tests/skypilot_real/"
 # the real-component tiers: what the test command builds or installs (see ``real`` below)
-REAL_TIERS = ("tests/realkube/", SKYPILOT_REAL, "tests/helm/")
+REAL_TIERS = ("tests/realkube/", SKYPILOT_REAL, "tests/helm/", "tests/image/")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
@@ -64,8 +64,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=_long_groups_first)  # stable: each group keeps its own order
 
 
-#: the groups that run longest on one worker (the real control plane's, the SkyPilot server's)
-LONG_GROUPS = frozenset({"real-kube", "skypilot-real"})
+#: the groups that run longest on one worker (the real control plane's, the SkyPilot server's,
+#: the product image's build)
+LONG_GROUPS = frozenset({"real-kube", "skypilot-real", "image"})
 
 
 def _groups(item: pytest.Item) -> set[str]:
@@ -101,11 +102,13 @@ def _name_group_in_nodeid(item: pytest.Item) -> None:
 
 
 def _is_real(item: pytest.Item) -> bool:
-    """A test of the real-component tiers: in their directories, or on the real control plane
-    from elsewhere (``real_kube`` among its fixtures, or the ``real-kube`` group, as the
-    cluster contract's ``kubernetes-real`` case, which asks for the fixture at run time)."""
+    """A test of the real-component tiers: in their directories, on the product image built
+    for real (marked ``image``) or on the real control plane from elsewhere (``real_kube``
+    among its fixtures, or the ``real-kube`` group, as the cluster contract's
+    ``kubernetes-real`` case, which asks for the fixture at run time)."""
     return (
         item.nodeid.startswith(REAL_TIERS)
+        or any(item.iter_markers("image"))
         or _server_group(item) == "real-kube"
         or "real-kube" in _groups(item)
     )

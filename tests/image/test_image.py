@@ -1,0 +1,74 @@
+"""The product image, built for real (``tests/support/image.py``) and run as a container.
+
+Built once per machine from a debootstrapped Debian base and the wheelhouse of ``uv.lock``,
+with buildah and no network inside the build; cached under ``~/.cache/starburst/images``.
+The container runs as the image says (its entrypoint, user, environment), through
+``buildah run --isolation chroot``: no OCI runtime, so runc's ``oom_score_adj`` restriction
+on these machines does not apply. Without root or the tools the tests skip, except with
+``CI`` set (then they fail).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from starburst import __version__
+from tests.support.image import IMAGE_REF, cache_root, product_image_archive
+from tests.support.image_tools import Container, NoImageTools, container_of
+
+#: one worker builds (or finds) the image and runs its container for all of them; the group is
+#: handed out first (``LONG_GROUPS`` in tests/conftest.py), as the build may take minutes
+pytestmark = [pytest.mark.image, pytest.mark.slow, pytest.mark.xdist_group("image")]
+
+
+@pytest.fixture(scope="module")
+def archive() -> Path:
+    try:
+        return product_image_archive()
+    except NoImageTools as err:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set and the image cannot be built: {err}")
+        pytest.skip(str(err))
+
+
+@pytest.fixture(scope="module")
+def container(archive: Path) -> Iterator[Container]:
+    cache_root().mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="run-", dir=cache_root()))
+    with container_of(archive, workdir=workdir) as running:
+        yield running
+
+
+def test_the_image_says_its_version(container: Container) -> None:
+    done = container.run("--version")
+    assert (done.returncode, done.stdout) == (0, f"starburst {__version__}\n"), done.stderr
+
+
+def test_the_quickstart_runs_end_to_end_in_the_image(container: Container) -> None:
+    done = container.run("quickstart", "--speed", "2")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "ran on-prem" in done.stdout
+    assert "burst to the emulated cloud" in done.stdout
+    assert "saved $" in done.stdout
+
+
+def test_the_container_runs_as_the_unprivileged_user(container: Container) -> None:
+    done = container.run("id", "-u", entrypoint=False)
+    assert done.stdout.strip() == "10001", done.stderr
+
+
+def test_the_archive_names_the_image_for_containerd(archive: Path) -> None:
+    """``ctr -n k8s.io images import`` names it as the chart's default values pull it."""
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("index.json")
+        assert member is not None
+        index = json.load(member)
+    names = [m.get("annotations", {}).get("io.containerd.image.name") for m in index["manifests"]]
+    assert names == [IMAGE_REF]
