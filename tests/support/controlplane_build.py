@@ -1,11 +1,13 @@
 """Building the real control plane's binaries once, into a cache outside the repository.
 
 The Go module ``tests/controlplane/`` pins one Kubernetes release (``k8s.io/kubernetes`` in its
-``go.mod``, every staging module replaced by its published ``v0.X.Y``) and has four commands:
+``go.mod``, every staging module replaced by its published ``v0.X.Y``) and has these commands:
 ``etcd`` (a few lines around ``go.etcd.io/etcd/server/v3/embed``), ``kube-apiserver``,
-``kube-controller-manager`` and ``kube-scheduler``, each the upstream ``cmd/<name>/app``.
+``kube-controller-manager`` and ``kube-scheduler``, each the upstream ``cmd/<name>/app``; for
+the real node (``tests.support.realnode``) ``kubelet`` and ``kube-proxy`` (upstream too) and
+``gpu-device-plugin`` (ours: fake ``nvidia.com/gpu`` devices over the device-plugin API).
 
-``binaries()`` returns the directory holding the four programs, building them when missing:
+``binaries()`` returns the directory holding the programs, building them when missing:
 - cache key: ``~/.cache/starburst/controlplane/<k8s version>-<hash>/`` where the hash covers
   the link flags, ``go.mod``, ``go.sum`` and every ``.go`` file of the module
   (``STARBURST_CONTROLPLANE_CACHE`` overrides the parent directory); Go's own module and
@@ -29,7 +31,15 @@ import time
 from pathlib import Path
 
 MODULE = Path(__file__).resolve().parent.parent / "controlplane"
-PROGRAMS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+PROGRAMS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubelet",
+    "kube-proxy",
+    "gpu-device-plugin",
+)
 
 
 class BuildError(RuntimeError):
