@@ -30,6 +30,11 @@ What runs (binaries from ``tests.support.controlplane_build``, built when missin
   ReplicaSet, ...; no node lifecycle controller: the fake kubelet plays that part);
 - kube-scheduler, when ``scheduler=True`` (the default).
 
+With ``node_ip`` (the real node's tier, ``tests.support.realnode``) the API server listens on
+that host address instead of loopback, keeps the ``kubernetes`` Service's endpoints, and can
+call a real kubelet (``controlplane_process.node_args``); the controller manager also runs the
+node lifecycle and EndpointSlice controllers.
+
 Without Go the fixture skips, except with ``CI`` set (then it fails); a failed build or start
 fails with the program's output.
 """
@@ -57,12 +62,14 @@ from tests.support import controlplane_build as build
 from tests.support.controlplane_process import (
     AUDIT_POLICY,
     CONTROLLERS,
+    NODE_CONTROLLERS,
     Process,
     StartError,
     apiserver_args,
     free_port,
+    node_args,
 )
-from tests.support.kubepki import Pki, make_pki
+from tests.support.kubepki import Pki, make_pki, sign
 from tests.support.waiting import WaitTimeout, wait_for
 
 RESTRICTED = {
@@ -86,10 +93,14 @@ class ServiceAccountCredentials:
 class RealKube:
     """A running control plane (see the module docstring). ``stop()`` ends every program."""
 
-    def __init__(self, bindir: Path, workdir: Path, scheduler: bool = True) -> None:
+    def __init__(
+        self, bindir: Path, workdir: Path, scheduler: bool = True, node_ip: str | None = None
+    ) -> None:
         self.bindir, self.workdir = bindir, workdir
         self.version = build.kubernetes_version()
-        self.pki: Pki = make_pki(workdir / "pki")
+        self.node_ip = node_ip
+        self.host = node_ip or "127.0.0.1"
+        self.pki: Pki = make_pki(workdir / "pki", extra_ips=(node_ip,) if node_ip else ())
         self.audit_log = workdir / "audit.log"
         self.audit_log_replica = workdir / "audit-replica.log"
         self.etcd_url = ""
@@ -116,7 +127,7 @@ class RealKube:
                 "kube-controller-manager",
                 [
                     *common,
-                    f"--controllers={CONTROLLERS}",
+                    f"--controllers={NODE_CONTROLLERS if self.node_ip else CONTROLLERS}",
                     f"--root-ca-file={self.pki.ca_cert}",
                     "--concurrent-job-syncs=10",
                     "--concurrent-gc-syncs=10",
@@ -160,6 +171,16 @@ class RealKube:
         for attempt in range(3):  # a free port can be taken between probing and binding
             port = free_port()
             args = apiserver_args(self.pki, port, self.etcd_url, policy, audit_log)
+            if self.node_ip:
+                client = sign(
+                    self.pki,
+                    self.workdir / "pki" / "apiserver-kubelet-client",
+                    common_name="kube-apiserver-kubelet-client",
+                    organizations=("system:masters",),
+                )
+                args += node_args(
+                    node_ip=self.node_ip, kubelet_client=client, ca_cert=self.pki.ca_cert
+                )
             apiserver = self._spawn(name, args, program="kube-apiserver")
             if self._wait_ready(apiserver, port):
                 return apiserver, port
@@ -217,7 +238,7 @@ class RealKube:
     # -- clients ---------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return f"https://{self.host}:{self.port}"
 
     def request(
         self,
@@ -232,7 +253,7 @@ class RealKube:
         on ``port``, a replica); the decoded JSON reply."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(
-            f"https://127.0.0.1:{port or self.port}" + path,
+            f"https://{self.host}:{port or self.port}" + path,
             data=data,
             method=method,
             headers={
@@ -375,6 +396,18 @@ class RealKube:
 
         Events are written when a request completes; poll (``wait_for``) for the newest."""
         return read_audit(self.audit_log, user)
+
+    def kubelet_serving(self) -> tuple[Path, Path, Path]:
+        """A serving certificate for a fake kubelet on 127.0.0.1 (its key, and the CA), so it
+        can serve its pods' logs (``FakeKubelet(serving=...)``)."""
+        cert, key = sign(
+            self.pki,
+            self.workdir / "pki" / f"fake-kubelet-{secrets.token_hex(4)}",
+            common_name="fake-kubelet",
+            ips=("127.0.0.1",),
+            server=True,
+        )
+        return cert, key, self.pki.ca_cert
 
     def kubelet(self, **kwargs: Any) -> Any:
         """A ``FakeKubelet`` on this control plane (see ``tests.support.kubelet``)."""

@@ -1,8 +1,9 @@
 """The programs of a test control plane: their command lines, and each a child process with
 its output in a log file.
 
-``apiserver_args`` is kube-apiserver's command line; ``CONTROLLERS`` the controller manager's
-controllers; ``AUDIT_POLICY`` records every request once, at ``Metadata`` level.
+``apiserver_args`` is kube-apiserver's command line (``node_args`` what it adds for a real
+node); ``CONTROLLERS`` the controller manager's controllers (``NODE_CONTROLLERS`` with a real
+node); ``AUDIT_POLICY`` records every request once, at ``Metadata`` level.
 
 ``Process`` starts one (etcd's stdout stays a pipe: it announces its address there) and stops
 it (SIGTERM, then SIGKILL after 15 s); a child also gets SIGTERM when the process that
@@ -82,6 +83,10 @@ CONTROLLERS = ",".join([
     "clusterrole-aggregation-controller", "resourcequota-controller",
     "deployment-controller", "replicaset-controller",
 ])  # fmt: skip
+#: with a real node: the node lifecycle controller removes the ``not-ready`` taint a new node
+#: is registered with (the fake kubelet removes it itself), and Services get EndpointSlices
+#: (kube-proxy routes ClusterIPs by them)
+NODE_CONTROLLERS = f"{CONTROLLERS},node-lifecycle-controller,endpointslice-controller"
 AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
@@ -120,4 +125,19 @@ def apiserver_args(pki: Pki, port: int, etcd_url: str, policy: Path, audit_log: 
         "--enable-priority-and-fairness=false",
         "--profiling=false",
         "-v=1",
+    ]
+
+
+def node_args(*, node_ip: str, kubelet_client: tuple[Path, Path], ca_cert: Path) -> list[str]:
+    """What kube-apiserver's command line changes for a real node (later flags win): it
+    listens on the host's ``node_ip`` (pods reach it there through the ``kubernetes``
+    Service, whose endpoints it now keeps), and it calls kubelets (logs, exec) with a client
+    certificate, verifying theirs against the test CA."""
+    return [
+        f"--bind-address={node_ip}",
+        f"--advertise-address={node_ip}",
+        "--endpoint-reconciler-type=lease",
+        f"--kubelet-client-certificate={kubelet_client[0]}",
+        f"--kubelet-client-key={kubelet_client[1]}",
+        f"--kubelet-certificate-authority={ca_cert}",
     ]

@@ -6,7 +6,10 @@
 - a ServiceAccount signing key pair (``sa.key``/``sa.pub``): kube-apiserver signs the
   ServiceAccount tokens it issues (TokenRequest) with it and verifies them with it;
 - a static admin token (``tokens.csv``, user ``admin`` in ``system:masters``) for the tests'
-  own set-up and the controller manager.
+  own set-up and the controller manager;
+- the CA's key (``ca.key``) stays, so ``sign`` can issue more certificates signed by the CA:
+  a real kubelet's serving and client certificates, the API server's client certificate for
+  kubelets (``tests.support.realnode``).
 
 Everything is written into one directory, which is deleted with the control plane.
 """
@@ -36,6 +39,7 @@ SERVING_NAMES = [
 @dataclass(frozen=True)
 class Pki:
     ca_cert: Path
+    ca_key: Path
     serving_cert: Path
     serving_key: Path
     sa_private_key: Path
@@ -74,8 +78,9 @@ def _certificate(
     )
 
 
-def make_pki(directory: Path) -> Pki:
-    """Write a fresh CA, serving certificate, ServiceAccount key pair and admin token."""
+def make_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
+    """Write a fresh CA, serving certificate (also valid for ``extra_ips``), ServiceAccount key
+    pair and admin token."""
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = _name("starburst-test-ca")
@@ -103,6 +108,7 @@ def make_pki(directory: Path) -> Pki:
     sans += [
         x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
         x509.IPAddress(ipaddress.ip_address("10.0.0.1")),
+        *(x509.IPAddress(ipaddress.ip_address(ip)) for ip in extra_ips),
     ]
     serving = (
         _certificate(_name("kube-apiserver"), ca_name, serving_key.public_key(), ca_key)
@@ -114,6 +120,7 @@ def make_pki(directory: Path) -> Pki:
     )
     pki = Pki(
         ca_cert=directory / "ca.crt",
+        ca_key=directory / "ca.key",
         serving_cert=directory / "apiserver.crt",
         serving_key=directory / "apiserver.key",
         sa_private_key=directory / "sa.key",
@@ -124,6 +131,7 @@ def make_pki(directory: Path) -> Pki:
     pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     pki.serving_cert.write_bytes(serving.public_bytes(serialization.Encoding.PEM))
     _write_key(pki.serving_key, serving_key)
+    _write_key(pki.ca_key, ca_key)
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     _write_key(pki.sa_private_key, sa_key)
     pki.sa_public_key.write_bytes(
@@ -134,3 +142,38 @@ def make_pki(directory: Path) -> Pki:
     pki.token_file.write_text(f'{pki.admin_token},admin,admin-uid,"system:masters"\n')
     pki.token_file.chmod(0o600)
     return pki
+
+
+def sign(
+    pki: Pki,
+    path: Path,
+    *,
+    common_name: str,
+    organizations: tuple[str, ...] = (),
+    ips: tuple[str, ...] = (),
+    server: bool = False,
+) -> tuple[Path, Path]:
+    """Issue a certificate signed by the test CA: a client certificate (the user
+    ``common_name`` in the groups ``organizations``), or with ``server`` a serving certificate
+    valid for ``common_name`` and ``ips``. Written as ``<path>.crt`` and ``<path>.key``."""
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    issuer = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes()).subject
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+        + [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    )
+    usage = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH if server else None
+    builder = _certificate(subject, issuer, key.public_key(), ca_key).add_extension(
+        x509.ExtendedKeyUsage([usage or x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]),
+        critical=False,
+    )
+    if server:
+        names: list[x509.GeneralName] = [x509.DNSName(common_name)]
+        names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    cert, key_path = path.with_suffix(".crt"), path.with_suffix(".key")
+    cert.write_bytes(builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
+    _write_key(key_path, key)
+    return cert, key_path
