@@ -2,7 +2,9 @@
 
 Fixtures: the real Kubernetes control plane (``real_kube``, one per session — per worker under
 xdist — built and started only when a test asks for it) and a fresh PodSecurity-restricted
-namespace in it (``real_namespace``). See ``tests.support.controlplane``.
+namespace in it (``real_namespace``). See ``tests.support.controlplane``. The machine's real
+node (``real_node``: containerd, kubelet, kube-proxy and a GPU device plugin in a control plane
+of its own, one per session and per machine): see ``tests.support.realnode``.
 
 Parallel runs (``pytest -n auto``, the README's test command, with ``--dist loadgroup`` from
 ``pyproject.toml``): each worker is its own session, so session fixtures (PostgreSQL, the
@@ -13,6 +15,8 @@ lock. Tests that share an expensive server run on one worker, as an ``xdist_grou
   starts one control plane, not one per worker;
 - ``skypilot-real``: the real SkyPilot API server's tests (``tests/skypilot_real``), which also
   must run in their module order on one server;
+- ``realnode``: the real node's tests (``tests/realnode``, marked ``realnode``): one worker
+  owns the machine's one real node (containerd, kubelet, kube-proxy) and its control plane;
 - ``module:<path>``: the tests of a module that ask for a module-scoped fixture (a trained
   model, a live server, a browser), so that fixture is built once, not once per worker.
 Every test of the real-component tiers is marked ``real`` here (see ``_is_real``), so the fast
@@ -43,10 +47,12 @@ if sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE"):
     os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
 
 from tests.support.controlplane import real_kube, real_namespace  # noqa: E402, F401 (fixtures; after the bytecode set-up)
+from tests.support.realnode import real_node  # noqa: E402, F401 (the real node's tier)
 
 SKYPILOT_REAL = "tests/skypilot_real/"
+REALNODE = "tests/realnode/"
 # the real-component tiers: what the test command builds or installs (see ``real`` below)
-REAL_TIERS = ("tests/realkube/", SKYPILOT_REAL, "tests/helm/", "tests/image/")
+REAL_TIERS = ("tests/realkube/", SKYPILOT_REAL, "tests/helm/", "tests/image/", REALNODE)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
@@ -57,6 +63,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(group))
         if _is_real(item):
             item.add_marker(pytest.mark.real)
+        if item.nodeid.startswith(REALNODE):
+            item.add_marker(pytest.mark.realnode)
         # an xdist worker under --dist loadgroup (the option exists only on workers)
         if getattr(config.option, "loadgroup", False):
             _name_group_in_nodeid(item)
@@ -65,8 +73,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 #: the groups that run longest on one worker (the real control plane's, the SkyPilot server's,
-#: the product image's build)
-LONG_GROUPS = frozenset({"real-kube", "skypilot-real", "image"})
+#: the real node's, the product image's build)
+LONG_GROUPS = frozenset({"real-kube", "skypilot-real", "realnode", "image"})
 
 
 def _groups(item: pytest.Item) -> set[str]:
@@ -117,6 +125,8 @@ def _is_real(item: pytest.Item) -> bool:
 def _server_group(item: pytest.Item) -> str | None:
     if item.nodeid.startswith(SKYPILOT_REAL):
         return "skypilot-real"
+    if item.nodeid.startswith(REALNODE):
+        return "realnode"
     if "real_kube" in getattr(item, "fixturenames", ()):
         return "real-kube"
     if _uses_module_fixture(item):

@@ -10,10 +10,14 @@ with the ServiceAccount's token, its ClusterRole the shipped one), an SQL store 
   controller, same store, cloud and ServiceAccount);
 - ``denied()``: what the ServiceAccount was refused (403), from the real audit log: every
   test ends asserting it is empty, so a verb missing from ``rbac.yaml`` fails it.
+
+``controller_rig`` is the same controller life on any control plane and namespace, whatever
+its nodes (the real node's tier uses it on its own control plane).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,28 +99,25 @@ def adapter(api: Any, clock: ManualClock, namespace: str) -> KubernetesCluster:
     return cluster
 
 
-@pytest.fixture
-def rig(
-    real_kube: RealKube, real_namespace: str, kubelet: FakeKubelet, tmp_path: Path
-) -> Iterator[Rig]:
-    kubelet.add_node("gpu-a", gpus=8)
-    kubelet.add_node("gpu-b", gpus=8)
+@contextlib.contextmanager
+def controller_rig(real_kube: RealKube, namespace: str, tmp_path: Path) -> Iterator[Rig]:
+    """A controller life on ``real_kube`` watching ``namespace`` (see the module), whatever
+    nodes the cluster has (fake, or the real node of ``tests.support.realnode``)."""
     role = shipped_cluster_role()
     real_kube.apply_cluster_role(role)
-    creds = real_kube.service_account(
-        real_namespace, "starburst", cluster_role=role["metadata"]["name"]
-    )
+    creds = real_kube.service_account(namespace, "starburst", cluster_role=role["metadata"]["name"])
+    tmp_path.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     upgrade(url)
     clock = ManualClock(1_800_000_000.0)
     store = SqlStore.open(url, clock=clock)
     api = real_kube.api_client(creds.token)
-    cluster = adapter(api, clock, real_namespace)
+    cluster = adapter(api, clock, namespace)
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
     cloud = RecordingCloud(clock, 2.5)
     made = Rig(
         Controller(settings, store, cluster, cloud, clock=clock),
-        store, cluster, cloud, clock, real_namespace, real_kube, creds.username, api, settings,
+        store, cluster, cloud, clock, namespace, real_kube, creds.username, api, settings,
     )  # fmt: skip
     try:
         yield made
@@ -125,3 +126,13 @@ def rig(
         made.cluster.close()
         store.close()
         api.close()
+
+
+@pytest.fixture
+def rig(
+    real_kube: RealKube, real_namespace: str, kubelet: FakeKubelet, tmp_path: Path
+) -> Iterator[Rig]:
+    kubelet.add_node("gpu-a", gpus=8)
+    kubelet.add_node("gpu-b", gpus=8)
+    with controller_rig(real_kube, real_namespace, tmp_path) as made:
+        yield made

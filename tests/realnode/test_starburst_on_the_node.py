@@ -1,0 +1,50 @@
+"""Starburst's Kubernetes backend on the real node, unchanged: the controller (real
+``Controller`` and adapter, as the shipped ServiceAccount) admits a suspended GPU Job, pins its
+pods to the real node and lifts its scheduling gate, the kubelet runs the user's command with
+the GPUs the device plugin assigned, the real Job controller completes the Job, and Starburst
+records the end and shows the output (``starburst logs`` reads it through the same adapter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from starburst.adapters.kubernetes.pod_logs import job_output
+from starburst.core.lifecycle import JobState
+from tests.realkube.rig import Rig, controller_rig
+from tests.realkube.test_controller_real import pinned_nodes
+from tests.realnode.pods import busybox_job
+from tests.support.realnode import NODE, RealNode
+from tests.support.waiting import wait_for
+
+
+@pytest.fixture
+def node_rig(real_node: RealNode, node_namespace: str, tmp_path: Path) -> Iterator[Rig]:
+    with controller_rig(real_node.kube, node_namespace, tmp_path) as made:
+        yield made
+
+
+def test_a_suspended_gpu_job_is_admitted_onto_the_real_node_and_runs_to_completion(
+    node_rig: Rig,
+) -> None:
+    rig, ns = node_rig, node_rig.namespace
+    batch, core = client.BatchV1Api(rig.api), client.CoreV1Api(rig.api)
+    script = 'echo "training on $NVIDIA_VISIBLE_DEVICES"'
+    batch.create_namespaced_job(ns, busybox_job("train", script, gpus=2, pods=2))
+    assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+    report = rig.controller.run_pass()
+    assert report is not None and report.started == [f"{ns}/train"]
+    job = batch.read_namespaced_job("train", ns)
+    assert pinned_nodes(job) == {NODE}
+    assert job.metadata.annotations["starburst.io/placement"] == f"{NODE}×4"
+    assert rig.passes_until(lambda: rig.state("train") is JobState.SUCCEEDED, timeout=120)
+    out = job_output(core, ns, "train")
+    lines = [line for line in out.splitlines() if line.startswith("training on ")]
+    assert len(lines) == 2, out
+    seen = [d for line in lines for d in line.removeprefix("training on ").split(",")]
+    assert len(seen) == len(set(seen)) == 4, out  # the node's 4 GPUs, none twice
+    assert rig.denied() == []

@@ -1,0 +1,169 @@
+"""The real node's container images, built here: no container registry is reachable.
+
+- ``pause``: the sandbox image every pod starts with, from the pinned Kubernetes release's own
+  ``build/pause/linux/pause.c`` (in Go's module cache), compiled with ``gcc -static``;
+- ``busybox``: Debian's ``busybox-static`` with a link per applet in ``/bin`` (``sh``,
+  ``echo``, ``sleep``, ``env``, ``nc``, ...), for the test pods.
+
+Each is written as an OCI image layout tarball (one uncompressed layer, a config, a manifest,
+``index.json``) that ``ctr -n k8s.io images import`` loads under its name (``PAUSE``,
+``BUSYBOX``; the ``starburst.local`` registry does not exist, and with the image present the
+kubelet never pulls). The layers are reproducible: every file owned by root, mtime 0.
+
+Invariants: nothing is downloaded; a missing compiler or ``busybox-static`` raises
+``ImageError`` with what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from tests.support import controlplane_build as build
+
+PAUSE = "starburst.local/pause:3.10"
+BUSYBOX = "starburst.local/busybox:1"
+BUSYBOX_BINARY = Path("/bin/busybox")
+
+
+class ImageError(RuntimeError):
+    """An image could not be built (the message says what is missing)."""
+
+
+def _module_file(relative: str) -> Path:
+    """A file of the pinned ``k8s.io/kubernetes`` module, from Go's module cache."""
+    go = build.find_go()
+    env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly"}
+    done = subprocess.run(
+        [go, "mod", "download", "-json", f"k8s.io/kubernetes@{build.kubernetes_version()}"],
+        cwd=build.MODULE,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ImageError(f"go mod download k8s.io/kubernetes failed:\n{done.stdout}{done.stderr}")
+    return Path(json.loads(done.stdout)["Dir"]) / relative
+
+
+def _entry(
+    name: str, *, mode: int, kind: bytes = tarfile.REGTYPE, link: str = ""
+) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.mode, info.type, info.linkname, info.mtime = mode, kind, link, 0
+    return info
+
+
+def _layer(files: dict[str, bytes], links: dict[str, str], dirs: tuple[str, ...]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in dirs:
+            tar.addfile(_entry(name, mode=0o1777 if name == "tmp" else 0o755, kind=tarfile.DIRTYPE))
+        for name, data in sorted(files.items()):
+            info = _entry(name, mode=0o755)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in sorted(links.items()):
+            tar.addfile(_entry(name, mode=0o777, kind=tarfile.SYMTYPE, link=target))
+    return out.getvalue()
+
+
+def write_oci_tarball(path: Path, *, name: str, layer: bytes, config: dict[str, Any]) -> Path:
+    """An OCI image layout with one layer, as a tarball ``ctr images import`` reads."""
+    blobs: dict[str, bytes] = {}
+
+    def blob(data: bytes, media_type: str) -> dict[str, object]:
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        blobs[digest] = data
+        return {"mediaType": media_type, "digest": digest, "size": len(data)}
+
+    layer_desc = blob(layer, "application/vnd.oci.image.layer.v1.tar")
+    image_config = {
+        "architecture": "amd64",
+        "os": "linux",
+        "config": config,
+        "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]},
+    }
+    config_desc = blob(
+        json.dumps(image_config).encode(), "application/vnd.oci.image.config.v1+json"
+    )
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": config_desc,
+        "layers": [layer_desc],
+    }
+    manifest_desc = blob(
+        json.dumps(manifest).encode(), "application/vnd.oci.image.manifest.v1+json"
+    )
+    manifest_desc["annotations"] = {
+        "io.containerd.image.name": name,
+        "org.opencontainers.image.ref.name": name.rpartition(":")[2],
+    }
+    index = {"schemaVersion": 2, "manifests": [manifest_desc]}
+    documents = {
+        "oci-layout": json.dumps({"imageLayoutVersion": "1.0.0"}).encode(),
+        "index.json": json.dumps(index).encode(),
+    }
+    with tarfile.open(path, "w") as tar:
+        tar.addfile(_entry("blobs", mode=0o755, kind=tarfile.DIRTYPE))
+        tar.addfile(_entry("blobs/sha256", mode=0o755, kind=tarfile.DIRTYPE))
+        for digest, data in blobs.items():
+            documents[f"blobs/sha256/{digest.partition(':')[2]}"] = data
+        for member, data in documents.items():
+            info = _entry(member, mode=0o644)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def pause_image(directory: Path) -> Path:
+    """The sandbox image, compiled from the pinned release's ``pause.c``."""
+    source = _module_file("build/pause/linux/pause.c")
+    binary = directory / "pause"
+    done = subprocess.run(
+        [
+            "gcc",
+            "-Os",
+            "-Wall",
+            "-static",
+            "-DVERSION=v3.10-starburst",
+            "-o",
+            str(binary),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ImageError(f"gcc -static pause.c failed (is gcc installed?):\n{done.stderr}")
+    layer = _layer({"pause": binary.read_bytes()}, {}, ())
+    return write_oci_tarball(
+        directory / "pause.tar", name=PAUSE, layer=layer, config={"Entrypoint": ["/pause"]}
+    )
+
+
+def busybox_image(directory: Path) -> Path:
+    """Debian's static busybox, one ``/bin`` link per applet."""
+    if not BUSYBOX_BINARY.is_file():
+        raise ImageError(f"{BUSYBOX_BINARY} is missing (Debian's busybox-static)")
+    applets = subprocess.run(
+        [str(BUSYBOX_BINARY), "--list"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    links = {f"bin/{a}": "busybox" for a in applets if a != "busybox"}
+    files = {
+        "bin/busybox": BUSYBOX_BINARY.read_bytes(),
+        "etc/passwd": b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/tmp:/bin/sh\n",
+        "etc/group": b"root:x:0:\nnogroup:x:65534:\n",
+    }
+    layer = _layer(files, links, ("bin", "etc", "tmp"))
+    config = {"Cmd": ["sh"], "Env": ["PATH=/bin"]}
+    return write_oci_tarball(directory / "busybox.tar", name=BUSYBOX, layer=layer, config=config)
