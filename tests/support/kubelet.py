@@ -16,6 +16,14 @@ No kubelet can run here, so this plays its part through the real API, as a kubel
   node, in the order added, that matches the pod's node selector and required node affinity, is
   schedulable and has the GPUs free (``pods/binding``, as a scheduler would).
 
+- with ``serving`` (a certificate for 127.0.0.1 from the cluster's CA, its key, and the CA),
+  it serves what its pods printed as a kubelet does (``/containerLogs/...``, HTTPS, the API
+  server's client certificate verified against the CA; the port in the node's
+  ``daemonEndpoints``), so ``kubectl logs`` and ``pods/log`` readers see it: the output is
+  what the test says a pod printed (``set_pod_phase(..., output=...)``), "" when it said
+  nothing, as for a container that printed nothing. Without it, a request for a kubelet goes
+  to 127.0.0.1:10250, where nothing listens (refused at once).
+
 Pods on other nodes are left alone. It watches pods of every namespace with the project's
 informer. ``close()`` stops it and deletes its nodes (so the next test sees none of them).
 """
@@ -23,9 +31,13 @@ informer. ``close()`` stops it and deletes its nodes (so the next test sees none
 from __future__ import annotations
 
 import datetime
+import http.server
 import json
 import logging
+import ssl
 import threading
+import urllib.parse
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client
@@ -59,8 +71,11 @@ class FakeKubelet:
         binds: bool = False,
         auto_run: bool = True,
         lease_period: float = 10.0,
+        serving: tuple[Path, Path, Path] | None = None,
     ) -> None:
         self.api_client = api_client
+        self.outputs: dict[tuple[str, str], str] = {}  # (namespace, pod) -> what it printed
+        self._logs = _LogServer(serving, self.outputs) if serving else None
         self.core = client.CoreV1Api(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
         self.binds, self.auto_run, self.lease_period = binds, auto_run, lease_period
@@ -80,6 +95,10 @@ class FakeKubelet:
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> FakeKubelet:
+        if self._logs is not None:
+            threading.Thread(
+                target=self._logs.serve_forever, name="fake-kubelet-logs", daemon=True
+            ).start()
         self._pods.start()
         self._leases.start()
         if not self._pods.synced.wait(30):
@@ -89,6 +108,9 @@ class FakeKubelet:
     def close(self) -> None:
         self._stopping.set()
         self._pods.stop()
+        if self._logs is not None:
+            self._logs.shutdown()
+            self._logs.server_close()
         if self._leases.is_alive():
             self._leases.join()
         for name in list(self.nodes):
@@ -162,6 +184,11 @@ class FakeKubelet:
                             {"type": "InternalIP", "address": "127.0.0.1"},
                             {"type": "Hostname", "address": name},
                         ],
+                        **(
+                            {"daemonEndpoints": {"kubeletEndpoint": {"Port": self._logs.port}}}
+                            if self._logs is not None
+                            else {}
+                        ),
                         "nodeInfo": {
                             "kubeletVersion": "v1.34.4-fake",
                             "operatingSystem": "linux",
@@ -247,8 +274,13 @@ class FakeKubelet:
         )
         return sorted(reply.get("items") or (), key=lambda p: p["metadata"]["name"])
 
-    def set_pod_phase(self, namespace: str, name: str, phase: str, exit_code: int = 0) -> Obj:
-        """What a kubelet reports: the pod is Running, Succeeded or Failed."""
+    def set_pod_phase(
+        self, namespace: str, name: str, phase: str, exit_code: int = 0, output: str | None = None
+    ) -> Obj:
+        """What a kubelet reports: the pod is Running, Succeeded or Failed (``output``: what
+        its container printed, served as its log)."""
+        if output is not None:
+            self.outputs[(namespace, name)] = output
         pod = _data(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
         return self._report(pod, phase, exit_code)
 
@@ -390,3 +422,45 @@ class FakeKubelet:
             )
             return
         log.info("fake kubelet: no node for pod %s/%s yet", meta["namespace"], meta["name"])
+
+
+class _LogServer(http.server.ThreadingHTTPServer):
+    """The kubelet's ``containerLogs`` endpoint over HTTPS (see the module)."""
+
+    daemon_threads = True
+
+    def __init__(
+        self, serving: tuple[Path, Path, Path], outputs: dict[tuple[str, str], str]
+    ) -> None:
+        super().__init__(("127.0.0.1", 0), _LogHandler)
+        self.outputs = outputs
+        self.port = int(self.server_address[1])
+        cert, key, ca = serving
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(ca))
+        context.verify_mode = ssl.CERT_REQUIRED  # the API server's kubelet client certificate
+        context.load_cert_chain(str(cert), str(key))
+        self.socket = context.wrap_socket(self.socket, server_side=True)
+
+
+class _LogHandler(http.server.BaseHTTPRequestHandler):
+    server: _LogServer
+
+    def do_GET(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        parts = url.path.strip("/").split("/")
+        if len(parts) != 4 or parts[0] != "containerLogs":
+            self.send_error(404, "only containerLogs is served by the fake kubelet")
+            return
+        text = self.server.outputs.get((parts[1], parts[2]), "")
+        tail = urllib.parse.parse_qs(url.query).get("tailLines")
+        if tail:
+            text = "".join(text.splitlines(keepends=True)[-int(tail[0]) :])
+        body = text.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("fake kubelet logs: " + format, *args)
