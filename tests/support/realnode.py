@@ -426,11 +426,11 @@ def real_node() -> Iterator[RealNode]:
     with LOCK.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one real node per machine (see the module)
         workdir = Path(tempfile.mkdtemp(prefix="starburst-node-"))
-        (workdir / "control-plane").mkdir()
-        kube = RealKube(bindir, workdir / "control-plane", node_ip=node_ip())
         began = time.monotonic()
-        node = None
+        kube = node = None
         try:
+            (workdir / "control-plane").mkdir()
+            kube = RealKube(bindir, workdir / "control-plane", node_ip=node_ip())
             kube.start()
             node = RealNode(kube, bindir, workdir / "node")
             node.workdir.mkdir()
@@ -441,7 +441,8 @@ def real_node() -> Iterator[RealNode]:
         finally:
             if node is not None:
                 node.stop()
-            kube.stop()
+            if kube is not None:
+                kube.stop()
             shutil.rmtree(workdir, ignore_errors=True)
             if node is not None and node.leftovers:
                 print(f"\nreal node: not undone on the host: {node.leftovers}", flush=True)
