@@ -13,11 +13,17 @@ containerd mounts (rootfs overlays, network namespaces, shm) and starts shims th
   once per machine under a file lock, as ``tests.support.browser`` installs Chromium); returns
   the seconds it took (0 when nothing was missing).
 - ``HostState.capture(...)`` before the node starts; ``restore(...)`` after its programs
-  stopped removes what the node added and only that: paths that did not exist, chains named
-  ``KUBE-*``/``CNI-*`` that did not exist (and the rules jumping to them), the node's bridge,
-  mounts under the node's directories, the shims of the node's containerd (found by its
-  socket in their command line), the ``kubepods`` cgroups, and the tunables' old values. It
-  returns what it could not undo (an empty list is a clean host).
+  stopped removes what the node added and only that: the kubelet's and containerd's paths
+  that did not exist, the node's network's entries in CNI's cache (``/var/lib/cni``, shared
+  with podman), kube-proxy's ``KUBE-*`` chains that did not exist (and the rules jumping to
+  them), the node's bridge and its veths, mounts under the node's directories, the shims of
+  the node's containerd (found by its socket in their command line), the ``kubepods``
+  cgroups, and the tunables' old values (``ip_forward`` stays on if another network appeared
+  meanwhile, as podman's bridge: it may need it). It returns what it could not undo or left
+  on purpose (an empty list is a clean host).
+
+Other programs on the machine use some of the same things (podman's CNI bridge, cache and
+``CNI-*`` chains): nothing of theirs is touched.
 """
 
 from __future__ import annotations
@@ -43,15 +49,16 @@ PACKAGES = {
     "busybox-static": "/bin/busybox",
     "gcc": "/usr/bin/gcc",
 }
+#: paths only a kubelet and containerd use (only the node runs them on these machines)
 FIXED_PATHS = (
     "/var/lib/kubelet",
     "/var/log/containers",
     "/var/log/pods",
-    "/var/lib/cni",
     "/run/containerd",
     "/opt/containerd",
-    "/etc/cni",
 )
+#: CNI's result cache, shared with other CNI users (podman): only the node's network's files
+CNI_CACHE = Path("/var/lib/cni")
 SYSCTLS = (
     "net/ipv4/ip_forward",
     "net/ipv4/conf/all/route_localnet",
@@ -65,7 +72,9 @@ SYSCTLS = (
 )
 CGROUPS = Path("/sys/fs/cgroup")
 TABLES = ("filter", "nat", "mangle")
-OURS = ("KUBE-", "CNI-")
+#: kube-proxy's chains (the node's CNI plugins add none: no pod asks for a host port, and
+#: ``CNI-*`` chains may be another CNI user's, such as podman's firewall plugin)
+OURS = ("KUBE-",)
 
 
 class InstallError(RuntimeError):
@@ -145,16 +154,19 @@ class HostState:
     @classmethod
     def capture(cls) -> HostState:
         return cls(
-            existing_paths={p for p in FIXED_PATHS if os.path.lexists(p)},
+            existing_paths={p for p in (*FIXED_PATHS, str(CNI_CACHE)) if os.path.lexists(p)},
             sysctls={k: v for k in SYSCTLS if (v := _read(Path("/proc/sys") / k)) is not None},
             chains={t: _chains(t) for t in TABLES},
             cgroups={p for p in CGROUPS.glob("*/kubepods")},
             links=set(os.listdir("/sys/class/net")),
         )
 
-    def restore(self, *, directories: tuple[Path, ...], socket: Path, bridge: str) -> list[str]:
+    def restore(
+        self, *, directories: tuple[Path, ...], socket: Path, bridge: str, network: str
+    ) -> list[str]:
         """Undo the node's footprint (see the module); what could not be undone."""
         _kill_shims(socket)
+        _remove_cni_cache(network, existed="/var/lib/cni" in self.existing_paths)
         left = _unmount((*(str(d) for d in directories), "/run/containerd", "/var/lib/kubelet"))
         left += self._remove_links(bridge)
         for table in TABLES:
@@ -162,7 +174,7 @@ class HostState:
         for hierarchy in CGROUPS.glob("*/kubepods"):
             if hierarchy not in self.cgroups:
                 left += _remove_cgroup(hierarchy)
-        left += self._restore_sysctls()
+        left += self._restore_sysctls(bridge)
         for fixed in FIXED_PATHS:
             if fixed not in self.existing_paths and os.path.lexists(fixed):
                 shutil.rmtree(fixed, ignore_errors=True)
@@ -178,12 +190,17 @@ class HostState:
             for port in os.listdir(Path("/sys/class/net", bridge, "brif")):
                 subprocess.run(["ip", "link", "delete", port], capture_output=True, check=False)
             subprocess.run(["ip", "link", "delete", bridge], capture_output=True, check=False)
-        return [f"link {n}" for n in set(os.listdir("/sys/class/net")) - self.links]
+        return [f"link {bridge}"] if Path("/sys/class/net", bridge).exists() else []
 
-    def _restore_sysctls(self) -> list[str]:
+    def _restore_sysctls(self, bridge: str) -> list[str]:
         left = []
+        others = set(os.listdir("/sys/class/net")) - self.links - {bridge}
         for key, value in self.sysctls.items():
             path = Path("/proc/sys") / key
+            if key == "net/ipv4/ip_forward" and others:
+                # a network made meanwhile (podman's bridge) may need forwarding now
+                left.append(f"sysctl {key} left on: new links {sorted(others)}")
+                continue
             if _read(path) != value:
                 try:
                     path.write_text(value)
@@ -197,6 +214,17 @@ def _unmount(roots: tuple[str, ...]) -> list[str]:
         if subprocess.run(["umount", point], capture_output=True, check=False).returncode:
             subprocess.run(["umount", "-l", point], capture_output=True, check=False)
     return [f"mount {p}" for p in _mounts_under(roots)]
+
+
+def _remove_cni_cache(network: str, *, existed: bool) -> None:
+    """The node's network's entries in CNI's result cache; the cache itself if the node made
+    it and nobody else put anything there."""
+    for entry in (CNI_CACHE / "results").glob(f"{network}-*"):
+        entry.unlink(missing_ok=True)
+    if not existed:
+        for directory in sorted(CNI_CACHE.glob("**/"), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                directory.rmdir()  # only when empty
 
 
 def _kill_shims(socket: Path) -> None:

@@ -55,6 +55,7 @@ from tests.support.waiting import wait_for
 
 NODE = "real-node"
 BRIDGE = "starburst0"
+NETWORK = "starburst"  # the CNI network's name
 POD_SUBNET = "10.244.0.0/24"
 LOCK = Path.home() / ".cache" / "starburst" / "realnode.lock"
 #: the kubelet and the device plugin meet in this fixed directory (the kubelet's constant)
@@ -134,7 +135,7 @@ class RealNode:
         self._processes.clear()
         if self._host is not None:
             self.leftovers = self._host.restore(
-                directories=(self.workdir,), socket=self.socket, bridge=BRIDGE
+                directories=(self.workdir,), socket=self.socket, bridge=BRIDGE, network=NETWORK
             )
             self._host = None
 
@@ -224,7 +225,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         conf.mkdir(exist_ok=True)  # (containerd makes it to watch it)
         network = {
             "cniVersion": "0.4.0",
-            "name": "starburst",
+            "name": NETWORK,
             "plugins": [
                 {
                     "type": "bridge",
