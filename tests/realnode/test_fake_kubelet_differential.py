@@ -31,6 +31,7 @@ from kubernetes import client
 
 from starburst.adapters.kubernetes.pod_logs import job_output
 from starburst.core.lifecycle import JobState
+from tests.kube.adapter_support import waiting_jobs
 from tests.realkube.rig import Rig, controller_rig
 from tests.realnode.pods import busybox_job
 from tests.support.kubelet import FakeKubelet
@@ -112,7 +113,7 @@ def admit(rig: Rig, scenario: Scenario) -> int:
         scenario.name, scenario.script, gpus=scenario.gpus, deadline=scenario.deadline
     )
     client.BatchV1Api(rig.api).create_namespaced_job(rig.namespace, job)
-    assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+    assert wait_for(lambda: len(waiting_jobs(rig.cluster)) == 1)
     report = rig.controller.run_pass()
     assert report is not None and report.started == [f"{rig.namespace}/{scenario.name}"]
     return free_before - rig.cluster.snapshot().capacity.free_gpus

@@ -17,6 +17,7 @@ from kubernetes import client
 
 from starburst.adapters.kubernetes.pod_logs import job_output
 from starburst.core.lifecycle import JobState
+from tests.kube.adapter_support import waiting_jobs
 from tests.realkube.rig import Rig, controller_rig
 from tests.realkube.test_controller_real import pinned_nodes
 from tests.realnode.pods import busybox_job
@@ -37,7 +38,7 @@ def test_a_suspended_gpu_job_is_admitted_onto_the_real_node_and_runs_to_completi
     batch, core = client.BatchV1Api(rig.api), client.CoreV1Api(rig.api)
     script = 'echo "training on $NVIDIA_VISIBLE_DEVICES"'
     batch.create_namespaced_job(ns, busybox_job("train", script, gpus=2, pods=2))
-    assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+    assert wait_for(lambda: len(waiting_jobs(rig.cluster)) == 1)
     report = rig.controller.run_pass()
     assert report is not None and report.started == [f"{ns}/train"]
     job = batch.read_namespaced_job("train", ns)
@@ -64,7 +65,7 @@ def test_a_job_split_over_the_real_node_and_a_fake_one_runs_on_both(
         assert wait_for(lambda: rig.cluster.snapshot().capacity.free_gpus == 6)
         script = 'echo "on $NVIDIA_VISIBLE_DEVICES"'
         batch.create_namespaced_job(ns, busybox_job("split", script, gpus=2, pods=3))
-        assert wait_for(lambda: len(rig.cluster.queued()) == 1)
+        assert wait_for(lambda: len(waiting_jobs(rig.cluster)) == 1)
         report = rig.controller.run_pass()
         assert report is not None and report.started == [f"{ns}/split"]
         assert pinned_nodes(batch.read_namespaced_job("split", ns)) == {NODE, "fake-gpu"}
