@@ -178,6 +178,7 @@ def build_cloud(
         return EmulatedCloud(
             settings.state_dir / "cloud",
             prices,
+            spot=settings.use_spot,
             clock=clock,
             users=users,
             output_max_bytes=settings.local_job_output_max_mb * MIB,

@@ -84,7 +84,7 @@ def test_a_cloud_choice_nothing_can_price_is_refused_at_submit(api, tmp_path: Pa
     assert spot_gcp.exit_code == 1
     assert spot_gcp.stderr == (
         "error: this job cannot burst as asked: no spot price for A100:1 on gcp in the price "
-        "table, so it cannot burst (HTTP 422)\n"
+        "table, so it cannot burst (spot A100 is priced on aws) (HTTP 422)\n"
     )
     nowhere = submit_file(
         api, tmp_path, "resources: {accelerators: A100:1, infra: lambda}\nrun: x\n"

@@ -259,7 +259,7 @@ def test_permanent_errors_fail_the_job_with_the_reason(
     handle = cloud.launch(job(), "burst")
     assert passes(cloud, handle, clock) == "failed"
     assert cloud.reason(handle) == "InvalidCloudCredentials: no Azure credentials"
-    with pytest.raises(PermanentError, match="no on-demand price for B200"):
+    with pytest.raises(PermanentError, match="no cloud prices GPU type B200"):
         cloud.quote(Job("b", 0.0, 1, gpu_type="B200", extra={"command": "x"}))
     with pytest.raises(PermanentError, match="no command"):
         build_task(FakeSky(), Job("c", 0.0, 1), launch_options(job(), prices)[0], "n")

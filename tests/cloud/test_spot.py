@@ -4,13 +4,14 @@ whole run, recovery included, as one launch. Fake SDK, virtual time."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from starburst.adapters.db.store import SqlStore
-from starburst.adapters.local import LocalCluster
+from starburst.adapters.local import EmulatedCloud, LocalCluster
 from starburst.adapters.skypilot import SkyPilotCloud
 from starburst.adapters.skypilot.task import SPOT_RECOVERY
 from starburst.controller.daemon import Controller
@@ -116,3 +117,19 @@ def test_a_preempted_and_recovered_spot_job_is_metered_as_one_run(tmp_path: Path
         assert total.gpu_hours == pytest.approx(billed_s / 3600)
     finally:
         store.close()
+
+
+def test_spot_is_priced_and_metered_as_spot_on_the_emulated_cloud(tmp_path: Path) -> None:
+    """Issue 33, finding 7: `use_spot: true` was billed at the on-demand price."""
+    clock = ManualClock(0.0)
+    cloud = EmulatedCloud(tmp_path, load_price_table(), clock=clock, grace=0.2)
+    job = Job("s", 0.0, 1, gpu_type="A100", team="ml", extra={"command": "true"})
+    on_demand = cloud.quote(job)
+    spot_job = replace(job, id="t", extra={"command": "true", "use_spot": "true"})
+    billed = cloud.billed_launch(cloud.launch(spot_job, "test"))
+    assert (on_demand.price_per_hour, billed.price_per_hour) == (3.40, 1.10)
+    assert billed.where == "emulated gcp:us-central1 (spot)"
+    server_spot = EmulatedCloud(tmp_path / "b", load_price_table(), clock=clock, spot=True)
+    assert server_spot.quote(job).price_per_hour == 1.10  # the server's use_spot setting
+    with pytest.raises(Exception, match="must be true or false"):
+        cloud.quote(Job("u", 0.0, 1, extra={"use_spot": "maybe"}))

@@ -154,6 +154,6 @@ def test_emulated_cloud_failure_and_cancel(tmp_path: Path) -> None:
 
 def test_emulated_quote_refuses_unpriced_gpus(tmp_path: Path) -> None:
     cloud = EmulatedCloud(tmp_path, load_price_table())
-    with pytest.raises(PermanentError, match="no price for B200:2"):
+    with pytest.raises(PermanentError, match=r"no cloud prices GPU type B200, .*A100, A100-80GB"):
         cloud.quote(Job("b", 0.0, 2, gpu_type="B200", extra={"command": "true"}))
     assert cloud.quote(Job("cpu", 0.0, 0, extra={"command": "true"})).price_per_hour == 0.0

@@ -3,13 +3,17 @@
 The default cloud when none is configured. It implements the core's ``Cloud`` port: a burst
 job runs as a local process group (same conventions as ``LocalCluster``: ``processes.py``),
 while quotes and cost entries use the price table, as if the job had rented the cheapest
-option for its GPUs. So the whole product — waiting, bursting, metering, budgets, reports —
+option the job's cloud choice allows (``starburst.pricing.choice``: its clouds, regions and
+spot-ness, else the server's ``use_spot``), so a spot job is priced and metered as spot. So the
+whole product — waiting, bursting, metering, budgets, reports —
 can be tried on one machine.
 
 Terms:
 - *emulated*: every ``Quote`` has ``emulated=True`` and ``where`` starting with
   ``emulated``; every log starts with a header saying so; every ``BilledLaunch`` (hence every
   cost entry) carries ``emulated=True``. Nothing emulated can be mistaken for a real bill.
+- *region*: the emulated cloud prices each cloud in the price table's region for it only; a
+  job that names another region of that cloud is refused (its price is not known).
 - *launch name*: ``starburst-emulated-<job id>``, deterministic, so launching a job twice
   returns the first launch's handle.
 
@@ -37,7 +41,7 @@ is a cloud's. A handle whose job has no launch in the state directory polls as f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from starburst.adapters.local.jobusers import JobUsers
@@ -53,11 +57,13 @@ from starburst.adapters.local.statedir import LOG, job_dirname
 from starburst.adapters.local.watch import EndWatch
 from starburst.core import time_limit
 from starburst.core.billing import BilledLaunch
+from starburst.core.cloud_choice import CLOUDS
 from starburst.core.errors import PermanentError
 from starburst.core.failure import with_output
 from starburst.core.job import Job
 from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
 from starburst.pricing import PriceTable, default_price_table
+from starburst.pricing.choice import chosen_clouds, chosen_regions, launch_options
 from starburst.wallclock import WallClock
 
 EMULATED = "emulated"
@@ -113,18 +119,21 @@ class EmulatedCloud:
 
     # -- the Cloud port ----------------------------------------------------------------------
     def quote(self, job: Job) -> Quote:
-        gpu = job.gpu_type or self.default_gpu
         if job.gpus == 0:
             return Quote(0.0, f"{EMULATED} (CPU only)", "none", emulated=True)
         table = self._prices or default_price_table()
-        options = table.options(gpu, job.gpus, self.cloud, self.spot, job.split_unit)
-        if not options:
-            raise PermanentError(
-                f"job {job.id}: no price for {gpu}:{job.gpus} in the price table; "
-                "the emulated cloud prices bursts from it"
-            )
-        best = options[0]
-        return Quote(best.price_per_hour, f"{EMULATED} {best.where}", best.shape, True)
+        if self.cloud is not None and not chosen_clouds(job):
+            job = replace(job, extra={**job.extra, CLOUDS: self.cloud})
+        best = launch_options(job, table, self.default_gpu, self.spot)[0]
+        for cloud, regions in chosen_regions(job).items():
+            priced_in = table.regions.get(cloud)
+            wrong = [r for r in regions if priced_in is not None and r != priced_in.lower()]
+            if wrong:
+                raise PermanentError(
+                    f"job {job.id}: the {EMULATED} cloud prices {cloud} in {priced_in} only "
+                    f"(the price table's region), not {wrong[0]}"
+                )
+        return Quote(best.price.price_per_hour, f"{EMULATED} {best.where}", best.price.shape, True)
 
     def launch(self, job: Job, reason: str) -> CloudHandle:
         existing = self._find(job.id)

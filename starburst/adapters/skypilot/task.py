@@ -14,7 +14,7 @@ Job fields travel in ``Job.extra`` (strings, as Kubernetes annotations carry the
 - ``workdir``: a directory on the controller's machine, the task's ``workdir``: SkyPilot
   uploads it and runs the command there (``~/sky_workdir``).
 (``use_spot``, ``clouds``, ``regions`` and ``disk_gb`` are ``starburst.core.cloud_choice``'s
-words, which the API writes.)
+words, which the API writes; ``starburst.pricing.choice`` prices them for every cloud.)
 
 Terms:
 - *option*: one cloud (on-demand or spot) from the price table, with its price for the job's
@@ -34,34 +34,20 @@ import hashlib
 import math
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from starburst.adapters.skypilot.api import SkyApi
-from starburst.core.cloud_choice import CLOUDS, DISK_GB, REGIONS, USE_SPOT
+from starburst.core.cloud_choice import DISK_GB
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job, job_env
 from starburst.core.time_limit import time_limit_of
-from starburst.pricing import PriceOption, PriceTable, canonical_gpu
+from starburst.pricing.choice import LaunchOption, launch_options
+
+__all__ = ["LaunchOption", "base_name", "build_task", "launch_name", "launch_options", "option_of"]
 
 NAME_PREFIX = "starburst-"
 SPOT_RECOVERY = {"strategy": "EAGER_NEXT_REGION"}  # SkyPilot's managed-job recovery
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchOption:
-    """One cloud to try, with the regions allowed there (empty: any region)."""
-
-    price: PriceOption
-    regions: tuple[str, ...] = ()
-
-    @property
-    def where(self) -> str:
-        place = ",".join(f"{self.price.cloud}:{r}" for r in self.regions) or self.price.where
-        if self.regions and self.price.spot:
-            place += " (spot)"
-        return place
 
 
 def base_name(job_id: str) -> str:
@@ -79,32 +65,6 @@ def option_of(name: str, job_id: str) -> int | None:
     base = base_name(job_id) + "-"
     suffix = name[len(base) :] if name.startswith(base) else ""
     return int(suffix) if suffix.isdigit() else None
-
-
-def launch_options(
-    job: Job, prices: PriceTable, default_gpu: str | None = None, spot: bool = False
-) -> list[LaunchOption]:
-    """The job's options, cheapest first; ``PermanentError`` if there is none."""
-    gpu = job.gpu_type or default_gpu
-    if job.gpus < 1 or gpu is None:
-        raise PermanentError(f"job {job.id}: bursting needs a GPU count and a GPU type")
-    want_spot = _flag(job, USE_SPOT, _flag(job, "spot", spot))
-    regions = _regions(job)
-    clouds = _list(job, CLOUDS) or sorted(regions)
-    options = [
-        LaunchOption(p, tuple(regions.get(p.cloud, ())))
-        for p in prices.options(gpu, job.gpus, spot=want_spot, pod_gpus=job.split_unit)
-        if not clouds or p.cloud in clouds
-    ]
-    if not options:
-        kind = "spot" if want_spot else "on-demand"
-        allowed = f" on {', '.join(clouds)}" if clouds else ""
-        pods = f" in pods of {job.split_unit}" if job.pods else ""
-        raise PermanentError(
-            f"job {job.id}: no {kind} price for {canonical_gpu(gpu)}:{job.gpus}{pods}{allowed} "
-            "in the price table, so it cannot burst"
-        )
-    return options
 
 
 def build_task(api: SkyApi, job: Job, option: LaunchOption, name: str) -> Any:
@@ -150,31 +110,6 @@ def build_task(api: SkyApi, job: Job, option: LaunchOption, name: str) -> Any:
 
 def _env(job: Job) -> dict[str, str]:
     return {**job_env(job), "STARBURST_JOB_ID": job.id}
-
-
-def _list(job: Job, key: str) -> list[str]:
-    return [p.strip().lower() for p in job.extra.get(key, "").split(",") if p.strip()]
-
-
-def _regions(job: Job) -> dict[str, list[str]]:
-    by_cloud: dict[str, list[str]] = {}
-    for item in _list(job, REGIONS):
-        cloud, sep, region = item.partition("/")
-        if not sep or not cloud or not region:
-            raise PermanentError(f"job {job.id}: region {item!r} is not cloud/region")
-        by_cloud.setdefault(cloud, []).append(region)
-    return by_cloud
-
-
-def _flag(job: Job, key: str, default: bool) -> bool:
-    raw = job.extra.get(key, "").strip().lower()
-    if not raw:
-        return default
-    if raw in {"true", "yes", "1"}:
-        return True
-    if raw in {"false", "no", "0"}:
-        return False
-    raise PermanentError(f"job {job.id}: extra[{key!r}] must be true or false, not {raw!r}")
 
 
 def _int(job: Job, key: str, raw: str) -> int:
