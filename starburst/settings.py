@@ -169,6 +169,14 @@ class Settings(BaseSettings):
         description="Ceiling on one job's cloud "
         "$/h: a submission whose cheapest cloud quote is above it is refused (422).",
     )
+    no_team_cloud_budget: float = Field(
+        default=100.0,
+        ge=0,
+        le=MAX_CEILING,
+        allow_inf_nan=False,
+        description="Monthly cloud budget (USD) shared by users with no team; once spent, "
+        "their jobs wait on-prem. 0: users with no team never burst.",
+    )
     max_team_cloud_price: float | None = Field(
         default=None,
         gt=0,

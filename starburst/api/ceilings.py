@@ -18,12 +18,16 @@ reason, since the researcher asked for a cloud that cannot be had.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from fastapi import HTTPException
 
 from starburst.api.context import ApiContext
 from starburst.core.ceilings import exceeds, held_reason, refused_reason, team_cloud_rate
 from starburst.core.cloud_choice import CLOUDS, REGIONS, USE_SPOT
+from starburst.core.cycle import NO_TEAM
 from starburst.core.errors import StarburstError
+from starburst.core.holds import holds
 from starburst.core.job import Job
 from starburst.core.records import JobSpec, StoredJob
 
@@ -83,6 +87,14 @@ def check(ctx: ApiContext, spec: JobSpec) -> None:
         running = team_cloud_rate(ctx.store.jobs, ctx.store.ledger, spec.team)
         if exceeds(running, price, per_team):
             raise HTTPException(422, refused_reason(spec.team, running, price, shape, per_team))
+
+
+def budget_hold(ctx: ApiContext, team: str | None) -> str | None:
+    """Why a job of ``team`` waits past its budget now: its team's budget is spent, or,
+    with no team, the no-team budget (``core.holds``), or None."""
+    limit = Decimal(str(ctx.settings.no_team_cloud_budget))
+    held = holds(ctx.store.accounts, ctx.store.ledger, ctx.clock.now(), limit)
+    return held.get(NO_TEAM if team is None else team)
 
 
 def burst_hold(ctx: ApiContext, stored: StoredJob) -> str | None:

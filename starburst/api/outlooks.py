@@ -7,8 +7,8 @@ facts the controller's pass acts on:
 
 - *cloud hold*: no cloud configured (``cloud: none``), or the cloud side degraded (the
   controller's readiness says why);
-- *team hold*: the team's budgets this month (``core.holds.team_holds``, one read for all
-  teams);
+- *team hold*: the team's budgets this month, or the no-team budget for a job with no team
+  (``core.holds.holds``, the controller's own, one read for all teams);
 - *ceiling hold*: the team's $/h ceiling (``api.ceilings.burst_hold``), for a job that would
   burst now;
 - *shortfall*: the cluster's shape as the controller last recorded it
@@ -20,14 +20,15 @@ needs none of them: listing running jobs reads nothing more.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import cached_property
 
 from starburst.api import ceilings
 from starburst.api.context import ApiContext
 from starburst.controller.cloudgate import held_reason
 from starburst.core.capacity import CapacityIndex
-from starburst.core.cycle import NO_CLOUD
-from starburst.core.holds import team_holds
+from starburst.core.cycle import NO_CLOUD, NO_TEAM
+from starburst.core.holds import holds as budget_holds
 from starburst.core.lifecycle import JobState
 from starburst.core.outlook import Holds, Outlook, outlook
 from starburst.core.records import StoredJob
@@ -48,7 +49,7 @@ class Outlooks:
         team = stored.job.team
         holds = Holds(
             cloud=self._cloud,
-            team=self._teams.get(team) if team is not None else None,
+            team=self._teams.get(NO_TEAM if team is None else team),
             ceiling=lambda: ceilings.burst_hold(self.ctx, stored),
             shortfall=self._capacity.shortfall(stored.job) if self._capacity else None,
         )
@@ -63,7 +64,8 @@ class Outlooks:
 
     @cached_property
     def _teams(self) -> dict[str, str]:
-        return team_holds(self.ctx.store.accounts, self.ctx.store.ledger, self.now)
+        limit = Decimal(str(self.ctx.settings.no_team_cloud_budget))
+        return budget_holds(self.ctx.store.accounts, self.ctx.store.ledger, self.now, limit)
 
     @cached_property
     def _capacity(self) -> CapacityIndex | None:

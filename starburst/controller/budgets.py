@@ -2,9 +2,10 @@
 before (and when) a budget is spent.
 
 Terms:
-- *hold*: a team whose month's cloud spend reached its limit bursts no more
-  (``core.holds``); the gate is refreshed at most every ``ttl_s`` so a pass does not
-  aggregate the ledger each time.
+- *hold*: a team whose month's cloud spend reached its limit bursts no more, nor do users
+  with no team past theirs (``core.holds``). The gate reads the budgets and the month's spend
+  on every pass (two small queries: the budgets, one aggregate by team), so a budget set or
+  lowered — by any replica, through the database — is obeyed by the very next pass.
 - *alert*: a team's spend crossed a threshold (a share of its limit, e.g. 0.8 and 1.0,
   ``Settings.budget_alerts``). It fires once per team, month and threshold — the store
   claims it (``claim_budget_alert``), so a restart or a second replica never repeats it — as
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from starburst.core.holds import BudgetState, budget_states, team_holds
+from starburst.core.holds import BudgetState, budget_states, holds
 from starburst.core.ports import Accounts, BudgetNotes, Ledger
 
 log = logging.getLogger("starburst.controller")
@@ -137,26 +138,28 @@ class BudgetAlerts:
 
 
 class BudgetGate:
-    """``hold(now)`` for the scheduling loop: the teams held on-prem; refreshing it also
-    checks the alerts."""
+    """``hold(now)`` for the scheduling loop: the teams held on-prem (and ``NO_TEAM``), read
+    afresh on every pass; the alerts are checked at most every ``alert_every_s``."""
 
     def __init__(
         self,
         accounts: Accounts,
         ledger: Ledger,
-        ttl_s: float = 30.0,
+        *,
+        no_team_limit: Decimal,
         alerts: BudgetAlerts | None = None,
+        alert_every_s: float = 30.0,
     ) -> None:
         self.accounts, self.ledger = accounts, ledger
-        self.ttl_s = ttl_s
-        self.alerts = alerts
-        self._cached: tuple[float, dict[str, str]] | None = None
+        self.no_team_limit = no_team_limit
+        self.alerts, self.alert_every_s = alerts, alert_every_s
+        self._alerted_at: float | None = None
 
     def __call__(self, now: float) -> dict[str, str]:
-        if self._cached is not None and now - self._cached[0] < self.ttl_s:
-            return self._cached[1]
-        held = team_holds(self.accounts, self.ledger, now)
-        self._cached = (now, held)
-        if self.alerts is not None:
+        held = holds(self.accounts, self.ledger, now, self.no_team_limit)
+        if self.alerts is not None and (
+            self._alerted_at is None or now - self._alerted_at >= self.alert_every_s
+        ):
+            self._alerted_at = now
             self.alerts.check(now)
         return held

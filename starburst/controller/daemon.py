@@ -34,6 +34,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from starburst.adapters.db.leader import leader_lock
@@ -116,7 +117,12 @@ class Controller:
             notes=caps.budget_notes,
         )
         budgets, self.cloud_gate = (
-            BudgetGate(store.accounts, store.ledger, alerts=alerts),
+            BudgetGate(
+                store.accounts,
+                store.ledger,
+                no_team_limit=Decimal(str(settings.no_team_cloud_budget)),
+                alerts=alerts,
+            ),
             CloudGate(caps.health),
         )
         self.loop = SchedulingLoop(

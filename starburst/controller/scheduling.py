@@ -44,7 +44,14 @@ from starburst.controller.queue_view import QueueView, entry, read_all
 from starburst.controller.report import PassReport, backend_job
 from starburst.controller.unstartable import Unstartable
 from starburst.core.capacity import Node, Placement
-from starburst.core.cycle import HOLD_ALL, NO_CLOUD, PassResult, SchedulerConfig, schedule_pass
+from starburst.core.cycle import (
+    HOLD_ALL,
+    NO_CLOUD,
+    NO_TEAM,
+    PassResult,
+    SchedulerConfig,
+    schedule_pass,
+)
 from starburst.core.decisions import Burst, Start
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job, QueuedJob, cloud_blocker
@@ -164,7 +171,8 @@ class SchedulingLoop:
             else [
                 q.deadline
                 for q in result.waiting
-                if q.job.team not in hold and q.id not in self.ceiling.held
+                if (NO_TEAM if q.job.team is None else q.job.team) not in hold
+                and q.id not in self.ceiling.held
             ]
         )
         pull_backs = self.cloud_side.pull_backs_due() if self.cloud_side is not None else []

@@ -47,6 +47,8 @@ from starburst.core.policy import WaitPolicy
 HOLD_ALL = "*"
 #: why every job waits on-prem when the controller runs without a cloud (``cloud: none``)
 NO_CLOUD = "no cloud is configured, so nothing bursts; waiting on-prem"
+# A ``hold`` key that holds the jobs of users with no team (no team is named "").
+NO_TEAM = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +111,9 @@ def schedule_pass(
     ``queue`` is the previous pass's ``waiting`` (already in order); ``arrivals`` are entries
     admitted since (see ``admit``), in any order. ``hold`` maps teams that may not burst now
     (their cloud budget is spent) to the reason: their jobs keep waiting on-prem instead;
-    the key ``HOLD_ALL`` holds every job (the cloud side itself cannot burst). ``held_jobs``
-    holds single jobs the same way (job id → reason: a burst above its team's $/h ceiling).
+    the key ``NO_TEAM`` holds the jobs of users with no team, ``HOLD_ALL`` every job (the
+    cloud side itself cannot burst). ``held_jobs`` holds single jobs the same way (job id →
+    reason: a burst above a $/h ceiling).
     """
     result = PassResult()
     held = _Holds(hold or {}, held_jobs or {})
@@ -152,7 +155,7 @@ class _Holds:
     recorded: set[str] = field(default_factory=set)
 
     def reason(self, entry: QueuedJob) -> str | None:
-        team = self.teams.get(entry.job.team) if entry.job.team is not None else None
+        team = self.teams.get(NO_TEAM if entry.job.team is None else entry.job.team)
         return team or self.teams.get(HOLD_ALL) or self.jobs.get(entry.id)
 
 

@@ -47,7 +47,7 @@ def world(  # type: ignore[no-untyped-def]
     store = open_store(db_url)
     cluster = SimCluster(uniform_nodes(1, 4), clock, EveryJob())
     cloud = SimCloud(clock, 2.5, runtimes=EveryJob())
-    gate = BudgetGate(store.accounts, store.ledger, ttl_s=0.0)
+    gate = BudgetGate(store.accounts, store.ledger, no_team_limit=Decimal(100))
     loop, api, env = serve_loop(
         db_url, store, clock, resources, serve, cluster, cloud, POLICY, {"hold": gate}
     )

@@ -131,7 +131,10 @@ def test_gate_holds_an_exhausted_team_and_checks_alerts(store: SqlStore) -> None
     store.accounts.set_team_budget("ml", Decimal("10"))
     spend(store, "j", "12", NOV10 - DAY)
     gate = BudgetGate(
-        store.accounts, store.ledger, alerts=BudgetAlerts(store.accounts, store.ledger, [1.0])
+        store.accounts,
+        store.ledger,
+        no_team_limit=Decimal(100),
+        alerts=BudgetAlerts(store.accounts, store.ledger, [1.0]),
     )
     assert "team ml spent $12.00 of its $10.00 cloud budget for November 2026" in gate(NOV10)["ml"]
     assert store.accounts.budget_alerts("2026-11") == {"ml": [1.0]}

@@ -33,7 +33,7 @@ def test_a_team_over_budget_is_held_on_prem_while_others_burst(tmp_path: Path) -
     store.accounts.set_team_budget("cv", Decimal("1000"))
     store.jobs.transition("old-ml", JobState.CANCELLED, reason="test", actor="test")
 
-    gate = BudgetGate(store.accounts, store.ledger)
+    gate = BudgetGate(store.accounts, store.ledger, no_team_limit=Decimal(100))
     held = gate(NOW)
     assert set(held) == {"ml"}
     assert "team ml spent $300.00 of its $250.00 cloud budget" in held["ml"]
