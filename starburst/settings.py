@@ -14,18 +14,22 @@ import ipaddress
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from starburst.core import defaults
 from starburst.core.capacity import PlacementStrategy
+from starburst.core.ceilings import JobCeilings, job_ceilings
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import POLICIES, PolicyKind, WaitPolicy, calibrate
+
+if TYPE_CHECKING:
+    from starburst.pricing import PriceTable
 
 DEFAULT_STATE_DIR = Path.home() / ".local" / "share" / "starburst"
 MAX_UID = 2**31 - 1
@@ -167,7 +171,14 @@ class Settings(BaseSettings):
         le=MAX_CEILING,
         allow_inf_nan=False,
         description="Ceiling on one job's cloud "
-        "$/h: a submission whose cheapest cloud quote is above it is refused (422).",
+        "$/h: a submission whose cheapest cloud quote is above it is refused (422), and a "
+        "Kubernetes Job above it waits on-prem. Unset: one full node of the dearest GPU type "
+        "in the price table ($55.04/h, 8 x H100, with the shipped table).",
+    )
+    team_job_cloud_price: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per-team ceilings on one job's cloud $/h, over max_job_cloud_price "
+        '(e.g. {"ml": 500} lets team ml burst jobs of up to $500/h).',
     )
     no_team_cloud_budget: float = Field(
         default=100.0,
@@ -220,6 +231,16 @@ class Settings(BaseSettings):
         bad = [k for k, v in value.items() if not 0 <= v <= MAX_PRICE]
         if bad:
             raise ValueError(f"the rate of {bad[0]!r} is not from 0 to {MAX_PRICE:g} $/GPU-hour")
+        return value
+
+    @field_validator("team_job_cloud_price")
+    @classmethod
+    def _ceilings_positive(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = [k for k, v in value.items() if not 0 < v <= MAX_CEILING]
+        if bad:
+            raise ValueError(
+                f"the ceiling of team {bad[0]!r} is not above 0 and up to {MAX_CEILING:g} $/h"
+            )
         return value
 
     @field_validator("budget_alerts")
@@ -304,6 +325,21 @@ class Settings(BaseSettings):
         if token is not None and not token.startswith("sky_"):
             raise ValueError(f"{source}: a SkyPilot service-account token starts with sky_")
         return token
+
+    def job_ceilings(self, prices: PriceTable) -> JobCeilings:
+        """The per-job cloud $/h ceilings (``core.ceilings``), the default from ``prices``."""
+        node = prices.dearest_node()
+        return job_ceilings(
+            setting=self.max_job_cloud_price,
+            per_team=self.team_job_cloud_price,
+            dearest=(node.price_per_hour, node.shape) if node is not None else None,
+        )
+
+    def price_list(self) -> PriceTable:
+        """The price table in force: the admin's ``price_table``, else the shipped one."""
+        from starburst.pricing import default_price_table, load_price_table
+
+        return load_price_table(self.price_table) if self.price_table else default_price_table()
 
     def scheduler_config(self, reference: Sequence[Job] = ()) -> SchedulerConfig:
         """The core config; the coefficient is explicit or calibrated on ``reference`` jobs."""

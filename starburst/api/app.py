@@ -39,6 +39,7 @@ from starburst.api.finance import burst_quote
 from starburst.api.limits import RequestLimits
 from starburst.api.routes import accounts, costs, jobs, queue, tuning, tuning_page
 from starburst.api.routes import health as health_routes
+from starburst.api.routes import quote as quote_routes
 from starburst.api.submissions import SubmissionBatcher
 from starburst.core.ports import Clock, Store
 from starburst.settings import Settings
@@ -86,7 +87,17 @@ def create_app(
     app.add_middleware(SubmitFastPath, context=ctx)  # innermost: limits and errors wrap it
     app.add_middleware(RequestLimits)  # inside the catch-all of errors.install
     errors.install(app)
-    for module in (jobs, queue, costs, accounts, tuning, tuning_page, health_routes, ui):
+    for module in (
+        quote_routes,
+        jobs,
+        queue,
+        costs,
+        accounts,
+        tuning,
+        tuning_page,
+        health_routes,
+        ui,
+    ):
         app.include_router(module.router)
     openapi.install(app)
     return app

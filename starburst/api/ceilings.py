@@ -1,8 +1,9 @@
 """Price ceilings checked at submission: a job whose cloud run would cost more per hour than
-``max_job_cloud_price``, or that would take its team's cloud spend rate above
-``max_team_cloud_price``, is refused with the price (422) before it is stored. The team
-ceiling is checked again when a job bursts (``starburst.controller.ceiling``); ``burst_hold``
-words that hold for ``explain``.
+its job ceiling (on by default, ``starburst.core.ceilings``), or that would take its team's
+cloud spend rate above ``max_team_cloud_price``, is refused with the price, the reason and
+the setting that allows it (422) before it is stored. Both are checked again when a job
+bursts (``starburst.controller.ceiling``); ``burst_hold`` words the team hold for
+``explain``. The same check answers ``POST /v1/jobs/quote`` (``submit --dry-run``).
 
 Terms:
 - *job price*: the cheapest cloud quote for the job (the same quote the controller bursts
@@ -10,34 +11,50 @@ Terms:
 - *team rate*: what the team runs in the cloud now (``starburst.core.ceilings``, the rule the
   controller checks again when a job bursts), plus the new job's price.
 
-A job no cloud can price (no cloud configured, or no offer for its GPU type) is not refused
-here: it cannot burst, so it cannot spend. Unless it made a *cloud choice* (a cloud, region or
-spot-ness, ``starburst.core.cloud_choice``) that nothing can price: that is refused with the
-reason, since the researcher asked for a cloud that cannot be had.
+A job no cloud can price (no cloud configured, or a GPU type found only on-prem, named in
+``onprem_rates``) is not refused here: it cannot burst, so it cannot spend. A GPU type
+nothing names is refused with the valid ones, and so is a *cloud choice* (a cloud, region or
+spot-ness, ``starburst.core.cloud_choice``) that nothing can price, with the reason (the
+clouds that do price it), since the researcher asked for a cloud that cannot be had.
 """
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 
 from fastapi import HTTPException
 
 from starburst.api.context import ApiContext
-from starburst.core.ceilings import exceeds, held_reason, refused_reason, team_cloud_rate
+from starburst.core.ceilings import (
+    JobCeiling,
+    exceeds,
+    held_reason,
+    over_job_ceiling,
+    refused_reason,
+    team_cloud_rate,
+)
 from starburst.core.cloud_choice import CLOUDS, REGIONS, USE_SPOT
 from starburst.core.cycle import NO_TEAM
 from starburst.core.errors import StarburstError
 from starburst.core.holds import holds
 from starburst.core.job import Job
+from starburst.core.ports import Quote
 from starburst.core.records import JobSpec, StoredJob
+from starburst.pricing import PriceTable, canonical_gpu, default_price_table, load_price_table
 
 _CHOICES = (USE_SPOT, CLOUDS, REGIONS)
 
 
-def configured(ctx: ApiContext) -> bool:
-    """Whether any ceiling is set (else ``check`` has nothing to do)."""
-    settings = ctx.settings
-    return settings.max_job_cloud_price is not None or settings.max_team_cloud_price is not None
+@dataclass(frozen=True, slots=True)
+class Priced:
+    """What a submission would cost if it burst: the quote (None: it cannot burst) and the
+    job ceiling it was checked against (None: no cloud, so none applies)."""
+
+    quote: Quote | None
+    ceiling: JobCeiling | None
 
 
 def chosen(spec: JobSpec) -> bool:
@@ -45,19 +62,28 @@ def chosen(spec: JobSpec) -> bool:
     return any(key in spec.extra for key in _CHOICES)
 
 
-def check(ctx: ApiContext, spec: JobSpec) -> None:
-    """Raise 422 naming the price when a ceiling is exceeded, or the reason when the job's
-    cloud choice cannot be priced (see the module docstring)."""
-    per_job = ctx.settings.max_job_cloud_price
-    per_team = ctx.settings.max_team_cloud_price
-    choice = chosen(spec)
-    if (per_job is None and per_team is None and not choice) or ctx.quote is None:
-        return
-    if spec.gpus <= 0:
-        return
-    quoter = ctx.quote()
+def price_table(ctx: ApiContext) -> PriceTable:
+    """The table the cloud prices bursts from: the app's, else the settings' (read once)."""
+    if ctx.prices is not None:
+        return ctx.prices  # type: ignore[no-any-return]
+    path = ctx.settings.price_table
+    return _load(path) if path is not None else default_price_table()
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: Path) -> PriceTable:
+    return load_price_table(path)
+
+
+def check(ctx: ApiContext, spec: JobSpec) -> Priced:
+    """Raise 422 naming the price, the ceiling and the setting that allows it when the job
+    ceiling or the team ceiling is exceeded, or the reason when the job's GPU type or cloud
+    choice cannot be priced (see the module docstring); else what it would cost."""
+    quoter = ctx.quote() if ctx.quote is not None and spec.gpus > 0 else None
     if quoter is None:
-        return
+        return Priced(None, None)
+    table = price_table(ctx)
+    _known_gpu(ctx, table, spec.gpu_type)
     job = Job(
         id="price-check",
         submit_time=0.0,
@@ -68,25 +94,38 @@ def check(ctx: ApiContext, spec: JobSpec) -> None:
         team=spec.team,
         extra=dict(spec.extra),
     )
+    ceiling = ctx.settings.job_ceilings(table).of(spec.team)
     try:
         quote = quoter(job)
     except StarburstError as exc:
-        if choice:
+        if chosen(spec):
             why = str(exc).removeprefix(f"job {job.id}: ")
             raise HTTPException(422, f"this job cannot burst as asked: {why}") from None
-        return  # no offer: it cannot burst
+        return Priced(None, ceiling)  # no offer (a type only on-prem): it cannot burst
     price = quote.price_per_hour
     shape = f"{quote.accelerators} at {quote.where}"
-    if per_job is not None and price > per_job:
-        raise HTTPException(
-            422,
-            f"this job would cost ${price:,.2f}/h in the cloud ({shape}), "
-            f"above the per-job ceiling of ${per_job:,.2f}/h",
-        )
+    if ceiling is not None and price > ceiling.price:
+        raise HTTPException(422, over_job_ceiling(spec.team, price, shape, ceiling))
+    per_team = ctx.settings.max_team_cloud_price
     if per_team is not None and spec.team is not None:
         running = team_cloud_rate(ctx.store.jobs, ctx.store.ledger, spec.team)
         if exceeds(running, price, per_team):
             raise HTTPException(422, refused_reason(spec.team, running, price, shape, per_team))
+    return Priced(quote, ceiling)
+
+
+def _known_gpu(ctx: ApiContext, table: PriceTable, gpu: str | None) -> None:
+    """Refuse a GPU type neither the price table nor ``onprem_rates`` names (a typo such
+    as H200 would otherwise be stored, then fail when it bursts)."""
+    if gpu is None or canonical_gpu(gpu) in table.gpus:
+        return
+    if canonical_gpu(gpu) in {canonical_gpu(k) for k in ctx.settings.onprem_rates if k != "*"}:
+        return
+    raise HTTPException(
+        422,
+        f"unknown GPU type {gpu}: the clouds price {', '.join(table.gpus)} (a type found "
+        "only on-prem needs its internal rate in the server's onprem_rates)",
+    )
 
 
 def budget_hold(ctx: ApiContext, team: str | None) -> str | None:

@@ -102,6 +102,14 @@ def submit(
         bool, typer.Option("--wait", help="Wait for the job to end; exit with its exit code.")
     ] = False,
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between looks (--wait).")] = 2.0,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Submit nothing: say where the job would go and what it would cost per hour "
+            "in the cloud, or why it would be refused.",
+        ),
+    ] = False,
     server: ServerOption = DEFAULT_SERVER,
     token: TokenOption = None,
 ) -> None:
@@ -141,6 +149,11 @@ def submit(
         text = body.pop(given_as, None)
         if text is not None:
             body[sent_as] = parse_duration(str(text))
+    if dry_run:
+        quoted = call(server, token, "POST", "/v1/jobs/quote", json=body)
+        each = "each job of the array " if array is not None else ""
+        typer.echo(f"dry run, nothing submitted: {each}{quoted['summary']}")
+        return
     if array is not None:
         if wait:
             raise typer.BadParameter("--wait is not supported with --array yet")

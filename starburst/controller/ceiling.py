@@ -1,4 +1,5 @@
-"""The team ceiling on cloud $/h, checked again when a job bursts (``core.ceilings``).
+"""The ceilings on cloud $/h, checked again when a job bursts (``core.ceilings``): the job
+ceiling (a Kubernetes Job never passed the API's check) and the team ceiling.
 
 At submission each job is checked alone against what its team runs in the cloud then; many
 queued jobs pass that way while the team runs little, and their budgets may expire
@@ -24,7 +25,13 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from starburst.controller.report import backend_job
-from starburst.core.ceilings import exceeds, held_reason, team_cloud_rate
+from starburst.core.ceilings import (
+    JobCeilings,
+    exceeds,
+    held_reason,
+    over_job_ceiling,
+    team_cloud_rate,
+)
 from starburst.core.errors import StarburstError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
@@ -39,8 +46,10 @@ class TeamCeiling:
         ledger: Ledger,
         ceiling: float | None,
         quote: Callable[[Job], Quote] | None,
+        job_ceilings: JobCeilings | None = None,
     ) -> None:
         self.jobs, self.ledger, self.ceiling, self._quote = jobs, ledger, ceiling, quote
+        self.job_ceilings = job_ceilings
         self._rates: dict[str, Decimal] = {}
         #: jobs held by the ceiling: job id → reason
         self.held: dict[str, str] = {}
@@ -59,6 +68,10 @@ class TeamCeiling:
 
     def check(self, job: Job, quote: Quote) -> str | None:
         """Why ``job`` may not burst at ``quote`` now (None: it may)."""
+        per_job = self.job_ceilings.of(job.team) if self.job_ceilings is not None else None
+        if per_job is not None and quote.price_per_hour > per_job.price:
+            shape = f"{quote.accelerators} at {quote.where}"
+            return over_job_ceiling(job.team, quote.price_per_hour, shape, per_job)
         if self.ceiling is None or job.team is None:
             return None
         rate = self._rate(job.team)

@@ -136,6 +136,7 @@ class Controller:
             hold=lambda now: {**budgets(now), **self.cloud_gate(now)},
             capabilities=caps,
             team_ceiling=settings.max_team_cloud_price,
+            job_ceilings=settings.job_ceilings(settings.price_list()) if cloud else None,
         )
         self.metrics.follow_ledger(store.ledger)
         for notifier in caps.notifiers:  # backends that can say when a job ends or arrives

@@ -44,6 +44,7 @@ from starburst.controller.queue_view import QueueView, entry, read_all
 from starburst.controller.report import PassReport, backend_job
 from starburst.controller.unstartable import Unstartable
 from starburst.core.capacity import Node, Placement
+from starburst.core.ceilings import JobCeilings
 from starburst.core.cycle import (
     HOLD_ALL,
     NO_CLOUD,
@@ -88,6 +89,7 @@ class SchedulingLoop:
         admissions_per_pass: int = 500,
         capabilities: Capabilities | None = None,
         team_ceiling: float | None = None,
+        job_ceilings: JobCeilings | None = None,
     ) -> None:
         self.store, self.cluster, self.clock = store, cluster, clock
         caps = capabilities or Capabilities.of(cluster, cloud)
@@ -97,7 +99,7 @@ class SchedulingLoop:
         self._token = fencing_token
         self._hold = hold
         self.ceiling = TeamCeiling(
-            store.jobs, store.ledger, team_ceiling, cloud.quote if cloud else None
+            store.jobs, store.ledger, team_ceiling, cloud.quote if cloud else None, job_ceilings
         )
         self._announced: set[str] = set()
         self._pending_starts: dict[str, tuple[Placement, str]] = {}

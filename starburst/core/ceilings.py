@@ -1,7 +1,14 @@
-"""Ceilings on cloud spend rate ($/h): what a team runs in the cloud now, and the words for a
-job that would take it above its ceiling.
+"""Ceilings on cloud spend rate ($/h): one job's price, what a team runs in the cloud now, and
+the words for a job that would go above either.
 
 Terms:
+- *job ceiling*: the most one job may cost per hour in the cloud. On by default: the team's
+  ``team_job_cloud_price``, else ``max_job_cloud_price``, else one full node of the dearest
+  GPU type in the price table (any one instance the table sells fits under it; a typo asking
+  for hundreds of nodes does not). Checked at submission (``starburst.api.ceilings``: refused
+  with the price, the reason and the setting that allows it) and when a job bursts
+  (``starburst.controller.ceiling``: a Kubernetes Job, which never passed the API, waits
+  on-prem instead).
 - *team rate*: the sum of the hourly prices of the active launches of the team's jobs now
   bursting or running in the cloud (the latest launch of each).
 - *team ceiling*: ``max_team_cloud_price``. It is checked twice with the same rule: at
@@ -15,12 +22,65 @@ Invariant: money is ``Decimal`` here, so rates add up exactly as the ledger does
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import JobStore, Ledger
 
 IN_CLOUD = (JobState.BURSTING, JobState.RUNNING_CLOUD)
+PER_JOB = "max_job_cloud_price"
+PER_TEAM_JOB = "team_job_cloud_price"
+
+
+@dataclass(frozen=True, slots=True)
+class JobCeiling:
+    """The job ceiling in force for one team: $/h, and the setting it comes from."""
+
+    price: float
+    source: str  # "max_job_cloud_price", "team_job_cloud_price[ml]", or the default's origin
+
+
+@dataclass(frozen=True, slots=True)
+class JobCeilings:
+    """The job ceiling of every team (see *job ceiling*); ``default`` None: no ceiling."""
+
+    default: JobCeiling | None
+    per_team: Mapping[str, float] = field(default_factory=dict)
+
+    def of(self, team: str | None) -> JobCeiling | None:
+        if team is not None and team in self.per_team:
+            return JobCeiling(self.per_team[team], f"{PER_TEAM_JOB}[{team}]")
+        return self.default
+
+
+def job_ceilings(
+    *, setting: float | None, per_team: Mapping[str, float], dearest: tuple[float, str] | None
+) -> JobCeilings:
+    """The job ceilings from the settings and ``dearest`` (the price and shape of the
+    dearest full node in the price table, the default when ``setting`` is unset)."""
+    if setting is not None:
+        default: JobCeiling | None = JobCeiling(setting, PER_JOB)
+    elif dearest is not None:
+        price, shape = dearest
+        default = JobCeiling(price, f"{PER_JOB} unset: one {shape} node, the dearest offered")
+    else:
+        default = None
+    return JobCeilings(default, dict(per_team))
+
+
+def over_job_ceiling(team: str | None, price: float, shape: str, ceiling: JobCeiling) -> str:
+    """Why a job of ``price`` $/h may not burst: the price, the ceiling and the setting that
+    would allow it (one line)."""
+    allow = f"{PER_TEAM_JOB}: {{{team}: {price:.2f}}}" if team is not None else PER_JOB
+    return (
+        f"this job would cost ${price:,.2f}/h in the cloud ({shape}), above the per-job "
+        f"ceiling of ${ceiling.price:,.2f}/h ({ceiling.source}); an admin allows it with "
+        f"{allow}"
+    )
+
+
 _PAGE = 500
 
 

@@ -209,6 +209,17 @@ class PriceTable:
             )
         return options[0]
 
+    def dearest_node(self) -> PriceOption | None:
+        """One full node (``max_gpus_per_node`` GPUs) of the GPU type whose cheapest
+        on-demand node costs most: the default per-job ceiling (``api.ceilings``) — any one
+        instance the table sells fits under it, a request for many instances does not."""
+        cheapest = [
+            options[0]
+            for gpu in self.gpus
+            if (options := self.options(gpu, self.max_gpus_per_node))
+        ]
+        return max(cheapest, key=lambda o: (o.price_per_hour, o.gpu), default=None)
+
     def _option(
         self, gpu: str, per_node: int, cloud: str, rate: _Rate, spot: bool, nodes: int
     ) -> PriceOption | None:

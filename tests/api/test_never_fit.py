@@ -49,7 +49,16 @@ def world(  # type: ignore[no-untyped-def]
     cloud = SimCloud(clock, 2.5, runtimes=EveryJob())
     gate = BudgetGate(store.accounts, store.ledger, no_team_limit=Decimal(100))
     loop, api, env = serve_loop(
-        db_url, store, clock, resources, serve, cluster, cloud, POLICY, {"hold": gate}
+        db_url,
+        store,
+        clock,
+        resources,
+        serve,
+        cluster,
+        cloud,
+        POLICY,
+        {"hold": gate},
+        settings={"team_job_cloud_price": {"ml": 5000.0}},  # a 1000-GPU job is $3000/h
     )
     return loop, api, env
 

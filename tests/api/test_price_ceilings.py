@@ -29,7 +29,8 @@ def test_submissions_over_a_ceiling_are_refused_with_the_price(api) -> None:  # 
     assert big.exit_code == 1 and big.stdout == ""
     assert big.stderr == (
         "error: this job would cost $12.00/h in the cloud (A100:4 at emulated gcp), "
-        "above the per-job ceiling of $10.00/h (HTTP 422)\n"
+        "above the per-job ceiling of $10.00/h (max_job_cloud_price); an admin allows it "
+        "with team_job_cloud_price: {ml: 12.00} (HTTP 422)\n"
     )
     assert api.store.jobs.queue(limit=5, states=tuple(JobState)).jobs == []
 

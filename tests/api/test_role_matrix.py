@@ -46,6 +46,7 @@ RULES: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/ui/tuning/tuning.js"): EVERYONE,
     ("GET", "/metrics"): READERS,
     ("POST", "/v1/jobs"): WRITERS,
+    ("POST", "/v1/jobs/quote"): WRITERS,
     ("GET", "/v1/jobs"): SIGNED_IN,
     ("GET", "/v1/jobs/{job_id:path}/explain"): SIGNED_IN,
     ("POST", "/v1/jobs/{job_id:path}/cancel"): WRITERS,

@@ -58,6 +58,7 @@ from starburst.core.outlook import Outlook
 from starburst.core.records import (
     JobEvent,
     JobNotFound,
+    JobSpec,
     Principal,
     Role,
     StaleVersion,
@@ -261,19 +262,8 @@ async def accept(
 ) -> Submission:
     """Store a submission (or find the job its key already made). Shared by the route and
     its fast path (``starburst.api.fastsubmit``); raises before anything is stored."""
-    refuse_read_only(caller, "submit jobs")
-    # async: the common case (your own job, no price ceiling, a new key) touches the database
-    # only in the shared batch, so it holds no thread; the rest runs in the thread pool
-    if body.user in (None, caller.user):
-        user, team = _owner(ctx, body, caller)
-    else:
-        user, team = await run_in_threadpool(_owner, ctx, body, caller)
-    _runnable_here(ctx, body)
-    key = f"{user}/{idempotency_key}" if idempotency_key else None
-    after = await run_in_threadpool(_dependencies, ctx, body, caller) if body.after else ()
-    spec = body.to_spec(user, team, after)
-    if ceilings.configured(ctx) or ceilings.chosen(spec):
-        await run_in_threadpool(ceilings.check, ctx, spec)
+    spec, _ = await checked(ctx, body, caller)
+    key = f"{spec.user}/{idempotency_key}" if idempotency_key else None
     if ctx.submissions is not None:  # committed together with concurrent submissions
         result = await ctx.submissions.submit_async(spec, key, caller.user)
     else:
@@ -281,6 +271,28 @@ async def accept(
             ctx.store.jobs.submit, spec, idempotency_key=key, actor=caller.user
         )
     return result
+
+
+async def checked(
+    ctx: ApiContext, body: JobSubmit, caller: Principal
+) -> tuple[JobSpec, ceilings.Priced]:
+    """The job a submission would store and what it would cost if it burst; raises the
+    submission's 4xx (owner, cluster, dependencies, GPU type, cloud choice, ceilings).
+    Shared by ``accept`` and the quote (``starburst.api.routes.quote``)."""
+    refuse_read_only(caller, "submit jobs")
+    # async: the common case (your own job, a new key) touches the database only in the
+    # shared batch and the price check, so it holds no thread for the rest
+    if body.user in (None, caller.user):
+        user, team = _owner(ctx, body, caller)
+    else:
+        user, team = await run_in_threadpool(_owner, ctx, body, caller)
+    _runnable_here(ctx, body)
+    after = await run_in_threadpool(_dependencies, ctx, body, caller) if body.after else ()
+    spec = body.to_spec(user, team, after)
+    priced = ceilings.Priced(None, None)
+    if spec.gpus > 0 and ctx.quote is not None:  # the job ceiling is on by default
+        priced = await run_in_threadpool(ceilings.check, ctx, spec)
+    return spec, priced
 
 
 async def answer(ctx: ApiContext, result: Submission) -> tuple[int, JobDetail]:
