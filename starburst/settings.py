@@ -14,7 +14,7 @@ import ipaddress
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -42,6 +42,7 @@ MAX_BUDGET = 100.0
 MAX_COEFFICIENT = 1e9
 MAX_PRICE = 1e6  # $/GPU-hour
 MAX_CEILING = 1e9  # $/h
+Ceiling = Annotated[float, Field(gt=0, le=MAX_CEILING, allow_inf_nan=False)]  # $/h
 
 
 class SettingsError(ConfigError):
@@ -175,7 +176,7 @@ class Settings(BaseSettings):
         "Kubernetes Job above it waits on-prem. Unset: one full node of the dearest GPU type "
         "in the price table ($55.04/h, 8 x H100, with the shipped table).",
     )
-    team_job_cloud_price: dict[str, float] = Field(
+    team_job_cloud_price: dict[str, Ceiling] = Field(
         default_factory=dict,
         description="Per-team ceilings on one job's cloud $/h, over max_job_cloud_price "
         '(e.g. {"ml": 500} lets team ml burst jobs of up to $500/h).',
@@ -231,16 +232,6 @@ class Settings(BaseSettings):
         bad = [k for k, v in value.items() if not 0 <= v <= MAX_PRICE]
         if bad:
             raise ValueError(f"the rate of {bad[0]!r} is not from 0 to {MAX_PRICE:g} $/GPU-hour")
-        return value
-
-    @field_validator("team_job_cloud_price")
-    @classmethod
-    def _ceilings_positive(cls, value: dict[str, float]) -> dict[str, float]:
-        bad = [k for k, v in value.items() if not 0 < v <= MAX_CEILING]
-        if bad:
-            raise ValueError(
-                f"the ceiling of team {bad[0]!r} is not above 0 and up to {MAX_CEILING:g} $/h"
-            )
         return value
 
     @field_validator("budget_alerts")
