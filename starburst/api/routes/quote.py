@@ -12,7 +12,7 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from starburst.api import ceilings
-from starburst.api.deps import CallerDep, ContextDep
+from starburst.api.deps import ContextDep, WriterDep
 from starburst.api.routes.jobs import checked
 from starburst.api.schemas.jobs import JobSubmit
 from starburst.api.schemas.quote import JobQuote
@@ -21,7 +21,7 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 
 @router.post("/quote", response_model=JobQuote)
-async def quote(body: JobSubmit, caller: CallerDep, ctx: ContextDep) -> JobQuote:
+async def quote(body: JobSubmit, caller: WriterDep, ctx: ContextDep) -> JobQuote:
     """Where the job would go and its cloud price per hour; the submission's 4xx if it
     would be refused. Nothing is stored."""
     spec, priced = await checked(ctx, body, caller)
