@@ -16,12 +16,12 @@ Terms:
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
+from starburst import spreadsheet
 from starburst.api.schemas.costs import GPU_HOURS_DIGITS, CostRow
 from starburst.core.apportion import CENT, HOURS, apportion, exact
 from starburst.core.records import CostTotal
@@ -105,7 +105,7 @@ def report_csv(keys: Sequence[str], rows: Sequence[CostRow]) -> Iterator[str]:
     the response streams instead of building one string): one column per grouping key,
     then the figures (money as decimal strings, GPU-hours rounded)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = spreadsheet.writer(out, lineterminator="\n")  # no cell runs as a formula
     writer.writerow([*keys, *CSV_FIELDS])
     for i, r in enumerate(rows, 1):
         writer.writerow(

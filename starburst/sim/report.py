@@ -13,13 +13,13 @@ Terms (docs/scheduling.md, "Cost and metrics"):
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from starburst.core.job import Job
+from starburst.spreadsheet import writer as csv_writer
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +116,7 @@ class SimResult:
             "reason",
         ]
         with path.open("w", newline="") as fh:
-            writer = csv.writer(fh)
+            writer = csv_writer(fh)
             writer.writerow(columns)
             for o in sorted(self.outcomes, key=lambda o: (o.job.submit_time, o.job.id)):
                 writer.writerow(

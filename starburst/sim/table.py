@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from pathlib import Path
+
+from starburst.spreadsheet import writer as csv_writer
 
 Row = dict[str, float | int | str]
 
@@ -60,6 +61,6 @@ def write_csv(rows: Sequence[Row], path: Path) -> None:
         keys += [k for k in row if k not in keys]
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(rows)
+        writer = csv_writer(fh)
+        writer.writerow(keys)
+        writer.writerows([row.get(k, "") for k in keys] for row in rows)

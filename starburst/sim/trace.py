@@ -27,6 +27,8 @@ from starburst.core.dependencies import check_limit, find_cycle, parse_after
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.sim.trace_errors import TraceError
+from starburst.spreadsheet import restore
+from starburst.spreadsheet import writer as csv_writer
 
 REQUIRED = ("job_id", "submit_time", "runtime", "gpus", "cpus")
 _NUMERIC_OPTIONAL = ("estimate", "memory_mb", "deadline", "pods", "estimate_low", "estimate_high")
@@ -147,8 +149,9 @@ def _numbers(name: str, line: int, row: list[str], c: _Columns) -> dict[str, flo
 
 
 def _cell(row: list[str], index: int | None) -> str:
-    """The stripped cell at ``index``; "" for a column the file or this short row lacks."""
-    return row[index].strip() if index is not None and index < len(row) else ""
+    """The stripped cell at ``index`` (as written, if ``write_trace`` neutralised it for
+    spreadsheets); "" for a column the file or this short row lacks."""
+    return restore(row[index].strip()) if index is not None and index < len(row) else ""
 
 
 def _job(name: str, line: int, row: list[str], columns: _Columns) -> Job:
@@ -172,9 +175,9 @@ def _job(name: str, line: int, row: list[str], columns: _Columns) -> Job:
     width = len(row)
     for column, i in columns.text:  # only the columns the file has: absent ones stay None
         if i < width and (value := row[i].strip()):
-            fields[column] = value
+            fields[column] = restore(value)
     if columns.extra:
-        fields["extra"] = {k: row[i] for k, i in columns.extra if i < width}
+        fields["extra"] = {k: restore(row[i]) for k, i in columns.extra if i < width}
     if columns.gated:
         fields.update(_gates(name, line, row, columns, job_id))
     return Job(id=job_id, **fields)
@@ -222,7 +225,7 @@ def write_trace(jobs: Iterable[Job], path: str | Path) -> None:
     gated = any(j.after or j.array is not None for j in jobs)
     gate_columns = list(_GATE_COLUMNS) if gated else []
     with Path(path).open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
+        writer = csv_writer(fh)  # text cells a spreadsheet would run are neutralised
         writer.writerow([*REQUIRED, *optional, *gate_columns, *extras])
         for j in jobs:
             values = [getattr(j, c) for c in optional]
