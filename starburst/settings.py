@@ -27,6 +27,7 @@ from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import POLICIES, PolicyKind, WaitPolicy, calibrate
+from starburst.core.submit_limits import SubmitLimits
 
 if TYPE_CHECKING:
     from starburst.pricing import PriceTable
@@ -210,6 +211,30 @@ class Settings(BaseSettings):
         description="Allow auth: false on an api_host other than loopback "
         "(every caller is then admin and can run commands through the local cluster).",
     )
+    # what one user or team may pile up (the API refuses more; 0: no limit)
+    max_waiting_jobs_per_user: int = Field(
+        default=10_000,
+        ge=0,
+        le=MAX_COUNT,
+        description="Jobs one user may have waiting (submitted or queued); past it a "
+        "submission is refused with 429 until some have started.",
+    )
+    max_waiting_jobs_per_team: int = Field(
+        default=20_000, ge=0, le=MAX_COUNT, description="The same for a whole team."
+    )
+    max_array_size: int = Field(
+        default=10_000,
+        ge=0,
+        le=MAX_COUNT,
+        description="Elements one job array may have (422 past it).",
+    )
+    max_dependency_depth: int = Field(
+        default=100,
+        ge=0,
+        le=MAX_COUNT,
+        description="Longest chain of unfinished jobs a new job may wait at the end of "
+        "(--after; 422 past it).",
+    )
     log_format: Literal["json", "text"] = "json"
     # leadership
     leader_name: str = "controller"
@@ -248,6 +273,15 @@ class Settings(BaseSettings):
             return ""
         first, last = parse_uid_range(value)
         return f"{first}-{last}"
+
+    def submit_limits(self) -> SubmitLimits:
+        """The submission limits as the core's ``SubmitLimits``."""
+        return SubmitLimits(
+            waiting_per_user=self.max_waiting_jobs_per_user,
+            waiting_per_team=self.max_waiting_jobs_per_team,
+            array_size=self.max_array_size,
+            dependency_depth=self.max_dependency_depth,
+        )
 
     def job_uid_range(self) -> tuple[int, int] | None:
         """``local_job_uids`` as (first, last); None when it is empty."""

@@ -82,7 +82,7 @@ def create_app(
         job_logs=job_logs,
         quote=quote or burst_quote(settings, clock or WallClock(), prices),
         degraded=degraded,
-        submissions=SubmissionBatcher(store.jobs),
+        submissions=SubmissionBatcher(store.jobs, limits=settings.submit_limits()),
     )
     app.add_middleware(SubmitFastPath, context=ctx)  # innermost: limits and errors wrap it
     app.add_middleware(RequestLimits)  # inside the catch-all of errors.install

@@ -7,7 +7,8 @@ Mapping (first match wins, most specific first):
 | ``JobNotFound``                         | 404    |
 | ``IllegalTransition``, ``StaleVersion``, ``DuplicateJob`` | 409 |
 | ``DatabaseUnavailable``, ``StaleLeader``, other ``TransientError`` | 503 |
-| ``ConfigError`` (bad values, cursors, groupings) | 422 |
+| ``BacklogFull`` (too many waiting jobs)  | 429    |
+| ``ConfigError`` (bad values, cursors, groupings, ``LimitExceeded``) | 422 |
 | other ``PermanentError``                | 409    |
 | other ``StarburstError``                | 400    |
 | request validation (pydantic)           | 422, naming each field |
@@ -30,6 +31,7 @@ from starburst.adapters.db.engine import DatabaseUnavailable
 from starburst.core.errors import ConfigError, PermanentError, StarburstError, TransientError
 from starburst.core.lifecycle import IllegalTransition
 from starburst.core.records import DuplicateJob, JobNotFound, StaleLeader, StaleVersion
+from starburst.core.submit_limits import BacklogFull
 
 log = logging.getLogger("starburst.api")
 
@@ -41,6 +43,7 @@ STATUS: tuple[tuple[type[Exception], int], ...] = (
     (DatabaseUnavailable, 503),
     (StaleLeader, 503),
     (TransientError, 503),
+    (BacklogFull, 429),
     (ConfigError, 422),
     (PermanentError, 409),
     (StarburstError, 400),
@@ -54,6 +57,8 @@ def status_of(exc: Exception) -> int:
 def _starburst_error(_request: Request, exc: Exception) -> JSONResponse:
     code = status_of(exc)
     headers = {"Retry-After": "5"} if code == 503 else None
+    if code == 429:  # waits for the caller's own jobs to start: not worth a quick retry
+        headers = {"Retry-After": "60"}
     return JSONResponse({"detail": str(exc)}, status_code=code, headers=headers)
 
 

@@ -7,8 +7,8 @@ its own. ``document`` rewrites the generated document once:
 
 - ``ErrorOut`` and ``ValidationErrorOut`` replace FastAPI's error schemas;
 - every ``/v1`` operation lists 401 (no or bad token), 422 and 503 (database unavailable);
-  operations with a body 400 (not JSON) and 413 (over ``MAX_BODY_BYTES``); and the 403, 404
-  and 409 of ``ROUTE_ERRORS``, keyed by method and path — an operation the table does not
+  operations with a body 400 (not JSON) and 413 (over ``MAX_BODY_BYTES``); and the 403, 404,
+  409 and 429 of ``ROUTE_ERRORS``, keyed by method and path — an operation the table does not
   know gets all three, so a new route is never under-documented;
 - ``/readyz`` its 503; ``/metrics`` is Prometheus text;
 - every string path and query parameter carries the no-control-character ``pattern`` the
@@ -60,12 +60,13 @@ DESCRIPTIONS = {
     "409": "Conflicts with the object's state",
     "413": f"The request body is larger than {MAX_BODY_BYTES} bytes",
     "422": "Invalid input; `detail` names every bad field",
+    "429": "Too many of the caller's or team's jobs are waiting; `detail` names the limit",
     "503": "The database is unavailable (retry later)",
 }
 
 #: (method, path) → the 403/404/409 the route can answer, besides the common ones
 ROUTE_ERRORS: dict[tuple[str, str], set[str]] = {
-    ("post", "/v1/jobs"): {"403", "404", "409"},
+    ("post", "/v1/jobs"): {"403", "404", "409", "429"},
     ("get", "/v1/jobs"): {"403"},
     ("get", "/v1/jobs/{job_id}"): {"404", "409"},  # 409: a prefix matching several jobs
     ("get", "/v1/jobs/{job_id}/explain"): {"404", "409"},

@@ -14,6 +14,9 @@ Invariants:
   submission at a time, so each request gets its own result or its own error.
 - Idempotency holds inside a batch as across batches (``submit_batch``: the first request
   with a key creates the job, a repeat gets it with ``created`` false).
+- Submission limits (``core.submit_limits``) are counted in the store once per batch, just
+  before it is written, and the batch's own earlier submissions count too: one process never
+  lets a user, team or array past its limit, however many requests arrive at once.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 
 from starburst.core.ports import JobStore
 from starburst.core.records import JobSpec, Submission
+from starburst.core.submit_limits import SubmitLimits, screen
 
 #: The most submissions one transaction carries.
 MAX_BATCH = 500
@@ -60,8 +64,11 @@ class _Pending:
 class SubmissionBatcher:
     """Commits submissions from many request threads in shared transactions."""
 
-    def __init__(self, store: JobStore, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self, store: JobStore, *, limits: SubmitLimits | None = None, max_batch: int = MAX_BATCH
+    ) -> None:
         self._store = store
+        self._limits = limits or SubmitLimits()
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
@@ -141,6 +148,15 @@ class SubmissionBatcher:
 
     def _commit(self, batch: list[_Pending]) -> None:
         try:
+            batch = self._within_limits(batch)
+        except BaseException as exc:  # the counts could not be read: nobody is stored
+            for pending in batch:
+                pending.error = exc
+                pending.finish()
+            return
+        if not batch:
+            return
+        try:
             results = self._store.submit_batch([(p.spec, p.key, p.actor) for p in batch])
         except BaseException as exc:  # handed to the waiting request, never lost here
             if len(batch) > 1:
@@ -153,6 +169,26 @@ class SubmissionBatcher:
         for pending, result in zip(batch, results, strict=True):
             pending.result = result
             pending.finish()
+
+    def _within_limits(self, batch: list[_Pending]) -> list[_Pending]:
+        """The batch without the submissions over a limit, which are answered now."""
+        specs = [p.spec for p in batch]
+        backlog = self._store.backlog(
+            users={s.user for s in specs if s.user is not None},
+            teams={s.team for s in specs if s.team is not None},
+            arrays={s.array for s in specs if s.array is not None},
+            keys={p.key for p in batch if p.key is not None},
+        )
+        kept = []
+        for pending, refusal in zip(
+            batch, screen([(p.spec, p.key) for p in batch], backlog, self._limits), strict=True
+        ):
+            if refusal is None:
+                kept.append(pending)
+            else:
+                pending.error = refusal
+                pending.finish()
+        return kept
 
 
 def _settle(committed: asyncio.Future[None]) -> None:

@@ -214,9 +214,9 @@ def _add_dependencies(body: dict[str, Any], flags: list[str] | None) -> None:
 def submit_array(
     server: str, token: str | None, body: dict[str, Any], spec: str, key: str | None
 ) -> None:
-    """Submit one job per index of ``spec`` (``starburst.cli.arrays``); with a limit, the
-    elements share an array name (the idempotency key, else a random one) the server
-    throttles them by."""
+    """Submit one job per index of ``spec`` (``starburst.cli.arrays``); the elements share
+    an array name (the idempotency key, else a random one) the server counts them by and,
+    with a limit, throttles them by."""
     import uuid
 
     from starburst.cli.arrays import INDEX_VAR, parse
@@ -226,8 +226,10 @@ def submit_array(
     except StarburstError as exc:
         _fail(str(exc), 2)
     base = body.get("name") or "array"
+    # every element names its array, so the server counts them (``max_array_size``)
+    body = {**body, "array": key or f"{base}-{uuid.uuid4().hex[:8]}"}
     if limit is not None:
-        body = {**body, "array": key or f"{base}-{uuid.uuid4().hex[:8]}", "array_limit": limit}
+        body["array_limit"] = limit
     for index in chosen:
         element = {
             **body,

@@ -59,6 +59,7 @@ from starburst.core.records import (
     User,
 )
 from starburst.core.setting import PolicySetting
+from starburst.core.submit_limits import Backlog
 
 
 class Clock(Protocol):
@@ -425,6 +426,28 @@ class JobStore(Protocol):
         ...
 
     def count(self, state: JobState) -> int: ...
+
+    def held_count(self) -> int:
+        """How many ``submitted`` jobs are held out of the queue (``hold``)."""
+        ...
+
+    def backlog(
+        self,
+        *,
+        users: Collection[str],
+        teams: Collection[str],
+        arrays: Collection[str],
+        keys: Collection[str],
+    ) -> Backlog:
+        """What ``core.submit_limits`` counts: waiting (``submitted`` or ``queued``) jobs of
+        each of ``users`` and ``teams``, elements of each of ``arrays`` (any state), and which
+        of the idempotency ``keys`` are known. Names with none are left out."""
+        ...
+
+    def waits_of(self, job_ids: Collection[str]) -> dict[str, tuple[str, ...]]:
+        """For each of ``job_ids`` that has not ended (unknown ids are left out): the ids of
+        the jobs it waits for (``after``)."""
+        ...
 
     def transition(
         self,

@@ -24,6 +24,9 @@ class GatedStore:
         self.sizes: list[int] = []
         self.gate = threading.Event()
 
+    def backlog(self, **kw: Any) -> Any:
+        return self.store.jobs.backlog(**kw)
+
     def submit_batch(self, items: list[Any], **kw: Any) -> list[Submission]:
         self.sizes.append(len(items))
         if len(self.sizes) == 1:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
 
 from starburst.core.capacity import Placement
+from starburst.core.dependencies import parse_after
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
@@ -35,6 +36,7 @@ from starburst.core.records import (
     StoredJob,
     Submission,
 )
+from starburst.core.submit_limits import Backlog
 
 from .base import Database, chunks, in_chunks, literal_in, unnest_insert
 from .convert import spec_columns, to_event, to_stored_job, to_time
@@ -44,6 +46,7 @@ from .transitions import SqlTransitions
 
 JOBS = table(JobRow)
 EVENTS = table(JobEventRow)
+_WAITING = (JobState.SUBMITTED, JobState.QUEUED)
 #: the states in which an array element takes one of its array's slots
 _IN_FLIGHT = (
     JobState.QUEUED,
@@ -414,6 +417,64 @@ class SqlJobs:
     def count(self, state: JobState) -> int:
         query = sa.select(sa.func.count()).select_from(JOBS).where(JOBS.c.state == state.value)
         return int(run(self._engine, lambda c: c.execute(query).scalar_one()))
+
+    def held_count(self) -> int:
+        query = (
+            sa.select(sa.func.count())
+            .select_from(JOBS)
+            .where(JOBS.c.state == JobState.SUBMITTED.value, JOBS.c.held_reason.is_not(None))
+        )
+        return int(run(self._engine, lambda c: c.execute(query).scalar_one()))
+
+    def backlog(
+        self,
+        *,
+        users: Collection[str],
+        teams: Collection[str],
+        arrays: Collection[str],
+        keys: Collection[str],
+    ) -> Backlog:
+        """The counts submission limits read (``JobStore.backlog``), grouped in the database:
+        a few small queries whatever the size of others' backlogs."""
+        waiting = literal_in(JOBS.c.state, [s.value for s in _WAITING])
+
+        def counts(conn: sa.Connection, column: Any, names: Collection[str], *where: Any) -> Any:
+            found: dict[str, int] = {}
+            for clause in in_chunks(column, names):
+                query = sa.select(column, sa.func.count()).where(clause, *where).group_by(column)
+                found.update((str(n), int(c)) for n, c in conn.execute(query))
+            return found
+
+        def read(conn: sa.Connection) -> Backlog:
+            known: set[str] = set()
+            for clause in in_chunks(JOBS.c.idempotency_key, keys):
+                known.update(
+                    conn.execute(sa.select(JOBS.c.idempotency_key).where(clause)).scalars()
+                )
+            return Backlog(
+                waiting_by_user=counts(conn, JOBS.c.user_name, users, waiting),
+                waiting_by_team=counts(conn, JOBS.c.team_name, teams, waiting),
+                array_sizes=counts(conn, JOBS.c.array_id, arrays),
+                known_keys=frozenset(known),
+            )
+
+        return run(self._engine, read)
+
+    def waits_of(self, job_ids: Collection[str]) -> dict[str, tuple[str, ...]]:
+        """What each unfinished job of ``job_ids`` waits for (``JobStore.waits_of``)."""
+        ended = [s.value for s in JobState if s.terminal]
+
+        def read(conn: sa.Connection) -> dict[str, tuple[str, ...]]:
+            found: dict[str, tuple[str, ...]] = {}
+            for clause in in_chunks(JOBS.c.id, job_ids):
+                query = sa.select(JOBS.c.id, JOBS.c.depends_on).where(
+                    clause, sa.not_(literal_in(JOBS.c.state, ended))
+                )
+                for job_id, deps in conn.execute(query):
+                    found[str(job_id)] = tuple(parse_after(d).job_id for d in deps or ())
+            return found
+
+        return run(self._engine, read) if job_ids else {}
 
     # ---- lifecycle --------------------------------------------------------------------
     def transition(

@@ -15,7 +15,7 @@ import bisect
 import heapq
 import re
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 
 from starburst.core.capacity import Placement
@@ -32,6 +32,7 @@ from starburst.core.records import (
     Submission,
     User,
 )
+from starburst.core.submit_limits import Backlog
 
 from .tables import JobRow, MemoryDatabase
 from .transitions import MemoryTransitions
@@ -267,6 +268,45 @@ class MemoryJobs:
     def count(self, state: JobState) -> int:
         with self._lock:
             return len(self._t.fifo.get(state, []))
+
+    def held_count(self) -> int:
+        with self._lock:
+            submitted = self._t.fifo.get(JobState.SUBMITTED, [])
+            return sum(1 for _, job_id in submitted if self._t.jobs[job_id].held is not None)
+
+    def backlog(
+        self,
+        *,
+        users: Collection[str],
+        teams: Collection[str],
+        arrays: Collection[str],
+        keys: Collection[str],
+    ) -> Backlog:
+        by_user: dict[str, int] = {}
+        by_team: dict[str, int] = {}
+        sizes: dict[str, int] = {}
+        wanted_users, wanted_teams, wanted_arrays = set(users), set(teams), set(arrays)
+        with self._lock:
+            for row in self._t.jobs.values():
+                if row.array is not None and row.array in wanted_arrays:
+                    sizes[row.array] = sizes.get(row.array, 0) + 1
+                if row.state not in (JobState.SUBMITTED, JobState.QUEUED):
+                    continue
+                if row.user is not None and row.user in wanted_users:
+                    by_user[row.user] = by_user.get(row.user, 0) + 1
+                if row.team is not None and row.team in wanted_teams:
+                    by_team[row.team] = by_team.get(row.team, 0) + 1
+            known = frozenset(k for k in keys if k in self._t.by_key)
+        return Backlog(by_user, by_team, sizes, known)
+
+    def waits_of(self, job_ids: Collection[str]) -> dict[str, tuple[str, ...]]:
+        with self._lock:
+            rows = [self._t.jobs.get(i) for i in job_ids]
+            return {
+                r.id: tuple(d.job_id for d in r.after)
+                for r in rows
+                if r is not None and not r.state.terminal
+            }
 
     # ---- lifecycle --------------------------------------------------------------------
     def transition(

@@ -66,6 +66,7 @@ from starburst.core.records import (
     Submission,
 )
 from starburst.core.state_filter import StateFilter, parse_filter
+from starburst.core.submit_limits import check_depth, dependency_depth
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -195,8 +196,9 @@ def _owner(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[str, st
 def _dependencies(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[Dependency, ...]:
     """``after`` resolved to job ids as every id is (exact, prefix or name). An unknown one
     is 404, as an unknown id is everywhere; one that already failed or was cancelled under
-    ``:ok`` is 409 (it could never run). A new job can only wait for jobs that exist
-    already, so no cycle can form."""
+    ``:ok`` is 409 (it could never run); a chain of unfinished jobs deeper than
+    ``max_dependency_depth`` is 422 (``core.submit_limits``). A new job can only wait for
+    jobs that exist already, so no cycle can form."""
     resolved: list[Dependency] = []
     for dep in body.dependencies():
         try:
@@ -214,6 +216,10 @@ def _dependencies(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[
                 "runs only if it succeeds could never run",
             )
         resolved.append(Dependency(target.id, dep.kind))
+    limits = ctx.settings.submit_limits()
+    if limits.dependency_depth:
+        ids = [d.job_id for d in resolved]
+        check_depth(dependency_depth(ids, ctx.store.jobs.waits_of, limits.dependency_depth), limits)
     return tuple(dict.fromkeys(resolved))
 
 

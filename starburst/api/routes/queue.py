@@ -62,16 +62,30 @@ def entry(stored: StoredJob, position: int | None, caller: Principal, seen: Outl
     )
 
 
-def waiting_jobs(store: JobStore) -> list[StoredJob]:
-    """Every waiting job in queue order."""
+def _read(
+    store: JobStore,
+    *,
+    states: tuple[JobState, ...],
+    limit: int | None,
+    user: str | None = None,
+    held: bool | None = None,
+    through: str | None = None,
+) -> list[StoredJob]:
+    """Jobs in queue order, filtered in the store, at most ``limit`` (None: all), ending
+    with job ``through`` when it is met."""
     jobs: list[StoredJob] = []
     cursor: str | None = None
-    while True:
-        page = store.queue(limit=_PAGE, cursor=cursor, states=WAITING)
-        jobs += page.jobs
+    while limit is None or len(jobs) < limit:
+        size = _PAGE if limit is None else min(_PAGE, limit - len(jobs))
+        page = store.queue(limit=size, cursor=cursor, states=states, user=user, held=held)
+        for stored in page.jobs:
+            jobs.append(stored)
+            if stored.id == through:
+                return jobs
         cursor = page.next_cursor
         if cursor is None:
-            return jobs
+            break
+    return jobs
 
 
 @router.get("", response_model=QueueView)
@@ -80,17 +94,25 @@ def queue(
     ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
 ) -> QueueView:
-    """Waiting jobs in queue order with their position, budget left and plan."""
+    """Waiting jobs in queue order with their position, budget left and plan.
+
+    Filtered in the store: a caller's answer costs what it shows (the line up to their own
+    last job, at most ``limit`` entries, and their held jobs), never everyone's backlog."""
     now = ctx.clock.now()
-    waiting = waiting_jobs(ctx.store.jobs)
-    line = [s for s in waiting if s.held is None]
-    held = [s for s in waiting if s.held is not None]
-    shown = line
-    if not is_privileged(caller):
-        own = [i for i, s in enumerate(line) if s.job.user == caller.user]
-        shown = line[: own[-1] + 1] if own else []
-        held = [s for s in held if s.job.user == caller.user]
+    jobs = ctx.store.jobs
+    held_total = jobs.held_count()
+    total = jobs.count(JobState.QUEUED) + jobs.count(JobState.SUBMITTED) - held_total
+    if is_privileged(caller):
+        shown = _read(jobs, states=WAITING, held=False, limit=limit)
+        held = _read(jobs, states=(JobState.SUBMITTED,), held=True, limit=limit - len(shown))
+        held_count = held_total
+    else:
+        own = _read(jobs, states=WAITING, held=False, user=caller.user, limit=None)
+        last = own[-1].id if own else None
+        shown = _read(jobs, states=WAITING, held=False, limit=limit, through=last) if own else []
+        held = _read(jobs, states=(JobState.SUBMITTED,), held=True, user=caller.user, limit=None)
+        held_count = len(held)
     outlooks = Outlooks(ctx, now)
     entries = [entry(s, i + 1, caller, outlooks.of(s)) for i, s in enumerate(shown)]
     entries += [entry(s, None, caller, outlooks.of(s)) for s in held]
-    return QueueView(total=len(line), held=len(held), jobs=entries[:limit])
+    return QueueView(total=total, held=held_count, jobs=entries[:limit])
