@@ -165,7 +165,14 @@ class Settings(BaseSettings):
         "raise an alert once per month per team: a log line, a metric, a Kubernetes Event.",
     )
     budget_webhook: str | None = Field(
-        default=None, description="URL that budget alerts are POSTed to as JSON."
+        default=None,
+        description="URL that budget alerts are POSTed to as JSON (no redirects followed; "
+        "an internal address is refused unless in budget_webhook_allow).",
+    )
+    budget_webhook_allow: list[str] = Field(
+        default_factory=list,
+        description="Host names or networks (10.0.0.0/8) the budget webhook may reach "
+        "although they are loopback, link-local or private.",
     )
     max_job_cloud_price: float | None = Field(
         default=None,
@@ -303,6 +310,17 @@ class Settings(BaseSettings):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value
+
+    @model_validator(mode="after")
+    def _webhook_not_internal(self) -> Settings:
+        from starburst.webhook_targets import WebhookRefused, check_url
+
+        if self.budget_webhook is not None:
+            try:
+                check_url(self.budget_webhook, self.budget_webhook_allow)
+            except WebhookRefused as exc:
+                raise ValueError(str(exc)) from None
+        return self
 
     @field_validator("database_url")
     @classmethod

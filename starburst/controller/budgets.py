@@ -10,20 +10,20 @@ Terms:
   ``Settings.budget_alerts``). It fires once per team, month and threshold — the store
   claims it (``claim_budget_alert``), so a restart or a second replica never repeats it — as
   a log line, a metric, a Kubernetes Event (when the cluster can carry one: ``BudgetNotes``)
-  and, when ``Settings.budget_webhook`` is set, a JSON POST made off the scheduling loop.
+  and, when ``Settings.budget_webhook`` is set, a JSON POST made off the scheduling loop
+  (``controller.webhook``: internal targets refused unless allowed, no redirects).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from starburst.controller.webhook import post_json
 from starburst.core.holds import BudgetState, budget_states, holds
 from starburst.core.ports import Accounts, BudgetNotes, Ledger
 
@@ -59,21 +59,6 @@ class BudgetAlert:
         }
 
 
-def post_json(url: str, body: dict[str, Any], timeout: float = 10.0) -> None:
-    """POST ``body`` as JSON; failures are logged (an alert is a courtesy)."""
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
-            answer.read()
-    except (OSError, ValueError) as exc:
-        log.warning("budget webhook %s: %s", url, exc)
-
-
 class BudgetAlerts:
     """Fires each crossed threshold once per team and month (see the module terms)."""
 
@@ -86,10 +71,13 @@ class BudgetAlerts:
         metrics: Any = None,
         notes: BudgetNotes | None = None,
         webhook: str | None = None,
-        post: Callable[[str, dict[str, Any]], None] = post_json,
+        webhook_allow: Sequence[str] = (),
+        post: Callable[[str, dict[str, Any]], object] | None = None,
     ) -> None:
         self.accounts, self.ledger, self.thresholds = accounts, ledger, sorted(thresholds)
-        self.metrics, self.notes, self.webhook, self._post = metrics, notes, webhook, post
+        self.metrics, self.notes, self.webhook = metrics, notes, webhook
+        allowed = tuple(webhook_allow)
+        self._post = post or (lambda url, body: post_json(url, body, allow=allowed))
         self._fired: set[tuple[str, str, float]] = set()
         self.senders: list[threading.Thread] = []
 

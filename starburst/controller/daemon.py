@@ -114,6 +114,7 @@ class Controller:
             settings.budget_alerts,
             metrics=self.metrics,
             webhook=settings.budget_webhook,
+            webhook_allow=settings.budget_webhook_allow,
             notes=caps.budget_notes,
         )
         budgets, self.cloud_gate = (

@@ -83,7 +83,14 @@ def test_alerts_fire_once_per_month_everywhere(
     store.jobs.submit(JobSpec(id="j", gpus=1, team="ml"), at=NOV10 - DAY)
     store.accounts.set_team_budget("ml", Decimal("300"))
     metrics = ControllerMetrics.create()
-    alerts = BudgetAlerts(store.accounts, store.ledger, [0.8, 1.0], metrics=metrics, webhook=url)
+    alerts = BudgetAlerts(
+        store.accounts,
+        store.ledger,
+        [0.8, 1.0],
+        metrics=metrics,
+        webhook=url,
+        webhook_allow=["127.0.0.1"],  # the test's server is on loopback
+    )
     spend(store, "j", "100", NOV10 - 2 * DAY)
     assert alerts.check(NOV10) == []  # 33%
     spend(store, "j", "150", NOV10 - DAY)  # 250 of 300: 83%
@@ -112,7 +119,7 @@ def test_alerts_fire_once_per_month_everywhere(
     assert value("starburst_budget_alerts_total", {"team": "ml", "threshold": "0.8"}) == 1
     assert value("starburst_budget_used_ratio", {"team": "ml"}) == pytest.approx(250 / 300)
     restarted = BudgetAlerts(
-        store.accounts, store.ledger, [0.8, 1.0], webhook=url
+        store.accounts, store.ledger, [0.8, 1.0], webhook=url, webhook_allow=["127.0.0.1"]
     )  # a new leader: no repeat
     assert restarted.check(NOV10 + 120) == []
     spend(store, "j", "60", NOV10)  # 310 of 300
