@@ -4,9 +4,9 @@
 - a body larger than ``MAX_BODY_BYTES`` (by its ``Content-Length``, or counted while it
   streams in: the body is read, up to the limit, before the app runs) is answered 413
   ``{"detail": ...}``;
-- a ``/v1`` path or query string holding a control character (U+0000–U+001F, U+007F; after
-  percent-decoding) is answered 422: no job id, user, team or filter may carry one (a NUL
-  byte used to reach PostgreSQL and come back as a 500).
+- a ``/v1`` path or query string holding a control character (``core.controls``: C0, DEL,
+  C1 and bidirectional controls; after percent-decoding) is answered 422: no job id, user,
+  team or filter may carry one (a NUL byte used to reach PostgreSQL and come back as a 500).
 
 The OpenAPI document declares both (``openapi.py``): 413 on routes that take a body, and a
 ``pattern`` excluding control characters on every string path and query parameter.
@@ -15,14 +15,18 @@ The OpenAPI document declares both (``openapi.py``): 413 on routes that take a b
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from starburst.core.controls import CONTROLS
+
 MAX_BODY_BYTES = 2 * 1024 * 1024
-#: a JSON-Schema pattern for strings without control characters
-NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"
-_CONTROL = set(range(0x20)) | {0x7F}
+#: a JSON-Schema pattern for strings without control characters (names, labels, ids): none
+#: may reach a terminal's escape handling or read backwards (``core.controls``)
+NO_CONTROL = f"^[^{CONTROLS}]*$"
+_CONTROL = re.compile(f"[{CONTROLS}]")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -32,7 +36,7 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def has_control(raw: bytes) -> bool:
-    return any(b in _CONTROL for b in raw)
+    return _CONTROL.search(raw.decode("utf-8", "replace")) is not None
 
 
 async def _answer(send: Send, status: int, detail: str) -> None:

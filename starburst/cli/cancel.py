@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from starburst.cli.jobs import DEFAULT_SERVER, ServerOption, TokenOption, call, job_path
+from starburst.cli.terminal import say
 from starburst.core.lifecycle import JobState
 
 ASK_ABOVE = 3
@@ -92,7 +93,7 @@ def cancel(
         except typer.Exit:  # the error line is printed; go on with the others
             failed += 1
             continue
-        typer.echo(f"{job['id']}  {job['state']}")
+        say(f"{job['id']}  {job['state']}")
     if len(targets) > 1:
         typer.echo(f"cancelled {len(targets) - failed} of {len(targets)} jobs")
     if failed:

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from starburst.cli.jobs import DEFAULT_SERVER, ServerOption, TokenOption, _time, call, table
+from starburst.cli.terminal import say
 from starburst.core.apportion import HOURS_DIGITS
 
 
@@ -133,7 +134,7 @@ def _print_report(report: dict[str, Any]) -> None:
     scope = report.get("scope", "all")
     whose = "" if scope == "all" else f" of {scope}"
     typer.echo(f"costs{whose} from {_time(report['since'])} until {_time(report['until'])}")
-    typer.echo(
+    say(
         table(
             [k.upper() for k in keys]
             + ["AMOUNT", "CURRENCY", "GPU-H", "ONPREM-GPU-H", "SHOWBACK", "ENTRIES"],
@@ -153,4 +154,4 @@ def _print_savings(saved: dict[str, Any]) -> None:
     if saved["unpriced_jobs"]:
         typer.echo(f"{saved['unpriced_jobs']} jobs not counted:")
         for item in saved["unpriced"]:
-            typer.echo(f"  {item['job']}: {item['reason']}")
+            say(f"  {item['job']}: {item['reason']}")

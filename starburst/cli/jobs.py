@@ -22,11 +22,13 @@ from __future__ import annotations
 import functools
 import json
 import math
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from starburst.cli.terminal import printable, say
 from starburst.core.errors import StarburstError
 from starburst.core.failure import cause_of, tail_of
 
@@ -73,7 +75,7 @@ def parse_duration(text: str) -> float:
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
+    say(f"error: {message}", err=True)
     raise typer.Exit(code)
 
 
@@ -238,7 +240,7 @@ def status(
         code = job.get("exit_code")
         fields += [("exit code", "-" if code is None else str(code)), ("failure", cause)]
         fields += [("", line) for line in tail.splitlines()]
-    typer.echo("\n".join(f"{k + ':' if k else '':<13}{v}" for k, v in fields))
+    say("\n".join(f"{k + ':' if k else '':<13}{v}" for k, v in fields))
 
 
 def _costs(job: dict[str, Any]) -> str:
@@ -258,7 +260,7 @@ def explain(
     if as_json:
         typer.echo(json.dumps(answer, indent=2))
         return
-    typer.echo(f"{answer['id']}: {answer['summary']}")
+    say(f"{answer['id']}: {answer['summary']}")
     rows = [
         [
             _time(e["at"]),
@@ -268,10 +270,10 @@ def explain(
         ]
         for e in answer["events"]
     ]
-    typer.echo(table(["WHEN", "CHANGE", "REASON", "BY"], rows))
+    say(table(["WHEN", "CHANGE", "REASON", "BY"], rows))
     tail = tail_of(answer.get("failure") or "")
     if tail:
-        typer.echo("last output:\n" + "\n".join(f"  {line}" for line in tail.splitlines()))
+        say("last output:\n" + "\n".join(f"  {line}" for line in tail.splitlines()))
 
 
 def logs(
@@ -286,6 +288,14 @@ def logs(
         ),
     ] = False,
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between looks (-f).")] = 2.0,
+    raw: Annotated[
+        bool,
+        typer.Option(
+            "--raw",
+            help="Print escape sequences as the job wrote them, on a terminal too (by default "
+            "a terminal gets them shown as text; a pipe or a file always gets them raw).",
+        ),
+    ] = False,
     server: ServerOption = DEFAULT_SERVER,
     token: TokenOption = None,
 ) -> None:
@@ -293,9 +303,13 @@ def logs(
     ``-f``: ends with the job's final state on stderr and exits with its exit code (a
     failure without one: 1; cancelled: 130)."""
     path = job_path(job_id, "logs")
+
+    def shown(text: str) -> str:  # ``starburst.cli.terminal``: raw only where asked or piped
+        return text if raw or not sys.stdout.isatty() else printable(text, keep_cr=True)
+
     if not follow:
         output = call(server, token, "GET", path, text=True, params={"tail": tail} if tail else {})
-        typer.echo(output, nl=not output.endswith("\n") and bool(output))
+        typer.echo(shown(output), nl=not output.endswith("\n") and bool(output))
         return
     from starburst.cli.follow import follow as follow_output
 
@@ -313,7 +327,7 @@ def logs(
 
     def emit(part: str) -> None:
         printed.append(part)
-        typer.echo(part, nl=False)
+        typer.echo(shown(part), nl=False)
 
     follow_output(fetch, ended, emit, first_tail=tail or None, interval=interval)
     if printed and not printed[-1].endswith("\n"):
@@ -325,7 +339,7 @@ def final_line(job: dict[str, Any]) -> int:
     """Print an ended job's final state on stderr; its exit code for the shell."""
     state, code = job["state"], job.get("exit_code")
     cause = cause_of(job.get("failure") or "")
-    typer.echo(f"job {job['id']} {state}" + (f": {cause}" if cause else ""), err=True)
+    say(f"job {job['id']} {state}" + (f": {cause}" if cause else ""), err=True)
     if state == "succeeded":
         return 0
     if state == "cancelled":

@@ -37,6 +37,7 @@ from starburst.cli.jobs import (
     call,
     table,
 )
+from starburst.cli.terminal import printable, say
 from starburst.core.duration import precise
 from starburst.core.errors import StarburstError
 
@@ -203,7 +204,7 @@ def repeat(
     """Print ``draw()`` once, or every ``every`` seconds (``count`` times, else until Ctrl-C),
     clearing the terminal between drawings when there is one."""
     if every is None and count is None:
-        typer.echo(draw())
+        say(draw())
         return
     drawn = 0
     try:
@@ -214,7 +215,7 @@ def repeat(
             elif drawn:
                 typer.echo("")
             stamp = time.strftime("%H:%M:%S %Z")
-            typer.echo(f"every {every or 0:g}s, {stamp} (Ctrl-C to stop)\n{text}")
+            typer.echo(f"every {every or 0:g}s, {stamp} (Ctrl-C to stop)\n{printable(text)}")
             drawn += 1
             if count is not None and drawn >= count:
                 return

@@ -27,6 +27,7 @@ from starburst.cli.jobs import (
     job_path,
     parse_duration,
 )
+from starburst.cli.terminal import say
 from starburst.core.errors import StarburstError
 
 
@@ -167,7 +168,7 @@ def submit(
         headers={"Idempotency-Key": key} if key else {},
         json=body,
     )
-    typer.echo(f"{job['id']}  {job['state']}")
+    say(f"{job['id']}  {job['state']}")
     if wait:
         raise typer.Exit(wait_for_end(server, token, job["id"], interval))
 
@@ -244,7 +245,7 @@ def submit_array(
             json=element,
             headers={"Idempotency-Key": f"{key}-{index}"} if key else {},
         )
-        typer.echo(f"{job['id']}  {job['state']}  {element['name']}")
+        say(f"{job['id']}  {job['state']}  {element['name']}")
     at_once = f", at most {limit} at once" if limit is not None else ""
     typer.echo(f"submitted {len(chosen)} jobs: {base}-{chosen[0]} … {base}-{chosen[-1]}{at_once}")
 
