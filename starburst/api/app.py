@@ -20,7 +20,8 @@ Keywords:
 - ``job_logs``: a callable returning the reader behind ``GET /v1/jobs/{id}/logs`` (see
   ``ApiContext``); None: the route answers 409 saying this API serves no job output.
 
-Besides ``/v1``, the app serves the cost dashboard at ``/ui`` (``starburst.api.ui``).
+Besides ``/v1``, the app serves the cost dashboard at ``/ui`` (``starburst.api.ui``) and the
+API's reference at ``/docs`` (``starburst.api.apidocs``), both from files it ships.
 Well-formed submissions take a fast path past FastAPI's routing (``starburst.api.fastsubmit``).
 
 The caller owns ``store`` and closes it; the app never closes what it was given.
@@ -32,7 +33,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from starburst.api import errors, openapi, ui
+from starburst.api import apidocs, errors, openapi, ui
 from starburst.api.context import ApiContext, HealthProbe
 from starburst.api.fastsubmit import SubmitFastPath
 from starburst.api.finance import burst_quote
@@ -70,6 +71,9 @@ def create_app(
         title="Starburst",
         summary="Cost-aware scheduler for hybrid-cloud GPU clusters.",
         version="0.1.0",
+        docs_url=None,  # FastAPI's pages load from a CDN: ``apidocs`` serves its own
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.state.starburst = ctx = ApiContext(
         settings=settings,
@@ -97,6 +101,7 @@ def create_app(
         tuning_page,
         health_routes,
         ui,
+        apidocs,
     ):
         app.include_router(module.router)
     openapi.install(app)
