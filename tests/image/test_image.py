@@ -3,9 +3,8 @@
 Built once per machine from a debootstrapped Debian base and the wheelhouse of ``uv.lock``,
 with buildah and no network inside the build; cached under ``~/.cache/starburst/images``.
 The container runs as the image says (its entrypoint, user, environment), through
-``buildah run --isolation chroot``: no OCI runtime, so runc's ``oom_score_adj`` restriction
-on these machines does not apply. Without root or the tools the tests skip, except with
-``CI`` set (then they fail).
+``buildah run --isolation chroot`` (no OCI runtime to install). Without root or the tools
+the tests skip, except with ``CI`` set (then they fail).
 """
 
 from __future__ import annotations

@@ -14,14 +14,15 @@
 3. **product**: the project's own wheel (``uv build`` from a copy of the sources), the
    wheelhouse and ``migrations/`` form the build context of ``buildah bud --isolation chroot
    -f deploy/Dockerfile --build-arg BASE_IMAGE=oci-archive:<base>``: no network inside the
-   build, and no OCI runtime (runc cannot lower ``oom_score_adj`` here: the chroot isolation
-   needs none).
+   build, and no OCI runtime to install (buildah's default runc isolation works here too, as
+   buildah asks runc for no ``oom_score_adj``; containerd's CRI did, hence its
+   ``restrict_oom_score_adj``).
 
 Invariants:
 - cache: ``~/.cache/starburst/images/<step>-<hash of the step's inputs>/image.tar``
   (``STARBURST_IMAGE_CACHE`` overrides the directory); the product's hash covers the base's
   and the wheelhouse's keys, the Dockerfile, ``pyproject.toml``, ``uv.lock`` and every file of
-  ``starburst/`` and ``migrations/``. The newest ``KEEP_PRODUCTS`` product images are kept;
+  ``starburst/`` and ``migrations/``. The ``KEEP`` newest used products and wheelhouses stay;
 - concurrency: one exclusive file lock for the whole cache, so parallel workers (and
   worktrees) build once and the others wait and reuse; each step builds into a scratch
   directory renamed into place when complete, so a half-built entry is never seen;
@@ -70,7 +71,8 @@ TRIMMED = (
     "usr/share/locale",
     "dev",
 )
-KEEP_PRODUCTS = 3
+#: how many product images (and wheelhouses) the cache keeps, the newest used first
+KEEP = 3
 APT_SOURCES = Path("/etc/apt/sources.list")
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -94,8 +96,9 @@ def product_image_archive(*, log: bool = True) -> Path:
         target = cache_root() / f"product-{_product_key(base, wheels)}"
         if not (target / "image.tar").is_file():
             _build_product(uv=uv, base=base, wheels=wheels, target=target, log=log)
-            _prune_products(keep=target)
-        os.utime(target)  # the newest used are the ones pruning keeps
+        for used in (wheels.directory, target):
+            os.utime(used)  # the newest used are the ones pruning keeps
+            _prune(keep=used)
     return target / "image.tar"
 
 
@@ -297,17 +300,15 @@ def _name_for_containerd(layout: Path) -> None:
     index_path.write_text(json.dumps(index))
 
 
-def _prune_products(*, keep: Path) -> None:
-    products = sorted(
-        (
-            p
-            for p in cache_root().glob("product-*")
-            if p.is_dir() and p != keep and p.suffix != ".building"
-        ),
-        key=lambda p: p.stat().st_mtime,
+def _prune(*, keep: Path) -> None:
+    """Keep the newest ``KEEP`` entries of ``keep``'s kind (``product-``, ``wheelhouse-``)."""
+    kind = keep.name.split("-")[0]
+    entries = sorted(
+        (p for p in cache_root().glob(f"{kind}-*") if p.is_dir() and p.suffix != ".building"),
+        key=lambda p: (p == keep, p.stat().st_mtime),
         reverse=True,
     )
-    for old in products[KEEP_PRODUCTS - 1 :]:
+    for old in entries[KEEP:]:
         _remove(old)
 
 
