@@ -141,7 +141,7 @@ def test_an_adopted_record_of_a_uid_given_out_again_leaves_its_new_job_alone(
     import subprocess
 
     other = pool(work, REISSUED, REISSUED)
-    theirs = other.claim("theirs")
+    theirs = other.claim("theirs", "theirs")
     victim = subprocess.Popen([*theirs.command_prefix(other.setpriv), "sleep", "60"])
     try:
         marker = Path(f"/tmp/starburst-theirs-{REISSUED}")
@@ -149,7 +149,7 @@ def test_an_adopted_record_of_a_uid_given_out_again_leaves_its_new_job_alone(
         os.chown(marker, REISSUED, REISSUED)
         assert wait_for(lambda: REISSUED in procfs.uids_running())
         adopting = pool(work, REISSUED, REISSUED)
-        old = adopting.reclaim(REISSUED, work / "old-home")  # the lock is the other's
+        old = adopting.reclaim(REISSUED, work / "old-home", "old")  # the lock is the other's
         adopting.release(old)  # the adopted job's end is seen
         assert victim.poll() is None and marker.exists()
         assert other.held() == {REISSUED}

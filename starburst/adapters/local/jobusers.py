@@ -14,7 +14,8 @@ Terms:
   gets the files of a real user or group.
 - *claim*: this process holds an exclusive ``flock`` on ``<lock dir>/<uid>`` (a root-only
   directory, machine-wide), so two controllers on one machine never hand out one uid; the
-  kernel drops the lock when the process dies.
+  kernel drops the lock when the process dies. The lock file holds the spawn token of the job
+  the uid was last given to (its *owner job*); it outlives the process that wrote it.
 - *busy* uid: claimed (by any process), or the uid of any live process (``procfs``) — a
   job that left a process behind keeps its uid out of the pool until that process is gone.
 - *release*: when the job's end is seen: every process still running as its uid is killed
@@ -22,12 +23,17 @@ Terms:
   what it left in the world-writable directories (``SHARED_TEMP``: ``/tmp``, ``/var/tmp``,
   ``/dev/shm``, ``/run/lock``, ``/dev/mqueue``; every entry its uid owns, there or in a
   world-writable directory inside them) is removed, so the next job given the uid finds
-  nothing of this one; then the claim is dropped.
-- *reclaim*: after a restart, a job adopted from its spawn record takes its uid again.
+  nothing of this one; then the owner job is cleared and the claim dropped.
+- *reclaim*: after a restart, a job adopted from its spawn record takes its uid again — only
+  if it is still the uid's owner job. A leader that saw a job end, gave its uid to a new job
+  and died before recording the end leaves a record whose uid is another job's now: the new
+  leader adopting that record must not kill the new job.
 
 Invariants: no two running jobs on this machine share a uid; a uid is handed out again only
 after its previous job's end was seen and released (or, after a crash, once no process of it
-is left); a job's home is reachable only by its own uid and root. Not covered: System V IPC
+is left); a uid's processes are killed and its shared files swept only by a release of its
+owner job, by the process that holds its claim; a job's home is reachable only by its own
+uid and root. Not covered: System V IPC
 objects a job leaves behind (remove them with ``ipcrm``, or run such jobs on Kubernetes).
 """
 
@@ -67,10 +73,12 @@ class JobUser:
     uid: int
     gid: int
     home: Path
-    #: whether this process holds the uid's claim; an adopted job whose uid another
-    #: process claimed since (the job had ended, so the uid was free) does not, and its
-    #: release then touches nothing of the uid's new job
+    #: whether this process holds the uid's claim for this job (its owner job); an adopted
+    #: job whose uid was given to another job since (the job had ended, so the uid was
+    #: free) is not, and its release then touches nothing of the uid's new job
     owned: bool = True
+    #: the spawn token of the job this user was given to
+    token: str = ""
 
     def command_prefix(self, setpriv: str) -> list[str]:
         """argv that runs the rest of the argv as this user, with no way back to root:
@@ -114,8 +122,8 @@ class JobUsers:
     def size(self) -> int:
         return self.last - self.first + 1
 
-    def claim(self, name: str) -> JobUser:
-        """A free uid for a new spawn, with a fresh home ``<work root>/<name>``.
+    def claim(self, name: str, token: str = "") -> JobUser:
+        """A free uid for the spawn ``token``, with a fresh home ``<work root>/<name>``.
 
         ``TransientError`` when every uid of the range is busy: the job starts when one is
         released."""
@@ -126,7 +134,8 @@ class JobUsers:
                 if uid in self._held or uid in running or not self._lock_uid(uid, locks):
                     continue
                 try:
-                    return JobUser(uid, uid, _home(root / name, uid))
+                    self._set_owner(uid, token)
+                    return JobUser(uid, uid, _home(root / name, uid), token=token)
                 except OSError:
                     self._unlock(uid)
                     raise
@@ -135,25 +144,31 @@ class JobUsers:
             "the job starts when a running one ends"
         )
 
-    def reclaim(self, uid: int, home: str | Path) -> JobUser:
-        """The user of a job adopted after a restart (from its spawn record).
+    def reclaim(self, uid: int, home: str | Path, token: str) -> JobUser:
+        """The user of the spawn ``token`` adopted after a restart (from its spawn record).
 
-        A uid another process claims now was free when it took it — no process ran as it —
+        Owned only if this process holds (or now takes) the uid's claim and the spawn is
+        still its owner job. Otherwise the uid was given to another job since — by another
+        process on this machine, or by a leader that died before recording this job's end —
         so the adopted job has ended: its user is returned as not ``owned``."""
         with self._lock:
-            owned = uid in self._held or self._lock_uid(uid, self._lock_root())
+            owned = self._own(uid, token)
         if not owned:
-            log.info("job uid %s was given out again by another process on this machine", uid)
-        return JobUser(uid, uid, Path(home), owned)
+            log.info("job uid %s was given to another job since; it is not released again", uid)
+        return JobUser(uid, uid, Path(home), owned, token)
 
     def release(self, user: JobUser) -> None:
         """The job ended: kill what it left running, remove its files, free its uid.
 
-        For a user this process does not own (``reclaim``) only its old home goes: the
-        processes and shared files of its uid are another job's now."""
+        For a user that is not its uid's owner job now (``reclaim``; checked again, since a
+        claim busy then may have been dropped since) only its old home goes: the processes
+        and shared files of its uid are another job's."""
         if not user.owned:
-            _remove(user.home)
-            return
+            with self._lock:
+                owned = self._own(user.uid, user.token)
+            if not owned:
+                _remove(user.home)
+                return
         killed = procfs.kill_user(user.uid)
         if killed:
             log.info("killed %d leftover processes of job uid %s", killed, user.uid)
@@ -161,6 +176,7 @@ class JobUsers:
         for shared in SHARED_TEMP:
             _sweep(shared, user.uid)
         with self._lock:
+            self._set_owner(user.uid, "")
             self._unlock(user.uid)
 
     def prepare(self) -> None:
@@ -198,6 +214,26 @@ class JobUsers:
             return False
         self._held[uid] = fd
         return True
+
+    def _own(self, uid: int, token: str) -> bool:
+        """(Holding ``_lock``.) Whether this process holds the uid's claim for the spawn
+        ``token`` — taking the claim if it is free; a claim taken for another job's uid is
+        dropped again at once."""
+        took = uid not in self._held and self._lock_uid(uid, self._lock_root())
+        if uid not in self._held:
+            return False
+        fd = self._held[uid]
+        if token and os.pread(fd, 256, 0).decode(errors="replace") == token:
+            return True
+        if took:
+            self._unlock(uid)
+        return False
+
+    def _set_owner(self, uid: int, token: str) -> None:
+        """(Holding the uid's claim.) Record ``token`` as the uid's owner job."""
+        fd = self._held[uid]
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, token.encode(), 0)
 
     def _unlock(self, uid: int) -> None:
         fd = self._held.pop(uid, None)

@@ -300,7 +300,7 @@ def spawn(
     token = uuid.uuid4().hex
     private_dir(state_dir)
     directory = private_dir(state_dir / job_dirname(job.id))
-    user = users.claim(f"{job_dirname(job.id)}-{token[:16]}") if users else None
+    user = users.claim(f"{job_dirname(job.id)}-{token[:16]}", token) if users else None
     try:
         process = _start(
             job, directory, extra_env, header, record, token, grace, user, users, output_max
@@ -468,5 +468,5 @@ def adopt(
         return None
     user = None
     if users is not None and isinstance(record.get("uid"), int) and record.get("home"):
-        user = users.reclaim(int(record["uid"]), str(record["home"]))
+        user = users.reclaim(int(record["uid"]), str(record["home"]), token)
     return JobProcess(job_id, directory, pid, token, grace, on_end=_releaser(users, user))
