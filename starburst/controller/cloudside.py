@@ -8,7 +8,11 @@ launches, the cancelled launches still draining, and the jobs already pulled bac
 Invariants: a job's state moves before the launch is stopped, so a controller that dies in
 between leaves a launch whose job is no longer bursting — which the next pass stops (the
 general rule in ``_follow``); cost entries are fixed chunks from the launch time, so metering
-again after a restart writes the same rows, which the store ignores.
+again after a restart writes the same rows, which the store ignores; a launch's end — its
+job's ``ended_at``, the launch's and its last cost entry's — is when the backend says it
+ended, else when its end was first seen (the clock read after the poll, never the pass's
+start: a pass takes time, and a run that ended during it was billed short), so the billed
+time is never shorter than the run.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from starburst.core.failure import OUTPUT_MARK, with_output
 from starburst.core.job import Job, QueuedJob
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import WaitPolicy
-from starburst.core.ports import Cloud, CloudHandle, CloudStatus, JobStore, Ledger
+from starburst.core.ports import Clock, Cloud, CloudHandle, CloudStatus, JobStore, Ledger
 from starburst.core.records import CloudLaunch, CostEntry, StoredJob
 from starburst.core.star import pull_back_at, pull_back_reason
 from starburst.pricing import gpu_type_in, gpus_in
@@ -55,12 +59,14 @@ class CloudFollower:
         moves: Moves,
         policy: Callable[[], WaitPolicy],
         *,
+        clock: Clock,
         metering_chunk_s: float = 60.0,
     ) -> None:
         """``jobs`` and ``ledger``: what the follower reads and writes, the jobs and the ledger
         of their launches; ``policy``: the waiting policy in force (the controller refits it
-        between passes)."""
+        between passes); ``clock``: when an end is seen, for a backend that cannot date it."""
         self.jobs, self.ledger, self.cloud, self.view = jobs, ledger, cloud, view
+        self._clock = clock
         self._move = moves.move
         self._policy = policy
         self._reasons, self._billing, self._ends = (
@@ -124,7 +130,7 @@ class CloudFollower:
         job = self.jobs.get(launch.job_id)
         if job.state not in (JobState.BURSTING, JobState.RUNNING_CLOUD):
             # cancelled by a user, pulled back, or ended before a crash cut this short
-            self._stop_cloud(launch, handle, self._end_of(handle, now), job.state.value)
+            self._stop_cloud(launch, handle, self._end_of(handle), job.state.value)
             return
         try:
             status = self.cloud.poll(handle)
@@ -143,13 +149,15 @@ class CloudFollower:
             # own now would bill time after the end, which no later entry takes back)
             self._meter(launch, now, final=False)
         if status in _ENDED:
-            end = self._end_of(handle, now)
+            end = self._end_of(handle)
             reason = (
                 "finished in the cloud"
                 if status is CloudStatus.SUCCEEDED
                 else self._failure(handle, status)
             )
-            if self._move(launch.job_id, _ENDED[status], reason, token, now):  # state first:
+            # not before the job was seen running (a backend's end may predate that sighting)
+            at = max(end, job.started_at or end)
+            if self._move(launch.job_id, _ENDED[status], reason, token, at):  # state first:
                 report.finished.append(launch.job_id)  # a crash next is mended by _follow
             self._stop_cloud(launch, handle, end, status.value, cancel=False)
             return
@@ -211,14 +219,15 @@ class CloudFollower:
         ids = sorted(x.id or 0 for x in self.ledger.launches(launch.job_id))
         return ids.index(launch.id or 0) + 1 if (launch.id or 0) in ids else 1
 
-    def _end_of(self, handle: CloudHandle, now: float) -> float:
-        """When a launch really ended (a restarted controller learns it late), else now."""
+    def _end_of(self, handle: CloudHandle) -> float:
+        """When a launch ended as its backend dates it (a restarted controller learns of it
+        late), else now — read after the poll that saw the end, not the pass's start."""
         ends = self._ends
         try:
             end = ends.ended_at(handle) if ends is not None else None
         except (TransientError, PermanentError):
             end = None
-        return min(end, now) if end is not None else now
+        return end if end is not None else self._clock.now()
 
     def _maybe_pull_back(
         self,
@@ -245,7 +254,7 @@ class CloudFollower:
             self._pulled_back.add(job.id)
             report.pulled_back.append(job.id)
             self.view.add(QueuedJob(job.job, now, budget))
-        self._stop_cloud(launch, handle, now, "pulled back")
+        self._stop_cloud(launch, handle, self._clock.now(), "pulled back")  # runs till now
 
     def _stop_cloud(
         self, launch: CloudLaunch, handle: CloudHandle, now: float, status: str, cancel: bool = True

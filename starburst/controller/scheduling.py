@@ -121,6 +121,7 @@ class SchedulingLoop:
                 self.view,
                 moves,
                 lambda: self.config.policy,
+                clock=clock,
                 metering_chunk_s=metering_chunk_s,
             )
         )

@@ -7,7 +7,9 @@ Terms:
 - *ended*: ``JobEnded`` values not yet taken by the controller; each job's end is reported once
   per process (*reported*). A Job that *failed* is reported once it is *explained*: a
   follow-up reads its pods (``failures.py``: the exit code, a hit time limit, the last lines
-  of output) outside the lock, then reports the end with that reason;
+  of output) outside the lock, then reports the end with that reason. An end is dated by the
+  Job's ``completionTime`` rounded up to the next second (Kubernetes cuts times down to the
+  second), or by when it was seen if that is sooner: never before the run ended;
 - *given up*: a Job Starburst started and can no longer count on: suspended by someone else
   (``spec.suspend`` is the truth, not the state annotation), or whose pods were refused at
   creation (a ``FailedCreate`` Event: ResourceQuota, PodSecurity, a webhook). Its job ends
@@ -140,7 +142,7 @@ class JobBook:
         state, ended = conv.job_state(obj), conv.finished(obj)
         if ended is not None and state in ("running", "suspended"):
             self.running.pop(jid, None)
-            end = JobEnded(jid, ended[1], ended[0], ended[2])
+            end = JobEnded(jid, self._end_time(ended[1]), ended[0], ended[2])
             if end.succeeded or self._explain is None:
                 self.report(end)
             elif jid not in self.reported and jid not in self.explaining:
@@ -184,6 +186,14 @@ class JobBook:
         """Report a failed Job's end, now with its cause."""
         self.explaining.discard(end.job_id)
         self.report(end)
+
+    def _end_time(self, stamped: float) -> float:
+        """When a Job really ended, from the time its status gives: Kubernetes writes times
+        to the whole second, cut down, so the end lies up to a second after a whole-second
+        stamp; bounded by now, when the end is seen (billing must not end before the run)."""
+        if stamped != int(stamped):
+            return stamped
+        return max(stamped, min(stamped + 1.0, self._clock.now()))
 
     def report(self, end: JobEnded) -> None:
         if end.job_id not in self.reported:
