@@ -13,9 +13,11 @@ Cost metering and reconciliation happen inside every pass (see ``scheduling``).
 Leadership: every pass first makes sure this replica holds the store's leader lock (a
 PostgreSQL advisory lock, or a lock file for SQLite); a standby keeps trying and takes over
 within one pass interval of the leader's death. Each decision carries the lock's fencing
-token, so a deposed leader's writes are refused. A database outage is a *transient* state:
-the pass fails, readiness turns false with the reason, leadership is dropped, and the next
-pass reconnects and re-acquires it.
+token, so a deposed leader's writes are refused. A controller whose local jobs live in
+another host or state directory than the last leader's refuses to lead while jobs are in
+flight (``locality``): it would not see them, and would run them again. A database outage
+is a *transient* state: the pass fails, readiness turns false with the reason, leadership is
+dropped, and the next pass reconnects and re-acquires it.
 
 An unexpected exception in a pass (a bug, not a port's translated error) is counted in
 ``starburst_pass_errors`` and logged with its stack; after ``DEGRADED_AFTER`` such passes in a
@@ -43,6 +45,7 @@ from starburst.controller import logs
 from starburst.controller.budgets import BudgetAlerts, BudgetGate
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.cloudgate import CloudGate
+from starburst.controller.locality import Locality, locality_of
 from starburst.controller.metrics import ControllerMetrics
 from starburst.controller.report import PassReport
 from starburst.controller.scheduling import SchedulingLoop
@@ -95,9 +98,11 @@ class Controller:
         metrics: ControllerMetrics | None = None,
         lock: LeaderLock | None = None,
         capabilities: Capabilities | None = None,
+        locality: Locality | None = None,
     ) -> None:
         """``capabilities``: what the backends can do beyond their ports, as the wiring
-        resolved them (None: resolved here from ``cluster`` and ``cloud``)."""
+        resolved them (None: resolved here from ``cluster`` and ``cloud``); ``locality``:
+        where its local jobs live (None: from the settings)."""
         caps = capabilities or Capabilities.of(cluster, cloud)
         self.capabilities = caps
         self.tuning = TuningHooks(store.tuning)
@@ -107,6 +112,10 @@ class Controller:
         self.clock = clock or WallClock()
         self.metrics = metrics or ControllerMetrics.create()
         self._lock = lock or leader_lock(store.engine, settings.leader_name)
+        self.locality = locality or Locality(
+            store.engine, settings.leader_name, locality_of(settings), store.jobs
+        )
+        self._refusal: str | None = None  # the last refusal to lead, logged once
         self.config: SchedulerConfig = settings.scheduler_config()
         alerts = BudgetAlerts(
             store.accounts,
@@ -354,6 +363,14 @@ class Controller:
         if token is None:
             self._health = Health(True, "standby: another replica leads")
             return False
+        refusal = self.locality.take(token)
+        if refusal is not None:
+            self._step_down(refusal)
+            if refusal != self._refusal:
+                log.error(refusal)
+            self._refusal = refusal
+            return False
+        self._refusal = None
         resumed = self.loop.reconcile()
         self.tuning.record(self.cluster, self.config, self.settings, self.clock.now())
         log.info("became leader", extra={"fencing_token": token, "resumed": resumed})

@@ -12,7 +12,9 @@
 - The runtime estimator: the predictor's model when one is configured, else its fallback
   chain (declared runtime → the user's history → the global median).
 - Leadership (``leader_election``): the store's lock, or a Kubernetes Lease
-  (``LeaseLock``) whose winners take their fencing tokens from the store.
+  (``LeaseLock``) whose winners take their fencing tokens from the store; a controller whose
+  local jobs would live elsewhere than the last leader's refuses to start while jobs are in
+  flight (``locality``).
 - Job output for an API without a controller (``job_logs_from``): the same backends, built
   on first use, the Kubernetes one without watching.
 - Capabilities: what the built backends can do beyond their ports (``Capabilities.of``),
@@ -36,6 +38,7 @@ from starburst.adapters.db.leader import default_holder, leader_lock, next_term
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.daemon import Controller
+from starburst.controller.locality import Locality, locality_of
 from starburst.core.errors import ConfigError
 from starburst.core.leadership import LeaderLock
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
@@ -231,6 +234,8 @@ def build_controller(
     store = store or SqlStore.open(
         settings.database_url, clock=clock, leader_name=settings.leader_name
     )
+    locality = Locality(store.engine, settings.leader_name, locality_of(settings), store.jobs)
+    locality.check_start()  # before the backends adopt anything of another controller's
     users = job_users_of(settings)
     check_job_users(settings, users)
     cluster = build_cluster(settings, clock, users=users)
@@ -244,4 +249,5 @@ def build_controller(
         estimator=build_estimator(settings, store),
         lock=build_leader_lock(settings, store),
         capabilities=Capabilities.of(cluster, cloud),
+        locality=locality,
     )

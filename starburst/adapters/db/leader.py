@@ -242,6 +242,25 @@ def next_term(engine: Engine, name: str, holder: str) -> int:
         return _next_token(conn, name, holder)
 
 
+def local_state(engine: Engine, name: str) -> str | None:
+    """The ``host:state directory`` the last leader of ``name`` recorded (None: none)."""
+    query = sa.select(TERMS.c.local_state).where(TERMS.c.name == name)
+    with translate_errors(engine), engine.connect() as conn:
+        return conn.execute(query).scalar()
+
+
+def record_local_state(engine: Engine, name: str, token: int, where: str | None) -> bool:
+    """Record ``where`` as the local state of the term ``token`` of ``name``; False if a
+    later term began meanwhile (nothing is written then)."""
+    update = (
+        sa.update(TERMS)
+        .where(TERMS.c.name == name, TERMS.c.token == token)
+        .values(local_state=where)
+    )
+    with translate_errors(engine), engine.begin() as conn:
+        return conn.execute(update).rowcount == 1
+
+
 def leader_lock(engine: Engine, name: str = "controller", holder: str | None = None) -> LeaderLock:
     """The leader lock that fits the engine's database."""
     if engine.dialect.name == "postgresql":

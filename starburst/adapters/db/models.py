@@ -339,6 +339,9 @@ class LeaderTermRow(Base):
     token: Mapped[int] = mapped_column(BigInteger)
     holder: Mapped[str] = mapped_column(String(256))
     acquired_at: Mapped[datetime] = mapped_column(UtcTime)
+    #: ``host:state directory`` of the local backends the term's leader runs jobs in
+    #: (migration 0012; NULL: none, see ``controller/locality.py``)
+    local_state: Mapped[str | None] = mapped_column(String(1024))
 
 
 class PolicySettingRow(Base):
