@@ -7,9 +7,10 @@ FastAPI and Starlette: the imports up to serving took 1.69-1.88 s of CPU with th
 imports neither; ``tests/api/test_probes.py`` checks that a controller's process never does.
 
 - ``/healthz``: 200 ``{"status": "ok"}`` while the process serves (liveness).
-- ``/readyz``: 200 with ``status`` "ready", or "degraded" (ready, but the cloud side cannot
-  burst: ``detail`` says why); 503 "not ready" with the controller's ``detail`` ("not
-  leader", a paused pass) otherwise.
+- ``/readyz``: 200 with ``status`` "ready" — on the leader (``detail`` "leading") and on a
+  standby ("standby: another replica leads") — or "degraded" (ready, but the cloud side
+  cannot burst: ``detail`` says why); 503 "not ready" with the controller's ``detail``
+  ("starting" before its first pass, a failed pass, a refusal to lead) otherwise.
 - ``/metrics``: the Prometheus text exposition of the controller's registry.
 
 Any other path is 404 and any method but GET or HEAD 405, each with a JSON ``detail`` as the

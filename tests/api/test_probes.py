@@ -78,23 +78,33 @@ def test_healthz_metrics_and_what_is_not_a_probe() -> None:
     assert posted.headers["allow"] == "GET, HEAD"
 
 
-def test_a_controller_is_not_ready_until_it_leads_and_its_metrics_are_served(
+def test_a_controller_is_ready_after_its_first_pass_as_leader_or_standby(
     tmp_path: Path,
 ) -> None:
+    """503 until its first pass; then 200 whether it leads or stands by (so a rollout of
+    two replicas proceeds), the detail saying which (as the README says)."""
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     upgrade(url)
     clock = ManualClock(1_000.0)
     settings = Settings(database_url=url, state_dir=tmp_path, cloud="none", local_gpus=0)
     store = SqlStore.open(url, clock=clock)
     controller = Controller(settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), None)
+    standby = Controller(settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), None)
     try:
         app = probes_app(controller)
         assert ask(app, "GET", "/readyz").status_code == 503
         controller.run_pass()
         ready = ask(app, "GET", "/readyz")
-        assert ready.status_code == 200 and ready.json()["status"] == "ready"
+        assert ready.status_code == 200 and ready.json() == {"status": "ready", "detail": "leading"}
         assert "starburst_pass_seconds" in ask(app, "GET", "/metrics").text
+        assert standby.run_pass() is None
+        waiting = ask(probes_app(standby), "GET", "/readyz")
+        assert (waiting.status_code, waiting.json()) == (
+            200,
+            {"status": "ready", "detail": "standby: another replica leads"},
+        )
     finally:
+        standby.stop()
         controller.stop()
         store.close()
 
