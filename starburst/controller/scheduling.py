@@ -103,6 +103,7 @@ class SchedulingLoop:
         )
         self._announced: set[str] = set()
         self._pending_starts: dict[str, tuple[Placement, str]] = {}
+        self._pending_resumes: set[str] = set()  # bursts a reconcile could not re-issue yet
         self.view = QueueView(store.jobs)
         self.gate = DependencyGate(store.jobs, ACTOR, admissions_per_pass)
         self.admissions_per_pass = admissions_per_pass
@@ -136,6 +137,7 @@ class SchedulingLoop:
         self._retry_starts(token, now)
         if self.cloud_side is not None:
             self.cloud_side.follow(now, report, token)
+            self._retry_resumes(now)
         queue = self.view.current(now, self.config.policy)
         self._stop_cancelled_onprem(self.view.take_cancelled(), full=self.view.reloaded)
         # a job pulled back this pass re-arrives (as in ``sim.engine``): with no budget left it
@@ -227,31 +229,51 @@ class SchedulingLoop:
                     stored.id, placement, "resumed by a new controller leader", self._token(), now
                 ):
                     resumed += 1
-        follower = self.cloud_side
-        if follower is None:
+        if self.cloud_side is None:
             return resumed
         for state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
             for stored in self._all(state):
-                job = backend_job(stored)
-                launches = self.store.ledger.launches(job.id)
-                active = [i for i, launch in enumerate(launches) if launch.ended_at is None]
-                # the active launch's attempt; none recorded: the leader died between the
-                # launch and its record, so this is the attempt after the recorded ones
-                attempt = active[-1] + 1 if active else len(launches) + 1
-                try:
-                    handle = follower.cloud.launch(
-                        cloud_job(job, attempt), "resumed by a new controller leader"
-                    )
-                except TransientError:
-                    raise
-                except Exception as exc:
-                    self.unstartable.fail(job.id, "in the cloud", exc, self._token(), now)
-                    continue
-                follower.track(job.id, handle)
-                if all(launch.name != handle.name for launch in launches):
-                    follower.record_launch(job, handle, now, self._token())
-                resumed += 1
+                resumed += self._resume_launch(stored.id, now)
         return resumed
+
+    def _resume_launch(self, job_id: str, now: float) -> bool:
+        """Re-issue a recorded burst through the cloud port (idempotent: a launch that runs
+        is found, not made again). A transient refusal (the cloud side busy; every job uid
+        held, until this term sees ends) is retried after the next passes' ends: failing
+        the reconcile on it would let no pass ever see the ends that free it."""
+        follower = self.cloud_side
+        assert follower is not None
+        job = backend_job(self.store.jobs.get(job_id))
+        launches = self.store.ledger.launches(job.id)
+        active = [i for i, launch in enumerate(launches) if launch.ended_at is None]
+        # the active launch's attempt; none recorded: the leader died between the launch and
+        # its record, so this is the attempt after the recorded ones
+        attempt = active[-1] + 1 if active else len(launches) + 1
+        try:
+            handle = follower.cloud.launch(
+                cloud_job(job, attempt), "resumed by a new controller leader"
+            )
+        except TransientError as exc:
+            log.warning("resuming %s in the cloud failed, will retry: %s", job.id, exc)
+            self._pending_resumes.add(job.id)
+            return False
+        except Exception as exc:
+            self._pending_resumes.discard(job.id)
+            self.unstartable.fail(job.id, "in the cloud", exc, self._token(), now)
+            return False
+        self._pending_resumes.discard(job.id)
+        follower.track(job.id, handle)
+        if all(launch.name != handle.name for launch in launches):
+            follower.record_launch(job, handle, now, self._token())
+        return True
+
+    def _retry_resumes(self, now: float) -> None:
+        cloud_states = (JobState.BURSTING, JobState.RUNNING_CLOUD)
+        for job_id in sorted(self._pending_resumes):
+            if self.store.jobs.get(job_id).state in cloud_states:
+                self._resume_launch(job_id, now)
+            else:
+                self._pending_resumes.discard(job_id)
 
     def _end_vanished(self, now: float) -> None:
         """Jobs whose object in the cluster was deleted while no leader watched (a Kubernetes

@@ -13,6 +13,12 @@ starts and launches). Kills at fixed delays after the spawn (the earlier form of
 kills 0.6-2 s after it) mostly hit a Python process still importing — on this 2-core machine
 under load a life needs 2-18 s to start — so they tested nothing but cost the most time.
 
+A second, bounded test (``test_takeovers_never_kill_or_rerun_jobs_that_reuse_uids``) runs each
+job as a uid of its own from a range smaller than the workload, so uids are handed from
+ended jobs to new ones all the time, and SIGKILLs the leader at seeded moments: every job ran
+exactly once and succeeded — none killed by a takeover releasing a uid that another job had
+been given since (issue 39), none lost, none stuck.
+
 Each life is forked from a *zygote*: a Python process that imported the controller's modules
 once (``PRELOAD``) and then forks a child per life, which runs the ``starburst controller``
 command (``starburst.cli.main.main``) in the test's environment, with its output appended to
@@ -27,10 +33,12 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -45,6 +53,7 @@ from starburst.adapters.db.leader import leader_lock
 from starburst.adapters.db.store import SqlStore
 from starburst.core.lifecycle import TERMINAL, JobState
 from starburst.core.records import JobSpec
+from tests.security.served import require_root
 from tests.support import http
 from tests.support.databases import upgrade
 from tests.support.waiting import wait_for
@@ -271,3 +280,80 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
         got = Decimal(metered.get(launch.id, 0)) / 1_000_000
         assert abs(got - expected) < Decimal("0.00001"), (launch.name, got, expected)
     store.close()
+
+
+#: the bounded test with job uids: its workload, kills and the uid range (fewer uids than
+#: jobs run at once, so ended jobs' uids go to new ones; a range no other test uses)
+UID_JOBS = 48
+UID_KILLS = 4
+UIDS = "60960-60965"
+
+
+@pytest.mark.slow
+def test_takeovers_never_kill_or_rerun_jobs_that_reuse_uids(tmp_path: Path) -> None:
+    require_root()
+    url = f"sqlite:///{tmp_path / 'sb.db'}"
+    upgrade(url)
+    # jobs run as uids of their own: their work root and run log outside pytest's 0700 tree
+    shared = Path(tempfile.mkdtemp(prefix="starburst-faults-"))
+    os.chmod(shared, 0o711)
+    runs = shared / "runs.log"
+    runs.touch()
+    os.chmod(runs, 0o666)
+    rng = random.Random(39)
+    store = SqlStore.open(url)
+    specs = [
+        JobSpec(
+            id=f"uid-{i:03d}",
+            gpus=1,
+            command=f'echo "$STARBURST_JOB_ID" >> {runs}; sleep {rng.uniform(0.2, 0.9):.2f}',
+            declared_runtime=0.5,
+        )
+        for i in range(UID_JOBS)
+    ]
+    submitter = threading.Thread(
+        target=lambda: [(store.jobs.submit(spec), time.sleep(0.15)) for spec in specs],
+        daemon=True,
+    )
+    submitter.start()
+    env = {
+        **os.environ,
+        "STARBURST_DATABASE_URL": url,
+        "STARBURST_STATE_DIR": str(tmp_path),
+        "STARBURST_LOCAL_GPUS": "4",
+        "STARBURST_CLOUD": "emulated",
+        "STARBURST_PASS_INTERVAL_S": "0.2",
+        "STARBURST_API_PORT": str(free_port()),
+        "STARBURST_BUDGET": "0.5",
+        "STARBURST_LOCAL_JOB_UIDS": UIDS,
+        "STARBURST_LOCAL_WORK_DIR": str(shared / "work"),
+    }
+    log = tmp_path / "controller.log"
+    try:
+        with Zygote(env) as zygote:
+            for _ in range(UID_KILLS):
+                kill_while_working(zygote, env, log, rng)
+            submitter.join()
+            proc = Life(zygote, env, log)
+            try:
+                wait_for(
+                    lambda: all(store.jobs.count(s) == 0 for s in JobState if s not in TERMINAL),
+                    timeout=240,
+                    interval=0.25,
+                    what="every job to end (none stuck)",
+                )
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=30)
+        ids = [spec.id for spec in specs if spec.id]
+        ended = {job_id: store.jobs.get(job_id) for job_id in ids}
+        failed = {j: s.state.value for j, s in ended.items() if s.state is not JobState.SUCCEEDED}
+        reasons = {j: store.jobs.events(j)[-1].reason for j in failed}
+        assert not failed, reasons  # none lost, none killed by a takeover ("exit code 137")
+        executions = Counter(runs.read_text().split())
+        assert set(executions) == set(ids)
+        assert max(executions.values()) == 1, [j for j, n in executions.items() if n > 1]
+        assert "leftover processes of job uid" not in log.read_text()
+    finally:
+        store.close()
+        shutil.rmtree(shared, ignore_errors=True)
