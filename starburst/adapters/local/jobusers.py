@@ -160,15 +160,15 @@ class JobUsers:
     def release(self, user: JobUser) -> None:
         """The job ended: kill what it left running, remove its files, free its uid.
 
-        For a user that is not its uid's owner job now (``reclaim``; checked again, since a
-        claim busy then may have been dropped since) only its old home goes: the processes
-        and shared files of its uid are another job's."""
-        if not user.owned:
-            with self._lock:
-                owned = self._own(user.uid, user.token)
-            if not owned:
-                _remove(user.home)
-                return
+        Ownership is checked now, not trusted from ``reclaim`` (a claim busy then may have
+        been dropped since; a second object of the same spawn may have released it): for a
+        user that is not its uid's owner job only its old home goes, the processes and
+        shared files of its uid are another job's."""
+        with self._lock:
+            owned = self._own(user.uid, user.token) if user.token else user.uid in self._held
+        if not owned:
+            _remove(user.home)
+            return
         killed = procfs.kill_user(user.uid)
         if killed:
             log.info("killed %d leftover processes of job uid %s", killed, user.uid)
