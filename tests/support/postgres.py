@@ -144,6 +144,12 @@ class ThrowawayPostgres:
     def resume(self) -> None:
         self._serve()
 
+    def restart(self) -> None:
+        """What ``pg_ctl restart -m fast`` does: every session cut, the server back at once
+        (as a stop and a start: a restarted server would log to ``pg_ctl``'s output)."""
+        self.halt()
+        self._serve()
+
     def _serve(self) -> None:
         options = (
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
