@@ -152,13 +152,18 @@ def set_budget(
     config: ConfigOption = None,
 ) -> None:
     """Set a team's monthly cloud budget (the team is created if new)."""
+    from starburst.core.billing import MAX_MONEY
+    from starburst.core.errors import ConfigError
+
     try:
         amount = Decimal(monthly_limit)
     except InvalidOperation:
-        raise typer.BadParameter(
-            f"{monthly_limit!r} is not an amount such as 5000 or 2500.50",
-            param_hint="MONTHLY_LIMIT",
-        ) from None
+        amount = Decimal("NaN")
+    if not amount.is_finite() or not 0 <= amount <= MAX_MONEY:
+        raise ConfigError(
+            f"monthly limit {monthly_limit!r}: not an amount from 0 to {MAX_MONEY:,} "
+            "(such as 5000 or 2500.50)"
+        )
     from starburst.core.holds import budget_states
 
     with _store(url, config) as store:

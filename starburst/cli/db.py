@@ -6,12 +6,16 @@ the embedded SQLite file ``~/.local/share/starburst/starburst.db``, created on f
 ``postgresql://`` URLs use the psycopg 3 driver. Messages never show the URL's password.
 
     starburst db upgrade                 # to the newest revision
-    starburst db downgrade --to base     # remove every Starburst table
+    starburst db downgrade --to base     # remove every Starburst table (asks; --yes skips)
     starburst db current                 # the database's revision and the newest one
+
+A downgrade drops tables or columns, so it asks first; without a terminal to ask on it needs
+``--yes``. A revision that does not exist is one line (exit 2), nothing changed.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -53,12 +57,27 @@ def upgrade(
 def downgrade(
     url: UrlOption = None,
     to: Annotated[str, typer.Option("--to", help="Target revision ('base': empty).")] = "-1",
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask (needed without a terminal).")
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
-    """Migrate the database down one revision (or to --to)."""
+    """Migrate the database down one revision (or to --to), after asking: it drops data."""
     from starburst.adapters.db import migrate
+    from starburst.adapters.db.engine import redact
 
     target = database_url(url, config)
+    question = (
+        f"downgrade {redact(target)} from revision {migrate.current(target) or 'base'} "
+        f"to {to}? Tables and columns of the later revisions are dropped with their data"
+    )
+    if not yes:
+        if not sys.stdin.isatty():
+            typer.echo(f"error: {question}: refused without --yes (no terminal to ask)", err=True)
+            raise typer.Exit(1)
+        if not typer.confirm(question, default=False):
+            typer.echo("nothing changed", err=True)
+            raise typer.Exit(1)
     migrate.downgrade(target, to)
     _say_revision(target)
 

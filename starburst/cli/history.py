@@ -87,6 +87,10 @@ def export(
     user, team, and the controller's runtime estimate) and the cluster's shape."""
     from starburst.sim.history import load_history, write_history
 
+    for path in (out, cluster):
+        if path is not None and not path.parent.is_dir():
+            typer.echo(f"error: {path}: no directory {path.parent} (nothing is created)", err=True)
+            raise typer.Exit(1)
     start, end = window(since, until)
     with open_store(settings_for(config, url)) as store:
         history = load_history(store.tuning, start, end)

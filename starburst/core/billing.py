@@ -34,6 +34,9 @@ from starburst.core.records import CostTotal
 MICRO = Decimal("0.000001")
 _HOUR = Decimal(3600)
 _PER_UNIT = Decimal(1_000_000)
+#: the largest amount of money anyone may set (a budget, a ceiling): 10^12, far above any
+#: real bill and well inside what ``to_micros`` and a BIGINT column hold
+MAX_MONEY = 10**12
 
 
 #: Grouping keys a cost report understands (``label`` is another name for ``project``).

@@ -89,7 +89,9 @@ def _us(seconds: float | None) -> float | None:
 def write_history(history: History, trace: Path, cluster: Path | None = None) -> None:
     if not history.jobs:
         raise ConfigError("no finished jobs in that window: nothing to export")
-    trace.parent.mkdir(parents=True, exist_ok=True)
+    for path in (trace, cluster):
+        if path is not None and not path.parent.is_dir():
+            raise ConfigError(f"{path}: no directory {path.parent} (nothing is created)")
     write_trace(history.jobs, trace)
     if cluster is not None:
         write_shape(require_nodes(history), cluster)

@@ -18,6 +18,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy.engine import Engine
 
 from starburst.core.errors import ConfigError
@@ -59,6 +60,8 @@ def _run(url_or_engine: str | Engine | None, action: str, revision: str) -> None
                 command.upgrade(config, revision)
             else:
                 command.downgrade(config, revision)
+    except CommandError as exc:  # an unknown or unreachable revision: a typo, not a crash
+        raise ConfigError(f"cannot {action} to {revision!r}: {exc}") from None
     finally:
         if not isinstance(url_or_engine, Engine):
             engine.dispose()

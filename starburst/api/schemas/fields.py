@@ -25,6 +25,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
 from starburst.api.limits import NO_CONTROL
+from starburst.core.billing import MAX_MONEY
 
 MAX_COMMAND = 64 * 1024
 MAX_ENV_VARS = 64
@@ -133,7 +134,6 @@ EnvVars = Annotated[
     dict[EnvName, EnvValue],
     Field(max_length=MAX_ENV_VARS, json_schema_extra={"additionalProperties": False}),
 ]
-MAX_MONEY = 10**12
 
 
 def _micro_units(value: Decimal) -> Decimal:

@@ -70,7 +70,7 @@ def test_cli_upgrade_current_downgrade(tmp_path, capsys) -> None:  # type: ignor
     assert cli("db", "current", "--url", url) == 0
     head = migrate.head()
     assert f"revision {head} (newest: {head})" in capsys.readouterr().out
-    assert cli("db", "downgrade", "--url", url, "--to", "base") == 0
+    assert cli("db", "downgrade", "--url", url, "--to", "base", "--yes") == 0
     assert _tables(url) == set()
 
 
