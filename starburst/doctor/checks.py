@@ -1,8 +1,13 @@
 """The checks of ``starburst doctor`` (see ``starburst.doctor``), and the order they run in.
 
 Invariants: a check that cannot run (its dependency is down) reports a problem with the fix
-and the next checks still run; nothing here changes state (no migration, no lock taken, no
-fencing term handed out).
+and the next checks still run, except the leader line, which needs the database: when the
+database lines are problems, they alone say what to do. Nothing here changes state (no
+migration, no file or directory created, no lock taken, no fencing term handed out).
+
+Terms: a *warning* is a line that is fine for now but worth acting on (the shipped price
+table getting old, a controller never started): shown with its fix, it does not make the exit
+code 1, so a fresh install is green.
 """
 
 from __future__ import annotations
@@ -24,10 +29,13 @@ class Check:
     ok: bool
     detail: str
     fix: str | None = None
+    warning: bool = False  # ok, but with a fix worth doing (see the module's terms)
 
     def render(self) -> str:
-        line = f"{'OK' if self.ok else 'PROBLEM':<8}{self.name}: {self.detail}"
-        return line if self.ok or not self.fix else f"{line}\n        fix: {self.fix}"
+        label = "WARNING" if self.warning else "OK" if self.ok else "PROBLEM"
+        line = f"{label:<8}{self.name}: {self.detail}"
+        shown = self.fix and (self.warning or not self.ok)
+        return f"{line}\n        fix: {self.fix}" if shown else line
 
 
 def run_checks(settings: Settings, now: float | None = None) -> list[Check]:
@@ -35,17 +43,17 @@ def run_checks(settings: Settings, now: float | None = None) -> list[Check]:
     from starburst.doctor import cloud, cluster, state
 
     at = time.time() if now is None else now
-    steps: list[Callable[[], list[Check]]] = [lambda: state.database(settings)]
+    results = state.database(settings)
+    database_ok = all(c.ok for c in results)
+    steps: list[Callable[[], list[Check]]] = [lambda: [cluster.configured(settings)]]
     if settings.cluster == "kubernetes":
         steps.append(lambda: cluster.kubernetes(settings))
+    steps.append(lambda: [cloud.configured(settings)])
     if settings.cloud == "skypilot":
         steps.append(lambda: cloud.skypilot(settings))
-    steps += [
-        lambda: [prices(settings, at)],
-        lambda: [state.runtime_model(settings, at)],
-        lambda: [state.leader(settings, at)],
-    ]
-    results: list[Check] = []
+    steps += [lambda: [prices(settings, at)], lambda: [state.runtime_model(settings, at)]]
+    if database_ok:
+        steps.append(lambda: [state.leader(settings, at)])
     for step in steps:
         results += step()
     return results
@@ -70,6 +78,15 @@ def prices(settings: Settings, now: float) -> Check:
         )
     age = (datetime.fromtimestamp(now, UTC).date() - taken).days
     detail = f"{where}, prices taken {taken} ({age} days ago)"
+    if age > PRICE_MAX_AGE_DAYS and settings.price_table is None:
+        return Check(
+            "prices",
+            True,
+            detail + f", older than {PRICE_MAX_AGE_DAYS} days (cost figures are estimates)",
+            "python -m starburst.pricing show > prices.yaml, update its prices and taken, "
+            "then set price_table: prices.yaml (or $STARBURST_PRICE_TABLE)",
+            warning=True,
+        )
     if age > PRICE_MAX_AGE_DAYS:
         return Check(
             "prices",

@@ -12,6 +12,20 @@ from starburst.settings import Settings
 ANSWER_TIMEOUT_S = 60.0
 
 
+def configured(settings: Settings) -> Check:
+    """Which cloud the settings select, whatever it is (nothing is contacted here)."""
+    if settings.cloud == "skypilot":
+        where = settings.skypilot_api_server or "SkyPilot's default endpoint"
+        return Check("cloud", True, f"skypilot, through the API server at {where}")
+    if settings.cloud == "emulated":
+        return Check(
+            "cloud",
+            True,
+            "emulated: bursts run as local processes, costed at the price table (no cloud account)",
+        )
+    return Check("cloud", True, "none: jobs never burst, they wait for the cluster")
+
+
 def skypilot(settings: Settings, timeout: float = ANSWER_TIMEOUT_S) -> list[Check]:
     from starburst.adapters.skypilot import load_sky
 

@@ -29,6 +29,19 @@ def rbac_rules() -> list[tuple[str, str, str]]:
     return wanted
 
 
+def configured(settings: Settings) -> Check:
+    """Which cluster the settings select, whatever it is (nothing is contacted here)."""
+    if settings.cluster == "kubernetes":
+        where = settings.kubeconfig or "the in-cluster service account"
+        return Check("cluster", True, f"kubernetes, through {where}")
+    slots = settings.local_gpus
+    detail = f"local, {slots} GPU slot{'' if slots == 1 else 's'} ({settings.local_gpu_type})"
+    detail += ": jobs run as processes on this machine"
+    if slots == 0:
+        return Check("cluster", True, detail, "set local_gpus: no GPU job starts here", True)
+    return Check("cluster", True, detail)
+
+
 def kubernetes(settings: Settings) -> list[Check]:
     from starburst.controller.wiring import kube_api_client
 

@@ -11,10 +11,27 @@ from starburst.settings import Settings
 
 
 def database(settings: Settings) -> list[Check]:
+    """Reachable, and at the newest schema. A SQLite file that does not exist is reported,
+    never created (opening it would make the file, and its directory, as a side effect)."""
     from starburst.adapters.db import migrate
-    from starburst.adapters.db.engine import create_engine, redact
+    from starburst.adapters.db.engine import create_engine, in_memory, normalize_url, redact
 
     url = redact(settings.database_url)
+    try:
+        parsed = normalize_url(settings.database_url)
+    except Exception as exc:
+        return [failed("database", exc, "set database_url to a reachable database")]
+    if parsed.get_backend_name() == "sqlite" and not in_memory(parsed):
+        path = Path(str(parsed.database)).expanduser()
+        if not path.is_file():
+            return [
+                Check(
+                    "database",
+                    False,
+                    f"{url}: no such SQLite file (nothing created)",
+                    "run starburst db upgrade (it creates the file), or fix database_url",
+                )
+            ]
     try:
         engine = create_engine(settings.database_url)
     except Exception as exc:
@@ -29,14 +46,10 @@ def database(settings: Settings) -> list[Check]:
     reach = Check("database", True, f"{url} reachable")
     if revision == head:
         return [reach, Check("database schema", True, f"at head ({head})")]
+    found = f"at {revision}" if revision else "no Starburst tables yet"
     return [
         reach,
-        Check(
-            "database schema",
-            False,
-            f"at {revision or 'nothing'}, head is {head}",
-            "starburst db upgrade",
-        ),
+        Check("database schema", False, f"{found}, head is {head}", "run starburst db upgrade"),
     ]
 
 
@@ -102,12 +115,13 @@ def leader(settings: Settings, now: float) -> Check:
             term = f"term {row['token']} since {row['acquired_at']:%Y-%m-%d %H:%M:%S}"
             term += f" ({row['holder']})"
         return lease_leader(settings, now, term)
-    if row is None:
+    if row is None:  # a fresh install: nothing has failed yet
         return Check(
             "leader",
-            False,
-            f"no controller has ever led {name!r}",
+            True,
+            f"no controller has led {name!r} yet",
             "start the controller: starburst server (or starburst controller)",
+            warning=True,
         )
     since = row["acquired_at"]
     who = f"{row['holder']} (term {row['token']}, since {since:%Y-%m-%d %H:%M:%S})"
