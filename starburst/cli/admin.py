@@ -3,10 +3,14 @@
 These verbs need no running server and no token: whoever can open the database is an admin.
 The database is ``--url``, else the settings' ``database_url``, read like every command's
 (``$STARBURST_DATABASE_URL``, the YAML file of ``--config`` / ``$STARBURST_CONFIG``, the
-embedded SQLite file). Create the schema first with ``starburst db upgrade``.
+embedded SQLite file). Create the schema first with ``starburst db upgrade``. User and team
+names meet the API's rule (``core.account_names``); anything else is one line, nothing stored.
 
     starburst admin users add alice --team ml
+    starburst admin users list [--team ml]      # also: users show alice
+    starburst admin teams list                  # also: teams show ml (its members)
     starburst admin tokens issue alice --role user      # prints the secret, once
+    starburst admin tokens list [--user alice]  # id, role, label, times; never a secret
     starburst admin tokens revoke 3
     starburst admin budgets set ml 5000 --currency USD
     starburst admin budgets show            # every team: spent, remaining, forecast
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from starburst.cli.config import ConfigOption, database_url
+from starburst.core.account_names import check_account_name, check_email
 
 if TYPE_CHECKING:
     from starburst.core.ports import Store
@@ -35,9 +40,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-users = typer.Typer(help="Create or update users.", no_args_is_help=True)
-teams = typer.Typer(help="Create teams.", no_args_is_help=True)
-tokens = typer.Typer(help="Issue and revoke API tokens.", no_args_is_help=True)
+users = typer.Typer(help="Create, update, list and show users.", no_args_is_help=True)
+teams = typer.Typer(help="Create, list and show teams.", no_args_is_help=True)
+tokens = typer.Typer(help="Issue, list and revoke API tokens.", no_args_is_help=True)
 budgets = typer.Typer(help="Teams' monthly cloud budgets.", no_args_is_help=True)
 app.add_typer(users, name="users")
 app.add_typer(teams, name="teams")
@@ -77,6 +82,11 @@ def add_user(
     config: ConfigOption = None,
 ) -> None:
     """Create a user, or update their team and e-mail."""
+    check_account_name(name, what="user")
+    if team is not None:
+        check_account_name(team, what="team")
+    if email is not None:
+        check_email(email)
     with _store(url, config) as store:
         user = store.accounts.save_user(name, team=team, email=email)
     typer.echo(f"user {user.name} (team {user.team or '-'})")
@@ -85,6 +95,7 @@ def add_user(
 @users.command("show")
 def show_user(name: str, url: UrlOption = None, config: ConfigOption = None) -> None:
     """Show a user."""
+    check_account_name(name, what="user")
     with _store(url, config) as store:
         user = store.accounts.user(name)
     if user is None:
@@ -93,12 +104,96 @@ def show_user(name: str, url: UrlOption = None, config: ConfigOption = None) -> 
     typer.echo(f"user {user.name} (team {user.team or '-'}, e-mail {user.email or '-'})")
 
 
+@users.command("list")
+def list_users(
+    team: Annotated[str | None, typer.Option(help="Only this team's users.")] = None,
+    url: UrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Every user, with their team and e-mail."""
+    from starburst.cli.jobs import table
+
+    if team is not None:
+        check_account_name(team, what="team")
+    with _store(url, config) as store:
+        found = store.accounts.users(team=team)
+    rows = [[u.name, u.team or "-", u.email or "-"] for u in found]
+    typer.echo(table(["USER", "TEAM", "E-MAIL"], rows) if rows else "no users")
+
+
 @teams.command("add")
 def add_team(name: str, url: UrlOption = None, config: ConfigOption = None) -> None:
     """Create a team."""
+    check_account_name(name, what="team")
     with _store(url, config) as store:
         store.accounts.ensure_team(name)
     typer.echo(f"team {name}")
+
+
+@teams.command("list")
+def list_teams(url: UrlOption = None, config: ConfigOption = None) -> None:
+    """Every team, with its members."""
+    from starburst.cli.jobs import table
+
+    with _store(url, config) as store:
+        names = store.accounts.teams()
+        people = store.accounts.users()
+    rows = [[name, ",".join(u.name for u in people if u.team == name) or "-"] for name in names]
+    typer.echo(table(["TEAM", "MEMBERS"], rows) if rows else "no teams")
+
+
+@teams.command("show")
+def show_team(name: str, url: UrlOption = None, config: ConfigOption = None) -> None:
+    """Show a team and its members."""
+    check_account_name(name, what="team")
+    with _store(url, config) as store:
+        known = name in store.accounts.teams()
+        members = [u.name for u in store.accounts.users(team=name)]
+    if not known:
+        typer.echo(f"error: no team {name}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"team {name} (members: {', '.join(members) or '-'})")
+
+
+@tokens.command("list")
+def list_tokens(
+    user: Annotated[str | None, typer.Option(help="Only this user's tokens.")] = None,
+    url: UrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Every token: id, user, role, label, state and times (never the secret)."""
+    from starburst.cli.jobs import table
+
+    if user is not None:
+        check_account_name(user, what="user")
+    now = time.time()
+    with _store(url, config) as store:
+        found = store.accounts.tokens(user=user)
+    rows = [
+        [
+            str(t.id),
+            t.user,
+            t.role.value,
+            t.label or "-",
+            _token_state(t.revoked_at, t.expires_at, now),
+            _stamp(t.created_at),
+            _stamp(t.expires_at),
+            _stamp(t.last_used_at),
+        ]
+        for t in found
+    ]
+    headers = ["ID", "USER", "ROLE", "LABEL", "STATE", "CREATED", "EXPIRES", "LAST USED"]
+    typer.echo(table(headers, rows) if rows else "no tokens")
+
+
+def _token_state(revoked_at: float | None, expires_at: float | None, now: float) -> str:
+    if revoked_at is not None:
+        return "revoked"
+    return "expired" if expires_at is not None and expires_at <= now else "live"
+
+
+def _stamp(moment: float | None) -> str:
+    return "-" if moment is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(moment))
 
 
 @tokens.command("issue")
@@ -119,6 +214,7 @@ def issue(
     from starburst.cli.jobs import parse_duration
     from starburst.core.records import Role
 
+    check_account_name(user, what="user")
     if role not in ROLES:
         raise typer.BadParameter(f"{role!r}: choose {', '.join(ROLES)}", param_hint="--role")
     expires = time.time() + parse_duration(expires_in) if expires_in else None
@@ -155,6 +251,7 @@ def set_budget(
     from starburst.core.billing import MAX_MONEY
     from starburst.core.errors import ConfigError
 
+    check_account_name(team, what="team")
     try:
         amount = Decimal(monthly_limit)
     except InvalidOperation:

@@ -56,6 +56,7 @@ from starburst.core.records import (
     StoredJob,
     Submission,
     TeamBudget,
+    TokenInfo,
     User,
 )
 from starburst.core.setting import PolicySetting
@@ -641,6 +642,18 @@ class Accounts(Protocol):
         ...
 
     def user(self, name: str) -> User | None: ...
+
+    def users(self, *, team: str | None = None) -> list[User]:
+        """Every user (of ``team`` if given), by name."""
+        ...
+
+    def teams(self) -> list[str]:
+        """Every team's name, sorted."""
+        ...
+
+    def tokens(self, *, user: str | None = None) -> list[TokenInfo]:
+        """Every token (of ``user`` if given), revoked and expired ones too, by id."""
+        ...
 
     def issue_token(
         self,

@@ -302,6 +302,21 @@ class IssuedToken:
 
 
 @dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """What may be shown of an API token: never its secret (only a hash is stored). Times
+    are epoch seconds; ``revoked_at`` and ``expires_at`` say whether it still works."""
+
+    id: int
+    user: str
+    role: Role
+    label: str | None
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+    last_used_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class Principal:
     """Who an API token belongs to."""
 

@@ -63,6 +63,10 @@ RULES: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/v1/costs/budgets"): SIGNED_IN,
     ("GET", "/v1/whoami"): SIGNED_IN,
     ("POST", "/v1/users"): ADMINS,
+    ("GET", "/v1/users"): ADMINS,
+    ("GET", "/v1/teams"): ADMINS,
+    ("GET", "/v1/teams/{team}"): ADMINS,
+    ("GET", "/v1/tokens"): ADMINS,
     ("GET", "/v1/users/{name}"): frozenset({"user", "admin"}),  # alice's own record
     ("POST", "/v1/teams"): ADMINS,
     ("POST", "/v1/tokens"): ADMINS,

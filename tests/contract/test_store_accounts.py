@@ -14,7 +14,7 @@ import pytest
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import Accounts, JobStore, Ledger, ModelRegistry, Store, TuningLog
-from starburst.core.records import JobNotFound, JobSpec, Prediction, Role
+from starburst.core.records import JobNotFound, JobSpec, Prediction, Role, User
 
 #: Each store port and the attribute of ``Store`` that holds its repository.
 REPOSITORIES: dict[type, str] = {
@@ -83,6 +83,28 @@ def test_users_are_saved_and_updated(store):  # type: ignore[no-untyped-def]
     issued = store.accounts.issue_token("ann", Role.USER)
     store.accounts.save_user("ann", team="nlp")
     assert store.accounts.authenticate(issued.secret).team == "nlp"  # the user's team as it is now
+
+
+def test_users_teams_and_tokens_are_listed_without_secrets(store, clock):  # type: ignore[no-untyped-def]
+    assert (store.accounts.users(), store.accounts.teams(), store.accounts.tokens()) == ([], [], [])
+    store.accounts.save_user("zoe", team="ml")
+    store.accounts.save_user("ann", team="cv", email="ann@example.org")
+    store.accounts.ensure_team("empty")
+    assert [u.name for u in store.accounts.users()] == ["ann", "zoe"]
+    assert store.accounts.users(team="ml") == [User("zoe", "ml", None)]
+    assert store.accounts.teams() == ["cv", "empty", "ml"]
+    first = store.accounts.issue_token("zoe", Role.USER, label="laptop")
+    second = store.accounts.issue_token("ann", Role.ADMIN, expires_at=clock.now() + 60)
+    store.accounts.revoke_token(first.id)
+    listed = store.accounts.tokens()
+    assert [(t.id, t.user, t.role, t.label) for t in listed] == [
+        (first.id, "zoe", Role.USER, "laptop"),
+        (second.id, "ann", Role.ADMIN, None),
+    ]
+    assert listed[0].revoked_at is not None and listed[1].revoked_at is None
+    assert listed[1].expires_at == pytest.approx(clock.now() + 60)
+    assert first.secret not in repr(listed) and second.secret not in repr(listed)
+    assert [t.id for t in store.accounts.tokens(user="ann")] == [second.id]
 
 
 def test_team_budgets_upsert(store):  # type: ignore[no-untyped-def]

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from starburst.core.billing import from_micros, to_micros
 from starburst.core.errors import ConfigError
-from starburst.core.records import IssuedToken, Principal, Role, TeamBudget, User
+from starburst.core.records import IssuedToken, Principal, Role, TeamBudget, TokenInfo, User
 
 from .base import Database, new_id
 from .convert import maybe_time, to_epoch, to_time
@@ -41,6 +41,10 @@ LAST_USED_RESOLUTION_S = 60.0
 
 def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _epoch_or_none(moment: datetime | None) -> float | None:
+    return None if moment is None else to_epoch(moment)
 
 
 class SqlAccounts:
@@ -90,6 +94,37 @@ class SqlAccounts:
         query = sa.select(USERS).where(USERS.c.name == name)
         row = run(self._engine, lambda c: c.execute(query).mappings().first())
         return None if row is None else User(row["name"], row["team_name"], row["email"])
+
+    def users(self, *, team: str | None = None) -> list[User]:
+        query = sa.select(USERS).order_by(USERS.c.name)
+        if team is not None:
+            query = query.where(USERS.c.team_name == team)
+        rows = run(self._engine, lambda c: c.execute(query).mappings().all())
+        return [User(r["name"], r["team_name"], r["email"]) for r in rows]
+
+    def teams(self) -> list[str]:
+        query = sa.select(TEAMS.c.name).order_by(TEAMS.c.name)
+        return list(run(self._engine, lambda c: c.execute(query).scalars().all()))
+
+    def tokens(self, *, user: str | None = None) -> list[TokenInfo]:
+        """Every token without its hash (the secret never was stored)."""
+        query = sa.select(TOKENS).order_by(TOKENS.c.id)
+        if user is not None:
+            query = query.where(TOKENS.c.user_name == user)
+        rows = run(self._engine, lambda c: c.execute(query).mappings().all())
+        return [
+            TokenInfo(
+                r["id"],
+                r["user_name"],
+                Role(r["role"]),
+                r["label"],
+                to_epoch(r["created_at"]),
+                _epoch_or_none(r["expires_at"]),
+                _epoch_or_none(r["revoked_at"]),
+                _epoch_or_none(r["last_used_at"]),
+            )
+            for r in rows
+        ]
 
     def issue_token(
         self,

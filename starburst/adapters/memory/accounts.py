@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from starburst.core.billing import from_micros, to_micros
 from starburst.core.errors import ConfigError
-from starburst.core.records import IssuedToken, Principal, Role, TeamBudget, User
+from starburst.core.records import IssuedToken, Principal, Role, TeamBudget, TokenInfo, User
 
 from .tables import MemoryDatabase, TokenRow
 
@@ -56,6 +56,33 @@ class MemoryAccounts:
     def user(self, name: str) -> User | None:
         with self._lock:
             return self._t.users.get(name)
+
+    def users(self, *, team: str | None = None) -> list[User]:
+        with self._lock:
+            found = sorted(self._t.users.values(), key=lambda u: u.name)
+        return [u for u in found if team is None or u.team == team]
+
+    def teams(self) -> list[str]:
+        with self._lock:
+            return sorted(self._t.teams)
+
+    def tokens(self, *, user: str | None = None) -> list[TokenInfo]:
+        with self._lock:
+            rows = sorted(self._t.tokens.items())
+            return [
+                TokenInfo(
+                    token_id,
+                    row.user,
+                    row.role,
+                    row.label,
+                    row.created_at,
+                    row.expires_at,
+                    row.revoked_at,
+                    row.last_used_at,
+                )
+                for token_id, row in rows
+                if user is None or row.user == user
+            ]
 
     def issue_token(
         self,

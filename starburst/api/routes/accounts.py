@@ -1,9 +1,9 @@
 """``/v1/users``, ``/v1/teams``, ``/v1/tokens`` and ``/v1/whoami``: accounts for admins.
 
-Admins create users and teams, issue and revoke tokens and set teams' monthly cloud budgets.
-Anyone may read their own user record and ``whoami``; a team's budget is readable by its
-members, finance and admins. The store has no listing of users or teams, so there is no
-``GET /v1/users`` (yet).
+Admins create, list and show users and teams, issue, list and revoke tokens and set teams'
+monthly cloud budgets. Anyone may read their own user record and ``whoami``; a team's budget is
+readable by its members, finance and admins. A token's secret appears only in the response
+that issues it: listings show its id, owner, role, label and times.
 
 Budget month: the calendar month in UTC holding "now"; ``spent`` sums the team's cost entries
 whose period starts inside it (in the budget's currency); ``forecast`` extrapolates it to the
@@ -15,26 +15,29 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Path, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Response
 
 from starburst.api.deps import AdminDep, CallerDep, ContextDep
 from starburst.api.schemas.accounts import (
     BudgetIn,
     BudgetOut,
+    TeamDetail,
     TeamIn,
     TeamOut,
     TokenIn,
+    TokenInfoOut,
     TokenOut,
     UserIn,
     UserOut,
     WhoAmI,
 )
-from starburst.api.schemas.fields import INT64_MAX
+from starburst.api.schemas.fields import INT64_MAX, AccountName
 from starburst.core.holds import BudgetState, budget_states
 from starburst.core.records import Role
 
 router = APIRouter(prefix="/v1", tags=["accounts"])
 CENT = Decimal("0.01")
+NameFilter = Annotated[AccountName | None, Query()]
 
 
 @router.get("/whoami", response_model=WhoAmI)
@@ -52,6 +55,15 @@ def save_user(body: UserIn, _admin: AdminDep, ctx: ContextDep) -> UserOut:
     return UserOut(name=user.name, team=user.team, email=user.email)
 
 
+@router.get("/users", response_model=list[UserOut])
+def list_users(_admin: AdminDep, ctx: ContextDep, team: NameFilter = None) -> list[UserOut]:
+    """Every user (of ``team`` if given), by name."""
+    return [
+        UserOut(name=u.name, team=u.team, email=u.email)
+        for u in ctx.store.accounts.users(team=team)
+    ]
+
+
 @router.get("/users/{name}", response_model=UserOut)
 def get_user(name: str, caller: CallerDep, ctx: ContextDep) -> UserOut:
     if caller.role is not Role.ADMIN and caller.user != name:
@@ -66,6 +78,44 @@ def get_user(name: str, caller: CallerDep, ctx: ContextDep) -> UserOut:
 def create_team(body: TeamIn, _admin: AdminDep, ctx: ContextDep) -> TeamOut:
     ctx.store.accounts.ensure_team(body.name, at=ctx.clock.now())
     return TeamOut(name=body.name)
+
+
+@router.get("/teams", response_model=list[TeamDetail])
+def list_teams(_admin: AdminDep, ctx: ContextDep) -> list[TeamDetail]:
+    """Every team with its members, by name."""
+    members: dict[str, list[str]] = {name: [] for name in ctx.store.accounts.teams()}
+    for user in ctx.store.accounts.users():
+        if user.team is not None:
+            members.setdefault(user.team, []).append(user.name)
+    return [TeamDetail(name=name, members=names) for name, names in sorted(members.items())]
+
+
+@router.get("/teams/{team}", response_model=TeamDetail)
+def get_team(team: str, _admin: AdminDep, ctx: ContextDep) -> TeamDetail:
+    if team not in ctx.store.accounts.teams():
+        raise HTTPException(404, f"no team {team}")
+    names = [u.name for u in ctx.store.accounts.users(team=team)]
+    return TeamDetail(name=team, members=names)
+
+
+@router.get("/tokens", response_model=list[TokenInfoOut])
+def list_tokens(_admin: AdminDep, ctx: ContextDep, user: NameFilter = None) -> list[TokenInfoOut]:
+    """Every token (of ``user`` if given), revoked and expired ones too; never a secret."""
+    now = ctx.clock.now()
+    return [
+        TokenInfoOut(
+            id=t.id,
+            user=t.user,
+            role=t.role,
+            label=t.label,
+            created_at=t.created_at,
+            expires_at=t.expires_at,
+            revoked_at=t.revoked_at,
+            last_used_at=t.last_used_at,
+            live=t.revoked_at is None and (t.expires_at is None or t.expires_at > now),
+        )
+        for t in ctx.store.accounts.tokens(user=user)
+    ]
 
 
 @router.post("/tokens", status_code=201, response_model=TokenOut)

@@ -33,6 +33,25 @@ class TeamOut(BaseModel):
     name: str
 
 
+class TeamDetail(BaseModel):
+    name: str
+    members: list[str] = Field(description="Its users' names, sorted.")
+
+
+class TokenInfoOut(BaseModel):
+    """A token as listed: never its secret. Times are epoch seconds."""
+
+    id: int
+    user: str
+    role: Role
+    label: str | None
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+    last_used_at: float | None = Field(description="To the minute.")
+    live: bool = Field(description="Neither revoked nor expired: it authenticates now.")
+
+
 class TokenIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     user: Name

@@ -25,6 +25,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
 from starburst.api.limits import NO_CONTROL
+from starburst.core.account_names import ACCOUNT_NAME, MAX_ACCOUNT_NAME
 from starburst.core.billing import MAX_MONEY
 
 MAX_COMMAND = 64 * 1024
@@ -45,7 +46,6 @@ HAS_NUL = r"\x00"
 #: ECMA-262 regexes (also U+FEFF) read it, so the document and the check agree
 BLANK = r"^[\s\x1c-\x1f\x85\ufeff]*$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-ACCOUNT_NAME = r"^[A-Za-z0-9_.@-]+$"
 
 
 def _no_nul(value: str) -> str:
@@ -96,7 +96,7 @@ Label128 = Annotated[
 Label64 = Annotated[
     str, Field(min_length=1, max_length=64, pattern=NO_CONTROL), AfterValidator(encodable)
 ]
-AccountName = Annotated[str, Field(min_length=1, max_length=128, pattern=ACCOUNT_NAME)]
+AccountName = Annotated[str, Field(min_length=1, max_length=MAX_ACCOUNT_NAME, pattern=ACCOUNT_NAME)]
 CommandText = Annotated[
     str,
     Field(min_length=1, max_length=MAX_COMMAND),
