@@ -152,6 +152,7 @@ def tune_history(
 ) -> tuple[Tuning, History]:
     """Export the window to ``workdir`` (trace.csv, cluster.yaml) and replay it."""
     history = load_history(records, request.since, request.until)
+    workdir.mkdir(parents=True, exist_ok=True)  # the folder asked for results (out/tune)
     trace = workdir / "trace.csv"
     write_history(history, trace, workdir / "cluster.yaml")
     nodes = require_nodes(history)
