@@ -39,6 +39,8 @@ def test_rest_lists_users_teams_and_tokens_without_secrets(api) -> None:  # type
     assert revoked["label"] == "laptop" and revoked["role"] == "user"
     assert revoked["revoked_at"] is not None and revoked["live"] is False
     assert root.get("/v1/users", params={"team": "bad name"}).status_code == 422
+    made = root.put("/v1/teams/bad%20name/budget", json={"monthly_limit": "10"})
+    assert made.status_code == 422 and "bad name" not in api.store.accounts.teams()
     for who in ("alice", "fin"):
         client = api.client(who)
         assert [

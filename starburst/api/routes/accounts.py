@@ -38,6 +38,9 @@ from starburst.core.records import Role
 router = APIRouter(prefix="/v1", tags=["accounts"])
 CENT = Decimal("0.01")
 NameFilter = Annotated[AccountName | None, Query()]
+#: a user or team named in a path meets the same rule as one in a body (no "bad name" team
+#: made by ``PUT /v1/teams/bad%20name/budget``)
+NameInPath = Annotated[AccountName, Path()]
 
 
 @router.get("/whoami", response_model=WhoAmI)
@@ -65,7 +68,7 @@ def list_users(_admin: AdminDep, ctx: ContextDep, team: NameFilter = None) -> li
 
 
 @router.get("/users/{name}", response_model=UserOut)
-def get_user(name: str, caller: CallerDep, ctx: ContextDep) -> UserOut:
+def get_user(name: NameInPath, caller: CallerDep, ctx: ContextDep) -> UserOut:
     if caller.role is not Role.ADMIN and caller.user != name:
         raise HTTPException(403, f"{caller.user} can read only their own user record")
     user = ctx.store.accounts.user(name)
@@ -91,7 +94,7 @@ def list_teams(_admin: AdminDep, ctx: ContextDep) -> list[TeamDetail]:
 
 
 @router.get("/teams/{team}", response_model=TeamDetail)
-def get_team(team: str, _admin: AdminDep, ctx: ContextDep) -> TeamDetail:
+def get_team(team: NameInPath, _admin: AdminDep, ctx: ContextDep) -> TeamDetail:
     if team not in ctx.store.accounts.teams():
         raise HTTPException(404, f"no team {team}")
     names = [u.name for u in ctx.store.accounts.users(team=team)]
@@ -143,7 +146,7 @@ def revoke_token(
 
 
 @router.put("/teams/{team}/budget", response_model=BudgetOut)
-def set_budget(team: str, body: BudgetIn, _admin: AdminDep, ctx: ContextDep) -> BudgetOut:
+def set_budget(team: NameInPath, body: BudgetIn, _admin: AdminDep, ctx: ContextDep) -> BudgetOut:
     """Set the monthly limit; ``warning`` says so when the team already spent more."""
     ctx.store.accounts.set_team_budget(
         team, body.monthly_limit, currency=body.currency.upper(), at=ctx.clock.now()
@@ -155,7 +158,7 @@ def set_budget(team: str, body: BudgetIn, _admin: AdminDep, ctx: ContextDep) -> 
 
 
 @router.get("/teams/{team}/budget", response_model=BudgetOut)
-def get_budget(team: str, caller: CallerDep, ctx: ContextDep) -> BudgetOut:
+def get_budget(team: NameInPath, caller: CallerDep, ctx: ContextDep) -> BudgetOut:
     """The team's monthly limit, what it spent this UTC month, what is left and the
     month-end forecast at the rate so far."""
     if caller.role is Role.USER and caller.team != team:
