@@ -20,6 +20,7 @@ names meet the API's rule (``core.account_names``); anything else is one line, n
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from starburst.cli.config import ConfigOption, database_url
-from starburst.core.account_names import check_account_name, check_email
+from starburst.core.account_names import check_account_name, check_label
 
 if TYPE_CHECKING:
     from starburst.core.ports import Store
@@ -86,7 +87,7 @@ def add_user(
     if team is not None:
         check_account_name(team, what="team")
     if email is not None:
-        check_email(email)
+        check_label(email, what="e-mail")
     with _store(url, config) as store:
         user = store.accounts.save_user(name, team=team, email=email)
     typer.echo(f"user {user.name} (team {user.team or '-'})")
@@ -215,6 +216,8 @@ def issue(
     from starburst.core.records import Role
 
     check_account_name(user, what="user")
+    if label is not None:
+        check_label(label, what="label", limit=128)
     if role not in ROLES:
         raise typer.BadParameter(f"{role!r}: choose {', '.join(ROLES)}", param_hint="--role")
     expires = time.time() + parse_duration(expires_in) if expires_in else None
@@ -231,6 +234,9 @@ def issue(
 @tokens.command("revoke")
 def revoke(token_id: int, url: UrlOption = None, config: ConfigOption = None) -> None:
     """Revoke a token by its id."""
+    if not 1 <= token_id < 2**63:  # a token id is a BIGINT
+        typer.echo(f"error: no live token {token_id}", err=True)
+        raise typer.Exit(1)
     with _store(url, config) as store:
         done = store.accounts.revoke_token(token_id)
     if not done:
@@ -252,6 +258,8 @@ def set_budget(
     from starburst.core.errors import ConfigError
 
     check_account_name(team, what="team")
+    if not re.fullmatch("[A-Za-z]{3}", currency):
+        raise ConfigError(f"currency {currency!r}: use a three-letter code such as USD or EUR")
     try:
         amount = Decimal(monthly_limit)
     except InvalidOperation:

@@ -2,9 +2,10 @@
 
 Terms: an *account name* is 1 to ``MAX_ACCOUNT_NAME`` characters from ``[A-Za-z0-9_.@-]``:
 no spaces or control characters, so it reads the same in a table, a log line, a URL path and
-a Kubernetes label. An *e-mail* is free text of at most ``MAX_EMAIL`` characters without
-control characters (as the API's ``Label256``). The API's schemas declare ``ACCOUNT_NAME``
-in OpenAPI; the CLI checks names with ``check_account_name`` before anything is stored.
+a Kubernetes label. A *label* (an e-mail, a token's label) is free text of at most its limit
+without control characters (as the API's ``Label256`` and ``Label128``). The API's schemas
+declare ``ACCOUNT_NAME`` in OpenAPI; the CLI checks names with ``check_account_name`` before
+anything is stored.
 """
 
 from __future__ import annotations
@@ -29,10 +30,9 @@ def check_account_name(name: str, *, what: str = "name") -> str:
     return name
 
 
-def check_email(email: str) -> str:
-    """``email`` if it is 1 to ``MAX_EMAIL`` characters without control characters."""
-    if not 1 <= len(email) <= MAX_EMAIL or _CONTROL.search(email):
-        raise ConfigError(
-            f"e-mail {email!r}: use 1 to {MAX_EMAIL} characters, no control characters"
-        )
-    return email
+def check_label(text: str, *, what: str, limit: int = MAX_EMAIL) -> str:
+    """``text`` if it is 1 to ``limit`` characters without control characters (an e-mail, a
+    token's label), else ``ConfigError``."""
+    if not 1 <= len(text) <= limit or _CONTROL.search(text):
+        raise ConfigError(f"{what} {text!r}: use 1 to {limit} characters, no control characters")
+    return text

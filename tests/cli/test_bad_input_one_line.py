@@ -114,3 +114,21 @@ def test_export_into_a_missing_directory_creates_nothing(
     )
     assert code == 1 and "nowhere" in one_line(err)
     assert not out.exists() and not shape.parent.exists()
+
+
+def test_admin_tokens_and_currencies_are_checked_as_the_api_checks_them(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(capsys, "admin", "users", "add", "alice", "--url", db)[0] == 0
+    code, _, err = cli(capsys, "admin", "tokens", "revoke", "99999999999999999999", "--url", db)
+    assert code == 1 and "no live token" in one_line(err)
+    code, _, err = cli(
+        capsys, "admin", "tokens", "issue", "alice", "--label", "a\x01b", "--url", db
+    )
+    assert code == 2 and "label" in one_line(err)
+    code, _, err = cli(
+        capsys, "admin", "budgets", "set", "ml", "5", "--currency", "XXXXX", "--url", db
+    )
+    assert code == 2 and "currency" in one_line(err)
+    code, out, _ = cli(capsys, "admin", "tokens", "list", "--url", db)
+    assert code == 0 and out.strip() == "no tokens"
