@@ -9,15 +9,16 @@ from starburst.core.records import JobSpec
 
 
 def test_backlog_counts_waiting_jobs_array_elements_and_known_keys(store):  # type: ignore[no-untyped-def]
-    jobs = store.jobs
-    a = jobs.submit(JobSpec(gpus=1, user="ann", team="ml", array="ann/s"), idempotency_key="k1")
-    jobs.submit(JobSpec(gpus=1, user="ann", team="ml", array="ann/s"))
-    jobs.submit(JobSpec(gpus=1, user="bob", team="ml"))
-    done = jobs.submit(JobSpec(gpus=1, user="ann", team="ml", array="ann/s")).job.id
-    jobs.transition(a.job.id, JobState.QUEUED, reason="admitted", actor="c")  # still waiting
+    a = store.jobs.submit(
+        JobSpec(gpus=1, user="ann", team="ml", array="ann/s"), idempotency_key="k1"
+    )
+    store.jobs.submit(JobSpec(gpus=1, user="ann", team="ml", array="ann/s"))
+    store.jobs.submit(JobSpec(gpus=1, user="bob", team="ml"))
+    done = store.jobs.submit(JobSpec(gpus=1, user="ann", team="ml", array="ann/s")).job.id
+    store.jobs.transition(a.job.id, JobState.QUEUED, reason="admitted", actor="c")  # still waiting
     for state in (JobState.QUEUED, JobState.RUNNING_ONPREM, JobState.SUCCEEDED):
-        jobs.transition(done, state, reason="-", actor="c")
-    found = jobs.backlog(
+        store.jobs.transition(done, state, reason="-", actor="c")
+    found = store.jobs.backlog(
         users={"ann", "bob", "cid"}, teams={"ml", "cv"}, arrays={"ann/s", "x"}, keys={"k1", "k2"}
     )
     assert dict(found.waiting_by_user) == {"ann": 2, "bob": 1}
@@ -27,21 +28,19 @@ def test_backlog_counts_waiting_jobs_array_elements_and_known_keys(store):  # ty
 
 
 def test_waits_of_gives_what_unfinished_jobs_wait_for(store):  # type: ignore[no-untyped-def]
-    jobs = store.jobs
-    first = jobs.submit(JobSpec(gpus=1, user="ann")).job.id
-    second = jobs.submit(
+    first = store.jobs.submit(JobSpec(gpus=1, user="ann")).job.id
+    second = store.jobs.submit(
         JobSpec(gpus=1, user="ann", after=(Dependency(first, AfterKind.OK),))
     ).job.id
-    ended = jobs.submit(JobSpec(gpus=1, user="ann", after=(Dependency(first),))).job.id
-    jobs.transition(ended, JobState.CANCELLED, reason="-", actor="ann")
-    assert jobs.waits_of({first, second, ended, "unknown"}) == {first: (), second: (first,)}
-    assert jobs.waits_of(set()) == {}
+    ended = store.jobs.submit(JobSpec(gpus=1, user="ann", after=(Dependency(first),))).job.id
+    store.jobs.transition(ended, JobState.CANCELLED, reason="-", actor="ann")
+    assert store.jobs.waits_of({first, second, ended, "unknown"}) == {first: (), second: (first,)}
+    assert store.jobs.waits_of(set()) == {}
 
 
 def test_held_count_counts_jobs_held_out_of_the_queue(store):  # type: ignore[no-untyped-def]
-    jobs = store.jobs
-    ids = [jobs.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(3)]
-    jobs.hold({ids[0]: "waits for x", ids[1]: "array slot"})
-    assert jobs.held_count() == 2
-    jobs.transition(ids[0], JobState.QUEUED, reason="released", actor="c")
-    assert jobs.held_count() == 1
+    ids = [store.jobs.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(3)]
+    store.jobs.hold({ids[0]: "waits for x", ids[1]: "array slot"})
+    assert store.jobs.held_count() == 2
+    store.jobs.transition(ids[0], JobState.QUEUED, reason="released", actor="c")
+    assert store.jobs.held_count() == 1
