@@ -11,7 +11,10 @@ Allowed, and counted apart (``semantic``): a 422 for schema-valid input whose pr
 document cannot express — an opaque ``cursor`` that is not one this API issued, a ``since``
 that is not a date or not before ``until``, an unknown ``by`` key, a tuning run over a
 window without finished jobs. These operations are
-listed in ``SEMANTIC_422``; anywhere else a rejected valid request is a failure.
+listed in ``SEMANTIC_422``. A submission (or its quote) may also be refused for what only the
+price table knows — its burst would cost more per hour than the job ceiling, or no cloud
+prices its GPU type or cloud choice: those 422s are allowed by their words
+(``SEMANTIC_422_WORDS``). Anywhere else a rejected valid request is a failure.
 
 A ``DELETE /v1/tokens/{id}`` may revoke the fuzzer's own token: it takes a fresh one after
 every delete. ``time_limit`` bounds the whole run, shared out fairly: each operation and mode
@@ -29,6 +32,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SEMANTIC_422 = {"GET /v1/jobs", "GET /v1/costs", "GET /v1/costs/savings", "POST /v1/tuning/runs"}
+#: the spend guards' refusals of a schema-valid submission, by the words of their detail
+PRICE_REFUSALS = (
+    "above the per-job ceiling",
+    "above its ceiling",
+    "cannot burst",
+    "unknown GPU type",
+)
+SEMANTIC_422_WORDS = {"POST /v1/jobs": PRICE_REFUSALS, "POST /v1/jobs/quote": PRICE_REFUSALS}
 SCHEMA_FAILURES = {
     "JsonSchemaError",
     "UndefinedStatusCode",
@@ -152,11 +163,24 @@ def _one(
             _count(failure, label, mode, response, case, result)
 
 
+def _semantic(label: str, response: Any) -> bool:
+    """A 422 for schema-valid input whose problem the document cannot express."""
+    if label in SEMANTIC_422:
+        return True
+    words = SEMANTIC_422_WORDS.get(label, ())
+    text = response.text if hasattr(response, "text") else ""
+    return any(word in text for word in words)
+
+
 def _count(
     failure: BaseException, label: str, mode: str, response: Any, case: Any, result: FuzzResult
 ) -> None:
     kind = type(failure).__name__
-    if kind == "RejectedPositiveData" and response.status_code == 422 and label in SEMANTIC_422:
+    if (
+        kind == "RejectedPositiveData"
+        and response.status_code == 422
+        and _semantic(label, response)
+    ):
         result.semantic += 1
         return
     if kind in SCHEMA_FAILURES:
