@@ -48,7 +48,7 @@ CHART_FIXED: dict[str, Any] = {
     "leader_election": "lease",
     "leader_name": "sb-starburst",
     "lease_namespace": "starburst",
-    "state_dir": "/var/lib/starburst",
+    "state_dir": "/var/lib/starburst/state",
     "database_url": "postgresql://starburst:pw@db:5432/starburst",
 }
 

@@ -43,7 +43,7 @@ SCHEMA_FILE = CHART / "values.schema.json"
 #: Settings fields the chart sets, and where from; they are not accepted under ``settings:``.
 CHART_OWNED: dict[str, str] = {
     "database_url": "database.url or database.existingSecret (an environment variable)",
-    "state_dir": "an emptyDir at /var/lib/starburst",
+    "state_dir": "/var/lib/starburst/state, made private in an emptyDir",
     "cluster": "always kubernetes",
     "kubeconfig": "in-cluster: the pods' ServiceAccount",
     "local_gpus": "nothing: the nodes of the cluster say their GPUs",

@@ -195,8 +195,9 @@ skypilot-token: {{ .Values.cloud.skypilot.apiServer.token.value | b64enc | quote
   "leader_election" "lease"
   "leader_name" (include "starburst.fullname" .)
   "lease_namespace" .Release.Namespace
-  "state_dir" "/var/lib/starburst"
+  "state_dir" "/var/lib/starburst/state"
 -}}
+{{- /* a directory the controller makes 0700 in the emptyDir (the emptyDir is root's) */}}
 {{- if .Values.priceTable }}
 {{- $_ := set $fixed "price_table" "/etc/starburst/prices.yaml" }}
 {{- end }}
@@ -233,6 +234,8 @@ prices.yaml: |
 {{- define "starburst.env" -}}
 - name: STARBURST_CONFIG
   value: /etc/starburst/settings.yaml
+- name: STARBURST_STATE_DIR  {{- /* the image's variable would win over the settings file */}}
+  value: /var/lib/starburst/state
 - name: STARBURST_DATABASE_URL
   valueFrom:
     secretKeyRef:
