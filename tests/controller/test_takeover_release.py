@@ -106,7 +106,9 @@ def test_a_takeover_never_kills_the_job_a_released_uid_was_given_to(
         assert y.state is JobState.RUNNING_ONPREM, store.jobs.events("y")[-1].reason
         process = cluster.process("y")
         assert process is not None and process.poll() is None  # y was not killed
-        assert UID in procfs.uids_running() and users.held() == {UID}
+        # y's wrapper may still be dropping to the uid (a private /proc, then setpriv) on a
+        # loaded machine: wait for its process under the uid, which a kill would prevent
+        assert wait_for(lambda: UID in procfs.uids_running()) and users.held() == {UID}
     finally:
         cluster.cancel("y")
         wait_for(lambda: cluster.process("y") is None or cluster.process("y").poll())  # type: ignore[union-attr]
