@@ -87,10 +87,9 @@ def run_container(
     command = container.get("command") or ["starburst"]
     program = ["-m", "starburst.cli"] if command == ["starburst"] else command[1:]
     assert command[0] in ("starburst", "python"), command
-    env = clean_env(
-        **{k: v for k, v in view.env.items() if k.startswith("STARBURST_")},
-        STARBURST_STATE_DIR=str(root / "state"),
-    )
+    # The container's own state dir is a path inside its pod; here it is the run's own.
+    starburst = {k: v for k, v in view.env.items() if k.startswith("STARBURST_")}
+    env = clean_env(**{**starburst, "STARBURST_STATE_DIR": str(root / "state")})
     return subprocess.run(
         [sys.executable, *program, *view.argv(container.get("args") or [])],
         env=env,
