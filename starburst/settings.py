@@ -16,17 +16,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from starburst.core import defaults
+from starburst.core.account_names import ACCOUNT_NAME, MAX_ACCOUNT_NAME
 from starburst.core.capacity import PlacementStrategy
 from starburst.core.ceilings import JobCeilings, job_ceilings
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import ConfigError
+from starburst.core.identity import Grant, IdentityMap
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import POLICIES, PolicyKind, WaitPolicy, calibrate
+from starburst.core.records import Role
 from starburst.core.submit_limits import SubmitLimits
 
 if TYPE_CHECKING:
@@ -46,8 +57,28 @@ MAX_CEILING = 1e9  # $/h
 Ceiling = Annotated[float, Field(gt=0, le=MAX_CEILING, allow_inf_nan=False)]  # $/h
 
 
+AccountName = Annotated[str, Field(min_length=1, max_length=MAX_ACCOUNT_NAME, pattern=ACCOUNT_NAME)]
+
+
 class SettingsError(ConfigError):
     """Settings that cannot work; the message lists every bad field."""
+
+
+class KubernetesGrant(BaseModel):
+    """What a Kubernetes user or group becomes in Starburst (``core.identity.Grant``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    user: AccountName | None = Field(
+        default=None, description="The Starburst user name (user grants only)."
+    )
+    team: AccountName | None = Field(default=None, description="The Starburst team.")
+    role: Literal["admin", "user", "finance"] | None = Field(
+        default=None, description="The Starburst role."
+    )
+
+    def grant(self) -> Grant:
+        return Grant(self.user, self.team, Role(self.role) if self.role else None)
 
 
 class Settings(BaseSettings):
@@ -213,6 +244,40 @@ class Settings(BaseSettings):
         description="Require bearer tokens (off for the "
         "single-machine default, which listens on 127.0.0.1 only).",
     )
+    kubernetes_auth: bool = Field(
+        default=False,
+        description="Also accept Kubernetes bearer tokens (needs auth): each is checked "
+        "with a TokenReview on the cluster's API server (kubeconfig, else in-cluster) and "
+        "mapped by kubernetes_auth_users and kubernetes_auth_groups; Starburst's own tokens "
+        "keep working.",
+    )
+    kubernetes_auth_groups: dict[str, KubernetesGrant] = Field(
+        default_factory=dict,
+        description="Kubernetes groups → Starburst team and role, e.g. "
+        '{"ml-team": {"team": "ml", "role": "user"}, "starburst-admins": {"role": "admin"}}; '
+        "the highest role of a caller's groups wins, the team of the first group listed. "
+        "An identity no user or group grant names is refused (403); map "
+        "system:authenticated to admit every one.",
+    )
+    kubernetes_auth_users: dict[str, KubernetesGrant] = Field(
+        default_factory=dict,
+        description="Kubernetes user names → Starburst user, team and role, over its "
+        'groups\' grants, e.g. {"system:serviceaccount:ml:trainer": {"user": "trainer", '
+        '"team": "ml"}}; otherwise the Kubernetes name is the user name, each : written .',
+    )
+    kubernetes_auth_audiences: list[str] = Field(
+        default_factory=list,
+        description="Audiences a Kubernetes token must be meant for (TokenReview "
+        "spec.audiences); empty: the API server's own.",
+    )
+    kubernetes_auth_cache_s: float = Field(
+        default=10.0,
+        ge=0,
+        le=HOUR,
+        description="How long the API trusts a TokenReview's answer, a refusal included "
+        "(seconds, at most an hour; 0: review every request). A deleted ServiceAccount's "
+        "token keeps working for up to this long.",
+    )
     allow_insecure_no_auth: bool = Field(
         default=False,
         description="Allow auth: false on an api_host other than loopback "
@@ -338,6 +403,31 @@ class Settings(BaseSettings):
                 "on, listen on 127.0.0.1, or set allow_insecure_no_auth: true to accept that"
             )
         return self
+
+    @field_validator("kubernetes_auth_groups")
+    @classmethod
+    def _groups_name_no_user(cls, value: dict[str, KubernetesGrant]) -> dict[str, KubernetesGrant]:
+        named = [g for g, grant in value.items() if grant.user is not None]
+        if named:
+            raise ValueError(
+                f"group {named[0]!r}: a group grant names a team and a role, not a user"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _kubernetes_auth_needs_auth(self) -> Settings:
+        if self.kubernetes_auth and not self.auth:
+            raise ValueError(
+                "kubernetes_auth needs auth: true (with auth off every caller is already admin)"
+            )
+        return self
+
+    def identity_map(self) -> IdentityMap:
+        """The Kubernetes user and group grants as the core's ``IdentityMap``."""
+        return IdentityMap(
+            users={name: g.grant() for name, g in self.kubernetes_auth_users.items()},
+            groups={name: g.grant() for name, g in self.kubernetes_auth_groups.items()},
+        )
 
     def insecure_no_auth(self) -> bool:
         """True when the API is open to other machines without authentication."""

@@ -17,6 +17,9 @@ Keywords:
   defaults, read when first needed).
 - ``quote``: a callable returning the burst's price rule (the cloud port's ``quote``) that
   savings reuse (default: the cloud the settings name, built on first use).
+- ``token_reviews``: who a Kubernetes bearer token belongs to, when ``kubernetes_auth`` is
+  on (default: a ``TokenReviewer`` on the cluster the settings' ``kubeconfig`` names, else
+  the in-cluster one).
 - ``job_logs``: a callable returning the reader behind ``GET /v1/jobs/{id}/logs`` (see
   ``ApiContext``); None: the route answers 409 saying this API serves no job output.
 
@@ -37,6 +40,7 @@ from starburst.api import apidocs, errors, openapi, ui
 from starburst.api.context import ApiContext, HealthProbe
 from starburst.api.fastsubmit import SubmitFastPath
 from starburst.api.finance import burst_quote
+from starburst.api.kubeauth import KubernetesTokens, TokenReviews
 from starburst.api.limits import RequestLimits
 from starburst.api.routes import accounts, costs, jobs, queue, tuning, tuning_page
 from starburst.api.routes import health as health_routes
@@ -61,6 +65,7 @@ def create_app(
     job_logs: Any = None,
     quote: Any = None,
     degraded: HealthProbe | None = None,
+    token_reviews: TokenReviews | None = None,
 ) -> FastAPI:
     """A new FastAPI app serving ``store``; see the module docstring for the keywords."""
     if metrics_registry is None:
@@ -87,6 +92,7 @@ def create_app(
         quote=quote or burst_quote(settings, clock or WallClock(), prices),
         degraded=degraded,
         submissions=SubmissionBatcher(store.jobs, limits=settings.submit_limits()),
+        kube=kubernetes_tokens(settings, token_reviews),
     )
     app.add_middleware(SubmitFastPath, context=ctx)  # innermost: limits and errors wrap it
     app.add_middleware(RequestLimits)  # inside the catch-all of errors.install
@@ -106,3 +112,18 @@ def create_app(
         app.include_router(module.router)
     openapi.install(app)
     return app
+
+
+def kubernetes_tokens(settings: Settings, reviews: TokenReviews | None) -> KubernetesTokens | None:
+    """The checker of Kubernetes tokens when ``kubernetes_auth`` is on (``reviews``, else a
+    ``TokenReviewer`` on the settings' cluster), else None."""
+    if not settings.kubernetes_auth:
+        return None
+    if reviews is None:
+        from starburst.adapters.kubernetes.tokenreview import TokenReviewer
+        from starburst.controller.wiring import kube_api_client
+
+        reviews = TokenReviewer(
+            kube_api_client(settings), audiences=settings.kubernetes_auth_audiences
+        )
+    return KubernetesTokens(reviews, settings.identity_map(), ttl=settings.kubernetes_auth_cache_s)

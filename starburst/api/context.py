@@ -17,6 +17,8 @@ Terms:
 - *job logs*: a callable returning the ``starburst.controller.joblogs.JobLogs`` that reads job
   output through the backends (the controller's own in ``starburst server``; built on first
   use from the settings in ``starburst api``); None: this API serves no job output.
+- *kube*: the checker of Kubernetes bearer tokens (``starburst.api.kubeauth``) when the
+  ``kubernetes_auth`` setting is on, else None.
 - *quote*: a callable returning the cloud port's ``quote`` (the burst's own price rule,
   which the savings counterfactual must reuse), or None when no cloud is configured.
 """
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from starburst.api.kubeauth import KubernetesTokens
 from starburst.api.submissions import SubmissionBatcher
 from starburst.api.tokens import TokenCache
 from starburst.core.ports import Clock, Store
@@ -52,6 +55,8 @@ class ApiContext:
     submissions: SubmissionBatcher | None = None
     #: successful token lookups, trusted for a second (``starburst.api.tokens``)
     tokens: TokenCache = field(default_factory=TokenCache)
+    #: Kubernetes bearer tokens, when ``kubernetes_auth`` is on (``starburst.api.kubeauth``)
+    kube: KubernetesTokens | None = None
     anonymous: Principal = field(
         default_factory=lambda: Principal(token_id=0, user="local", team=None, role=Role.ADMIN)
     )

@@ -3,8 +3,10 @@
 Authentication: ``Authorization: Bearer <token>``, checked with ``Accounts.authenticate``
 and remembered for a second (``starburst.api.tokens``).
 A missing, malformed, unknown, revoked or expired token is 401; a known caller without the
-role an endpoint needs is 403. With ``auth`` off every request acts as the context's
-``anonymous`` admin.
+role an endpoint needs is 403. With ``kubernetes_auth`` on, a token that is not a Starburst
+token (``sb_…``) is taken for a Kubernetes one (``starburst.api.kubeauth``: 401 when the
+cluster does not accept it, 403 when no grant maps it). With ``auth`` off every request acts
+as the context's ``anonymous`` admin.
 
 Roles: ``user`` (their own jobs), ``finance`` (cost reports, read-only views of jobs),
 ``admin`` (everything). ``admin`` passes every role check. Finance is read-only: it submits,
@@ -25,6 +27,8 @@ from starburst.core.ports import Store
 from starburst.core.records import Principal, Role
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
+#: how every token Starburst issues begins (``Accounts.issue_token``)
+STARBURST_TOKEN_PREFIX = "sb_"
 
 
 # The dependencies are ``async``: FastAPI runs a plain ``def`` dependency in its thread pool,
@@ -59,6 +63,8 @@ async def caller_of(ctx: ApiContext, header: str) -> Principal:
             headers=_CHALLENGE,
         )
     secret, now = secret.strip(), ctx.clock.now()
+    if ctx.kube is not None and not secret.startswith(STARBURST_TOKEN_PREFIX):
+        return await ctx.kube.caller(secret, now)
     principal = ctx.tokens.cached(secret, now)
     if principal is None:
         principal = await ctx.tokens.lookup(
