@@ -8,8 +8,10 @@ in ``tests/realkube/test_kubernetes_identity_real.py``."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -180,3 +182,48 @@ def test_kubernetes_auth_off_takes_no_kubernetes_token(
     plain = build_api(db_url, open_store(db_url), clock, resources, serve, settings={"auth": True})
     assert plain.client(token="k-alice").get("/v1/whoami").status_code == 401
     assert plain.client("root").get("/v1/whoami").status_code == 200
+
+
+def test_the_cli_sends_the_kubeconfig_credential(
+    kapi: Api, reviews: Reviews, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from starburst.cli.main import build_app
+
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "current-context: c\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+        "clusters: [{name: k, cluster: {server: 'https://k.example'}}]\n"
+        "users: [{name: u, user: {token: k-alice}}]\n"
+    )
+    env = {
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "KUBECONFIG": str(config),
+        "STARBURST_SERVER": kapi.url,
+        "STARBURST_TOKEN": None,
+        "STARBURST_CLIENT_AUTH": "kubernetes",
+    }
+
+    def run(*args: str, **more: str | None) -> Any:
+        return CliRunner().invoke(build_app(list(args)), list(args), env={**env, **more})
+
+    made = run("submit", "--gpus", "1", "--name", "kube", "--", "true")
+    assert made.exit_code == 0, made.stderr
+    listed = run("jobs", "-o", "json")
+    assert listed.exit_code == 0, listed.stderr
+    (job,) = json.loads(listed.stdout)
+    assert (job["user"], job["team"], job["name"]) == ("alice@example.org", "ml", "kube")
+    assert reviews.asked == 1  # the API remembered the answer for the second command
+    # --token (a Starburst token) wins over the kubeconfig
+    assert run("jobs", "--token", kapi.tokens["bob"]).stdout.startswith("no jobs")
+    config.write_text(config.read_text().replace("{token: k-alice}", "{token: k-eve}"))
+    refused = run("jobs")
+    assert refused.exit_code == 1 and "is not mapped to Starburst" in refused.stderr
+    config.write_text(config.read_text().replace("{token: k-eve}", "{client-certificate: c}"))
+    cert = run("jobs")
+    assert cert.exit_code == 2 and cert.stderr.count("\n") == 1
+    assert "client certificate, which Starburst cannot check" in cert.stderr
+    typo = run("jobs", STARBURST_CLIENT_AUTH="kube")
+    assert typo.exit_code == 2 and "auth 'kube' is not one of token, kubernetes" in typo.stderr
