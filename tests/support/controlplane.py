@@ -21,10 +21,11 @@ Usage (one control plane per pytest session/worker; start-up takes seconds once 
 What runs (binaries from ``tests.support.controlplane_build``, built when missing):
 - etcd on a free loopback port (fsync off), data in the control plane's temp directory;
 - kube-apiserver on a free loopback port with TLS from a fresh CA (clients verify it),
-  authentication by a static admin token and by ServiceAccount tokens (TokenRequest, signed
-  with a fresh key pair), ``--authorization-mode=Node,RBAC``, admission with the defaults plus
-  ``NodeRestriction`` (PodSecurity among the defaults), an audit log of every request at
-  ``Metadata`` level (``audit_events``);
+  authentication by a static admin token, static user tokens with groups
+  (``kubepki.STATIC_USERS``, ``real_kube.pki.user_tokens``) and ServiceAccount tokens
+  (TokenRequest, signed with a fresh key pair), ``--authorization-mode=Node,RBAC``,
+  admission with the defaults plus ``NodeRestriction`` (PodSecurity among the defaults), an
+  audit log of every request at ``Metadata`` level (``audit_events``);
 - kube-controller-manager with the controllers the tests need (``CONTROLLERS``: Job, garbage
   collector, namespace, ServiceAccount, ClusterRole aggregation, ResourceQuota, Deployment and
   ReplicaSet, ...; no node lifecycle controller: the fake kubelet plays that part);

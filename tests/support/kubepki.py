@@ -6,7 +6,8 @@
 - a ServiceAccount signing key pair (``sa.key``/``sa.pub``): kube-apiserver signs the
   ServiceAccount tokens it issues (TokenRequest) with it and verifies them with it;
 - a static admin token (``tokens.csv``, user ``admin`` in ``system:masters``) for the tests'
-  own set-up and the controller manager;
+  own set-up and the controller manager, and one static token for each of ``STATIC_USERS``
+  (people with groups and no RBAC: identities for Starburst's ``kubernetes_auth`` tests);
 - the CA's key (``ca.key``) stays, so ``sign`` can issue more certificates signed by the CA:
   a real kubelet's serving and client certificates, the API server's client certificate for
   kubelets (``tests.support.realnode``).
@@ -36,6 +37,14 @@ SERVING_NAMES = [
 ]
 
 
+#: static users of the token file, and their groups (``Pki.user_tokens`` holds their tokens)
+STATIC_USERS: dict[str, tuple[str, ...]] = {
+    "alice@example.org": ("ml-team",),
+    "boss@example.org": ("starburst-admins", "ml-team"),
+    "eve@example.org": ("interns",),
+}
+
+
 @dataclass(frozen=True)
 class Pki:
     ca_cert: Path
@@ -46,6 +55,8 @@ class Pki:
     sa_public_key: Path
     token_file: Path
     admin_token: str
+    #: a static token per user of ``STATIC_USERS``
+    user_tokens: dict[str, str]
 
 
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
@@ -127,6 +138,7 @@ def make_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
         sa_public_key=directory / "sa.pub",
         token_file=directory / "tokens.csv",
         admin_token=secrets.token_hex(24),
+        user_tokens={user: secrets.token_hex(24) for user in STATIC_USERS},
     )
     pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     pki.serving_cert.write_bytes(serving.public_bytes(serialization.Encoding.PEM))
@@ -139,7 +151,12 @@ def make_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
     )
-    pki.token_file.write_text(f'{pki.admin_token},admin,admin-uid,"system:masters"\n')
+    lines = [f'{pki.admin_token},admin,admin-uid,"system:masters"']
+    lines += [
+        f'{pki.user_tokens[user]},{user},{user}-uid,"{",".join(groups)}"'
+        for user, groups in STATIC_USERS.items()
+    ]
+    pki.token_file.write_text("\n".join(lines) + "\n")
     pki.token_file.chmod(0o600)
     return pki
 
