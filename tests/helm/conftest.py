@@ -95,6 +95,20 @@ CASES: dict[str, dict[str, Any]] = {
         "cloud": {"provider": "emulated"},
         "priceTable": yaml.safe_load((ROOT / "starburst/pricing/prices.yaml").read_text()),
     },
+    "kubernetes-auth": {
+        "database": DB,
+        "settings": {
+            "kubernetes_auth": True,
+            "kubernetes_auth_groups": {
+                "ml-team": {"team": "ml", "role": "user"},
+                "starburst-admins": {"role": "admin"},
+            },
+            "kubernetes_auth_users": {
+                "system:serviceaccount:ml:trainer": {"user": "trainer", "team": "ml"}
+            },
+            "kubernetes_auth_cache_s": 30,
+        },
+    },
     "example-skypilot": yaml.safe_load((DEPLOY / "values-skypilot.yaml").read_text()),
     "example-trial": yaml.safe_load((DEPLOY / "values-trial.yaml").read_text()),
 }

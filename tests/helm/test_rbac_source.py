@@ -1,4 +1,5 @@
-"""The chart's ClusterRole grants exactly the rules of the adapter's single RBAC source.
+"""The chart's ClusterRole grants exactly the rules of the adapter's single RBAC source (and,
+with ``settings.kubernetes_auth``, the API's ``TOKEN_REVIEW_RULE``, nothing more).
 
 ``helm/starburst/files/rbac.yaml`` is a copy of ``starburst/adapters/kubernetes/rbac.yaml``
 (Helm cannot read files outside the chart). When the source changes, refresh the copy with
@@ -14,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from starburst.adapters.kubernetes.tokenreview import TOKEN_REVIEW_RULE
 from tests.helm.conftest import CASES, CHART, Render, by_kind
 
 COPY = CHART / "files" / "rbac.yaml"
@@ -47,6 +49,14 @@ def test_the_rendered_cluster_role_has_exactly_the_source_rules(render: Render) 
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": "starburst"}
     ]
+
+
+def test_kubernetes_auth_adds_exactly_the_token_review_rule(render: Render) -> None:
+    (role,) = by_kind(render(CASES["kubernetes-auth"]), "ClusterRole")
+    assert role["rules"] == [*source_rules(), TOKEN_REVIEW_RULE]
+    off = {**CASES["kubernetes-auth"], "settings": {"kubernetes_auth": False}}
+    (plain,) = by_kind(render(off), "ClusterRole")
+    assert plain["rules"] == source_rules()
 
 
 def test_rbac_can_be_left_to_the_admin(render: Render) -> None:
