@@ -32,6 +32,7 @@ The caller owns ``store`` and closes it; the app never closes what it was given.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from fastapi import FastAPI
@@ -46,6 +47,7 @@ from starburst.api.routes import accounts, costs, jobs, queue, tuning, tuning_pa
 from starburst.api.routes import health as health_routes
 from starburst.api.routes import quote as quote_routes
 from starburst.api.submissions import SubmissionBatcher
+from starburst.core.errors import ConfigError
 from starburst.core.ports import Clock, Store
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
@@ -122,6 +124,11 @@ def kubernetes_tokens(settings: Settings, reviews: TokenReviews | None) -> Kuber
     if reviews is None:
         from starburst.adapters.kubernetes.tokenreview import TokenReviewer
         from starburst.controller.wiring import kube_api_client
+
+        if importlib.util.find_spec("kubernetes") is None:
+            raise ConfigError(
+                "kubernetes_auth needs the kubernetes package: pip install 'starburst[kubernetes]'"
+            )
 
         reviews = TokenReviewer(
             kube_api_client(settings), audiences=settings.kubernetes_auth_audiences

@@ -227,3 +227,22 @@ def test_the_cli_sends_the_kubeconfig_credential(
     assert "client certificate, which Starburst cannot check" in cert.stderr
     typo = run("jobs", STARBURST_CLIENT_AUTH="kube")
     assert typo.exit_code == 2 and "auth 'kube' is not one of token, kubernetes" in typo.stderr
+
+
+def test_without_the_kubernetes_package_the_api_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    from starburst.api.app import kubernetes_tokens
+    from starburst.core.errors import ConfigError
+    from starburst.settings import Settings
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "kubernetes" else real(name)
+    )
+    settings = Settings(auth=True, kubernetes_auth=True)
+    with pytest.raises(ConfigError, match=r"pip install 'starburst\[kubernetes\]'"):
+        kubernetes_tokens(settings, None)
+    assert kubernetes_tokens(Settings(auth=True), None) is None
