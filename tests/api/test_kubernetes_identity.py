@@ -184,6 +184,9 @@ def test_kubernetes_auth_off_takes_no_kubernetes_token(
     assert plain.client("root").get("/v1/whoami").status_code == 200
 
 
+@pytest.mark.parametrize(
+    "db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
 def test_the_cli_sends_the_kubeconfig_credential(
     kapi: Api, reviews: Reviews, tmp_path: Path
 ) -> None:
