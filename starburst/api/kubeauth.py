@@ -18,6 +18,8 @@ Invariants:
   keyed by the token's SHA-256; the secret itself is never kept. A failed review is never
   remembered. ``ttl`` 0 remembers nothing.
 - The cache holds at most ``max_entries`` tokens; the oldest answer goes first.
+- Requests with one token that arrive together before its first answer each ask the API
+  server (no shared lookup, unlike ``starburst.api.tokens``); later ones take the answer.
 - Starburst's own tokens never reach the API server, and a Kubernetes token never reaches
   the database.
 """

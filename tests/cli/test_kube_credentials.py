@@ -143,3 +143,31 @@ def test_kubeconfig_files_merge_as_kubectl_merges_them(tmp_path: Path) -> None:
         bearer_token(env(first))
     with pytest.raises(KubeCredentialError, match="no context 'other'"):
         bearer_token(env(second, STARBURST_KUBE_CONTEXT="other"))
+
+
+def test_config_sets_shows_and_checks_the_auth_mode(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from starburst.cli.main import build_app
+
+    config = kubeconfig(tmp_path / "k", {"token": "kube-secret-token"})
+    home = {
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "KUBECONFIG": str(config),
+        "STARBURST_TOKEN": None,
+        "STARBURST_CLIENT_AUTH": None,
+    }
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(build_app(list(args)), list(args), env=home)
+
+    assert "auth:   token\n" in run("config", "show").stdout
+    assert run("config", "set", "auth", "kubernetes").exit_code == 0
+    shown = run("config", "show").stdout
+    assert "auth:   kubernetes\n" in shown and "token:  kube-s…\n" in shown
+    assert "kube-secret-token" not in shown
+    bad = run("config", "set", "auth", "oidc")
+    assert bad.exit_code == 2 and "auth must be one of token, kubernetes" in bad.stderr
+    config.unlink()
+    broken = run("config", "show")
+    assert broken.exit_code == 2 and "no kubeconfig at" in broken.stderr
