@@ -43,7 +43,7 @@ from starburst.api.fastsubmit import SubmitFastPath
 from starburst.api.finance import burst_quote
 from starburst.api.kubeauth import KubernetesTokens, TokenReviews
 from starburst.api.limits import RequestLimits
-from starburst.api.routes import accounts, costs, jobs, queue, tuning, tuning_page
+from starburst.api.routes import accounts, costs, jobs, nodes, queue, tuning, tuning_page
 from starburst.api.routes import health as health_routes
 from starburst.api.routes import quote as quote_routes
 from starburst.api.submissions import SubmissionBatcher
@@ -103,6 +103,7 @@ def create_app(
         quote_routes,
         jobs,
         queue,
+        nodes,
         costs,
         accounts,
         tuning,

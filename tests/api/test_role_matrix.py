@@ -58,6 +58,7 @@ RULES: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/v1/jobs/{job_id:path}/logs"): WRITERS,
     ("GET", "/v1/jobs/{job_id:path}"): SIGNED_IN,
     ("GET", "/v1/queue"): SIGNED_IN,
+    ("GET", "/v1/nodes"): SIGNED_IN,
     ("GET", "/v1/costs"): SIGNED_IN,
     ("GET", "/v1/costs/savings"): READERS,
     ("GET", "/v1/costs/budgets"): SIGNED_IN,
