@@ -125,9 +125,18 @@ def collect(
     team: str | None,
     name: str | None,
     limit: int,
+    since: str | None = None,
+    until: str | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """The rows to show (newest last, at most ``limit``; 0: all) and how many were left out."""
-    params = {"state": states, "user": user, "team": team, "name": name}
+    params = {
+        "state": states,
+        "user": user,
+        "team": team,
+        "name": name,
+        "since": since,
+        "until": until,
+    }
     found = all_pages(server, token, {k: v for k, v in params.items() if v not in (None, [])})
     hidden = max(0, len(found) - limit) if limit else 0
     shown = found[hidden:]
@@ -152,11 +161,28 @@ def _budget(row: dict[str, Any]) -> str:
     return "spent" if left <= 0 else precise(left)
 
 
+def _elapsed(row: dict[str, Any]) -> str:
+    value = row.get("elapsed_s")
+    return "-" if value is None else precise(value)
+
+
+def _exit(row: dict[str, Any]) -> str:
+    code = row.get("exit_code")
+    return "-" if code is None else str(code)
+
+
+def _cost(row: dict[str, Any]) -> str:
+    """``1.23 USD`` (``+`` between currencies, never added); ``-`` for no cloud money."""
+    costs = row.get("costs") or []
+    return " + ".join(f"{c['amount']} {c['currency']}" for c in costs) or "-"
+
+
 def render(
     rows: list[dict[str, Any]],
     output: Output,
     hidden: int = 0,
     empty: str = "no jobs (use --all for finished ones)",
+    accounting: bool = False,
 ) -> str:
     """The rows in the chosen format (``empty`` when there are none)."""
     if output is Output.JSON:
@@ -169,6 +195,8 @@ def render(
         return empty if not hidden else ""
     wide = output is Output.WIDE
     headers = ["POS", "ID", "NAME", "USER", "STATE", "GPUS", "WAITED", "BUDGET LEFT", "WHERE"]
+    if accounting:  # sacct's columns, before WHERE
+        headers[-1:-1] = ["ELAPSED", "EXIT", "COST"]
     if wide:
         headers[4:4] = ["TEAM"]
         headers += ["SUBMITTED", "IMAGE"]
@@ -185,6 +213,8 @@ def render(
             _budget(r),
             r["plan"],
         ]
+        if accounting:
+            cells[-1:-1] = [_elapsed(r), _exit(r), _cost(r)]
         if wide:
             cells[4:4] = [r.get("team") or "-"]
             cells += [_time(r.get("submitted_at")), r.get("image") or "-"]
@@ -240,6 +270,19 @@ def jobs(
     user: Annotated[str | None, typer.Option(help="Only this user's jobs.")] = None,
     team: Annotated[str | None, typer.Option(help="Only this team's jobs.")] = None,
     name: Annotated[str | None, typer.Option(help="Only names matching this glob: sweep-*")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="Only jobs not ended before this: a duration back from now (2h, 3d), an ISO "
+            "date or datetime (2026-11-01, 2026-11-01T09:00+01:00; UTC without a zone). "
+            "Lists every state unless --state says otherwise.",
+            show_default=False,
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(help="Only jobs submitted before this (same forms).", show_default=False),
+    ] = None,
     limit: Annotated[int, typer.Option(min=0, help="Show the newest N (0: all).")] = 200,
     output: OutputOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Same as -o json.")] = False,
@@ -248,7 +291,10 @@ def jobs(
     server: ServerOption = DEFAULT_SERVER,
     token: TokenOption = None,
 ) -> None:
-    """Your active jobs, newest last: queue position, wait budget left, where each goes."""
+    """Your active jobs, newest last: queue position, wait budget left, where each goes.
+
+    With ``--all``, ``--since`` or ``--until`` (Slurm's ``sacct``): every state, with each
+    job's elapsed time, exit code and cloud cost."""
     from starburst.core.state_filter import ACTIVE, UnknownState, parse_filter
 
     try:
@@ -256,23 +302,32 @@ def jobs(
     except UnknownState as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    states = chosen.words() if chosen.states else ([] if all_ else [s.value for s in ACTIVE])
+    history = all_ or since is not None or until is not None
+    states = chosen.words() if chosen.states else ([] if history else [s.value for s in ACTIVE])
     fmt = Output.JSON if as_json else chosen_output(output)
     if chosen.states:
         empty = f"no jobs in {', '.join(chosen.words())}"
     else:
-        empty = "no jobs" if all_ else "no jobs (use --all for finished ones)"
+        empty = "no jobs" if history else "no jobs (use --all for finished ones)"
     if name is not None:
         empty += f" named {name!r}"
 
     def draw() -> str:
-        rows, hidden = collect(server, token, states, user, team, name, limit)
-        return render(rows, fmt, hidden, empty)
+        rows, hidden = collect(server, token, states, user, team, name, limit, since, until)
+        return render(rows, fmt, hidden, empty, accounting=history)
 
     repeat(draw, watch, watch_count)
 
 
 def queue(
+    all_: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            "-a",
+            help="The whole line, and every running job (others' redacted), as Slurm's squeue.",
+        ),
+    ] = False,
     output: OutputOption = None,
     watch: WatchOption = None,
     watch_count: WatchCountOption = None,
@@ -284,12 +339,34 @@ def queue(
     fmt = chosen_output(output)
 
     def draw() -> str:
-        view = call(server, token, "GET", "/v1/queue")
+        view = call(server, token, "GET", "/v1/queue", params={"all": "true"} if all_ else {})
         rows = [{**e, "plan": e["plan"] + (" (yours)" if e["mine"] else "")} for e in view["jobs"]]
         if fmt in (Output.JSON, Output.YAML):
-            return render(view["jobs"], fmt)
-        text = render(rows, fmt) if rows else "none of your jobs is waiting"
+            return render(view if all_ else view["jobs"], fmt)
+        nothing = "nothing is waiting" if all_ else "none of your jobs is waiting"
+        text = render(rows, fmt) if rows else nothing
         held = f", {view['held']} held out of it" if view.get("held") else ""
-        return f"{view['total']} waiting in all{held}\n{text}"
+        head = f"{view['total']} waiting in all{held}"
+        if not all_:
+            return f"{head}\n{text}"
+        running = view.get("running") or []
+        gpus = sum(r["gpus"] for r in running)
+        head += f"; {len(running)} running on {gpus} GPUs"
+        return f"{head}\n{text}" + (f"\n\nrunning:\n{_running(running)}" if running else "")
 
     repeat(draw, watch, watch_count)
+
+
+def _running(entries: list[dict[str, Any]]) -> str:
+    rows = [
+        [
+            short(e["id"]),
+            e.get("name") or "-",
+            e.get("user") or "-",
+            e["state"],
+            str(e["gpus"]) + (f" {e['gpu_type']}" if e.get("gpu_type") else ""),
+            precise(e["elapsed_s"]) if e.get("elapsed_s") is not None else "-",
+        ]
+        for e in entries
+    ]
+    return table(["ID", "NAME", "USER", "STATE", "GPUS", "ELAPSED"], rows)

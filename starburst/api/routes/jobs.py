@@ -18,7 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Annotated
 
@@ -52,6 +52,7 @@ from starburst.api.schemas.jobs import (
 )
 from starburst.core.billing import per_currency
 from starburst.core.dependencies import AfterKind, Dependency
+from starburst.core.errors import ConfigError
 from starburst.core.failure import cause_of, exit_code_in
 from starburst.core.lifecycle import JobState
 from starburst.core.outlook import Outlook
@@ -67,6 +68,7 @@ from starburst.core.records import (
 )
 from starburst.core.state_filter import StateFilter, parse_filter
 from starburst.core.submit_limits import check_depth, dependency_depth
+from starburst.core.window import parse_moment
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -156,7 +158,8 @@ def detail(
         **summary_fields(stored, Outlooks(ctx).of(stored)),
         command=None if redacted else stored.command,
         cpus=job.cpus,
-        exit_code=exit_code_in(failure) if failure else None,
+        elapsed_s=elapsed(stored, ctx.clock.now()),
+        exit_code=exit_code(stored, failure),
         failure=cause_of(failure) if failure and redacted else failure,
         memory_mb=job.memory_mb,
         estimate_s=job.estimate,
@@ -171,8 +174,31 @@ def detail(
 
 
 def _failure(events: list[JobEvent]) -> str | None:
-    """The reason of the event that made the job fail (``starburst.core.failure``)."""
-    return next((e.reason for e in reversed(events) if e.to_state is JobState.FAILED), None)
+    """The reason of the event that made the job fail (``starburst.core.failure``); a later
+    note on the failed job (``requeued as ...``) is no state change and not its cause."""
+    return next(
+        (
+            e.reason
+            for e in reversed(events)
+            if e.to_state is JobState.FAILED and e.from_state is not JobState.FAILED
+        ),
+        None,
+    )
+
+
+def elapsed(stored: StoredJob, now: float) -> float | None:
+    """How long its last run lasted: start to end, or to ``now`` while it runs."""
+    if stored.started_at is None:
+        return None
+    end = stored.ended_at if stored.ended_at is not None else now
+    return max(0.0, end - stored.started_at)
+
+
+def exit_code(stored: StoredJob, failure: str | None) -> int | None:
+    """0 for a success, a failure's exit code when its backend reported one, else None."""
+    if stored.state is JobState.SUCCEEDED:
+        return 0
+    return exit_code_in(failure) if failure else None
 
 
 def _owner(ctx: ApiContext, body: JobSubmit, caller: Principal) -> tuple[str, str | None]:
@@ -309,32 +335,63 @@ async def answer(ctx: ApiContext, result: Submission) -> tuple[int, JobDetail]:
     return status, await run_in_threadpool(detail, ctx, result.job)
 
 
-def _page(
-    ctx: ApiContext,
-    wanted: StateFilter,
-    limit: int,
-    cursor: str | None,
-    user: str | None,
-    team: str | None,
-    name: str | None,
-) -> JobPage:
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """What a listing keeps: states, owner, team, name glob, and the window ``[since,
+    until)`` a job must overlap (submitted before ``until``, not ended before ``since``)."""
+
+    wanted: StateFilter
+    user: str | None
+    team: str | None
+    name: str | None
+    since: float | None = None
+    until: float | None = None
+
+    def keeps(self, stored: StoredJob) -> bool:
+        if not self.wanted.keeps(stored.state, stored.held):
+            return False
+        if self.until is not None and stored.job.submit_time >= self.until:
+            return False
+        return self.since is None or stored.ended_at is None or stored.ended_at >= self.since
+
+
+def _page(ctx: ApiContext, listing: _Listing, limit: int, cursor: str | None) -> JobPage:
     """One keyset page of the store, filtered by owner and name in the database (and held
-    jobs: ``held`` alone in the database too, mixed with other states on the page)."""
+    jobs: ``held`` alone in the database too, mixed with other states on the page), by the
+    window on the page; each job with its elapsed time, exit code and cost (``sacct``'s
+    columns: one ledger read per page, one event read per failed job)."""
+    wanted = listing.wanted
     held = True if wanted.only_held and wanted.states == (JobState.SUBMITTED,) else None
     page = ctx.store.jobs.queue(
         limit=limit,
         cursor=cursor,
         states=wanted.states,
-        user=user,
-        team=team,
-        name=name,
+        user=listing.user,
+        team=listing.team,
+        name=listing.name,
         held=held,
     )
-    jobs = [s for s in page.jobs if wanted.keeps(s.state, s.held)]
+    jobs = [s for s in page.jobs if listing.keeps(s)]
     outlooks = Outlooks(ctx)
-    return JobPage(
-        jobs=[JobSummary.of(s, outlooks.of(s)) for s in jobs], next_cursor=page.next_cursor
-    )
+    now = ctx.clock.now()
+    metered = ctx.store.ledger.job_costs([s.id for s in jobs]) if jobs else {}
+    out = []
+    for stored in jobs:
+        failure = None
+        if stored.state is JobState.FAILED:
+            failure = _failure(ctx.store.jobs.events(stored.id))
+        totals = per_currency(metered.get(stored.id, {}))
+        out.append(
+            JobSummary(
+                **summary_fields(stored, outlooks.of(stored)),
+                elapsed_s=elapsed(stored, now),
+                exit_code=exit_code(stored, failure),
+                costs=[
+                    JobCost(amount=str(a.quantize(CENT)), currency=c) for c, a in totals.items()
+                ],
+            )
+        )
+    return JobPage(jobs=out, next_cursor=page.next_cursor)
 
 
 @router.get("", response_model=JobPage)
@@ -353,9 +410,22 @@ def list_jobs(
     name: Annotated[str | None, Query(description="A glob on the job name: sweep-*")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: str | None = None,
+    since: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="Only jobs not ended before this moment: a duration back from now "
+            "(2h, 3d), an ISO date or datetime (UTC unless it names a zone).",
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        Query(max_length=64, description="Only jobs submitted before this moment (same forms)."),
+    ] = None,
 ) -> JobPage:
     """Jobs in queue order (queued time, then id), all states unless ``state`` is given
-    (an unknown state is 400 listing the valid ones)."""
+    (an unknown state is 400 listing the valid ones), each with its elapsed time, exit code
+    and cost; ``since``/``until`` keep the jobs active in that window (422 on bad text)."""
     wanted = parse_filter(state or [])
     if not wanted.states:
         wanted = StateFilter(tuple(JobState))
@@ -363,7 +433,13 @@ def list_jobs(
         if user not in (None, caller.user):
             raise HTTPException(403, f"{caller.user} can list only their own jobs")
         user = caller.user
-    return _page(ctx, wanted, limit, cursor, user, team, name)
+    now = ctx.clock.now()
+    start = parse_moment(since, now=now, name="since") if since else None
+    end = parse_moment(until, now=now, name="until") if until else None
+    if start is not None and end is not None and end <= start:
+        raise ConfigError(f"until ({until}) must be after since ({since})")
+    listing = _Listing(wanted, user, team, name, start, end)
+    return _page(ctx, listing, limit, cursor)
 
 
 def status(job_id: str, caller: CallerDep, ctx: ContextDep) -> JobDetail:
@@ -406,7 +482,7 @@ def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
         budget_expires_at=fields["budget_expires_at"],
         predicted_runtime_s=stored.predicted_runtime,
         events=[EventOut.of(e) for e in events],
-        exit_code=exit_code_in(failure) if failure else None,
+        exit_code=exit_code(stored, failure),
         failure=failure,
     )
 

@@ -2,7 +2,9 @@
 
 Invariants:
 - Any authenticated caller may read it; a user's view ends at their own last waiting job
-  (what is ahead of them), finance and admins see it whole. Other users' entries are
+  (what is ahead of them), finance and admins see it whole; ``all`` shows anyone the whole
+  line and the running jobs (Slurm's ``squeue``), so GPUs busy with others' work are never
+  unexplained. Other users' entries are
   redacted (``starburst.api.schemas.queue``): ids, sizes and budgets, never commands or env.
 - Positions count every job in the line, so a user's position is the same number an admin
   sees. A *held* job (waiting for a dependency or an array slot) is not in the line yet: it
@@ -22,7 +24,7 @@ from fastapi import APIRouter, Query
 from starburst.api.deps import CallerDep, ContextDep, is_privileged
 from starburst.api.outlooks import Outlooks
 from starburst.api.schemas.jobs import when
-from starburst.api.schemas.queue import QueueEntry, QueueView
+from starburst.api.schemas.queue import QueueEntry, QueueView, RunningEntry
 from starburst.core.lifecycle import JobState
 from starburst.core.outlook import Outlook
 from starburst.core.ports import JobStore
@@ -31,6 +33,7 @@ from starburst.core.records import Principal, StoredJob
 router = APIRouter(prefix="/v1/queue", tags=["jobs"])
 
 WAITING = (JobState.SUBMITTED, JobState.QUEUED)
+RUNNING = (JobState.RUNNING_ONPREM, JobState.BURSTING, JobState.RUNNING_CLOUD)
 _PAGE = 1000
 
 
@@ -59,6 +62,23 @@ def entry(stored: StoredJob, position: int | None, caller: Principal, seen: Outl
         plan=seen.plan,
         bursts_at=when(seen.bursts_at),
         held=stored.held,
+    )
+
+
+def _running(stored: StoredJob, caller: Principal, now: float) -> RunningEntry:
+    mine = stored.job.user == caller.user
+    shown = mine or is_privileged(caller)
+    started = stored.started_at
+    return RunningEntry(
+        id=stored.id,
+        mine=mine,
+        user=stored.job.user if shown else None,
+        name=stored.job.name if shown else None,
+        state=stored.state,
+        gpus=stored.job.gpus,
+        gpu_type=stored.job.gpu_type,
+        started_at=when(started),
+        elapsed_s=max(0.0, now - started) if started is not None else None,
     )
 
 
@@ -93,19 +113,38 @@ def queue(
     caller: CallerDep,
     ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
+    all_: Annotated[
+        bool,
+        Query(
+            alias="all",
+            description="The whole line for everyone, and the running jobs (Slurm's squeue).",
+        ),
+    ] = False,
 ) -> QueueView:
     """Waiting jobs in queue order with their position, budget left and plan.
 
     Filtered in the store: a caller's answer costs what it shows (the line up to their own
-    last job, at most ``limit`` entries, and their held jobs), never everyone's backlog."""
+    last job, at most ``limit`` entries, and their held jobs), never everyone's backlog —
+    unless ``all`` asks for the whole line and what runs."""
     now = ctx.clock.now()
     jobs = ctx.store.jobs
     held_total = jobs.held_count()
     total = jobs.count(JobState.QUEUED) + jobs.count(JobState.SUBMITTED) - held_total
-    if is_privileged(caller):
+    running = None
+    if all_:
+        started = _read(jobs, states=RUNNING, limit=limit)
+        started.sort(key=lambda s: (s.started_at or s.queued_at, s.id))
+        running = [_running(s, caller, now) for s in started]
+    if is_privileged(caller) or all_:
         shown = _read(jobs, states=WAITING, held=False, limit=limit)
-        held = _read(jobs, states=(JobState.SUBMITTED,), held=True, limit=limit - len(shown))
-        held_count = held_total
+        if is_privileged(caller):
+            held = _read(jobs, states=(JobState.SUBMITTED,), held=True, limit=limit - len(shown))
+            held_count = held_total
+        else:
+            held = _read(
+                jobs, states=(JobState.SUBMITTED,), held=True, user=caller.user, limit=None
+            )
+            held_count = len(held)
     else:
         own = _read(jobs, states=WAITING, held=False, user=caller.user, limit=None)
         last = own[-1].id if own else None
@@ -115,4 +154,4 @@ def queue(
     outlooks = Outlooks(ctx, now)
     entries = [entry(s, i + 1, caller, outlooks.of(s)) for i, s in enumerate(shown)]
     entries += [entry(s, None, caller, outlooks.of(s)) for s in held]
-    return QueueView(total=total, held=held_count, jobs=entries[:limit])
+    return QueueView(total=total, held=held_count, jobs=entries[:limit], running=running)

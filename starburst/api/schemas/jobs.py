@@ -206,6 +206,13 @@ class JobSubmit(BaseModel):
         )
 
 
+class JobCost(BaseModel):
+    """What the ledger metered for a job in one currency (decimal string)."""
+
+    amount: str
+    currency: str
+
+
 class JobSummary(BaseModel):
     """One job in a listing."""
 
@@ -246,6 +253,21 @@ class JobSummary(BaseModel):
         default=None,
         description="When it goes to the cloud unless GPUs free up on-prem first; null when "
         "nothing sends it there (a hold, a cluster-only policy, not waiting).",
+    )
+    elapsed_s: float | None = Field(
+        default=None,
+        description="How long it ran (its last run): start to end, or to now while it runs; "
+        "null if it never started.",
+    )
+    exit_code: int | None = Field(
+        default=None,
+        description="0 for a job that succeeded; a failed job's exit code when its backend "
+        "reported one; null otherwise.",
+    )
+    costs: list[JobCost] = Field(
+        default_factory=list,
+        description="Every currency the job was billed in, each with its own total, sorted "
+        "by currency (amounts in different currencies are never added).",
     )
 
     @classmethod
@@ -312,13 +334,6 @@ class CloudRun(BaseModel):
     cost: str = Field(default="0.00", description="Metered in the ledger for this launch.")
 
 
-class JobCost(BaseModel):
-    """What the ledger metered for a job in one currency (decimal string)."""
-
-    amount: str
-    currency: str
-
-
 class JobDetail(JobSummary):
     """``GET /v1/jobs/{id}``: the summary plus what it asked for, where it runs, its cost."""
 
@@ -333,9 +348,6 @@ class JobDetail(JobSummary):
     version: int
     placement: list[PlacementPart]
     cloud: list[CloudRun]
-    exit_code: int | None = Field(
-        default=None, description=("A failed job's exit code, when its backend reported one.")
-    )
     failure: str | None = Field(
         default=None,
         description=("Why a failed job failed: the cause, then its last lines of output."),
@@ -348,11 +360,6 @@ class JobDetail(JobSummary):
     )
     currency: str = Field(
         description="The currency of ``cost_so_far``: its latest launch's (USD if none)."
-    )
-    costs: list[JobCost] = Field(
-        default_factory=list,
-        description="Every currency the job was billed in, each with its own total, sorted "
-        "by currency (amounts in different currencies are never added).",
     )
 
 

@@ -46,10 +46,30 @@ class QueueEntry(BaseModel):
     )
 
 
+class RunningEntry(BaseModel):
+    """A job running (or bursting), redacted as a waiting one is."""
+
+    id: str
+    mine: bool
+    user: str | None = Field(description="Null for other users' jobs (redacted).")
+    name: str | None = Field(description="Null for other users' jobs (redacted).")
+    state: JobState
+    gpus: int
+    gpu_type: str | None
+    started_at: datetime | None
+    elapsed_s: float | None = Field(description="Seconds since it started.")
+
+
 class QueueView(BaseModel):
     """``GET /v1/queue``: users see the line up to their last job in it, then their held
-    jobs; finance and admins see all of it (up to ``limit`` entries)."""
+    jobs; finance and admins see all of it (up to ``limit`` entries). With ``all``: everyone
+    sees the whole line and every running job (others' redacted)."""
 
     total: int = Field(description="Jobs in the whole line (held jobs not counted).")
     held: int = Field(default=0, description="Held jobs listed after the line.")
     jobs: list[QueueEntry]
+    running: list[RunningEntry] | None = Field(
+        default=None,
+        description="With ``all``: the jobs running on-prem, bursting or running in the "
+        "cloud, oldest start first; null without it.",
+    )
