@@ -43,7 +43,16 @@ from starburst.api.fastsubmit import SubmitFastPath
 from starburst.api.finance import burst_quote
 from starburst.api.kubeauth import KubernetesTokens, TokenReviews
 from starburst.api.limits import RequestLimits
-from starburst.api.routes import accounts, costs, jobs, nodes, queue, tuning, tuning_page
+from starburst.api.routes import (
+    accounts,
+    amendments,
+    costs,
+    jobs,
+    nodes,
+    queue,
+    tuning,
+    tuning_page,
+)
 from starburst.api.routes import health as health_routes
 from starburst.api.routes import quote as quote_routes
 from starburst.api.submissions import SubmissionBatcher
@@ -101,6 +110,7 @@ def create_app(
     errors.install(app)
     for module in (
         quote_routes,
+        amendments,
         jobs,
         queue,
         nodes,

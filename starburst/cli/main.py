@@ -51,6 +51,10 @@ COMMANDS: dict[str, str] = {
     "explain": "starburst.cli.jobs:explain",
     "logs": "starburst.cli.jobs:logs",
     "cancel": "starburst.cli.cancel:cancel",
+    "hold": "starburst.cli.amend:hold",
+    "release": "starburst.cli.amend:release",
+    "requeue": "starburst.cli.amend:requeue",
+    "update": "starburst.cli.amend:update",
     "costs": "starburst.cli.costs:costs",
     "doctor": "starburst.cli.doctor:doctor",
 }
@@ -80,6 +84,11 @@ SUMMARIES: dict[str, str] = {
     "explain": "Why a job is where it is: its history with the reason for every decision.",
     "logs": "What a job printed, from where it ran (on-prem, or its latest cloud launch).",
     "cancel": "Cancel waiting or running jobs (the controller stops them on its next pass).",
+    "hold": "Keep waiting jobs out of the queue until `starburst release` (Slurm's hold).",
+    "release": "Let held jobs into the queue again; each one's wait budget starts when it enters.",
+    "requeue": "Submit ended jobs again (succeeded, failed or cancelled), each as a new job.",
+    "update": "Change a waiting job's GPUs, time limit or name; checked as a submission is, "
+    "and its wait budget is computed again from the new size.",
     "costs": "Cloud spend and on-prem use, grouped",
     "doctor": "Check the database, Kubernetes, SkyPilot, prices, the runtime model and leadership.",
     "db": "Create and migrate the database (PostgreSQL or SQLite).",

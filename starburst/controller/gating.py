@@ -10,7 +10,8 @@ arrays have taken (elements queued, bursting or running). Then:
 - *held*: stays ``submitted`` with the reason stored for ``status``, ``explain`` and
   ``jobs`` (shown as ``held``), and is looked at again on the next pass.
 
-Held jobs are re-read every pass, at most ``limit`` of them, oldest first (an array's
+A job its owner held (``core.amendments``) is left alone until released. Held jobs are
+re-read every pass, at most ``limit`` of them, oldest first (an array's
 elements wait in submit order, so the oldest are the ones a freed slot goes to). A pass runs
 when a job ends, so a dependency's end releases its dependents on that pass.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import logging
 
+from starburst.core.amendments import is_user_hold
 from starburst.core.dependencies import gate, is_gated
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import JobStore
@@ -37,7 +39,13 @@ class DependencyGate:
         self, submitted: list[StoredJob], now: float, token: int | None
     ) -> list[StoredJob]:
         """Of ``submitted`` (jobs not held) and the jobs already held, those to admit now."""
-        held = self.store.queue(limit=self.limit, states=(JobState.SUBMITTED,), held=True).jobs
+        held = [  # a user's hold keeps the job out whatever its dependencies say
+            s
+            for s in self.store.queue(
+                limit=self.limit, states=(JobState.SUBMITTED,), held=True
+            ).jobs
+            if not is_user_hold(s.held)
+        ]
         gated = [s for s in submitted if is_gated(s.job)] + held
         if not gated:
             return submitted

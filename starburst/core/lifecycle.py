@@ -5,6 +5,7 @@ submitted → queued → running_onprem → succeeded | failed | cancelled
                   ↘ bursting → running_cloud → succeeded | failed | cancelled
                                 running_cloud → queued        (Star-Wait pull-back)
                   bursting → queued                           (launch refused: wait on-prem)
+         queued → submitted          (held or updated by its owner: admitted again later)
 any non-terminal state → cancelled
 ```
 
@@ -41,7 +42,13 @@ _ENDINGS = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
 ALLOWED: dict[JobState, frozenset[JobState]] = {
     JobState.SUBMITTED: frozenset({JobState.QUEUED, JobState.CANCELLED, JobState.FAILED}),
     JobState.QUEUED: frozenset(
-        {JobState.RUNNING_ONPREM, JobState.BURSTING, JobState.CANCELLED, JobState.FAILED}
+        {
+            JobState.RUNNING_ONPREM,
+            JobState.BURSTING,
+            JobState.SUBMITTED,  # held or updated (``core.amendments``)
+            JobState.CANCELLED,
+            JobState.FAILED,
+        }
     ),
     JobState.RUNNING_ONPREM: _ENDINGS,
     JobState.BURSTING: frozenset({JobState.RUNNING_CLOUD, JobState.QUEUED}) | _ENDINGS,

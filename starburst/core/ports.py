@@ -37,6 +37,7 @@ from starburst.core.capacity import CapacityIndex, Node, Placement
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
+    Amendment,
     AppliedSetting,
     CloudLaunch,
     CloudSpend,
@@ -465,6 +466,23 @@ class JobStore(Protocol):
         """Move one job and return it as it now is; raises ``JobNotFound``, ``StaleLeader``,
         ``StaleVersion`` (``expected_version`` is not the job's) or ``IllegalTransition``,
         and then changes nothing."""
+        ...
+
+    def amend(
+        self,
+        job_id: str,
+        change: Amendment,
+        *,
+        reason: str,
+        actor: str,
+        expected_version: int | None = None,
+        at: float | None = None,
+    ) -> StoredJob:
+        """Apply a user's change (hold, release, update, a note) to one job in one write:
+        its state change if any (through ``core.lifecycle``), its fields, one event (from
+        its state to its new one, the same state when it does not move) and a version bump.
+        Raises as ``transition`` does (``JobNotFound``, ``StaleVersion``,
+        ``IllegalTransition``) and then changes nothing."""
         ...
 
     def transition_many(

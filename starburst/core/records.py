@@ -129,6 +129,23 @@ class Move:
 
 
 @dataclass(frozen=True, slots=True)
+class Amendment:
+    """What ``JobStore.amend`` changes on one job besides its event and version (None or
+    False: unchanged). ``to_state`` is checked by ``core.lifecycle``; ``hold`` sets the held
+    reason (after the state change, which clears it); ``release`` clears it and restarts the
+    queue time; ``extra`` replaces the job's extras; ``rebudget`` forgets the wait budget so
+    the controller sets it again at admission (``core.amendments``)."""
+
+    to_state: JobState | None = None
+    hold: str | None = None
+    release: bool = False
+    gpus: int | None = None
+    name: str | None = None
+    extra: Mapping[str, str] | None = None
+    rebudget: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Moved:
     """What a batch transition did: the jobs as they are now, and those it could not move
     (unknown, or their state no longer allows it)."""

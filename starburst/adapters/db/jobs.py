@@ -26,6 +26,7 @@ from starburst.core.dependencies import parse_after
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
+    Amendment,
     DuplicateJob,
     JobEvent,
     JobNotFound,
@@ -498,6 +499,25 @@ class SqlJobs:
             expected_version=expected_version,
             at=at,
             wait_budget=wait_budget,
+        )
+
+    def amend(
+        self,
+        job_id: str,
+        change: Amendment,
+        *,
+        reason: str,
+        actor: str,
+        expected_version: int | None = None,
+        at: float | None = None,
+    ) -> StoredJob:
+        return self._transitions.amend(
+            job_id,
+            change,
+            reason=reason,
+            actor=actor,
+            expected_version=expected_version,
+            at=at,
         )
 
     def transition_many(

@@ -28,7 +28,14 @@ import sqlalchemy as sa
 
 from starburst.core.capacity import Part, Placement
 from starburst.core.lifecycle import ALLOWED, JobState, check_transition
-from starburst.core.records import JobNotFound, Move, Moved, StaleVersion, StoredJob
+from starburst.core.records import (
+    Amendment,
+    JobNotFound,
+    Move,
+    Moved,
+    StaleVersion,
+    StoredJob,
+)
 
 from .base import Database, chunks, fk_guard, in_chunks
 from .convert import to_epoch, to_stored_job, to_time
@@ -100,6 +107,66 @@ class SqlTransitions:
             return to_stored_job({**row, **values})
 
         return run(self._engine, move)
+
+    def amend(
+        self,
+        job_id: str,
+        change: Amendment,
+        *,
+        reason: str,
+        actor: str,
+        expected_version: int | None = None,
+        at: float | None = None,
+    ) -> StoredJob:
+        """A user's change to one job in one write (``JobStore.amend``)."""
+        now = to_time(self._db.now(at))
+
+        def write(conn: sa.Connection) -> StoredJob:
+            row = conn.execute(sa.select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
+            if row is None:
+                raise JobNotFound(job_id)
+            if expected_version is not None and row["version"] != expected_version:
+                raise StaleVersion(job_id, expected_version, row["version"])
+            state = JobState(row["state"])
+            to_state = change.to_state or state
+            values: dict[str, Any] = {"version": row["version"] + 1}
+            if change.to_state is not None:
+                check_transition(job_id, state, to_state)
+                values = _changes(row, to_state, now)
+            if change.hold is not None:
+                values["held_reason"] = change.hold
+            if change.release:
+                values.update(held_reason=None, queued_at=now)
+            if change.gpus is not None:
+                values["gpus"] = change.gpus
+            if change.name is not None:
+                values["name"] = change.name
+            if change.extra is not None:
+                values["extra"] = dict(change.extra)
+            if change.rebudget:
+                values["wait_budget"] = None
+            done = conn.execute(
+                sa.update(JOBS)
+                .where(JOBS.c.id == job_id, JOBS.c.version == row["version"])
+                .values(**values)
+            )
+            if done.rowcount != 1:
+                actual = conn.execute(sa.select(JOBS.c.version).where(JOBS.c.id == job_id))
+                raise StaleVersion(job_id, row["version"], actual.scalar())
+            conn.execute(
+                sa.insert(EVENTS).values(
+                    job_id=job_id,
+                    at=now,
+                    from_state=state.value,
+                    to_state=to_state.value,
+                    reason=reason,
+                    actor=actor,
+                    fencing_token=None,
+                )
+            )
+            return to_stored_job({**row, **values})
+
+        return run(self._engine, write)
 
     def transition_many(
         self,

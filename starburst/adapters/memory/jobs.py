@@ -22,6 +22,7 @@ from starburst.core.capacity import Placement
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
+    Amendment,
     DuplicateJob,
     JobEvent,
     JobSpec,
@@ -330,6 +331,25 @@ class MemoryJobs:
             expected_version=expected_version,
             at=at,
             wait_budget=wait_budget,
+        )
+
+    def amend(
+        self,
+        job_id: str,
+        change: Amendment,
+        *,
+        reason: str,
+        actor: str,
+        expected_version: int | None = None,
+        at: float | None = None,
+    ) -> StoredJob:
+        return self._transitions.amend(
+            job_id,
+            change,
+            reason=reason,
+            actor=actor,
+            expected_version=expected_version,
+            at=at,
         )
 
     def transition_many(

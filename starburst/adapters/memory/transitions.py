@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from starburst.core.capacity import Placement
 from starburst.core.lifecycle import ALLOWED, JobState, check_transition
-from starburst.core.records import JobEvent, Move, Moved, StaleVersion, StoredJob
+from starburst.core.records import Amendment, JobEvent, Move, Moved, StaleVersion, StoredJob
 
 from .ledger import onprem_rows
 from .tables import JobRow, MemoryDatabase
@@ -48,6 +48,45 @@ class MemoryTransitions:
                 raise StaleVersion(job_id, expected_version, row.version)
             check_transition(job_id, row.state, to_state)
             self._move(row, to_state, now, reason, actor, fencing_token, wait_budget)
+            return row.stored()
+
+    def amend(
+        self,
+        job_id: str,
+        change: Amendment,
+        *,
+        reason: str,
+        actor: str,
+        expected_version: int | None = None,
+        at: float | None = None,
+    ) -> StoredJob:
+        with self._lock:
+            now = self._db.now(at)
+            row = self._t.row(job_id)
+            if expected_version is not None and row.version != expected_version:
+                raise StaleVersion(job_id, expected_version, row.version)
+            before = row.state
+            if change.to_state is not None:
+                check_transition(job_id, before, change.to_state)
+            self._t.unindex(row)
+            if change.to_state is not None:
+                _enter(row, change.to_state, now)
+            else:
+                row.version += 1
+            if change.hold is not None:
+                row.held = change.hold
+            if change.release:
+                row.held, row.queued_at = None, now
+            if change.gpus is not None:
+                row.gpus = change.gpus
+            if change.name is not None:
+                row.name = change.name
+            if change.extra is not None:
+                row.extra = dict(change.extra)
+            if change.rebudget:
+                row.wait_budget = None
+            self._t.index(row)
+            self._t.add_event(JobEvent(row.id, now, before, row.state, reason, actor, None))
             return row.stored()
 
     def transition_many(

@@ -138,10 +138,10 @@ def _cloud_runs(
 def detail(
     ctx: ApiContext, stored: StoredJob, *, fresh: bool = False, redacted: bool = False
 ) -> JobDetail:
-    """The job's full view; ``fresh``: still ``submitted`` (just created, or a repeat of a
-    job not admitted yet), so it has no launch, placement or cost to read (three queries
-    saved on every submission; no state leads back to ``submitted``). ``redacted``: without
-    its command and output (for finance)."""
+    """The job's full view; ``fresh``: just created, so it has no launch, placement or cost
+    to read (three queries saved on every submission; a job back in ``submitted``, held or
+    updated, may have run before). ``redacted``: without its command and output (for
+    finance)."""
     runs, totals, currency = ([], {}, "USD") if fresh else _cloud_runs(ctx, stored)
     placement = [] if fresh else ctx.store.jobs.placement(stored.id)
     parts = [
@@ -330,7 +330,7 @@ async def checked(
 async def answer(ctx: ApiContext, result: Submission) -> tuple[int, JobDetail]:
     """201 and the new job, or 200 and the job the submission's key already made."""
     status = 201 if result.created else 200
-    if result.job.state is JobState.SUBMITTED:  # nothing ran yet: no database read needed
+    if result.created:  # nothing ran yet: no database read needed
         return status, detail(ctx, result.job, fresh=True)
     return status, await run_in_threadpool(detail, ctx, result.job)
 
