@@ -2,14 +2,14 @@
 
 Each field has the very bounds a submission's has (``JobSubmit``: the same ``fields.py``
 types and limits), so an update is refused exactly where a submission would be; a field
-left out is unchanged, and at least one must be given.
+left out (or null) is unchanged, so an empty body changes nothing.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from starburst.api.schemas.fields import MAX_GPUS, MAX_RUNTIME_S, Label256, whole_number
 
@@ -28,10 +28,3 @@ class JobUpdate(BaseModel):
         description="Its hard time limit (seconds of running).",
     )
     name: Label256 | None = Field(default=None, description="Its name.")
-
-    @model_validator(mode="after")
-    def _something(self) -> JobUpdate:
-        given = self.model_dump(exclude_none=True)
-        if not given:
-            raise ValueError("give at least one of gpus, time_limit_s and name to change")
-        return self
