@@ -212,3 +212,22 @@ def test_requeue_submits_an_ended_job_again_and_notes_it(world) -> None:  # type
     assert status["exit_code"] == 3 and status["failure"].startswith("exit code 3")
     loop.run_pass()
     assert api.store.jobs.get(new).state is JobState.RUNNING_ONPREM
+
+
+@BOTH
+def test_a_users_hold_outlasts_the_dependency_it_replaces(world) -> None:  # type: ignore[no-untyped-def]
+    loop, api, env = world
+    prep = submit(env, "--name", "prep", "--gpus", "4")
+    train = submit(env, "--name", "train", "--after", "prep:ok")
+    loop.run_pass()
+    assert api.store.jobs.get(train).held.startswith("waiting for job")
+    assert run(["hold", "train"], env).exit_code == 0
+    assert api.store.jobs.get(train).held.startswith("by alice until released")
+    api.clock.advance(200)  # prep succeeds: the dependency is met, the user's hold is not
+    loop.run_pass()
+    loop.run_pass()
+    assert api.store.jobs.get(prep).state is JobState.SUCCEEDED
+    assert api.store.jobs.get(train).held.startswith("by alice until released")
+    assert run(["release", "train"], env).exit_code == 0
+    loop.run_pass()
+    assert api.store.jobs.get(train).state is JobState.RUNNING_ONPREM
