@@ -61,12 +61,13 @@ from starburst.core.ordering import in_order
 from starburst.core.ports import (
     Clock,
     Cloud,
+    CloudHandle,
     Cluster,
     Estimate,
     RuntimeEstimator,
     Store,
 )
-from starburst.core.records import Move, StoredJob
+from starburst.core.records import CloudLaunch, Move, StoredJob
 
 log = logging.getLogger("starburst.controller")
 
@@ -241,31 +242,21 @@ class SchedulingLoop:
         is found, not made again). A transient refusal (the cloud side busy; every job uid
         held, until this term sees ends) is retried after the next passes' ends: failing
         the reconcile on it would let no pass ever see the ends that free it."""
-        follower = self.cloud_side
-        assert follower is not None
         job = backend_job(self.store.jobs.get(job_id))
         launches = self.store.ledger.launches(job.id)
         active = [i for i, launch in enumerate(launches) if launch.ended_at is None]
         # the active launch's attempt; none recorded: the leader died between the launch and
         # its record, so this is the attempt after the recorded ones
         attempt = active[-1] + 1 if active else len(launches) + 1
+        reason = "resumed by a new controller leader"
         try:
-            handle = follower.cloud.launch(
-                cloud_job(job, attempt), "resumed by a new controller leader"
-            )
+            handle = self._launch(job, attempt, reason, self._token(), now, recorded=launches)
         except TransientError as exc:
             log.warning("resuming %s in the cloud failed, will retry: %s", job.id, exc)
             self._pending_resumes.add(job.id)
             return False
-        except Exception as exc:
-            self._pending_resumes.discard(job.id)
-            self.unstartable.fail(job.id, "in the cloud", exc, self._token(), now)
-            return False
         self._pending_resumes.discard(job.id)
-        follower.track(job.id, handle)
-        if all(launch.name != handle.name for launch in launches):
-            follower.record_launch(job, handle, now, self._token())
-        return True
+        return handle is not None
 
     def _retry_resumes(self, now: float) -> None:
         cloud_states = (JobState.BURSTING, JobState.RUNNING_CLOUD)
@@ -467,21 +458,45 @@ class SchedulingLoop:
         if not self._move(burst.job_id, JobState.BURSTING, reason, token, now):
             return False
         attempt = len(self.store.ledger.launches(job.id)) + 1
-        try:
-            handle = follower.cloud.launch(cloud_job(job, attempt), reason)
-        except TransientError:
-            raise
-        except Exception as exc:
-            self.unstartable.fail(job.id, "in the cloud", exc, token, now)
+        handle = self._launch(job, attempt, reason, token, now)
+        if handle is None:
             return False
-        follower.record_launch(job, handle, now, token)
-        follower.track(job.id, handle)
         self.ceiling.charge(job, quote)
         annotator = self._annotator
         if annotator is not None:  # the Job stays suspended; say where it went and why
             price = quote.price_per_hour
             self._quietly(annotator.burst, job.id, quote.where, reason, handle.name, price)
         return True
+
+    def _launch(
+        self,
+        job: Job,
+        attempt: int,
+        reason: str,
+        token: int | None,
+        now: float,
+        *,
+        recorded: Sequence[CloudLaunch] = (),
+    ) -> CloudHandle | None:
+        """The one way a job goes to the cloud, for a burst and for a resumed one alike:
+        launch through the cloud port, record the launch in the ledger (unless ``recorded``
+        has it: a resumed launch that runs is found, not made again), then follow it.
+
+        A permanent refusal (or any unexpected exception from the port) fails the job and
+        returns None; a ``TransientError`` propagates, with nothing recorded."""
+        follower = self.cloud_side
+        assert follower is not None
+        try:
+            handle = follower.cloud.launch(cloud_job(job, attempt), reason)
+        except TransientError:
+            raise
+        except Exception as exc:
+            self.unstartable.fail(job.id, "in the cloud", exc, token, now)
+            return None
+        if all(launch.name != handle.name for launch in recorded):
+            follower.record_launch(job, handle, now, token)
+        follower.track(job.id, handle)
+        return handle
 
     def _refuse_burst(
         self, stored: StoredJob, burst: Burst, why: str, token: int | None, now: float
