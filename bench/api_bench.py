@@ -33,7 +33,7 @@ no longer share the API's interpreter lock (the CPU column counts both processes
 4. ``GET /healthz`` on the same server beside a bare FastAPI app under the same uvicorn
    (target: within 2×), and the ceiling: the store's own batched submissions on a quiet
    store (measured before the server starts), in pages of 500 (``submit_many``) and in the
-   group commit's batches of 32 keyed submissions (``submit_batch``).
+   group commit's batches of 32 keyed submissions (``submit_many`` with an actor per item).
 
 Needs ``wrk`` (Debian package ``wrk``). Prints figures, never pass/fail.
 """
@@ -314,7 +314,7 @@ def seed_history(store: SqlStore, count: int) -> None:
         for i in range(count)
     ]
     for start in range(0, count, 5000):
-        store.jobs.submit_many(specs[start : start + 5000], at=1_767_225_600.0)
+        store.submissions.submit_many(specs[start : start + 5000], at=1_767_225_600.0)
     with store.engine.begin() as conn:
         conn.execute(sa.text("UPDATE jobs SET state = 'succeeded' WHERE image = 'hist:1'"))
         conn.execute(
@@ -342,19 +342,19 @@ def cpu_seconds(pid: int) -> float:
 
 def batched_ceiling(url: str, jobs: int = 5000) -> tuple[float, float]:
     """Submissions per second through the store alone (no HTTP, no controller): pages of 500
-    (``submit_many``, as an admin's import), and batches of 32 keyed submissions with an
-    actor (``submit_batch``, as the group commit writes 32 concurrent requests)."""
+    (``submit_many``, as an admin's import), and batches of 32 keyed submissions, each with
+    its actor (``submit_many``, as the group commit writes 32 concurrent requests)."""
     store = SqlStore.open(url)
     specs = [JobSpec(user="ceiling", gpus=1, image="c:1", command="true") for _ in range(jobs)]
     started = time.perf_counter()
     for start in range(0, jobs, 500):
-        store.jobs.submit_many(specs[start : start + 500])
+        store.submissions.submit_many(specs[start : start + 500])
     pages = jobs / (time.perf_counter() - started)
     prefix = uuid.uuid4().hex[:8]
     keyed = [(spec, f"ceiling/{prefix}-{i}", "ceiling") for i, spec in enumerate(specs)]
     started = time.perf_counter()
     for start in range(0, jobs, 32):
-        store.jobs.submit_batch(keyed[start : start + 32])
+        store.submissions.submit_many(keyed[start : start + 32])
     batches = jobs / (time.perf_counter() - started)
     store.close()
     return pages, batches
@@ -481,7 +481,7 @@ def reset_queue(store: SqlStore, url: str) -> None:
         moves = [
             Move(i, "cancelled by bench (reset between rows)") for i in ids[start : start + 1000]
         ]
-        store.jobs.transition_many(moves, JobState.CANCELLED, actor="bench")
+        store.lifecycle.transition_many(moves, JobState.CANCELLED, actor="bench")
     time.sleep(PASS_INTERVAL_S + 0.5)
 
 

@@ -65,7 +65,7 @@ def full_queue(
         JobSpec(id=f"q{i:05d}", gpus=1 + i % 4, declared_runtime=3600.0) for i in range(queued)
     ]
     for start in range(0, queued, 1000):
-        store.jobs.submit_many(specs[start : start + 1000])
+        store.submissions.submit_many(specs[start : start + 1000])
     cluster = SimCluster(uniform_nodes(nodes, 8), clock, {s.id or "": 3600.0 for s in specs})
     # a full cluster: long-running jobs hold every GPU, so the queue stays 10,000 deep
     for i in range(nodes):
@@ -130,7 +130,7 @@ def seed_history(store: SqlStore, jobs: list[Job]) -> None:
 
     specs = [JobSpec.from_job(j) for j in jobs]
     for start in range(0, len(specs), 5000):
-        store.jobs.submit_many(specs[start : start + 5000])
+        store.submissions.submit_many(specs[start : start + 5000])
     base = 1_700_000_000.0
     rows = [
         {
@@ -248,15 +248,15 @@ def admission_bench(url: str, label: str, jobs: int) -> None:
     figures = []
     for kind in ("one per job", "one batch"):
         specs = [JobSpec(gpus=1, declared_runtime=60.0) for _ in range(jobs)]
-        ids = [s.job.id for s in store.jobs.submit_many(specs)]
+        ids = [s.job.id for s in store.submissions.submit_many(specs)]
         started = time.perf_counter()
         if kind == "one per job":
             for job_id in ids:
-                store.jobs.transition(
+                store.lifecycle.transition(
                     job_id, JobState.QUEUED, reason="queued", actor="bench", wait_budget=60.0
                 )
         else:
-            result = store.jobs.transition_many(
+            result = store.lifecycle.transition_many(
                 [Move(i, "queued", 60.0) for i in ids], JobState.QUEUED, actor="bench"
             )
             assert len(result.moved) == jobs

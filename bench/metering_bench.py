@@ -59,7 +59,9 @@ def run(launches: int, hours: float, passes: int) -> None:
             return SchedulingLoop(store, SimCluster([], clock), cloud, clock, config)
 
         for job_id in ids:
-            store.jobs.submit(JobSpec(id=job_id, gpus=1, command="true", declared_runtime=60))
+            store.submissions.submit(
+                JobSpec(id=job_id, gpus=1, command="true", declared_runtime=60)
+            )
         loop().run_pass()  # every job bursts at once: no GPUs on-prem
         clock.advance_to(START + hours * 3600)
         loop().run_pass()  # a term meters every chunk since each launch: all new

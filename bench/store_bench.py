@@ -144,7 +144,7 @@ def bench_submit(store: SqlStore, jobs: int, batch: int) -> list[str]:
             )
             for i in range(first, min(first + batch, jobs))
         ]
-        ids += [s.job.id for s in store.jobs.submit_many(specs, at=T0 + first)]
+        ids += [s.job.id for s in store.submissions.submit_many(specs, at=T0 + first)]
     elapsed = time.perf_counter() - started
     print(
         f"submit      {jobs:>9,} jobs+events in batches of {batch}: {elapsed:6.2f} s "
@@ -155,7 +155,7 @@ def bench_submit(store: SqlStore, jobs: int, batch: int) -> list[str]:
 
 def bench_queue(store: SqlStore, queued: int, page: int) -> None:
     started = time.perf_counter()
-    moved = store.jobs.claim(
+    moved = store.lifecycle.claim(
         JobState.QUEUED,
         from_state=JobState.SUBMITTED,
         limit=queued,

@@ -102,7 +102,9 @@ def create_app(
         job_logs=job_logs,
         quote=quote or burst_quote(settings, clock or WallClock(), prices),
         degraded=degraded,
-        submissions=SubmissionBatcher(store.jobs, limits=settings.submit_limits()),
+        submissions=SubmissionBatcher(
+            store.submissions, store.jobs, limits=settings.submit_limits()
+        ),
         kube=kubernetes_tokens(settings, token_reviews),
     )
     app.add_middleware(SubmitFastPath, context=ctx)  # innermost: limits and errors wrap it

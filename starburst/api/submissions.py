@@ -1,7 +1,7 @@
 """Group commit for ``POST /v1/jobs``: concurrent submissions share one transaction.
 
 A lab's sweep script submits thousands of jobs at once. One transaction per request spends
-most of each request in round trips and commits; the store's ``submit_batch`` writes hundreds
+most of each request in round trips and commits; the store's ``submit_many`` writes hundreds
 of jobs in one. ``SubmissionBatcher`` joins the two: each request hands its submission to one
 committer thread and waits (a thread with ``submit``, a coroutine with ``submit_async``, which
 holds no thread while it waits); the committer takes everything that arrived while the
@@ -12,7 +12,7 @@ Invariants:
 - A request is answered only after its batch committed: a 201 means the job is stored.
 - One bad submission never fails its neighbours: a batch that raises is retried one
   submission at a time, so each request gets its own result or its own error.
-- Idempotency holds inside a batch as across batches (``submit_batch``: the first request
+- Idempotency holds inside a batch as across batches (``submit_many``: the first request
   with a key creates the job, a repeat gets it with ``created`` false).
 - Submission limits (``core.submit_limits``) are counted in the store once per batch, just
   before it is written, and the batch's own earlier submissions count too: one process never
@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from starburst.core.ports import JobStore
+from starburst.core.ports import JobReads, Submissions
 from starburst.core.records import JobSpec, Submission
 from starburst.core.submit_limits import SubmitLimits, screen
 
@@ -65,9 +65,15 @@ class SubmissionBatcher:
     """Commits submissions from many request threads in shared transactions."""
 
     def __init__(
-        self, store: JobStore, *, limits: SubmitLimits | None = None, max_batch: int = MAX_BATCH
+        self,
+        submissions: Submissions,
+        jobs: JobReads,
+        *,
+        limits: SubmitLimits | None = None,
+        max_batch: int = MAX_BATCH,
     ) -> None:
-        self._store = store
+        """``submissions`` writes the batches; ``jobs`` reads the backlog the limits count."""
+        self._submissions, self._jobs = submissions, jobs
         self._limits = limits or SubmitLimits()
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
@@ -157,7 +163,7 @@ class SubmissionBatcher:
         if not batch:
             return
         try:
-            results = self._store.submit_batch([(p.spec, p.key, p.actor) for p in batch])
+            results = self._submissions.submit_many([(p.spec, p.key, p.actor) for p in batch])
         except BaseException as exc:  # handed to the waiting request, never lost here
             if len(batch) > 1:
                 for pending in batch:  # find whose submission it was
@@ -173,7 +179,7 @@ class SubmissionBatcher:
     def _within_limits(self, batch: list[_Pending]) -> list[_Pending]:
         """The batch without the submissions over a limit, which are answered now."""
         specs = [p.spec for p in batch]
-        backlog = self._store.backlog(
+        backlog = self._jobs.backlog(
             users={s.user for s in specs if s.user is not None},
             teams={s.team for s in specs if s.team is not None},
             arrays={s.array for s in specs if s.array is not None},

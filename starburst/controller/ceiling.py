@@ -35,14 +35,14 @@ from starburst.core.ceilings import (
 from starburst.core.errors import StarburstError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import JobStore, Ledger, Quote
+from starburst.core.ports import JobReads, Ledger, Quote
 from starburst.core.records import JobNotFound
 
 
 class TeamCeiling:
     def __init__(
         self,
-        jobs: JobStore,
+        jobs: JobReads,
         ledger: Ledger,
         ceiling: float | None,
         quote: Callable[[Job], Quote] | None,

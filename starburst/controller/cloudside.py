@@ -32,7 +32,7 @@ from starburst.core.failure import OUTPUT_MARK, with_output
 from starburst.core.job import Job, QueuedJob
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import WaitPolicy
-from starburst.core.ports import Clock, Cloud, CloudHandle, CloudStatus, JobStore, Ledger
+from starburst.core.ports import Clock, Cloud, CloudHandle, CloudStatus, JobReads, Ledger
 from starburst.core.records import CloudLaunch, CostEntry, StoredJob
 from starburst.core.star import pull_back_at, pull_back_reason
 from starburst.pricing import gpu_type_in, gpus_in
@@ -51,7 +51,7 @@ class CloudFollower:
 
     def __init__(
         self,
-        jobs: JobStore,
+        jobs: JobReads,
         ledger: Ledger,
         cloud: Cloud,
         capabilities: Capabilities,

@@ -396,7 +396,7 @@ class Controller:
         for job in found:
             if job.id in known:
                 continue
-            self.store.jobs.submit(
+            self.store.submissions.submit(
                 JobSpec.from_job(job),
                 idempotency_key=f"cluster:{job.id}",
                 actor="cluster",

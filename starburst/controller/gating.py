@@ -23,7 +23,7 @@ import logging
 from starburst.core.amendments import is_user_hold
 from starburst.core.dependencies import gate, is_gated
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import JobStore
+from starburst.core.ports import JobReads, Lifecycle
 from starburst.core.records import Move, StoredJob
 
 log = logging.getLogger("starburst.controller")
@@ -32,8 +32,8 @@ log = logging.getLogger("starburst.controller")
 class DependencyGate:
     """Lets gated submissions into the queue when ``core.dependencies.gate`` says so."""
 
-    def __init__(self, store: JobStore, actor: str, limit: int = 500) -> None:
-        self.store, self.actor, self.limit = store, actor, limit
+    def __init__(self, jobs: JobReads, lifecycle: Lifecycle, actor: str, limit: int = 500) -> None:
+        self.jobs, self.lifecycle, self.actor, self.limit = jobs, lifecycle, actor, limit
 
     def admissible(
         self, submitted: list[StoredJob], now: float, token: int | None
@@ -41,9 +41,7 @@ class DependencyGate:
         """Of ``submitted`` (jobs not held) and the jobs already held, those to admit now."""
         held = [  # a user's hold keeps the job out whatever its dependencies say
             s
-            for s in self.store.queue(
-                limit=self.limit, states=(JobState.SUBMITTED,), held=True
-            ).jobs
+            for s in self.jobs.queue(limit=self.limit, states=(JobState.SUBMITTED,), held=True).jobs
             if not is_user_hold(s.held)
         ]
         gated = [s for s in submitted if is_gated(s.job)] + held
@@ -51,17 +49,17 @@ class DependencyGate:
             return submitted
         stored = {s.id: s for s in gated}
         jobs = [s.job for s in gated]
-        states = self.store.states_of({d.job_id for j in jobs for d in j.after})
+        states = self.jobs.states_of({d.job_id for j in jobs for d in j.after})
         arrays = {j.array for j in jobs if j.array is not None and j.array_limit is not None}
-        result = gate(jobs, states, self.store.array_in_flight(arrays))
+        result = gate(jobs, states, self.jobs.array_in_flight(arrays))
         if result.cancelled:
             moves = [Move(job.id, reason) for job, reason in result.cancelled]
-            self.store.transition_many(
+            self.lifecycle.transition_many(
                 moves, JobState.CANCELLED, actor=self.actor, fencing_token=token, at=now
             )
             for job, reason in result.cancelled:
                 log.info("cancelled: %s", reason, extra={"job": job.id})
-        self.store.hold(
+        self.lifecycle.hold(
             {job.id: reason for job, reason in result.held if stored[job.id].held != reason}
         )
         let_in = {job.id for job in result.eligible}

@@ -29,7 +29,7 @@ from sqlalchemy.engine import Engine
 from starburst.adapters.db.leader import local_state, record_local_state
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import JobStore
+from starburst.core.ports import JobReads
 from starburst.settings import Settings
 
 IN_FLIGHT = (JobState.RUNNING_ONPREM, JobState.BURSTING, JobState.RUNNING_CLOUD)
@@ -45,7 +45,7 @@ def locality_of(settings: Settings, *, host: str | None = None) -> str | None:
 class Locality:
     """Checks and records the locality of one controller (see the module docstring)."""
 
-    def __init__(self, engine: Engine, name: str, mine: str | None, jobs: JobStore) -> None:
+    def __init__(self, engine: Engine, name: str, mine: str | None, jobs: JobReads) -> None:
         self._engine, self._name, self.mine, self._jobs = engine, name, mine, jobs
 
     def conflict(self) -> str | None:

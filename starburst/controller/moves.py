@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from starburst.core.lifecycle import IllegalTransition, JobState
-from starburst.core.ports import JobStore
+from starburst.core.ports import Lifecycle
 from starburst.core.records import JobNotFound
 
 log = logging.getLogger("starburst.controller")
@@ -23,7 +23,7 @@ ACTOR = "controller"
 
 
 class Moves:
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: Lifecycle) -> None:
         self.store = store
 
     def move(

@@ -12,13 +12,13 @@ from __future__ import annotations
 from starburst.core.job import QueuedJob
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import WaitPolicy
-from starburst.core.ports import JobStore
+from starburst.core.ports import JobReads
 from starburst.core.records import JobNotFound, StoredJob
 
 PAGE = 1000
 
 
-def read_all(store: JobStore, state: JobState) -> list[StoredJob]:
+def read_all(store: JobReads, state: JobState) -> list[StoredJob]:
     jobs: list[StoredJob] = []
     cursor: str | None = None
     while True:
@@ -35,7 +35,7 @@ def entry(stored: StoredJob, policy: WaitPolicy) -> QueuedJob:
 
 
 class QueueView:
-    def __init__(self, store: JobStore, refresh_s: float = 60.0) -> None:
+    def __init__(self, store: JobReads, refresh_s: float = 60.0) -> None:
         self.store = store
         self.refresh_s = refresh_s
         self._entries: dict[str, QueuedJob] | None = None

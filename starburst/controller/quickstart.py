@@ -22,7 +22,7 @@ from pathlib import Path
 
 from starburst.adapters.db import migrate
 from starburst.core.lifecycle import TERMINAL, JobState
-from starburst.core.ports import JobStore, Store
+from starburst.core.ports import JobReads, Store, Submissions
 from starburst.core.records import JobSpec
 
 SAMPLE = [  # (name, gpus, seconds)
@@ -81,7 +81,7 @@ def run_quickstart(
         started = time.time()
         controller.start()
         try:
-            _submit(store.jobs, echo, speed)
+            _submit(store.submissions, echo, speed)
             _narrate(store.jobs, started, echo, timeout_s)
         finally:
             controller.stop()
@@ -90,7 +90,7 @@ def run_quickstart(
         return 0
 
 
-def _submit(jobs: JobStore, echo: Callable[[str], object], speed: float = 1.0) -> None:
+def _submit(submissions: Submissions, echo: Callable[[str], object], speed: float = 1.0) -> None:
     rng = random.Random(3)
     for name, gpus, full_seconds in SAMPLE:
         seconds = round(full_seconds / speed, 3)
@@ -103,13 +103,13 @@ def _submit(jobs: JobStore, echo: Callable[[str], object], speed: float = 1.0) -
             declared_runtime=float(seconds),
             image="python:3.11",
         )
-        jobs.submit(spec, idempotency_key=f"quickstart-{name}")
+        submissions.submit(spec, idempotency_key=f"quickstart-{name}")
         time.sleep(0.15 / speed)
     echo(f"submitted {len(SAMPLE)} jobs needing {sum(g for _, g, _ in SAMPLE)} GPUs in all\n")
 
 
 def _narrate(
-    jobs: JobStore, started: float, echo: Callable[[str], object], timeout_s: float
+    jobs: JobReads, started: float, echo: Callable[[str], object], timeout_s: float
 ) -> None:
     seen: dict[str, int] = {}
     found = [jobs.find_by_key(f"quickstart-{n}") for n, _, _ in SAMPLE]

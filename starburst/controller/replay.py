@@ -41,7 +41,7 @@ from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import Estimate, JobStore, Ledger
+from starburst.core.ports import Estimate, JobReads, Ledger, Submissions
 from starburst.core.records import JobEvent, JobSpec
 from starburst.sim.clock import SimClock
 from starburst.sim.cloud import SimCloud
@@ -131,7 +131,9 @@ def replay(
         admissions_per_pass=max(len(jobs), 1),  # an instant's arrivals in one pass
         metering_chunk_s=3600.0,  # fewer ledger rows, the same amounts (``core.billing``)
     )
-    VirtualTime(clock, cluster, cloud, store.jobs, loop.run_pass, stats or ReplayStats()).run(jobs)
+    VirtualTime(
+        clock, cluster, cloud, store.submissions, loop.run_pass, stats or ReplayStats()
+    ).run(jobs)
     outcomes = [_outcome(store.jobs, store.ledger, job) for job in jobs]
     return SimResult(outcomes, cluster.total_gpus, options.price_per_gpu_hour, config.describe())
 
@@ -156,7 +158,7 @@ class VirtualTime:
     clock: SimClock
     cluster: SimCluster
     cloud: SimCloud
-    store: JobStore
+    submissions: Submissions
     run_pass: Callable[[], PassReport]
     stats: ReplayStats = field(default_factory=ReplayStats)
 
@@ -177,7 +179,7 @@ class VirtualTime:
             while arrived < len(jobs) and jobs[arrived].submit_time <= t:
                 arrived += 1
             if arrived > i:
-                self.store.submit_many([JobSpec.from_job(j) for j in jobs[i:arrived]], at=t)
+                self.submissions.submit_many([JobSpec.from_job(j) for j in jobs[i:arrived]], at=t)
                 i = arrived
             wake, last = self.run_pass().next_wakeup, t
             self.stats.passes += 1
@@ -190,7 +192,7 @@ class VirtualTime:
         return t if t == math.inf else max(t, self.clock.now())
 
 
-def _outcome(jobs: JobStore, ledger: Ledger, job: Job) -> JobOutcome:
+def _outcome(jobs: JobReads, ledger: Ledger, job: Job) -> JobOutcome:
     """One job's outcome as the controller recorded it."""
     stored = jobs.get(job.id)
     if stored.state is not JobState.SUCCEEDED or stored.ended_at is None:

@@ -20,8 +20,9 @@ call blocks (a cloud launch returns a handle, later passes poll it); a job a bac
 start (a permanent error, or any unexpected exception from the port) fails once with the
 reason and the pass goes on — one bad job never jams the queue or a new leader's reconcile.
 
-Composition: ``SchedulingLoop`` runs the pass and owns the on-prem side; it builds, over the
-same store and queue view, one ``Moves`` (every state change), one ``Unstartable`` (jobs a
+Composition: ``SchedulingLoop`` runs the pass and owns the on-prem side; it is given the
+repositories it uses (``PassRecords``: a ``Store`` has them) and builds, over them and one
+queue view, one ``Moves`` (every state change), one ``Unstartable`` (jobs a
 backend cannot start) and, when a cloud is configured, one ``CloudFollower`` (launches,
 pull-backs, metering), and hands each the fencing token of the call.
 """
@@ -32,6 +33,7 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Protocol
 
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.ceiling import TeamCeiling
@@ -64,12 +66,32 @@ from starburst.core.ports import (
     CloudHandle,
     Cluster,
     Estimate,
+    JobReads,
+    Ledger,
+    Lifecycle,
+    ModelRegistry,
     RuntimeEstimator,
-    Store,
 )
 from starburst.core.records import CloudLaunch, Move, StoredJob
 
 log = logging.getLogger("starburst.controller")
+
+
+class PassRecords(Protocol):
+    """The repositories a pass reads and writes (a ``Store`` has them, and more): the jobs,
+    their changes, the ledger of cloud launches and costs, and the runtime models."""
+
+    @property
+    def jobs(self) -> JobReads: ...
+
+    @property
+    def lifecycle(self) -> Lifecycle: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    @property
+    def models(self) -> ModelRegistry: ...
 
 
 class SchedulingLoop:
@@ -77,7 +99,7 @@ class SchedulingLoop:
 
     def __init__(
         self,
-        store: Store,
+        store: PassRecords,
         cluster: Cluster,
         cloud: Cloud | None,
         clock: Clock,
@@ -106,9 +128,9 @@ class SchedulingLoop:
         self._pending_starts: dict[str, tuple[Placement, str]] = {}
         self._pending_resumes: set[str] = set()  # bursts a reconcile could not re-issue yet
         self.view = QueueView(store.jobs)
-        self.gate = DependencyGate(store.jobs, ACTOR, admissions_per_pass)
+        self.gate = DependencyGate(store.jobs, store.lifecycle, ACTOR, admissions_per_pass)
         self.admissions_per_pass = admissions_per_pass
-        moves = Moves(store.jobs)
+        moves = Moves(store.lifecycle)
         self._move = moves.move
         self.unstartable = Unstartable(moves)
         self.onprem_meter = OnpremMeter(store.ledger, metering_chunk_s)
@@ -350,7 +372,7 @@ class SchedulingLoop:
             queued_at = now if stored.held is not None else stored.queued_at
             admitted[job.id] = (QueuedJob(job, queued_at, budget), move, estimate)
         # one transaction for the whole page; a job cancelled meanwhile is skipped
-        result = self.store.jobs.transition_many(
+        result = self.store.lifecycle.transition_many(
             [m for _, m, _ in admitted.values()],
             JobState.QUEUED,
             actor=ACTOR,
@@ -394,7 +416,7 @@ class SchedulingLoop:
         # placement first: a job the store says runs on-prem always has one to resume with;
         # with its nodes' GPU types, which its on-prem use is priced by
         kinds = [nodes[p.node].gpu_type if p.node < len(nodes) else None for p in start.placement]
-        self.store.jobs.record_placement(
+        self.store.lifecycle.record_placement(
             start.job_id, start.placement, fencing_token=token, at=now, gpu_types=kinds
         )
         if not self._move(start.job_id, JobState.RUNNING_ONPREM, start.reason, token, now):

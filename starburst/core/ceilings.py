@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import JobStore, Ledger
+from starburst.core.ports import JobReads, Ledger
 
 IN_CLOUD = (JobState.BURSTING, JobState.RUNNING_CLOUD)
 PER_JOB = "max_job_cloud_price"
@@ -84,7 +84,7 @@ def over_job_ceiling(team: str | None, price: float, shape: str, ceiling: JobCei
 _PAGE = 500
 
 
-def team_cloud_rate(jobs: JobStore, ledger: Ledger, team: str) -> Decimal:
+def team_cloud_rate(jobs: JobReads, ledger: Ledger, team: str) -> Decimal:
     """The team's rate now (see *team rate*) from its jobs and their launches: two reads,
     however many jobs it runs."""
     ids: set[str] = set()

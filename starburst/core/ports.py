@@ -8,12 +8,15 @@ loop (a cloud launch returns a handle at once and later passes poll it); adapter
 
 Terms:
 - *port*: what every backend of a kind must do (``Clock``, ``Cluster``, ``Cloud``,
-  ``RuntimeEstimator``, and the store's ``JobStore``, ``Ledger``, ``Accounts``,
-  ``ModelRegistry`` and ``TuningLog``).
-- *repository*: an object implementing one store port. ``Store`` is not itself a port of
-  methods but the aggregate of the five repositories (``store.jobs``, ``store.ledger``,
-  ``store.accounts``, ``store.models``, ``store.tuning``) over one database; a consumer is
-  given the repositories it uses, never the whole store.
+  ``RuntimeEstimator``, and the store's ``Submissions``, ``JobReads``, ``Lifecycle``,
+  ``Ledger``, ``Accounts``, ``ModelRegistry`` and ``TuningLog``). The job ports are cut by
+  who uses them: submissions (the API), reads and the change feed (listings, the queue
+  view), lifecycle (the controller's pass, a cancel).
+- *repository*: an object implementing one store port, each method itself (none forwards to
+  another repository). ``Store`` is not itself a port of methods but the aggregate of the
+  seven repositories (``store.submissions``, ``store.jobs``, ``store.lifecycle``,
+  ``store.ledger``, ``store.accounts``, ``store.models``, ``store.tuning``) over one database;
+  a consumer is given the repositories it uses, never the whole store.
 - *capability*: what some backends can do beyond their port, each a small
   ``@runtime_checkable`` protocol named after what it means (``ChangeNotifier``,
   ``SubmissionSource``, ``JobAnnotator``, ``BudgetNotes``, ``DeletedJobs``, ``LogSource``,
@@ -47,6 +50,7 @@ from starburst.core.records import (
     IssuedToken,
     JobEvent,
     JobSpec,
+    Keyed,
     ModelVersion,
     Move,
     Moved,
@@ -320,22 +324,13 @@ class LedgerRead:
 JobCostKey = tuple[int | None, str]
 
 
-class JobStore(Protocol):
-    """Jobs: idempotent submission, reads, the queue, state changes and placements.
+class Submissions(Protocol):
+    """New jobs: idempotent submission, one or a batch. Used by the API and admin imports.
 
-    Contract:
-    - A job is created in ``submitted`` with ``version`` 1 and a ``submitted`` event; an
-      ``idempotency_key`` already known returns the existing job (``created`` False); a given
-      id that exists raises ``DuplicateJob`` and keeps nothing of the batch.
-    - Every state change goes through ``core.lifecycle``'s one table, bumps ``version`` by
-      one and appends one event. Entering ``running_onprem``/``running_cloud`` sets
-      ``started_at`` and ``ran_on``; ``bursting`` sets ``ran_on`` to ``cloud``; re-entering
-      ``queued`` after a run (Star-Wait) re-stamps ``queued_at`` and clears ``started_at`` and
-      ``ran_on``; a terminal state sets ``ended_at`` and the measured ``runtime``. A job
-      leaving ``running_onprem`` has its run entered in the ledger (source ``onprem``).
-    - The queue is FIFO on (``queued_at``, id) and paged by an opaque cursor that stays valid
-      under concurrent inserts; a malformed cursor or a limit below 1 is a ``ConfigError``.
-    - Unknown ids raise ``JobNotFound`` (reads of many ids leave unknown ones out instead).
+    Contract: a job is created in ``submitted`` with ``version`` 1 and a ``submitted`` event;
+    an ``idempotency_key`` already known returns the existing job (``created`` False); a given
+    id that exists raises ``DuplicateJob`` and keeps nothing of the batch. Its user and team
+    are created if new.
     """
 
     def submit(
@@ -352,23 +347,26 @@ class JobStore(Protocol):
 
     def submit_many(
         self,
-        items: Sequence[JobSpec | tuple[JobSpec, str | None]],
+        items: Sequence[JobSpec | Keyed],
         *,
         actor: str | None = None,
         at: float | None = None,
     ) -> list[Submission]:
-        """Submit a batch at once (all or nothing); results in input order. A key repeated
-        inside the batch makes one job, ``created`` at its first position only."""
+        """Submit a batch at once (all or nothing); results in input order. An item is a
+        spec, or ``(spec, idempotency_key, actor)`` (its actor None: ``actor``'s). A key
+        repeated inside the batch makes one job, ``created`` at its first position only."""
         ...
 
-    def submit_batch(
-        self,
-        items: Sequence[tuple[JobSpec, str | None, str | None]],
-        *,
-        at: float | None = None,
-    ) -> list[Submission]:
-        """``submit_many`` with an actor per item: ``(spec, idempotency_key, actor)``."""
-        ...
+
+class JobReads(Protocol):
+    """Reading jobs: one or many, the queue, the change feed, counts and placements. Used by
+    the API's listings, the controller's queue view and the reports.
+
+    Contract: the queue is FIFO on (``queued_at``, id) and paged by an opaque cursor that
+    stays valid under concurrent inserts; a malformed cursor or a limit below 1 is a
+    ``ConfigError``. Unknown ids raise ``JobNotFound`` (reads of many ids leave unknown ones
+    out instead).
+    """
 
     def get(self, job_id: str) -> StoredJob: ...
 
@@ -399,12 +397,6 @@ class JobStore(Protocol):
         """One page of the jobs in ``states``, FIFO; ``user``/``team`` match exactly and
         ``name`` is a case-insensitive shell glob (``sweep-*``, ``?``); ``held`` keeps only
         the jobs held out of the queue (True) or only the others (False)."""
-        ...
-
-    def hold(self, reasons: Mapping[str, str]) -> None:
-        """Record why each ``submitted`` job is held out of the queue (no state change, no
-        event); the next state change clears it, and entering ``queued`` from a hold
-        re-stamps ``queued_at`` (its wait budget starts then)."""
         ...
 
     def array_in_flight(self, arrays: Iterable[str]) -> dict[str, int]:
@@ -450,6 +442,23 @@ class JobStore(Protocol):
         """For each of ``job_ids`` that has not ended (unknown ids are left out): the ids of
         the jobs it waits for (``after``)."""
         ...
+
+    def placement(self, job_id: str) -> Placement:
+        """The job's latest placement, parts in order (empty if never placed)."""
+        ...
+
+
+class Lifecycle(Protocol):
+    """Changing jobs: state changes with fencing tokens, holds, estimates and placements.
+    Used by the controller's pass and a user's cancel.
+
+    Contract: every state change goes through ``core.lifecycle``'s one table, bumps
+    ``version`` by one and appends one event. Entering ``running_onprem``/``running_cloud``
+    sets ``started_at`` and ``ran_on``; ``bursting`` sets ``ran_on`` to ``cloud``; re-entering
+    ``queued`` after a run (Star-Wait) re-stamps ``queued_at`` and clears ``started_at`` and
+    ``ran_on``; a terminal state sets ``ended_at`` and the measured ``runtime``. A job leaving
+    ``running_onprem`` has its run entered in the ledger (source ``onprem``).
+    """
 
     def transition(
         self,
@@ -514,6 +523,12 @@ class JobStore(Protocol):
         concurrent claimers get disjoint sets. ``IllegalTransition`` if the move never is."""
         ...
 
+    def hold(self, reasons: Mapping[str, str]) -> None:
+        """Record why each ``submitted`` job is held out of the queue (no state change, no
+        event); the next state change clears it, and entering ``queued`` from a hold
+        re-stamps ``queued_at`` (its wait budget starts then)."""
+        ...
+
     def set_estimates(
         self,
         job_id: str,
@@ -536,10 +551,6 @@ class JobStore(Protocol):
     ) -> int:
         """Record where a job starts on-prem; returns the attempt number (1, 2, ...).
         ``gpu_types``: the GPU type of each part's node (what on-prem use is priced by)."""
-        ...
-
-    def placement(self, job_id: str) -> Placement:
-        """The job's latest placement, parts in order (empty if never placed)."""
         ...
 
 
@@ -623,7 +634,7 @@ class Ledger(Protocol):
     def meter_onprem(self, until: float, *, chunk: float) -> int:
         """Enter the complete intervals (``core.billing.onprem_usage``) of every run still
         on-prem up to ``until``, continuing from each run's last entry; how many entries
-        were written. A run's state change enters its remainder (``JobStore.transition``)."""
+        were written. A run's state change enters its remainder (``Lifecycle.transition``)."""
         ...
 
     def ledger_totals_after(self, after_id: int, missing: Sequence[IdRange] = ()) -> LedgerRead:
@@ -823,10 +834,17 @@ class TuningLog(Protocol):
 class Store(Protocol):
     """The whole store: one repository per port over the same data, for the composition
     roots that hand them out (the API, the controller's wiring, the CLI's admin verbs).
-    Everything else is given only the ports it uses (``store.jobs``, ``store.ledger``)."""
+    Everything else is given only the ports it uses (``store.jobs``, ``store.lifecycle``,
+    ``store.ledger``, ...)."""
 
     @property
-    def jobs(self) -> JobStore: ...
+    def submissions(self) -> Submissions: ...
+
+    @property
+    def jobs(self) -> JobReads: ...
+
+    @property
+    def lifecycle(self) -> Lifecycle: ...
 
     @property
     def ledger(self) -> Ledger: ...

@@ -13,7 +13,7 @@ token older than the current leader's), ``DuplicateJob`` (a job id that already 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
@@ -130,7 +130,7 @@ class Move:
 
 @dataclass(frozen=True, slots=True)
 class Amendment:
-    """What ``JobStore.amend`` changes on one job besides its event and version (None or
+    """What ``Lifecycle.amend`` changes on one job besides its event and version (None or
     False: unchanged). ``to_state`` is checked by ``core.lifecycle``; ``hold`` sets the held
     reason (after the state change, which clears it); ``release`` clears it and restarts the
     queue time; ``extra`` replaces the job's extras; ``rebudget`` forgets the wait budget so
@@ -185,6 +185,20 @@ class Submission:
 
     job: StoredJob
     created: bool
+
+
+#: One keyed item of a batch submission: the spec, its idempotency key and its actor.
+Keyed = tuple[JobSpec, str | None, str | None]
+
+
+def keyed(items: Sequence[JobSpec | Keyed], actor: str | None) -> list[Keyed]:
+    """A batch's items as ``(spec, key, actor)``: a bare spec has no key; ``actor`` is the
+    actor of the items that name none."""
+    out: list[Keyed] = []
+    for item in items:
+        spec, key, who = item if isinstance(item, tuple) else (item, None, None)
+        out.append((spec, key, who if who is not None else actor))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

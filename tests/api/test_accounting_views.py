@@ -106,7 +106,7 @@ def test_jobs_all_has_elapsed_exit_code_and_cost_and_a_window(world) -> None:  #
     loop.run_pass()
     api.clock.advance(600)
     bad = submit(env, "--name", "bad", "--gpus", "1")
-    api.store.jobs.transition(
+    api.store.lifecycle.transition(
         bad, JobState.FAILED, reason=with_output("exit code 3", "boom"), actor="test"
     )
     assert {api.store.jobs.get(j).state for j in (hog, cloudy)} == {JobState.SUCCEEDED}

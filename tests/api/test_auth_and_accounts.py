@@ -79,7 +79,7 @@ def test_admin_creates_a_user_issues_a_token_and_it_works(api):  # type: ignore[
 def test_team_budget_shows_the_months_spending(api):  # type: ignore[no-untyped-def]
     root = api.client("root")
     assert root.get("/v1/teams/ml/budget").status_code == 404
-    job = api.store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    job = api.store.submissions.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     now = api.clock.now()
     api.store.ledger.record_costs(
         [

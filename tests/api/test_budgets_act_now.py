@@ -87,7 +87,9 @@ def test_finding_2_a_lowered_budget_stops_bursts_on_the_very_next_pass(  # type:
 ) -> None:
     loop, api, env = world(db_url, clock, resources, open_store, serve)
     store = api.store
-    earlier = store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml"), at=NOW - 3600).job.id
+    earlier = store.submissions.submit(
+        JobSpec(gpus=1, user="alice", team="ml"), at=NOW - 3600
+    ).job.id
     store.ledger.record_costs([CostEntry(earlier, NOW - 3600, NOW - 60, Decimal("0.40"), "aws")])
     loop.run_pass()  # the controller has looked at the budgets: none yet
     lowered = run(["admin", "budgets", "set", "ml", "0.30", "--url", db_url], {})

@@ -15,7 +15,7 @@ NOV16 = datetime(2026, 11, 16, tzinfo=UTC).timestamp()  # half of November gone
 @BOTH
 def test_budgets_show_spent_remaining_forecast_and_warn(api):  # type: ignore[no-untyped-def]
     api.clock.set(NOV16)
-    job = api.store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    job = api.store.submissions.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     api.store.ledger.record_costs(
         [CostEntry(job, NOV16 - 86400, NOV16 - 82800, Decimal("40"), "aws")]
     )
@@ -41,7 +41,7 @@ def test_budgets_show_spent_remaining_forecast_and_warn(api):  # type: ignore[no
 def test_admin_budgets_show_and_set_warn(api):  # type: ignore[no-untyped-def]
     from tests.api.test_cli import run
 
-    job = api.store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    job = api.store.submissions.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     now = datetime.now(UTC).timestamp()  # the CLI reads the wall clock
     api.store.ledger.record_costs([CostEntry(job, now - 60, now, Decimal("12.5"), "aws")])
     env = {"STARBURST_DATABASE_URL": api.db_url}

@@ -63,7 +63,7 @@ def test_submit_jobs_explain_status_cancel_through_the_server(api):  # type: ign
     assert header.split()[:5] == ["POS", "ID", "NAME", "USER", "STATE"]
     assert row.split()[:6] == ["1", job_id[:8], "resnet", "alice", "submitted", "2"]
 
-    api.store.jobs.transition(
+    api.store.lifecycle.transition(
         job_id, JobState.QUEUED, reason="admitted: budget 40m", actor="controller", wait_budget=2400
     )
     api.clock.advance(720)
@@ -92,7 +92,7 @@ def test_costs_prints_the_report_and_tokens_decide_what_is_seen(api):  # type: i
 
     from starburst.core.records import CostEntry, JobSpec
 
-    job = api.store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    job = api.store.submissions.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     now = api.clock.now()
     api.store.ledger.record_costs(
         [CostEntry(job, now - 7200, now - 3600, Decimal("12.5"), "aws", gpu_hours=1.0)]

@@ -55,7 +55,7 @@ def test_config_set_show_and_use(api, home, tmp_path: Path) -> None:  # type: ig
     assert f"server: {api.url}\n" in shown and "output: json\n" in shown
     assert api.tokens["alice"] not in shown and api.tokens["alice"][:6] + "…" in shown
 
-    api.store.jobs.submit(JobSpec(gpus=1, user="alice", name="cfg"))
+    api.store.submissions.submit(JobSpec(gpus=1, user="alice", name="cfg"))
     listed = run(["jobs"], home)  # server, token and format from the file
     assert listed.exit_code == 0, listed.stderr
     assert listed.stdout.lstrip().startswith("[") and '"name": "cfg"' in listed.stdout
@@ -81,13 +81,15 @@ def test_server_help_shows_a_host_option() -> None:
 
 def test_times_are_local_with_the_zone_and_durations_honest(api, home) -> None:  # type: ignore[no-untyped-def]
     env = {**home, "STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
-    job = api.store.jobs.submit(JobSpec(gpus=1, user="alice")).job.id  # at 2026-05-28 20:26:40 UTC
+    job = api.store.submissions.submit(
+        JobSpec(gpus=1, user="alice")
+    ).job.id  # at 2026-05-28 20:26:40 UTC
     utc = run(["status", job], {**env, "TZ": "UTC"}).stdout
     assert "submitted:   2026-05-28 20:26:40 UTC\n" in utc
     india = run(["status", job], {**env, "TZ": "Asia/Kolkata"}).stdout
     assert "submitted:   2026-05-29 01:56:40 IST\n" in india
 
-    api.store.jobs.transition(
+    api.store.lifecycle.transition(
         job, JobState.QUEUED, reason="admitted", actor="controller", wait_budget=120
     )
     api.clock.advance(100)

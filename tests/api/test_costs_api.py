@@ -31,10 +31,10 @@ def _epoch(text: str) -> float:
 
 def _spend(store):  # type: ignore[no-untyped-def]
     """Four cloud entries of two jobs (hand-checked figures in the tests below)."""
-    a = store.jobs.submit(
+    a = store.submissions.submit(
         JobSpec(gpus=1, user="alice", team="ml", gpu_type="A100", extra={"project": "llm"})
     ).job.id
-    b = store.jobs.submit(JobSpec(gpus=2, user="bob", team="vision")).job.id
+    b = store.submissions.submit(JobSpec(gpus=2, user="bob", team="vision")).job.id
     hour = 3600
     store.ledger.record_costs(
         [
@@ -178,11 +178,11 @@ def test_csv_by_format_or_accept_header(api):  # type: ignore[no-untyped-def]
 
 
 def _run_onprem(store, clock, spec, seconds):  # type: ignore[no-untyped-def]
-    job_id = store.jobs.submit(spec).job.id
-    store.jobs.transition(job_id, JobState.QUEUED, reason="t", actor="c")
-    store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="t", actor="c")
+    job_id = store.submissions.submit(spec).job.id
+    store.lifecycle.transition(job_id, JobState.QUEUED, reason="t", actor="c")
+    store.lifecycle.transition(job_id, JobState.RUNNING_ONPREM, reason="t", actor="c")
     clock.advance(seconds)
-    store.jobs.transition(job_id, JobState.SUCCEEDED, reason="done", actor="c")
+    store.lifecycle.transition(job_id, JobState.SUCCEEDED, reason="done", actor="c")
     return job_id
 
 
@@ -329,7 +329,9 @@ def test_costs_metered_by_the_controller_add_up_in_every_view(api):  # type: ign
     loop = SchedulingLoop(store, cluster, cloud, clock, config, metering_chunk_s=900.0)
     for i, job_id in enumerate(runtimes):
         team, user = ("ml", "alice") if i % 2 else ("vision", "bob")
-        store.jobs.submit(JobSpec(id=job_id, gpus=1 + i % 3, user=user, team=team, command="true"))
+        store.submissions.submit(
+            JobSpec(id=job_id, gpus=1 + i % 3, user=user, team=team, command="true")
+        )
     for _ in range(2000):  # a pass a minute of virtual time, until every job ended
         loop.run_pass()
         if all(state.terminal for state in store.jobs.states_of(runtimes).values()):
@@ -402,12 +404,14 @@ def test_bad_report_parameters_are_422_and_say_what_is_wrong(api):  # type: igno
 def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore[no-untyped-def]
     store, clock = api.store, api.clock
     clock.set(_epoch("2026-11-10T00:00"))
-    local = store.jobs.submit(JobSpec(gpus=2, user="alice", gpu_type="A100")).job.id
-    cloud = store.jobs.submit(JobSpec(gpus=1, user="bob", gpu_type="A100")).job.id
-    odd = store.jobs.submit(JobSpec(gpus=1, user="bob", gpu_type="TPU-v9")).job.id
-    untyped = store.jobs.submit(JobSpec(gpus=1, user="bob")).job.id  # bursts as the default, A100
-    never = store.jobs.submit(JobSpec(gpus=1, user="bob")).job.id
-    euro = store.jobs.submit(JobSpec(gpus=1, user="bob", gpu_type="A100")).job.id
+    local = store.submissions.submit(JobSpec(gpus=2, user="alice", gpu_type="A100")).job.id
+    cloud = store.submissions.submit(JobSpec(gpus=1, user="bob", gpu_type="A100")).job.id
+    odd = store.submissions.submit(JobSpec(gpus=1, user="bob", gpu_type="TPU-v9")).job.id
+    untyped = store.submissions.submit(
+        JobSpec(gpus=1, user="bob")
+    ).job.id  # bursts as the default, A100
+    never = store.submissions.submit(JobSpec(gpus=1, user="bob")).job.id
+    euro = store.submissions.submit(JobSpec(gpus=1, user="bob", gpu_type="A100")).job.id
     for job_id, where in (
         (local, JobState.RUNNING_ONPREM),
         (cloud, JobState.BURSTING),
@@ -415,14 +419,14 @@ def test_savings_price_onprem_runs_as_their_burst_would_be(api):  # type: ignore
         (odd, JobState.RUNNING_ONPREM),
         (untyped, JobState.RUNNING_ONPREM),
     ):
-        store.jobs.transition(job_id, JobState.QUEUED, reason="t", actor="c")
+        store.lifecycle.transition(job_id, JobState.QUEUED, reason="t", actor="c")
         if where is JobState.BURSTING:
-            store.jobs.transition(job_id, where, reason="t", actor="c")
+            store.lifecycle.transition(job_id, where, reason="t", actor="c")
             where = JobState.RUNNING_CLOUD
-        store.jobs.transition(job_id, where, reason="t", actor="c")
+        store.lifecycle.transition(job_id, where, reason="t", actor="c")
     clock.advance(3600)
     for job_id in (local, cloud, odd, untyped, never, euro):
-        store.jobs.transition(
+        store.lifecycle.transition(
             job_id,
             JobState.CANCELLED if job_id == never else JobState.SUCCEEDED,
             reason="done",

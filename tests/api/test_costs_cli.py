@@ -13,7 +13,7 @@ from tests.api.test_cli import run
 def _spend(api):  # type: ignore[no-untyped-def]
     now = api.clock.now()
     for user, team, amount in (("alice", "ml", "12.5"), ("bob", "vision", "2.25")):
-        job = api.store.jobs.submit(
+        job = api.store.submissions.submit(
             JobSpec(gpus=1, user=user, team=team, extra={"project": f"p-{team}"})
         ).job.id
         api.store.ledger.record_costs(
@@ -48,9 +48,11 @@ def test_costs_as_csv_json_and_a_users_own_table(api):  # type: ignore[no-untype
 def test_costs_savings_lists_the_jobs_left_out(api):  # type: ignore[no-untyped-def]
     from starburst.core.lifecycle import JobState
 
-    job = api.store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
-    api.store.jobs.transition(job, JobState.QUEUED, reason="t", actor="c")
-    api.store.jobs.transition(job, JobState.CANCELLED, reason="cancelled by alice", actor="alice")
+    job = api.store.submissions.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    api.store.lifecycle.transition(job, JobState.QUEUED, reason="t", actor="c")
+    api.store.lifecycle.transition(
+        job, JobState.CANCELLED, reason="cancelled by alice", actor="alice"
+    )
     api.clock.advance(1)  # the window ends now, exclusive
     out = run(["costs", "--savings", "--server", api.url, "--token", api.tokens["fin"]])
     assert out.exit_code == 0, out.stderr

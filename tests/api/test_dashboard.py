@@ -30,10 +30,10 @@ def _month_of_spending(store: Any, clock: Any) -> None:
     store.accounts.set_team_budget("vision", Decimal("50"), at=NOV20)
     for day in range(1, 6):
         at = NOV20 - day * DAY
-        a = store.jobs.submit(
+        a = store.submissions.submit(
             JobSpec(gpus=8, user="alice", team="ml", gpu_type="A100", name=f"train-{day}"), at=at
         ).job.id
-        b = store.jobs.submit(
+        b = store.submissions.submit(
             JobSpec(gpus=1, user="bob", team="vision", gpu_type="T4", name=f"eval-{day}"), at=at
         ).job.id
         store.ledger.record_costs(
@@ -58,11 +58,11 @@ def _month_of_spending(store: Any, clock: Any) -> None:
                 ),
             ]
         )
-    burst = store.jobs.submit(
+    burst = store.submissions.submit(
         JobSpec(gpus=2, user="alice", team="ml", gpu_type="A100", name="burst"), at=NOV20 - 2 * DAY
     ).job.id
     for state in (JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD, JobState.SUCCEEDED):
-        store.jobs.transition(burst, state, reason="t", actor="c", at=NOV20 - 2 * DAY + 3600)
+        store.lifecycle.transition(burst, state, reason="t", actor="c", at=NOV20 - 2 * DAY + 3600)
     store.ledger.record_costs(
         [
             CostEntry(
@@ -76,7 +76,7 @@ def _month_of_spending(store: Any, clock: Any) -> None:
             )
         ]
     )
-    euro = store.jobs.submit(
+    euro = store.submissions.submit(
         JobSpec(gpus=1, user="bob", team="vision", name="eu-run"), at=NOV20 - DAY
     ).job.id
     store.ledger.record_costs(
@@ -93,12 +93,14 @@ def _month_of_spending(store: Any, clock: Any) -> None:
             )
         ]
     )  # billed in euros: never added to the dollars
-    local = store.jobs.submit(
+    local = store.submissions.submit(
         JobSpec(gpus=4, user="alice", team="ml", gpu_type="A100"), at=NOV20 - 3 * DAY
     ).job.id
-    store.jobs.transition(local, JobState.QUEUED, reason="t", actor="c", at=NOV20 - 3 * DAY)
-    store.jobs.transition(local, JobState.RUNNING_ONPREM, reason="t", actor="c", at=NOV20 - 3 * DAY)
-    store.jobs.transition(
+    store.lifecycle.transition(local, JobState.QUEUED, reason="t", actor="c", at=NOV20 - 3 * DAY)
+    store.lifecycle.transition(
+        local, JobState.RUNNING_ONPREM, reason="t", actor="c", at=NOV20 - 3 * DAY
+    )
+    store.lifecycle.transition(
         local, JobState.SUCCEEDED, reason="t", actor="c", at=NOV20 - 3 * DAY + 7200
     )
 

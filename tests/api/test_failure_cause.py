@@ -49,11 +49,11 @@ def test_exit_code_and_output_tail_reach_status_json_explain_and_logs(  # type: 
         PolicyKind.NO_WAIT,
         job_logs=lambda: JobLogs(cluster, cloud),
     )
-    here = store.jobs.submit(JobSpec(id="here", gpus=1, user="alice", command=ONPREM)).job.id
-    there = store.jobs.submit(
+    here = store.submissions.submit(JobSpec(id="here", gpus=1, user="alice", command=ONPREM)).job.id
+    there = store.submissions.submit(
         JobSpec(id="there", gpus=2, gpu_type="A100", user="alice", command=CLOUD)
     ).job.id
-    ok = store.jobs.submit(
+    ok = store.submissions.submit(
         JobSpec(id="fine", gpus=2, gpu_type="A100", user="alice", command="echo fine")
     ).job.id
 

@@ -34,7 +34,7 @@ def _spend(store: Any, clock: Any) -> list[str]:
     teams = ["ml", "ml", "ml", "vision", "vision", "research", "research"]
     ids = []
     for i, team in enumerate(teams):
-        job = store.jobs.submit(
+        job = store.submissions.submit(
             JobSpec(gpus=8, user="alice" if team == "ml" else "bob", team=team, gpu_type="A100"),
             at=NOV20 - 3600,
         ).job.id

@@ -184,7 +184,7 @@ def test_update_is_checked_as_a_submit_and_rebudgeted_from_the_new_size(world) -
 def test_requeue_submits_an_ended_job_again_and_notes_it(world) -> None:  # type: ignore[no-untyped-def]
     loop, api, env = world
     failed = submit(env, "--name", "flaky", "--gpus", "2", "--runtime", "30m")
-    api.store.jobs.transition(
+    api.store.lifecycle.transition(
         failed, JobState.FAILED, reason=with_output("exit code 3", "boom"), actor="test"
     )
     one_line_error(

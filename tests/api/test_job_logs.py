@@ -43,8 +43,8 @@ def test_logs_come_from_where_the_job_ran(  # type: ignore[no-untyped-def]
         PolicyKind.NO_WAIT,
         job_logs=lambda: JobLogs(cluster, cloud),
     )
-    here = store.jobs.submit(JobSpec(id="here", gpus=1, user="alice", command=PRINTS)).job.id
-    there = store.jobs.submit(
+    here = store.submissions.submit(JobSpec(id="here", gpus=1, user="alice", command=PRINTS)).job.id
+    there = store.submissions.submit(
         JobSpec(id="there", gpus=2, gpu_type="A100", user="alice", command="echo from the cloud")
     ).job.id
 
@@ -66,7 +66,9 @@ def test_logs_come_from_where_the_job_ran(  # type: ignore[no-untyped-def]
 
     assert api.client("bob").get(f"/v1/jobs/{here}/logs").status_code == 404  # not his
     assert api.client("fin").get(f"/v1/jobs/{here}/logs").status_code == 403  # read-only
-    waiting = store.jobs.submit(JobSpec(id="waiting", gpus=1, user="alice", command="true")).job.id
+    waiting = store.submissions.submit(
+        JobSpec(id="waiting", gpus=1, user="alice", command="true")
+    ).job.id
     early = alice.get(f"/v1/jobs/{waiting}/logs")
     assert early.status_code == 409 and "has not started yet" in early.json()["detail"]
     assert alice.get("/v1/jobs/here/logs", params={"tail": -1}).status_code == 422
@@ -82,6 +84,6 @@ def test_logs_come_from_where_the_job_ran(  # type: ignore[no-untyped-def]
 
 
 def test_an_api_without_backends_says_it_serves_no_output(api) -> None:  # type: ignore[no-untyped-def]
-    job_id = api.store.jobs.submit(JobSpec(gpus=1, user="alice", command="true")).job.id
+    job_id = api.store.submissions.submit(JobSpec(gpus=1, user="alice", command="true")).job.id
     answer = api.client("alice").get(f"/v1/jobs/{job_id}/logs")
     assert answer.status_code == 409 and "serves no job output" in answer.json()["detail"]

@@ -78,7 +78,7 @@ def test_listing_pages_through_every_job_once_in_queue_order(api):  # type: igno
         if cursor is None:
             break
     assert seen == made and pages == 3
-    api.store.jobs.transition(made[0], JobState.QUEUED, reason="admitted", actor="controller")
+    api.store.lifecycle.transition(made[0], JobState.QUEUED, reason="admitted", actor="controller")
     queued = alice.get("/v1/jobs", params={"state": "queued"}).json()["jobs"]
     assert [j["id"] for j in queued] == [made[0]]
     assert alice.get("/v1/jobs", params={"state": "nonsense"}).status_code == 422
@@ -109,12 +109,12 @@ def test_status_shows_budget_placement_and_cloud_cost_so_far(api):  # type: igno
 
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.jobs.set_estimates(job_id, predicted_runtime=3600, wait_budget=2400)
-    api.store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
+    api.store.lifecycle.set_estimates(job_id, predicted_runtime=3600, wait_budget=2400)
+    api.store.lifecycle.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
     waiting = alice.get(f"/v1/jobs/{job_id}").json()
     assert waiting["wait_budget_s"] == 2400 and waiting["predicted_runtime_s"] == 3600
     assert waiting["budget_expires_at"] is not None and waiting["cost_so_far"] == "0.00"
-    api.store.jobs.transition(job_id, JobState.BURSTING, reason="burst", actor="controller")
+    api.store.lifecycle.transition(job_id, JobState.BURSTING, reason="burst", actor="controller")
     launched = api.store.ledger.record_launch(
         CloudLaunch(
             job_id=job_id,
@@ -171,10 +171,12 @@ def test_status_shows_the_on_prem_placement(api):  # type: ignore[no-untyped-def
     from starburst.core.capacity import Part
 
     job_id = api.client("alice").post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
+    api.store.lifecycle.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
     parts = (Part(0, "node-a", 1, 4.0, 0.0), Part(3, "node-d", 1, 4.0, 0.0))
-    api.store.jobs.record_placement(job_id, parts)
-    api.store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="controller")
+    api.store.lifecycle.record_placement(job_id, parts)
+    api.store.lifecycle.transition(
+        job_id, JobState.RUNNING_ONPREM, reason="fits", actor="controller"
+    )
     job = api.client("alice").get(f"/v1/jobs/{job_id}").json()
     assert [(p["node_name"], p["gpus"]) for p in job["placement"]] == [("node-a", 1), ("node-d", 1)]
 
@@ -182,7 +184,7 @@ def test_status_shows_the_on_prem_placement(api):  # type: ignore[no-untyped-def
 def test_explain_shows_the_reasons_the_store_recorded_and_the_budget_left(api):  # type: ignore[no-untyped-def]
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.jobs.transition(
+    api.store.lifecycle.transition(
         job_id,
         JobState.QUEUED,
         reason="admitted: budget 40m (compute-wait)",
@@ -200,7 +202,7 @@ def test_explain_shows_the_reasons_the_store_recorded_and_the_budget_left(api): 
         "admitted: budget 40m (compute-wait)",
     ]
     api.clock.advance(1700)
-    api.store.jobs.transition(
+    api.store.lifecycle.transition(
         job_id,
         JobState.BURSTING,
         actor="controller",
@@ -216,7 +218,7 @@ def test_explain_shows_the_reasons_the_store_recorded_and_the_budget_left(api): 
 def test_cancel_records_who_and_a_finished_job_is_409(api):  # type: ignore[no-untyped-def]
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
+    api.store.lifecycle.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
     done = alice.post(f"/v1/jobs/{job_id}/cancel")
     assert done.status_code == 200 and done.json()["state"] == "cancelled"
     last = api.store.jobs.events(job_id)[-1]
@@ -232,7 +234,7 @@ def test_cancel_records_who_and_a_finished_job_is_409(api):  # type: ignore[no-u
     )
     finished = alice.post("/v1/jobs", json=SPEC).json()["id"]
     for state in (JobState.QUEUED, JobState.RUNNING_ONPREM, JobState.SUCCEEDED):
-        api.store.jobs.transition(finished, state, reason="test", actor="controller")
+        api.store.lifecycle.transition(finished, state, reason="test", actor="controller")
     assert alice.post(f"/v1/jobs/{finished}/cancel").status_code == 409
     assert api.store.jobs.get(finished).state is JobState.SUCCEEDED
 
@@ -275,7 +277,7 @@ def test_only_admins_submit_for_others_or_into_other_teams(api):  # type: ignore
 
 def test_a_job_that_never_bursts_reads_as_such_not_as_a_server_error(api):  # type: ignore[no-untyped-def]
     job_id = api.client("alice").post("/v1/jobs", json=SPEC).json()["id"]
-    api.store.jobs.transition(
+    api.store.lifecycle.transition(
         job_id,
         JobState.QUEUED,
         reason="admitted: cluster only",
@@ -301,7 +303,7 @@ def test_explain_says_when_a_team_over_budget_keeps_a_job_on_prem(api):  # type:
 
     alice = api.client("alice")
     job_id = alice.post("/v1/jobs", json={**SPEC, "team": "ml"}).json()["id"]
-    api.store.jobs.transition(
+    api.store.lifecycle.transition(
         job_id, JobState.QUEUED, reason="admitted", actor="controller", wait_budget=60
     )
     api.store.accounts.set_team_budget("ml", Decimal("100"))

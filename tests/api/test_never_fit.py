@@ -91,7 +91,7 @@ def test_a_job_larger_than_the_cluster_bursts_at_once_with_the_reason(world) -> 
 def test_a_held_teams_never_fitting_job_bursts_once_the_hold_lifts(world) -> None:  # type: ignore[no-untyped-def]
     loop, api, env = world
     store, now = api.store, api.clock.now()
-    spent = store.jobs.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    spent = store.submissions.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
     store.ledger.record_costs([CostEntry(spent, now - 60, now, Decimal("50"), "aws")])
     store.accounts.set_team_budget("ml", Decimal("40"))  # spent: team ml may not burst
     giant = submit(env, "--gpus", "1000")

@@ -68,7 +68,7 @@ def _scene(store: Any, clock: ManualClock, loop: Any) -> dict[str, str]:
 
     def submit(spec: JobSpec) -> None:
         clock.advance(1)
-        ids[spec.name or ""] = store.jobs.submit(spec, at=clock.now()).job.id
+        ids[spec.name or ""] = store.submissions.submit(spec, at=clock.now()).job.id
 
     submit(_spec("blocker", 4, "vision", HOUR))
     submit(_spec("never", 16, "ml", 60))

@@ -38,9 +38,9 @@ def test_submissions_over_a_ceiling_are_refused_with_the_price(api) -> None:  # 
     assert ok.exit_code == 0, ok.stderr
 
     # team ml already runs $8/h in the cloud: a $6/h job would take it to $14 > $12
-    running = api.store.jobs.submit(JobSpec(gpus=2, user="alice", team="ml")).job.id
+    running = api.store.submissions.submit(JobSpec(gpus=2, user="alice", team="ml")).job.id
     for state in (JobState.QUEUED, JobState.BURSTING, JobState.RUNNING_CLOUD):
-        api.store.jobs.transition(running, state, reason="t", actor="controller")
+        api.store.lifecycle.transition(running, state, reason="t", actor="controller")
     api.store.ledger.record_launch(CloudLaunch(running, "l1", "aws", "A100:2", Decimal("8.00")))
     team = run([*submit, "--gpus", "2", "--", "true"], env)
     assert team.exit_code == 1

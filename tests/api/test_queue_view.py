@@ -33,11 +33,11 @@ def _job(
     gpus: int = 1,
 ) -> str:
     team = {"alice": "ml", "bob": "vision"}[user]
-    job_id: str = api.store.jobs.submit(
+    job_id: str = api.store.submissions.submit(
         JobSpec(gpus=gpus, user=user, team=team, name=name, command=f"secret-{name}", image="img")
     ).job.id
     for state in to:
-        api.store.jobs.transition(
+        api.store.lifecycle.transition(
             job_id,
             state,
             reason="test",

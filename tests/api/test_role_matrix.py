@@ -112,7 +112,7 @@ def test_every_route_has_a_rule(db_url, clock, open_store) -> None:  # type: ign
 
 @PG
 def test_every_route_lets_through_only_its_roles(api) -> None:  # type: ignore[no-untyped-def]
-    job = api.store.jobs.submit(
+    job = api.store.submissions.submit(
         JobSpec(gpus=0, user="alice", team="ml", command="echo secret-arg"), at=api.clock.now()
     ).job.id
     spare = api.store.accounts.issue_token("bob", Role.USER).id
@@ -139,11 +139,11 @@ def test_every_route_lets_through_only_its_roles(api) -> None:  # type: ignore[n
 
 @PG
 def test_finance_reads_jobs_without_commands_and_changes_nothing(api) -> None:  # type: ignore[no-untyped-def]
-    job = api.store.jobs.submit(
+    job = api.store.submissions.submit(
         JobSpec(gpus=0, user="alice", team="ml", command="train --key sk-SECRET"),
         at=api.clock.now(),
     ).job.id
-    api.store.jobs.transition(
+    api.store.lifecycle.transition(
         job,
         JobState.FAILED,
         reason=with_output("exit code 3", "sk-SECRET leaked"),

@@ -18,12 +18,12 @@ def run(args: list[str], env: dict[str, str]):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def k8s_job(api):  # type: ignore[no-untyped-def]
     """A job the Kubernetes adapter found: its id is the Job's namespace and name."""
-    api.store.jobs.submit(
+    api.store.submissions.submit(
         JobSpec(gpus=2, id="ml/q3", user="alice", name="q3"),
         idempotency_key="cluster:ml/q3",
         actor="cluster",
     )
-    api.store.jobs.transition(
+    api.store.lifecycle.transition(
         "ml/q3",
         JobState.QUEUED,
         reason="queued with a 10m wait budget",
@@ -61,12 +61,12 @@ def test_every_cli_command_takes_an_id_with_a_slash(api, k8s_job):  # type: igno
 
 def test_explain_says_why_a_job_never_bursts(api):  # type: ignore[no-untyped-def]
     blocker = "the pod template has 2 containers (main, log); a cloud task runs one"
-    api.store.jobs.submit(
+    api.store.submissions.submit(
         JobSpec(gpus=2, id="ml/duo", user="alice", extra={"cloud_blocker": blocker}),
         idempotency_key="cluster:ml/duo",
         actor="cluster",
     )
-    api.store.jobs.transition(
+    api.store.lifecycle.transition(
         "ml/duo",
         JobState.QUEUED,
         reason=f"queued to run on-prem only: {blocker}",

@@ -131,7 +131,7 @@ def test_finding_1_a_job_that_never_passed_the_api_waits_below_the_ceiling(  # t
 ) -> None:
     loop, api, _ = world(db_url, clock, resources, open_store, serve)
     # a Kubernetes Job is stored by the controller's watch, not the API: $10,240/h simulated
-    kube = api.store.jobs.submit(JobSpec(gpus=4096, user="alice", team="ml")).job.id
+    kube = api.store.submissions.submit(JobSpec(gpus=4096, user="alice", team="ml")).job.id
     report = loop.run_pass()
     assert report.burst == [] and [job for job, _ in report.held] == [kube]
     assert api.store.jobs.get(kube).state is JobState.QUEUED

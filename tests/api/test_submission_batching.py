@@ -1,7 +1,7 @@
 """Group commit of submissions: concurrent requests share transactions, each keeps its answer.
 
 The store is the real one (SQLite and PostgreSQL); ``GatedStore`` holds the first batch in
-``submit_batch`` until the test releases it, so what arrives meanwhile must form the next batch:
+``submit_many`` until the test releases it, so what arrives meanwhile must form the next batch:
 the batching is observed, not timed.
 """
 
@@ -27,11 +27,11 @@ class GatedStore:
     def backlog(self, **kw: Any) -> Any:
         return self.store.jobs.backlog(**kw)
 
-    def submit_batch(self, items: list[Any], **kw: Any) -> list[Submission]:
+    def submit_many(self, items: list[Any], **kw: Any) -> list[Submission]:
         self.sizes.append(len(items))
         if len(self.sizes) == 1:
             assert self.gate.wait(20), "the test never released the first batch"
-        return self.store.jobs.submit_batch(items, **kw)  # type: ignore[no-any-return]
+        return self.store.submissions.submit_many(items, **kw)  # type: ignore[no-any-return]
 
 
 class Calls:
@@ -66,7 +66,7 @@ def test_concurrent_submissions_share_a_transaction_and_each_gets_its_own_job(
     db_url: str, open_store: Callable[[str], Any]
 ) -> None:
     gated = GatedStore(open_store(db_url))
-    batcher = SubmissionBatcher(gated)  # type: ignore[arg-type]
+    batcher = SubmissionBatcher(gated, gated)  # type: ignore[arg-type]
     specs = [spec(user=f"u{i % 3}", name=f"j{i}") for i in range(40)]
     submit = [
         lambda s=s, i=i: batcher.submit(s, f"key-{i}", f"actor-{i}")  # type: ignore[misc]
@@ -95,8 +95,8 @@ def test_one_bad_submission_fails_alone_and_a_repeated_key_gets_the_same_job(
     db_url: str, open_store: Callable[[str], Any]
 ) -> None:
     gated = GatedStore(open_store(db_url))
-    gated.store.jobs.submit(spec(id="taken", command="original"))
-    batcher = SubmissionBatcher(gated)  # type: ignore[arg-type]
+    gated.store.submissions.submit(spec(id="taken", command="original"))
+    batcher = SubmissionBatcher(gated, gated)  # type: ignore[arg-type]
     first = Calls([lambda: batcher.submit(spec(), "first", None)])
     assert wait_for(lambda: gated.sizes == [1])
     rest = Calls(
@@ -127,7 +127,8 @@ def test_an_idle_committer_ends_and_the_next_submission_starts_another(
     from starburst.api import submissions
 
     monkeypatch.setattr(submissions, "IDLE_S", 0.05)
-    batcher = SubmissionBatcher(open_store(db_url).jobs)
+    store = open_store(db_url)
+    batcher = SubmissionBatcher(store.submissions, store.jobs)
     assert batcher.submit(spec(), None, None).created
     assert wait_for(lambda: batcher._thread is None)
     assert batcher.submit(spec(), None, None).created  # a new committer takes it
@@ -142,12 +143,12 @@ def test_coroutines_share_a_batch_and_each_gets_its_own_answer_or_error(
     import asyncio
 
     gated = GatedStore(open_store(db_url))
-    gated.store.jobs.submit(spec(id="taken"))
-    batcher = SubmissionBatcher(gated)  # type: ignore[arg-type]
+    gated.store.submissions.submit(spec(id="taken"))
+    batcher = SubmissionBatcher(gated, gated)  # type: ignore[arg-type]
 
     async def scenario() -> list[object]:
         first = asyncio.ensure_future(batcher.submit_async(spec(), "k0", "a"))
-        while gated.sizes != [1]:  # the committer holds the first batch in submit_batch
+        while gated.sizes != [1]:  # the committer holds the first batch in submit_many
             await asyncio.sleep(0.001)
         rest = [
             asyncio.ensure_future(batcher.submit_async(spec(name=f"j{i}"), f"k{i}", "a"))

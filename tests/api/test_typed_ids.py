@@ -27,9 +27,9 @@ def _job(
     *,  # type: ignore[no-untyped-def]
     queued: bool = False,
 ) -> str:
-    job_id: str = api.store.jobs.submit(JobSpec(gpus=1, user=user, name=name)).job.id
+    job_id: str = api.store.submissions.submit(JobSpec(gpus=1, user=user, name=name)).job.id
     if queued:
-        api.store.jobs.transition(
+        api.store.lifecycle.transition(
             job_id, JobState.QUEUED, reason="admitted", actor="controller", wait_budget=600
         )
     api.clock.advance(1)

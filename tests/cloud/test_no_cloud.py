@@ -160,7 +160,9 @@ def test_the_controller_holds_jobs_on_prem_while_no_cloud_is_enabled(tmp_path: P
     controller = Controller(
         settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), cloud, clock=clock
     )
-    job = store.jobs.submit(JobSpec(gpus=1, gpu_type="A100", command="python train.py")).job.id
+    job = store.submissions.submit(
+        JobSpec(gpus=1, gpu_type="A100", command="python train.py")
+    ).job.id
     try:
         for _ in range(6):
             clock.advance(1.0)

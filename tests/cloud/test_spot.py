@@ -79,7 +79,9 @@ def test_a_preempted_and_recovered_spot_job_is_metered_as_one_run(tmp_path: Path
     controller = Controller(
         settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), cloud, clock=clock
     )
-    job = store.jobs.submit(JobSpec(gpus=1, gpu_type="A100", command="python train.py")).job.id
+    job = store.submissions.submit(
+        JobSpec(gpus=1, gpu_type="A100", command="python train.py")
+    ).job.id
 
     def run(seconds: float, step: float = 5.0) -> None:
         end = clock.t + seconds

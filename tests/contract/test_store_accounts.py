@@ -1,11 +1,13 @@
 """The ``Accounts`` and ``ModelRegistry`` contracts, and the port surface itself: every
 store implementation has a repository of every port, with every port method and the port's
-parameters, and every port method is exercised by this suite."""
+parameters, each written in the repository itself (none forwards to another object), and
+every port method is exercised by this suite."""
 
 from __future__ import annotations
 
 import ast
 import inspect
+import textwrap
 from decimal import Decimal
 from pathlib import Path
 
@@ -13,12 +15,23 @@ import pytest
 
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import Accounts, JobStore, Ledger, ModelRegistry, Store, TuningLog
+from starburst.core.ports import (
+    Accounts,
+    JobReads,
+    Ledger,
+    Lifecycle,
+    ModelRegistry,
+    Store,
+    Submissions,
+    TuningLog,
+)
 from starburst.core.records import JobNotFound, JobSpec, Prediction, Role, User
 
 #: Each store port and the attribute of ``Store`` that holds its repository.
 REPOSITORIES: dict[type, str] = {
-    JobStore: "jobs",
+    Submissions: "submissions",
+    JobReads: "jobs",
+    Lifecycle: "lifecycle",
     Ledger: "ledger",
     Accounts: "accounts",
     ModelRegistry: "models",
@@ -140,7 +153,7 @@ def test_a_budget_alert_is_claimed_once_per_team_month_and_threshold(store):  # 
 
 # ---- model registry -----------------------------------------------------------------------
 def test_predictions_set_the_estimate_and_models_have_one_active_version(store, clock):  # type: ignore[no-untyped-def]
-    job_id = store.jobs.submit(JobSpec(gpus=1, declared_runtime=600.0)).job.id
+    job_id = store.submissions.submit(JobSpec(gpus=1, declared_runtime=600.0)).job.id
     assert (
         store.models.active_model("runtime") is None
         and store.models.model_versions("runtime") == []
@@ -191,14 +204,14 @@ def test_history_keeps_the_most_recent_finished_jobs_in_end_order(store, clock):
     for _ in range(5):
         clock.advance(1)
         spec = JobSpec(gpus=1, image="img", command="run", declared_runtime=9.0)
-        ids.append(store.jobs.submit(spec).job.id)
-        store.jobs.transition(ids[-1], JobState.QUEUED, reason="admitted", actor="c")
+        ids.append(store.submissions.submit(spec).job.id)
+        store.lifecycle.transition(ids[-1], JobState.QUEUED, reason="admitted", actor="c")
     outcomes = [JobState.SUCCEEDED, JobState.FAILED, JobState.SUCCEEDED, JobState.SUCCEEDED]
     for job_id, outcome in zip(ids, outcomes, strict=False):
-        store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c")
+        store.lifecycle.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c")
         clock.advance(10)
-        store.jobs.transition(job_id, outcome, reason="ended", actor="c")
-    store.jobs.transition(ids[4], JobState.CANCELLED, reason="never ran", actor="c")
+        store.lifecycle.transition(job_id, outcome, reason="ended", actor="c")
+    store.lifecycle.transition(ids[4], JobState.CANCELLED, reason="never ran", actor="c")
     assert [h.job.id for h in store.models.history()] == [ids[0], ids[2], ids[3]]
     assert [h.job.id for h in store.models.history(limit=2)] == [ids[2], ids[3]]
     both = store.models.history(
@@ -229,6 +242,46 @@ def test_a_store_has_every_port_method_with_the_ports_parameters(store):  # type
         mine = list(inspect.signature(getattr(type(target), name)).parameters)
         assert mine == wanted, f"{type(target).__name__}.{name}{mine} differs from {wanted}"
     store.close()
+
+
+def test_each_repository_implements_its_port_itself(store):  # type: ignore[no-untyped-def]
+    """No forwarding layer: each port method is defined in its repository's own class (not
+    inherited) and does more than hand the call to another object (``self._x.same(...)``),
+    so a method lives in the port and one repository per store, nowhere else."""
+    for port, attribute in REPOSITORIES.items():
+        repository = type(getattr(store, attribute))
+        for name, member in vars(port).items():
+            if name.startswith("_") or not callable(member):
+                continue
+            assert name in vars(repository), f"{repository.__name__}.{name} is not its own"
+            forwards_to = _forwarded(vars(repository)[name])
+            assert forwards_to is None, f"{repository.__name__}.{name} only calls {forwards_to}"
+    store.close()
+
+
+def _forwarded(method: object) -> str | None:
+    """``self.<attribute>.<method>`` when that call is all ``method`` does, else None."""
+    source = inspect.getsource(method)  # type: ignore[arg-type]
+    function = ast.parse(textwrap.dedent(source)).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    body = [
+        node
+        for node in function.body
+        if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+    ]
+    if len(body) != 1 or not isinstance(body[0], ast.Return | ast.Expr):
+        return None
+    call = body[0].value
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return None
+    target = call.func.value
+    if (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    ):
+        return f"self.{target.attr}.{call.func.attr}"
+    return None
 
 
 def test_every_port_method_is_exercised_by_the_contract() -> None:

@@ -1,4 +1,4 @@
-"""``JobStore.amend`` (a user's hold, release, update or note) on every store: one write with
+"""``Lifecycle.amend`` (a user's hold, release, update or note) on every store: one write with
 one event and a version bump, through the lifecycle's table, all or nothing."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from starburst.core.records import Amendment, JobSpec, StaleVersion
 
 
 def _queued(store, clock):  # type: ignore[no-untyped-def]
-    job = store.jobs.submit(JobSpec(gpus=2, user="ann", name="a", extra={"k": "v"})).job
+    job = store.submissions.submit(JobSpec(gpus=2, user="ann", name="a", extra={"k": "v"})).job
     clock.advance(10)
-    return store.jobs.transition(
+    return store.lifecycle.transition(
         job.id, JobState.QUEUED, reason="admitted", actor="controller", wait_budget=60.0
     )
 
@@ -20,7 +20,7 @@ def _queued(store, clock):  # type: ignore[no-untyped-def]
 def test_hold_moves_a_queued_job_out_of_the_line_with_one_event(store, clock):  # type: ignore[no-untyped-def]
     job = _queued(store, clock)
     clock.advance(5)
-    held = store.jobs.amend(
+    held = store.lifecycle.amend(
         job.id,
         Amendment(to_state=JobState.SUBMITTED, hold="by ann until released"),
         reason="held by ann",
@@ -42,7 +42,7 @@ def test_hold_moves_a_queued_job_out_of_the_line_with_one_event(store, clock):  
     )
     # release: no state change, the hold cleared, the queue time restarted now
     clock.advance(100)
-    released = store.jobs.amend(job.id, Amendment(release=True), reason="released", actor="ann")
+    released = store.lifecycle.amend(job.id, Amendment(release=True), reason="released", actor="ann")
     assert (released.state, released.held, released.version) == (JobState.SUBMITTED, None, 4)
     assert released.queued_at == clock.now() == store.jobs.get(job.id).queued_at
     last = store.jobs.events(job.id)[-1]
@@ -54,7 +54,7 @@ def test_update_changes_fields_forgets_the_budget_and_keeps_the_queue_time(store
     change = Amendment(
         to_state=JobState.SUBMITTED, gpus=1, name="b", extra={"k": "w"}, rebudget=True
     )
-    updated = store.jobs.amend(job.id, change, reason="gpus 2 → 1", actor="ann")
+    updated = store.lifecycle.amend(job.id, change, reason="gpus 2 → 1", actor="ann")
     got = store.jobs.get(job.id)
     assert got == updated
     assert (got.job.gpus, got.job.name, dict(got.job.extra), got.wait_budget) == (
@@ -69,15 +69,15 @@ def test_update_changes_fields_forgets_the_budget_and_keeps_the_queue_time(store
 def test_amend_checks_version_and_lifecycle_and_then_changes_nothing(store, clock):  # type: ignore[no-untyped-def]
     job = _queued(store, clock)
     with pytest.raises(StaleVersion):
-        store.jobs.amend(job.id, Amendment(gpus=4), reason="x", actor="ann", expected_version=1)
-    done = store.jobs.transition(job.id, JobState.CANCELLED, reason="cancelled", actor="ann")
+        store.lifecycle.amend(job.id, Amendment(gpus=4), reason="x", actor="ann", expected_version=1)
+    done = store.lifecycle.transition(job.id, JobState.CANCELLED, reason="cancelled", actor="ann")
     with pytest.raises(IllegalTransition):
-        store.jobs.amend(
+        store.lifecycle.amend(
             job.id, Amendment(to_state=JobState.SUBMITTED, gpus=4), reason="x", actor="ann"
         )
     assert store.jobs.get(job.id) == done
     # a note on an ended job: same state, one event, the version bumped
-    noted = store.jobs.amend(job.id, Amendment(), reason="requeued as j2", actor="ann")
+    noted = store.lifecycle.amend(job.id, Amendment(), reason="requeued as j2", actor="ann")
     assert (noted.state, noted.version, noted.job.gpus) == (JobState.CANCELLED, done.version + 1, 2)
     last = store.jobs.events(job.id)[-1]
     assert (last.from_state, last.to_state, last.reason) == (

@@ -9,15 +9,17 @@ from starburst.core.records import JobSpec
 
 
 def test_backlog_counts_waiting_jobs_array_elements_and_known_keys(store):  # type: ignore[no-untyped-def]
-    a = store.jobs.submit(
+    a = store.submissions.submit(
         JobSpec(gpus=1, user="ann", team="ml", array="ann/s"), idempotency_key="k1"
     )
-    store.jobs.submit(JobSpec(gpus=1, user="ann", team="ml", array="ann/s"))
-    store.jobs.submit(JobSpec(gpus=1, user="bob", team="ml"))
-    done = store.jobs.submit(JobSpec(gpus=1, user="ann", team="ml", array="ann/s")).job.id
-    store.jobs.transition(a.job.id, JobState.QUEUED, reason="admitted", actor="c")  # still waiting
+    store.submissions.submit(JobSpec(gpus=1, user="ann", team="ml", array="ann/s"))
+    store.submissions.submit(JobSpec(gpus=1, user="bob", team="ml"))
+    done = store.submissions.submit(JobSpec(gpus=1, user="ann", team="ml", array="ann/s")).job.id
+    store.lifecycle.transition(
+        a.job.id, JobState.QUEUED, reason="admitted", actor="c"
+    )  # still waiting
     for state in (JobState.QUEUED, JobState.RUNNING_ONPREM, JobState.SUCCEEDED):
-        store.jobs.transition(done, state, reason="-", actor="c")
+        store.lifecycle.transition(done, state, reason="-", actor="c")
     found = store.jobs.backlog(
         users={"ann", "bob", "cid"}, teams={"ml", "cv"}, arrays={"ann/s", "x"}, keys={"k1", "k2"}
     )
@@ -28,19 +30,19 @@ def test_backlog_counts_waiting_jobs_array_elements_and_known_keys(store):  # ty
 
 
 def test_waits_of_gives_what_unfinished_jobs_wait_for(store):  # type: ignore[no-untyped-def]
-    first = store.jobs.submit(JobSpec(gpus=1, user="ann")).job.id
-    second = store.jobs.submit(
+    first = store.submissions.submit(JobSpec(gpus=1, user="ann")).job.id
+    second = store.submissions.submit(
         JobSpec(gpus=1, user="ann", after=(Dependency(first, AfterKind.OK),))
     ).job.id
-    ended = store.jobs.submit(JobSpec(gpus=1, user="ann", after=(Dependency(first),))).job.id
-    store.jobs.transition(ended, JobState.CANCELLED, reason="-", actor="ann")
+    ended = store.submissions.submit(JobSpec(gpus=1, user="ann", after=(Dependency(first),))).job.id
+    store.lifecycle.transition(ended, JobState.CANCELLED, reason="-", actor="ann")
     assert store.jobs.waits_of({first, second, ended, "unknown"}) == {first: (), second: (first,)}
     assert store.jobs.waits_of(set()) == {}
 
 
 def test_held_count_counts_jobs_held_out_of_the_queue(store):  # type: ignore[no-untyped-def]
-    ids = [store.jobs.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(3)]
-    store.jobs.hold({ids[0]: "waits for x", ids[1]: "array slot"})
+    ids = [store.submissions.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(3)]
+    store.lifecycle.hold({ids[0]: "waits for x", ids[1]: "array slot"})
     assert store.jobs.held_count() == 2
-    store.jobs.transition(ids[0], JobState.QUEUED, reason="released", actor="c")
+    store.lifecycle.transition(ids[0], JobState.QUEUED, reason="released", actor="c")
     assert store.jobs.held_count() == 1

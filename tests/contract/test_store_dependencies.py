@@ -9,18 +9,18 @@ from starburst.core.records import JobSpec
 
 
 def test_dependencies_and_the_array_round_trip(store) -> None:  # type: ignore[no-untyped-def]
-    a = store.jobs.submit(JobSpec(gpus=1)).job.id
+    a = store.submissions.submit(JobSpec(gpus=1)).job.id
     deps = (Dependency(a, AfterKind.OK), Dependency("other"))
-    job = store.jobs.submit(JobSpec(gpus=1, after=deps, array="ann/s1", array_limit=4)).job
+    job = store.submissions.submit(JobSpec(gpus=1, after=deps, array="ann/s1", array_limit=4)).job
     again = store.jobs.get(job.id).job
     assert (again.after, again.array, again.array_limit) == (deps, "ann/s1", 4)
     assert store.jobs.get(a).job.after == () and store.jobs.get(a).held is None
 
 
 def test_a_hold_is_a_reason_not_a_state_and_filters_the_queue(store, clock) -> None:  # type: ignore[no-untyped-def]
-    plain = store.jobs.submit(JobSpec(gpus=1)).job.id
-    held = store.jobs.submit(JobSpec(gpus=1, after=(Dependency(plain),))).job
-    store.jobs.hold({held.id: "waiting for job x to end"})
+    plain = store.submissions.submit(JobSpec(gpus=1)).job.id
+    held = store.submissions.submit(JobSpec(gpus=1, after=(Dependency(plain),))).job
+    store.lifecycle.hold({held.id: "waiting for job x to end"})
     got = store.jobs.get(held.id)
     assert (got.state, got.version, got.held) == (JobState.SUBMITTED, 1, "waiting for job x to end")
     assert [e.reason for e in store.jobs.events(held.id)] == ["submitted"]
@@ -31,31 +31,35 @@ def test_a_hold_is_a_reason_not_a_state_and_filters_the_queue(store, clock) -> N
 
 
 def test_leaving_a_hold_restamps_the_queue_time_and_clears_the_reason(store, clock) -> None:  # type: ignore[no-untyped-def]
-    held = store.jobs.submit(JobSpec(gpus=1)).job
-    fresh = store.jobs.submit(JobSpec(gpus=1)).job
-    store.jobs.hold({held.id: "waiting for a slot"})
+    held = store.submissions.submit(JobSpec(gpus=1)).job
+    fresh = store.submissions.submit(JobSpec(gpus=1)).job
+    store.lifecycle.hold({held.id: "waiting for a slot"})
     later = clock.advance(600)
-    moved = store.jobs.transition(held.id, JobState.QUEUED, reason="let in", actor="controller")
+    moved = store.lifecycle.transition(
+        held.id, JobState.QUEUED, reason="let in", actor="controller"
+    )
     assert (moved.queued_at, moved.held) == (later, None)  # its budget starts now
-    never_held = store.jobs.transition(fresh.id, JobState.QUEUED, reason="queued", actor="c")
+    never_held = store.lifecycle.transition(fresh.id, JobState.QUEUED, reason="queued", actor="c")
     assert never_held.queued_at == fresh.queued_at  # the usual: queued at its submit time
 
 
 def test_a_hold_leaves_jobs_that_are_no_longer_submitted_alone(store) -> None:  # type: ignore[no-untyped-def]
-    job = store.jobs.submit(JobSpec(gpus=1)).job.id
-    store.jobs.transition(job, JobState.CANCELLED, reason="cancelled by ann", actor="ann")
-    store.jobs.hold({job: "waiting for job x to end"})
+    job = store.submissions.submit(JobSpec(gpus=1)).job.id
+    store.lifecycle.transition(job, JobState.CANCELLED, reason="cancelled by ann", actor="ann")
+    store.lifecycle.hold({job: "waiting for job x to end"})
     assert store.jobs.get(job).held is None
 
 
 def test_array_slots_count_queued_bursting_and_running_elements(store) -> None:  # type: ignore[no-untyped-def]
-    ids = [store.jobs.submit(JobSpec(gpus=1, array="s", array_limit=2)).job.id for _ in range(5)]
-    store.jobs.submit(JobSpec(gpus=1, array="t", array_limit=2))
+    ids = [
+        store.submissions.submit(JobSpec(gpus=1, array="s", array_limit=2)).job.id for _ in range(5)
+    ]
+    store.submissions.submit(JobSpec(gpus=1, array="t", array_limit=2))
     for job_id in ids[:4]:
-        store.jobs.transition(job_id, JobState.QUEUED, reason="q", actor="c")
-    store.jobs.transition(ids[1], JobState.BURSTING, reason="b", actor="c")
-    store.jobs.transition(ids[2], JobState.RUNNING_ONPREM, reason="r", actor="c")
-    store.jobs.transition(ids[3], JobState.RUNNING_ONPREM, reason="r", actor="c")
-    store.jobs.transition(ids[3], JobState.SUCCEEDED, reason="done", actor="c")
+        store.lifecycle.transition(job_id, JobState.QUEUED, reason="q", actor="c")
+    store.lifecycle.transition(ids[1], JobState.BURSTING, reason="b", actor="c")
+    store.lifecycle.transition(ids[2], JobState.RUNNING_ONPREM, reason="r", actor="c")
+    store.lifecycle.transition(ids[3], JobState.RUNNING_ONPREM, reason="r", actor="c")
+    store.lifecycle.transition(ids[3], JobState.SUCCEEDED, reason="done", actor="c")
     assert store.jobs.array_in_flight(["s", "t", "none"]) == {"s": 3}
     assert store.jobs.array_in_flight([]) == {}

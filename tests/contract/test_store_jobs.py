@@ -28,8 +28,10 @@ def queued(store, n, *, team="ml", user="ann", gap=1.0, clock=None):  # type: ig
     for i in range(n):
         if clock is not None:
             clock.advance(gap)
-        job = store.jobs.submit(JobSpec(gpus=1 + i % 4, user=user, team=team, name=f"j{i}")).job
-        store.jobs.transition(job.id, JobState.QUEUED, reason="admitted", actor="controller")
+        job = store.submissions.submit(
+            JobSpec(gpus=1 + i % 4, user=user, team=team, name=f"j{i}")
+        ).job
+        store.lifecycle.transition(job.id, JobState.QUEUED, reason="admitted", actor="controller")
         ids.append(job.id)
     return ids
 
@@ -49,7 +51,7 @@ def test_submit_stores_the_spec_and_a_submitted_event(store, clock):  # type: ig
         deadline=clock.now() + 7200,
         extra={"queue": "default"},
     )
-    sub = store.jobs.submit(spec, idempotency_key="k-1", actor="cli")
+    sub = store.submissions.submit(spec, idempotency_key="k-1", actor="cli")
     got = store.jobs.get(sub.job.id)
     assert sub.created and got == sub.job
     assert (got.state, got.version, got.job.gpus, got.job.gpu_type) == (
@@ -80,8 +82,8 @@ def test_submit_stores_the_spec_and_a_submitted_event(store, clock):  # type: ig
 
 
 def test_a_job_of_pods_keeps_its_pod_count(store):  # type: ignore[no-untyped-def]
-    pods = store.jobs.submit(JobSpec(gpus=12, pods=4, user="ann")).job
-    plain = store.jobs.submit(JobSpec(gpus=12, user="ann")).job
+    pods = store.submissions.submit(JobSpec(gpus=12, pods=4, user="ann")).job
+    plain = store.submissions.submit(JobSpec(gpus=12, user="ann")).job
     assert store.jobs.get(pods.id).job.pods == 4 and store.jobs.get(pods.id).job.split_unit == 3
     assert store.jobs.get(plain.id).job.pods is None  # not made of pods: any split
     with pytest.raises(PermanentError, match="4 pods cannot share 10 GPUs"):
@@ -91,9 +93,9 @@ def test_a_job_of_pods_keeps_its_pod_count(store):  # type: ignore[no-untyped-de
 
 
 def test_duplicate_idempotency_key_returns_the_existing_job(store, clock):  # type: ignore[no-untyped-def]
-    first = store.jobs.submit(JobSpec(gpus=2, user="ann"), idempotency_key="same")
+    first = store.submissions.submit(JobSpec(gpus=2, user="ann"), idempotency_key="same")
     clock.advance(60)
-    again = store.jobs.submit(JobSpec(gpus=4, user="bob"), idempotency_key="same")
+    again = store.submissions.submit(JobSpec(gpus=4, user="bob"), idempotency_key="same")
     assert not again.created
     assert again.job.id == first.job.id and again.job.job.gpus == 2
     assert store.jobs.count(JobState.SUBMITTED) == 1
@@ -103,12 +105,12 @@ def test_duplicate_idempotency_key_returns_the_existing_job(store, clock):  # ty
 
 
 def test_batch_submission_dedupes_keys_within_and_across_batches(store):  # type: ignore[no-untyped-def]
-    old = store.jobs.submit(JobSpec(gpus=1), idempotency_key="a").job
-    subs = store.jobs.submit_many(
+    old = store.submissions.submit(JobSpec(gpus=1), idempotency_key="a").job
+    subs = store.submissions.submit_many(
         [
-            (JobSpec(gpus=2), "a"),
-            (JobSpec(gpus=3), "b"),
-            (JobSpec(gpus=4), "b"),
+            (JobSpec(gpus=2), "a", None),
+            (JobSpec(gpus=3), "b", None),
+            (JobSpec(gpus=4), "b", None),
             JobSpec(gpus=5),
         ]
     )
@@ -118,7 +120,7 @@ def test_batch_submission_dedupes_keys_within_and_across_batches(store):  # type
 
 
 def test_a_batch_names_each_submitter_and_creates_their_user(store):  # type: ignore[no-untyped-def]
-    subs = store.jobs.submit_batch(
+    subs = store.submissions.submit_many(
         [
             (JobSpec(gpus=1, user="ann", team="ml"), "k-ann", "ann@cli"),
             (JobSpec(gpus=1, user="bob"), None, None),
@@ -127,14 +129,19 @@ def test_a_batch_names_each_submitter_and_creates_their_user(store):  # type: ig
     )
     actors = [store.jobs.events(s.job.id)[0].actor for s in subs]
     assert actors == ["ann@cli", "bob", "unknown"]  # else the job's user, else unknown
+    # the batch's actor stands for the items that name none
+    mixed = store.submissions.submit_many(
+        [JobSpec(gpus=1, user="bob"), (JobSpec(gpus=1), None, "eve@cli")], actor="admin"
+    )
+    assert [store.jobs.events(s.job.id)[0].actor for s in mixed] == ["admin", "eve@cli"]
     assert store.accounts.user("bob").team is None and store.accounts.user("ann").team == "ml"
     assert store.jobs.find_by_key("k-ann").id == subs[0].job.id
 
 
 def test_a_taken_job_id_is_refused_and_nothing_of_the_batch_is_kept(store):  # type: ignore[no-untyped-def]
-    store.jobs.submit(JobSpec(gpus=1, id="job-1"))
+    store.submissions.submit(JobSpec(gpus=1, id="job-1"))
     with pytest.raises(DuplicateJob, match="job-1"):
-        store.jobs.submit_many([JobSpec(gpus=1, id="job-2"), JobSpec(gpus=1, id="job-1")])
+        store.submissions.submit_many([JobSpec(gpus=1, id="job-2"), JobSpec(gpus=1, id="job-1")])
     with pytest.raises(JobNotFound):
         store.jobs.get("job-2")
     assert store.jobs.last_event_id() == 1  # only job-1's submission
@@ -144,9 +151,9 @@ def test_a_taken_job_id_is_refused_and_nothing_of_the_batch_is_kept(store):  # t
 def test_queue_pages_in_fifo_order_with_ties_broken_by_id(store, clock):  # type: ignore[no-untyped-def]
     ids = queued(store, 7, clock=clock)
     clock.advance(1)
-    tied = [store.jobs.submit(JobSpec(gpus=1, id=i)).job.id for i in ("z-tie", "a-tie")]
+    tied = [store.submissions.submit(JobSpec(gpus=1, id=i)).job.id for i in ("z-tie", "a-tie")]
     for job_id in tied:
-        store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
+        store.lifecycle.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
     seen, cursor, pages = [], None, 0
     while True:
         page = store.jobs.queue(limit=3, cursor=cursor)
@@ -169,7 +176,7 @@ def test_a_cursor_stays_valid_while_jobs_arrive(store, clock):  # type: ignore[n
 
 def test_a_queue_of_several_states_is_one_fifo(store, clock):  # type: ignore[no-untyped-def]
     ids = queued(store, 3, clock=clock)
-    store.jobs.transition(ids[1], JobState.BURSTING, reason="cloud", actor="c")
+    store.lifecycle.transition(ids[1], JobState.BURSTING, reason="cloud", actor="c")
     both = store.jobs.queue(states=[JobState.QUEUED, JobState.BURSTING])
     assert [j.id for j in both.jobs] == ids and both.next_cursor is None
 
@@ -202,9 +209,9 @@ def test_a_queue_narrowed_by_a_name_glob(store, clock):  # type: ignore[no-untyp
     ids = {}
     for name in names:
         clock.advance(1)
-        ids[name] = store.jobs.submit(JobSpec(gpus=1, name=name)).job.id
-        store.jobs.transition(ids[name], JobState.QUEUED, reason="admitted", actor="c")
-    store.jobs.submit(JobSpec(gpus=1))  # no name: never matches
+        ids[name] = store.submissions.submit(JobSpec(gpus=1, name=name)).job.id
+        store.lifecycle.transition(ids[name], JobState.QUEUED, reason="admitted", actor="c")
+    store.submissions.submit(JobSpec(gpus=1))  # no name: never matches
 
     def named(pattern: str) -> list[str]:
         return [j.job.name for j in store.jobs.queue(name=pattern).jobs]
@@ -223,7 +230,7 @@ def test_lookup_resolves_an_id_prefix_or_the_owners_job_name(store, clock):  # t
         ("abd-3", "ann", None),
     ]:
         clock.advance(1)
-        store.jobs.submit(JobSpec(gpus=1, id=job_id, user=user, name=name))
+        store.submissions.submit(JobSpec(gpus=1, id=job_id, user=user, name=name))
     assert [j.id for j in store.jobs.lookup("abc", owner="ann")] == ["abc-1", "xyz-9"]
     assert [j.id for j in store.jobs.lookup("abc", owner="ann", everyone=True)] == [
         "abc-1",
@@ -236,8 +243,8 @@ def test_lookup_resolves_an_id_prefix_or_the_owners_job_name(store, clock):  # t
 
 
 def test_states_of_many_jobs_in_one_read(store):  # type: ignore[no-untyped-def]
-    ids = [store.jobs.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(3)]
-    store.jobs.transition(ids[1], JobState.CANCELLED, reason="user", actor="ann")
+    ids = [store.submissions.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(3)]
+    store.lifecycle.transition(ids[1], JobState.CANCELLED, reason="user", actor="ann")
     many = [*ids, "not-a-starburst-job"] + [f"other-{i}" for i in range(1500)]  # > one chunk
     assert store.jobs.states_of(many) == {
         ids[0]: JobState.SUBMITTED,
@@ -249,11 +256,11 @@ def test_states_of_many_jobs_in_one_read(store):  # type: ignore[no-untyped-def]
 
 def test_the_change_feed_names_each_state_change_once_in_order(store):  # type: ignore[no-untyped-def]
     assert store.jobs.last_event_id() == 0 and store.jobs.state_changes(0) == ([], 0)
-    a = store.jobs.submit(JobSpec(gpus=1)).job.id
+    a = store.submissions.submit(JobSpec(gpus=1)).job.id
     start = store.jobs.last_event_id()
-    b = store.jobs.submit(JobSpec(gpus=1)).job.id
-    store.jobs.transition(a, JobState.QUEUED, reason="admitted", actor="c")
-    store.jobs.transition(a, JobState.CANCELLED, reason="user", actor="c")
+    b = store.submissions.submit(JobSpec(gpus=1)).job.id
+    store.lifecycle.transition(a, JobState.QUEUED, reason="admitted", actor="c")
+    store.lifecycle.transition(a, JobState.CANCELLED, reason="user", actor="c")
     changes, position = store.jobs.state_changes(start)
     assert changes == [
         (b, JobState.SUBMITTED),
@@ -269,7 +276,7 @@ def test_the_change_feed_names_each_state_change_once_in_order(store):  # type: 
 
 def test_count_follows_the_states(store):  # type: ignore[no-untyped-def]
     ids = queued(store, 3)
-    store.jobs.transition(ids[0], JobState.RUNNING_ONPREM, reason="fits", actor="c")
+    store.lifecycle.transition(ids[0], JobState.RUNNING_ONPREM, reason="fits", actor="c")
     assert [store.jobs.count(s) for s in (JobState.QUEUED, JobState.RUNNING_ONPREM)] == [2, 1]
     assert store.jobs.count(JobState.SUBMITTED) == 0
 
@@ -278,9 +285,9 @@ def test_count_follows_the_states(store):  # type: ignore[no-untyped-def]
 def test_lifecycle_on_prem_sets_times_runtime_and_history(store, clock):  # type: ignore[no-untyped-def]
     [job_id] = queued(store, 1)
     clock.advance(30)
-    running = store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c")
+    running = store.lifecycle.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c")
     clock.advance(100)
-    done = store.jobs.transition(job_id, JobState.SUCCEEDED, reason="exit 0", actor="c")
+    done = store.lifecycle.transition(job_id, JobState.SUCCEEDED, reason="exit 0", actor="c")
     assert running.started_at == clock.now() - 100 and running.ran_on == "onprem"
     assert done.version == 4 and done.job.runtime == 100 and done.ended_at == clock.now()
     assert store.jobs.get(job_id) == done
@@ -296,25 +303,31 @@ def test_lifecycle_on_prem_sets_times_runtime_and_history(store, clock):  # type
 
 def test_a_cloud_run_and_a_job_cancelled_before_it_started(store, clock):  # type: ignore[no-untyped-def]
     cloud, never = queued(store, 2)
-    bursting = store.jobs.transition(cloud, JobState.BURSTING, reason="budget spent", actor="c")
+    bursting = store.lifecycle.transition(
+        cloud, JobState.BURSTING, reason="budget spent", actor="c"
+    )
     assert (bursting.ran_on, bursting.started_at) == ("cloud", None)
     clock.advance(10)
-    running = store.jobs.transition(cloud, JobState.RUNNING_CLOUD, reason="launched", actor="c")
+    running = store.lifecycle.transition(
+        cloud, JobState.RUNNING_CLOUD, reason="launched", actor="c"
+    )
     assert (running.ran_on, running.started_at) == ("cloud", clock.now())
     clock.advance(50)
-    failed = store.jobs.transition(cloud, JobState.FAILED, reason="exit 1", actor="c")
+    failed = store.lifecycle.transition(cloud, JobState.FAILED, reason="exit 1", actor="c")
     assert (failed.job.runtime, failed.ended_at) == (50, clock.now())
-    cancelled = store.jobs.transition(never, JobState.CANCELLED, reason="user", actor="ann", at=5.0)
+    cancelled = store.lifecycle.transition(
+        never, JobState.CANCELLED, reason="user", actor="ann", at=5.0
+    )
     assert (cancelled.ended_at, cancelled.job.runtime) == (5.0, None)
     assert store.jobs.events(never)[-1].at == 5.0
 
 
 def test_star_wait_pull_back_requeues_at_the_back(store, clock):  # type: ignore[no-untyped-def]
     first, second = queued(store, 2, clock=clock)
-    store.jobs.transition(first, JobState.BURSTING, reason="budget spent", actor="c")
-    store.jobs.transition(first, JobState.RUNNING_CLOUD, reason="launched", actor="c")
+    store.lifecycle.transition(first, JobState.BURSTING, reason="budget spent", actor="c")
+    store.lifecycle.transition(first, JobState.RUNNING_CLOUD, reason="launched", actor="c")
     clock.advance(900)
-    back = store.jobs.transition(
+    back = store.lifecycle.transition(
         first, JobState.QUEUED, reason="pull back", actor="c", wait_budget=120.0
     )
     assert back.queued_at == clock.now() and back.started_at is None and back.ran_on is None
@@ -332,12 +345,12 @@ def test_star_wait_pull_back_requeues_at_the_back(store, clock):  # type: ignore
     ],
 )
 def test_illegal_transitions_raise_and_change_nothing(store, path, illegal):  # type: ignore[no-untyped-def]
-    job_id = store.jobs.submit(JobSpec(gpus=1)).job.id
+    job_id = store.submissions.submit(JobSpec(gpus=1)).job.id
     for state in path:
-        store.jobs.transition(job_id, state, reason="step", actor="c")
+        store.lifecycle.transition(job_id, state, reason="step", actor="c")
     before = store.jobs.get(job_id)
     with pytest.raises(IllegalTransition):
-        store.jobs.transition(job_id, illegal, reason="wrong", actor="c")
+        store.lifecycle.transition(job_id, illegal, reason="wrong", actor="c")
     assert store.jobs.get(job_id) == before
     assert len(store.jobs.events(job_id)) == 1 + len(path)
 
@@ -345,11 +358,11 @@ def test_illegal_transitions_raise_and_change_nothing(store, path, illegal):  # 
 def test_a_stale_version_cannot_move_the_job(store):  # type: ignore[no-untyped-def]
     [job_id] = queued(store, 1)
     seen = store.jobs.get(job_id)
-    store.jobs.transition(
+    store.lifecycle.transition(
         job_id, JobState.RUNNING_ONPREM, reason="a", actor="writer-a", expected_version=seen.version
     )
     with pytest.raises(StaleVersion):
-        store.jobs.transition(
+        store.lifecycle.transition(
             job_id, JobState.CANCELLED, reason="b", actor="writer-b", expected_version=seen.version
         )
     assert store.jobs.get(job_id).state is JobState.RUNNING_ONPREM
@@ -357,32 +370,38 @@ def test_a_stale_version_cannot_move_the_job(store):  # type: ignore[no-untyped-
 
 def test_unknown_job_is_a_clear_error(store):  # type: ignore[no-untyped-def]
     with pytest.raises(JobNotFound, match="nope"):
-        store.jobs.transition("nope", JobState.QUEUED, reason="x", actor="c")
+        store.lifecycle.transition("nope", JobState.QUEUED, reason="x", actor="c")
     with pytest.raises(JobNotFound):
         store.jobs.get("nope")
     with pytest.raises(JobNotFound):
         store.ledger.record_costs([CostEntry("nope", 0, 1, Decimal(1), "aws")])
     with pytest.raises(JobNotFound):
-        store.jobs.record_placement("nope", (Part(0, "node-0", 1, 0.0, 0.0),))
+        store.lifecycle.record_placement("nope", (Part(0, "node-0", 1, 0.0, 0.0),))
 
 
 def test_fencing_token_of_an_old_leader_is_refused(store, elect):  # type: ignore[no-untyped-def]
     [job_id] = queued(store, 1)
     with pytest.raises(StaleLeader):  # no leader yet: no token is current
-        store.jobs.transition(job_id, JobState.BURSTING, reason="early", actor="x", fencing_token=1)
+        store.lifecycle.transition(
+            job_id, JobState.BURSTING, reason="early", actor="x", fencing_token=1
+        )
     old = elect()
     new = elect()
     assert new > old
     with pytest.raises(StaleLeader):
-        store.jobs.transition(
+        store.lifecycle.transition(
             job_id, JobState.BURSTING, reason="late", actor="old", fencing_token=old
         )
     with pytest.raises(StaleLeader):
-        store.jobs.record_placement(job_id, (Part(0, "node-0", 1, 0.0, 0.0),), fencing_token=old)
+        store.lifecycle.record_placement(
+            job_id, (Part(0, "node-0", 1, 0.0, 0.0),), fencing_token=old
+        )
     with pytest.raises(StaleLeader):
-        store.jobs.claim(JobState.BURSTING, limit=1, reason="late", actor="old", fencing_token=old)
+        store.lifecycle.claim(
+            JobState.BURSTING, limit=1, reason="late", actor="old", fencing_token=old
+        )
     assert store.jobs.get(job_id).state is JobState.QUEUED and store.jobs.placement(job_id) == ()
-    moved = store.jobs.transition(
+    moved = store.lifecycle.transition(
         job_id, JobState.BURSTING, reason="ok", actor="new", fencing_token=new
     )
     assert moved.state is JobState.BURSTING
@@ -392,14 +411,14 @@ def test_fencing_token_of_an_old_leader_is_refused(store, elect):  # type: ignor
 
 def test_claim_takes_the_head_of_the_queue_once(store, clock):  # type: ignore[no-untyped-def]
     ids = queued(store, 5, clock=clock)
-    first = store.jobs.claim(JobState.BURSTING, limit=2, reason="cap", actor="c")
-    second = store.jobs.claim(JobState.BURSTING, limit=2, reason="cap", actor="c")
+    first = store.lifecycle.claim(JobState.BURSTING, limit=2, reason="cap", actor="c")
+    second = store.lifecycle.claim(JobState.BURSTING, limit=2, reason="cap", actor="c")
     assert [j.id for j in first] == ids[:2] and [j.id for j in second] == ids[2:4]
     assert all(j.state is JobState.BURSTING and j.version == 3 for j in first + second)
     assert [j.id for j in store.jobs.queue().jobs] == ids[4:]
     assert store.jobs.events(ids[0])[-1].from_state is JobState.QUEUED
     with pytest.raises(IllegalTransition):
-        store.jobs.claim(
+        store.lifecycle.claim(
             JobState.SUCCEEDED, limit=1, reason="x", actor="c", from_state=JobState.SUBMITTED
         )
 
@@ -411,7 +430,7 @@ def test_concurrent_claimers_take_disjoint_jobs(store, clock):  # type: ignore[n
 
     def claimer() -> None:
         barrier.wait()
-        got = store.jobs.claim(JobState.BURSTING, limit=3, reason="cap", actor="c")
+        got = store.lifecycle.claim(JobState.BURSTING, limit=3, reason="cap", actor="c")
         taken.append([j.id for j in got])
 
     threads = [threading.Thread(target=claimer) for _ in range(4)]
@@ -424,8 +443,8 @@ def test_concurrent_claimers_take_disjoint_jobs(store, clock):  # type: ignore[n
 
 
 def test_two_concurrent_writers_cannot_both_move_a_job(store):  # type: ignore[no-untyped-def]
-    job_id = store.jobs.submit(JobSpec(gpus=1)).job.id
-    store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="c")
+    job_id = store.submissions.submit(JobSpec(gpus=1)).job.id
+    store.lifecycle.transition(job_id, JobState.QUEUED, reason="admitted", actor="c")
     seen = store.jobs.get(job_id).version
     targets = [JobState.RUNNING_ONPREM, JobState.BURSTING, JobState.CANCELLED] * 2
     barrier = threading.Barrier(len(targets))
@@ -435,7 +454,7 @@ def test_two_concurrent_writers_cannot_both_move_a_job(store):  # type: ignore[n
     def writer(target: JobState) -> None:
         barrier.wait()
         try:
-            store.jobs.transition(
+            store.lifecycle.transition(
                 job_id, target, reason="race", actor=f"w-{target}", expected_version=seen
             )
             won.append(target)
@@ -456,8 +475,8 @@ def test_two_concurrent_writers_cannot_both_move_a_job(store):  # type: ignore[n
 
 def test_racing_writers_without_versions_still_move_a_job_once(store):  # type: ignore[no-untyped-def]
     """Without ``expected_version`` the lifecycle itself refuses the losers."""
-    job_id = store.jobs.submit(JobSpec(gpus=1)).job.id
-    store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="c")
+    job_id = store.submissions.submit(JobSpec(gpus=1)).job.id
+    store.lifecycle.transition(job_id, JobState.QUEUED, reason="admitted", actor="c")
     barrier = threading.Barrier(4)
     results: list[object] = []
 
@@ -465,7 +484,7 @@ def test_racing_writers_without_versions_still_move_a_job_once(store):  # type: 
         barrier.wait()
         try:
             results.append(
-                store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="r", actor="w")
+                store.lifecycle.transition(job_id, JobState.RUNNING_ONPREM, reason="r", actor="w")
             )
         except (StaleVersion, IllegalTransition) as exc:
             results.append(exc)
@@ -480,13 +499,13 @@ def test_racing_writers_without_versions_still_move_a_job_once(store):  # type: 
 
 
 def test_a_batch_transition_moves_what_it_may_in_one_go(store, elect, clock):  # type: ignore[no-untyped-def]
-    ids = [store.jobs.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(4)]
-    store.jobs.transition(ids[2], JobState.CANCELLED, reason="user", actor="ann")
+    ids = [store.submissions.submit(JobSpec(gpus=1, user="ann")).job.id for _ in range(4)]
+    store.lifecycle.transition(ids[2], JobState.CANCELLED, reason="user", actor="ann")
     moves = [Move(i, f"queued {n}", wait_budget=60.0 * n) for n, i in enumerate(ids)]
     moves.append(Move("no-such-job", "ghost"))
     moves.append(Move(ids[0], "named twice"))
     clock.advance(5)
-    result = store.jobs.transition_many(moves, JobState.QUEUED, actor="controller")
+    result = store.lifecycle.transition_many(moves, JobState.QUEUED, actor="controller")
     assert [m.job.id for m in result.moved] == [ids[0], ids[1], ids[3]]
     assert result.skipped == [ids[2], "no-such-job", ids[0]]
     for n in (0, 1, 3):
@@ -501,15 +520,15 @@ def test_a_batch_transition_moves_what_it_may_in_one_go(store, elect, clock):  #
         )
         assert last.at == clock.now()
     assert store.jobs.get(ids[2]).state is JobState.CANCELLED  # skipped, untouched
-    again = store.jobs.transition_many(moves[:1], JobState.QUEUED, actor="controller")
+    again = store.lifecycle.transition_many(moves[:1], JobState.QUEUED, actor="controller")
     assert again.moved == [] and again.skipped == [ids[0]]  # queued -> queued is no move
 
     # a deposed leader's batch changes nothing at all
     old = elect()
     elect()
-    fresh = store.jobs.submit(JobSpec(gpus=1, user="ann")).job.id
+    fresh = store.submissions.submit(JobSpec(gpus=1, user="ann")).job.id
     with pytest.raises(StaleLeader):
-        store.jobs.transition_many(
+        store.lifecycle.transition_many(
             [Move(fresh, "late")], JobState.QUEUED, actor="controller", fencing_token=old
         )
     assert store.jobs.get(fresh).state is JobState.SUBMITTED and len(store.jobs.events(fresh)) == 1
@@ -517,24 +536,24 @@ def test_a_batch_transition_moves_what_it_may_in_one_go(store, elect, clock):  #
 
 def test_estimates_are_stored_without_a_state_change(store):  # type: ignore[no-untyped-def]
     [job_id] = queued(store, 1)
-    store.jobs.set_estimates(job_id, predicted_runtime=600.0, wait_budget=90.0)
+    store.lifecycle.set_estimates(job_id, predicted_runtime=600.0, wait_budget=90.0)
     got = store.jobs.get(job_id)
     assert (got.job.estimate, got.wait_budget, got.version) == (600.0, 90.0, 2)
-    store.jobs.set_estimates(job_id, wait_budget=30.0)  # None keeps the estimate
+    store.lifecycle.set_estimates(job_id, wait_budget=30.0)  # None keeps the estimate
     assert (store.jobs.get(job_id).job.estimate, store.jobs.get(job_id).wait_budget) == (
         600.0,
         30.0,
     )
     with pytest.raises(JobNotFound):
-        store.jobs.set_estimates("ghost", wait_budget=1.0)
+        store.lifecycle.set_estimates("ghost", wait_budget=1.0)
 
 
 def test_placements_are_kept_per_attempt(store, elect):  # type: ignore[no-untyped-def]
     [job_id] = queued(store, 1)
     assert store.jobs.placement(job_id) == ()
     one = (Part(0, "node-0", 8, 0.0, 0.0), Part(3, "node-3", 2, 4.0, 100.0))
-    assert store.jobs.record_placement(job_id, one) == 1
+    assert store.lifecycle.record_placement(job_id, one) == 1
     two = (Part(1, "node-1", 8, 0.0, 0.0),)
-    assert store.jobs.record_placement(job_id, two, fencing_token=elect()) == 2
+    assert store.lifecycle.record_placement(job_id, two, fencing_token=elect()) == 2
     assert store.jobs.placement(job_id) == two
     assert store.jobs.placement("never-placed") == ()

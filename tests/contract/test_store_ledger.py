@@ -21,8 +21,8 @@ T0 = 1_767_225_600.0  # 2026-01-01T00:00Z, a Thursday
 def job(store, *, team="ml", user="ann", gpus=1, gpu_type=None, project=None):  # type: ignore[no-untyped-def]
     extra = {"project": project} if project else {}
     spec = JobSpec(gpus=gpus, user=user, team=team, gpu_type=gpu_type, extra=extra)
-    job_id = store.jobs.submit(spec).job.id
-    store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
+    job_id = store.submissions.submit(spec).job.id
+    store.lifecycle.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
     return job_id
 
 
@@ -182,11 +182,13 @@ def test_an_on_prem_run_enters_the_ledger_when_it_ends(store, clock):  # type: i
     zero = job(store, gpus=0)
     start = clock.now()
     for job_id in (a, b, zero):
-        store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c")
+        store.lifecycle.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c")
     clock.advance(1800)
-    store.jobs.transition(a, JobState.SUCCEEDED, reason="exit 0", actor="c")
-    store.jobs.transition(b, JobState.CANCELLED, reason="user", actor="c")
-    store.jobs.transition(zero, JobState.SUCCEEDED, reason="exit 0", actor="c")  # no GPUs: no entry
+    store.lifecycle.transition(a, JobState.SUCCEEDED, reason="exit 0", actor="c")
+    store.lifecycle.transition(b, JobState.CANCELLED, reason="user", actor="c")
+    store.lifecycle.transition(
+        zero, JobState.SUCCEEDED, reason="exit 0", actor="c"
+    )  # no GPUs: no entry
     rates = {"a100": 2.5, "*": 1.0}
     totals = store.ledger.cost_report(
         start, start + 1, by=("job", "source", "location"), rates=rates
@@ -204,8 +206,8 @@ def test_an_on_prem_run_enters_the_ledger_when_it_ends(store, clock):  # type: i
 
 def test_an_end_before_the_recorded_start_is_an_empty_run(store, clock):  # type: ignore[no-untyped-def]
     a = job(store, gpus=8)
-    store.jobs.transition(a, JobState.RUNNING_ONPREM, reason="fits", actor="c")
-    store.jobs.transition(a, JobState.FAILED, reason="exit 1", actor="c", at=clock.now() - 30)
+    store.lifecycle.transition(a, JobState.RUNNING_ONPREM, reason="fits", actor="c")
+    store.lifecycle.transition(a, JobState.FAILED, reason="exit 1", actor="c", at=clock.now() - 30)
     [total] = store.ledger.cost_report(clock.now() - DAY, clock.now() + DAY, by=("source",))
     assert (total.key["source"], total.onprem_gpu_hours, total.entries) == ("onprem", 0.0, 1)
 
@@ -218,8 +220,8 @@ def _placed(store, job_id, *parts, at):  # type: ignore[no-untyped-def]
     """Start ``job_id`` on-prem at ``at`` on nodes of the given (GPUs, GPU type) parts."""
     placement = tuple(Part(i, f"node-{i}", gpus, 0.0, 0.0) for i, (gpus, _) in enumerate(parts))
     kinds = [kind for _, kind in parts]
-    store.jobs.record_placement(job_id, placement, at=at, gpu_types=kinds)
-    store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c", at=at)
+    store.lifecycle.record_placement(job_id, placement, at=at, gpu_types=kinds)
+    store.lifecycle.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="c", at=at)
 
 
 def _usage(store, by, **filters):  # type: ignore[no-untyped-def]
@@ -236,7 +238,7 @@ def test_a_running_on_prem_job_is_metered_and_split_at_the_month_end(store, cloc
     assert _usage(store, ("month", "gpu_type")) == [("2026-01", "A100", 2.0, Decimal("4"), 1)]
     # 00:20 on Feb 1: 23:30-00:00 is complete; 00:00-00:30 not yet
     assert store.ledger.meter_onprem(JAN31_23H + 80 * 60, chunk=HALF_HOUR) == 1
-    store.jobs.transition(
+    store.lifecycle.transition(
         a, JobState.SUCCEEDED, reason="exit 0", actor="c", at=JAN31_23H + 110 * 60
     )
     # by hand: January 23:00-24:00 = 4 GPU-h at 2 $/GPU-h; February 00:00-00:50 = 4 × 50/60
@@ -255,10 +257,12 @@ def test_on_prem_use_is_priced_by_the_gpu_types_of_its_nodes(store, clock):  # t
     none = job(store, gpus=1, gpu_type="T4")  # no placement recorded at all
     _placed(store, wide, (8, "A100"), (4, "V100"), at=T0)
     _placed(store, asked, (2, None), at=T0)
-    store.jobs.transition(none, JobState.RUNNING_ONPREM, reason="fits", actor="c", at=T0)
+    store.lifecycle.transition(none, JobState.RUNNING_ONPREM, reason="fits", actor="c", at=T0)
     assert store.ledger.meter_onprem(T0 + 3600, chunk=3600.0) == 4  # one hour: 2 + 1 + 1 entries
     for job_id in (wide, asked, none):
-        store.jobs.transition(job_id, JobState.SUCCEEDED, reason="exit 0", actor="c", at=T0 + 5400)
+        store.lifecycle.transition(
+            job_id, JobState.SUCCEEDED, reason="exit 0", actor="c", at=T0 + 5400
+        )
     assert _usage(store, ("gpu_type",)) == [
         ("A100", 12.0, Decimal("24.000000"), 2),  # 8 GPUs × 1.5 h at 2
         ("H100", 3.0, Decimal("1.500000"), 2),  # the requested type, at '*'
@@ -273,7 +277,7 @@ def test_on_prem_metering_carries_on_from_the_last_entry(store, clock):  # type:
     _placed(store, a, (2, "V100"), at=T0)
     assert store.ledger.meter_onprem(T0 + 650, chunk=300.0) == 2  # 0-300, 300-600 s
     assert store.ledger.meter_onprem(T0 + 2000, chunk=1000.0) == 1  # 600-1600 s
-    store.jobs.transition(a, JobState.SUCCEEDED, reason="exit 0", actor="c", at=T0 + 1900)
+    store.lifecycle.transition(a, JobState.SUCCEEDED, reason="exit 0", actor="c", at=T0 + 1900)
     assert _usage(store, ("gpu_type",)) == [
         ("V100", pytest.approx(2 * 1900 / 3600), Decimal("1.055556"), 4),  # + 1600-1900 s
     ]
@@ -348,13 +352,13 @@ def test_ledger_totals_follow_the_entries_recorded_since(store):  # type: ignore
 def test_ended_jobs_in_a_window_oldest_end_first(store, clock):  # type: ignore[no-untyped-def]
     ids = [job(store) for _ in range(4)]
     start = clock.now()
-    store.jobs.transition(ids[0], JobState.RUNNING_ONPREM, reason="fits", actor="c")
+    store.lifecycle.transition(ids[0], JobState.RUNNING_ONPREM, reason="fits", actor="c")
     clock.advance(10)
-    store.jobs.transition(ids[1], JobState.CANCELLED, reason="user", actor="c")
+    store.lifecycle.transition(ids[1], JobState.CANCELLED, reason="user", actor="c")
     clock.advance(10)
-    store.jobs.transition(ids[0], JobState.SUCCEEDED, reason="exit 0", actor="c")
+    store.lifecycle.transition(ids[0], JobState.SUCCEEDED, reason="exit 0", actor="c")
     clock.advance(10)
-    store.jobs.transition(ids[2], JobState.FAILED, reason="bad", actor="c")
+    store.lifecycle.transition(ids[2], JobState.FAILED, reason="bad", actor="c")
     assert [j.id for j in store.ledger.ended_jobs(start, clock.now() + 1)] == [
         ids[1],
         ids[0],

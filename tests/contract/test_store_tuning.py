@@ -26,13 +26,13 @@ def run_job(
     end: float,  # type: ignore[no-untyped-def]
     estimate: float,
 ) -> None:
-    store.jobs.submit(
+    store.submissions.submit(
         JobSpec(id=job_id, gpus=2, cpus=4, user="ann", team="ml", gpu_type="a100"), at=submit
     )
-    store.jobs.set_estimates(job_id, predicted_runtime=estimate)
-    store.jobs.transition(job_id, JobState.QUEUED, reason="queued", actor="t", at=submit)
+    store.lifecycle.set_estimates(job_id, predicted_runtime=estimate)
+    store.lifecycle.transition(job_id, JobState.QUEUED, reason="queued", actor="t", at=submit)
     if cloud:
-        store.jobs.transition(job_id, JobState.BURSTING, reason="burst", actor="t", at=start)
+        store.lifecycle.transition(job_id, JobState.BURSTING, reason="burst", actor="t", at=start)
         launch = store.ledger.record_launch(
             CloudLaunch(
                 job_id=job_id,
@@ -59,15 +59,17 @@ def run_job(
             ]
         )
     else:
-        store.jobs.record_placement(job_id, (Part(0, "n0", 2, 4.0, 0.0),), at=start)
-        store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="start", actor="t", at=start)
-    store.jobs.transition(job_id, JobState.SUCCEEDED, reason="done", actor="t", at=end)
+        store.lifecycle.record_placement(job_id, (Part(0, "n0", 2, 4.0, 0.0),), at=start)
+        store.lifecycle.transition(
+            job_id, JobState.RUNNING_ONPREM, reason="start", actor="t", at=start
+        )
+    store.lifecycle.transition(job_id, JobState.SUCCEEDED, reason="done", actor="t", at=end)
 
 
 def test_finished_jobs_carry_measured_runtimes_and_the_controllers_estimates(store) -> None:  # type: ignore[no-untyped-def]
     run_job(store, "a", cloud=False, submit=T0, start=T0 + 100, end=T0 + 1100, estimate=800)
     run_job(store, "b", cloud=True, submit=T0 + 10, start=T0 + 70, end=T0 + 3670, estimate=4000)
-    store.jobs.submit(JobSpec(id="late", gpus=1), at=T0 + 20)  # never ran: not history
+    store.submissions.submit(JobSpec(id="late", gpus=1), at=T0 + 20)  # never ran: not history
     records = store.tuning
     jobs = {j.id: j for j in records.finished_jobs(T0, T0 + 60)}
     assert set(jobs) == {"a", "b"}
@@ -112,13 +114,13 @@ def test_state_is_overwritten_and_settings_are_an_append_only_log(store, clock) 
 
 def test_a_cloud_job_without_an_ended_launch_is_not_history(store) -> None:  # type: ignore[no-untyped-def]
     run_job(store, "b", cloud=True, submit=T0, start=T0 + 10, end=T0 + 70, estimate=60)
-    store.jobs.submit(JobSpec(id="c", gpus=1), at=T0 + 1)
-    store.jobs.transition("c", JobState.QUEUED, reason="queued", actor="t", at=T0 + 1)
-    store.jobs.transition("c", JobState.BURSTING, reason="burst", actor="t", at=T0 + 2)
-    store.jobs.transition("c", JobState.RUNNING_CLOUD, reason="up", actor="t", at=T0 + 3)
-    store.jobs.transition("c", JobState.FAILED, reason="lost", actor="t", at=T0 + 9)
-    store.jobs.submit(JobSpec(id="gone", gpus=1), at=T0 + 2)
-    store.jobs.transition("gone", JobState.CANCELLED, reason="user", actor="t", at=T0 + 3)
+    store.submissions.submit(JobSpec(id="c", gpus=1), at=T0 + 1)
+    store.lifecycle.transition("c", JobState.QUEUED, reason="queued", actor="t", at=T0 + 1)
+    store.lifecycle.transition("c", JobState.BURSTING, reason="burst", actor="t", at=T0 + 2)
+    store.lifecycle.transition("c", JobState.RUNNING_CLOUD, reason="up", actor="t", at=T0 + 3)
+    store.lifecycle.transition("c", JobState.FAILED, reason="lost", actor="t", at=T0 + 9)
+    store.submissions.submit(JobSpec(id="gone", gpus=1), at=T0 + 2)
+    store.lifecycle.transition("gone", JobState.CANCELLED, reason="user", actor="t", at=T0 + 3)
     assert [j.id for j in store.tuning.finished_jobs(T0, T0 + 60)] == ["b"]
     assert store.tuning.finished_jobs(T0 + 60, T0 + 99) == []
     assert store.tuning.cloud_spend(["c", "ghost"]).amount == 0.0

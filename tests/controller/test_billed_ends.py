@@ -105,7 +105,7 @@ def test_an_emulated_run_that_ends_during_a_pass_is_billed_to_its_end(tmp_path: 
     store = open_store(tmp_path, clock)
     cloud = EmulatedCloud(tmp_path / "cloud", clock=clock)
     loop = loop_of(store, LocalCluster(tmp_path / "cluster", 0, clock=clock), cloud, clock)
-    store.jobs.submit(JobSpec(id="j", gpus=1, command="true"))
+    store.submissions.submit(JobSpec(id="j", gpus=1, command="true"))
     loop.run_pass()  # nothing on-prem: it bursts at once
     (launch,) = store.ledger.launches("j")
     pid = int(str(launch.cloud_job_id).rsplit("-", 1)[1])
@@ -151,7 +151,7 @@ def test_a_skypilot_run_is_billed_to_the_end_the_api_server_stamped(tmp_path: Pa
     sky = StampingSky(clock)
     cloud = SkyPilotCloud(clock, load_price_table(), sky, sync_interval=0.0, backoff=Backoff())
     loop = loop_of(store, LocalCluster(tmp_path / "cluster", 0, clock=clock), cloud, clock)
-    store.jobs.submit(JobSpec(id="j", gpus=1, gpu_type="A100", command="python train.py"))
+    store.submissions.submit(JobSpec(id="j", gpus=1, gpu_type="A100", command="python train.py"))
     loop.run_pass()
 
     def managed() -> int | None:
@@ -186,7 +186,7 @@ def test_a_local_run_ends_when_its_end_is_seen(tmp_path: Path) -> None:
     store = open_store(tmp_path, clock)
     cluster = LocalCluster(tmp_path / "cluster", 1, clock=clock)
     loop = loop_of(store, cluster, None, clock)
-    store.jobs.submit(JobSpec(id="j", gpus=1, command="true"))
+    store.submissions.submit(JobSpec(id="j", gpus=1, command="true"))
     loop.run_pass()
     process = cluster.process("j")
     assert process is not None

@@ -80,7 +80,7 @@ def test_alerts_fire_once_per_month_everywhere(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     url, received = webhook
-    store.jobs.submit(JobSpec(id="j", gpus=1, team="ml"), at=NOV10 - DAY)
+    store.submissions.submit(JobSpec(id="j", gpus=1, team="ml"), at=NOV10 - DAY)
     store.accounts.set_team_budget("ml", Decimal("300"))
     metrics = ControllerMetrics.create()
     alerts = BudgetAlerts(
@@ -134,7 +134,7 @@ def test_alerts_fire_once_per_month_everywhere(
 
 
 def test_gate_holds_an_exhausted_team_and_checks_alerts(store: SqlStore) -> None:
-    store.jobs.submit(JobSpec(id="j", gpus=1, team="ml"), at=NOV10 - DAY)
+    store.submissions.submit(JobSpec(id="j", gpus=1, team="ml"), at=NOV10 - DAY)
     store.accounts.set_team_budget("ml", Decimal("10"))
     spend(store, "j", "12", NOV10 - DAY)
     gate = BudgetGate(
@@ -150,8 +150,8 @@ def test_gate_holds_an_exhausted_team_and_checks_alerts(store: SqlStore) -> None
 
 
 def test_cost_counters_follow_the_ledger(store: SqlStore) -> None:
-    store.jobs.submit(JobSpec(id="c", gpus=2, team="ml"), at=NOV10 - DAY)
-    store.jobs.submit(JobSpec(id="o", gpus=4, team="cv"), at=NOV10 - DAY)
+    store.submissions.submit(JobSpec(id="c", gpus=2, team="ml"), at=NOV10 - DAY)
+    store.submissions.submit(JobSpec(id="o", gpus=4, team="cv"), at=NOV10 - DAY)
     metrics = ControllerMetrics.create()
     metrics.follow_ledger(store.ledger)
     value = metrics.registry.get_sample_value
@@ -164,9 +164,9 @@ def test_cost_counters_follow_the_ledger(store: SqlStore) -> None:
         == 2.5
     )
     spend(store, "c", "1.25", NOV10 - DAY + 60)
-    store.jobs.transition("o", JobState.QUEUED, reason="t", actor="c", at=NOV10 - 7200)
-    store.jobs.transition("o", JobState.RUNNING_ONPREM, reason="t", actor="c", at=NOV10 - 7200)
-    store.jobs.transition("o", JobState.SUCCEEDED, reason="t", actor="c", at=NOV10 - 3600)
+    store.lifecycle.transition("o", JobState.QUEUED, reason="t", actor="c", at=NOV10 - 7200)
+    store.lifecycle.transition("o", JobState.RUNNING_ONPREM, reason="t", actor="c", at=NOV10 - 7200)
+    store.lifecycle.transition("o", JobState.SUCCEEDED, reason="t", actor="c", at=NOV10 - 3600)
     assert (
         value(
             "starburst_cloud_cost_total",

@@ -27,11 +27,11 @@ def test_a_team_over_budget_is_held_on_prem_while_others_burst(tmp_path: Path) -
     upgrade(url)
     clock = ManualClock(NOW)
     store = SqlStore.open(url, clock=clock)
-    store.jobs.submit(JobSpec(id="old-ml", gpus=1, team="ml"), at=NOW - 3600)
+    store.submissions.submit(JobSpec(id="old-ml", gpus=1, team="ml"), at=NOW - 3600)
     store.ledger.record_costs([CostEntry("old-ml", NOW - 3600, NOW - 1800, Decimal("300"), "aws")])
     store.accounts.set_team_budget("ml", Decimal("250"))
     store.accounts.set_team_budget("cv", Decimal("1000"))
-    store.jobs.transition("old-ml", JobState.CANCELLED, reason="test", actor="test")
+    store.lifecycle.transition("old-ml", JobState.CANCELLED, reason="test", actor="test")
 
     gate = BudgetGate(store.accounts, store.ledger, no_team_limit=Decimal(100))
     held = gate(NOW)
@@ -48,8 +48,8 @@ def test_a_team_over_budget_is_held_on_prem_while_others_burst(tmp_path: Path) -
         SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT)),
         hold=gate,
     )
-    store.jobs.submit(JobSpec(id="ml-1", gpus=1, team="ml"), at=NOW)
-    store.jobs.submit(JobSpec(id="cv-1", gpus=1, team="cv"), at=NOW)
+    store.submissions.submit(JobSpec(id="ml-1", gpus=1, team="ml"), at=NOW)
+    store.submissions.submit(JobSpec(id="cv-1", gpus=1, team="cv"), at=NOW)
     report = loop.run_pass()
     assert report.burst == ["cv-1"]
     assert [job for job, _ in report.held] == ["ml-1"]

@@ -212,7 +212,8 @@ def test_no_job_is_lost_or_run_twice_across_repeated_sigkills(tmp_path: Path) ->
         )
     # jobs keep arriving while the controller is being killed: ~10 per second
     submitter = threading.Thread(
-        target=lambda: [(store.jobs.submit(spec), time.sleep(0.1)) for spec in specs], daemon=True
+        target=lambda: [(store.submissions.submit(spec), time.sleep(0.1)) for spec in specs],
+        daemon=True,
     )
     submitter.start()
     env = {
@@ -312,7 +313,7 @@ def test_takeovers_never_kill_or_rerun_jobs_that_reuse_uids(tmp_path: Path) -> N
         for i in range(UID_JOBS)
     ]
     submitter = threading.Thread(
-        target=lambda: [(store.jobs.submit(spec), time.sleep(0.15)) for spec in specs],
+        target=lambda: [(store.submissions.submit(spec), time.sleep(0.15)) for spec in specs],
         daemon=True,
     )
     submitter.start()

@@ -50,7 +50,7 @@ def pg_url(postgres_url: str) -> Iterator[str]:
 
 def submit(store: SqlStore, name: str, seconds: float = 0.2) -> str:
     spec = JobSpec(gpus=1, name=name, command=f"sleep {seconds}", declared_runtime=seconds)
-    return store.jobs.submit(spec).job.id
+    return store.submissions.submit(spec).job.id
 
 
 def test_one_replica_leads_and_a_standby_takes_over_with_a_newer_fencing_token(
@@ -81,7 +81,7 @@ def test_one_replica_leads_and_a_standby_takes_over_with_a_newer_fencing_token(
         # the deposed leader cannot act: its fencing token is refused
         third = submit(b.store, "third", seconds=5)
         with pytest.raises(StaleLeader):
-            a.store.jobs.transition(
+            a.store.lifecycle.transition(
                 third, JobState.QUEUED, reason="zombie", actor="a", fencing_token=old_token
             )
     finally:

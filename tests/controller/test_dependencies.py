@@ -78,7 +78,7 @@ class Live:
 
     def submit(self, job_id: str, gpus: int = 1, **kw: object) -> str:
         spec = JobSpec(id=job_id, gpus=gpus, declared_runtime=100.0, **kw)  # type: ignore[arg-type]
-        return self.store.jobs.submit(spec).job.id
+        return self.store.submissions.submit(spec).job.id
 
     def at(self, seconds: float) -> None:
         self.clock.set(EPOCH + seconds)
@@ -110,7 +110,7 @@ def test_afterok_on_a_failure_cancels_and_afterany_runs(live: Live) -> None:
     live.submit("b", after=(Dependency("a", AfterKind.OK),))
     live.submit("c", after=(Dependency("a"),))
     live.at(0)
-    live.store.jobs.transition("a", JobState.CANCELLED, reason="cancelled by ann", actor="ann")
+    live.store.lifecycle.transition("a", JobState.CANCELLED, reason="cancelled by ann", actor="ann")
     live.at(1)
     b = live.store.jobs.get("b")
     assert b.state is JobState.CANCELLED
@@ -123,7 +123,7 @@ def test_a_failed_dependency_cancels_the_whole_afterok_chain(live: Live) -> None
     live.submit("a")
     live.submit("b", after=(Dependency("a", AfterKind.OK),))
     live.submit("c", after=(Dependency("b", AfterKind.OK),))
-    live.store.jobs.transition(
+    live.store.lifecycle.transition(
         "a", JobState.FAILED, reason="its Kubernetes Job was deleted", actor="x"
     )
     live.at(0)

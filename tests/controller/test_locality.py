@@ -52,7 +52,7 @@ def test_a_controller_of_another_state_dir_refuses_to_lead_or_start(tmp_path: Pa
     a = make_controller(url, tmp_path / "a")
     b = make_controller(url, tmp_path / "b")  # built while nothing was in flight
     store = a.store
-    store.jobs.submit(JobSpec(id="long", gpus=1, command=f"echo run >> {runs}; sleep 2"))
+    store.submissions.submit(JobSpec(id="long", gpus=1, command=f"echo run >> {runs}; sleep 2"))
     wait_for(lambda: a.run_pass() is not None and store.jobs.get("long").state.value != "queued")
     assert store.jobs.get("long").state is JobState.RUNNING_ONPREM
     a._lock.close()  # the leader dies: its lock goes, its job runs on
@@ -102,7 +102,7 @@ def test_a_controller_of_another_state_dir_may_lead_once_nothing_is_in_flight(
     upgrade(url)
     a = make_controller(url, tmp_path / "a")
     store = a.store
-    store.jobs.submit(JobSpec(id="quick", gpus=1, command="true"))
+    store.submissions.submit(JobSpec(id="quick", gpus=1, command="true"))
     wait_for(
         lambda: a.run_pass() is not None and store.jobs.get("quick").state is JobState.SUCCEEDED
     )

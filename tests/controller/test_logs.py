@@ -213,7 +213,7 @@ def test_a_cloud_outage_logs_one_held_line_with_a_count_not_one_per_job(
         store, cluster, SimCloud(clock, 2.5), clock, config, hold=CloudGate(Outage())
     )
     for i in range(60):
-        store.jobs.submit(JobSpec(id=f"j{i}", gpus=1), at=t0)
+        store.submissions.submit(JobSpec(id=f"j{i}", gpus=1), at=t0)
     loop.run_pass()  # admitted, j0 starts
     with caplog.at_level(logging.INFO, logger="starburst.controller"):
         for _ in range(3):  # budgets spent, the cloud still down: held, announced once

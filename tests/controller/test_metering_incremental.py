@@ -31,7 +31,7 @@ def test_each_pass_writes_only_the_new_chunks_and_a_restart_loses_none(
 
     monkeypatch.setattr(store.ledger, "record_costs", counting)
 
-    store.jobs.submit(JobSpec(id="j1", gpus=1, command="true"))
+    store.submissions.submit(JobSpec(id="j1", gpus=1, command="true"))
     live = loop()
     live.run_pass()  # bursts at once: nothing on-prem
     (launch,) = store.ledger.launches("j1")

@@ -71,7 +71,7 @@ def bursting(
 
 def test_a_launch_that_ended_unseen_is_billed_to_its_end(tmp_path: Path) -> None:
     store, cloud, clock, loop = bursting(tmp_path, 10.0)
-    store.jobs.submit(JobSpec(id="j1", gpus=1, command="true"))
+    store.submissions.submit(JobSpec(id="j1", gpus=1, command="true"))
     loop().run_pass()  # bursts at once: nothing on-prem
     (launch,) = store.ledger.launches("j1")
     cloud.end = launch.launched_at + 25.0  # it runs 25 s …

@@ -34,7 +34,7 @@ def test_a_sixteen_gpu_job_bursts_as_two_eight_gpu_nodes(tmp_path: Path) -> None
         clock,
         SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True),
     )
-    store.jobs.submit(JobSpec(id="big", gpus=16, gpu_type="H100", command="sleep 0.3"))
+    store.submissions.submit(JobSpec(id="big", gpus=16, gpu_type="H100", command="sleep 0.3"))
 
     def succeeded() -> bool:
         loop.run_pass()

@@ -37,7 +37,7 @@ def _world() -> tuple[MemoryStore, SchedulingLoop, ManualClock]:
     cluster = SimCluster([Node("n0", 1)], clock)  # the 2-GPU job never fits: it bursts
     cloud = SimCloud(clock, 2.5, runtimes={"j": RUNTIME})
     loop = SchedulingLoop(store, cluster, cloud, clock, CONFIG, metering_chunk_s=60.0)
-    store.jobs.submit(JobSpec(id="j", gpus=2, command="train"))
+    store.submissions.submit(JobSpec(id="j", gpus=2, command="train"))
     return store, loop, clock
 
 
@@ -70,8 +70,8 @@ def test_a_burst_and_a_resumed_burst_launch_record_and_bill_alike(launches: list
 
     resumed, new_leader, clock_b = _world()
     # the previous leader recorded the burst and died before launching it
-    resumed.jobs.transition("j", JobState.QUEUED, reason="queued", actor=ACTOR)
-    resumed.jobs.transition("j", JobState.BURSTING, reason="no wait", actor=ACTOR)
+    resumed.lifecycle.transition("j", JobState.QUEUED, reason="queued", actor=ACTOR)
+    resumed.lifecycle.transition("j", JobState.BURSTING, reason="no wait", actor=ACTOR)
     assert resumed.ledger.launches("j") == []
     assert new_leader.reconcile() == 1
     assert launches == ["j", "j"]

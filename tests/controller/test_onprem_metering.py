@@ -27,7 +27,7 @@ def test_a_running_job_is_metered_by_its_nodes_type_and_split_at_the_month_end()
     cluster = SimCluster(uniform_nodes(1, 8, gpu_type="H100"), clock, {"long": 3 * HOUR})
     config = SchedulerConfig(WaitPolicy(PolicyKind.INFINITE), out_of_order=True)
     loop = SchedulingLoop(store, cluster, None, clock, config, metering_chunk_s=600.0)
-    store.jobs.submit(JobSpec(id="long", gpus=4, command="true"))  # no GPU type asked for
+    store.submissions.submit(JobSpec(id="long", gpus=4, command="true"))  # no GPU type asked for
     rates = {"H100": 3.0, "*": 1.0}
 
     def used() -> list[tuple[str | None, str | None, float, str]]:

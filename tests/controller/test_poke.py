@@ -51,7 +51,7 @@ def test_a_burst_of_pokes_asks_for_one_pass_and_that_pass_serves_them(tmp_path: 
             return real_get_job(job_id, jobstore)
 
         ticks.get_job = get_job  # type: ignore[method-assign]
-        ids = [store.jobs.submit(JobSpec(gpus=1, name=f"s{i}")).job.id for i in range(20)]
+        ids = [store.submissions.submit(JobSpec(gpus=1, name=f"s{i}")).job.id for i in range(20)]
         for _ in range(200):  # as the API does after each of many submissions
             controller.poke()
         assert asked == ["pass"]  # one request for a pass, not one per poke

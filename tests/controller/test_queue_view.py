@@ -34,12 +34,12 @@ def setup(tmp: Path, gpus: int) -> tuple[SqlStore, SimCluster, SchedulingLoop, M
 def test_a_job_cancelled_while_queued_never_starts(tmp_path: Path) -> None:
     store, cluster, loop, clock = setup(tmp_path, gpus=1)
     for i in range(3):
-        store.jobs.submit(JobSpec(id=f"j{i}", gpus=1), at=T0 + i)
+        store.submissions.submit(JobSpec(id=f"j{i}", gpus=1), at=T0 + i)
     clock.set(T0 + 10)
     assert loop.run_pass().started == ["j0"]
-    store.jobs.transition("j1", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
+    store.lifecycle.transition("j1", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
     cluster.cancel("j0")  # GPUs free again; the view must have dropped j1 from the feed
-    store.jobs.transition("j0", JobState.FAILED, reason="lost", actor="test")
+    store.lifecycle.transition("j0", JobState.FAILED, reason="lost", actor="test")
     clock.advance(1)
     report = loop.run_pass()
     assert report.started == ["j2"]
@@ -49,11 +49,11 @@ def test_a_job_cancelled_while_queued_never_starts(tmp_path: Path) -> None:
 
 def test_a_job_cancelled_while_running_on_prem_is_stopped(tmp_path: Path) -> None:
     store, cluster, loop, clock = setup(tmp_path, gpus=2)
-    store.jobs.submit(JobSpec(id="j0", gpus=1), at=T0)
+    store.submissions.submit(JobSpec(id="j0", gpus=1), at=T0)
     clock.set(T0 + 1)
     assert loop.run_pass().started == ["j0"]
     assert {r.job.id for r in cluster.snapshot().running} == {"j0"}
-    store.jobs.transition("j0", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
+    store.lifecycle.transition("j0", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
     clock.advance(1)
     loop.run_pass()
     assert not list(cluster.snapshot().running)
@@ -67,11 +67,11 @@ def test_the_full_re_read_stops_what_the_store_no_longer_runs_and_nothing_foreig
     from starburst.core.job import Job
 
     store, cluster, loop, clock = setup(tmp_path, gpus=4)
-    store.jobs.submit(JobSpec(id="j0", gpus=1), at=T0)
+    store.submissions.submit(JobSpec(id="j0", gpus=1), at=T0)
     clock.set(T0 + 1)
     assert loop.run_pass().started == ["j0"]
     cluster.start(Job("foreign", T0, 1, runtime=3600.0), (Part(0, "node-0", 1, 0.0, 0.0),))
-    store.jobs.transition("j0", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
+    store.lifecycle.transition("j0", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
     clock.advance(61)  # past the view's refresh: this pass re-reads everything
     loop.run_pass()
     assert loop.view.reloaded
@@ -83,7 +83,7 @@ def test_submissions_beyond_the_admission_cap_wait_for_the_next_pass(tmp_path: P
     store, _, loop, clock = setup(tmp_path, gpus=1)
     loop.admissions_per_pass = 3
     for i in range(5):
-        store.jobs.submit(JobSpec(id=f"j{i}", gpus=1), at=T0 + i)
+        store.submissions.submit(JobSpec(id=f"j{i}", gpus=1), at=T0 + i)
     clock.set(T0 + 10)
     first = loop.run_pass()
     assert first.admitted == 3 and first.next_wakeup == clock.t  # asks to run again at once
@@ -108,7 +108,7 @@ def test_without_a_cloud_jobs_past_the_queue_cap_stay_queued_and_start_when_gpus
     config = SchedulerConfig(WaitPolicy(PolicyKind.CONSTANT, 5.0), out_of_order=True, queue_cap=3)
     loop = SchedulingLoop(store, cluster, None, clock, config)
     for i in range(40):
-        store.jobs.submit(JobSpec(id=f"j{i}", gpus=1), at=T0)
+        store.submissions.submit(JobSpec(id=f"j{i}", gpus=1), at=T0)
     with caplog.at_level(logging.INFO, logger="starburst.controller"):
         report = loop.run_pass()
     assert report.started == ["j0"] and report.burst == []
@@ -155,15 +155,19 @@ def test_a_job_submitted_and_admitted_between_two_looks_is_not_read_back(
     reads: list[str] = []
     get = store.jobs.get
     store.jobs.get = lambda job_id: reads.append(job_id) or get(job_id)  # type: ignore[method-assign]
-    submitted = store.jobs.submit(JobSpec(id="j0", gpus=1), at=T0 + 1)
-    store.jobs.transition("j0", JobState.QUEUED, reason="admitted", actor="test", wait_budget=60.0)
+    submitted = store.submissions.submit(JobSpec(id="j0", gpus=1), at=T0 + 1)
+    store.lifecycle.transition(
+        "j0", JobState.QUEUED, reason="admitted", actor="test", wait_budget=60.0
+    )
     admitted = QueuedJob(submitted.job, T0 + 1, 60.0)
     view.add(admitted)
     assert view.current(T0 + 2, policy) == [admitted]
     assert reads == []
     # a job queued by another writer is still read, once
-    store.jobs.submit(JobSpec(id="j1", gpus=1), at=T0 + 3)
-    store.jobs.transition("j1", JobState.QUEUED, reason="admitted", actor="test", wait_budget=5.0)
+    store.submissions.submit(JobSpec(id="j1", gpus=1), at=T0 + 3)
+    store.lifecycle.transition(
+        "j1", JobState.QUEUED, reason="admitted", actor="test", wait_budget=5.0
+    )
     assert [q.id for q in view.current(T0 + 4, policy)] == ["j0", "j1"]
     assert reads == ["j1"]
     store.close()

@@ -27,7 +27,7 @@ def test_a_pulled_back_job_bursts_again_as_a_new_launch(tmp_path: Path) -> None:
     cloud = EmulatedCloud(tmp_path / "cloud", clock=clock)
     star = WaitPolicy(PolicyKind.STAR, coefficient=0.0, star_threshold=0.4)
     loop = SchedulingLoop(store, cluster, cloud, clock, SchedulerConfig(star, out_of_order=True))
-    store.jobs.submit(JobSpec(id="s1", gpus=1, command="sleep 1.2", image="python:3.11"))
+    store.submissions.submit(JobSpec(id="s1", gpus=1, command="sleep 1.2", image="python:3.11"))
     pulled: list[str] = []
 
     def succeeded() -> bool:

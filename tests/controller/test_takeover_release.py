@@ -57,13 +57,13 @@ users = resolve_job_users((uid, uid), Path(work), default_lock_dir())
 cluster = LocalCluster(Path(state), 2, users=users)
 config = SchedulerConfig(WaitPolicy(PolicyKind.NO_WAIT), out_of_order=True)
 loop = SchedulingLoop(store, cluster, None, WallClock(), config)
-store.jobs.submit(JobSpec(id="x", gpus=1, command="id -u"))
+store.submissions.submit(JobSpec(id="x", gpus=1, command="id -u"))
 loop.run_pass()
 seen = []
 while not seen:  # 1. the end is seen (and the uid released), not recorded
     seen = list(cluster.ended())
     time.sleep(0.02)
-store.jobs.submit(JobSpec(id="y", gpus=1, command="id -u; sleep 120"))
+store.submissions.submit(JobSpec(id="y", gpus=1, command="id -u; sleep 120"))
 loop.run_pass()  # 2. y takes the uid
 print("ready", json.dumps(sorted(users.held())), flush=True)
 time.sleep(120)  # 3. killed -9 here

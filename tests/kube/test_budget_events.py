@@ -19,8 +19,8 @@ def test_budget_alerts_are_events_in_the_team_namespace(core, cluster, tmp_path:
     url = f"sqlite:///{tmp_path / 'b.db'}"
     upgrade(url)
     store = SqlStore.open(url)
-    store.jobs.submit(JobSpec(id="j", gpus=1, team="default"), at=NOW - 3600)
-    store.jobs.submit(JobSpec(id="k", gpus=1, team="Data Science"), at=NOW - 3600)
+    store.submissions.submit(JobSpec(id="j", gpus=1, team="default"), at=NOW - 3600)
+    store.submissions.submit(JobSpec(id="k", gpus=1, team="Data Science"), at=NOW - 3600)
     store.ledger.record_costs(
         [
             CostEntry("j", NOW - 3600, NOW, Decimal("90"), "aws"),

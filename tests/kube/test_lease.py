@@ -106,17 +106,17 @@ def test_a_deposed_leaders_writes_are_refused_by_the_store(
         duration=1.0,
     )
     try:
-        job_id = store.jobs.submit(JobSpec(gpus=1)).job.id
+        job_id = store.submissions.submit(JobSpec(gpus=1)).job.id
         old = a.try_acquire()
         assert old is not None
         a.abandon()
         new = b.acquire(timeout=10)
         assert new == old + 1
         with pytest.raises(StaleLeader):  # a paused old leader waking up late
-            store.jobs.transition(
+            store.lifecycle.transition(
                 job_id, JobState.QUEUED, reason="late", actor="a", fencing_token=old
             )
-        moved = store.jobs.transition(
+        moved = store.lifecycle.transition(
             job_id, JobState.QUEUED, reason="ok", actor="b", fencing_token=new
         )
         assert moved.state is JobState.QUEUED

@@ -51,7 +51,7 @@ def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: P
         assert wait_for(lambda: b.health().detail.startswith("standby"))
         old = a._lock.token
         assert old is not None
-        job = a.store.jobs.submit(JobSpec(gpus=1, command="true")).job.id
+        job = a.store.submissions.submit(JobSpec(gpus=1, command="true")).job.id
         assert wait_for(lambda: a.store.jobs.get(job).state is JobState.SUCCEEDED)
 
         a_ticks.pause()  # no more passes …
@@ -60,11 +60,11 @@ def test_a_lease_elected_standby_takes_over_from_a_dead_leader(kube, tmp_path: P
         assert wait_for(lambda: b.health().detail == "leading")
         assert time.monotonic() - died < 5.0  # within the lease duration plus a few passes
         assert (b._lock.token or 0) > old
-        second = b.store.jobs.submit(JobSpec(gpus=1, command="true")).job.id
+        second = b.store.submissions.submit(JobSpec(gpus=1, command="true")).job.id
         assert wait_for(lambda: b.store.jobs.get(second).state is JobState.SUCCEEDED)
-        third = b.store.jobs.submit(JobSpec(gpus=1, command="sleep 5")).job.id
+        third = b.store.submissions.submit(JobSpec(gpus=1, command="sleep 5")).job.id
         with pytest.raises(StaleLeader):
-            a.store.jobs.transition(
+            a.store.lifecycle.transition(
                 third, JobState.QUEUED, reason="zombie", actor="a", fencing_token=old
             )
     finally:

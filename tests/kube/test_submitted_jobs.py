@@ -134,10 +134,10 @@ def test_the_controller_runs_a_cli_submission_on_kubernetes(
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
     controller = Controller(settings, store, cluster, None, clock=clock)
     try:
-        ok = store.jobs.submit(
+        ok = store.submissions.submit(
             JobSpec(gpus=2, user="ana", image="python:3.11", command="python -c 'print(42)'")
         ).job.id
-        no_image = store.jobs.submit(JobSpec(gpus=1, user="ana", command="true")).job.id
+        no_image = store.submissions.submit(JobSpec(gpus=1, user="ana", command="true")).job.id
         report = controller.run_pass()
         assert report is not None and report.started == [ok]
         assert store.jobs.get(ok).state is JobState.RUNNING_ONPREM

@@ -45,12 +45,12 @@ def finish_jobs(store: SqlStore, n: int) -> None:
             command=f"python {kind}.py",
             declared_runtime=9999.0,
         )
-        job_id = store.jobs.submit(spec).job.id
-        store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="t")
+        job_id = store.submissions.submit(spec).job.id
+        store.lifecycle.transition(job_id, JobState.QUEUED, reason="admitted", actor="t")
         clock.advance(5)
-        store.jobs.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="t")
+        store.lifecycle.transition(job_id, JobState.RUNNING_ONPREM, reason="fits", actor="t")
         clock.advance(KINDS[kind] * (1 + (i % 5) / 20))
-        store.jobs.transition(job_id, JobState.SUCCEEDED, reason="exit 0", actor="t")
+        store.lifecycle.transition(job_id, JobState.SUCCEEDED, reason="exit 0", actor="t")
 
 
 def test_train_load_predict_and_record(store: SqlStore, tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_train_load_predict_and_record(store: SqlStore, tmp_path: Path) -> None:
         command="python debug.py",
         declared_runtime=7200.0,
     )
-    stored = store.jobs.get(store.jobs.submit(spec).job.id)
+    stored = store.jobs.get(store.submissions.submit(spec).job.id)
     job = queued_job(stored)
     assert job.extra["command"] == "python debug.py" and job.extra["declared_runtime"]
     [est] = loaded.estimator.estimate([job])
@@ -105,6 +105,6 @@ def test_broken_active_model_falls_back(store: SqlStore, tmp_path: Path) -> None
     loaded = load_from_store(store.models)
     assert isinstance(loaded.estimator, FallbackEstimator) and "corrupt" in loaded.message
     stored = store.jobs.get(
-        store.jobs.submit(JobSpec(gpus=1, user="x", declared_runtime=600.0)).job.id
+        store.submissions.submit(JobSpec(gpus=1, user="x", declared_runtime=600.0)).job.id
     )
     assert loaded.estimator.estimate([queued_job(stored)])[0].source == DECLARED

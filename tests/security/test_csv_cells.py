@@ -69,7 +69,7 @@ def served(postgres_url: str) -> Iterator[Served]:
     finance = store.accounts.issue_token("fin", Role.FINANCE).secret
     now = 1_790_000_000.0
     for i, project in enumerate(FORMULAS):
-        job = store.jobs.submit(
+        job = store.submissions.submit(
             JobSpec(gpus=1, user="alice", team="ml", name=project, extra={"project": project})
         ).job.id
         amount = Decimal("1.25") + i

@@ -145,7 +145,7 @@ def test_the_default_array_limit_is_the_clis() -> None:
 
 
 def test_the_queue_costs_what_it_shows_not_others_backlog(api: Api) -> None:
-    api.store.jobs.submit_many([JobSpec(gpus=1, user="dave", team="vision")] * 300)
+    api.store.submissions.submit_many([JobSpec(gpus=1, user="dave", team="vision")] * 300)
     api.rows_read.clear()
     view = api.get("eve", "/v1/queue")
     assert view.status_code == 200

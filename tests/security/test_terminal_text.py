@@ -65,15 +65,15 @@ def served(postgres_url: str) -> Iterator[Served]:
         "admin": store.accounts.issue_token("root", Role.ADMIN).secret,
         "alice": store.accounts.issue_token("alice", Role.USER).secret,
     }
-    job = store.jobs.submit(JobSpec(gpus=0, user="alice", command="train")).job.id
+    job = store.submissions.submit(JobSpec(gpus=0, user="alice", command="train")).job.id
     for state, why in (
         (JobState.QUEUED, "admitted"),
         (JobState.RUNNING_ONPREM, "started"),
         (JobState.FAILED, with_output("exit code 1", OUTPUT)),
     ):
-        store.jobs.transition(job, state, reason=why, actor="controller")
+        store.lifecycle.transition(job, state, reason=why, actor="controller")
     for name in NAMES:  # stored before names were checked
-        store.jobs.submit(JobSpec(gpus=0, user="alice", name=name, command="true"))
+        store.submissions.submit(JobSpec(gpus=0, user="alice", name=name, command="true"))
     app = create_app(Settings(database_url=database), store, auth=True, job_logs=lambda: Logs())
     server = LiveServer(app).start()
     try:

@@ -57,7 +57,7 @@ def controller(postgres_database: str, tmp_path: Path) -> Iterator[Controller]:
 def submit(store: SqlStore, command: str, env: dict[str, str] | None = None) -> str:
     extra = {"env": json.dumps(env)} if env else {}
     spec = JobSpec(gpus=1, command=command, declared_runtime=1.0, extra=extra)
-    return store.jobs.submit(spec).job.id
+    return store.submissions.submit(spec).job.id
 
 
 def passes(controller: Controller, count: int) -> None:
@@ -102,9 +102,9 @@ def test_a_new_leader_does_not_trip_over_it_either(controller: Controller) -> No
     """The job was recorded as running (by an older controller) but can never start."""
     store = controller.store
     bad = submit(store, "true", {"TOKEN": "a\x00b"})
-    store.jobs.transition(bad, JobState.QUEUED, reason="test", actor="test")
-    store.jobs.record_placement(bad, (Part(0, "local", 1, 0.0, 0.0),))
-    store.jobs.transition(bad, JobState.RUNNING_ONPREM, reason="test", actor="test")
+    store.lifecycle.transition(bad, JobState.QUEUED, reason="test", actor="test")
+    store.lifecycle.record_placement(bad, (Part(0, "local", 1, 0.0, 0.0),))
+    store.lifecycle.transition(bad, JobState.RUNNING_ONPREM, reason="test", actor="test")
     passes(controller, 2)  # the first pass leads: reconcile re-issues the start
     assert store.jobs.get(bad).state is JobState.FAILED
     assert controller.health().ready

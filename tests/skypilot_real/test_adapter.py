@@ -80,7 +80,9 @@ def test_the_controller_keeps_the_job_on_prem_and_reports_degraded(
     cluster = LocalCluster(tmp_path / "cluster", 0, clock=clock)  # nothing fits on-prem
     cloud = SkyPilotCloud(clock, sync_interval=0.0)
     controller = Controller(settings, store, cluster, cloud, clock=clock)
-    job = store.jobs.submit(JobSpec(gpus=1, gpu_type="A100", command="python train.py")).job.id
+    job = store.submissions.submit(
+        JobSpec(gpus=1, gpu_type="A100", command="python train.py")
+    ).job.id
     try:
 
         def refused() -> bool:

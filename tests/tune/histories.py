@@ -57,13 +57,15 @@ def record_scheduler(store: Any, coefficient: float, budget: float = 0.25) -> No
 def _store_outcome(
     store: Any, job: Job, where: str, submit: float, start: float, end: float
 ) -> None:
-    store.jobs.submit(JobSpec(id=job.id, gpus=job.gpus, user="ann", team="ml"), at=submit)
-    store.jobs.set_estimates(job.id, predicted_runtime=job.estimate)
-    store.jobs.transition(job.id, JobState.QUEUED, reason="queued", actor="t", at=submit)
+    store.submissions.submit(JobSpec(id=job.id, gpus=job.gpus, user="ann", team="ml"), at=submit)
+    store.lifecycle.set_estimates(job.id, predicted_runtime=job.estimate)
+    store.lifecycle.transition(job.id, JobState.QUEUED, reason="queued", actor="t", at=submit)
     if where == "onprem":
-        store.jobs.transition(job.id, JobState.RUNNING_ONPREM, reason="start", actor="t", at=start)
+        store.lifecycle.transition(
+            job.id, JobState.RUNNING_ONPREM, reason="start", actor="t", at=start
+        )
     else:
-        store.jobs.transition(job.id, JobState.BURSTING, reason="burst", actor="t", at=start)
+        store.lifecycle.transition(job.id, JobState.BURSTING, reason="burst", actor="t", at=start)
         price = Decimal(str(PRICE * job.gpus))
         launch = store.ledger.record_launch(
             CloudLaunch(
@@ -91,4 +93,4 @@ def _store_outcome(
                 )
             ]
         )
-    store.jobs.transition(job.id, JobState.SUCCEEDED, reason="done", actor="t", at=end)
+    store.lifecycle.transition(job.id, JobState.SUCCEEDED, reason="done", actor="t", at=end)

@@ -93,7 +93,9 @@ class LiveRun:
         self._period = recalibrate_every
         self._tick = self.clock.now() + recalibrate_every if recalibrate_every else math.inf
         try:
-            VirtualTime(self.clock, self.cluster, self.cloud, self.store.jobs, self._pass).run(jobs)
+            VirtualTime(
+                self.clock, self.cluster, self.cloud, self.store.submissions, self._pass
+            ).run(jobs)
         finally:
             self._period, self._tick = None, math.inf
         return self.clock.now()

@@ -170,7 +170,7 @@ def test_apply_reaches_the_running_controller_without_a_restart(tmp_path: Path, 
     assert scheduler is not None and scheduler["setting_id"] == applied.id
     # a job submitted now is admitted with the budget the new setting gives it
     run.runtimes["late"] = 7200.0
-    run.store.jobs.submit(JobSpec(id="late", gpus=4), at=run.clock.now())
+    run.store.submissions.submit(JobSpec(id="late", gpus=4), at=run.clock.now())
     assert run.controller.run_pass() is not None
     late = run.store.jobs.get("late")
     assert late.state is not JobState.SUBMITTED and late.predicted_runtime is not None

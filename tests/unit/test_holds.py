@@ -15,8 +15,8 @@ DAY = 86_400.0
 
 def test_a_team_is_held_once_this_months_spend_reaches_its_limit() -> None:
     store = MemoryStore()
-    ml = store.jobs.submit(JobSpec(gpus=1, user="ann", team="ml")).job.id
-    cv = store.jobs.submit(JobSpec(gpus=1, user="bob", team="cv")).job.id
+    ml = store.submissions.submit(JobSpec(gpus=1, user="ann", team="ml")).job.id
+    cv = store.submissions.submit(JobSpec(gpus=1, user="bob", team="cv")).job.id
     store.accounts.set_team_budget("ml", Decimal("100"))
     store.accounts.set_team_budget("cv", Decimal("100"))
     store.accounts.set_team_budget("idle", Decimal("0"))  # a zero limit with no spend holds nobody

@@ -12,7 +12,7 @@ from starburst.core.records import JobSpec, StaleLeader
 
 def test_one_holder_at_a_time_and_each_term_fences_the_last() -> None:
     store = MemoryStore()
-    job_id = store.jobs.submit(JobSpec(gpus=1)).job.id
+    job_id = store.submissions.submit(JobSpec(gpus=1)).job.id
     first, second = MemoryLeaderLock(store), MemoryLeaderLock(store)
     token = first.try_acquire()
     assert token == 1 and first.is_held() and first.token == 1
@@ -20,12 +20,14 @@ def test_one_holder_at_a_time_and_each_term_fences_the_last() -> None:
     assert second.try_acquire() is None and not second.is_held()
     with pytest.raises(LeaderLockBusy):
         second.acquire(timeout=0.0)
-    store.jobs.transition(job_id, JobState.QUEUED, reason="ok", actor="a", fencing_token=token)
+    store.lifecycle.transition(job_id, JobState.QUEUED, reason="ok", actor="a", fencing_token=token)
     first.release()
     assert not first.is_held() and first.token is None
     assert second.acquire(timeout=0.0) == 2
     with pytest.raises(StaleLeader):
-        store.jobs.transition(job_id, JobState.BURSTING, reason="late", actor="a", fencing_token=1)
+        store.lifecycle.transition(
+            job_id, JobState.BURSTING, reason="late", actor="a", fencing_token=1
+        )
     assert store.jobs.get(job_id).state is JobState.QUEUED
     second.release()
     second.release()  # releasing twice is harmless

@@ -1,6 +1,5 @@
 """The ledger (``SqlLedger``, the ``Ledger`` port): metered cost entries and every report
-read from them, and the cloud launches the entries point at (``launches.SqlLaunches``,
-which ``SqlLedger`` is built with and hands those calls to).
+read from them, and the cloud launches the entries point at.
 
 Terms:
 - *entry*: one row of ``cost_entries``. ``source = "cloud"``: a chunk of a cloud launch's
@@ -14,6 +13,8 @@ Terms:
 - *location*: ``cloud:region`` (or just ``cloud``); on-prem usage is located at ``onprem``.
 
 Invariants:
+- A cloud launch is recorded when the burst is decided (``launched_at``, billed from then on)
+  and updated as polling learns more; ``ended_at`` set means it bills no more.
 - Entries are idempotent per ``(job, source, period_start, part)``: a meter that re-sends an
   interval after a crash or a retry does not double-count it.
 - Entries are written only through ``rollups.enter``, which keeps the daily rollups that
@@ -46,10 +47,9 @@ from starburst.core.ports import IdRange, JobCostKey, LedgerRead
 from starburst.core.records import CloudLaunch, CostEntry, CostTotal, JobNotFound, StoredJob
 
 from . import reports
-from .base import Database, in_chunks
-from .convert import to_epoch, to_stored_job, to_time
+from .base import Database, fk_guard, in_chunks, new_id
+from .convert import launch_columns, maybe_time, to_epoch, to_launch, to_stored_job, to_time
 from .engine import run, translate_errors
-from .launches import SqlLaunches
 from .models import CloudLaunchRow, CostEntryRow, JobRow, PlacementRow, table
 from .reports import ONPREM, Report, aggregate, totals
 from .rollups import enter
@@ -62,19 +62,27 @@ PLACEMENTS = table(PlacementRow)
 
 
 class SqlLedger:
-    """The ledger's writes and reads over the shared ``Database``; launches are
-    ``SqlLaunches``'s."""
+    """The ledger's writes and reads, cloud launches and cost entries, over the shared
+    ``Database``."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
         self._engine = db.engine
-        self._launches = SqlLaunches(db)
 
     # ---- cloud launches ---------------------------------------------------------------
     def record_launch(
         self, launch: CloudLaunch, *, fencing_token: int | None = None
     ) -> CloudLaunch:
-        return self._launches.record_launch(launch, fencing_token=fencing_token)
+        """Store a cloud launch (its ``id`` is assigned here)."""
+
+        def write(conn: sa.Connection) -> CloudLaunch:
+            self._db.check_fence(conn, fencing_token)
+            values = {**launch_columns(launch), "fencing_token": fencing_token}
+            launch_id = new_id(conn.execute(sa.insert(LAUNCHES).values(**values)))
+            row = conn.execute(sa.select(LAUNCHES).where(LAUNCHES.c.id == launch_id))
+            return to_launch(row.mappings().one())
+
+        return run(self._engine, fk_guard(launch.job_id, write))
 
     def update_launch(
         self,
@@ -86,19 +94,39 @@ class SqlLedger:
         started_at: float | None = None,
         ended_at: float | None = None,
     ) -> CloudLaunch:
-        return self._launches.update_launch(
-            launch_id,
-            status=status,
-            request_id=request_id,
-            cloud_job_id=cloud_job_id,
-            started_at=started_at,
-            ended_at=ended_at,
-        )
+        """Fill in what polling learned; fields left None keep their value."""
+        values: dict[str, Any] = {
+            k: v
+            for k, v in {
+                "status": status,
+                "request_id": request_id,
+                "cloud_job_id": cloud_job_id,
+                "started_at": maybe_time(started_at),
+                "ended_at": maybe_time(ended_at),
+            }.items()
+            if v is not None
+        }
+
+        def write(conn: sa.Connection) -> CloudLaunch:
+            if values:
+                conn.execute(sa.update(LAUNCHES).where(LAUNCHES.c.id == launch_id).values(values))
+            row = conn.execute(sa.select(LAUNCHES).where(LAUNCHES.c.id == launch_id))
+            found = row.mappings().first()
+            if found is None:
+                raise ConfigError(f"no cloud launch {launch_id}")
+            return to_launch(found)
+
+        return run(self._engine, write)
 
     def launches(self, job_id: str | None = None, *, active: bool = False) -> list[CloudLaunch]:
-        return self._launches.launches(job_id, active=active)
-
-    # ---- cost entries -----------------------------------------------------------------
+        """Launches of one job (or all); ``active``: only those not yet ended (to resume
+        polling after a restart)."""
+        query = sa.select(LAUNCHES).order_by(LAUNCHES.c.id)
+        if job_id is not None:
+            query = query.where(LAUNCHES.c.job_id == job_id)
+        if active:
+            query = query.where(LAUNCHES.c.ended_at.is_(None))
+        return run(self._engine, lambda c: [to_launch(r) for r in c.execute(query).mappings()])
 
     def record_costs(self, entries: Sequence[CostEntry]) -> None:
         """Record metered entries in one transaction; an interval already recorded (same job,

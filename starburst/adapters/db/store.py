@@ -2,10 +2,11 @@
 
 One engine, one repository per concept, many short transactions. ``SqlStore`` is a plain
 object that builds one ``Database`` (``base.py``: the engine, the clock, the leader name,
-the fencing check) and the repositories over it, and hands them out as ``jobs``
-(``jobs.SqlJobs``: submission, queue, lifecycle and placements, the last two written by
-``transitions.SqlTransitions``), ``ledger`` (``costs.SqlLedger``: the metered cost entries
-and their reports, with the cloud launches of ``launches.SqlLaunches``), ``accounts``
+the fencing check) and the repositories over it, and hands them out as ``submissions``
+(``submissions.SqlSubmissions``: new jobs), ``jobs`` (``jobs.SqlJobs``: reads, the queue and
+its change feed), ``lifecycle`` (``transitions.SqlTransitions``: state changes, holds,
+estimates and placements), ``ledger`` (``costs.SqlLedger``: the metered cost entries
+and their reports, and the cloud launches they point at), ``accounts``
 (``accounts.SqlAccounts``: users, tokens, budgets), ``models`` (``learning.SqlModels``:
 history, predictions, model versions) and ``tuning`` (``tuning.SqlTuning``). A repository
 knows only the ``Database`` and what it is built with, never another concept's repository.
@@ -30,6 +31,8 @@ from .engine import create_engine, translate_errors
 from .jobs import SqlJobs
 from .learning import SqlModels
 from .models import Base
+from .submissions import SqlSubmissions
+from .transitions import SqlTransitions
 from .tuning import SqlTuning
 
 
@@ -45,7 +48,9 @@ class SqlStore:
         self, engine: Engine, *, clock: Clock | None = None, leader_name: str = "controller"
     ) -> None:
         self.database = Database(engine, clock=clock, leader_name=leader_name)
+        self.submissions = SqlSubmissions(self.database)
         self.jobs = SqlJobs(self.database)
+        self.lifecycle = SqlTransitions(self.database)
         self.ledger = SqlLedger(self.database)
         self.accounts = SqlAccounts(self.database)
         self.models = SqlModels(self.database)

@@ -1,6 +1,6 @@
-"""Job state changes in the store: one job, a batch, or the head of a queue (claims), and
-where a job starts on-prem (its placements). ``SqlTransitions`` is the part of ``SqlJobs``
-(``jobs.py``) that writes them.
+"""Changing jobs in the store (``SqlTransitions``, the ``Lifecycle`` port): state changes of
+one job, a batch, or the head of a queue (claims), holds, estimates, and where a job starts
+on-prem (its placements).
 
 Invariants:
 - Every state change goes through ``starburst.core.lifecycle.check_transition`` and bumps the
@@ -20,13 +20,13 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
-from starburst.core.capacity import Part, Placement
+from starburst.core.capacity import Placement
 from starburst.core.lifecycle import ALLOWED, JobState, check_transition
 from starburst.core.records import (
     Amendment,
@@ -51,7 +51,7 @@ _STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
 
 
 class SqlTransitions:
-    """State changes, estimates and placements over the shared ``Database``."""
+    """State changes, holds, estimates and placements over the shared ``Database``."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -118,7 +118,7 @@ class SqlTransitions:
         expected_version: int | None = None,
         at: float | None = None,
     ) -> StoredJob:
-        """A user's change to one job in one write (``JobStore.amend``)."""
+        """A user's change to one job in one write (``Lifecycle.amend``)."""
         now = to_time(self._db.now(at))
 
         def write(conn: sa.Connection) -> StoredJob:
@@ -290,6 +290,21 @@ class SqlTransitions:
         if usage:
             enter(conn, usage, self._db.is_postgres)
 
+    def hold(self, reasons: Mapping[str, str]) -> None:
+        """Say why each of these ``submitted`` jobs is held out of the queue (not a state
+        change: no event, the version stays). Jobs no longer submitted are left alone."""
+
+        def write(conn: sa.Connection) -> None:
+            for job_id, reason in sorted(reasons.items()):
+                conn.execute(
+                    sa.update(JOBS)
+                    .where(JOBS.c.id == job_id, JOBS.c.state == JobState.SUBMITTED.value)
+                    .values(held_reason=reason)
+                )
+
+        if reasons:
+            run(self._engine, write)
+
     def set_estimates(
         self,
         job_id: str,
@@ -360,24 +375,6 @@ class SqlTransitions:
             return attempt
 
         return run(self._engine, fk_guard(job_id, write))
-
-    def placement(self, job_id: str) -> Placement:
-        """The job's latest placement (empty if it was never placed)."""
-        latest = (
-            sa.select(sa.func.max(PLACEMENTS.c.attempt))
-            .where(PLACEMENTS.c.job_id == job_id)
-            .scalar_subquery()
-        )
-        query = (
-            sa.select(PLACEMENTS)
-            .where(PLACEMENTS.c.job_id == job_id, PLACEMENTS.c.attempt == latest)
-            .order_by(PLACEMENTS.c.part)
-        )
-        rows = run(self._engine, lambda c: c.execute(query).mappings().all())
-        return tuple(
-            Part(r["node_index"], r["node_name"], r["gpus"], r["cpus"], r["memory_mb"])
-            for r in rows
-        )
 
 
 #: one row's version check and its new values, for ``_update_at_versions``

@@ -1,6 +1,7 @@
-"""Jobs in the in-memory store: idempotent submission, reads, the queue and its change feed
-(``MemoryJobs``, the ``JobStore`` port; its state changes and placements are written by
-``transitions.MemoryTransitions``, which it is built with and hands those calls to).
+"""Reading jobs in the in-memory store (``MemoryJobs``, the ``JobReads`` port): one or many,
+the queue, its change feed, counts and placements. New jobs are
+``submissions.MemorySubmissions``'s, changes ``transitions.MemoryTransitions``'s; none of the
+three forwards to another.
 
 Invariants: as in the SQL store — a job and its ``submitted`` event appear together or not at
 all; the queue is FIFO on ``(queued_at, id)``, paged by a cursor naming the last key seen, so
@@ -14,29 +15,20 @@ import binascii
 import bisect
 import heapq
 import re
-import uuid
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import islice
 
 from starburst.core.capacity import Placement
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
-    Amendment,
-    DuplicateJob,
     JobEvent,
-    JobSpec,
-    Move,
-    Moved,
     QueuePage,
     StoredJob,
-    Submission,
-    User,
 )
 from starburst.core.submit_limits import Backlog
 
 from .tables import JobRow, MemoryDatabase
-from .transitions import MemoryTransitions
 
 Key = tuple[float, str]
 
@@ -64,108 +56,13 @@ def glob_matcher(pattern: str) -> re.Pattern[str]:
 
 
 class MemoryJobs:
-    """The ``JobStore`` port: submission, reads, the queue and the change feed over the
-    shared ``MemoryDatabase``; state changes and placements are ``MemoryTransitions``'s."""
+    """The ``JobReads`` port: reads, the queue and the change feed over the shared
+    ``MemoryDatabase``."""
 
     def __init__(self, db: MemoryDatabase) -> None:
         self._db = db
         self._t = db.tables
         self._lock = db.lock
-        self._transitions = MemoryTransitions(db)
-
-    # ---- submission -------------------------------------------------------------------
-    def submit(
-        self,
-        spec: JobSpec,
-        *,
-        idempotency_key: str | None = None,
-        actor: str | None = None,
-        at: float | None = None,
-    ) -> Submission:
-        return self.submit_many([(spec, idempotency_key)], actor=actor, at=at)[0]
-
-    def submit_many(
-        self,
-        items: Sequence[JobSpec | tuple[JobSpec, str | None]],
-        *,
-        actor: str | None = None,
-        at: float | None = None,
-    ) -> list[Submission]:
-        pairs = [item if isinstance(item, tuple) else (item, None) for item in items]
-        return self.submit_batch([(spec, key, actor) for spec, key in pairs], at=at)
-
-    def submit_batch(
-        self,
-        items: Sequence[tuple[JobSpec, str | None, str | None]],
-        *,
-        at: float | None = None,
-    ) -> list[Submission]:
-        with self._lock:
-            now = self._db.now(at)
-            self._refuse_taken_ids(items)
-            self._ensure_owners([spec for spec, _, _ in items], now)
-            out: list[Submission] = []
-            for spec, key, actor in items:
-                known = self._t.by_key.get(key) if key is not None else None
-                if known is not None:
-                    out.append(Submission(self._t.jobs[known].stored(), False))
-                else:
-                    out.append(Submission(self._create(spec, key, actor, now), True))
-            return out
-
-    def _refuse_taken_ids(self, items: Sequence[tuple[JobSpec, str | None, str | None]]) -> None:
-        """``DuplicateJob`` for a given id that exists or that two new jobs of the batch
-        share (a key repeated in the batch makes one job, not two)."""
-        ids: set[str] = set()
-        keys: set[str] = set()
-        for spec, key, _ in items:
-            if spec.id is not None and spec.id in self._t.jobs:
-                raise DuplicateJob(spec.id)
-            if key is not None and key in keys:
-                continue
-            if spec.id is not None and spec.id in ids:
-                raise DuplicateJob(spec.id)
-            ids.update([spec.id] if spec.id is not None else [])
-            keys.update([key] if key is not None else [])
-
-    def _create(self, spec: JobSpec, key: str | None, actor: str | None, now: float) -> StoredJob:
-        row = JobRow(
-            id=spec.id or uuid.uuid4().hex,
-            submitted_at=now,
-            gpus=spec.gpus,
-            queued_at=now,
-            idempotency_key=key,
-            name=spec.name,
-            user=spec.user,
-            team=spec.team,
-            image=spec.image,
-            command=spec.command,
-            cpus=spec.cpus,
-            memory_mb=spec.memory_mb,
-            gpu_type=spec.gpu_type,
-            declared_runtime=spec.declared_runtime,
-            deadline=spec.deadline,
-            pods=spec.pods,
-            extra=dict(spec.extra),
-            after=spec.after,
-            array=spec.array,
-            array_limit=spec.array_limit,
-        )
-        self._t.jobs[row.id] = row
-        self._t.index(row)
-        if key is not None:
-            self._t.by_key[key] = row.id
-        who = actor or spec.user or "unknown"
-        self._t.add_event(JobEvent(row.id, now, None, row.state, "submitted", who, None))
-        return row.stored()
-
-    def _ensure_owners(self, specs: Iterable[JobSpec], now: float) -> None:
-        """A submission's team and user are created if new (an existing user keeps theirs)."""
-        for spec in specs:
-            if spec.team:
-                self._t.teams.add(spec.team)
-            if spec.user and spec.user not in self._t.users:
-                self._t.users[spec.user] = User(spec.user, spec.team)
 
     # ---- reading ----------------------------------------------------------------------
     def get(self, job_id: str) -> StoredJob:
@@ -248,13 +145,6 @@ class MemoryJobs:
             changes = [(e.job_id, e.to_state) for e in chunk]
             return changes, (start + len(chunk) if chunk else after_id)
 
-    def hold(self, reasons: Mapping[str, str]) -> None:
-        with self._lock:
-            for job_id, reason in reasons.items():
-                row = self._t.jobs.get(job_id)
-                if row is not None and row.state is JobState.SUBMITTED:
-                    row.held = reason
-
     def array_in_flight(self, arrays: Iterable[str]) -> dict[str, int]:
         wanted = set(arrays)
         found: dict[str, int] = {}
@@ -310,108 +200,11 @@ class MemoryJobs:
             }
 
     # ---- lifecycle --------------------------------------------------------------------
-    def transition(
-        self,
-        job_id: str,
-        to_state: JobState,
-        *,
-        reason: str,
-        actor: str,
-        fencing_token: int | None = None,
-        expected_version: int | None = None,
-        at: float | None = None,
-        wait_budget: float | None = None,
-    ) -> StoredJob:
-        return self._transitions.transition(
-            job_id,
-            to_state,
-            reason=reason,
-            actor=actor,
-            fencing_token=fencing_token,
-            expected_version=expected_version,
-            at=at,
-            wait_budget=wait_budget,
-        )
-
-    def amend(
-        self,
-        job_id: str,
-        change: Amendment,
-        *,
-        reason: str,
-        actor: str,
-        expected_version: int | None = None,
-        at: float | None = None,
-    ) -> StoredJob:
-        return self._transitions.amend(
-            job_id,
-            change,
-            reason=reason,
-            actor=actor,
-            expected_version=expected_version,
-            at=at,
-        )
-
-    def transition_many(
-        self,
-        moves: Sequence[Move],
-        to_state: JobState,
-        *,
-        actor: str,
-        fencing_token: int | None = None,
-        at: float | None = None,
-    ) -> Moved:
-        return self._transitions.transition_many(
-            moves, to_state, actor=actor, fencing_token=fencing_token, at=at
-        )
-
-    def claim(
-        self,
-        to_state: JobState,
-        *,
-        limit: int,
-        reason: str,
-        actor: str,
-        from_state: JobState = JobState.QUEUED,
-        fencing_token: int | None = None,
-        at: float | None = None,
-    ) -> list[StoredJob]:
-        return self._transitions.claim(
-            to_state,
-            limit=limit,
-            reason=reason,
-            actor=actor,
-            from_state=from_state,
-            fencing_token=fencing_token,
-            at=at,
-        )
-
-    def set_estimates(
-        self,
-        job_id: str,
-        *,
-        predicted_runtime: float | None = None,
-        wait_budget: float | None = None,
-    ) -> None:
-        self._transitions.set_estimates(
-            job_id, predicted_runtime=predicted_runtime, wait_budget=wait_budget
-        )
-
-    def record_placement(
-        self,
-        job_id: str,
-        placement: Placement,
-        *,
-        fencing_token: int | None = None,
-        at: float | None = None,
-        gpu_types: Sequence[str | None] | None = None,
-    ) -> int:
-        return self._transitions.record_placement(
-            job_id, placement, fencing_token=fencing_token, at=at, gpu_types=gpu_types
-        )
 
     def placement(self, job_id: str) -> Placement:
-        return self._transitions.placement(job_id)
+        with self._lock:
+            attempts = self._t.placements.get(job_id)
+            return attempts[-1] if attempts else ()
 
 
 #: the states in which an array element takes one of its array's slots

@@ -4,8 +4,9 @@ For the controller on virtual time, the simulator and tests: the same rules as t
 (it passes the same contract suite, ``tests/contract/test_store_*.py``), no database,
 nothing durable. Like ``SqlStore`` it is a plain object: one ``MemoryDatabase``
 (``tables.py``: the tables, one re-entrant lock that makes each method one transaction, the
-clock, the leader terms) and one repository per concept over it — ``jobs``
-(``jobs.MemoryJobs``, with ``transitions.MemoryTransitions``), ``ledger``
+clock, the leader terms) and one repository per port over it — ``submissions``
+(``submissions.MemorySubmissions``), ``jobs`` (``jobs.MemoryJobs``), ``lifecycle``
+(``transitions.MemoryTransitions``), ``ledger``
 (``ledger.MemoryLedger``), ``accounts`` (``accounts.MemoryAccounts``), ``models``
 (``learning.MemoryModels``) and ``tuning`` (``tuning.MemoryTuning``).
 
@@ -25,7 +26,9 @@ from .accounts import MemoryAccounts
 from .jobs import MemoryJobs
 from .learning import MemoryModels
 from .ledger import MemoryLedger
+from .submissions import MemorySubmissions
 from .tables import MemoryDatabase
+from .transitions import MemoryTransitions
 from .tuning import MemoryTuning
 
 
@@ -36,7 +39,9 @@ class MemoryStore:
 
     def __init__(self, *, clock: Clock | None = None, leader_name: str = "controller") -> None:
         self.database = MemoryDatabase(clock=clock, leader_name=leader_name)
+        self.submissions = MemorySubmissions(self.database)
         self.jobs = MemoryJobs(self.database)
+        self.lifecycle = MemoryTransitions(self.database)
         self.ledger = MemoryLedger(self.database)
         self.accounts = MemoryAccounts(self.database)
         self.models = MemoryModels(self.database)

@@ -1,4 +1,5 @@
-"""Job state changes and placements in the in-memory store (the ``JobStore`` port's writes).
+"""Changing jobs in the in-memory store (``MemoryTransitions``, the ``Lifecycle`` port): state
+changes, holds, estimates and placements.
 
 Invariants, as in the SQL store: every change goes through ``core.lifecycle``'s one table,
 bumps the version by one and appends one event; a job leaving ``running_onprem`` has its run
@@ -7,7 +8,7 @@ entered in the ledger in the same step; a stale fencing token changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from starburst.core.capacity import Placement
 from starburst.core.lifecycle import ALLOWED, JobState, check_transition
@@ -20,8 +21,7 @@ _STARTED = {JobState.RUNNING_ONPREM: "onprem", JobState.RUNNING_CLOUD: "cloud"}
 
 
 class MemoryTransitions:
-    """State changes, estimates and placements over the shared ``MemoryDatabase`` (the part
-    of ``MemoryJobs`` that writes them)."""
+    """State changes, holds, estimates and placements over the shared ``MemoryDatabase``."""
 
     def __init__(self, db: MemoryDatabase) -> None:
         self._db = db
@@ -157,6 +157,13 @@ class MemoryTransitions:
         self._t.index(row)
         self._t.add_event(JobEvent(row.id, now, before, to_state, reason, actor, fencing_token))
 
+    def hold(self, reasons: Mapping[str, str]) -> None:
+        with self._lock:
+            for job_id, reason in reasons.items():
+                row = self._t.jobs.get(job_id)
+                if row is not None and row.state is JobState.SUBMITTED:
+                    row.held = reason
+
     def set_estimates(
         self,
         job_id: str,
@@ -190,11 +197,6 @@ class MemoryTransitions:
             kinds = list(gpu_types or ())
             self._t.placement_types[job_id] = (*kinds, *[None] * (len(placement) - len(kinds)))
             return len(attempts)
-
-    def placement(self, job_id: str) -> Placement:
-        with self._lock:
-            attempts = self._t.placements.get(job_id)
-            return attempts[-1] if attempts else ()
 
 
 def _enter(row: JobRow, to_state: JobState, now: float) -> None:

@@ -5,7 +5,7 @@ Invariants:
 - As for cancel: owners and admins only (finance is read-only: 403); another user's job is
   404 to a user. A state that does not allow the action is 409 with one line saying why
   (``core.amendments.refusal``); a bad update is 422, as the same values at submit are.
-- Every change is one store write (``JobStore.amend``) at the version read, with an event
+- Every change is one store write (``Lifecycle.amend``) at the version read, with an event
   ``status``/``explain`` show; a job the controller moved meanwhile is read again (at most
   three times, then 409).
 - An update is checked as a submission is: the schema's bounds, the spec's rules (pods share
@@ -81,7 +81,7 @@ def _amend(
             return detail(ctx, stored)
         change, reason = planned
         try:
-            moved = ctx.store.jobs.amend(
+            moved = ctx.store.lifecycle.amend(
                 stored.id,
                 change,
                 reason=reason,
@@ -213,10 +213,10 @@ async def requeue(job_id: str, caller: WriterDep, ctx: ContextDep, response: Res
     if ctx.submissions is not None:
         made = await ctx.submissions.submit_async(spec, None, caller.user)
     else:
-        made = await run_in_threadpool(ctx.store.jobs.submit, spec, actor=caller.user)
+        made = await run_in_threadpool(ctx.store.submissions.submit, spec, actor=caller.user)
     new = made.job
     await run_in_threadpool(
-        ctx.store.jobs.amend,
+        ctx.store.lifecycle.amend,
         stored.id,
         Amendment(),
         reason=f"requeued by {caller.user} as job {new.id}",

@@ -300,7 +300,7 @@ async def accept(
         result = await ctx.submissions.submit_async(spec, key, caller.user)
     else:
         result = await run_in_threadpool(
-            ctx.store.jobs.submit, spec, idempotency_key=key, actor=caller.user
+            ctx.store.submissions.submit, spec, idempotency_key=key, actor=caller.user
         )
     return result
 
@@ -502,7 +502,7 @@ def cancel(job_id: str, caller: WriterDep, ctx: ContextDep) -> JobDetail:
                 "or running jobs can be cancelled",
             )
         try:
-            moved = ctx.store.jobs.transition(
+            moved = ctx.store.lifecycle.transition(
                 job_id,
                 JobState.CANCELLED,
                 reason=f"cancelled by {caller.user}",

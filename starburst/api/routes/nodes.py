@@ -20,7 +20,7 @@ from starburst.api.deps import CallerDep, ContextDep, is_privileged
 from starburst.api.schemas.jobs import when
 from starburst.api.schemas.nodes import NodeJob, NodeOut, NodesView
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import JobStore
+from starburst.core.ports import JobReads
 from starburst.core.records import Principal, StoredJob
 
 router = APIRouter(prefix="/v1/nodes", tags=["cluster"])
@@ -29,7 +29,7 @@ _CLOUD = (JobState.BURSTING, JobState.RUNNING_CLOUD)
 _PAGE = 1000
 
 
-def _running(store: JobStore, states: tuple[JobState, ...]) -> list[StoredJob]:
+def _running(store: JobReads, states: tuple[JobState, ...]) -> list[StoredJob]:
     jobs: list[StoredJob] = []
     cursor: str | None = None
     while True:

@@ -27,7 +27,7 @@ from starburst.api.schemas.jobs import when
 from starburst.api.schemas.queue import QueueEntry, QueueView, RunningEntry
 from starburst.core.lifecycle import JobState
 from starburst.core.outlook import Outlook
-from starburst.core.ports import JobStore
+from starburst.core.ports import JobReads
 from starburst.core.records import Principal, StoredJob
 
 router = APIRouter(prefix="/v1/queue", tags=["jobs"])
@@ -83,7 +83,7 @@ def _running(stored: StoredJob, caller: Principal, now: float) -> RunningEntry:
 
 
 def _read(
-    store: JobStore,
+    store: JobReads,
     *,
     states: tuple[JobState, ...],
     limit: int | None,

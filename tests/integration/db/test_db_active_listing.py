@@ -82,9 +82,9 @@ def test_the_active_listing_reads_the_partial_index_in_order(
 ) -> None:
     store = SqlStore.open(pg_db_url)
     specs = [JobSpec(user=u, team="vision", gpus=1, name=f"j{i}") for i in range(30) for u in "ab"]
-    submitted = store.jobs.submit_many(specs)
+    submitted = store.submissions.submit_many(specs)
     ended = [Move(s.job.id, "done") for s in submitted[:40]]
-    store.jobs.transition_many(ended, JobState.CANCELLED, actor="ann")  # ended: not indexed
+    store.lifecycle.transition_many(ended, JobState.CANCELLED, actor="ann")  # ended: not indexed
     try:
         text = plan(store, *sent_by_queue(store, user), cache_mode)
     finally:

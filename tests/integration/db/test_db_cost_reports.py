@@ -79,7 +79,7 @@ def make_jobs(store, rng: random.Random) -> list[Owner]:  # type: ignore[no-unty
             gpu_type=rng.choice(("A100", "H100", "a100", None)),
             extra={"project": f"p{i % 4}"} if i % 6 else {},
         )
-        job = store.jobs.submit(spec).job
+        job = store.submissions.submit(spec).job
         project = spec.extra.get("project")
         owners.append(Owner(job.id, spec.user, spec.team, project, spec.gpu_type, spec.gpus))  # type: ignore[arg-type]
     return owners
@@ -118,12 +118,12 @@ def write_ledger(store, clock, rng: random.Random) -> list[Kept]:  # type: ignor
             kept.setdefault((entry.job_id, entry.source, entry.start), Kept(owner, entry))
         sent += batch
     for owner in owners[:6]:  # runs on the private cluster, entered when they end
-        store.jobs.transition(owner.job, JobState.QUEUED, reason="admitted", actor="t")
+        store.lifecycle.transition(owner.job, JobState.QUEUED, reason="admitted", actor="t")
         clock.t = T0 + rng.randrange(0, 60) * DAY + 225 * rng.randrange(0, int(DAY) // 225)
-        store.jobs.transition(owner.job, JobState.RUNNING_ONPREM, reason="fits", actor="t")
+        store.lifecycle.transition(owner.job, JobState.RUNNING_ONPREM, reason="fits", actor="t")
         start = clock.t
         clock.advance(225 * rng.randrange(1, 800))  # a multiple of 1/16 hour, up to 2 days
-        store.jobs.transition(owner.job, JobState.SUCCEEDED, reason="exit 0", actor="t")
+        store.lifecycle.transition(owner.job, JobState.SUCCEEDED, reason="exit 0", actor="t")
         while start < clock.t:  # a run is entered in pieces, one per UTC day
             end = min(clock.t, (start // DAY + 1) * DAY)
             hours = owner.gpus * (end - start) / 3600

@@ -39,15 +39,15 @@ def test_connection_dying_mid_submit_leaves_no_half_written_job(store, engine): 
     undo = _die_on_event_insert(store, engine)
     expected = DatabaseUnavailable if engine.dialect.name == "postgresql" else SimulatedCrash
     with pytest.raises(expected):
-        store.jobs.submit(JobSpec(gpus=1, id="half"), idempotency_key="k-half")
+        store.submissions.submit(JobSpec(gpus=1, id="half"), idempotency_key="k-half")
     with pytest.raises(expected):
-        store.jobs.submit_many([JobSpec(gpus=1, id=f"batch-{i}") for i in range(5)])
+        store.submissions.submit_many([JobSpec(gpus=1, id=f"batch-{i}") for i in range(5)])
     undo()
     with engine.connect() as conn:
         jobs = conn.execute(sa.text("SELECT count(*) FROM jobs")).scalar_one()
         events = conn.execute(sa.text("SELECT count(*) FROM job_events")).scalar_one()
     assert (jobs, events) == (0, 0)
-    again = store.jobs.submit(JobSpec(gpus=1, id="half"), idempotency_key="k-half")
+    again = store.submissions.submit(JobSpec(gpus=1, id="half"), idempotency_key="k-half")
     assert again.created and [e.to_state for e in store.jobs.events("half")] == [JobState.SUBMITTED]
 
 
@@ -69,8 +69,8 @@ def test_claim_skips_rows_another_transaction_holds(pg_db_url, clock):  # type: 
     ids = []
     for _ in range(5):
         clock.advance(1)
-        job_id = store.jobs.submit(JobSpec(gpus=1)).job.id
-        store.jobs.transition(job_id, JobState.QUEUED, reason="admitted", actor="c")
+        job_id = store.submissions.submit(JobSpec(gpus=1)).job.id
+        store.lifecycle.transition(job_id, JobState.QUEUED, reason="admitted", actor="c")
         ids.append(job_id)
     other = create_engine(pg_db_url)
     with other.connect() as conn, conn.begin():
@@ -78,9 +78,9 @@ def test_claim_skips_rows_another_transaction_holds(pg_db_url, clock):  # type: 
             sa.text("SELECT id FROM jobs WHERE id IN (:a, :b) FOR UPDATE"),
             {"a": ids[0], "b": ids[1]},
         )
-        claimed = store.jobs.claim(JobState.BURSTING, limit=2, reason="cap", actor="c")
+        claimed = store.lifecycle.claim(JobState.BURSTING, limit=2, reason="cap", actor="c")
         assert [j.id for j in claimed] == ids[2:4]
     other.dispose()
-    rest = store.jobs.claim(JobState.BURSTING, limit=5, reason="cap", actor="c")
+    rest = store.lifecycle.claim(JobState.BURSTING, limit=5, reason="cap", actor="c")
     assert [j.id for j in rest] == [ids[0], ids[1], ids[4]]
     store.close()

@@ -59,7 +59,7 @@ class Spy:
 
 
 def test_an_entry_committed_after_a_higher_id_is_counted_once(pg_store: SqlStore) -> None:
-    job = pg_store.jobs.submit(JobSpec(gpus=1, team="ml")).job.id
+    job = pg_store.submissions.submit(JobSpec(gpus=1, team="ml")).job.id
     clock = [0.0]
     spy = Spy(pg_store)
     counters = LedgerCounters(spy, missing_ttl_s=600.0, monotonic=lambda: clock[0])

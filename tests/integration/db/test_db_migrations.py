@@ -77,7 +77,7 @@ def test_cli_upgrade_current_downgrade(tmp_path, capsys) -> None:  # type: ignor
 def test_job_events_are_append_only(store, engine) -> None:  # type: ignore[no-untyped-def]
     from starburst.core.records import JobSpec
 
-    job_id = store.jobs.submit(JobSpec(gpus=1)).job.id
+    job_id = store.submissions.submit(JobSpec(gpus=1)).job.id
     for statement in ("UPDATE job_events SET reason = 'rewritten'", "DELETE FROM job_events"):
         with pytest.raises(sa.exc.DatabaseError, match="append-only"), engine.begin() as conn:
             conn.execute(sa.text(statement))
@@ -162,7 +162,9 @@ def test_0006_backfills_the_rollups_the_store_keeps_and_downgrades_cleanly(empty
     store = SqlStore.open(empty_url)
     try:
         jobs = [
-            store.jobs.submit(JobSpec(gpus=2, user=u, team="ml", extra={"project": "p"})).job.id
+            store.submissions.submit(
+                JobSpec(gpus=2, user=u, team="ml", extra={"project": "p"})
+            ).job.id
             for u in ("ann", "bob")
         ]
         store.ledger.record_costs(
@@ -180,11 +182,11 @@ def test_0006_backfills_the_rollups_the_store_keeps_and_downgrades_cleanly(empty
                 for h in range(0, 100, 5)
             ]
         )
-        store.jobs.transition(jobs[0], JobState.QUEUED, reason="admitted", actor="t", at=t0)
-        store.jobs.transition(
+        store.lifecycle.transition(jobs[0], JobState.QUEUED, reason="admitted", actor="t", at=t0)
+        store.lifecycle.transition(
             jobs[0], JobState.RUNNING_ONPREM, reason="fits", actor="t", at=t0 + day
         )
-        store.jobs.transition(
+        store.lifecycle.transition(
             jobs[0], JobState.SUCCEEDED, reason="done", actor="t", at=t0 + 2 * day
         )
         kept = _rollups(store.engine)
@@ -217,12 +219,12 @@ def test_0008_folds_gpu_type_parts_on_downgrade_and_upgrades_again(empty_url) ->
     migrate.upgrade(empty_url)
     store = SqlStore.open(empty_url)
     try:
-        job = store.jobs.submit(JobSpec(gpus=12, user="ann", team="ml")).job.id
-        store.jobs.transition(job, JobState.QUEUED, reason="admitted", actor="t", at=t0)
+        job = store.submissions.submit(JobSpec(gpus=12, user="ann", team="ml")).job.id
+        store.lifecycle.transition(job, JobState.QUEUED, reason="admitted", actor="t", at=t0)
         placement = (Part(0, "a", 8, 0.0, 0.0), Part(1, "b", 4, 0.0, 0.0))
-        store.jobs.record_placement(job, placement, at=t0, gpu_types=["A100", "V100"])
-        store.jobs.transition(job, JobState.RUNNING_ONPREM, reason="fits", actor="t", at=t0)
-        store.jobs.transition(job, JobState.SUCCEEDED, reason="done", actor="t", at=t0 + 3600)
+        store.lifecycle.record_placement(job, placement, at=t0, gpu_types=["A100", "V100"])
+        store.lifecycle.transition(job, JobState.RUNNING_ONPREM, reason="fits", actor="t", at=t0)
+        store.lifecycle.transition(job, JobState.SUCCEEDED, reason="done", actor="t", at=t0 + 3600)
         by_type = store.ledger.cost_report(t0, t0 + 3600, ("gpu_type",))
         assert [(t.key["gpu_type"], t.onprem_gpu_hours) for t in by_type] == [
             ("A100", 8.0),

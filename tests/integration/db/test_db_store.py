@@ -46,8 +46,8 @@ def test_a_batch_of_moves_writes_only_at_the_versions_read(store, engine):  # ty
     from starburst.core.lifecycle import JobState
     from starburst.core.records import JobSpec, StaleVersion
 
-    a, b = (store.jobs.submit(JobSpec(gpus=1, name=n)).job for n in "ab")
-    moved = store.jobs.transition_many(
+    a, b = (store.submissions.submit(JobSpec(gpus=1, name=n)).job for n in "ab")
+    moved = store.lifecycle.transition_many(
         [Move(a.id, "admitted"), Move(b.id, "admitted")], JobState.QUEUED, actor="c"
     )
     assert [j.version for j in moved.moved] == [2, 2]
@@ -68,7 +68,7 @@ def test_a_batch_stores_exactly_what_one_at_a_time_stores(store, engine):  # typ
 
     from starburst.core.dependencies import Dependency
 
-    base = store.jobs.submit(JobSpec(gpus=1, name="base")).job.id
+    base = store.submissions.submit(JobSpec(gpus=1, name="base")).job.id
 
     def specs(tag: str) -> list[JobSpec]:
         return [
@@ -91,12 +91,14 @@ def test_a_batch_stores_exactly_what_one_at_a_time_stores(store, engine):  # typ
         ]
 
     singles = [
-        store.jobs.submit(s, idempotency_key=f"one-{i}").job.id for i, s in enumerate(specs("one"))
+        store.submissions.submit(s, idempotency_key=f"one-{i}").job.id
+        for i, s in enumerate(specs("one"))
     ]
     batch = [
         s.job.id
-        for s in store.jobs.submit_many(
-            [(s, f"many-{i}") for i, s in enumerate(specs("many"))] + [(specs("x")[1], "one-0")]
+        for s in store.submissions.submit_many(
+            [(s, f"many-{i}", None) for i, s in enumerate(specs("many"))]
+            + [(specs("x")[1], "one-0", None)]
         )
     ]
     assert batch[2] == singles[0]  # the known key: the job it made, not a new one
