@@ -10,7 +10,7 @@
    the same store.
 2. The same pass (SQLite) quiet, and beside a retrain of the runtime model on 100,000
    finished jobs of the store: through ``Controller.retrain`` (a niced child process reads
-   the history from the database and trains, ``controller.retraining``; the estimator is
+   the history from the database and trains, ``wiring.history_reader``; the estimator is
    loaded back: what the daemon does), and in a thread of the same process (the old way),
    each with the controller process's own CPU time while it ran; the retrain's
    time alone and beside the pass loop. Normal passes and the view's minutely full re-read
@@ -163,7 +163,7 @@ def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: f
     reads the history from the database and trains; the estimator loaded back),
     and beside the old way (training in a thread of this process); the retrain's time alone
     and beside the pass loop. Normal passes and the minutely full re-reads apart."""
-    from starburst.controller.daemon import Controller
+    from starburst.controller.wiring import wire_controller
     from starburst.predictor.model import TrainParams
     from starburst.predictor.store import completed_jobs
     from starburst.predictor.training import train_artifact
@@ -176,7 +176,7 @@ def retrain_bench(url: str, queued: int, nodes: int, train_jobs: int, quiet_s: f
     settings = Settings(
         database_url=url, state_dir=tmp, model_path=tmp / "model.joblib", cloud="none"
     )
-    controller = Controller(settings, store, loop.cluster, None, clock=clock)
+    controller = wire_controller(settings, store, loop.cluster, None, clock=clock)
 
     def in_thread() -> None:  # the old way: the same history, trained in this process
         train_artifact(completed_jobs(store.models), TrainParams(threads=1))

@@ -34,26 +34,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from starburst.adapters.db.leader import leader_lock
-from starburst.adapters.db.store import SqlStore
 from starburst.controller import logs
 from starburst.controller.budgets import BudgetAlerts, BudgetGate
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.cloudgate import CloudGate
-from starburst.controller.locality import Locality, locality_of
+from starburst.controller.locality import Locality
 from starburst.controller.metrics import ControllerMetrics
 from starburst.controller.report import PassReport
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.controller.tuning import TuningHooks
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import StarburstError, TransientError
+from starburst.core.job import Job
 from starburst.core.leadership import LeaderLock
-from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
+from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator, Store
 from starburst.core.records import JobSpec
 from starburst.settings import Settings
 from starburst.wallclock import WallClock
@@ -84,25 +84,30 @@ class Health:
 
 
 class Controller:
-    """One replica of the controller, wired by ``starburst.controller.wiring``."""
+    """One replica of the controller, wired by ``starburst.controller.wiring``
+    (``wire_controller``), which is what builds its store, lock and locality."""
 
     def __init__(
         self,
         settings: Settings,
-        store: SqlStore,
+        store: Store,
         cluster: Cluster,
         cloud: Cloud | None,
         *,
+        lock: LeaderLock,
+        locality: Locality,
         clock: Clock | None = None,
         estimator: RuntimeEstimator | None = None,
         metrics: ControllerMetrics | None = None,
-        lock: LeaderLock | None = None,
         capabilities: Capabilities | None = None,
-        locality: Locality | None = None,
+        history: Callable[[], Sequence[Job]] | None = None,
     ) -> None:
-        """``capabilities``: what the backends can do beyond their ports, as the wiring
-        resolved them (None: resolved here from ``cluster`` and ``cloud``); ``locality``:
-        where its local jobs live (None: from the settings)."""
+        """``store``: the repositories (the ports) the controller and its pass use;
+        ``lock``: the leader lock whose fencing tokens guard its writes; ``locality``: where
+        its local jobs live; ``capabilities``: what the backends can do beyond their ports,
+        as the wiring resolved them (None: resolved here from ``cluster`` and ``cloud``);
+        ``history``: a reader of the training history the retraining child can call on its
+        own (None: the child is handed the history read here)."""
         caps = capabilities or Capabilities.of(cluster, cloud)
         self.capabilities = caps
         self.tuning = TuningHooks(store.tuning)
@@ -111,10 +116,9 @@ class Controller:
         self.cluster, self.cloud = cluster, cloud
         self.clock = clock or WallClock()
         self.metrics = metrics or ControllerMetrics.create()
-        self._lock = lock or leader_lock(store.engine, settings.leader_name)
-        self.locality = locality or Locality(
-            store.engine, settings.leader_name, locality_of(settings), store.jobs
-        )
+        self._lock = lock
+        self.locality = locality
+        self._history = history
         self._refusal: str | None = None  # the last refusal to lead, logged once
         self.config: SchedulerConfig = settings.scheduler_config()
         alerts = BudgetAlerts(
@@ -327,10 +331,10 @@ class Controller:
     def retrain(self) -> None:
         """Retrain the runtime model on the store's history and switch the estimator to it; a
         failure keeps the current estimator. The child process (niced, one thread) reads the
-        history itself (``retraining``), and the new estimator predicts over the history it
-        was trained on (the artifact's snapshot): this process holds the interpreter lock only
-        to load the result, so the loop keeps its core and the lock."""
-        from starburst.controller.retraining import history_reader
+        history itself (``history``, from ``wiring.history_reader``), and the new estimator
+        predicts over the history it was trained on (the artifact's snapshot): this process
+        holds the interpreter lock only to load the result, so the loop keeps its core and
+        the lock."""
         from starburst.predictor.estimator import load_estimator
         from starburst.predictor.model import TrainParams
         from starburst.predictor.store import train_from_store
@@ -344,7 +348,7 @@ class Controller:
                 path,
                 params=TrainParams(threads=1),
                 isolated=True,
-                reader=history_reader(self.store),
+                reader=self._history,
             )
             loaded = load_estimator(path)
         except StarburstError as exc:

@@ -22,11 +22,9 @@ flight, a controller of any locality may lead (and records its own).
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy.engine import Engine
-
-from starburst.adapters.db.leader import local_state, record_local_state
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import JobReads
@@ -45,14 +43,25 @@ def locality_of(settings: Settings, *, host: str | None = None) -> str | None:
 class Locality:
     """Checks and records the locality of one controller (see the module docstring)."""
 
-    def __init__(self, engine: Engine, name: str, mine: str | None, jobs: JobReads) -> None:
-        self._engine, self._name, self.mine, self._jobs = engine, name, mine, jobs
+    def __init__(
+        self,
+        mine: str | None,
+        jobs: JobReads,
+        *,
+        recorded: Callable[[], str | None],
+        record: Callable[[int, str], object],
+    ) -> None:
+        """``mine``: this controller's locality; ``recorded``: reads the last leader's;
+        ``record``: writes this one's into the term of a fencing token (the wiring binds
+        both to the leader terms of the store's database)."""
+        self.mine, self._jobs = mine, jobs
+        self._recorded, self._record = recorded, record
 
     def conflict(self) -> str | None:
         """Why this controller must not run jobs now (None: it may)."""
         if self.mine is None:
             return None
-        theirs = local_state(self._engine, self._name)
+        theirs = self._recorded()
         if theirs is None or theirs == self.mine:
             return None
         flying = sum(self._jobs.count(state) for state in IN_FLIGHT)
@@ -78,5 +87,5 @@ class Locality:
         if why is not None:
             return f"refusing to lead: {why}"
         if self.mine is not None:
-            record_local_state(self._engine, self._name, token, self.mine)
+            self._record(token, self.mine)
         return None

@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from starburst.adapters.db import migrate
 from starburst.core.lifecycle import TERMINAL, JobState
 from starburst.core.ports import JobReads, Store, Submissions
 from starburst.core.records import JobSpec
@@ -53,13 +52,13 @@ def run_quickstart(
 ) -> int:
     if speed <= 0:
         raise ValueError(f"the quick-start's speed must be positive, not {speed}")
-    from starburst.controller.wiring import build_controller
+    from starburst.controller.wiring import build_controller, prepare_database
     from starburst.settings import Settings
 
     with tempfile.TemporaryDirectory(prefix="starburst-quickstart-") as tmp:
         root = Path(state_dir or tmp)
         url = f"sqlite:///{root / 'starburst.db'}"
-        migrate.upgrade(url)
+        prepare_database(url)
         settings = Settings(
             database_url=url,
             state_dir=root,

@@ -20,6 +20,12 @@
 - Capabilities: what the built backends can do beyond their ports (``Capabilities.of``),
   resolved here once and handed to the controller and the job-output reader.
 
+- The store (``SqlStore``) and what hangs on its database: the leader lock, the recorded
+  locality, the training history the retraining child reads over its own connection
+  (``history_reader``). This module is the only one of ``starburst.controller`` that imports
+  ``starburst.adapters.db`` (an import contract checks it): the controller itself is handed
+  ports, a lock and a locality (``wire_controller``).
+
 A new backend is added here: a branch in ``build_cluster`` or ``build_cloud`` (and its name
 in ``Settings``); the capabilities it implements are then found by ``Capabilities.of``.
 """
@@ -30,16 +36,27 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from starburst.adapters.db.leader import default_holder, leader_lock, next_term
+from starburst.adapters.db import migrate
+from starburst.adapters.db.engine import in_memory
+from starburst.adapters.db.leader import (
+    default_holder,
+    leader_lock,
+    local_state,
+    next_term,
+    record_local_state,
+)
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.daemon import Controller
 from starburst.controller.locality import Locality, locality_of
+from starburst.controller.metrics import ControllerMetrics
 from starburst.core.errors import ConfigError
+from starburst.core.job import Job
 from starburst.core.leadership import LeaderLock
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
 from starburst.settings import Settings
@@ -226,21 +243,99 @@ def build_estimator(settings: Settings, store: SqlStore) -> RuntimeEstimator:
     return loaded.estimator
 
 
+def build_locality(settings: Settings, store: SqlStore) -> Locality:
+    """Where this controller's local jobs live, checked against the last leader's as
+    recorded in the leader terms of the store's database."""
+    engine, name = store.engine, settings.leader_name
+    return Locality(
+        locality_of(settings),
+        store.jobs,
+        recorded=partial(local_state, engine, name),
+        record=partial(record_local_state, engine, name),
+    )
+
+
+def read_history(url: str, limit: int) -> list[Job]:
+    """The most recent ``limit`` finished jobs of the database at ``url``, as training jobs
+    (run in the retraining child, over its own connection)."""
+    from starburst.predictor.store import completed_jobs
+
+    store = SqlStore.open(url)
+    try:
+        return completed_jobs(store.models, limit)
+    finally:
+        store.close()
+
+
+def history_reader(store: SqlStore, limit: int | None = None) -> Callable[[], Sequence[Job]] | None:
+    """A reader of ``store``'s history another process can call (a picklable
+    ``read_history`` over the database's URL), or None when no other process can open the
+    store's database (an in-memory SQLite one): then the controller reads it itself.
+
+    The retraining child reads the history itself because reading 100,000 finished jobs is
+    a second of interpreter time, and pickling them to the child holds the lock for a fifth
+    of a second in one piece: done in the controller, it competes with the pass."""
+    from starburst.predictor.store import DEFAULT_LIMIT
+
+    url = store.engine.url
+    if in_memory(url):
+        return None
+    rendered = url.render_as_string(hide_password=False)
+    return partial(read_history, rendered, DEFAULT_LIMIT if limit is None else limit)
+
+
+def prepare_database(url: str) -> None:
+    """Create or upgrade the database at ``url`` to the newest schema (the quick-start's)."""
+    migrate.upgrade(url)
+
+
+def wire_controller(
+    settings: Settings,
+    store: SqlStore,
+    cluster: Cluster,
+    cloud: Cloud | None,
+    *,
+    clock: Clock | None = None,
+    estimator: RuntimeEstimator | None = None,
+    metrics: ControllerMetrics | None = None,
+    lock: LeaderLock | None = None,
+    capabilities: Capabilities | None = None,
+    locality: Locality | None = None,
+) -> Controller:
+    """A controller over ``store``'s ports and these backends, with what the store's
+    database holds beside them: the leader lock (default: the store's own lock), the
+    locality (``build_locality``) and the training history's reader (``history_reader``)."""
+    return Controller(
+        settings,
+        store,
+        cluster,
+        cloud,
+        lock=lock or leader_lock(store.engine, settings.leader_name),
+        locality=locality or build_locality(settings, store),
+        clock=clock,
+        estimator=estimator,
+        metrics=metrics,
+        capabilities=capabilities,
+        history=history_reader(store),
+    )
+
+
 def build_controller(
     settings: Settings, store: SqlStore | None = None, clock: Clock | None = None
 ) -> Controller:
+    """Everything from the settings: the store, the backends, the estimator, the lock."""
     clock = clock or WallClock()
     secure_state_dir(settings)
     store = store or SqlStore.open(
         settings.database_url, clock=clock, leader_name=settings.leader_name
     )
-    locality = Locality(store.engine, settings.leader_name, locality_of(settings), store.jobs)
+    locality = build_locality(settings, store)
     locality.check_start()  # before the backends adopt anything of another controller's
     users = job_users_of(settings)
     check_job_users(settings, users)
     cluster = build_cluster(settings, clock, users=users)
     cloud = build_cloud(settings, clock, users=users)
-    return Controller(
+    return wire_controller(
         settings,
         store,
         cluster,

@@ -18,7 +18,8 @@ from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.api.probes import Probes
 from starburst.api.serve import probes_app
-from starburst.controller.daemon import Controller, Health
+from starburst.controller.daemon import Health
+from starburst.controller.wiring import wire_controller
 from starburst.settings import Settings
 from tests.support.clock import ManualClock
 from tests.support.databases import upgrade
@@ -88,8 +89,10 @@ def test_a_controller_is_ready_after_its_first_pass_as_leader_or_standby(
     clock = ManualClock(1_000.0)
     settings = Settings(database_url=url, state_dir=tmp_path, cloud="none", local_gpus=0)
     store = SqlStore.open(url, clock=clock)
-    controller = Controller(settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), None)
-    standby = Controller(settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), None)
+    controller = wire_controller(
+        settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), None
+    )
+    standby = wire_controller(settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), None)
     try:
         app = probes_app(controller)
         assert ask(app, "GET", "/readyz").status_code == 503

@@ -13,7 +13,7 @@ from starburst.adapters.local import LocalCluster
 from starburst.adapters.skypilot import Backoff, SkyPilotCloud
 from starburst.adapters.skypilot.outcomes import NO_CLOUD
 from starburst.api.serve import server_app
-from starburst.controller.daemon import Controller
+from starburst.controller.wiring import wire_controller
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import CloudStatus
@@ -157,7 +157,7 @@ def test_the_controller_holds_jobs_on_prem_while_no_cloud_is_enabled(tmp_path: P
     )
     store = SqlStore.open(url, clock=clock)
     cloud = make(fake, clock, ttl=30.0)
-    controller = Controller(
+    controller = wire_controller(
         settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), cloud, clock=clock
     )
     job = store.submissions.submit(

@@ -14,7 +14,7 @@ from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import EmulatedCloud, LocalCluster
 from starburst.adapters.skypilot import SkyPilotCloud
 from starburst.adapters.skypilot.task import SPOT_RECOVERY
-from starburst.controller.daemon import Controller
+from starburst.controller.wiring import wire_controller
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
@@ -76,7 +76,7 @@ def test_a_preempted_and_recovered_spot_job_is_metered_as_one_run(tmp_path: Path
     )
     store = SqlStore.open(url, clock=clock)
     cloud = SkyPilotCloud(clock, load_price_table(), fake, sync_interval=0.0, spot=True)  # type: ignore[arg-type]
-    controller = Controller(
+    controller = wire_controller(
         settings, store, LocalCluster(tmp_path / "c", 0, clock=clock), cloud, clock=clock
     )
     job = store.submissions.submit(

@@ -11,7 +11,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
-from starburst.controller.wiring import build_cloud, build_cluster
+from starburst.controller.wiring import build_cloud, build_cluster, wire_controller
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec, StaleLeader
 from starburst.settings import Settings
@@ -30,7 +30,7 @@ def make_controller(url: str, tmp: Path, name: str) -> Controller:
         budget=0.25,
     )
     store = SqlStore.open(url)
-    return Controller(
+    return wire_controller(
         settings, store, build_cluster(settings, _clock()), build_cloud(settings, _clock())
     )
 
@@ -154,7 +154,7 @@ def test_a_local_job_ending_wakes_the_controller_at_once(tmp_path: Path) -> None
         policy="infinite",
     )
     store = SqlStore.open(url)
-    controller = Controller(settings, store, build_cluster(settings, _clock()), None)
+    controller = wire_controller(settings, store, build_cluster(settings, _clock()), None)
     controller.start()
     try:
         assert wait_for(lambda: controller.health().detail == "leading")

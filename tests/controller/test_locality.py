@@ -19,7 +19,7 @@ import pytest
 
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
-from starburst.controller.wiring import build_cluster, build_controller
+from starburst.controller.wiring import build_cluster, build_controller, wire_controller
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
@@ -42,7 +42,7 @@ def settings_of(url: str, state: Path) -> Settings:
 
 def make_controller(url: str, state: Path) -> Controller:
     settings = settings_of(url, state)
-    return Controller(settings, SqlStore.open(url), build_cluster(settings, WallClock()), None)
+    return wire_controller(settings, SqlStore.open(url), build_cluster(settings, WallClock()), None)
 
 
 def test_a_controller_of_another_state_dir_refuses_to_lead_or_start(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import COALESCE_S, DUTY_SPAN, Controller
-from starburst.controller.wiring import build_cluster
+from starburst.controller.wiring import build_cluster, wire_controller
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
 from starburst.settings import Settings
@@ -32,7 +32,7 @@ def started(tmp_path: Path) -> tuple[Controller, SqlStore, BackgroundScheduler]:
         policy="infinite",
     )
     store = SqlStore.open(url)
-    controller = Controller(settings, store, build_cluster(settings, WallClock()), None)
+    controller = wire_controller(settings, store, build_cluster(settings, WallClock()), None)
     ticks = BackgroundScheduler(timezone="UTC")
     controller.start(ticks)
     return controller, store, ticks

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.daemon import Controller
-from starburst.controller.wiring import build_cloud, build_cluster
+from starburst.controller.wiring import build_cloud, build_cluster, wire_controller
 from starburst.predictor.estimator import ModelEstimator
 from starburst.predictor.store import MODEL_NAME
 from starburst.settings import Settings
@@ -39,7 +38,7 @@ def test_retrain_runs_in_a_niced_child_and_switches_the_estimator(
         model_path=tmp_path / "model.joblib",
     )
     store = SqlStore.open(url)
-    controller = Controller(
+    controller = wire_controller(
         settings, store, build_cluster(settings, WallClock()), build_cloud(settings, WallClock())
     )
 

@@ -1,4 +1,4 @@
-"""The retraining child reads the store's history itself (``controller.retraining``): the
+"""The retraining child reads the store's history itself (``wiring.history_reader``): the
 controller's process never reads, converts or pickles it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from starburst.adapters.db.engine import create_engine
 from starburst.adapters.db.store import SqlStore, create_schema
-from starburst.controller.retraining import history_reader, read_history
+from starburst.controller.wiring import history_reader, read_history
 from starburst.predictor.isolated import train_isolated
 from starburst.predictor.model import TrainingError
 from starburst.predictor.store import completed_jobs

@@ -13,7 +13,7 @@ from pathlib import Path
 from kubernetes import client
 
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.daemon import Controller
+from starburst.controller.wiring import wire_controller
 from starburst.core.lifecycle import JobState
 from starburst.settings import Settings
 from starburst.sim.cloud import SimCloud
@@ -32,7 +32,7 @@ def test_the_controller_admits_starts_and_bursts_kubernetes_jobs(
     store = SqlStore.open(url, clock=clock)
     cluster = make_cluster()
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
-    controller = Controller(settings, store, cluster, SimCloud(clock, 2.5), clock=clock)
+    controller = wire_controller(settings, store, cluster, SimCloud(clock, 2.5), clock=clock)
     try:
         batch.create_namespaced_job("default", queued_job("alpha", gpus=8, pods=2))
         batch.create_namespaced_job("default", queued_job("beta", gpus=4))
@@ -127,7 +127,7 @@ def test_a_job_arriving_or_ending_wakes_the_controller_at_once(
     settings = Settings(
         database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none", pass_interval_s=600
     )
-    controller = Controller(settings, store, cluster, None, clock=clock)
+    controller = wire_controller(settings, store, cluster, None, clock=clock)
     controller.start()
     try:
         wait_for(lambda: controller.health().detail == "leading")

@@ -21,6 +21,7 @@ from kubernetes import client
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.skypilot.task import build_task, launch_options
 from starburst.controller.daemon import Controller
+from starburst.controller.wiring import wire_controller
 from starburst.core.lifecycle import JobState
 from starburst.pricing import default_price_table
 from starburst.settings import Settings
@@ -68,7 +69,7 @@ def world(kube, make_cluster, clock, batch, core, tmp_path: Path) -> Iterator[Wo
     wait_for(lambda: cluster.snapshot().capacity.nodes)
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
     cloud = RecordingCloud(clock, 2.5)
-    controller = Controller(settings, store, cluster, cloud, clock=clock)
+    controller = wire_controller(settings, store, cluster, cloud, clock=clock)
     try:
         yield World(kube, batch, core, store, controller, cloud, clock)
     finally:
@@ -295,7 +296,7 @@ def _restarted(world: World, make_cluster: Any, tmp_path: Path) -> Controller:
     settings = Settings(
         database_url=str(world.store.engine.url), state_dir=tmp_path, policy="no-wait", cloud="none"
     )
-    return Controller(settings, world.store, make_cluster(), world.cloud, clock=world.clock)
+    return wire_controller(settings, world.store, make_cluster(), world.cloud, clock=world.clock)
 
 
 def test_a_job_deleted_while_no_controller_watched_ends_at_the_next_start(

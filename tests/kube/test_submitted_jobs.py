@@ -13,8 +13,8 @@ from kubernetes import client
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.kubernetes.conversion import Conventions, job_from_k8s, job_id
 from starburst.adapters.kubernetes.manifest import job_manifest, job_name
-from starburst.controller.daemon import Controller
 from starburst.controller.joblogs import JobLogs
+from starburst.controller.wiring import wire_controller
 from starburst.core.capacity import Part
 from starburst.core.errors import PermanentError
 from starburst.core.job import Job
@@ -132,7 +132,7 @@ def test_the_controller_runs_a_cli_submission_on_kubernetes(
     store = SqlStore.open(url, clock=clock)
     cluster = make_cluster()
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
-    controller = Controller(settings, store, cluster, None, clock=clock)
+    controller = wire_controller(settings, store, cluster, None, clock=clock)
     try:
         ok = store.submissions.submit(
             JobSpec(gpus=2, user="ana", image="python:3.11", command="python -c 'print(42)'")

@@ -29,6 +29,7 @@ from starburst.adapters.db.store import SqlStore
 from starburst.adapters.kubernetes import KubernetesCluster, KubernetesSettings
 from starburst.adapters.kubernetes.retry import Backoff
 from starburst.controller.daemon import Controller
+from starburst.controller.wiring import wire_controller
 from starburst.core.lifecycle import JobState
 from starburst.settings import Settings
 from tests.kube.recording_cloud import RecordingCloud
@@ -70,7 +71,7 @@ class Rig:
         self.controller.stop()
         self.cluster.close()
         self.cluster = adapter(self.api, self.clock, self.ns)
-        self.controller = Controller(
+        self.controller = wire_controller(
             self.settings, self.store, self.cluster, self.cloud, clock=self.clock
         )
 
@@ -116,7 +117,7 @@ def controller_rig(real_kube: RealKube, namespace: str, tmp_path: Path) -> Itera
     settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
     cloud = RecordingCloud(clock, 2.5)
     made = Rig(
-        Controller(settings, store, cluster, cloud, clock=clock),
+        wire_controller(settings, store, cluster, cloud, clock=clock),
         store, cluster, cloud, clock, namespace, real_kube, creds.username, api, settings,
     )  # fmt: skip
     try:

@@ -17,7 +17,7 @@ import pytest
 
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import DEGRADED_AFTER, Controller
-from starburst.controller.wiring import build_cloud, build_cluster
+from starburst.controller.wiring import build_cloud, build_cluster, wire_controller
 from starburst.core.capacity import Part
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
@@ -41,7 +41,7 @@ def controller(postgres_database: str, tmp_path: Path) -> Iterator[Controller]:
         budget=0.25,
     )
     clock = WallClock()
-    made = Controller(
+    made = wire_controller(
         settings,
         SqlStore.open(postgres_database),
         build_cluster(settings, clock),

@@ -16,7 +16,7 @@ from starburst.adapters.local import LocalCluster
 from starburst.adapters.skypilot import SkyPilotCloud
 from starburst.adapters.skypilot.outcomes import NO_CLOUD
 from starburst.api.serve import probes_app
-from starburst.controller.daemon import Controller
+from starburst.controller.wiring import wire_controller
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import CloudHandle, CloudStatus
@@ -79,7 +79,7 @@ def test_the_controller_keeps_the_job_on_prem_and_reports_degraded(
     store = SqlStore.open(url, clock=clock)
     cluster = LocalCluster(tmp_path / "cluster", 0, clock=clock)  # nothing fits on-prem
     cloud = SkyPilotCloud(clock, sync_interval=0.0)
-    controller = Controller(settings, store, cluster, cloud, clock=clock)
+    controller = wire_controller(settings, store, cluster, cloud, clock=clock)
     job = store.submissions.submit(
         JobSpec(gpus=1, gpu_type="A100", command="python train.py")
     ).job.id

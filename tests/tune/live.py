@@ -24,6 +24,7 @@ from starburst.controller.daemon import Controller
 from starburst.controller.metrics import ControllerMetrics
 from starburst.controller.replay import VirtualTime
 from starburst.controller.report import PassReport
+from starburst.controller.wiring import wire_controller
 from starburst.core.capacity import Node
 from starburst.core.job import Job
 from starburst.core.ports import Estimate
@@ -122,7 +123,7 @@ def start_controller(
     cloud = SimCloud(clock, 2.5, runtimes=runtimes)
     config = Settings(database_url=url, state_dir=tmp / "state", cloud="none", **settings)  # type: ignore[arg-type]
     store = SqlStore.open(url, clock=clock)
-    controller = Controller(
+    controller = wire_controller(
         config,
         store,
         cluster,

@@ -9,6 +9,7 @@ from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.controller.daemon import Controller
 from starburst.controller.metrics import ControllerMetrics
+from starburst.controller.wiring import wire_controller
 from starburst.core.policy import PolicyKind
 from starburst.core.setting import PolicySetting
 from starburst.settings import Settings
@@ -28,7 +29,7 @@ def controller(tmp: Path, clock: ManualClock) -> Controller:
         queue_cap=12,
     )
     store = SqlStore.open(url, clock=clock)
-    return Controller(
+    return wire_controller(
         settings,
         store,
         LocalCluster(tmp / "cluster", 3, gpu_type="l4", clock=clock),
