@@ -8,7 +8,8 @@ Mapping (first match wins, most specific first):
 | ``IllegalTransition``, ``StaleVersion``, ``DuplicateJob`` | 409 |
 | ``DatabaseUnavailable``, ``StaleLeader``, other ``TransientError`` | 503 |
 | ``BacklogFull`` (too many waiting jobs)  | 429    |
-| ``ConfigError`` (bad values, cursors, groupings, ``LimitExceeded``) | 422 |
+| ``InvalidPage`` (a page cursor the store never handed out) | 422 |
+| ``ConfigError`` (bad values, groupings, ``LimitExceeded``) | 422 |
 | other ``PermanentError``                | 409    |
 | other ``StarburstError``                | 400    |
 | request validation (pydantic)           | 422, naming each field |
@@ -30,7 +31,13 @@ from fastapi.responses import JSONResponse
 from starburst.adapters.db.engine import DatabaseUnavailable
 from starburst.core.errors import ConfigError, PermanentError, StarburstError, TransientError
 from starburst.core.lifecycle import IllegalTransition
-from starburst.core.records import DuplicateJob, JobNotFound, StaleLeader, StaleVersion
+from starburst.core.records import (
+    DuplicateJob,
+    InvalidPage,
+    JobNotFound,
+    StaleLeader,
+    StaleVersion,
+)
 from starburst.core.submit_limits import BacklogFull
 
 log = logging.getLogger("starburst.api")
@@ -44,6 +51,7 @@ STATUS: tuple[tuple[type[Exception], int], ...] = (
     (StaleLeader, 503),
     (TransientError, 503),
     (BacklogFull, 429),
+    (InvalidPage, 422),
     (ConfigError, 422),
     (PermanentError, 409),
     (StarburstError, 400),

@@ -363,9 +363,9 @@ class JobReads(Protocol):
     the API's listings, the controller's queue view and the reports.
 
     Contract: the queue is FIFO on (``queued_at``, id) and paged by an opaque cursor that
-    stays valid under concurrent inserts; a malformed cursor or a limit below 1 is a
-    ``ConfigError``. Unknown ids raise ``JobNotFound`` (reads of many ids leave unknown ones
-    out instead).
+    stays valid under concurrent inserts; a cursor it did not hand out is an
+    ``InvalidPage``, a limit below 1 a ``ConfigError``. Unknown ids raise ``JobNotFound``
+    (reads of many ids leave unknown ones out instead).
     """
 
     def get(self, job_id: str) -> StoredJob: ...

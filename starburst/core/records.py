@@ -39,6 +39,19 @@ class DuplicateJob(PermanentError):
         self.job_id = job_id
 
 
+class InvalidPage(StarburstError, ValueError):
+    """A page cursor the store did not hand out (mistyped, cut short, or from another
+    listing): the caller asks again from the first page or with the last ``next_cursor``."""
+
+    def __init__(self, cursor: str) -> None:
+        shown = cursor if len(cursor) <= 40 else cursor[:40] + "…"
+        super().__init__(
+            f"invalid page cursor {shown!r}: pass the next_cursor of the previous page, "
+            "or no cursor for the first page"
+        )
+        self.cursor = cursor
+
+
 class StaleVersion(TransientError):
     """Another writer changed the job between our read and our write."""
 

@@ -86,6 +86,22 @@ def test_listing_pages_through_every_job_once_in_queue_order(api):  # type: igno
     assert bad.status_code == 422 and "cursor" in bad.json()["detail"]
 
 
+def test_a_cursor_never_handed_out_is_a_422_in_one_clear_line(api):  # type: ignore[no-untyped-def]
+    """Its own error (``InvalidPage``), not a configuration error: one line that says what
+    to send instead, for a mistyped cursor, a cut-short one, and one that decodes to junk."""
+    alice = api.client("alice")
+    for _ in range(3):
+        assert alice.post("/v1/jobs", json={"gpus": 1, "command": "true"}).status_code == 201
+    good = alice.get("/v1/jobs", params={"limit": 1}).json()["next_cursor"]
+    for cursor in ("!!!", good[:12], "bm90LWEtdGltZXxqb2I"):  # cut before the job id
+        bad = alice.get("/v1/jobs", params={"cursor": cursor, "limit": 1})
+        assert bad.status_code == 422, bad.text
+        detail = bad.json()["detail"]
+        assert detail.startswith("invalid page cursor ") and "\n" not in detail
+        assert "next_cursor of the previous page" in detail
+    assert alice.get("/v1/jobs", params={"cursor": good, "limit": 1}).status_code == 200
+
+
 def test_filters_by_user_and_team_and_users_see_only_their_own(api):  # type: ignore[no-untyped-def]
     alice, bob, root = api.client("alice"), api.client("bob"), api.client("root")
     for _ in range(4):

@@ -15,6 +15,7 @@ from starburst.core.lifecycle import IllegalTransition, JobState
 from starburst.core.records import (
     CostEntry,
     DuplicateJob,
+    InvalidPage,
     JobNotFound,
     JobSpec,
     Move,
@@ -182,8 +183,11 @@ def test_a_queue_of_several_states_is_one_fifo(store, clock):  # type: ignore[no
 
 
 def test_bad_cursor_and_limit_are_clear_errors(store):  # type: ignore[no-untyped-def]
-    with pytest.raises(ConfigError, match="cursor"):
-        store.jobs.queue(cursor="not-a-cursor")
+    # a cursor the store never handed out is its own error (not a configuration error)
+    for cursor in ("not-a-cursor", "!!!", "", "bm90LWEtdGltZXxqb2I"):  # "not-a-time|job"
+        with pytest.raises(InvalidPage, match="invalid page cursor") as raised:
+            store.jobs.queue(cursor=cursor)
+        assert not isinstance(raised.value, ConfigError) and raised.value.cursor == cursor
     with pytest.raises(ConfigError, match="limit"):
         store.jobs.queue(limit=0)
 

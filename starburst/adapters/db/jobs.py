@@ -25,6 +25,7 @@ from starburst.core.dependencies import parse_after
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
+    InvalidPage,
     JobEvent,
     JobNotFound,
     QueuePage,
@@ -61,7 +62,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         stamp, job_id = raw.split("|", 1)
         when = datetime.fromisoformat(stamp)
     except (ValueError, UnicodeDecodeError):
-        raise ConfigError(f"invalid queue cursor {cursor!r}") from None
+        raise InvalidPage(cursor) from None
     return (when if when.tzinfo else when.replace(tzinfo=UTC)), job_id
 
 

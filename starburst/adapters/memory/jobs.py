@@ -22,6 +22,7 @@ from starburst.core.capacity import Placement
 from starburst.core.errors import ConfigError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
+    InvalidPage,
     JobEvent,
     QueuePage,
     StoredJob,
@@ -44,7 +45,7 @@ def decode_cursor(cursor: str) -> Key:
         stamp, job_id = raw.split("|", 1)
         return float(stamp), job_id
     except (ValueError, UnicodeDecodeError, binascii.Error):
-        raise ConfigError(f"invalid queue cursor {cursor!r}") from None
+        raise InvalidPage(cursor) from None
 
 
 def glob_matcher(pattern: str) -> re.Pattern[str]:
