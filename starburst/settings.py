@@ -30,13 +30,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from starburst.core import defaults
 from starburst.core.account_names import ACCOUNT_NAME, MAX_ACCOUNT_NAME
 from starburst.core.capacity import PlacementStrategy
-from starburst.core.ceilings import JobCeilings, job_ceilings
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import ConfigError
 from starburst.core.identity import Grant, IdentityMap
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import POLICIES, PolicyKind, WaitPolicy, calibrate
+from starburst.core.price_ceilings import JobCeilings, job_ceilings
 from starburst.core.records import Role
 from starburst.core.submit_limits import SubmitLimits
 
@@ -460,7 +460,7 @@ class Settings(BaseSettings):
         return token
 
     def job_ceilings(self, prices: PriceTable) -> JobCeilings:
-        """The per-job cloud $/h ceilings (``core.ceilings``), the default from ``prices``."""
+        """The per-job cloud $/h ceilings (``core.price_ceilings``), the default from ``prices``."""
         node = prices.dearest_node()
         return job_ceilings(
             setting=self.max_job_cloud_price,

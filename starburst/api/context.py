@@ -14,7 +14,7 @@ Terms:
 - *degraded probe*: a callable returning why this process, though ready, runs degraded (the
   cloud side cannot burst: "no cloud enabled in SkyPilot: run `sky check`"), else ``None``;
   ``/readyz`` reports it under ``cloud`` and stays 200.
-- *job logs*: a callable returning the ``starburst.controller.joblogs.JobLogs`` that reads job
+- *job logs*: a callable returning the ``starburst.controller.job_output.JobLogs`` that reads job
   output through the backends (the controller's own in ``starburst server``; built on first
   use from the settings in ``starburst api``); None: this API serves no job output.
 - *kube*: the checker of Kubernetes bearer tokens (``starburst.api.kubeauth``) when the

@@ -9,7 +9,7 @@ facts the controller's pass acts on:
   controller's readiness says why);
 - *team hold*: the team's budgets this month, or the no-team budget for a job with no team
   (``core.holds.holds``, the controller's own, one read for all teams);
-- *ceiling hold*: the team's $/h ceiling (``api.ceilings.burst_hold``), for a job that would
+- *ceiling hold*: the team's $/h ceiling (``api.submit_ceilings.burst_hold``), for a job that would
   burst now;
 - *shortfall*: the cluster's shape as the controller last recorded it
   (``TuningLog.cluster_shape``); unknown until a controller has recorded one.
@@ -23,7 +23,7 @@ from __future__ import annotations
 from decimal import Decimal
 from functools import cached_property
 
-from starburst.api import ceilings
+from starburst.api import submit_ceilings
 from starburst.api.context import ApiContext
 from starburst.controller.cloudgate import held_reason
 from starburst.core.capacity import CapacityIndex
@@ -50,7 +50,7 @@ class Outlooks:
         holds = Holds(
             cloud=self._cloud,
             team=self._teams.get(NO_TEAM if team is None else team),
-            ceiling=lambda: ceilings.burst_hold(self.ctx, stored),
+            ceiling=lambda: submit_ceilings.burst_hold(self.ctx, stored),
             shortfall=self._capacity.shortfall(stored.job) if self._capacity else None,
         )
         return outlook(stored, self.now, holds)

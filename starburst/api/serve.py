@@ -62,7 +62,7 @@ def _uvicorn(app: Any, settings: Settings) -> Any:
 def server_app(settings: Settings, controller: Controller) -> Any:
     """The REST API of ``controller``'s store; a submission wakes the scheduler at once."""
     from starburst.api import create_app
-    from starburst.controller.joblogs import JobLogs
+    from starburst.controller.job_output import JobLogs
 
     reader = JobLogs(controller.capabilities.logs, controller.cloud)
     app = create_app(
@@ -162,12 +162,12 @@ def warn_if_insecure(settings: Settings) -> None:
 
 
 def run(settings: Settings, mode: str) -> None:
-    from starburst.controller import logs
+    from starburst.controller import structured_logs
     from starburst.controller.hardening import make_undumpable
     from starburst.controller.wiring import build_controller
 
     make_undumpable()  # no process of our uid (a local job) reads our environment or memory
-    logs.configure(settings.log_format)
+    structured_logs.configure(settings.log_format)
     os.umask(0o077)  # every file this process writes (database, model, job state) is 0600
     warn_if_insecure(settings)
     from starburst.adapters.db.migrate import require_schema

@@ -40,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from starburst.controller import logs
+from starburst.controller import structured_logs
 from starburst.controller.budgets import BudgetAlerts, BudgetGate
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.cloudgate import CloudGate
@@ -165,7 +165,7 @@ class Controller:
         self._last_seconds = 0.0  # how long the last pass took
         self.last_report: PassReport | None = None
         self._failed_passes = 0  # unexpected errors in a row
-        self._overruns = logs.Overruns()
+        self._overruns = structured_logs.Overruns()
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self, scheduler: BaseScheduler | None = None) -> None:
@@ -424,4 +424,6 @@ class Controller:
             job.modify(next_run_time=when)
 
     def _log(self, report: PassReport, seconds: float) -> None:
-        logs.log_pass(log, report, seconds, self.settings.pass_interval_s, self._overruns)
+        structured_logs.log_pass(
+            log, report, seconds, self.settings.pass_interval_s, self._overruns
+        )

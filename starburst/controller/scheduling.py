@@ -35,18 +35,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
+from starburst.controller.burst_ceiling import TeamCeiling
 from starburst.controller.capabilities import Capabilities
-from starburst.controller.ceiling import TeamCeiling
 from starburst.controller.cloudside import CloudFollower, cloud_job
 from starburst.controller.gating import DependencyGate
-from starburst.controller.logs import ids_sample
 from starburst.controller.moves import ACTOR, Moves
 from starburst.controller.onprem_meter import OnpremMeter
 from starburst.controller.queue_view import QueueView, entry, read_all
 from starburst.controller.report import PassReport, backend_job
+from starburst.controller.structured_logs import ids_sample
 from starburst.controller.unstartable import Unstartable
 from starburst.core.capacity import Node, Placement
-from starburst.core.ceilings import JobCeilings
 from starburst.core.cycle import (
     HOLD_ALL,
     NO_CLOUD,
@@ -72,6 +71,7 @@ from starburst.core.ports import (
     ModelRegistry,
     RuntimeEstimator,
 )
+from starburst.core.price_ceilings import JobCeilings
 from starburst.core.records import CloudLaunch, Move, StoredJob
 
 log = logging.getLogger("starburst.controller")
@@ -452,7 +452,7 @@ class SchedulingLoop:
         self, burst: Burst, now: float, token: int | None, held: list[tuple[str, str]]
     ) -> bool:
         """Burst through the cloud port; a burst above the team's ceiling is held instead
-        (the job stays queued, the reason goes to ``held``: ``controller.ceiling``)."""
+        (the job stays queued, the reason goes to ``held``: ``controller.burst_ceiling``)."""
         follower = self.cloud_side
         if follower is None:
             return False

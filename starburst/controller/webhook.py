@@ -43,7 +43,8 @@ Resolver = Callable[[str, int], list[str]]
 def resolve(host: str, port: int) -> list[str]:
     """Every address ``host`` resolves to (the system resolver)."""
     found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(str(info[4][0]) for info in found))
+    # each entry: (family, type, proto, canonical name, socket address (address, port, ...))
+    return list(dict.fromkeys(str(address[0]) for *_, address in found))
 
 
 def pinned_address(target: Target, allow: Sequence[str], lookup: Resolver = resolve) -> str:

@@ -66,7 +66,7 @@ MIB = 1024 * 1024
 
 if TYPE_CHECKING:
     from starburst.adapters.local.jobusers import JobUsers
-    from starburst.controller.joblogs import JobLogs
+    from starburst.controller.job_output import JobLogs
     from starburst.pricing import PriceTable
 
 log = logging.getLogger("starburst.controller")
@@ -214,7 +214,7 @@ def build_cloud(
 def job_logs_from(settings: Settings) -> Callable[[], JobLogs]:
     """For an API without a controller: the job-output reader, built from the settings on
     first use (a backend that cannot be reached makes each request a clear 409 instead)."""
-    from starburst.controller.joblogs import JobLogs, NoLogs
+    from starburst.controller.job_output import JobLogs, NoLogs
 
     built: list[JobLogs] = []
     lock = threading.Lock()

@@ -8,7 +8,7 @@ job. It reads the stored job and the facts the scheduling pass itself acts on:
   its wait budget starts when it enters it.
 - *cloud hold*: nothing may burst now (no cloud configured, the cloud side down);
 - *team hold*: the team's monthly cloud budget is spent (``core.holds``);
-- *ceiling hold*: bursting now would take the team above its $/h ceiling (``core.ceilings``),
+- *ceiling hold*: bursting now would take the team above its $/h ceiling (``core.price_ceilings``),
   asked only of a job that would burst now;
 - *shortfall*: why the private cluster, even empty, could never hold the job
   (``CapacityIndex.shortfall``); None when it could, or when its shape is unknown.

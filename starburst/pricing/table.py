@@ -211,7 +211,7 @@ class PriceTable:
 
     def dearest_node(self) -> PriceOption | None:
         """One full node (``max_gpus_per_node`` GPUs) of the GPU type whose cheapest
-        on-demand node costs most: the default per-job ceiling (``api.ceilings``) — any one
+        on-demand node costs most: the default per-job ceiling (``api.submit_ceilings``) — any one
         instance the table sells fits under it, a request for many instances does not."""
         cheapest = [
             options[0]

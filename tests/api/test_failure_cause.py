@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from starburst.adapters.local import EmulatedCloud, LocalCluster
-from starburst.controller.joblogs import JobLogs
+from starburst.controller.job_output import JobLogs
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind
 from starburst.core.records import JobSpec

@@ -13,7 +13,7 @@ from kubernetes import client
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.kubernetes.conversion import Conventions, job_from_k8s, job_id
 from starburst.adapters.kubernetes.manifest import job_manifest, job_name
-from starburst.controller.joblogs import JobLogs
+from starburst.controller.job_output import JobLogs
 from starburst.controller.wiring import wire_controller
 from starburst.core.capacity import Part
 from starburst.core.errors import PermanentError

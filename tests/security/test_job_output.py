@@ -12,7 +12,7 @@ import tracemalloc
 from pathlib import Path
 
 from starburst.adapters.local import LocalCluster
-from starburst.controller.joblogs import JobLogs
+from starburst.controller.job_output import JobLogs
 from starburst.core.lifecycle import JobState
 from starburst.core.records import StoredJob
 from tests.local.lives import job

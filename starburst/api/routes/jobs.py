@@ -26,7 +26,7 @@ from fastapi import APIRouter, Header, HTTPException, Query, Response
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from starburst.api import ceilings
+from starburst.api import submit_ceilings
 from starburst.api.context import ApiContext
 from starburst.api.deps import (
     CallerDep,
@@ -307,7 +307,7 @@ async def accept(
 
 async def checked(
     ctx: ApiContext, body: JobSubmit, caller: Principal
-) -> tuple[JobSpec, ceilings.Priced]:
+) -> tuple[JobSpec, submit_ceilings.Priced]:
     """The job a submission would store and what it would cost if it burst; raises the
     submission's 4xx (owner, cluster, dependencies, GPU type, cloud choice, ceilings).
     Shared by ``accept`` and the quote (``starburst.api.routes.quote``)."""
@@ -321,9 +321,9 @@ async def checked(
     _runnable_here(ctx, body)
     after = await run_in_threadpool(_dependencies, ctx, body, caller) if body.after else ()
     spec = body.to_spec(user, team, after)
-    priced = ceilings.Priced(None, None)
+    priced = submit_ceilings.Priced(None, None)
     if spec.gpus > 0 and ctx.quote is not None:  # the job ceiling is on by default
-        priced = await run_in_threadpool(ceilings.check, ctx, spec)
+        priced = await run_in_threadpool(submit_ceilings.check, ctx, spec)
     return spec, priced
 
 

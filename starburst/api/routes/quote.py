@@ -11,7 +11,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from starburst.api import ceilings
+from starburst.api import submit_ceilings
 from starburst.api.deps import ContextDep, WriterDep
 from starburst.api.routes.jobs import checked
 from starburst.api.schemas.jobs import JobSubmit
@@ -25,7 +25,11 @@ async def quote(body: JobSubmit, caller: WriterDep, ctx: ContextDep) -> JobQuote
     """Where the job would go and its cloud price per hour; the submission's 4xx if it
     would be refused. Nothing is stored."""
     spec, priced = await checked(ctx, body, caller)
-    hold = await run_in_threadpool(ceilings.budget_hold, ctx, spec.team) if spec.gpus > 0 else None
+    hold = (
+        await run_in_threadpool(submit_ceilings.budget_hold, ctx, spec.team)
+        if spec.gpus > 0
+        else None
+    )
     q, ceiling = priced.quote, priced.ceiling
     if q is None:
         why = "no GPUs to rent" if spec.gpus == 0 else "no cloud prices it"

@@ -4,7 +4,7 @@
 They matter only in the cloud: a job that starts on-prem ignores them. They travel in
 ``Job.extra`` under ``starburst.core.cloud_choice``'s words. A region needs its cloud (as
 SkyPilot's ``infra: aws/us-east-1`` says both); a choice no cloud can price is refused at
-submission, with the reason (``starburst.api.ceilings.check_choice``).
+submission, with the reason (``starburst.api.submit_ceilings.check_choice``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 in the cloud, before it is submitted (``starburst submit --dry-run``).
 
 Terms: *price* is the cheapest cloud quote for the job (the one the controller would burst
-with) in US dollars per hour; *ceiling* is the job ceiling it passed (``core.ceilings``);
+with) in US dollars per hour; *ceiling* is the job ceiling it passed (``core.price_ceilings``);
 *hold* is why the job would wait on-prem past its budget now (its team's budget is spent, or
 users with no team may not burst).
 """

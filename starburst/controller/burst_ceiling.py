@@ -1,4 +1,4 @@
-"""The ceilings on cloud $/h, checked again when a job bursts (``core.ceilings``): the job
+"""The ceilings on cloud $/h, checked again when a job bursts (``core.price_ceilings``): the job
 ceiling (a Kubernetes Job never passed the API's check) and the team ceiling.
 
 At submission each job is checked alone against what its team runs in the cloud then; many
@@ -25,17 +25,17 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from starburst.controller.report import backend_job
-from starburst.core.ceilings import (
+from starburst.core.errors import StarburstError
+from starburst.core.job import Job
+from starburst.core.lifecycle import JobState
+from starburst.core.ports import JobReads, Ledger, Quote
+from starburst.core.price_ceilings import (
     JobCeilings,
     exceeds,
     held_reason,
     over_job_ceiling,
     team_cloud_rate,
 )
-from starburst.core.errors import StarburstError
-from starburst.core.job import Job
-from starburst.core.lifecycle import JobState
-from starburst.core.ports import JobReads, Ledger, Quote
 from starburst.core.records import JobNotFound
 
 

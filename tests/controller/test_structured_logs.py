@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from starburst.adapters.db.store import SqlStore
-from starburst.controller import logs
+from starburst.controller import structured_logs
 from starburst.controller.cloudgate import CloudGate
 from starburst.controller.report import PassReport
 from starburst.controller.scheduling import SchedulingLoop
@@ -53,14 +53,14 @@ def restored(names: Sequence[str]) -> Iterator[None]:
 
 @pytest.fixture
 def captured() -> Iterator[io.StringIO]:
-    """``logs.configure`` writing into a buffer; the loggers are restored afterwards."""
-    names = ("starburst", *logs.LIBRARY_LOGGERS, *UVICORN_CHILDREN, "")
+    """``structured_logs.configure`` writing into a buffer; the loggers are restored afterwards."""
+    names = ("starburst", *structured_logs.LIBRARY_LOGGERS, *UVICORN_CHILDREN, "")
     with restored(names):
         buffer = io.StringIO()
-        logs.configure("json")
+        structured_logs.configure("json")
         for name in names:
             for handler in logging.getLogger(name).handlers:
-                if isinstance(handler, logs._Handler):
+                if isinstance(handler, structured_logs._Handler):
                     handler.setStream(buffer)
         try:
             yield buffer
@@ -70,7 +70,7 @@ def captured() -> Iterator[io.StringIO]:
 
 @pytest.fixture
 def uvicorn_configured_first() -> Iterator[None]:
-    """uvicorn's own logging set-up applied before ``logs.configure`` (as an in-process
+    """uvicorn's own logging set-up applied before ``structured_logs.configure`` (as an in-process
     uvicorn server with its default ``log_config`` leaves it): ``uvicorn.access`` with a
     handler of its own and ``propagate = False``."""
     import logging.config
@@ -89,7 +89,7 @@ def lines(buffer: io.StringIO) -> list[dict[str, object]]:
 
 def test_a_pass_that_starts_500_jobs_logs_one_short_line(captured: io.StringIO) -> None:
     report = PassReport(at=0.0, admitted=500, started=[f"job-{i:04d}" for i in range(500)])
-    logs.log_pass(DAEMON, report, 0.5, 2.0, logs.Overruns())
+    structured_logs.log_pass(DAEMON, report, 0.5, 2.0, structured_logs.Overruns())
     (line,) = lines(captured)
     assert line["started"] == 500 and line["admitted"] == 500
     assert line["started_ids"] == [
@@ -106,31 +106,31 @@ def test_a_pass_that_starts_500_jobs_logs_one_short_line(captured: io.StringIO) 
 def test_a_streak_of_overruns_is_reported_once_with_its_duration_then_a_count(
     captured: io.StringIO,
 ) -> None:
-    overruns = logs.Overruns()
+    overruns = structured_logs.Overruns()
     idle = PassReport(at=0.0)
     for seconds in (3.25, 2.5, 4.0, 2.1):
-        logs.log_pass(DAEMON, idle, seconds, 2.0, overruns)
+        structured_logs.log_pass(DAEMON, idle, seconds, 2.0, overruns)
     (first,) = lines(captured)  # the rest of the streak is only counted
     assert first["msg"] == "pass overran its interval" and first["level"] == "warning"
     assert first["seconds"] == 3.25 and first["interval_s"] == 2.0
-    logs.log_pass(DAEMON, idle, 0.1, 2.0, overruns)  # in time again: the count
-    logs.log_pass(DAEMON, idle, 0.1, 2.0, overruns)  # an idle pass in time logs nothing
+    structured_logs.log_pass(DAEMON, idle, 0.1, 2.0, overruns)  # in time again: the count
+    structured_logs.log_pass(DAEMON, idle, 0.1, 2.0, overruns)  # an idle pass in time logs nothing
     _, summary = lines(captured)
     assert summary["msg"] == "passes overran their interval"
     assert summary["overruns"] == 4 and summary["longest_s"] == 4.0
-    logs.log_pass(DAEMON, idle, 3.0, 2.0, overruns)  # a new streak of one: one line
-    logs.log_pass(DAEMON, idle, 0.1, 2.0, overruns)
+    structured_logs.log_pass(DAEMON, idle, 3.0, 2.0, overruns)  # a new streak of one: one line
+    structured_logs.log_pass(DAEMON, idle, 0.1, 2.0, overruns)
     assert [line["msg"] for line in lines(captured)][2:] == ["pass overran its interval"]
 
 
 def test_a_streak_that_lasts_logs_its_count_now_and_then(captured: io.StringIO) -> None:
-    overruns = logs.Overruns()
-    for _ in range(2 * logs.SUMMARY_EVERY + 5):
+    overruns = structured_logs.Overruns()
+    for _ in range(2 * structured_logs.SUMMARY_EVERY + 5):
         overruns.observe(DAEMON, 3.0, 2.0)
     assert [(line["msg"], line.get("overruns")) for line in lines(captured)] == [
         ("pass overran its interval", None),
-        ("passes keep overrunning their interval", logs.SUMMARY_EVERY),
-        ("passes keep overrunning their interval", 2 * logs.SUMMARY_EVERY),
+        ("passes keep overrunning their interval", structured_logs.SUMMARY_EVERY),
+        ("passes keep overrunning their interval", 2 * structured_logs.SUMMARY_EVERY),
     ]
 
 
@@ -161,7 +161,7 @@ def test_the_scheduler_library_logs_json_once_per_missed_job_then_a_count(
     for tick in range(30):  # every 2 s, for a minute: one line
         executor.handle(_missed("Controller.run_pass", t0 + 2 * tick))
     executor.handle(_missed("Controller.recalibrate", t0 + 1))  # another job: its own line
-    executor.handle(_missed("Controller.run_pass", t0 + logs.REPEAT_WINDOW_S + 1))
+    executor.handle(_missed("Controller.run_pass", t0 + structured_logs.REPEAT_WINDOW_S + 1))
     first, other, again = lines(captured)
     assert first["logger"] == "apscheduler.executors.default" and "was missed by" in str(
         first["msg"]

@@ -1,14 +1,14 @@
 """Price ceilings checked at submission: a job whose cloud run would cost more per hour than
-its job ceiling (on by default, ``starburst.core.ceilings``), or that would take its team's
+its job ceiling (on by default, ``starburst.core.price_ceilings``), or that would take its team's
 cloud spend rate above ``max_team_cloud_price``, is refused with the price, the reason and
 the setting that allows it (422) before it is stored. Both are checked again when a job
-bursts (``starburst.controller.ceiling``); ``burst_hold`` words the team hold for
+bursts (``starburst.controller.burst_ceiling``); ``burst_hold`` words the team hold for
 ``explain``. The same check answers ``POST /v1/jobs/quote`` (``submit --dry-run``).
 
 Terms:
 - *job price*: the cheapest cloud quote for the job (the same quote the controller bursts
   with, ``ApiContext.quote``), in $/h.
-- *team rate*: what the team runs in the cloud now (``starburst.core.ceilings``, the rule the
+- *team rate*: what the team runs in the cloud now (``starburst.core.price_ceilings``, the rule the
   controller checks again when a job bursts), plus the new job's price.
 
 A job no cloud can price (no cloud configured, or a GPU type found only on-prem, named in
@@ -28,7 +28,13 @@ from pathlib import Path
 from fastapi import HTTPException
 
 from starburst.api.context import ApiContext
-from starburst.core.ceilings import (
+from starburst.core.cloud_choice import CLOUDS, REGIONS, USE_SPOT
+from starburst.core.cycle import NO_TEAM
+from starburst.core.errors import StarburstError
+from starburst.core.holds import holds
+from starburst.core.job import Job
+from starburst.core.ports import Quote
+from starburst.core.price_ceilings import (
     JobCeiling,
     exceeds,
     held_reason,
@@ -36,12 +42,6 @@ from starburst.core.ceilings import (
     refused_reason,
     team_cloud_rate,
 )
-from starburst.core.cloud_choice import CLOUDS, REGIONS, USE_SPOT
-from starburst.core.cycle import NO_TEAM
-from starburst.core.errors import StarburstError
-from starburst.core.holds import holds
-from starburst.core.job import Job
-from starburst.core.ports import Quote
 from starburst.core.records import JobSpec, StoredJob
 from starburst.pricing import PriceTable, canonical_gpu, default_price_table, load_price_table
 
@@ -138,7 +138,7 @@ def budget_hold(ctx: ApiContext, team: str | None) -> str | None:
 
 def burst_hold(ctx: ApiContext, stored: StoredJob) -> str | None:
     """Why a queued job past its budget waits instead of bursting because of the team
-    ceiling (the controller's check, ``starburst.controller.ceiling``), or None."""
+    ceiling (the controller's check, ``starburst.controller.burst_ceiling``), or None."""
     per_team, team = ctx.settings.max_team_cloud_price, stored.job.team
     if per_team is None or team is None or ctx.quote is None or stored.job.gpus <= 0:
         return None
