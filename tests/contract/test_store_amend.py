@@ -42,7 +42,9 @@ def test_hold_moves_a_queued_job_out_of_the_line_with_one_event(store, clock):  
     )
     # release: no state change, the hold cleared, the queue time restarted now
     clock.advance(100)
-    released = store.lifecycle.amend(job.id, Amendment(release=True), reason="released", actor="ann")
+    released = store.lifecycle.amend(
+        job.id, Amendment(release=True), reason="released", actor="ann"
+    )
     assert (released.state, released.held, released.version) == (JobState.SUBMITTED, None, 4)
     assert released.queued_at == clock.now() == store.jobs.get(job.id).queued_at
     last = store.jobs.events(job.id)[-1]
@@ -69,7 +71,9 @@ def test_update_changes_fields_forgets_the_budget_and_keeps_the_queue_time(store
 def test_amend_checks_version_and_lifecycle_and_then_changes_nothing(store, clock):  # type: ignore[no-untyped-def]
     job = _queued(store, clock)
     with pytest.raises(StaleVersion):
-        store.lifecycle.amend(job.id, Amendment(gpus=4), reason="x", actor="ann", expected_version=1)
+        store.lifecycle.amend(
+            job.id, Amendment(gpus=4), reason="x", actor="ann", expected_version=1
+        )
     done = store.lifecycle.transition(job.id, JobState.CANCELLED, reason="cancelled", actor="ann")
     with pytest.raises(IllegalTransition):
         store.lifecycle.amend(

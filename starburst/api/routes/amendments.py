@@ -27,7 +27,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Response
 from starlette.concurrency import run_in_threadpool
 
-from starburst.api import ceilings
+from starburst.api import submit_ceilings
 from starburst.api.context import ApiContext
 from starburst.api.deps import ContextDep, WriterDep, refuse_read_only
 from starburst.api.routes.jobs import _visible, detail
@@ -150,7 +150,7 @@ def update(job_id: str, body: JobUpdate, caller: WriterDep, ctx: ContextDep) -> 
         except PermanentError as exc:  # the spec's own rules (pods share GPUs equally)
             raise HTTPException(422, str(exc)) from None
         if spec.gpus != job.gpus and spec.gpus > 0 and ctx.quote is not None:
-            ceilings.check(ctx, spec)  # the new size's price, as at submit
+            submit_ceilings.check(ctx, spec)  # the new size's price, as at submit
         queued = stored.state is JobState.QUEUED
         change = Amendment(
             to_state=_out_of_line(stored),
@@ -209,7 +209,7 @@ async def requeue(job_id: str, caller: WriterDep, ctx: ContextDep, response: Res
     _check(Action.REQUEUE, stored)
     spec = await run_in_threadpool(_requeued_spec, ctx, stored)
     if spec.gpus > 0 and ctx.quote is not None:
-        await run_in_threadpool(ceilings.check, ctx, spec)
+        await run_in_threadpool(submit_ceilings.check, ctx, spec)
     if ctx.submissions is not None:
         made = await ctx.submissions.submit_async(spec, None, caller.user)
     else:
