@@ -46,6 +46,7 @@ from starburst.api.limits import RequestLimits
 from starburst.api.routes import (
     accounts,
     amendments,
+    arrays,
     costs,
     jobs,
     nodes,
@@ -114,6 +115,7 @@ def create_app(
         quote_routes,
         amendments,
         jobs,
+        arrays,
         queue,
         nodes,
         costs,

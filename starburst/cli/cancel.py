@@ -1,6 +1,7 @@
 """``starburst cancel``: one job, several, or every job a filter picks.
 
     starburst cancel 3f2a sweep-7            # ids, unique id prefixes or your jobs' names
+    starburst cancel sweep-1a2b3c4d          # an array id: every element not ended yet
     starburst cancel --all --state waiting   # every one of your waiting jobs (held too)
     starburst cancel --name 'sweep-*' --yes  # no question asked
 
@@ -37,7 +38,7 @@ def _picked(
 def cancel(
     job_ids: Annotated[
         list[str] | None,
-        typer.Argument(metavar="[JOB]...", help="Ids, unique id prefixes or job names."),
+        typer.Argument(metavar="[JOB]...", help="Ids, unique id prefixes, job names or array ids."),
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every one of your active jobs.")] = False,
     state: Annotated[
@@ -89,7 +90,10 @@ def cancel(
     failed = 0
     for target in targets:
         try:
-            job = call(server, token, "POST", job_path(target, "cancel"))
+            job = call(server, token, "POST", job_path(target, "cancel"), tolerate=(404,))
+            if job is None:  # not a job: an array id (every element), else one line
+                _cancel_array(server, token, target)
+                continue
         except typer.Exit:  # the error line is printed; go on with the others
             failed += 1
             continue
@@ -98,3 +102,13 @@ def cancel(
         typer.echo(f"cancelled {len(targets) - failed} of {len(targets)} jobs")
     if failed:
         raise typer.Exit(1)
+
+
+def _cancel_array(server: str, token: str | None, array_id: str) -> None:
+    """Cancel every element of an array that has not ended (``POST /v1/arrays/ID/cancel``)."""
+    from starburst.cli.arrays import array_path
+
+    array = call(server, token, "POST", array_path(array_id, "cancel"))
+    for element in array["elements"]:
+        say(f"{element['id']}  {element['state']}  {element['name'] or '-'}")
+    typer.echo(f"cancelled array {array['id']} ({len(array['elements'])} jobs)")

@@ -203,8 +203,15 @@ def status(
     server: ServerOption = DEFAULT_SERVER,
     token: TokenOption = None,
 ) -> None:
-    """A job's state, times, estimate, wait budget, placement and cost so far."""
-    job = call(server, token, "GET", job_path(job_id))
+    """A job's state, times, estimate, wait budget, placement and cost so far; given an
+    array id, every element of the array."""
+    job = call(server, token, "GET", job_path(job_id), tolerate=(404,))
+    if job is None:  # not a job: an array id, else one line saying it names neither
+        from starburst.cli import arrays
+
+        array = arrays.fetch(server, token, job_id)
+        say(json.dumps(array, indent=2) if as_json else arrays.show(array))
+        return
     if as_json:
         typer.echo(json.dumps(job, indent=2))
         return

@@ -227,14 +227,17 @@ def submit_array(
     except StarburstError as exc:
         _fail(str(exc), 2)
     base = body.get("name") or "array"
-    # every element names its array, so the server counts them (``max_array_size``)
-    body = {**body, "array": key or f"{base}-{uuid.uuid4().hex[:8]}"}
+    # every element names its array, so the server counts them (``max_array_size``) and
+    # status/cancel take the array id as a whole
+    array_id = key or f"{base}-{uuid.uuid4().hex[:8]}"
+    body = {**body, "array": array_id}
     if limit is not None:
         body["array_limit"] = limit
     for index in chosen:
         element = {
             **body,
             "name": f"{base}-{index}",
+            "array_index": index,
             "env": {**body.get("env", {}), INDEX_VAR: str(index)},
         }
         job = call(
@@ -247,7 +250,10 @@ def submit_array(
         )
         say(f"{job['id']}  {job['state']}  {element['name']}")
     at_once = f", at most {limit} at once" if limit is not None else ""
-    typer.echo(f"submitted {len(chosen)} jobs: {base}-{chosen[0]} … {base}-{chosen[-1]}{at_once}")
+    typer.echo(
+        f"submitted {len(chosen)} jobs: {base}-{chosen[0]} … {base}-{chosen[-1]}{at_once}; "
+        f"array id {array_id}"
+    )
 
 
 def wait_for_end(server: str, token: str | None, job_id: str, interval: float) -> int:

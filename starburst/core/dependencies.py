@@ -12,7 +12,9 @@ Terms:
 - *held*: a job with an unmet dependency, or an array element with no free slot, has not
   entered the queue. It has no wait budget yet: its budget starts when it becomes *eligible*
   (its queue time is that instant), so a job never spends its budget waiting for another job.
-  Held jobs are considered in (submit time, id) order; the first ones get the free slots.
+  Held jobs are considered in submission order (submit time, array index, id:
+  ``Job.submission_order``); the first ones get the free slots, so an array's
+  elements are let in by index.
 - *never satisfied*: an ``afterok`` dependency that failed or was cancelled can never be met.
   Slurm leaves such a job pending (``DependencyNeverSatisfied``) unless told to kill it;
   Starburst cancels it at once with the reason, so nothing waits for nothing. The
@@ -39,9 +41,13 @@ from starburst.core.lifecycle import JobState
 if TYPE_CHECKING:  # a job holds its dependencies: job.py imports this module
     from starburst.core.job import Job
 
+#: where a submission carries its array index (``Job.array_index``) in ``JobSpec.extra``
+ARRAY_INDEX = "array_index"
 #: the most dependencies one job may name, and the largest array limit
 MAX_DEPENDENCIES = 100
 MAX_ARRAY_LIMIT = 10_000
+#: the largest index an array element may have (``--array 0-999999999``)
+MAX_ARRAY_INDEX = 999_999_999
 #: a dependency's target as typed: an id, an id prefix or a job name, without control
 #: characters, blanks (every character Python, JSON Schema or Rust regexes call whitespace),
 #: commas or colons. Spelled out rather than ``\s`` so the API's schema, its validator and
@@ -93,6 +99,16 @@ def parse_many(texts: Iterable[str]) -> tuple[Dependency, ...]:
     if len(unique) > MAX_DEPENDENCIES:
         raise ConfigError(f"a job may name at most {MAX_DEPENDENCIES} dependencies")
     return unique
+
+
+def array_index_in(extra: Mapping[str, object]) -> int | None:
+    """The array index a job's extras carry (``ARRAY_INDEX``), or None (not an element, or
+    not a whole number)."""
+    raw = extra.get(ARRAY_INDEX)
+    try:
+        return int(str(raw)) if raw is not None else None
+    except ValueError:
+        return None
 
 
 def check_limit(limit: int) -> int:
@@ -155,7 +171,7 @@ def gate(
     running, not counting ``held``). Cancellations cascade within the call.
     """
     ended = {k: v for k, v in states.items() if v.terminal}
-    pending = sorted(held, key=lambda j: (j.submit_time, j.id))
+    pending = sorted(held, key=lambda j: j.submission_order())
     result = GateResult()
     changed = True
     while changed:  # a cancellation may doom another held job: repeat until nothing moves

@@ -18,7 +18,9 @@ Terms:
   of strings (``job_env`` parses it for every backend; a malformed one is a ``PermanentError``).
 - *after*: the jobs this one waits for before it enters the queue; *array* and
   *array_limit*: the array it belongs to and how many of its elements may run at once
-  (``starburst.core.dependencies`` defines both; a job with either is *gated*).
+  (``starburst.core.dependencies`` defines both; a job with either is *gated*);
+  *array_index*: its index in the array (``--array 0-9``: 0 … 9), which breaks ties between
+  elements that entered the queue at the same instant, so they start in index order.
 - *cloud blocker*: ``extra["cloud_blocker"]``, why the job cannot run in a cloud, set by the
   cluster adapter that knows (a Kubernetes pod template with several containers, env from a
   Secret, a persistent volume...). Such a job never bursts: it waits for room on-prem, and
@@ -67,6 +69,7 @@ class Job:
     after: tuple[Dependency, ...] = ()
     array: str | None = None
     array_limit: int | None = None
+    array_index: int | None = None
 
     @property
     def believed_runtime(self) -> float:
@@ -74,6 +77,12 @@ class Job:
         if self.estimate is not None:
             return self.estimate
         return self.runtime if self.runtime is not None else 0.0
+
+    def submission_order(self) -> tuple[float, int, str]:
+        """How jobs otherwise equal are ordered (``core.ordering``): submit time, array
+        index, id — an array's elements by index, never by their random ids."""
+        index = -1 if self.array_index is None else self.array_index
+        return (self.submit_time, index, self.id)
 
     @property
     def split_unit(self) -> int:

@@ -5,7 +5,10 @@
 - ``sjf``: shortest estimated runtime first.
 - ``edf``: earliest wait-budget expiry first (the job about to burst gets the first chance).
 
-Every key ends in the job id, so equal times never depend on input order.
+Ties: jobs that (re-)entered the queue at the same instant — elements of an array let in
+by one pass, a batch of submissions committed together — go in submission order: submit
+time, then array index (``Job.submission_order``: sweep-2 before sweep-3), then the job id. So
+equal times never depend on input order, and never on random ids where an order was meant.
 """
 
 from __future__ import annotations
@@ -31,19 +34,21 @@ def parse_order(name: str) -> QueueOrder:
         raise ConfigError(f"unknown queue order {name!r}; choose fifo, sjf or edf") from None
 
 
-def _fifo(q: QueuedJob) -> tuple[float, str]:
-    return (q.queued_at, q.job.id)
+#: a queue entry's sort key: the order's own terms, then ``submission_order``
+Key = Callable[[QueuedJob], tuple[float | int | str, ...]]
 
 
-def _sjf(q: QueuedJob) -> tuple[float, float, str]:
-    return (q.job.believed_runtime, q.queued_at, q.job.id)
+def _fifo(q: QueuedJob) -> tuple[float | int | str, ...]:
+    return (q.queued_at, *q.job.submission_order())
 
 
-def _edf(q: QueuedJob) -> tuple[float, float, str]:
-    return (q.deadline, q.queued_at, q.job.id)
+def _sjf(q: QueuedJob) -> tuple[float | int | str, ...]:
+    return (q.job.believed_runtime, q.queued_at, *q.job.submission_order())
 
 
-Key = Callable[[QueuedJob], tuple[float, str] | tuple[float, float, str]]
+def _edf(q: QueuedJob) -> tuple[float | int | str, ...]:
+    return (q.deadline, q.queued_at, *q.job.submission_order())
+
 
 _KEYS: dict[QueueOrder, Key] = {
     QueueOrder.FIFO: _fifo,

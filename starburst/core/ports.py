@@ -404,6 +404,11 @@ class JobReads(Protocol):
         are left out)."""
         ...
 
+    def array_elements(self, array: str, *, limit: int = 10_000) -> list[StoredJob]:
+        """The jobs of ``array`` (every state), in index order (``Job.submission_order``),
+        at most ``limit``; none for an unknown array."""
+        ...
+
     def events(self, job_id: str) -> list[JobEvent]:
         """The job's events, oldest first (an unknown job has none)."""
         ...

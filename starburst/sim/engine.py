@@ -99,7 +99,7 @@ class Simulation:
             self.clock, self.options.price_per_gpu_hour, self.options.cloud_startup_delay
         )
         jobs = perturb_estimates(jobs, self.options.estimate_error, self.options.seed)
-        self._arrivals = sorted(jobs, key=lambda j: (j.submit_time, j.id))
+        self._arrivals = sorted(jobs, key=lambda j: j.submission_order())
         if len({j.id for j in jobs}) != len(jobs):
             raise ConfigError("job ids must be unique within a trace")
         self._gate = Gatekeeper(jobs)

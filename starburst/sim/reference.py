@@ -39,12 +39,17 @@ Parts = list[tuple[int, int, float]]
 
 
 class Queued(NamedTuple):
-    """A job in the queue; entries sort as the queue is ordered (arrival, then id)."""
+    """A job in the queue; entries sort as the queue is ordered (arrival, then submission:
+    submit time, array index, id)."""
 
     queued_at: float
-    job_id: str
+    tie: tuple[float, int, str]
     job: Job
     deadline: float  # when its budget runs out and it bursts (inf: never)
+
+
+def _tie(job: Job) -> tuple[float, int, str]:
+    return (job.submit_time, -1 if job.array_index is None else job.array_index, job.id)
 
 
 class Running(NamedTuple):
@@ -98,7 +103,7 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
 ) -> dict[str, RefOutcome]:
     free = [n.gpus if n.schedulable else 0 for n in nodes]
     free_cpu = [n.cpus for n in nodes]
-    pending = sorted(jobs, key=lambda j: (j.submit_time, j.id))
+    pending = sorted(jobs, key=_tie)
     queue: list[Queued] = []
     running: list[Running] = []
     pullbacks: list[tuple[float, Job]] = []
@@ -173,10 +178,10 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
                 burst(job, t)
                 continue
             budget = policy.star_requeue_budget(job, at)
-            arrived.append(Queued(at, job.id, job, at + budget))
+            arrived.append(Queued(at, _tie(job), job, at + budget))
         while pending and pending[0].submit_time <= t:
             held.append(pending.pop(0))
-        held.sort(key=lambda j: (j.submit_time, j.id))
+        held.sort(key=_tie)
         for job in list(held):
             deps_met = all(ended_by(d.job_id, t) for d in job.after)
             limit = job.array_limit
@@ -190,7 +195,7 @@ def reference_simulate(  # noqa: C901 - one readable loop is the point of this m
                 continue
             budget = policy.budget(job)
             arrived.append(
-                Queued(t, job.id, job, t + budget if math.isfinite(budget) else math.inf)
+                Queued(t, _tie(job), job, t + budget if math.isfinite(budget) else math.inf)
             )
         queue = sorted(queue + arrived)
         waiting = []

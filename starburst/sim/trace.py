@@ -7,7 +7,9 @@ meaning: ``estimate`` (the runtime the policy sees, if not the true one), ``esti
 equal pods, each kept whole on a node), ``after`` (the jobs it waits for, space-separated,
 each ``ID`` to wait for its end or ``ID:ok`` for its success: ``core.dependencies``),
 ``array`` and ``array_limit`` (the array it belongs to, and how many of its elements may run
-at once). Any other column is carried through in ``Job.extra``.
+at once). Any other column is carried through in ``Job.extra``; ``array_index`` (an
+element's index in its array) also sets ``Job.array_index``, which orders elements that
+enter the queue at one instant.
 
 Invariants: a trace that loads is valid — every number parses, nothing is negative, GPUs are
 whole, job ids are unique, every dependency names a job of the trace and none forms a
@@ -23,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from starburst.core.dependencies import check_limit, find_cycle, parse_after
+from starburst.core.dependencies import array_index_in, check_limit, find_cycle, parse_after
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.sim.trace_errors import TraceError
@@ -177,7 +179,8 @@ def _job(name: str, line: int, row: list[str], columns: _Columns) -> Job:
         if i < width and (value := row[i].strip()):
             fields[column] = restore(value)
     if columns.extra:
-        fields["extra"] = {k: restore(row[i]) for k, i in columns.extra if i < width}
+        fields["extra"] = extra = {k: restore(row[i]) for k, i in columns.extra if i < width}
+        fields["array_index"] = array_index_in(extra)
     if columns.gated:
         fields.update(_gates(name, line, row, columns, job_id))
     return Job(id=job_id, **fields)

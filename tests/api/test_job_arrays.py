@@ -39,7 +39,7 @@ def test_an_array_submits_one_job_per_index_with_the_index_in_env(api) -> None: 
     )
     assert made.exit_code == 0, made.stderr
     lines = made.stdout.splitlines()
-    assert lines[-1] == "submitted 4 jobs: sweep-0 … sweep-5"
+    assert lines[-1] == "submitted 4 jobs: sweep-0 … sweep-5; array id k1"  # the key names it
     ids = [line.split()[0] for line in lines[:-1]]
     jobs = [api.store.jobs.get(i) for i in ids]
     assert [j.job.name for j in jobs] == ["sweep-0", "sweep-1", "sweep-2", "sweep-5"]

@@ -61,6 +61,8 @@ RULES: dict[tuple[str, str], frozenset[str]] = {
     ("PATCH", "/v1/jobs/{job_id:path}"): WRITERS,
     ("GET", "/v1/jobs/{job_id:path}/logs"): WRITERS,
     ("GET", "/v1/jobs/{job_id:path}"): SIGNED_IN,
+    ("GET", "/v1/arrays/{array:path}"): SIGNED_IN,
+    ("POST", "/v1/arrays/{array:path}/cancel"): WRITERS,
     ("GET", "/v1/queue"): SIGNED_IN,
     ("GET", "/v1/nodes"): SIGNED_IN,
     ("GET", "/v1/costs"): SIGNED_IN,
@@ -118,6 +120,7 @@ def test_every_route_lets_through_only_its_roles(api) -> None:  # type: ignore[n
     spare = api.store.accounts.issue_token("bob", Role.USER).id
     values = {
         "{job_id:path}": job,
+        "{array:path}": "sweep",
         "{name}": "alice",
         "{team}": "ml",
         "{token_id}": str(spare),

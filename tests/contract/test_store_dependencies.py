@@ -63,3 +63,18 @@ def test_array_slots_count_queued_bursting_and_running_elements(store) -> None: 
     store.lifecycle.transition(ids[3], JobState.SUCCEEDED, reason="done", actor="c")
     assert store.jobs.array_in_flight(["s", "t", "none"]) == {"s": 3}
     assert store.jobs.array_in_flight([]) == {}
+
+
+def test_an_arrays_elements_come_back_in_index_order(store) -> None:  # type: ignore[no-untyped-def]
+    """Elements submitted at one instant (a batch) list by index, not by their random ids;
+    the index round-trips as ``Job.array_index``."""
+    from starburst.core.dependencies import ARRAY_INDEX
+
+    specs = [JobSpec(gpus=1, array="ann/s", extra={ARRAY_INDEX: str(i)}) for i in (3, 10, 0, 2)]
+    made = store.submissions.submit_many(specs)
+    store.submissions.submit(JobSpec(gpus=1, array="ann/other"))
+    elements = store.jobs.array_elements("ann/s")
+    assert [s.job.array_index for s in elements] == [0, 2, 3, 10]
+    assert {s.id for s in elements} == {m.job.id for m in made}
+    assert store.jobs.array_elements("ann/none") == []
+    assert store.jobs.get(made[0].job.id).job.array_index == 3

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from starburst.core.billing import from_micros, to_micros
-from starburst.core.dependencies import parse_after
+from starburst.core.dependencies import array_index_in, parse_after
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.records import (
@@ -73,6 +73,7 @@ def spec_columns(spec: JobSpec) -> dict[str, Any]:
 def to_job(row: Mapping[Any, Any]) -> Job:
     """The core job of a ``jobs`` row; its estimate is the prediction, else the declaration."""
     estimate = row["predicted_runtime"]
+    extra = dict(row["extra"] or {})
     return Job(
         id=row["id"],
         submit_time=to_epoch(row["submitted_at"]),
@@ -87,10 +88,11 @@ def to_job(row: Mapping[Any, Any]) -> Job:
         name=row["name"],
         deadline=maybe_epoch(row["deadline"]),
         pods=row["pods"],
-        extra=dict(row["extra"] or {}),
+        extra=extra,
         after=tuple(parse_after(d) for d in row["depends_on"] or ()),
         array=row["array_id"],
         array_limit=row["array_limit"],
+        array_index=array_index_in(extra),
     )
 
 

@@ -228,6 +228,17 @@ class SqlJobs:
 
         return run(self._engine, read) if clauses else {}
 
+    def array_elements(self, array: str, *, limit: int = 10_000) -> list[StoredJob]:
+        """The jobs of ``array`` in index order (the ``array_id`` index finds them)."""
+        query = (
+            sa.select(JOBS)
+            .where(JOBS.c.array_id == array)
+            .order_by(JOBS.c.submitted_at, JOBS.c.id)
+            .limit(limit)
+        )
+        found = run(self._engine, lambda c: [to_stored_job(r) for r in c.execute(query).mappings()])
+        return sorted(found, key=lambda s: s.job.submission_order())
+
     def count(self, state: JobState) -> int:
         query = sa.select(sa.func.count()).select_from(JOBS).where(JOBS.c.state == state.value)
         return int(run(self._engine, lambda c: c.execute(query).scalar_one()))

@@ -157,6 +157,11 @@ class MemoryJobs:
                         found[array] = found.get(array, 0) + 1
         return found
 
+    def array_elements(self, array: str, *, limit: int = 10_000) -> list[StoredJob]:
+        with self._lock:
+            found = [row.stored() for row in self._t.jobs.values() if row.array == array]
+        return sorted(found, key=lambda s: s.job.submission_order())[:limit]
+
     def count(self, state: JobState) -> int:
         with self._lock:
             return len(self._t.fifo.get(state, []))

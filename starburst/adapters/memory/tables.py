@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from starburst.core.capacity import Placement
-from starburst.core.dependencies import Dependency
+from starburst.core.dependencies import Dependency, array_index_in
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import Clock
@@ -99,6 +99,7 @@ class JobRow:
             after=self.after,
             array=self.array,
             array_limit=self.array_limit,
+            array_index=array_index_in(self.extra),
         )
 
     def stored(self) -> StoredJob:

@@ -44,6 +44,8 @@ from starburst.api.schemas.fields import (
 )
 from starburst.core.dependencies import (
     AFTER_PATTERN,
+    ARRAY_INDEX,
+    MAX_ARRAY_INDEX,
     MAX_ARRAY_LIMIT,
     MAX_DEPENDENCIES,
     Dependency,
@@ -57,6 +59,11 @@ from starburst.core.time_limit import TIME_LIMIT
 
 Name = Annotated[str, Field(min_length=1, max_length=256)]
 ArrayLimit = Annotated[int, Field(ge=1, le=MAX_ARRAY_LIMIT), BeforeValidator(whole_number)]
+ArrayIndex = Annotated[int, Field(ge=0, le=MAX_ARRAY_INDEX), BeforeValidator(whole_number)]
+_NEEDS_ARRAY: dict[str, Any] = {
+    "properties": {"array": {"type": "string"}},
+    "required": ["array"],
+}
 
 
 def when(epoch: float | None) -> datetime | None:
@@ -77,11 +84,11 @@ class JobSubmit(BaseModel):
         json_schema_extra={
             "dependentSchemas": {
                 "array_limit": {
-                    "anyOf": [
-                        {"properties": {"array_limit": {"type": "null"}}},
-                        {"properties": {"array": {"type": "string"}}, "required": ["array"]},
-                    ]
-                }
+                    "anyOf": [{"properties": {"array_limit": {"type": "null"}}}, _NEEDS_ARRAY]
+                },
+                "array_index": {
+                    "anyOf": [{"properties": {"array_index": {"type": "null"}}}, _NEEDS_ARRAY]
+                },
             }
         },
     )
@@ -142,6 +149,11 @@ class JobSubmit(BaseModel):
         default=None,
         description="At most this many of the array's jobs queued or running at once.",
     )
+    array_index: ArrayIndex | None = Field(
+        default=None,
+        description="This job's index in its array: elements entering the queue at the same "
+        "instant start in index order.",
+    )
 
     @field_validator("after")
     @classmethod
@@ -156,6 +168,8 @@ class JobSubmit(BaseModel):
     def _limit_needs_array(self) -> JobSubmit:
         if self.array_limit is not None and self.array is None:
             raise ValueError("array_limit needs an array to limit")
+        if self.array_index is not None and self.array is None:
+            raise ValueError("array_index needs an array to index")
         return self
 
     def dependencies(self) -> tuple[Dependency, ...]:
@@ -188,6 +202,8 @@ class JobSubmit(BaseModel):
             extra["workdir"] = self.workdir
         if self.time_limit_s is not None:
             extra[TIME_LIMIT] = f"{self.time_limit_s:g}"
+        if self.array_index is not None:
+            extra[ARRAY_INDEX] = str(self.array_index)
         return JobSpec(
             gpus=self.gpus,
             name=self.name,
@@ -244,6 +260,7 @@ class JobSummary(BaseModel):
     )
     array: str | None = None
     array_limit: int | None = None
+    array_index: int | None = None
     plan: str = Field(
         default="",
         description="Where it goes next and when, in words: the same in every view "
@@ -305,6 +322,7 @@ def summary_fields(stored: StoredJob, seen: Outlook) -> dict[str, Any]:
         "after": [str(d) for d in job.after],
         "array": job.array,
         "array_limit": job.array_limit,
+        "array_index": job.array_index,
         "plan": seen.plan,
         "bursts_at": when(seen.bursts_at),
     }
