@@ -6,10 +6,13 @@ Two shapes, one file may mix them:
   ``env`` (a mapping), ``team``, ``project``, ``command`` (a string or a list of arguments),
   ``after`` (a job to wait for, ``ID`` or ``ID:ok``, or a list of them), ``array``
   (``0-99%8``, as ``--array``).
-- A SkyPilot task, accepted as is: ``name``, ``run`` (and ``setup``: run first, in a
-  subshell as SkyPilot runs it in a script of its own; if it fails, ``run`` does not run and
-  the job fails with setup's exit code), ``envs``, ``resources.accelerators`` (``A100:2``,
-  ``{A100: 2}``, or a list of which the first is taken), ``resources.cpus`` / ``memory``
+- A SkyPilot task, accepted as is and run as SkyPilot runs it: ``name``, ``run`` (and
+  ``setup``: run first, in a subshell as SkyPilot runs it in a script of its own; if it
+  fails, ``run`` does not run and the job fails with setup's exit code), both under
+  ``bash`` as SkyPilot's own scripts are, so bash syntax (``${HF_TOKEN:0:3}``, arrays,
+  ``[[ ]]``) works on every backend; ``envs``, ``resources.accelerators`` (``A100:2``,
+  ``{A100: 2}``, or a list of which the first is taken; a task without accelerators is a
+  CPU-only job, 0 GPUs, as in SkyPilot), ``resources.cpus`` / ``memory``
   (``8``, ``8+``; memory in GB), ``resources.image_id`` (``docker:pytorch/pytorch:2.4``),
   ``num_nodes: 1``, ``workdir`` (relative to the file; the local cluster runs the job there,
   a SkyPilot burst syncs it). Where a burst may go: ``resources.use_spot``, ``cloud``,
@@ -116,16 +119,23 @@ def _fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
             f"known: {', '.join(_RESOURCES)}"
         )
     _resources(path, resources, out)
+    if any(key in data for key in SKY):
+        out.setdefault("gpus", 0)  # a SkyPilot task without accelerators: CPU only
     return out
 
 
 def _script(setup: Any, run: Any) -> str:
-    """``run``, after ``setup`` when there is one: setup runs in a subshell (its ``cd``,
-    variables and ``exit`` stay its own, as in SkyPilot's separate setup script) and a
-    failed setup ends the job with its exit code."""
+    """The job's command: ``bash -c`` of ``run``, after ``setup`` when there is one. Setup
+    runs in a subshell (its ``cd``, variables and ``exit`` stay its own, as in SkyPilot's
+    separate setup script) and a failed setup ends the job with its exit code. Every backend
+    runs a command with ``/bin/sh -c``; the ``bash -c`` inside gives the task the shell
+    SkyPilot gives it."""
+    import shlex
+
     body = str(run or "").strip()
     first = str(setup or "").strip()
-    return f"(\n{first}\n) || exit $?\n{body}" if first else body
+    script = f"(\n{first}\n) || exit $?\n{body}" if first else body
+    return f"bash -c {shlex.quote(script)}"
 
 
 def _env(path: Path, data: dict[str, Any], key: str) -> dict[str, str | None]:

@@ -52,8 +52,8 @@ def test_a_skypilot_task_is_accepted_as_is_and_flags_win(api, tmp_path: Path) ->
     assert (stored.job.name, stored.job.gpus, stored.job.gpu_type) == ("resnet", 2, "A100")
     assert stored.job.cpus == 8 and stored.job.memory_mb == 32 * 1024
     assert stored.image == "pytorch/pytorch:2.4"
-    assert stored.command == (
-        "(\npip install -r requirements.txt\n) || exit $?\npython train.py --seed $SEED"
+    assert stored.command == (  # under bash, as SkyPilot runs setup and run
+        "bash -c '(\npip install -r requirements.txt\n) || exit $?\npython train.py --seed $SEED'"
     )
     assert json.loads(stored.job.extra["env"]) == {"SEED": "7", "LR": "3e-4"}
 

@@ -3,8 +3,10 @@
 Terms: times are UTC ISO-8601 datetimes; durations are seconds (``*_s``); money is a decimal
 string (``"12.50"``) so no float rounding reaches a bill. ``command`` is one shell string
 (a list of arguments is joined with shell quoting), run by ``/bin/sh -c`` on-prem and as the
-SkyPilot task's ``run`` in the cloud; it travels in ``extra`` with the image and the env, as the
-backends expect (``extra["command"]``, ``extra["image"]``, ``extra["env"]`` as JSON).
+SkyPilot task's ``run`` in the cloud (a SkyPilot task file's ``setup`` and ``run`` arrive as
+``bash -c '…'``: ``starburst.cli.jobfile``); it travels in ``extra`` with the image and
+the env, as the backends expect (``extra["command"]``, ``extra["image"]``, ``extra["env"]``
+as JSON).
 """
 
 from __future__ import annotations
