@@ -37,4 +37,4 @@ def array_elements(ctx: ApiContext, text: str, caller: Principal) -> tuple[str, 
         found = ctx.store.jobs.array_elements(array, limit=MAX_ELEMENTS)
         if found:
             return array, found
-    raise HTTPException(404, f"no job or array {text!r}")
+    raise HTTPException(404, f"no job or array {text}")

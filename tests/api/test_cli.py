@@ -84,7 +84,7 @@ def test_submit_jobs_explain_status_cancel_through_the_server(api):  # type: ign
         "jobs can be cancelled (HTTP 409)\n"
     )
     unknown = run(["status", "nope", "--server", api.url], env)
-    assert unknown.exit_code == 1 and unknown.stderr == "error: no job nope (HTTP 404)\n"
+    assert unknown.exit_code == 1 and unknown.stderr == "error: no job or array nope (HTTP 404)\n"
 
 
 def test_costs_prints_the_report_and_tokens_decide_what_is_seen(api):  # type: ignore[no-untyped-def]

@@ -56,7 +56,7 @@ def test_every_cli_command_takes_an_id_with_a_slash(api, k8s_job):  # type: igno
     cancelled = run(["cancel", k8s_job], env)
     assert cancelled.exit_code == 0 and cancelled.stdout.split() == ["ml/q3", "cancelled"]
     odd = run(["status", "ml/q3?x=1#y"], env)  # other characters are sent encoded
-    assert odd.exit_code == 1 and odd.stderr == "error: no job ml/q3?x=1#y (HTTP 404)\n"
+    assert odd.exit_code == 1 and odd.stderr == "error: no job or array ml/q3?x=1#y (HTTP 404)\n"
 
 
 def test_explain_says_why_a_job_never_bursts(api):  # type: ignore[no-untyped-def]
