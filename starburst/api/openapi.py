@@ -72,6 +72,8 @@ ROUTE_ERRORS: dict[tuple[str, str], set[str]] = {
     ("get", "/v1/jobs/{job_id}/explain"): {"404", "409"},
     ("post", "/v1/jobs/{job_id}/cancel"): {"403", "404", "409"},
     ("get", "/v1/jobs/{job_id}/logs"): {"404", "409"},
+    ("get", "/v1/arrays/{array}"): {"404"},
+    ("post", "/v1/arrays/{array}/cancel"): {"403", "404", "409"},
     ("get", "/v1/costs"): {"403"},
     ("get", "/v1/costs/savings"): {"403"},
     ("get", "/v1/whoami"): set(),
