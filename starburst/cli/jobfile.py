@@ -69,8 +69,23 @@ _RESOURCES = (
 )
 
 
+#: what a job file's name ends with (YAML, and JSON, which YAML reads too)
+SUFFIXES = (".yaml", ".yml", ".json")
+
+
 def looks_like_job_file(args: list[str]) -> bool:
-    return bool(args) and args[0].endswith((".yaml", ".yml")) and Path(args[0]).is_file()
+    """Whether the first argument names a job file: ``submit`` reads it, or refuses a file
+    that is not there (``missing``) rather than running its name as a command."""
+    return bool(args) and args[0].lower().endswith(SUFFIXES)
+
+
+def missing(path: Path) -> str | None:
+    """Why ``path`` cannot be a job file (one line naming it), or None if it is a file."""
+    if path.is_file():
+        return None
+    if path.exists():
+        return f"job file {path} is not a file"
+    return f"job file {path} does not exist; nothing submitted"
 
 
 def read(path: Path) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """``starburst submit``: one job, an array of them, or a job file (``starburst.cli.jobfile``).
 
 Flags win over the file. Nothing is sent until the whole submission is checked here: bad
-input is one line and exit code 2. ``--wait`` polls until the job ends and exits with its
+input is one line and exit code 2 — a job file that is not there too (``submit job.yml``
+with a typo is refused, never run as a command named ``job.yml``). ``--wait`` follows the
+job as ``logs -f`` does: its output as it comes, then its final state, and exits with its
 exit code (``starburst.cli.jobs.final_line``).
 
 The image is optional: the local cluster runs the command on the host, and a SkyPilot burst
@@ -22,9 +24,7 @@ from starburst.cli.jobs import (
     TokenOption,
     _fail,
     call,
-    final_line,
     finite,
-    job_path,
     parse_duration,
 )
 from starburst.cli.terminal import say
@@ -100,7 +100,12 @@ def submit(
         ),
     ] = None,
     wait: Annotated[
-        bool, typer.Option("--wait", help="Wait for the job to end; exit with its exit code.")
+        bool,
+        typer.Option(
+            "--wait",
+            help="Wait for the job to end, printing its output as it comes (as logs -f); "
+            "exit with its exit code.",
+        ),
     ] = False,
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between looks (--wait).")] = 2.0,
     dry_run: Annotated[
@@ -120,9 +125,12 @@ def submit(
 
     args = list(command or [])
     given: dict[str, Any] = {}
-    if jobfile.looks_like_job_file(args):
+    if jobfile.looks_like_job_file(args):  # a typo is refused, never run as a command
+        path = Path(args.pop(0))
+        if (why := jobfile.missing(path)) is not None:
+            _fail(why, 2)
         try:
-            given = jobfile.read(Path(args.pop(0)))
+            given = jobfile.read(path)
         except StarburstError as exc:
             _fail(str(exc), 2)
     variables = _variables(given.get("env") or {}, env or [])
@@ -169,8 +177,10 @@ def submit(
         json=body,
     )
     say(f"{job['id']}  {job['state']}")
-    if wait:
-        raise typer.Exit(wait_for_end(server, token, job["id"], interval))
+    if wait:  # ``logs -f``: the output as it comes, the final state, the exit code
+        from starburst.cli.jobs import logs
+
+        logs(job["id"], tail=0, follow=True, interval=interval, server=server, token=token)
 
 
 def _variables(from_file: dict[str, str | None], flags: list[str]) -> dict[str, str]:
@@ -254,14 +264,3 @@ def submit_array(
         f"submitted {len(chosen)} jobs: {base}-{chosen[0]} … {base}-{chosen[-1]}{at_once}; "
         f"array id {array_id}"
     )
-
-
-def wait_for_end(server: str, token: str | None, job_id: str, interval: float) -> int:
-    """Poll until the job has ended; print its final state; its exit code for the shell."""
-    import time
-
-    while True:
-        job = call(server, token, "GET", job_path(job_id))
-        if job["state"] in ("succeeded", "failed", "cancelled"):
-            return final_line(job)
-        time.sleep(interval)

@@ -58,6 +58,8 @@ def test_an_array_submits_one_job_per_index_with_the_index_in_env(api) -> None: 
             "0-2,5",
             "--idempotency-key",
             "k1",
+            "--env",
+            "LR=1",
             "--",
             "python",
             "t.py",

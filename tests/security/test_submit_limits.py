@@ -124,7 +124,7 @@ def test_an_array_past_its_size_gets_422_and_repeats_are_not_refused(api: Api) -
     refused = api.submit("eve", array="sweep", key="k-4")
     assert refused.status_code == 422
     assert "max_array_size" in refused.json()["detail"]
-    again = api.submit("eve", array="sweep", key="k-2")  # a re-run of a half-failed array
+    again = api.submit("eve", array="sweep", key="k-2", name="s-2")  # a half-failed re-run
     assert again.status_code == 200 and again.json()["id"] == made[2].json()["id"]
 
 

@@ -2,8 +2,10 @@
 
 Invariants:
 - Submission is idempotent per caller: an ``Idempotency-Key`` header already used by the same
-  user returns that job with 200 instead of creating another (201). Keys are scoped by user
-  (stored as ``<user>/<key>``), so one user's key never reveals another user's job.
+  user for the same job returns that job with 200 instead of creating another (201); used
+  for a different job, it is 409 naming the fields that differ (``core.idempotency``). Keys
+  are scoped by user (stored as ``<user>/<key>``), so one user's key never reveals another
+  user's job.
 - Users see and cancel only their own jobs; another user's job is 404, as an unknown one is
   (ids are not enumerable). Finance and admins see every job; only owners and admins cancel.
   Finance is read-only: it submits, cancels and reads the output of no job, and its views
@@ -54,6 +56,7 @@ from starburst.core.billing import per_currency
 from starburst.core.dependencies import AfterKind, Dependency
 from starburst.core.errors import ConfigError
 from starburst.core.failure import cause_of, exit_code_in
+from starburst.core.idempotency import differences
 from starburst.core.lifecycle import JobState
 from starburst.core.outlook import Outlook
 from starburst.core.records import (
@@ -301,6 +304,13 @@ async def accept(
     else:
         result = await run_in_threadpool(
             ctx.store.submissions.submit, spec, idempotency_key=key, actor=caller.user
+        )
+    if not result.created and (changed := differences(spec, result.job)):
+        raise HTTPException(
+            409,
+            f"idempotency key {idempotency_key!r} already made job {result.job.id}, which "
+            f"differs in {', '.join(changed)}: resubmit the same job to get it back, or use "
+            "a new key for a new job",
         )
     return result
 
