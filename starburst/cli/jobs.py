@@ -268,6 +268,8 @@ def explain(
         typer.echo(json.dumps(answer, indent=2))
         return
     say(f"{answer['id']}: {answer['summary']}")
+    for line in _budget_lines(answer):
+        say(line)
     rows = [
         [
             _time(e["at"]),
@@ -281,6 +283,20 @@ def explain(
     tail = tail_of(answer.get("failure") or "")
     if tail:
         say("last output:\n" + "\n".join(f"  {line}" for line in tail.splitlines()))
+
+
+def _budget_lines(answer: dict[str, Any]) -> list[str]:
+    """How the wait budget was computed, and the coefficient now with its last change."""
+    lines = []
+    if answer.get("budget_computed"):
+        lines.append(f"wait budget: {answer['budget_computed']}")
+    note = answer.get("coefficient")
+    if note:
+        since = f" since {_time(note['changed_at'])}" if note.get("changed_at") else ""
+        was = f" (was {note['previous']:.4g})" if note.get("previous") is not None else ""
+        why = f": {note['why']}" if note.get("why") else ""
+        lines.append(f"coefficient: {note['value']:.4g} now ({note['policy']}){since}{was}{why}")
+    return lines
 
 
 def logs(

@@ -326,7 +326,8 @@ class Controller:
             log.info(
                 "recalibrated", extra={"policy": self.config.describe(), "window": len(recent)}
             )
-        self.tuning.record(self.cluster, self.config, self.settings, self.clock.now())
+        now = self.clock.now()
+        self.tuning.record(self.cluster, self.config, self.settings, now, calibrated_on=len(recent))
 
     def retrain(self) -> None:
         """Retrain the runtime model on the store's history and switch the estimator to it; a

@@ -364,7 +364,8 @@ class SchedulingLoop:
             if estimates is not None:  # the band too: compute-expected budgets from it
                 job = job.with_estimate(estimates[i].value, estimates[i].low, estimates[i].high)
             budget = self.config.policy.budget(job)
-            reason = f"queued with a {_budget_text(budget)} wait budget"
+            formula = self.config.policy.formula(job)
+            reason = f"queued with a {_budget_text(budget)} wait budget: {formula}"
             if (blocker := cloud_blocker(job)) is not None:
                 budget, reason = math.inf, f"queued to run on-prem only: {blocker}"
             move = Move(job.id, reason, wait_budget=budget)

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from starburst.core.duration import precise
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 
@@ -175,6 +176,30 @@ class WaitPolicy:
         if kind is PolicyKind.RUNTIME:
             return c * job.believed_runtime
         return c * job.gpus  # resource
+
+    def formula(self, job: Job) -> str:
+        """How ``budget(job)`` is computed, in words with the numbers: what ``explain`` and
+        the admission event show, so a budget that changed with the coefficient reads why
+        (``2 GPUs × 2h runtime estimate × coefficient 0.0565 (compute)``)."""
+        kind, c = self.kind, f"coefficient {self.coefficient:.4g}"
+        gpus = f"{job.gpus} GPU{'' if job.gpus == 1 else 's'}"
+        estimate = f"{precise(job.believed_runtime)} runtime estimate"
+        if kind is PolicyKind.COMPUTE:
+            return f"{gpus} × {estimate} × {c} ({kind.value})"
+        if kind is PolicyKind.COMPUTE_EXPECTED:
+            expected = f"{precise(job.expected_runtime)} expected runtime"
+            return f"{gpus} × {expected} × {c} ({kind.value})"
+        if kind is PolicyKind.RUNTIME:
+            return f"{estimate} × {c} ({kind.value})"
+        if kind is PolicyKind.RESOURCE:
+            return f"{gpus} × {c} s per GPU ({kind.value})"
+        if kind is PolicyKind.CONSTANT:
+            return f"the same {precise(self.coefficient)} for every job ({kind.value})"
+        if kind is PolicyKind.INFINITE:
+            return "never bursts (infinite: cluster only)"
+        if kind is PolicyKind.STAR:
+            return "0 on arrival (star: bursts first, may be pulled back)"
+        return "0: bursts as soon as it does not fit (no-wait)"
 
     def star_requeue_budget(self, job: Job, now: float) -> float:
         """Budget of a Star-Wait job re-queued at ``now`` after its cloud stint.

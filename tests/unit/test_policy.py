@@ -148,3 +148,22 @@ def test_every_policy_is_described_once_and_names_follow_the_description() -> No
             assert WaitPolicy.from_budget(kind, 0.25, []).coefficient == 0.0
         if info.reference_free:  # calibrated without any reference jobs
             WaitPolicy.from_budget(kind, 0.25, [])
+
+
+def test_every_policy_says_how_it_computes_a_budget() -> None:
+    """``WaitPolicy.formula`` (what ``explain`` and the admission event show) names the
+    numbers ``budget`` multiplies, for every policy."""
+    from starburst.core.job import Job
+    from starburst.core.policy import PolicyKind, WaitPolicy
+
+    job = Job("j", 0.0, 4, estimate=7200.0)
+    said = {kind: WaitPolicy(kind, 0.2479).formula(job) for kind in PolicyKind}
+    assert said[PolicyKind.COMPUTE] == "4 GPUs × 2h runtime estimate × coefficient 0.2479 (compute)"
+    assert said[PolicyKind.RUNTIME] == "2h runtime estimate × coefficient 0.2479 (runtime)"
+    assert said[PolicyKind.RESOURCE] == "4 GPUs × coefficient 0.2479 s per GPU (resource)"
+    assert WaitPolicy(PolicyKind.CONSTANT, 600).formula(job).startswith("the same 10m ")
+    assert "never bursts" in said[PolicyKind.INFINITE]
+    assert all(text for text in said.values())
+    assert WaitPolicy(PolicyKind.COMPUTE, 0.5).formula(Job("k", 0.0, 1, estimate=60.0)) == (
+        "1 GPU × 1m runtime estimate × coefficient 0.5 (compute)"
+    )

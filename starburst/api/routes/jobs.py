@@ -28,7 +28,7 @@ from fastapi import APIRouter, Header, HTTPException, Query, Response
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from starburst.api import submit_ceilings
+from starburst.api import budget_notes, submit_ceilings
 from starburst.api.context import ApiContext
 from starburst.api.deps import (
     CallerDep,
@@ -477,6 +477,7 @@ def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
     summary, seen = _summary(ctx, stored, cause_of(events[-1].reason) if events else "")
     fields = summary_fields(stored, seen)
     failure = _failure(events) if stored.state is JobState.FAILED else None
+    computed = budget_notes.computed(stored, events)  # from the reasons as recorded
     if not sees_commands(caller):  # the causes, not the output they quote
         failure = cause_of(failure) if failure else None
         events = [replace(e, reason=cause_of(e.reason)) for e in events]
@@ -491,6 +492,8 @@ def explain(job_id: str, caller: CallerDep, ctx: ContextDep) -> Explanation:
         bursts_at=fields["bursts_at"],
         budget_expires_at=fields["budget_expires_at"],
         predicted_runtime_s=stored.predicted_runtime,
+        budget_computed=computed,
+        coefficient=budget_notes.coefficient_note(ctx.store.tuning),
         events=[EventOut.of(e) for e in events],
         exit_code=exit_code(stored, failure),
         failure=failure,

@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from starburst.api.budget_notes import CoefficientNote
 from starburst.api.schemas.cloud_choice import CloudChoice
 from starburst.api.schemas.fields import (
     MAX_CPUS,
@@ -422,6 +423,16 @@ class Explanation(BaseModel):
     plan: str = Field(default="", description="Where it goes next and when (as everywhere).")
     bursts_at: datetime | None = None
     predicted_runtime_s: float | None
+    budget_computed: str | None = Field(
+        default=None,
+        description="How its wait budget was computed when it was queued: GPUs × runtime "
+        "estimate × the coefficient then (``starburst.api.budget_notes``).",
+    )
+    coefficient: CoefficientNote | None = Field(
+        default=None,
+        description="The policy's coefficient now, when it last changed and why (null: no "
+        "controller has recorded one).",
+    )
     exit_code: int | None = None
     failure: str | None = None
     events: list[EventOut]
