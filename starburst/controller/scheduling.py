@@ -466,6 +466,11 @@ class SchedulingLoop:
             quote = follower.cloud.quote(job)
         except TransientError:
             raise
+        except PermanentError as exc:
+            if job.gpus == 0:  # a CPU-only job this cloud cannot run: it waits on-prem
+                return self._refuse_burst(stored, burst, str(exc), token, now)
+            self.unstartable.fail(job.id, "in the cloud", exc, token, now)
+            return False
         except Exception as exc:
             self.unstartable.fail(job.id, "in the cloud", exc, token, now)
             return False

@@ -45,7 +45,11 @@ def launch_options(
 ) -> list[LaunchOption]:
     """The job's options, cheapest first; ``PermanentError`` naming what is valid if none."""
     gpu = job.gpu_type or default_gpu
-    if job.gpus < 1 or gpu is None:
+    if job.gpus < 1:
+        raise PermanentError(
+            f"job {job.id} is CPU-only (0 GPUs) and cloud prices are per GPU, so it does not burst"
+        )
+    if gpu is None:
         raise PermanentError(f"job {job.id}: bursting needs a GPU count and a GPU type")
     if canonical_gpu(gpu) not in prices.gpus:
         raise PermanentError(

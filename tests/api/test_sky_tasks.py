@@ -111,3 +111,53 @@ def test_a_failed_setup_stops_run_and_fails_with_its_exit_code(live, tmp_path: P
     code, job_id = _wait(env_of(live), task)
     assert code == 5
     assert "ran" not in run(["logs", job_id], env_of(live)).stdout
+
+
+@BOTH
+def test_a_cpu_only_job_waits_on_prem_where_the_cloud_bursts_gpu_jobs_only(  # type: ignore[no-untyped-def]
+    db_url: str,
+    clock: ManualClock,
+    resources: ExitStack,
+    open_store: Callable[[str], Any],
+    serve: Callable[[Any], LiveServer],
+    tmp_path: Path,
+) -> None:
+    """With the SkyPilot cloud (priced per GPU: its quote refuses a CPU-only job), a
+    CPU-only task that does not fit now waits for room on-prem instead of failing at its
+    burst; one that can never fit fails with both reasons. Compute-Wait gives 0-GPU jobs a
+    zero budget, so each bursts the instant it does not fit."""
+    from starburst.adapters.skypilot import SkyPilotCloud
+    from starburst.core.capacity import uniform_nodes
+    from starburst.sim.cluster import SimCluster
+    from tests.api.conftest import serve_loop
+    from tests.api.test_job_dependencies import EveryJob
+
+    store = open_store(db_url)
+    cluster = SimCluster(uniform_nodes(1, 1, cpus=4), clock, EveryJob())
+    cloud = SkyPilotCloud(clock, sync_interval=0.0)
+    policy = WaitPolicy(PolicyKind.COMPUTE, 1.0)
+    loop, api, env = serve_loop(db_url, store, clock, resources, serve, cluster, cloud, policy)
+
+    def submit(cpus: int) -> str:
+        task = tmp_path / f"cpu{cpus}.yaml"
+        task.write_text(f"resources:\n  cpus: {cpus}\nrun: echo hi\n")
+        made = run(["submit", str(task)], env)
+        assert made.exit_code == 0, made.stderr
+        return made.stdout.split()[0]
+
+    pair, huge = [submit(3), submit(3)], submit(64)
+    loop.run_pass()
+    states = api.store.jobs.states_of([*pair, huge])
+    # (submitted in one virtual instant: either of the two may take the 4 CPUs)
+    running = [j for j in pair if states[j] is JobState.RUNNING_ONPREM]
+    waiting = [j for j in pair if states[j] is JobState.QUEUED]  # waits, does not fail
+    assert len(running) == len(waiting) == 1
+    second = waiting[0]
+    why = api.store.jobs.events(second)[-1].reason
+    assert why.startswith("cannot burst: job ") and "CPU-only (0 GPUs)" in why
+    assert why.endswith("waits for room on-prem")
+    assert states[huge] is JobState.FAILED
+    assert "and it cannot burst: job" in api.store.jobs.events(huge)[-1].reason
+    clock.advance(100.0)
+    loop.run_pass()  # the first ends: the second starts on-prem
+    assert api.store.jobs.get(second).state is JobState.RUNNING_ONPREM
