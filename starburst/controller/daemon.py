@@ -121,6 +121,8 @@ class Controller:
         self._history = history
         self._refusal: str | None = None  # the last refusal to lead, logged once
         self.config: SchedulerConfig = settings.scheduler_config()
+        #: the finished jobs the coefficient was last fitted on (0: the prior)
+        self._fitted_on = 0
         alerts = BudgetAlerts(
             store.accounts,
             store.ledger,
@@ -323,11 +325,16 @@ class Controller:
                 return
         if recent or force or self.settings.coefficient is not None:
             self.config = self.loop.config = self.settings.scheduler_config(recent)
+            self._fitted_on = len(recent)
             log.info(
                 "recalibrated", extra={"policy": self.config.describe(), "window": len(recent)}
             )
+        self._record_tuning()
+
+    def _record_tuning(self) -> None:
         now = self.clock.now()
-        self.tuning.record(self.cluster, self.config, self.settings, now, calibrated_on=len(recent))
+        fitted = self._fitted_on
+        self.tuning.record(self.cluster, self.config, self.settings, now, calibrated_on=fitted)
 
     def retrain(self) -> None:
         """Retrain the runtime model on the store's history and switch the estimator to it; a
@@ -377,7 +384,7 @@ class Controller:
             return False
         self._refusal = None
         resumed = self.loop.reconcile()
-        self.tuning.record(self.cluster, self.config, self.settings, self.clock.now())
+        self._record_tuning()
         log.info("became leader", extra={"fencing_token": token, "resumed": resumed})
         return True
 

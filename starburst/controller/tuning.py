@@ -22,6 +22,7 @@ from typing import Any
 
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import StarburstError, TransientError
+from starburst.core.policy import POLICIES
 from starburst.core.ports import Cluster, TuningLog
 from starburst.core.records import SCHEDULER, AppliedSetting, node_json
 from starburst.settings import Settings
@@ -138,6 +139,10 @@ class TuningHooks:
             return {k: before[k] for k in CHANGE_KEYS if k in before}
         if settings.coefficient is not None:
             why = "set explicitly (coefficient)"
+        elif POLICIES[settings.policy].budgetless:
+            why = f"none: {settings.policy.value} needs no coefficient"
+        elif POLICIES[settings.policy].reference_free:
+            why = f"follows from the waiting budget {settings.budget:.0%} alone"
         elif fitted_on is None:
             why = f"calibrated to a waiting budget of {settings.budget:.0%}"
         elif fitted_on:

@@ -78,3 +78,37 @@ def test_a_setting_applied_before_start_is_in_force_at_once(tmp_path: Path) -> N
     finally:
         c.stop()
         c.store.close()
+
+
+def test_a_recalibration_records_when_and_why_the_coefficient_changed(tmp_path: Path) -> None:
+    """What ``explain`` reads (``api.budget_notes``): the real controller's recalibration on
+    its store's finished jobs records the new coefficient with the time, the value before
+    and the window it was fitted on."""
+    from tests.tune.histories import record_history
+
+    clock = ManualClock()
+    c = controller(tmp_path, clock)
+    try:
+        assert c.run_pass() is not None
+        first = c.store.tuning.state("scheduler")
+        assert first is not None and first["coefficient_changed_at"] == clock.t
+        assert first["previous_coefficient"] is None
+        assert "no finished jobs yet" in first["coefficient_why"]
+        record_history(c.store, clock.t, jobs=30)
+        later = clock.advance(3600)
+        c.recalibrate()
+        now = c.store.tuning.state("scheduler")
+        assert now is not None and now["coefficient"] != first["coefficient"]
+        assert now["coefficient"] == c.config.policy.coefficient
+        assert (now["coefficient_changed_at"], now["previous_coefficient"]) == (
+            later,
+            first["coefficient"],
+        )
+        window = len(c.store.models.history(limit=c.settings.calibration_window))
+        assert now["coefficient_why"] == (
+            f"recalibrated on the last {window} finished jobs so that wait budgets add up to "
+            "25% of their runtimes"
+        )
+    finally:
+        c.stop()
+        c.store.close()
