@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from starburst.adapters.local import LocalCluster
-from starburst.controller.joblogs import JobLogs
+from starburst.controller.job_output import JobLogs
 from starburst.controller.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
