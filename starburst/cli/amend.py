@@ -30,6 +30,10 @@ from starburst.cli.terminal import say
 JobsArgument = Annotated[
     list[str], typer.Argument(metavar="JOB...", help="Ids, unique id prefixes or job names.")
 ]
+HoldArgument = Annotated[
+    list[str],
+    typer.Argument(metavar="JOB...", help="Ids, unique id prefixes, job names or array ids."),
+]
 
 
 def _each(targets: list[str], send: Any, show: Any) -> None:
@@ -49,30 +53,57 @@ def _state(job: dict[str, Any]) -> str:
     return f"{job['id']}  {'held' if job.get('held') else job['state']}"
 
 
+def _hold_or_release(server: str, token: str | None, targets: list[str], action: str) -> None:
+    """``action`` (hold or release) on each target; a target that names no job but an array
+    acts on the array's elements that can take it: the waiting ones (hold) or the held ones
+    (release). An unknown target is one line, and the others still go."""
+    from starburst.cli.arrays import fetch
+
+    failed = 0
+    for target in targets:
+        try:
+            job = call(server, token, "POST", job_path(target, action), tolerate=(404,))
+            if job is not None:
+                say(_state(job))
+                continue
+            array = fetch(server, token, target)  # not a job: an array id, else one line
+            chosen = [
+                e["id"]
+                for e in array["elements"]
+                if (bool(e.get("held")) if action == "release" else _waiting(e))
+            ]
+            for element in chosen:
+                say(_state(call(server, token, "POST", job_path(element, action))))
+            verb = "held" if action == "hold" else "released"
+            say(f"{verb} {len(chosen)} of {len(array['elements'])} jobs of array {array['id']}")
+        except typer.Exit:  # the error line is printed; go on with the others
+            failed += 1
+    if failed:
+        raise typer.Exit(1)
+
+
+def _waiting(element: dict[str, Any]) -> bool:
+    return not element.get("held") and element["state"] in ("submitted", "queued")
+
+
 def hold(
-    job_ids: JobsArgument,
+    job_ids: HoldArgument,
     server: ServerOption = DEFAULT_SERVER,
     token: TokenOption = None,
 ) -> None:
-    """Keep waiting jobs out of the queue until `starburst release` (Slurm's hold)."""
-    _each(
-        job_ids,
-        lambda j: call(server, token, "POST", job_path(j, "hold")),
-        lambda _, job: _state(job),
-    )
+    """Keep waiting jobs out of the queue until `starburst release` (Slurm's hold); an array
+    id holds the array's waiting elements."""
+    _hold_or_release(server, token, job_ids, "hold")
 
 
 def release(
-    job_ids: JobsArgument,
+    job_ids: HoldArgument,
     server: ServerOption = DEFAULT_SERVER,
     token: TokenOption = None,
 ) -> None:
-    """Let held jobs into the queue again; each one's wait budget starts when it enters."""
-    _each(
-        job_ids,
-        lambda j: call(server, token, "POST", job_path(j, "release")),
-        lambda _, job: _state(job),
-    )
+    """Let held jobs into the queue again; each one's wait budget starts when it enters. An
+    array id releases the array's held elements."""
+    _hold_or_release(server, token, job_ids, "release")
 
 
 def requeue(

@@ -106,6 +106,34 @@ def test_an_array_without_a_limit_has_an_id_status_and_cancel_take(one_gpu, cloc
     assert "cancelled by alice" in api.store.jobs.events(ids[1])[-1].reason
 
 
+@BOTH
+def test_hold_and_release_take_an_array_id(one_gpu, clock) -> None:  # type: ignore[no-untyped-def]
+    """``hold ARRAY`` holds the waiting elements (the running one goes on), and ``release
+    ARRAY`` lets the held ones back in, still in index order."""
+    loop, api, env = one_gpu
+    ids, array_id = _submit_array(env, "0-3")
+    loop.run_pass()  # sweep-0 runs, the others wait
+    held = run(["hold", array_id], env)
+    assert held.exit_code == 0, held.stderr
+    assert held.stdout.splitlines()[-1] == f"held 3 of 4 jobs of array {array_id}"
+    assert [bool(api.store.jobs.get(i).held) for i in ids] == [False, True, True, True]
+    clock.advance(RUNTIME)
+    loop.run_pass()  # sweep-0 ends; nothing else may start while held
+    states = api.store.jobs.states_of(ids)
+    assert states[ids[0]] is JobState.SUCCEEDED
+    assert all(api.store.jobs.get(i).started_at is None for i in ids[1:])
+    again = run(["hold", array_id], env)  # nothing left to hold: still one clear line
+    assert again.stdout.splitlines()[-1] == f"held 0 of 4 jobs of array {array_id}"
+    released = run(["release", array_id], env)
+    assert released.exit_code == 0, released.stderr
+    assert released.stdout.splitlines()[-1] == f"released 3 of 4 jobs of array {array_id}"
+    assert not any(api.store.jobs.get(i).held for i in ids)
+    assert _start_order(loop, api, clock, ids[1:]) == ids[1:]
+    unknown = run(["hold", "nosuch"], env)
+    assert unknown.exit_code == 1
+    assert unknown.stderr.strip() == "error: no job or array nosuch (HTTP 404)"
+
+
 def test_an_unknown_job_or_array_is_one_line(api) -> None:  # type: ignore[no-untyped-def]
     env = {"STARBURST_SERVER": api.url, "STARBURST_TOKEN": api.tokens["alice"]}
     for args in (["status", "nosuch"], ["cancel", "nosuch"]):

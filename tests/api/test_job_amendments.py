@@ -115,7 +115,7 @@ def test_hold_and_release_are_the_owners_or_an_admins(world) -> None:  # type: i
     loop, api, env = world
     _, train = busy_then_queued(loop, api, env)
     bob = {**env, "STARBURST_TOKEN": api.tokens["bob"]}
-    one_line_error(run(["hold", train], bob), f"no job {train}", "(HTTP 404)")
+    one_line_error(run(["hold", train], bob), f"no job or array {train}", "(HTTP 404)")
     fin = api.client("fin").post(f"/v1/jobs/{train}/hold")
     assert fin.status_code == 403 and "fin has role finance" in fin.json()["detail"]
     root = {**env, "STARBURST_TOKEN": api.tokens["root"]}
@@ -151,7 +151,9 @@ def test_update_is_checked_as_a_submit_and_rebudgeted_from_the_new_size(world) -
     assert stored.job.extra["time_limit_s"] == "7200"
     assert stored.wait_budget == COEFFICIENT * 1 * 3600  # was 0.5 × 2 × 1 h
     assert stored.queued_at == queued_at  # its place in line kept
-    assert events(env, train)[-1][2] == "queued with a 30m wait budget"
+    assert events(env, train)[-1][2] == (
+        "queued with a 30m wait budget: 1 GPU × 1h runtime estimate × coefficient 0.5 (compute)"
+    )
     shown = json.loads(run(["status", "small", "--json"], env).stdout)
     assert shown["gpus"] == 1 and shown["wait_budget_s"] == 1800.0
 
