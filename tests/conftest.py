@@ -4,7 +4,8 @@ Fixtures: the real Kubernetes control plane (``real_kube``, one per session — 
 xdist — built and started only when a test asks for it) and a fresh PodSecurity-restricted
 namespace in it (``real_namespace``). See ``tests.support.controlplane``. The machine's real
 node (``real_node``: containerd, kubelet, kube-proxy and a GPU device plugin in a control plane
-of its own, one per session and per machine): see ``tests.support.realnode``.
+of its own, one per session and per machine): see ``tests.support.realnode``. Kueue
+(``kueue_kube``: its manager and CRDs on a control plane of its own): ``tests.support.kueue``.
 
 Parallel runs (``pytest -n auto``, the README's test command, with ``--dist loadgroup`` from
 ``pyproject.toml``): each worker is its own session, so session fixtures (PostgreSQL, the
@@ -17,6 +18,8 @@ lock. Tests that share an expensive server run on one worker, as an ``xdist_grou
   must run in their module order on one server;
 - ``realnode``: the real node's tests (``tests/realnode``, marked ``realnode``): one worker
   owns the machine's one real node (containerd, kubelet, kube-proxy) and its control plane;
+- ``kueue``: every test using ``kueue_kube`` (Kueue's manager on a control plane of its own,
+  ``tests.support.kueue``; marked ``kueue``), so a run starts Kueue once;
 - ``module:<path>``: the tests of a module that ask for a module-scoped fixture (a trained
   model, a live server, a browser), so that fixture is built once, not once per worker.
 Every test of the real-component tiers is marked ``real`` here (see ``_is_real``), so the fast
@@ -47,12 +50,14 @@ if sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE"):
     os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
 
 from tests.support.controlplane import real_kube, real_namespace  # noqa: E402, F401 (fixtures; after the bytecode set-up)
+from tests.support.kueue import kueue_kube  # noqa: E402, F401 (the Kueue tier)
 from tests.support.realnode import real_node  # noqa: E402, F401 (the real node's tier)
 
 SKYPILOT_REAL = "tests/skypilot_real/"
 REALNODE = "tests/realnode/"
+KUEUE = "tests/kueue/"
 # the real-component tiers: what the test command builds or installs (see ``real`` below)
-REAL_TIERS = ("tests/realkube/", SKYPILOT_REAL, "tests/helm/", "tests/image/", REALNODE)
+REAL_TIERS = ("tests/realkube/", SKYPILOT_REAL, "tests/helm/", "tests/image/", REALNODE, KUEUE)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
@@ -65,6 +70,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.real)
         if item.nodeid.startswith(REALNODE):
             item.add_marker(pytest.mark.realnode)
+        if item.nodeid.startswith(KUEUE) or "kueue_kube" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.kueue)
         # an xdist worker under --dist loadgroup (the option exists only on workers)
         if getattr(config.option, "loadgroup", False):
             _name_group_in_nodeid(item)
@@ -74,7 +81,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 #: the groups that run longest on one worker (the real control plane's, the SkyPilot server's,
 #: the real node's, the product image's build)
-LONG_GROUPS = frozenset({"real-kube", "skypilot-real", "realnode", "image"})
+LONG_GROUPS = frozenset({"real-kube", "skypilot-real", "realnode", "image", "kueue"})
 
 
 def _groups(item: pytest.Item) -> set[str]:
@@ -127,6 +134,8 @@ def _server_group(item: pytest.Item) -> str | None:
         return "skypilot-real"
     if item.nodeid.startswith(REALNODE):
         return "realnode"
+    if "kueue_kube" in getattr(item, "fixturenames", ()):
+        return "kueue"
     if "real_kube" in getattr(item, "fixturenames", ()):
         return "real-kube"
     if _uses_module_fixture(item):

@@ -1,0 +1,109 @@
+"""Kueue's API objects as an admin writes them (``kueue.x-k8s.io/v1beta2``), and reading a
+Workload's state, for the Kueue tier."""
+
+from __future__ import annotations
+
+import urllib.error
+from typing import Any
+
+from tests.realkube.jobs import suspended_job
+from tests.support.controlplane import RealKube
+
+GROUP = "/apis/kueue.x-k8s.io/v1beta2"
+QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+
+
+def resource_flavor(name: str) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": name}}  # fmt: skip
+
+
+def cluster_queue(
+    name: str, flavor: str, gpus: int, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A ClusterQueue for every namespace with ``gpus`` GPUs of quota (CPU and memory ample)."""
+    quotas = {"nvidia.com/gpu": str(gpus), "cpu": "64", "memory": "256Gi"}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": list(quotas),
+                    "flavors": [
+                        {
+                            "name": flavor,
+                            "resources": [
+                                {"name": k, "nominalQuota": v} for k, v in quotas.items()
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def local_queue(name: str, cluster_queue_name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name},
+        "spec": {"clusterQueue": cluster_queue_name},
+    }
+
+
+def kueue_job(name: str, queue: str, gpus: int = 1, starburst: str | None = None) -> dict[str, Any]:
+    """A Job for Kueue's LocalQueue ``queue`` (and with ``starburst``, Starburst's label too)."""
+    job = suspended_job(name, gpus=gpus, queue=starburst)
+    job["metadata"]["labels"][QUEUE_NAME] = queue
+    return job
+
+
+def create(kube: RealKube, body: dict[str, Any], namespace: str | None = None) -> Any:
+    return kube.request("POST", collection(body["kind"], namespace), body)
+
+
+def collection(kind: str, namespace: str | None = None) -> str:
+    if kind == "Job":
+        return f"/apis/batch/v1/namespaces/{namespace}/jobs"
+    plural = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues",
+              "LocalQueue": "localqueues", "Workload": "workloads"}[kind]  # fmt: skip
+    return f"{GROUP}/namespaces/{namespace}/{plural}" if namespace else f"{GROUP}/{plural}"
+
+
+def workloads_of(kube: RealKube, namespace: str, job_name: str) -> list[dict[str, Any]]:
+    """The Workloads Kueue made for the Job (by owner reference)."""
+    items = kube.request("GET", f"{GROUP}/namespaces/{namespace}/workloads")["items"]
+    return [
+        w
+        for w in items
+        if any(o.get("name") == job_name for o in w["metadata"].get("ownerReferences", []))
+    ]
+
+
+def evaluated_workload(kube: RealKube, namespace: str, job_name: str) -> dict[str, Any] | None:
+    """The Job's Workload once Kueue has set any condition on it (evaluated it), else None."""
+    for workload in workloads_of(kube, namespace, job_name):
+        if (workload.get("status") or {}).get("conditions"):
+            return workload
+    return None
+
+
+def has_condition(obj: dict[str, Any], kind: str) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c["type"] == kind and c["status"] == "True" for c in conditions)
+
+
+def job(kube: RealKube, namespace: str, name: str) -> dict[str, Any]:
+    return kube.request("GET", f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
+
+
+def delete_quietly(kube: RealKube, path: str) -> None:
+    try:
+        kube.request("DELETE", path)
+    except urllib.error.HTTPError as err:
+        if err.code != 404:
+            raise
