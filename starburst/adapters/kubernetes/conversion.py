@@ -25,6 +25,11 @@ Terms and conventions (the contract with users' Job manifests):
   ``starburst.io/reason``).
   A labelled Job that is not suspended counts as running even without the annotation (someone
   else admitted it): it is never queued or started again.
+- *Kueue's Jobs* (``left_to_kueue``): a Job with Kueue's ``kueue.x-k8s.io/queue-name`` label
+  is Kueue's to admit. One that also carries ``starburst.io/queue`` is left to Kueue as long
+  as Starburst has not acted on it (no ``starburst.io/state``): never queued, started or
+  counted here, with one Warning Event saying so. Kueue, for its part, must run with
+  ``manageJobsWithoutQueueName: false`` (its default), so Starburst's Jobs stay Starburst's.
 - A *schedulable node*: Ready, not cordoned, and without NoSchedule/NoExecute taints other
   than the tolerated ones (``nvidia.com/gpu`` by default, the GPU operator's usual taint).
 - *Pinning*: ``start_patch`` is one strategic-merge patch that unsuspends the Job, ANDs a
@@ -52,6 +57,11 @@ from starburst.core.job import Job
 Obj = Mapping[str, Any]
 
 QUEUE_LABEL = "starburst.io/queue"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+LEFT_TO_KUEUE = (
+    "left to Kueue: the Job carries kueue.x-k8s.io/queue-name={queue} as well as "
+    "starburst.io/queue, and Starburst never queues a Job Kueue manages (remove one label)"
+)
 JOB_ID_LABEL = "starburst.io/job-id"
 USER_LABEL = "starburst.io/user"
 TEAM_LABEL = "starburst.io/team"
@@ -199,6 +209,15 @@ def finished(obj: Obj) -> tuple[bool, float, str] | None:
             return True, at, ""
         return False, at, f"{cond.get('reason', 'Failed')}: {cond.get('message', '')}".strip()
     return None
+
+
+def left_to_kueue(obj: Obj) -> str | None:
+    """The Kueue LocalQueue of a Job that is Kueue's (see the module), else None."""
+    meta = obj["metadata"]
+    queue = (meta.get("labels") or {}).get(KUEUE_QUEUE_LABEL)
+    if queue is None or STATE in (meta.get("annotations") or {}):
+        return None
+    return str(queue)
 
 
 def job_state(obj: Obj) -> str | None:

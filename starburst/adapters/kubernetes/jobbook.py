@@ -16,6 +16,8 @@ Terms:
   failed with the reason, its placement is freed at once, and a *follow-up* write marks the
   Job ``starburst.io/state: failed`` (suspending it if its pods were refused) with a Warning
   Event; the cluster sends follow-ups after it let go of its lock.
+- *left to Kueue*: a Job with Kueue's queue label too (``conversion.left_to_kueue``) is not
+  Starburst's: never offered, recorded as running or ended here; one Warning Event says so.
 - a *deleted* Job ends its job's record whatever its state (waiting, running, burst), unless it
   was never handed to the controller; so does one whose ``starburst.io/queue`` label is removed
   (the labelled watch reports it DELETED too; the cluster tells which, ``UNQUEUED``).
@@ -89,6 +91,7 @@ class JobBook:
         self.reported: set[str] = set()
         self.refused: dict[str, str] = {}  # Job uid -> why a pod create was refused
         self.followups: list[Callable[[], None]] = []
+        self.kueues: set[str] = set()  # Jobs left to Kueue (warned once per process)
 
     # -- watch events ----------------------------------------------------------------------
     def on_job(self, kind: str, obj: Obj, gone: str = DELETED) -> None:
@@ -139,6 +142,12 @@ class JobBook:
         self.followups.append(lambda: self._mark(obj, reason, suspend))
 
     def classify(self, jid: str, obj: Obj) -> None:
+        kueue_queue = conv.left_to_kueue(obj)
+        if kueue_queue is not None and jid not in self.offered:
+            if jid not in self.kueues:
+                self.kueues.add(jid)
+                self._warned(obj, conv.LEFT_TO_KUEUE.format(queue=kueue_queue))
+            return
         state, ended = conv.job_state(obj), conv.finished(obj)
         if ended is not None and state in ("running", "suspended"):
             self.running.pop(jid, None)
