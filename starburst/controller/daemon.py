@@ -61,6 +61,8 @@ from starburst.wallclock import WallClock
 if TYPE_CHECKING:
     from apscheduler.schedulers.base import BaseScheduler
 
+    from starburst.controller.kueue_burst import KueueBurst
+
 log = logging.getLogger("starburst.controller")
 
 #: passes in a row that fail with an unexpected error before readiness turns false
@@ -168,6 +170,9 @@ class Controller:
         self.last_report: PassReport | None = None
         self._failed_passes = 0  # unexpected errors in a row
         self._overruns = structured_logs.Overruns()
+        #: Starburst as Kueue's burst policy (``controller.kueue_burst``), set by the wiring
+        #: when the cluster serves Kueue's API; its pass runs before the scheduling pass
+        self.kueue: KueueBurst | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self, scheduler: BaseScheduler | None = None) -> None:
@@ -258,6 +263,8 @@ class Controller:
                     self.settings = applied
                     self._refit(force=True)
                 self._ingest()
+                if self.kueue is not None:
+                    self.kueue.run_pass(self.clock.now(), self._lock.token)
                 report = self.loop.run_pass()
             except TransientError as exc:
                 self.metrics.pass_errors.inc()

@@ -1,6 +1,9 @@
 """The controller's view of the queue: read in full once, then kept current from the store's
 change feed (the append-only job events), so a pass does not re-read 10,000 queued rows.
 
+Jobs Starburst follows for Kueue (``adapters.kubernetes.kueue.is_kueues``) are not in the
+view: Kueue admits them on-prem, ``controller.kueue_burst`` bursts them.
+
 Invariants: the store stays the truth. The view is only a candidate list: every decision is
 still a checked store transition, and a job the view had wrong (cancelled by a user in a
 transaction that committed late) is dropped the moment its transition is refused. A full
@@ -9,6 +12,7 @@ re-read every ``refresh_s`` seconds bounds any drift.
 
 from __future__ import annotations
 
+from starburst.adapters.kubernetes.kueue import is_kueues
 from starburst.core.job import QueuedJob
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import WaitPolicy
@@ -72,7 +76,11 @@ class QueueView:
 
     def _reload(self, now: float, policy: WaitPolicy) -> None:
         position = self.store.last_event_id()  # before the read: replaying is harmless
-        self._entries = {s.id: entry(s, policy) for s in read_all(self.store, JobState.QUEUED)}
+        self._entries = {
+            s.id: entry(s, policy)
+            for s in read_all(self.store, JobState.QUEUED)
+            if not is_kueues(s.job)
+        }
         self._position = position
         self._loaded_at = now
 
@@ -95,7 +103,7 @@ class QueueView:
                         stored = self.store.get(job_id)
                     except JobNotFound:
                         continue
-                    if stored.state is JobState.QUEUED:
+                    if stored.state is JobState.QUEUED and not is_kueues(stored.job):
                         self._entries[job_id] = entry(stored, policy)
             if len(changes) < 10_000:
                 return

@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
+from starburst.adapters.kubernetes.kueue import is_kueues
 from starburst.controller.burst_ceiling import TeamCeiling
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.cloudside import CloudFollower, cloud_job
@@ -246,7 +247,7 @@ class SchedulingLoop:
         running = {r.job.id for r in self.cluster.snapshot().running}
         resumed = 0
         for stored in self._all(JobState.RUNNING_ONPREM):
-            if stored.id not in running:
+            if stored.id not in running and not is_kueues(stored.job):  # Kueue places those
                 placement = self.store.jobs.placement(stored.id)
                 if self._carry_out_start(
                     stored.id, placement, "resumed by a new controller leader", self._token(), now

@@ -55,11 +55,27 @@ def local_queue(name: str, cluster_queue_name: str) -> dict[str, Any]:
     }
 
 
-def kueue_job(name: str, queue: str, gpus: int = 1, starburst: str | None = None) -> dict[str, Any]:
-    """A Job for Kueue's LocalQueue ``queue`` (and with ``starburst``, Starburst's label too)."""
+def kueue_job(
+    name: str,
+    queue: str,
+    gpus: int = 1,
+    starburst: str | None = None,
+    predicted_runtime: float | None = None,
+) -> dict[str, Any]:
+    """A Job for Kueue's LocalQueue ``queue`` (and with ``starburst``, Starburst's label too;
+    ``predicted_runtime``: the user's declared runtime, Starburst's annotation)."""
     job = suspended_job(name, gpus=gpus, queue=starburst)
     job["metadata"]["labels"][QUEUE_NAME] = queue
+    if predicted_runtime is not None:
+        job["metadata"]["annotations"] = {
+            "starburst.io/predicted-runtime": f"{predicted_runtime:g}"
+        }
     return job
+
+
+def workload(kube: RealKube, namespace: str, job_name: str) -> dict[str, Any]:
+    (found,) = workloads_of(kube, namespace, job_name)
+    return found
 
 
 def create(kube: RealKube, body: dict[str, Any], namespace: str | None = None) -> Any:

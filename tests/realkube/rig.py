@@ -101,9 +101,12 @@ def adapter(api: Any, clock: ManualClock, namespace: str) -> KubernetesCluster:
 
 
 @contextlib.contextmanager
-def controller_rig(real_kube: RealKube, namespace: str, tmp_path: Path) -> Iterator[Rig]:
+def controller_rig(
+    real_kube: RealKube, namespace: str, tmp_path: Path, **settings: Any
+) -> Iterator[Rig]:
     """A controller life on ``real_kube`` watching ``namespace`` (see the module), whatever
-    nodes the cluster has (fake, or the real node of ``tests.support.realnode``)."""
+    nodes the cluster has (fake, or the real node of ``tests.support.realnode``); ``settings``
+    override the no-wait policy's (``policy="compute", coefficient=0.5``)."""
     role = shipped_cluster_role()
     real_kube.apply_cluster_role(role)
     creds = real_kube.service_account(namespace, "starburst", cluster_role=role["metadata"]["name"])
@@ -114,11 +117,14 @@ def controller_rig(real_kube: RealKube, namespace: str, tmp_path: Path) -> Itera
     store = SqlStore.open(url, clock=clock)
     api = real_kube.api_client(creds.token)
     cluster = adapter(api, clock, namespace)
-    settings = Settings(database_url=url, state_dir=tmp_path, policy="no-wait", cloud="none")
+    config = Settings(
+        **{"database_url": url, "state_dir": tmp_path, "policy": "no-wait", "cloud": "none"}
+        | settings
+    )
     cloud = RecordingCloud(clock, 2.5)
     made = Rig(
-        wire_controller(settings, store, cluster, cloud, clock=clock),
-        store, cluster, cloud, clock, namespace, real_kube, creds.username, api, settings,
+        wire_controller(config, store, cluster, cloud, clock=clock),
+        store, cluster, cloud, clock, namespace, real_kube, creds.username, api, config,
     )  # fmt: skip
     try:
         yield made

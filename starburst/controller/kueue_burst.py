@@ -1,0 +1,231 @@
+"""Starburst as Kueue's burst policy: Kueue admits on-prem, Starburst bursts what waited too long.
+
+For the Workloads of the queues an admin opted in (``adapters.kubernetes.kueue``), each pass:
+1. *record*: a pending Workload not yet in the store is submitted and queued at once with the
+   wait budget of the policy in force (the same ``WaitPolicy.budget`` the scheduling pass and
+   the simulator use: Compute-Wait = c × GPUs × predicted runtime), measured from this first
+   look; the budget goes on the Job (annotations) and in Events on the Workload and the Job;
+2. *admitted by Kueue* before the budget ran out: the job runs on-prem (``running_onprem``,
+   the reason names the ClusterQueue); its Job's end ends it (succeeded or failed);
+3. *budget spent* while still pending: the Workload is taken out of Kueue's queue
+   (``spec.active: false`` with the resourceVersion it was read at: a Workload Kueue admitted
+   meanwhile stays on-prem), then the job moves to ``bursting`` and is launched through the
+   cloud port; from there the controller's cloud side follows, meters and ends it like any
+   burst, so ``starburst jobs``/``explain``/``costs`` show it.
+
+Restart safety: every step is recorded in the store before the next one, and each is
+idempotent. A crash after the deactivation but before the store move is found from the
+Workload (inactive, with Starburst's annotation) and the burst completes; a crash after the
+move but before the launch is resumed by the next leader's reconcile (``SchedulingLoop``),
+which launches the recorded burst. A Workload someone else deactivated is left alone.
+
+Jobs followed here (``is_kueues``) never enter the scheduling pass's queue, and a new leader
+never re-starts them on-prem: Kueue decides on-prem placement (``QueueView``, ``reconcile``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+from starburst.adapters.kubernetes.conversion import finished
+from starburst.adapters.kubernetes.kueue import KueueWorkload, KueueWorkloads
+from starburst.controller.cloudside import CloudFollower, cloud_job
+from starburst.controller.moves import ACTOR
+from starburst.controller.report import backend_job
+from starburst.core.duration import human
+from starburst.core.errors import StarburstError
+from starburst.core.job import Job
+from starburst.core.lifecycle import JobState
+from starburst.core.policy import WaitPolicy
+from starburst.core.ports import RuntimeEstimator, Store
+from starburst.core.records import JobNotFound, JobSpec, StoredJob
+
+log = logging.getLogger("starburst.controller.kueue")
+
+
+class KueueBurst:
+    """One pass over Kueue's opted-in Workloads (see the module)."""
+
+    def __init__(
+        self,
+        store: Store,
+        workloads: KueueWorkloads,
+        policy: Callable[[], WaitPolicy],
+        follower: Callable[[], CloudFollower | None],
+        estimator: Callable[[], RuntimeEstimator | None] = lambda: None,
+    ) -> None:
+        """``policy``, ``follower`` and ``estimator``: the scheduling pass's waiting policy,
+        cloud side and runtime estimator in force (the controller refits them)."""
+        self.store, self.workloads = store, workloads
+        self._policy, self._follower, self._estimator = policy, follower, estimator
+        self._left_alone: set[str] = set()
+
+    def run_pass(self, now: float, token: int | None) -> list[str]:
+        """Look at every opted-in Workload once; the ids of the jobs burst this pass."""
+        burst = []
+        for workload in self.workloads.workloads():
+            if workload.job is None:
+                continue
+            try:
+                if self._step(workload, now, token):
+                    burst.append(workload.job_id)
+            except StarburstError as exc:  # one Workload's trouble never stops the others
+                log.warning("kueue workload %s: %s", workload.name, exc)
+        return burst
+
+    def _step(self, workload: KueueWorkload, now: float, token: int | None) -> bool:
+        try:
+            stored: StoredJob | None = self.store.jobs.get(workload.job_id)
+        except JobNotFound:
+            stored = None
+        if stored is None:
+            if workload.state == "pending":
+                self._record(workload, now, token)
+            return False
+        if stored.state is JobState.SUBMITTED:  # a crash between submit and queue
+            stored = self._queue(stored, workload, now, token)
+        if stored.state is JobState.QUEUED:
+            return self._while_queued(stored, workload, now, token)
+        if stored.state is JobState.RUNNING_ONPREM and workload.job is not None:
+            self._maybe_ended(stored, workload, now, token)
+        return False
+
+    # -- 1. record -------------------------------------------------------------------------
+    def _record(self, workload: KueueWorkload, now: float, token: int | None) -> None:
+        job = self.workloads.job(workload)
+        spec = JobSpec.from_job(job)
+        self.store.jobs.submit(spec, idempotency_key=f"kueue:{job.id}", actor="kueue", at=now)
+        self._queue(self.store.jobs.get(job.id), workload, now, token)
+
+    def _queue(
+        self, stored: StoredJob, workload: KueueWorkload, now: float, token: int | None
+    ) -> StoredJob:
+        job = self._predicted(stored)
+        budget = self._policy().budget(job)
+        reason = (
+            f"waiting in Kueue's queue {workload.local_queue} (ClusterQueue "
+            f"{workload.cluster_queue}) with a {_seconds(budget)} wait budget before a burst"
+        )
+        moved = self.store.jobs.transition(
+            job.id, JobState.QUEUED, reason=reason, actor=ACTOR,
+            fencing_token=token, at=now, wait_budget=budget,
+        )  # fmt: skip
+        notes = {"starburst.io/wait-budget": _annotation(budget)}
+        if job.estimate is not None:
+            notes["starburst.io/predicted-runtime"] = f"{job.estimate:.0f}"
+        self.workloads.note(workload, "Waiting", reason, notes)
+        return moved
+
+    def _predicted(self, stored: StoredJob) -> Job:
+        """The job with its predicted runtime: the estimator's (the user's declaration is
+        one of its inputs), else the declaration itself."""
+        estimator = self._estimator()
+        if estimator is not None:
+            (estimate,) = estimator.estimate([_with_declaration(stored)])
+            return stored.job.with_estimate(estimate.value, estimate.low, estimate.high)
+        if stored.declared_runtime is not None:
+            return stored.job.with_estimate(stored.declared_runtime)
+        return stored.job
+
+    # -- 2 and 3: on-prem by Kueue, or burst -----------------------------------------------
+    def _while_queued(
+        self, stored: StoredJob, workload: KueueWorkload, now: float, token: int | None
+    ) -> bool:
+        waited = now - stored.queued_at
+        budget = stored.wait_budget if stored.wait_budget is not None else math.inf
+        if workload.state == "admitted":
+            reason = (
+                f"admitted on-prem by Kueue (ClusterQueue {workload.cluster_queue}) after "
+                f"{_seconds(waited)} of its {_seconds(budget)} wait budget"
+            )
+            self._move(stored.id, JobState.RUNNING_ONPREM, reason, token, now)
+            self.workloads.note(workload, "OnPrem", reason, {})
+            return False
+        if workload.state == "inactive":  # someone else took it out of Kueue's queue
+            if stored.id not in self._left_alone:
+                self._left_alone.add(stored.id)
+                log.info("kueue workload %s was deactivated by someone else", workload.name)
+            return False
+        if workload.state == "burst" or (workload.state == "pending" and waited >= budget):
+            return self._burst(stored, workload, waited, budget, now, token)
+        return False
+
+    def _burst(
+        self,
+        stored: StoredJob,
+        workload: KueueWorkload,
+        waited: float,
+        budget: float,
+        now: float,
+        token: int | None,
+    ) -> bool:
+        follower = self._follower()
+        if follower is None:
+            return False  # no cloud: it waits for Kueue
+        waited_text = (
+            f"waited {_seconds(waited)} of a {_seconds(budget)} budget in Kueue's queue "
+            f"{workload.local_queue} (ClusterQueue {workload.cluster_queue})"
+        )
+        if workload.state == "pending" and not self.workloads.deactivate(workload, waited_text):
+            return False  # it changed since it was read: the next look decides again
+        job = backend_job(stored)
+        quote = follower.cloud.quote(job)
+        reason = (
+            f"{waited_text}: taken out of Kueue (Workload spec.active=false), burst to "
+            f"{quote.where} ({quote.accelerators}, ${quote.price_per_hour:.2f}/h)"
+        )
+        if not self._move(stored.id, JobState.BURSTING, reason, token, now):
+            return False
+        attempt = len(self.store.ledger.launches(job.id)) + 1
+        handle = follower.cloud.launch(cloud_job(job, attempt), reason)
+        follower.record_launch(job, handle, now, token)
+        follower.track(job.id, handle)
+        notes = {
+            "starburst.io/burst-to": quote.where,
+            "starburst.io/cloud-job": handle.name,
+            "starburst.io/price-per-hour": f"{quote.price_per_hour:.2f}",
+        }
+        self.workloads.note(workload, "Burst", reason, notes)
+        return True
+
+    def _maybe_ended(
+        self, stored: StoredJob, workload: KueueWorkload, now: float, token: int | None
+    ) -> None:
+        assert workload.job is not None
+        ended = finished(workload.job)
+        if ended is None:
+            return
+        succeeded, _, why = ended
+        state = JobState.SUCCEEDED if succeeded else JobState.FAILED
+        reason = "finished on-prem (admitted by Kueue)" if succeeded else f"failed on-prem: {why}"
+        self._move(stored.id, state, reason, token, now)
+
+    def _move(
+        self, job_id: str, state: JobState, reason: str, token: int | None, now: float
+    ) -> bool:
+        try:
+            self.store.jobs.transition(
+                job_id, state, reason=reason, actor=ACTOR, fencing_token=token, at=now
+            )
+        except StarburstError as exc:
+            log.info("kueue: %s not moved to %s: %s", job_id, state.value, exc)
+            return False
+        return True
+
+
+def _with_declaration(stored: StoredJob) -> Job:
+    job = backend_job(stored)
+    if stored.declared_runtime is not None:
+        job = replace(job, extra={**job.extra, "declared_runtime": repr(stored.declared_runtime)})
+    return job
+
+
+def _seconds(value: float) -> str:
+    return "unlimited" if not math.isfinite(value) else human(value)
+
+
+def _annotation(budget: float) -> str:
+    return f"{budget:.0f}" if math.isfinite(budget) else "never"

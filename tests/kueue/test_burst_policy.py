@@ -1,0 +1,148 @@
+"""Starburst as Kueue's burst policy, on the real tier with Kueue's real manager.
+
+A ClusterQueue of 1 GPU opted in (``starburst.io/burst: "true"``), Compute-Wait with c = 0.5,
+so a 1-GPU job declared to run 600 s gets a 300 s budget, one declared 2000 s a 1000 s one.
+The controller runs on a hand-moved clock; Kueue admits by its own (real) quota.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from starburst.adapters.kubernetes.conversion import Conventions
+from starburst.adapters.kubernetes.kueue import KueueWorkloads, served
+from starburst.controller.kueue_burst import KueueBurst
+from starburst.core.lifecycle import JobState
+from tests.kueue import objects
+from tests.realkube.rig import Rig, controller_rig
+from tests.support.waiting import wait_for
+
+OPT_IN = {"starburst.io/burst": "true"}
+
+
+def with_kueue(rig: Rig) -> KueueWorkloads:
+    """Attach the Kueue pass to the rig's (current) controller, as the wiring does."""
+    workloads = KueueWorkloads(rig.api, rig.clock, Conventions())
+    loop = rig.controller.loop
+    rig.controller.kueue = KueueBurst(
+        rig.store, workloads, lambda: loop.config.policy, lambda: loop.cloud_side,
+        lambda: loop.estimator,
+    )  # fmt: skip
+    return workloads
+
+
+@pytest.fixture
+def kueue_rig(kueue_kube, kueue_queue, tmp_path: Path) -> Iterator[tuple[Rig, Any]]:
+    kube = kueue_kube.kube
+    queue = kueue_queue(gpus=1, annotations=OPT_IN)
+    with (
+        kube.kubelet() as kubelet,
+        controller_rig(kube, queue.namespace, tmp_path, policy="compute", coefficient=0.5) as rig,
+    ):
+        kubelet.add_node("gpu-a", gpus=8)
+        rig.cloud.runtime = 120  # a cloud run takes 2 minutes of the rig's clock
+        with_kueue(rig)
+        try:
+            yield rig, (queue, kubelet)
+        finally:
+            kube.delete_namespace(queue.namespace)
+
+
+def passes(rig: Rig, seconds: float = 1.0, count: int = 1) -> None:
+    for _ in range(count):
+        rig.clock.advance(seconds)
+        rig.controller.run_pass()
+
+
+def admitted(kube: Any, namespace: str, name: str) -> bool:
+    found = objects.workloads_of(kube, namespace, name)
+    return bool(found) and objects.has_condition(found[0], "Admitted")
+
+
+def events_on(kube: Any, namespace: str, name: str, reason: str) -> list[dict[str, Any]]:
+    path = f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name={name}"
+    return [e for e in kube.request("GET", path)["items"] if e["reason"] == reason]
+
+
+def test_kueue_admits_before_the_budget_or_starburst_bursts_after_it(kueue_rig):
+    rig, (queue, kubelet) = kueue_rig
+    kube, ns = rig.real, queue.namespace
+    assert served(rig.api) == ["v1beta2", "v1beta1"] or "v1beta2" in served(rig.api)
+    objects.create(kube, objects.kueue_job("first", queue.local_queue, predicted_runtime=60), ns)
+    wait_for(lambda: admitted(kube, ns, "first"), timeout=60, what="Kueue to admit first")
+    for name, runtime in (("second", 600), ("third", 2000)):
+        body = objects.kueue_job(name, queue.local_queue, predicted_runtime=runtime)
+        objects.create(kube, body, ns)
+        wait_for(lambda n=name: objects.evaluated_workload(kube, ns, n), timeout=60)
+    passes(rig)
+
+    assert rig.state("first") is None  # admitted before Starburst looked: Kueue's alone
+    second, third = (rig.store.jobs.get(f"{ns}/{n}") for n in ("second", "third"))
+    assert (second.state, second.wait_budget) == (JobState.QUEUED, 300)
+    assert (third.state, third.wait_budget) == (JobState.QUEUED, 1000)
+    job = objects.job(kube, ns, "third")
+    assert job["metadata"]["annotations"]["starburst.io/wait-budget"] == "1000"
+    assert events_on(kube, ns, objects.workload(kube, ns, "third")["metadata"]["name"], "Waiting")
+
+    # Kueue's quota frees within second's budget: Kueue admits it, it runs on-prem
+    passes(rig, 100)
+    kubelet.finish_job(ns, "first")
+    wait_for(lambda: admitted(kube, ns, "second"), timeout=60, what="Kueue to admit second")
+    passes(rig)
+    assert rig.state("second") is JobState.RUNNING_ONPREM
+    assert "admitted on-prem by Kueue" in rig.reasons("second")[-1]
+
+    # third's budget runs out while second holds the quota: out of Kueue, into the cloud
+    passes(rig, 1000)
+    assert rig.state("third") in (JobState.BURSTING, JobState.RUNNING_CLOUD)
+    assert any("taken out of Kueue" in r for r in rig.reasons("third"))
+    assert [j.id for j in rig.cloud.launched] == [f"{ns}/third"]
+    third_workload = objects.workload(kube, ns, "third")
+    assert third_workload["spec"]["active"] is False
+    assert not objects.has_condition(third_workload, "Admitted")
+    assert objects.job(kube, ns, "third")["spec"]["suspend"] is True
+    (burst,) = events_on(kube, ns, third_workload["metadata"]["name"], "Burst")
+    assert "spec.active=false" in burst["message"]
+    assert events_on(kube, ns, "third", "Burst")
+    assert "starburst.io/burst-to" in objects.job(kube, ns, "third")["metadata"]["annotations"]
+
+    # the cloud side follows it like any burst; Kueue never admits it meanwhile
+    passes(rig, 60, count=3)
+    assert rig.state("third") is JobState.SUCCEEDED
+    assert not admitted(kube, ns, "third")
+    kubelet.finish_job(ns, "second")
+    wait_for(lambda: objects.job(kube, ns, "second").get("status", {}).get("succeeded"))
+    passes(rig)
+    assert rig.state("second") is JobState.SUCCEEDED
+    assert rig.denied() == []
+
+
+def test_a_restart_between_leaving_kueue_and_the_burst_loses_nothing(kueue_rig):
+    rig, (queue, _) = kueue_rig
+    kube, ns = rig.real, queue.namespace
+    objects.create(kube, objects.kueue_job("holder", queue.local_queue, predicted_runtime=60), ns)
+    wait_for(lambda: admitted(kube, ns, "holder"), timeout=60)
+    objects.create(kube, objects.kueue_job("late", queue.local_queue, predicted_runtime=600), ns)
+    wait_for(lambda: objects.evaluated_workload(kube, ns, "late"), timeout=60)
+    workloads = with_kueue(rig)
+    passes(rig)
+    assert rig.state("late") is JobState.QUEUED
+
+    # the controller dies right after taking the Workload out of Kueue's queue (the first
+    # step of a burst), before the store says anything
+    passes(rig, 299)  # 1 s short of the budget
+    (pending,) = [w for w in workloads.workloads() if w.name.startswith("job-late")]
+    assert workloads.deactivate(pending, "budget spent (test: the controller dies now)")
+    rig.restart()
+    with_kueue(rig)
+    passes(rig, 1)
+
+    assert rig.state("late") in (JobState.BURSTING, JobState.RUNNING_CLOUD)
+    assert [j.id for j in rig.cloud.launched] == [f"{ns}/late"]
+    passes(rig, 60, count=3)  # no second launch, whatever the passes see
+    assert len(rig.cloud.launched) == 1
+    assert rig.state("late") is JobState.SUCCEEDED
