@@ -55,7 +55,7 @@ from starburst.controller.capabilities import Capabilities
 from starburst.controller.daemon import Controller
 from starburst.controller.locality import Locality, locality_of
 from starburst.controller.metrics import ControllerMetrics
-from starburst.core.errors import ConfigError
+from starburst.core.errors import ConfigError, StarburstError
 from starburst.core.job import Job
 from starburst.core.leadership import LeaderLock
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator
@@ -67,6 +67,7 @@ MIB = 1024 * 1024
 if TYPE_CHECKING:
     from starburst.adapters.local.jobusers import JobUsers
     from starburst.controller.job_output import JobLogs
+    from starburst.controller.kueue_burst import KueueBurst
     from starburst.pricing import PriceTable
 
 log = logging.getLogger("starburst.controller")
@@ -335,7 +336,7 @@ def build_controller(
     check_job_users(settings, users)
     cluster = build_cluster(settings, clock, users=users)
     cloud = build_cloud(settings, clock, users=users)
-    return wire_controller(
+    controller = wire_controller(
         settings,
         store,
         cluster,
@@ -346,3 +347,39 @@ def build_controller(
         capabilities=Capabilities.of(cluster, cloud),
         locality=locality,
     )
+    controller.kueue = build_kueue_burst(settings, store, clock, controller)
+    return controller
+
+
+def build_kueue_burst(
+    settings: Settings, store: SqlStore, clock: Clock, controller: Controller
+) -> KueueBurst | None:
+    """Starburst as Kueue's burst policy (``controller.kueue_burst``) where the cluster
+    serves Kueue's API (``kueue.x-k8s.io/v1beta2``); None elsewhere. Only the queues an admin
+    opted in are followed (docs/admins/kueue.md)."""
+    if settings.cluster != "kubernetes":
+        return None
+    from starburst.adapters.kubernetes.conversion import Conventions
+    from starburst.adapters.kubernetes.kueue import VERSION, KueueWorkloads, served
+    from starburst.controller.kueue_burst import KueueBurst
+
+    api = kube_api_client(settings)
+    try:
+        versions = served(api)
+    except StarburstError as exc:
+        log.warning("could not tell whether Kueue is installed, not following it: %s", exc)
+        return None
+    if VERSION not in versions:
+        if versions:
+            log.warning(
+                "Kueue serves %s, not %s: its Workloads are not followed", versions, VERSION
+            )
+        return None
+    teams = {ns: frozenset(t) for ns, t in settings.kubernetes_namespace_teams.items()}
+    workloads = KueueWorkloads(api, clock, Conventions(namespace_teams=teams))
+    loop = controller.loop
+    log.info("Kueue found: the Workloads of queues annotated starburst.io/burst=true can burst")
+    return KueueBurst(
+        store, workloads, lambda: loop.config.policy, lambda: loop.cloud_side,
+        lambda: loop.estimator,
+    )  # fmt: skip
