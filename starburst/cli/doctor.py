@@ -12,6 +12,8 @@ problem the fix (``  fix: ...``). The exit code is 0 when no line is a problem, 
 - *kubernetes* (``cluster: kubernetes``): the API server answers; every verb of the RBAC
   rules in ``starburst/adapters/kubernetes/rbac.yaml`` is granted to this identity
   (SelfSubjectAccessReview); nodes with ``nvidia.com/gpu`` are seen;
+- *kueue* (``cluster: kubernetes``): whether Kueue is installed (API discovery), its
+  ClusterQueues and which queues Starburst bursts for (``starburst.io/burst: "true"``);
 - *skypilot* (``cloud: skypilot``): the API server answers, and which clouds it has enabled;
 - *prices*: the price table's age (the date its prices were taken; the shipped table's age
   is a warning, an admin's own table's a problem);

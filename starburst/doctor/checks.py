@@ -40,7 +40,7 @@ class Check:
 
 def run_checks(settings: Settings, now: float | None = None) -> list[Check]:
     """Every check the settings call for, in a fixed order."""
-    from starburst.doctor import cloud, cluster, state
+    from starburst.doctor import cloud, cluster, kueue, state
 
     at = time.time() if now is None else now
     results = state.database(settings)
@@ -48,6 +48,7 @@ def run_checks(settings: Settings, now: float | None = None) -> list[Check]:
     steps: list[Callable[[], list[Check]]] = [lambda: [cluster.configured(settings)]]
     if settings.cluster == "kubernetes":
         steps.append(lambda: cluster.kubernetes(settings))
+        steps.append(lambda: [kueue.kueue(settings)])
     steps.append(lambda: [cloud.configured(settings)])
     if settings.cloud == "skypilot":
         steps.append(lambda: cloud.skypilot(settings))

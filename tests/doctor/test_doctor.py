@@ -168,6 +168,7 @@ def test_kubernetes_lines_on_the_api_stand_in(db: str, tmp_path: Path, kube: Kub
     gpu = checks["kubernetes gpu nodes"]
     assert not gpu.ok and "none with allocatable nvidia.com/gpu" in gpu.detail
     assert "device plugin" in (gpu.fix or "")
+    assert checks["kueue"].ok and "not installed" in checks["kueue"].detail
     # every rule was asked about, by SelfSubjectAccessReview
     kube.add_node("gpu-1", gpus=8)
     kube.denied |= {("", "pods/log", "get"), ("batch", "jobs", "patch")}
