@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from starburst.adapters.kubernetes import conversion as conv
+from starburst.adapters.kubernetes import kueue
 from starburst.adapters.kubernetes.jobbook import JobBook
 from tests.kube.adapter_support import queued_job
 from tests.support.clock import ManualClock
@@ -80,3 +81,22 @@ def test_a_job_starburst_started_stays_its_own_after_kueues_label_is_added() -> 
     book.on_job("ADDED", obj)
 
     assert "ml/late" in book.running and warned == []
+
+
+def workload_with(conditions: dict[str, str], active: bool = True, decided: bool = False) -> Any:
+    annotations = {kueue.DECIDED: "budget spent"} if decided else {}
+    return {
+        "metadata": {"name": "w", "annotations": annotations},
+        "spec": {"active": active},
+        "status": {"conditions": [{"type": k, "status": v} for k, v in conditions.items()]},
+    }
+
+
+def test_a_workloads_state_as_the_burst_policy_reads_it() -> None:
+    assert kueue.workload_state(workload_with({})) == "pending"
+    assert kueue.workload_state(workload_with({"QuotaReserved": "False"})) == "pending"
+    assert kueue.workload_state(workload_with({"QuotaReserved": "True"})) == "admitted"
+    assert kueue.workload_state(workload_with({"Admitted": "True"})) == "admitted"
+    assert kueue.workload_state(workload_with({"Finished": "True"})) == "finished"
+    assert kueue.workload_state(workload_with({}, active=False)) == "inactive"
+    assert kueue.workload_state(workload_with({}, active=False, decided=True)) == "burst"

@@ -113,6 +113,8 @@ def test_kueue_admits_before_the_budget_or_starburst_bursts_after_it(kueue_rig):
     # the cloud side follows it like any burst; Kueue never admits it meanwhile
     passes(rig, 60, count=3)
     assert rig.state("third") is JobState.SUCCEEDED
+    (launch,) = rig.store.ledger.launches(f"{ns}/third")  # what `starburst costs` bills
+    assert launch.ended_at is not None and float(launch.hourly_price) > 0
     assert not admitted(kube, ns, "third")
     kubelet.finish_job(ns, "second")
     wait_for(lambda: objects.job(kube, ns, "second").get("status", {}).get("succeeded"))
@@ -146,3 +148,30 @@ def test_a_restart_between_leaving_kueue_and_the_burst_loses_nothing(kueue_rig):
     passes(rig, 60, count=3)  # no second launch, whatever the passes see
     assert len(rig.cloud.launched) == 1
     assert rig.state("late") is JobState.SUCCEEDED
+
+
+def test_kueue_down_when_the_budget_runs_out_delays_the_burst_and_loses_nothing(
+    kueue_rig, kueue_kube
+):
+    rig, (queue, _) = kueue_rig
+    kube, ns = rig.real, queue.namespace
+    objects.create(kube, objects.kueue_job("holder", queue.local_queue, predicted_runtime=60), ns)
+    wait_for(lambda: admitted(kube, ns, "holder"), timeout=60)
+    objects.create(kube, objects.kueue_job("late", queue.local_queue, predicted_runtime=600), ns)
+    wait_for(lambda: objects.evaluated_workload(kube, ns, "late"), timeout=60)
+    passes(rig)
+    assert rig.state("late") is JobState.QUEUED
+
+    kueue_kube.stop()  # Kueue's manager (and so its Workload webhooks) is down
+    try:
+        passes(rig, 300)  # the budget ran out: the Workload cannot be patched now
+        assert rig.state("late") is JobState.QUEUED
+        assert rig.cloud.launched == []
+    finally:
+        kueue_kube.restart()
+    passes(rig, 1)
+
+    assert rig.state("late") in (JobState.BURSTING, JobState.RUNNING_CLOUD)
+    assert [j.id for j in rig.cloud.launched] == [f"{ns}/late"]
+    assert objects.workload(kube, ns, "late")["spec"]["active"] is False
+    assert not admitted(kube, ns, "late")
