@@ -40,7 +40,7 @@ from starburst.core.errors import StarburstError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import WaitPolicy
-from starburst.core.ports import RuntimeEstimator, Store
+from starburst.core.ports import JobStore, Ledger, RuntimeEstimator
 from starburst.core.records import JobNotFound, JobSpec, StoredJob
 
 log = logging.getLogger("starburst.controller.kueue")
@@ -51,15 +51,17 @@ class KueueBurst:
 
     def __init__(
         self,
-        store: Store,
+        jobs: JobStore,
+        ledger: Ledger,
         workloads: KueueWorkloads,
         policy: Callable[[], WaitPolicy],
         follower: Callable[[], CloudFollower | None],
         estimator: Callable[[], RuntimeEstimator | None] = lambda: None,
     ) -> None:
-        """``policy``, ``follower`` and ``estimator``: the scheduling pass's waiting policy,
-        cloud side and runtime estimator in force (the controller refits them)."""
-        self.store, self.workloads = store, workloads
+        """``jobs`` and ``ledger``: the store's repositories it reads and writes; ``policy``,
+        ``follower`` and ``estimator``: the scheduling pass's waiting policy, cloud side and
+        runtime estimator in force (the controller refits them)."""
+        self.jobs, self.ledger, self.workloads = jobs, ledger, workloads
         self._policy, self._follower, self._estimator = policy, follower, estimator
         self._left_alone: set[str] = set()
 
@@ -78,7 +80,7 @@ class KueueBurst:
 
     def _step(self, workload: KueueWorkload, now: float, token: int | None) -> bool:
         try:
-            stored: StoredJob | None = self.store.jobs.get(workload.job_id)
+            stored: StoredJob | None = self.jobs.get(workload.job_id)
         except JobNotFound:
             stored = None
         if stored is None:
@@ -97,8 +99,8 @@ class KueueBurst:
     def _record(self, workload: KueueWorkload, now: float, token: int | None) -> None:
         job = self.workloads.job(workload)
         spec = JobSpec.from_job(job)
-        self.store.jobs.submit(spec, idempotency_key=f"kueue:{job.id}", actor="kueue", at=now)
-        self._queue(self.store.jobs.get(job.id), workload, now, token)
+        self.jobs.submit(spec, idempotency_key=f"kueue:{job.id}", actor="kueue", at=now)
+        self._queue(self.jobs.get(job.id), workload, now, token)
 
     def _queue(
         self, stored: StoredJob, workload: KueueWorkload, now: float, token: int | None
@@ -109,7 +111,7 @@ class KueueBurst:
             f"waiting in Kueue's queue {workload.local_queue} (ClusterQueue "
             f"{workload.cluster_queue}) with a {_seconds(budget)} wait budget before a burst"
         )
-        moved = self.store.jobs.transition(
+        moved = self.jobs.transition(
             job.id, JobState.QUEUED, reason=reason, actor=ACTOR,
             fencing_token=token, at=now, wait_budget=budget,
         )  # fmt: skip
@@ -179,7 +181,7 @@ class KueueBurst:
         )
         if not self._move(stored.id, JobState.BURSTING, reason, token, now):
             return False
-        attempt = len(self.store.ledger.launches(job.id)) + 1
+        attempt = len(self.ledger.launches(job.id)) + 1
         handle = follower.cloud.launch(cloud_job(job, attempt), reason)
         follower.record_launch(job, handle, now, token)
         follower.track(job.id, handle)
@@ -207,7 +209,7 @@ class KueueBurst:
         self, job_id: str, state: JobState, reason: str, token: int | None, now: float
     ) -> bool:
         try:
-            self.store.jobs.transition(
+            self.jobs.transition(
                 job_id, state, reason=reason, actor=ACTOR, fencing_token=token, at=now
             )
         except StarburstError as exc:

@@ -29,8 +29,8 @@ def with_kueue(rig: Rig) -> KueueWorkloads:
     workloads = KueueWorkloads(rig.api, rig.clock, Conventions())
     loop = rig.controller.loop
     rig.controller.kueue = KueueBurst(
-        rig.store, workloads, lambda: loop.config.policy, lambda: loop.cloud_side,
-        lambda: loop.estimator,
+        rig.store.jobs, rig.store.ledger, workloads,
+        lambda: loop.config.policy, lambda: loop.cloud_side, lambda: loop.estimator,
     )  # fmt: skip
     return workloads
 
