@@ -13,6 +13,10 @@ For the Workloads of the queues an admin opted in (``adapters.kubernetes.kueue``
    cloud port; from there the controller's cloud side follows, meters and ends it like any
    burst, so ``starburst jobs``/``explain``/``costs`` show it.
 
+A followed job whose Job or Workload disappears, or whose queue stops opting in, ends
+``cancelled`` with that reason; an error reading Kueue skips this pass's look, never the
+scheduling pass.
+
 Restart safety: every step is recorded in the store before the next one, and each is
 idempotent. A crash after the deactivation but before the store move is found from the
 Workload (inactive, with Starburst's annotation) and the burst completes; a crash after the
@@ -31,9 +35,10 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from starburst.adapters.kubernetes.conversion import finished
-from starburst.adapters.kubernetes.kueue import KueueWorkload, KueueWorkloads
+from starburst.adapters.kubernetes.kueue import KueueWorkload, KueueWorkloads, is_kueues
 from starburst.controller.cloudside import CloudFollower, cloud_job
 from starburst.controller.moves import ACTOR
+from starburst.controller.queue_view import read_all
 from starburst.controller.report import backend_job
 from starburst.core.duration import human
 from starburst.core.errors import StarburstError
@@ -44,6 +49,10 @@ from starburst.core.ports import JobStore, Ledger, RuntimeEstimator
 from starburst.core.records import JobNotFound, JobSpec, StoredJob
 
 log = logging.getLogger("starburst.controller.kueue")
+UNFOLLOWED = (
+    "no longer followed for Kueue: its Job or Workload was deleted, or its queue no longer "
+    "opts in to bursting (starburst.io/burst)"
+)
 
 
 class KueueBurst:
@@ -67,8 +76,14 @@ class KueueBurst:
 
     def run_pass(self, now: float, token: int | None) -> list[str]:
         """Look at every opted-in Workload once; the ids of the jobs burst this pass."""
+        try:
+            found = self.workloads.workloads()
+        except StarburstError as exc:  # Kueue's trouble never stops Starburst's own queue
+            log.warning("could not read Kueue's Workloads, will retry: %s", exc)
+            return []
+        self._end_unfollowed({w.job_id for w in found if w.job is not None}, now, token)
         burst = []
-        for workload in self.workloads.workloads():
+        for workload in found:
             if workload.job is None:
                 continue
             try:
@@ -77,6 +92,14 @@ class KueueBurst:
             except StarburstError as exc:  # one Workload's trouble never stops the others
                 log.warning("kueue workload %s: %s", workload.name, exc)
         return burst
+
+    def _end_unfollowed(self, seen: set[str], now: float, token: int | None) -> None:
+        """A job followed here whose Job or Workload is gone, or whose queue opted out, is
+        no longer Starburst's to decide: its record ends (cancelled, with the reason)."""
+        for state in (JobState.QUEUED, JobState.RUNNING_ONPREM):
+            for stored in read_all(self.jobs, state):
+                if is_kueues(stored.job) and stored.id not in seen:
+                    self._move(stored.id, JobState.CANCELLED, UNFOLLOWED, token, now)
 
     def _step(self, workload: KueueWorkload, now: float, token: int | None) -> bool:
         try:

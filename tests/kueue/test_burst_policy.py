@@ -175,3 +175,24 @@ def test_kueue_down_when_the_budget_runs_out_delays_the_burst_and_loses_nothing(
     assert [j.id for j in rig.cloud.launched] == [f"{ns}/late"]
     assert objects.workload(kube, ns, "late")["spec"]["active"] is False
     assert not admitted(kube, ns, "late")
+
+
+def test_a_queued_job_whose_kueue_job_is_deleted_ends_cancelled(kueue_rig):
+    rig, (queue, _) = kueue_rig
+    kube, ns = rig.real, queue.namespace
+    objects.create(kube, objects.kueue_job("holder", queue.local_queue, predicted_runtime=60), ns)
+    wait_for(lambda: admitted(kube, ns, "holder"), timeout=60)
+    objects.create(kube, objects.kueue_job("gone", queue.local_queue, predicted_runtime=600), ns)
+    wait_for(lambda: objects.evaluated_workload(kube, ns, "gone"), timeout=60)
+    passes(rig)
+    assert rig.state("gone") is JobState.QUEUED
+
+    kube.request(
+        "DELETE", f"/apis/batch/v1/namespaces/{ns}/jobs/gone", {"propagationPolicy": "Foreground"}
+    )
+    wait_for(lambda: not objects.workloads_of(kube, ns, "gone"), timeout=60)
+    passes(rig)
+
+    assert rig.state("gone") is JobState.CANCELLED
+    assert "no longer followed for Kueue" in rig.reasons("gone")[-1]
+    assert rig.cloud.launched == []
