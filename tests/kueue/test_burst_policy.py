@@ -95,6 +95,10 @@ def test_kueue_admits_before_the_budget_or_starburst_bursts_after_it(kueue_rig):
     passes(rig)
     assert rig.state("second") is JobState.RUNNING_ONPREM
     assert "admitted on-prem by Kueue" in rig.reasons("second")[-1]
+    rig.restart()  # a new leader never starts Kueue's running job on-prem again
+    with_kueue(rig)
+    passes(rig)
+    assert rig.state("second") is JobState.RUNNING_ONPREM
 
     # third's budget runs out while second holds the quota: out of Kueue, into the cloud
     passes(rig, 1000)
