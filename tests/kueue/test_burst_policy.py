@@ -58,6 +58,11 @@ def passes(rig: Rig, seconds: float = 1.0, count: int = 1) -> None:
         rig.controller.run_pass()
 
 
+def finish(kubelet: Any, namespace: str, name: str) -> None:
+    """End the Job's pods (once the scheduler has bound them to the fake node)."""
+    wait_for(lambda: kubelet.finish_job(namespace, name), timeout=60, what=f"{name}'s pods")
+
+
 def admitted(kube: Any, namespace: str, name: str) -> bool:
     found = objects.workloads_of(kube, namespace, name)
     return bool(found) and objects.has_condition(found[0], "Admitted")
@@ -74,23 +79,23 @@ def test_kueue_admits_before_the_budget_or_starburst_bursts_after_it(kueue_rig):
     assert served(rig.api) == ["v1beta2", "v1beta1"] or "v1beta2" in served(rig.api)
     objects.create(kube, objects.kueue_job("first", queue.local_queue, predicted_runtime=60), ns)
     wait_for(lambda: admitted(kube, ns, "first"), timeout=60, what="Kueue to admit first")
-    for name, runtime in (("second", 600), ("third", 2000)):
-        body = objects.kueue_job(name, queue.local_queue, predicted_runtime=runtime)
-        objects.create(kube, body, ns)
-        wait_for(lambda n=name: objects.evaluated_workload(kube, ns, n), timeout=60)
+    second_job = objects.kueue_job("second", queue.local_queue, predicted_runtime=600)
+    objects.create(kube, second_job, ns)
+    wait_for(lambda: objects.evaluated_workload(kube, ns, "second"), timeout=60)
     passes(rig)
 
     assert rig.state("first") is None  # admitted before Starburst looked: Kueue's alone
-    second, third = (rig.store.jobs.get(f"{ns}/{n}") for n in ("second", "third"))
+    second = rig.store.jobs.get(f"{ns}/second")
     assert (second.state, second.wait_budget) == (JobState.QUEUED, 300)
-    assert (third.state, third.wait_budget) == (JobState.QUEUED, 1000)
-    job = objects.job(kube, ns, "third")
-    assert job["metadata"]["annotations"]["starburst.io/wait-budget"] == "1000"
-    assert events_on(kube, ns, objects.workload(kube, ns, "third")["metadata"]["name"], "Waiting")
+    assert (
+        objects.job(kube, ns, "second")["metadata"]["annotations"]["starburst.io/wait-budget"]
+        == "300"
+    )
+    assert events_on(kube, ns, objects.workload(kube, ns, "second")["metadata"]["name"], "Waiting")
 
     # Kueue's quota frees within second's budget: Kueue admits it, it runs on-prem
     passes(rig, 100)
-    kubelet.finish_job(ns, "first")
+    finish(kubelet, ns, "first")
     wait_for(lambda: admitted(kube, ns, "second"), timeout=60, what="Kueue to admit second")
     passes(rig)
     assert rig.state("second") is JobState.RUNNING_ONPREM
@@ -99,6 +104,14 @@ def test_kueue_admits_before_the_budget_or_starburst_bursts_after_it(kueue_rig):
     with_kueue(rig)
     passes(rig)
     assert rig.state("second") is JobState.RUNNING_ONPREM
+
+    # third arrives while second holds the quota (after it: Kueue's FIFO has no tie to break)
+    third_job = objects.kueue_job("third", queue.local_queue, predicted_runtime=2000)
+    objects.create(kube, third_job, ns)
+    wait_for(lambda: objects.evaluated_workload(kube, ns, "third"), timeout=60)
+    passes(rig)
+    third = rig.store.jobs.get(f"{ns}/third")
+    assert (third.state, third.wait_budget) == (JobState.QUEUED, 1000)
 
     # third's budget runs out while second holds the quota: out of Kueue, into the cloud
     passes(rig, 1000)
@@ -120,7 +133,7 @@ def test_kueue_admits_before_the_budget_or_starburst_bursts_after_it(kueue_rig):
     (launch,) = rig.store.ledger.launches(f"{ns}/third")  # what `starburst costs` bills
     assert launch.ended_at is not None and float(launch.hourly_price) > 0
     assert not admitted(kube, ns, "third")
-    kubelet.finish_job(ns, "second")
+    finish(kubelet, ns, "second")
     wait_for(lambda: objects.job(kube, ns, "second").get("status", {}).get("succeeded"))
     passes(rig)
     assert rig.state("second") is JobState.SUCCEEDED

@@ -17,7 +17,7 @@ from typing import Any
 from starburst.core.lifecycle import JobState
 from tests.builders import run_cli
 from tests.kueue import objects
-from tests.kueue.test_burst_policy import OPT_IN, with_kueue
+from tests.kueue.test_burst_policy import OPT_IN, finish, with_kueue
 from tests.realkube.rig import controller_rig
 from tests.support.waiting import wait_for
 
@@ -89,7 +89,8 @@ def test_the_on_prem_and_cloud_split_is_the_simulators(
                 now = t0 + step * STEP
                 rig.clock.advance(now - rig.clock.now())
                 for name, at in started.items():  # runs that end now end on-prem
-                    if now - at == ends[name] and kubelet.finish_job(ns, name):
+                    if now - at == ends[name]:
+                        finish(kubelet, ns, name)
                         wait_for(lambda n=name: objects.has_condition(
                             objects.workload(kube, ns, n), "Finished"), timeout=60)  # fmt: skip
                 wait_for(lambda: settled(kube, ns), timeout=60)
