@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from starburst.controller import structured_logs
 from starburst.controller.budgets import BudgetAlerts, BudgetGate
@@ -61,9 +61,15 @@ from starburst.wallclock import WallClock
 if TYPE_CHECKING:
     from apscheduler.schedulers.base import BaseScheduler
 
-    from starburst.controller.kueue_burst import KueueBurst
-
 log = logging.getLogger("starburst.controller")
+
+
+class SidePass(Protocol):
+    """A pass the wiring adds beside the scheduling pass, run just before it while leading
+    (``controller.kueue_burst.KueueBurst``: Starburst as Kueue's burst policy)."""
+
+    def run_pass(self, now: float, token: int | None) -> list[str]: ...
+
 
 #: passes in a row that fail with an unexpected error before readiness turns false
 DEGRADED_AFTER = 3
@@ -172,7 +178,7 @@ class Controller:
         self._overruns = structured_logs.Overruns()
         #: Starburst as Kueue's burst policy (``controller.kueue_burst``), set by the wiring
         #: when the cluster serves Kueue's API; its pass runs before the scheduling pass
-        self.kueue: KueueBurst | None = None
+        self.kueue: SidePass | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self, scheduler: BaseScheduler | None = None) -> None:

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from starburst.adapters.kubernetes.conversion import finished
-from starburst.adapters.kubernetes.kueue import KueueWorkload, KueueWorkloads, is_kueues
+from starburst.adapters.kubernetes.kueue import KueueWorkload, KueueWorkloads
 from starburst.controller.cloudside import CloudFollower, cloud_job
 from starburst.controller.moves import ACTOR
 from starburst.controller.queue_view import read_all
@@ -43,9 +43,10 @@ from starburst.controller.report import backend_job
 from starburst.core.duration import human
 from starburst.core.errors import StarburstError
 from starburst.core.job import Job
+from starburst.core.kueue_jobs import is_kueues
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import WaitPolicy
-from starburst.core.ports import JobStore, Ledger, RuntimeEstimator
+from starburst.core.ports import JobReads, Ledger, Lifecycle, RuntimeEstimator, Submissions
 from starburst.core.records import JobNotFound, JobSpec, StoredJob
 
 log = logging.getLogger("starburst.controller.kueue")
@@ -60,17 +61,21 @@ class KueueBurst:
 
     def __init__(
         self,
-        jobs: JobStore,
+        submissions: Submissions,
+        jobs: JobReads,
+        lifecycle: Lifecycle,
         ledger: Ledger,
         workloads: KueueWorkloads,
         policy: Callable[[], WaitPolicy],
         follower: Callable[[], CloudFollower | None],
         estimator: Callable[[], RuntimeEstimator | None] = lambda: None,
     ) -> None:
-        """``jobs`` and ``ledger``: the store's repositories it reads and writes; ``policy``,
+        """``submissions``, ``jobs``, ``lifecycle`` and ``ledger``: the store's repositories
+        it reads and writes; ``policy``,
         ``follower`` and ``estimator``: the scheduling pass's waiting policy, cloud side and
         runtime estimator in force (the controller refits them)."""
-        self.jobs, self.ledger, self.workloads = jobs, ledger, workloads
+        self.submissions, self.jobs, self.lifecycle = submissions, jobs, lifecycle
+        self.ledger, self.workloads = ledger, workloads
         self._policy, self._follower, self._estimator = policy, follower, estimator
         self._left_alone: set[str] = set()
 
@@ -122,7 +127,7 @@ class KueueBurst:
     def _record(self, workload: KueueWorkload, now: float, token: int | None) -> None:
         job = self.workloads.job(workload)
         spec = JobSpec.from_job(job)
-        self.jobs.submit(spec, idempotency_key=f"kueue:{job.id}", actor="kueue", at=now)
+        self.submissions.submit(spec, idempotency_key=f"kueue:{job.id}", actor="kueue", at=now)
         self._queue(self.jobs.get(job.id), workload, now, token)
 
     def _queue(
@@ -134,7 +139,7 @@ class KueueBurst:
             f"waiting in Kueue's queue {workload.local_queue} (ClusterQueue "
             f"{workload.cluster_queue}) with a {_seconds(budget)} wait budget before a burst"
         )
-        moved = self.jobs.transition(
+        moved = self.lifecycle.transition(
             job.id, JobState.QUEUED, reason=reason, actor=ACTOR,
             fencing_token=token, at=now, wait_budget=budget,
         )  # fmt: skip
@@ -232,7 +237,7 @@ class KueueBurst:
         self, job_id: str, state: JobState, reason: str, token: int | None, now: float
     ) -> bool:
         try:
-            self.jobs.transition(
+            self.lifecycle.transition(
                 job_id, state, reason=reason, actor=ACTOR, fencing_token=token, at=now
             )
         except StarburstError as exc:

@@ -1,7 +1,7 @@
 """The controller's view of the queue: read in full once, then kept current from the store's
 change feed (the append-only job events), so a pass does not re-read 10,000 queued rows.
 
-Jobs Starburst follows for Kueue (``adapters.kubernetes.kueue.is_kueues``) are not in the
+Jobs Starburst follows for Kueue (``core.kueue_jobs.is_kueues``) are not in the
 view: Kueue admits them on-prem, ``controller.kueue_burst`` bursts them.
 
 Invariants: the store stays the truth. The view is only a candidate list: every decision is
@@ -12,8 +12,8 @@ re-read every ``refresh_s`` seconds bounds any drift.
 
 from __future__ import annotations
 
-from starburst.adapters.kubernetes.kueue import is_kueues
 from starburst.core.job import QueuedJob
+from starburst.core.kueue_jobs import is_kueues
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import WaitPolicy
 from starburst.core.ports import JobReads

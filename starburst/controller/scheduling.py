@@ -35,7 +35,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from starburst.adapters.kubernetes.kueue import is_kueues
 from starburst.controller.burst_ceiling import TeamCeiling
 from starburst.controller.capabilities import Capabilities
 from starburst.controller.cloudside import CloudFollower, cloud_job
@@ -58,6 +57,7 @@ from starburst.core.cycle import (
 from starburst.core.decisions import Burst, Start
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job, QueuedJob, cloud_blocker
+from starburst.core.kueue_jobs import is_kueues
 from starburst.core.lifecycle import JobState
 from starburst.core.ordering import in_order
 from starburst.core.ports import (

@@ -380,6 +380,7 @@ def build_kueue_burst(
     loop = controller.loop
     log.info("Kueue found: the Workloads of queues annotated starburst.io/burst=true can burst")
     return KueueBurst(
-        store.jobs, store.ledger, workloads, lambda: loop.config.policy, lambda: loop.cloud_side,
+        store.submissions, store.jobs, store.lifecycle, store.ledger, workloads,
+        lambda: loop.config.policy, lambda: loop.cloud_side,
         lambda: loop.estimator,
     )  # fmt: skip

@@ -27,7 +27,7 @@ def test_kueue_unreachable_skips_the_look_without_failing_the_pass() -> None:
     store = MemoryStore(clock=clock)
     kueue = Unreachable()
     burst = KueueBurst(
-        store.jobs, store.ledger, kueue,  # type: ignore[arg-type]
+        store.submissions, store.jobs, store.lifecycle, store.ledger, kueue,  # type: ignore[arg-type]
         lambda: WaitPolicy(PolicyKind.COMPUTE, 0.5), lambda: None,
     )  # fmt: skip
     assert burst.run_pass(clock.now(), None) == []

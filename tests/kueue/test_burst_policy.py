@@ -29,7 +29,7 @@ def with_kueue(rig: Rig) -> KueueWorkloads:
     workloads = KueueWorkloads(rig.api, rig.clock, Conventions())
     loop = rig.controller.loop
     rig.controller.kueue = KueueBurst(
-        rig.store.jobs, rig.store.ledger, workloads,
+        rig.store.submissions, rig.store.jobs, rig.store.lifecycle, rig.store.ledger, workloads,
         lambda: loop.config.policy, lambda: loop.cloud_side, lambda: loop.estimator,
     )  # fmt: skip
     return workloads

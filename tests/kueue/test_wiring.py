@@ -7,8 +7,7 @@ from pathlib import Path
 
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.kubernetes.cluster import KubernetesCluster, KubernetesSettings
-from starburst.controller.daemon import Controller
-from starburst.controller.wiring import build_kueue_burst
+from starburst.controller.wiring import build_kueue_burst, wire_controller
 from starburst.settings import Settings
 from tests.kube.recording_cloud import RecordingCloud
 from tests.support.clock import ManualClock
@@ -27,7 +26,7 @@ def test_the_wiring_follows_kueue_where_it_is_served(kueue_kube, kueue_queue, tm
     store = SqlStore.open(url, clock=clock)
     api = kueue_kube.kube.api_client()
     cluster = KubernetesCluster(api, clock, KubernetesSettings())  # not watching: not needed
-    controller = Controller(settings, store, cluster, RecordingCloud(clock, 2.5), clock=clock)
+    controller = wire_controller(settings, store, cluster, RecordingCloud(clock, 2.5), clock=clock)
     try:
         kueue = build_kueue_burst(settings, store, clock, controller)
         assert kueue is not None

@@ -31,6 +31,7 @@ from typing import Any
 from starburst.adapters.kubernetes import conversion as conv
 from starburst.adapters.kubernetes.retry import status_of, translate
 from starburst.core.job import Job
+from starburst.core.kueue_jobs import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD
 from starburst.core.ports import Clock
 
 log = logging.getLogger(__name__)
@@ -38,10 +39,6 @@ Obj = dict[str, Any]
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 OPT_IN = "starburst.io/burst"
 DECIDED = "starburst.io/burst-decided"
-#: ``Job.extra`` keys of a job Starburst follows for Kueue (never a Starburst-queued Job's)
-WORKLOAD = "kueue_workload"
-CLUSTER_QUEUE = "kueue_cluster_queue"
-LOCAL_QUEUE = "kueue_local_queue"
 TIMEOUT_S = 10
 
 
@@ -77,11 +74,6 @@ def workload_state(workload: Obj) -> str:
     if conditions.get("Admitted") == "True" or conditions.get("QuotaReserved") == "True":
         return "admitted"
     return "pending"
-
-
-def is_kueues(job: Job) -> bool:
-    """Whether Starburst follows ``job`` for Kueue (Kueue decides where it runs on-prem)."""
-    return WORKLOAD in job.extra
 
 
 class KueueWorkloads:
