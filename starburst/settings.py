@@ -32,6 +32,7 @@ from starburst.core.account_names import ACCOUNT_NAME, MAX_ACCOUNT_NAME
 from starburst.core.capacity import PlacementStrategy
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import ConfigError
+from starburst.core.estimates import EstimateUse
 from starburst.core.identity import Grant, IdentityMap
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
@@ -160,6 +161,11 @@ class Settings(BaseSettings):
         default=None, ge=0, le=MAX_COEFFICIENT, description="Overrides the budget (≤ 1e9)."
     )
     out_of_order: bool = defaults.OUT_OF_ORDER
+    estimate: EstimateUse = Field(
+        default=EstimateUse.P50,
+        description="Runtime estimate runtime and compute budgets use: p50, p70, p80, p90 or "
+        "mean (starburst tune chooses it).",
+    )
     queue_cap: int | None = Field(default=defaults.QUEUE_CAP, ge=0, le=MAX_COUNT)
     order: QueueOrder = defaults.ORDER
     placement: PlacementStrategy = defaults.PLACEMENT
@@ -486,7 +492,7 @@ class Settings(BaseSettings):
             prior = Job("prior", 0.0, 1, runtime=self.default_runtime_s)
             coefficient = calibrate(self.policy, self.budget, [prior])
         return SchedulerConfig(
-            WaitPolicy(self.policy, coefficient),
+            WaitPolicy(self.policy, coefficient, estimate=self.estimate),
             self.out_of_order,
             self.queue_cap,
             self.order,

@@ -1,9 +1,16 @@
 """``starburst tune``: replay the cluster's own history under candidate settings, recommend
 one, and (``--apply``) hand it to the running controller — no restart.
 
-    starburst tune --since 30d --max-jct-increase 5%
+    starburst tune --since 30d --max-jct-increase 10%
     starburst tune --since 30d --apply                 # the cheapest within the tolerance
+    starburst tune --since 30d --estimates p50,p90,mean,none
     starburst tune --trace trace.csv --cluster cluster.yaml   # offline, on an export
+
+Besides policy, budget and mode, ``tune`` chooses the runtime estimate budgets are computed
+from (``--estimates``: p50, p70, p80, p90, mean; ``none`` adds Star-Wait, which needs none).
+Choosing among them needs each job's estimate *band* as the predictor would have given it
+then: the history gets out-of-fold estimates (``predictor.folds``), never its own runtimes.
+With ``--estimates p50`` alone the estimates the controller recorded are replayed as they are.
 
 Runs locally on the database (``--url`` / ``$STARBURST_DATABASE_URL`` / the settings file).
 Writes ``results.csv``, ``pareto.png``, ``trace.csv`` and ``cluster.yaml`` under ``--out``.
@@ -30,6 +37,10 @@ from starburst.cli.history import (
 from starburst.core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from starburst.core.estimates import EstimateUse
+    from starburst.core.job import Job
     from starburst.core.ports import TuningLog
     from starburst.sim.history import TuneRequest
     from starburst.sim.tune import Deployed, Tuning
@@ -47,7 +58,14 @@ def tune(
     policies: Annotated[
         str, Opt(help="Comma-separated policies to try (each in and out of order)")
     ] = "compute,constant,runtime,resource,star",
-    max_jct_increase: Annotated[str, Opt(help="Mean-JCT tolerance over No-Wait, e.g. 5%")] = "5%",
+    estimates: Annotated[
+        str,
+        Opt(
+            help="Comma-separated runtime estimates budgets may use: p50, p70, p80, p90, mean; "
+            "none (Star-Wait)"
+        ),
+    ] = "p50,p70,p90,mean,none",
+    max_jct_increase: Annotated[str, Opt(help="Mean-JCT tolerance over No-Wait, e.g. 10%")] = "10%",
     price: Annotated[float | None, Opt(help="$ per GPU-hour (default: the metered price)")] = None,
     apply: Annotated[
         bool, Opt("--apply", help="Write the recommendation to the controller")
@@ -69,7 +87,7 @@ def tune(
     """Replay history under each candidate setting and recommend the cheapest within the JCT
     tolerance (and the knee of the Pareto front); --apply writes it for the controller."""
     from starburst.cli.simulation import LIMITS, bounded, number_in
-    from starburst.core.policy import parse_policy
+    from starburst.core.policy import PolicyKind, parse_policy
     from starburst.sim.history import TuneRequest, fallback
     from starburst.sim.recommend import parse_tolerance
 
@@ -82,12 +100,15 @@ def tune(
     if price is not None:
         bounded(price, *LIMITS["price"])
     kinds = tuple(parse_policy(p) for p in policies.split(",") if p.strip())
+    uses = _estimates(estimates)
+    if "none" in estimates.lower().replace(" ", "").split(",") and PolicyKind.STAR not in kinds:
+        kinds += (PolicyKind.STAR,)
     budget_list = tuple(number_in(b, "--budgets", 100.0) for b in budgets.split(",") if b.strip())
     if not kinds or not budget_list:
         raise ConfigError("give at least one policy and one budget")
     start, end = window(since, until)
     request = TuneRequest(
-        start, end, kinds, budget_list, parse_tolerance(max_jct_increase), price, processes
+        start, end, kinds, budget_list, parse_tolerance(max_jct_increase), price, processes, uses
     )
     settings = settings_for(config, url)
     began = time.perf_counter()
@@ -100,7 +121,7 @@ def tune(
     with open_store(settings) as store:
         records = store.tuning
         result, history = tune_history(
-            records, request, fallback(settings, records.setting_in_force()), out
+            records, request, fallback(settings, records.setting_in_force()), out, _out_of_fold
         )
         typer.echo(
             f"replayed {history.describe()} since {since}, on "
@@ -112,15 +133,38 @@ def tune(
             _apply(records, result, choose, request, history)
 
 
+def _estimates(text: str) -> tuple[EstimateUse, ...]:
+    """``--estimates`` as estimate uses (``none`` is Star-Wait, a policy, not an estimate)."""
+    from starburst.core.estimates import parse_estimate
+
+    names = [n for n in text.lower().replace(" ", "").split(",") if n and n != "none"]
+    uses = tuple(dict.fromkeys(parse_estimate(n) for n in names))
+    if not uses:
+        raise ConfigError("give at least one runtime estimate besides none (e.g. p50)")
+    return uses
+
+
+def _out_of_fold(jobs: Sequence[Job]) -> list[Job]:
+    from starburst.predictor.folds import out_of_fold
+
+    return out_of_fold(jobs)
+
+
 def _offline(trace: Path, cluster: Path, request: TuneRequest, fallback: Deployed) -> Tuning:
+    from starburst.core.estimates import EstimateUse
     from starburst.sim.engine import SimOptions
+    from starburst.sim.loading import load_jobs
     from starburst.sim.shape import load_shape
+    from starburst.sim.sweep import JobSet, Source
     from starburst.sim.tune import tune as run
 
     nodes = load_shape(cluster)
     price = request.price if request.price is not None else 2.5
+    source: Source = trace
+    if request.estimates != (EstimateUse.P50,):
+        source = JobSet(f"{trace}, out of fold", tuple(_out_of_fold(load_jobs(trace))))
     return run(
-        trace,
+        source,
         nodes,
         fallback,
         request.policies,
@@ -128,6 +172,7 @@ def _offline(trace: Path, cluster: Path, request: TuneRequest, fallback: Deploye
         request.tolerance,
         SimOptions(price),
         request.processes,
+        request.estimates,
     )
 
 

@@ -3,9 +3,9 @@
 - *Applied settings* (``starburst tune --apply``, or ``POST /v1/tuning/apply``) are rows in
   the store's append-only ``policy_settings`` log; the newest is in force. The controller
   reads it at start-up and then at most every ``ttl_s`` seconds during its passes; a newer
-  one replaces the policy, budget (or coefficient) and mode of its settings and the
-  coefficient is refitted at once — no restart. Jobs already queued keep the budgets they
-  were admitted with; new arrivals get the new ones.
+  one replaces the policy, budget (or coefficient), runtime estimate and mode of its
+  settings and the coefficient is refitted at once — no restart. Jobs already queued keep
+  the budgets they were admitted with; new arrivals get the new ones.
 - *Observed state*: the cluster's shape (the nodes the controller can schedule on) and the
   scheduler configuration it runs (with when its coefficient last changed, from what, and
   why: ``explain`` shows it beside each budget) are written to the store whenever they
@@ -42,6 +42,7 @@ def with_setting(settings: Settings, applied: AppliedSetting) -> Settings:
         update={
             "policy": s.policy,
             "out_of_order": s.out_of_order,
+            "estimate": s.estimate,
             "coefficient": s.coefficient,
             "budget": s.budget if s.budget is not None else settings.budget,
         }
@@ -113,6 +114,7 @@ class TuningHooks:
                 "coefficient": config.policy.coefficient,
                 "budget": settings.budget if settings.coefficient is None else None,
                 "out_of_order": config.out_of_order,
+                "estimate": config.policy.estimate.value,
                 "queue_cap": config.queue_cap,
                 "order": config.order.value,
                 "placement": config.placement.value,

@@ -11,7 +11,10 @@
 | star       | 0 on arrival; see ``star_requeue_budget`` | seconds per GPU |
 | compute-expected | c × gpus × expected runtime | unitless (per GPU)     |
 
-"runtime" is the job's estimate (``Job.believed_runtime``). The admin may give the coefficient c
+"runtime" is the job's estimate (``Job.believed_runtime``), or for ``runtime`` and ``compute``
+another point of its predicted distribution when the policy's ``estimate`` says so (a higher
+quantile, the mean: ``core.estimates``; the coefficient is calibrated on the point estimate
+either way). The admin may give the coefficient c
 directly or a *waiting budget* b; then c makes Σ w(j) = b × Σ runtime(j) over a reference
 workload (``calibrate``). An explicit c always overrides b.
 
@@ -35,6 +38,7 @@ from enum import StrEnum
 
 from starburst.core.duration import precise
 from starburst.core.errors import ConfigError
+from starburst.core.estimates import EstimateUse
 from starburst.core.job import Job
 
 
@@ -82,6 +86,9 @@ POLICIES: dict[PolicyKind, PolicyInfo] = {
 #: Star-Wait defaults from the paper: the cloud stint threshold L and the re-queue factor r.
 STAR_THRESHOLD_S = 0.25 * 3600.0
 STAR_REQUEUE_FACTOR = 3.0
+
+#: the policies whose budgets follow a job's runtime estimate (``WaitPolicy.estimate``)
+ESTIMATE_BASED = frozenset({PolicyKind.RUNTIME, PolicyKind.COMPUTE})
 
 
 def parse_policy(name: str) -> PolicyKind:
@@ -151,20 +158,33 @@ class WaitPolicy:
     coefficient: float = 0.0
     star_threshold: float = STAR_THRESHOLD_S
     star_requeue_factor: float = STAR_REQUEUE_FACTOR
+    #: the estimate ``runtime`` and ``compute`` budgets are computed from (``core.estimates``)
+    estimate: EstimateUse = EstimateUse.P50
 
     def __post_init__(self) -> None:
         if self.coefficient < 0 or math.isnan(self.coefficient):
             raise ConfigError(f"policy coefficient must be ≥ 0, got {self.coefficient}")
 
     @classmethod
-    def from_budget(cls, kind: PolicyKind, budget: float, jobs: Sequence[Job]) -> WaitPolicy:
-        return cls(kind, calibrate(kind, budget, jobs))
+    def from_budget(
+        cls,
+        kind: PolicyKind,
+        budget: float,
+        jobs: Sequence[Job],
+        estimate: EstimateUse = EstimateUse.P50,
+    ) -> WaitPolicy:
+        return cls(kind, calibrate(kind, budget, jobs), estimate=estimate)
+
+    @property
+    def uses_estimate(self) -> bool:
+        """Whether budgets follow the job's runtime estimate (and so ``estimate`` matters)."""
+        return self.kind in ESTIMATE_BASED
 
     def budget(self, job: Job) -> float:
         """Wait budget in seconds on first arrival (``inf``: never bursts)."""
         kind, c = self.kind, self.coefficient
         if kind is PolicyKind.COMPUTE:
-            return c * job.gpus * job.believed_runtime
+            return c * job.gpus * self.estimate.runtime(job)
         if kind is PolicyKind.COMPUTE_EXPECTED:
             return c * job.gpus * job.expected_runtime
         if kind is PolicyKind.NO_WAIT or kind is PolicyKind.STAR:
@@ -174,7 +194,7 @@ class WaitPolicy:
         if kind is PolicyKind.CONSTANT:
             return c
         if kind is PolicyKind.RUNTIME:
-            return c * job.believed_runtime
+            return c * self.estimate.runtime(job)
         return c * job.gpus  # resource
 
     def formula(self, job: Job) -> str:
@@ -183,7 +203,10 @@ class WaitPolicy:
         (``2 GPUs × 2h runtime estimate × coefficient 0.0565 (compute)``)."""
         kind, c = self.kind, f"coefficient {self.coefficient:.4g}"
         gpus = f"{job.gpus} GPU{'' if job.gpus == 1 else 's'}"
-        estimate = f"{precise(job.believed_runtime)} runtime estimate"
+        runtime, which = job.believed_runtime, ""
+        if self.estimate is not EstimateUse.P50:  # the estimate ``tune`` chose, named
+            runtime, which = self.estimate.runtime(job), f"{self.estimate.value} "
+        estimate = f"{precise(runtime)} {which}runtime estimate"
         if kind is PolicyKind.COMPUTE:
             return f"{gpus} × {estimate} × {c} ({kind.value})"
         if kind is PolicyKind.COMPUTE_EXPECTED:
@@ -212,4 +235,15 @@ class WaitPolicy:
     def describe(self) -> str:
         if POLICIES[self.kind].budgetless:
             return self.kind.value
+        if self.uses_estimate and self.estimate is not EstimateUse.P50:
+            return f"{self.kind.value}(c={self.coefficient:.6g}, {self.estimate.value} estimate)"
         return f"{self.kind.value}(c={self.coefficient:.6g})"
+
+    def basis(self, job: Job) -> tuple[str, float] | None:
+        """Which runtime estimate ``job``'s budget was computed from and its value, for the
+        admission reason (None when the budget does not follow the job's runtime)."""
+        if self.uses_estimate:
+            return f"{self.estimate.value} runtime estimate", self.estimate.runtime(job)
+        if self.kind is PolicyKind.COMPUTE_EXPECTED:
+            return "mean runtime estimate", job.expected_runtime
+        return None

@@ -16,13 +16,14 @@ Terms:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from starburst.core.capacity import Node, PlacementStrategy
 from starburst.core.errors import ConfigError
+from starburst.core.estimates import EstimateUse
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import PolicyKind
@@ -32,6 +33,7 @@ from starburst.core.setting import PolicySetting
 from starburst.settings import Settings
 from starburst.sim.engine import SimOptions
 from starburst.sim.shape import write_shape
+from starburst.sim.sweep import JobSet, Source
 from starburst.sim.trace import write_trace
 from starburst.sim.tune import Deployed, Tuning, tune
 
@@ -120,6 +122,7 @@ def deployed(scheduler: Mapping[str, Any] | None, fallback: Deployed) -> Deploye
         int(cap) if cap is not None else None,
         QueueOrder(scheduler.get("order", fallback.order.value)),
         PlacementStrategy(scheduler.get("placement", fallback.placement.value)),
+        EstimateUse(scheduler.get("estimate") or fallback.estimate.value),
     )
 
 
@@ -131,6 +134,7 @@ def setting_of(row: Mapping[str, Any]) -> PolicySetting:
         float(budget) if budget not in ("", None) else None,
         None,
         bool(int(row.get("out_of_order", 0) or 0)),
+        EstimateUse(str(row.get("estimate") or "p50")),
     )
 
 
@@ -145,20 +149,38 @@ class TuneRequest:
     tolerance: float = 0.05
     price: float | None = None  # $/GPU-hour; None: the metered price
     processes: int | None = None
+    #: the runtime estimates budgets may use (``core.estimates``); beyond p50 the history
+    #: needs out-of-fold estimates with bands (``tune_history``'s ``estimator``)
+    estimates: tuple[EstimateUse, ...] = (EstimateUse.P50,)
 
 
 def tune_history(
-    records: TuningLog, request: TuneRequest, fallback: Deployed, workdir: Path
+    records: TuningLog,
+    request: TuneRequest,
+    fallback: Deployed,
+    workdir: Path,
+    estimator: Callable[[Sequence[Job]], list[Job]] | None = None,
 ) -> tuple[Tuning, History]:
-    """Export the window to ``workdir`` (trace.csv, cluster.yaml) and replay it."""
+    """Export the window to ``workdir`` (trace.csv, cluster.yaml) and replay it.
+
+    ``estimator`` gives the history's jobs the estimates (with bands) the replay uses when
+    ``request`` chooses among estimates: out-of-fold predictions (``predictor.folds``; the
+    simulator does not import the predictor, the caller hands it in). Without one, only the
+    recorded point estimates can be replayed.
+    """
     history = load_history(records, request.since, request.until)
     workdir.mkdir(parents=True, exist_ok=True)  # the folder asked for results (out/tune)
     trace = workdir / "trace.csv"
     write_history(history, trace, workdir / "cluster.yaml")
     nodes = require_nodes(history)
     price = request.price if request.price is not None else history.price_per_gpu_hour
+    source: Source = trace
+    if request.estimates != (EstimateUse.P50,):
+        if estimator is None:
+            raise ConfigError("choosing among runtime estimates needs the runtime predictor")
+        source = JobSet("the history, out-of-fold estimates", tuple(estimator(history.jobs)))
     result = tune(
-        trace,
+        source,
         nodes,
         deployed(history.scheduler, fallback),
         request.policies,
@@ -166,6 +188,7 @@ def tune_history(
         request.tolerance,
         SimOptions(price),
         request.processes,
+        request.estimates,
     )
     return result, history
 
@@ -180,6 +203,7 @@ def evidence(row: Mapping[str, Any], request: TuneRequest, history: History) -> 
         "jct_change",
         "p90_jct_change",
         "burst_jobs",
+        "estimate",
     )
     return {
         **{k: row[k] for k in keys if k in row},
@@ -195,9 +219,10 @@ def fallback(settings: Settings, applied: AppliedSetting | None) -> Deployed:
     the controller recorded no configuration)."""
     s = settings
     policy, budget, coefficient, ooo = s.policy, s.budget, s.coefficient, s.out_of_order
+    estimate = s.estimate
     if applied is not None:
         a = applied.setting
-        policy, coefficient, ooo = a.policy, a.coefficient, a.out_of_order
+        policy, coefficient, ooo, estimate = a.policy, a.coefficient, a.out_of_order, a.estimate
         budget = a.budget if a.budget is not None else budget
     return Deployed(
         policy,
@@ -207,6 +232,7 @@ def fallback(settings: Settings, applied: AppliedSetting | None) -> Deployed:
         s.queue_cap,
         s.order,
         s.placement,
+        estimate,
     )
 
 

@@ -3,8 +3,10 @@
 Terms:
 - *run spec*: one scheduler configuration to simulate (policy, budget or coefficient,
   out-of-order, queue cap, order, placement) with a label for tables and plots.
-- *source*: where the jobs come from — a trace file or a synthetic ``Workload``. Workers load
-  or generate each source once and keep it, so a sweep ships specs, not job lists.
+- *source*: where the jobs come from — a trace file, a synthetic ``Workload`` or a ``JobSet``
+  in memory (e.g. a history with out-of-fold estimates). Workers load or generate a file or
+  a workload once and keep it, so a sweep ships specs, not job lists.
+- *estimate*: the runtime estimate ``runtime`` and ``compute`` budgets use (``core.estimates``).
 - *savings*: 1 − cost / cost(No-Wait) on the same source; *JCT change*: mean JCT / mean JCT of
   No-Wait − 1. Both need a No-Wait run of the same source, which ``compare`` always adds.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from starburst.core.capacity import Node, PlacementStrategy
 from starburst.core.cycle import SchedulerConfig
+from starburst.core.estimates import EstimateUse
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import POLICIES, PolicyKind, WaitPolicy, calibrate
@@ -41,6 +44,7 @@ class RunSpec:
     queue_cap: int | None = None
     order: QueueOrder = QueueOrder.FIFO
     placement: PlacementStrategy = PlacementStrategy.FIRST_FIT
+    estimate: EstimateUse = EstimateUse.P50
 
     @property
     def series(self) -> str:
@@ -49,15 +53,24 @@ class RunSpec:
 
     def config(self, jobs: Sequence[Job]) -> SchedulerConfig:
         if self.coefficient is not None:
-            policy = WaitPolicy(self.policy, self.coefficient)
+            c = self.coefficient
         else:
-            policy = WaitPolicy(self.policy, calibrate(self.policy, self.budget or 0.0, jobs))
+            c = calibrate(self.policy, self.budget or 0.0, jobs)
+        policy = WaitPolicy(self.policy, c, estimate=self.estimate)
         return SchedulerConfig(
             policy, self.out_of_order, self.queue_cap, self.order, self.placement
         )
 
 
-Source = Path | Workload
+@dataclass(frozen=True, slots=True, eq=False)
+class JobSet:
+    """Jobs in memory as a source; ``name`` says what they are."""
+
+    name: str
+    jobs: tuple[Job, ...]
+
+
+Source = Path | Workload | JobSet
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +99,12 @@ def standard_specs(budget: float = 0.25) -> list[RunSpec]:
     ]
 
 
-@functools.lru_cache(maxsize=8)
 def _jobs(source: Source) -> tuple[Job, ...]:
+    return source.jobs if isinstance(source, JobSet) else _loaded(source)
+
+
+@functools.lru_cache(maxsize=8)
+def _loaded(source: Path | Workload) -> tuple[Job, ...]:
     if isinstance(source, Workload):
         return tuple(generate(source))
     from starburst.sim.loading import load_jobs
@@ -107,6 +124,7 @@ def run_task(task: Task) -> Row:
         "budget": spec.budget if spec.budget is not None else "",
         "coefficient": config.policy.coefficient,
         "out_of_order": int(spec.out_of_order),
+        "estimate": spec.estimate.value if config.policy.uses_estimate else "",
         "queue_cap": spec.queue_cap if spec.queue_cap is not None else "",
     }
     if task.load_label is not None:

@@ -8,6 +8,7 @@ from decimal import Decimal
 import pytest
 
 from starburst.core.capacity import Node, Part
+from starburst.core.estimates import EstimateUse
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind
 from starburst.core.records import CloudLaunch, CostEntry, JobSpec
@@ -97,7 +98,7 @@ def test_state_is_overwritten_and_settings_are_an_append_only_log(store, clock) 
         ("n1", 4, "t4"),
     ]
     first = records.apply_setting(
-        PolicySetting(PolicyKind.COMPUTE, 0.1, None, True),
+        PolicySetting(PolicyKind.COMPUTE, 0.1, None, True, EstimateUse.P90),
         actor="cli:ann",
         reason="tune",
         evidence={"jobs": 3},
@@ -110,6 +111,8 @@ def test_state_is_overwritten_and_settings_are_an_append_only_log(store, clock) 
     assert in_force == second and second.id > first.id
     assert [a.id for a in records.settings_log()] == [second.id, first.id]
     assert first.evidence == {"jobs": 3} and first.actor == "cli:ann"
+    assert first.setting.estimate is EstimateUse.P90  # the estimate budgets use is kept
+    assert second.setting.estimate is EstimateUse.P50  # the default
 
 
 def test_a_cloud_job_without_an_ended_launch_is_not_history(store) -> None:  # type: ignore[no-untyped-def]

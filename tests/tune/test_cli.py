@@ -94,6 +94,8 @@ def test_apply_without_a_knee_refuses_and_writes_nothing(url: str, tmp_path: Pat
         "--apply",
         "--choose",
         "knee",
+        "--estimates",
+        "p50",
     )
     assert code == 2 and "no knee setting to apply" in err  # 3 settings, 2 on the front
     store = SqlStore.open(url)
@@ -205,7 +207,16 @@ def test_apply_of_todays_budget_says_already_in_force_and_logs_nothing(
     finally:
         store.close()
     code, out, err = tune(
-        capsys, url, tmp_path, "compute", "0.25", "--max-jct-increase", "1000%", "--apply"
+        capsys,
+        url,
+        tmp_path,
+        "compute",
+        "0.25",
+        "--max-jct-increase",
+        "1000%",
+        "--apply",
+        "--estimates",
+        "p50",
     )
     assert code == 0, err
     assert "Starburst b=0.25 (today, c=0.001)" in out  # today's own row ...

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from starburst.core.duration import precise
 from starburst.core.capacity import uniform_nodes
+from starburst.core.estimates import EstimateUse
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
 from starburst.sim.shape import load_shape
@@ -142,6 +144,8 @@ def test_apply_reaches_the_running_controller_without_a_restart(tmp_path: Path, 
             "0.1,1",
             "--max-jct-increase",
             "50%",
+            "--estimates",
+            "p50",
             "--apply",
             "--processes",
             "1",
@@ -180,3 +184,55 @@ def test_apply_reaches_the_running_controller_without_a_restart(tmp_path: Path, 
     assert late.wait_budget != pytest.approx(
         before.policy.budget(late.job.with_estimate(late.predicted_runtime))
     )
+
+
+def test_the_chosen_estimate_reaches_the_controller_and_explain_names_it(
+    tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """``tune --estimates p90 --apply``: the controller computes the next job's budget from
+    the p90 of its estimate (the test predictor's band tops at 2× its value) and the
+    admission reason, which ``explain`` shows, names the estimate."""
+    first = round(time.time()) - 10 * DAY
+    run = start_controller(tmp_path, SETTINGS, uniform_nodes(2, 8), first)
+    run.run(workload("b", first, 40, 16, seed=6))
+    code, out, err = run_cli(
+        [
+            "tune",
+            "--since",
+            "20d",
+            "--policies",
+            "compute",
+            "--budgets",
+            "0.25,1",
+            "--estimates",
+            "p90",
+            "--max-jct-increase",
+            "1000%",
+            "--apply",
+            "--processes",
+            "1",
+            "--out",
+            str(tmp_path / "out"),
+            "--url",
+            str(run.store.engine.url),
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    applied = run.store.tuning.setting_in_force()
+    assert applied is not None and applied.setting.estimate is EstimateUse.P90, out
+    assert applied.evidence["estimate"] == "p90"
+    run.clock.advance_to(run.clock.now() + 60)
+    assert run.controller.run_pass() is not None
+    policy = run.controller.config.policy
+    assert policy.estimate is EstimateUse.P90
+    assert run.store.tuning.state("scheduler")["estimate"] == "p90"  # type: ignore[index]
+    run.runtimes["late"] = 7200.0
+    run.store.jobs.submit(JobSpec(id="late", gpus=4), at=run.clock.now())
+    assert run.controller.run_pass() is not None
+    late = run.store.jobs.get("late")
+    assert late.predicted_runtime is not None
+    p90 = 2 * late.predicted_runtime  # the test predictor's band: value / 2 … value × 2
+    assert late.wait_budget == pytest.approx(policy.coefficient * 4 * p90)
+    [admitted] = [e for e in run.store.jobs.events("late") if e.to_state is JobState.QUEUED]
+    assert f"4 GPUs × {precise(p90)} p90 runtime estimate × coefficient" in admitted.reason

@@ -357,6 +357,8 @@ class PolicySettingRow(Base):
     budget: Mapped[float | None] = mapped_column(Float)
     coefficient: Mapped[float | None] = mapped_column(Float)
     out_of_order: Mapped[bool] = mapped_column(Boolean)
+    #: the runtime estimate budgets use (``core.estimates``); NULL before revision 0013: p50
+    estimate: Mapped[str | None] = mapped_column(String(8))
     reason: Mapped[str] = mapped_column(Text)
     evidence: Mapped[dict[str, Any]] = mapped_column(JSON)
 

@@ -24,6 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from starburst.core.capacity import Node
+from starburst.core.estimates import EstimateUse
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind
@@ -167,6 +168,7 @@ class SqlTuning:
             "budget": setting.budget,
             "coefficient": setting.coefficient,
             "out_of_order": setting.out_of_order,
+            "estimate": setting.estimate.value,
             "reason": reason,
             "evidence": dict(evidence or {}),
         }
@@ -208,7 +210,11 @@ def _billed_durations(conn: sa.Connection, job_ids: Sequence[str]) -> dict[str, 
 
 def _applied(row: Mapping[Any, Any]) -> AppliedSetting:
     setting = PolicySetting(
-        PolicyKind(row["policy"]), row["budget"], row["coefficient"], bool(row["out_of_order"])
+        PolicyKind(row["policy"]),
+        row["budget"],
+        row["coefficient"],
+        bool(row["out_of_order"]),
+        EstimateUse(row["estimate"] or EstimateUse.P50),  # NULL: a row from before 0013
     )
     return AppliedSetting(
         int(row["id"]),

@@ -45,6 +45,7 @@ def applied_out(applied: AppliedSetting) -> AppliedOut:
         budget=s.budget,
         coefficient=s.coefficient,
         out_of_order=s.out_of_order,
+        estimate=s.estimate,
         reason=applied.reason,
         evidence=dict(applied.evidence),
     )
@@ -101,7 +102,9 @@ def settings_log(_admin: AdminDep, ctx: ContextDep) -> SettingsOut:
 @router.post("/settings", status_code=201, response_model=AppliedOut)
 def apply_setting(body: SettingIn, admin: AdminDep, ctx: ContextDep) -> AppliedOut:
     """Apply a setting by hand; the controller adopts it on its next passes."""
-    setting = PolicySetting(body.policy, body.budget, body.coefficient, body.out_of_order)
+    setting = PolicySetting(
+        body.policy, body.budget, body.coefficient, body.out_of_order, body.estimate
+    )
     applied = ctx.store.tuning.apply_setting(
         setting, actor=f"api:{admin.user}", reason=body.reason, at=ctx.clock.now()
     )

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from starburst.api.limits import NO_CONTROL
+from starburst.core.estimates import EstimateUse
 from starburst.core.policy import PolicyKind
 
 Budget = Annotated[float, Field(ge=0, le=100, strict=True)]
@@ -51,6 +52,7 @@ class SettingIn(BaseModel):
     budget: Budget | None = None
     coefficient: float | None = Field(default=None, ge=0, le=1e9, strict=True)
     out_of_order: bool = True
+    estimate: EstimateUse = EstimateUse.P50
     reason: str = Field(min_length=1, max_length=500, pattern=NO_CONTROL)
 
 
@@ -62,6 +64,7 @@ class AppliedOut(BaseModel):
     budget: float | None
     coefficient: float | None
     out_of_order: bool
+    estimate: EstimateUse
     reason: str
     evidence: dict[str, Any]
 
