@@ -5,7 +5,9 @@
 - ``train``: fit on a trace's completed jobs (or a synthetic workload) and write a versioned
   artifact.
 - ``evaluate``: time-ordered split, the model against baselines; ``--schedule`` also simulates
-  the test part with oracle, predicted and no runtimes.
+  the test part with oracle, predicted and no runtimes; ``--schedule --tune`` chooses a
+  setting on the training part as ``starburst tune`` would and judges it on the test part
+  against the oracle chosen the same way (``predictor.heldout``).
 - ``show``: what an artifact holds, or why it cannot be used (and which fallback applies);
   with ``--trace``, a few estimates with their sources.
 
@@ -117,6 +119,20 @@ def evaluate(
     use: Annotated[
         str, Opt(help="Estimate the policy sees: value (p50), high (p90) or low")
     ] = "value",
+    tune: Annotated[
+        bool,
+        Opt(
+            "--tune",
+            help="With --schedule: choose policy, budget and estimate on the training part, "
+            "judge them on the test part against the oracle chosen the same way",
+        ),
+    ] = False,
+    max_jct_increase: Annotated[
+        str, Opt(help="Mean-JCT tolerance over No-Wait for --tune, e.g. 10%")
+    ] = "10%",
+    processes: Annotated[
+        int | None, Opt(help="Worker processes for --tune's replays (default: all cores)")
+    ] = None,
     threads: ThreadsOpt = None,
 ) -> None:
     """Model vs baselines on a time-ordered split (and, with --schedule, the effect on cost)."""
@@ -124,7 +140,11 @@ def evaluate(
     from starburst.predictor.evaluation import evaluate as run_evaluation
     from starburst.predictor.evaluation import format_evaluation
     from starburst.predictor.model import TrainParams
+    from starburst.sim.recommend import parse_tolerance
 
+    if tune and not schedule:
+        raise ConfigError("--tune judges scheduling: give it with --schedule")
+    tolerance = parse_tolerance(max_jct_increase)
     jobs = _jobs(trace, synthetic, seed, trace_format, status)
     artifact = load_artifact(model) if model is not None else None
     result = run_evaluation(jobs, train_share, TrainParams(threads=threads), artifact)
@@ -140,6 +160,20 @@ def evaluate(
                 )
             )
         )
+    if tune:
+        from starburst.predictor.heldout import held_out
+
+        typer.echo("")
+        measured = held_out(
+            jobs,
+            train_share=train_share,
+            tolerance=tolerance,
+            load=load,
+            artifact=result.artifact,
+            params=TrainParams(threads=threads),
+            processes=processes,
+        )
+        typer.echo(measured.describe())
 
 
 @app.command()
