@@ -1,0 +1,48 @@
+"""The offline optimum proven by CP-SAT (``sim.optimum_cpsat``) on cases worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from starburst.core.errors import ConfigError
+from starburst.sim.optimum import Mode, OptimumOptions, solve_optimum
+from starburst.sim.optimum_cpsat import prove_optimum
+from starburst.sim.synthetic import Workload, generate
+from tests.builders import make_job
+
+H = 3600.0
+
+
+def test_no_wait_allowed_bursts_the_job_that_does_not_fit() -> None:
+    jobs = [make_job("a", gpus=4, runtime=H), make_job("b", gpus=4, runtime=H)]
+    result = prove_optimum(jobs, 4, 0.0, time_limit=30)
+    assert (result.status, result.cloud_gpu_hours, result.bound_gpu_hours) == ("optimal", 4, 4)
+    assert result.burst_jobs == 1 and result.gap == 0.0
+
+
+def test_a_wait_budget_of_one_runtime_keeps_both_on_prem() -> None:
+    jobs = [make_job("a", gpus=4, runtime=H), make_job("b", gpus=4, runtime=H)]
+    result = prove_optimum(jobs, 4, H / 2, time_limit=30)  # Σ waits ≤ 1 h: b waits for a
+    assert (result.cloud_gpu_hours, result.burst_jobs, result.mean_wait_s) == (0.0, 0, H / 2)
+    short = prove_optimum(jobs, 4, H / 2 - 1, time_limit=30)  # one second short: one bursts
+    assert short.cloud_gpu_hours == 4.0
+
+
+def test_a_job_wider_than_the_cluster_always_bursts_and_bad_input_is_refused() -> None:
+    jobs = [make_job("wide", gpus=16, runtime=H), make_job("b", gpus=2, runtime=H)]
+    assert prove_optimum(jobs, 8, 0.0, time_limit=30).cloud_gpu_hours == 16.0
+    with pytest.raises(ConfigError, match="a cluster of ≥ 1 GPU"):
+        prove_optimum(jobs, 0, 0.0)
+
+
+def test_it_lies_between_the_highs_bound_and_the_highs_schedule() -> None:
+    """On a small synthetic trace: HiGHS's relaxation ≤ CP-SAT's proven optimum ≤ the HiGHS
+    schedule (a feasible pooled schedule rounded to its rungs)."""
+    jobs = generate(Workload(25, 8, load=1.2, seed=3))
+    wait = 600.0
+    low = solve_optimum(jobs, 8, wait, OptimumOptions(mode=Mode.BOUND, time_limit=30))
+    high = solve_optimum(jobs, 8, wait, OptimumOptions(mode=Mode.SCHEDULE, time_limit=30))
+    cp = prove_optimum(jobs, 8, wait, time_limit=60, relative_gap=0.0)
+    assert cp.status == "optimal" and cp.gap == 0.0
+    assert low.bound_gpu_hours - 1e-6 <= cp.cloud_gpu_hours <= high.cloud_gpu_hours + 1e-6
+    assert cp.mean_wait_s <= wait
