@@ -132,6 +132,9 @@ def sweep(
     seed: Annotated[int, Opt(help="Synthetic workload seed")] = 0,
     price: Annotated[float, Opt(help="Cloud price per GPU-hour ($)")] = 2.5,
     processes: Annotated[int | None, Opt(help="Worker processes (default: all cores)")] = None,
+    ray: Annotated[
+        str | None, Opt(help="Replay on this Ray cluster (host:port, ray://…, auto) instead")
+    ] = None,
     out_of_order: Annotated[
         bool, Opt("--out-of-order/--in-order", help="How Compute-Wait (Starburst) rows schedule")
     ] = defaults.OUT_OF_ORDER,
@@ -185,6 +188,7 @@ def sweep(
         out_of_order=out_of_order,
         queue_cap=cap,
         order=queue_order,
+        ray=ray,
     )
     rows = notes.explain(recommend.add_changes(rows), tolerance)
     typer.echo(table.render(rows))

@@ -78,6 +78,9 @@ def tune(
     ] = None,
     cluster: Annotated[Path | None, Opt(help="Cluster file for --trace")] = None,
     processes: Annotated[int | None, Opt(help="Worker processes (default: all cores)")] = None,
+    ray: Annotated[
+        str | None, Opt(help="Replay on this Ray cluster (host:port, ray://…, auto) instead")
+    ] = None,
     out: Annotated[Path, Opt(help="Folder for results.csv, pareto.png and the export")] = Path(
         "out/tune"
     ),
@@ -108,7 +111,15 @@ def tune(
         raise ConfigError("give at least one policy and one budget")
     start, end = window(since, until)
     request = TuneRequest(
-        start, end, kinds, budget_list, parse_tolerance(max_jct_increase), price, processes, uses
+        start,
+        end,
+        kinds,
+        budget_list,
+        parse_tolerance(max_jct_increase),
+        price,
+        processes,
+        uses,
+        ray,
     )
     settings = settings_for(config, url)
     began = time.perf_counter()
@@ -173,6 +184,7 @@ def _offline(trace: Path, cluster: Path, request: TuneRequest, fallback: Deploye
         SimOptions(price),
         request.processes,
         request.estimates,
+        request.ray,
     )
 
 

@@ -152,6 +152,7 @@ class TuneRequest:
     #: the runtime estimates budgets may use (``core.estimates``); beyond p50 the history
     #: needs out-of-fold estimates with bands (``tune_history``'s ``estimator``)
     estimates: tuple[EstimateUse, ...] = (EstimateUse.P50,)
+    ray: str | None = None  # a Ray cluster's address to replay on (``sweep.run_tasks``)
 
 
 def tune_history(
@@ -189,6 +190,7 @@ def tune_history(
         SimOptions(price),
         request.processes,
         request.estimates,
+        request.ray,
     )
     return result, history
 

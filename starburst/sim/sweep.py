@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from starburst.core.capacity import Node, PlacementStrategy
 from starburst.core.cycle import SchedulerConfig
+from starburst.core.errors import ConfigError
 from starburst.core.estimates import EstimateUse
 from starburst.core.job import Job
 from starburst.core.ordering import QueueOrder
@@ -133,13 +135,64 @@ def run_task(task: Task) -> Row:
     return row
 
 
-def run_tasks(tasks: Sequence[Task], processes: int | None = None) -> list[Row]:
-    """Simulate every task, in parallel across processes; rows come back in task order."""
+def run_tasks(
+    tasks: Sequence[Task], processes: int | None = None, ray: str | None = None
+) -> list[Row]:
+    """Simulate every task, in parallel; rows come back in task order.
+
+    ``processes``: worker processes on this machine (None: every core; 1: in this process).
+    ``ray``: the address of a Ray cluster (``host:port``, ``ray://host:port`` or ``auto``) to
+    run the tasks on instead, one Ray task per replay (every node needs this Starburst). A
+    replay is a pure function of its task, so every way gives the same rows, bit for bit.
+    """
+    if ray is not None:
+        return _on_ray(tasks, ray)
     workers = min(processes or os.cpu_count() or 1, len(tasks))
     if workers <= 1:
         return [run_task(t) for t in tasks]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(run_task, tasks, chunksize=1))
+
+
+def _on_ray(tasks: Sequence[Task], address: str) -> list[Row]:
+    """``run_tasks`` on a Ray cluster: each source is put in the object store once, each
+    task ships only its spec (lazy import: Ray is the optional ``ray`` extra)."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--ray needs Ray: install starburst[ray]") from None
+    if not ray.is_initialized():
+        _check_reachable(address)
+        try:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise ConfigError(f"cannot reach the Ray cluster at {address}: {exc}") from None
+    stored: dict[int, Any] = {}
+    for task in tasks:
+        if id(task.source) not in stored:
+            stored[id(task.source)] = ray.put(task.source)
+    remote = ray.remote(_run_with_source)
+    return list(
+        ray.get([remote.remote(replace(t, source=Path()), stored[id(t.source)]) for t in tasks])
+    )
+
+
+def _check_reachable(address: str) -> None:
+    """A ``host:port`` address that takes no connection fails at once (Ray itself retries
+    for minutes); ``auto`` and ``ray://`` addresses are left to Ray."""
+    import socket
+
+    host, colon, port = address.rpartition(":")
+    if not colon or "://" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot reach the Ray cluster at {address}: {exc}") from None
+
+
+def _run_with_source(task: Task, source: Source) -> Row:
+    return run_task(replace(task, source=source))
 
 
 def add_savings(rows: list[Row]) -> list[Row]:
@@ -184,6 +237,7 @@ def sweep(
     out_of_order: bool = True,
     queue_cap: int | None = 30,
     order: QueueOrder = QueueOrder.FIFO,
+    ray: str | None = None,
 ) -> list[Row]:
     """policies × budgets (× loads). Compute-Wait rows are Starburst (out of order, queue cap);
     Star-Wait runs out of order; the other baselines run in order, as in the paper. ``order``
@@ -211,4 +265,4 @@ def sweep(
                 spec = replace(spec, label=setting_label(kind, spec.out_of_order, b))
                 if kind is not PolicyKind.NO_WAIT:
                     tasks.append(Task(source, tuple(nodes), spec, opts, load))
-    return add_savings(run_tasks(tasks, processes))
+    return add_savings(run_tasks(tasks, processes, ray))

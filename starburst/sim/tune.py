@@ -144,6 +144,7 @@ def tune(
     options: SimOptions | None = None,
     processes: int | None = None,
     estimates: Sequence[EstimateUse] = (EstimateUse.P50,),
+    ray: str | None = None,
 ) -> Tuning:
     """Replay every candidate and today's setting; rows in candidate order, today's marked."""
     specs = candidates(deployed, policies, budgets, estimates)
@@ -153,7 +154,7 @@ def tune(
         specs.append(today)
         same = [len(specs) - 1]
     opts = options or SimOptions()
-    rows = run_tasks([Task(source, tuple(nodes), s, opts) for s in specs], processes)
+    rows = run_tasks([Task(source, tuple(nodes), s, opts) for s in specs], processes, ray)
     ran_with = (
         "" if today.coefficient is None or today.budget is None else f", c={today.coefficient:.3g}"
     )  # the coefficient it really ran with
