@@ -93,7 +93,7 @@ class HeldOut:
         ]
         for name, o in (("predicted", self.predicted), ("oracle", self.oracle)):
             rows.append(
-                f"  {name:<9} {o.label:<28} training: savings {o.train_savings:.1%}, JCT "
+                f"  {name:<9} {o.label:<34} training: savings {o.train_savings:.1%}, JCT "
                 f"{o.train_jct_change:+.1%}; held out: savings {o.savings:.1%}, JCT "
                 f"{o.jct_change:+.1%}"
             )
