@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from starburst.core.duration import precise
 from starburst.core.capacity import uniform_nodes
+from starburst.core.duration import precise
 from starburst.core.estimates import EstimateUse
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
@@ -228,7 +228,7 @@ def test_the_chosen_estimate_reaches_the_controller_and_explain_names_it(
     assert policy.estimate is EstimateUse.P90
     assert run.store.tuning.state("scheduler")["estimate"] == "p90"  # type: ignore[index]
     run.runtimes["late"] = 7200.0
-    run.store.jobs.submit(JobSpec(id="late", gpus=4), at=run.clock.now())
+    run.store.submissions.submit(JobSpec(id="late", gpus=4), at=run.clock.now())
     assert run.controller.run_pass() is not None
     late = run.store.jobs.get("late")
     assert late.predicted_runtime is not None
