@@ -14,7 +14,7 @@ import ipaddress
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -82,12 +82,9 @@ class KubernetesGrant(BaseModel):
         return Grant(self.user, self.team, Role(self.role) if self.role else None)
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="STARBURST_", extra="forbid", validate_default=True, allow_inf_nan=False
-    )
+class StoreSettings(BaseModel):
+    """Where Starburst keeps its state: the database and the state directory."""
 
-    # state
     database_url: str = Field(
         default=f"sqlite:///{DEFAULT_STATE_DIR / 'starburst.db'}",
         description="SQLAlchemy URL; PostgreSQL in deployments, SQLite for one machine.",
@@ -95,7 +92,18 @@ class Settings(BaseSettings):
     state_dir: Path = Field(
         default=DEFAULT_STATE_DIR, description="Logs and work files of the local backends."
     )
-    # backends
+
+    @field_validator("database_url")
+    @classmethod
+    def _url_has_a_scheme(cls, value: str) -> str:
+        if "://" not in value:
+            raise ValueError("must be a URL such as sqlite:///path.db or postgresql://host/db")
+        return value
+
+
+class ClusterSettings(BaseModel):
+    """The on-prem cluster: the local one (GPU slots, job uids, work dirs, output) or Kubernetes."""
+
     cluster: Literal["local", "kubernetes"] = "local"
     local_gpus: int = Field(
         default=4, ge=0, le=MAX_GPUS, description="GPU slots of the local cluster (≤ 4096)."
@@ -131,6 +139,23 @@ class Settings(BaseSettings):
         'namespace (e.g. {"research": ["ml", "vision"]}); a Job is otherwise in the team of '
         "its namespace's name, and a label naming another team is ignored with an Event.",
     )
+
+    @field_validator("local_job_uids")
+    @classmethod
+    def _uid_range(cls, value: str) -> str:
+        if not value.strip():
+            return ""
+        first, last = parse_uid_range(value)
+        return f"{first}-{last}"
+
+    def job_uid_range(self) -> tuple[int, int] | None:
+        """``local_job_uids`` as (first, last); None when it is empty."""
+        return parse_uid_range(self.local_job_uids) if self.local_job_uids else None
+
+
+class CloudSettings(BaseModel):
+    """The cloud jobs burst to: the backend, its prices, spot, SkyPilot's API server."""
+
     cloud: Literal["emulated", "skypilot", "none"] = "emulated"
     price_table: Path | None = Field(default=None, description="YAML price table override.")
     use_spot: bool = Field(
@@ -138,7 +163,6 @@ class Settings(BaseSettings):
         description="Burst on spot GPUs unless a job says "
         "otherwise (extra use_spot); SkyPilot managed jobs recover them.",
     )
-    # a team's shared SkyPilot API server (cloud: skypilot); unset: SkyPilot's own default
     skypilot_api_server: str | None = Field(
         default=None,
         description="URL of the SkyPilot API server (http[s]://host[:port]); "
@@ -152,7 +176,44 @@ class Settings(BaseSettings):
     skypilot_api_token_file: Path | None = Field(
         default=None, description="File holding that token (a mounted Secret); read at start."
     )
-    # policy
+
+    @field_validator("skypilot_api_server")
+    @classmethod
+    def _endpoint_is_http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL of a SkyPilot API server")
+        return value
+
+    @model_validator(mode="after")
+    def _token_is_readable(self) -> Self:
+        self.skypilot_token()
+        return self
+
+    def skypilot_token(self) -> str | None:
+        """The service-account token: the setting, else the file's first line (checked)."""
+        token = self.skypilot_api_token.get_secret_value() if self.skypilot_api_token else None
+        source = "skypilot_api_token"
+        if token is None and self.skypilot_api_token_file is not None:
+            source = f"skypilot_api_token_file {self.skypilot_api_token_file}"
+            try:
+                token = self.skypilot_api_token_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ValueError(f"{source}: cannot read it ({exc.strerror})") from None
+        if token is not None and not token.startswith("sky_"):
+            raise ValueError(f"{source}: a SkyPilot service-account token starts with sky_")
+        return token
+
+    def price_list(self) -> PriceTable:
+        """The price table in force: the admin's ``price_table``, else the shipped one."""
+        from starburst.pricing import default_price_table, load_price_table
+
+        return load_price_table(self.price_table) if self.price_table else default_price_table()
+
+
+class PolicySettings(BaseModel):
+    """The scheduling policy: Compute-Wait and its budget, out of order, the queue cap, the order,
+    placement, and the runtime estimates budgets are computed from."""
+
     policy: PolicyKind = defaults.POLICY
     budget: float = Field(
         default=defaults.BUDGET, ge=0, le=MAX_BUDGET, description="Waiting budget b (0–100)."
@@ -181,16 +242,31 @@ class Settings(BaseSettings):
     calibration_window: int = Field(
         default=1000, ge=1, le=MAX_COUNT, description="Recent jobs the coefficient is fitted on."
     )
-    # periodic work
-    # (bounded, so that a typo like 1e308 is refused rather than never running the work)
-    pass_interval_s: float = Field(default=2.0, gt=0, le=HOUR, description="At most an hour.")
-    recalibrate_interval_s: float = Field(
-        default=600.0, gt=0, le=MONTH, description="At most 30 days."
-    )
-    retrain_interval_s: float = Field(
-        default=3600.0, gt=0, le=MONTH, description="At most 30 days."
-    )
-    # finance
+
+    def scheduler_config(self, reference: Sequence[Job] = ()) -> SchedulerConfig:
+        """The core config; the coefficient is explicit or calibrated on ``reference`` jobs."""
+        if self.coefficient is not None:
+            coefficient = self.coefficient
+        elif POLICIES[self.policy].reference_free:
+            coefficient = calibrate(self.policy, self.budget, [])
+        elif reference:
+            coefficient = calibrate(self.policy, self.budget, reference)
+        else:  # cold start: a job like the prior gets b × its runtime
+            prior = Job("prior", 0.0, 1, runtime=self.default_runtime_s)
+            coefficient = calibrate(self.policy, self.budget, [prior])
+        return SchedulerConfig(
+            WaitPolicy(self.policy, coefficient, estimate=self.estimate),
+            self.out_of_order,
+            self.queue_cap,
+            self.order,
+            self.placement,
+        )
+
+
+class SpendSettings(BaseModel):
+    """Money: on-prem showback rates, budget alerts and their webhook, and the ceilings on cloud
+    spend."""
+
     onprem_rates: dict[str, float] = Field(
         default_factory=dict,
         description="Internal price of on-prem GPUs for showback, "
@@ -242,7 +318,54 @@ class Settings(BaseSettings):
         description="Ceiling on a team's cloud $/h: "
         "its jobs in the cloud now plus the new job's quote; above it, refused (422).",
     )
-    # serving
+
+    @field_validator("onprem_rates")
+    @classmethod
+    def _rates_not_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = [k for k, v in value.items() if not 0 <= v <= MAX_PRICE]
+        if bad:
+            raise ValueError(f"the rate of {bad[0]!r} is not from 0 to {MAX_PRICE:g} $/GPU-hour")
+        return value
+
+    @field_validator("budget_alerts")
+    @classmethod
+    def _shares(cls, value: list[float]) -> list[float]:
+        if any(not 0 < v <= MAX_BUDGET for v in value):
+            raise ValueError("alert thresholds are shares of a budget above 0 and up to 100")
+        return sorted(set(value))
+
+    @field_validator("budget_webhook")
+    @classmethod
+    def _webhook_is_http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _webhook_not_internal(self) -> Self:
+        from starburst.webhook_targets import WebhookRefused, check_url
+
+        if self.budget_webhook is not None:
+            try:
+                check_url(self.budget_webhook, self.budget_webhook_allow)
+            except WebhookRefused as exc:
+                raise ValueError(str(exc)) from None
+        return self
+
+    def job_ceilings(self, prices: PriceTable) -> JobCeilings:
+        """The per-job cloud $/h ceilings (``core.price_ceilings``), the default from ``prices``."""
+        node = prices.dearest_node()
+        return job_ceilings(
+            setting=self.max_job_cloud_price,
+            per_team=self.team_job_cloud_price,
+            dearest=(node.price_per_hour, node.shape) if node is not None else None,
+        )
+
+
+class ApiSettings(BaseModel):
+    """The REST API: where it listens, who may call it (tokens, Kubernetes identities), and what one
+    user or team may pile up (0: no limit)."""
+
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8080, ge=0, le=65535)
     auth: bool = Field(
@@ -289,7 +412,6 @@ class Settings(BaseSettings):
         description="Allow auth: false on an api_host other than loopback "
         "(every caller is then admin and can run commands through the local cluster).",
     )
-    # what one user or team may pile up (the API refuses more; 0: no limit)
     max_waiting_jobs_per_user: int = Field(
         default=10_000,
         ge=0,
@@ -313,95 +435,9 @@ class Settings(BaseSettings):
         description="Longest chain of unfinished jobs a new job may wait at the end of "
         "(--after; 422 past it).",
     )
-    log_format: Literal["json", "text"] = "json"
-    # leadership
-    leader_name: str = "controller"
-    leader_election: Literal["store", "lease"] = Field(
-        default="store",
-        description="Who elects the leader among replicas: the database's "
-        "lock, or a Kubernetes Lease (replicas in the cluster; fencing stays in the database).",
-    )
-    lease_namespace: str = Field(default="default", description="Namespace of the Lease.")
-    lease_duration_s: float = Field(
-        default=15.0,
-        ge=1.0,
-        le=HOUR,
-        description="A dead leader is replaced within this long (1 s to an hour).",
-    )
-
-    @field_validator("onprem_rates")
-    @classmethod
-    def _rates_not_negative(cls, value: dict[str, float]) -> dict[str, float]:
-        bad = [k for k, v in value.items() if not 0 <= v <= MAX_PRICE]
-        if bad:
-            raise ValueError(f"the rate of {bad[0]!r} is not from 0 to {MAX_PRICE:g} $/GPU-hour")
-        return value
-
-    @field_validator("budget_alerts")
-    @classmethod
-    def _shares(cls, value: list[float]) -> list[float]:
-        if any(not 0 < v <= MAX_BUDGET for v in value):
-            raise ValueError("alert thresholds are shares of a budget above 0 and up to 100")
-        return sorted(set(value))
-
-    @field_validator("local_job_uids")
-    @classmethod
-    def _uid_range(cls, value: str) -> str:
-        if not value.strip():
-            return ""
-        first, last = parse_uid_range(value)
-        return f"{first}-{last}"
-
-    def submit_limits(self) -> SubmitLimits:
-        """The submission limits as the core's ``SubmitLimits``."""
-        return SubmitLimits(
-            waiting_per_user=self.max_waiting_jobs_per_user,
-            waiting_per_team=self.max_waiting_jobs_per_team,
-            array_size=self.max_array_size,
-            dependency_depth=self.max_dependency_depth,
-        )
-
-    def job_uid_range(self) -> tuple[int, int] | None:
-        """``local_job_uids`` as (first, last); None when it is empty."""
-        return parse_uid_range(self.local_job_uids) if self.local_job_uids else None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _renamed(cls, values: Any) -> Any:
-        if isinstance(values, dict) and "local_run_as" in values:
-            raise ValueError(
-                "local_run_as is gone: every local job now runs as a uid of its own from "
-                "local_job_uids (e.g. 60000-60999)"
-            )
-        return values
-
-    @field_validator("budget_webhook")
-    @classmethod
-    def _webhook_is_http(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("must be an http:// or https:// URL")
-        return value
 
     @model_validator(mode="after")
-    def _webhook_not_internal(self) -> Settings:
-        from starburst.webhook_targets import WebhookRefused, check_url
-
-        if self.budget_webhook is not None:
-            try:
-                check_url(self.budget_webhook, self.budget_webhook_allow)
-            except WebhookRefused as exc:
-                raise ValueError(str(exc)) from None
-        return self
-
-    @field_validator("database_url")
-    @classmethod
-    def _url_has_a_scheme(cls, value: str) -> str:
-        if "://" not in value:
-            raise ValueError("must be a URL such as sqlite:///path.db or postgresql://host/db")
-        return value
-
-    @model_validator(mode="after")
-    def _auth_off_only_on_loopback(self) -> Settings:
+    def _auth_off_only_on_loopback(self) -> Self:
         if not self.auth and not is_loopback(self.api_host) and not self.allow_insecure_no_auth:
             raise ValueError(
                 f"auth is off but api_host {self.api_host!r} is not a loopback address: every "
@@ -421,7 +457,7 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _kubernetes_auth_needs_auth(self) -> Settings:
+    def _kubernetes_auth_needs_auth(self) -> Self:
         if self.kubernetes_auth and not self.auth:
             raise ValueError(
                 "kubernetes_auth needs auth: true (with auth off every caller is already admin)"
@@ -439,65 +475,69 @@ class Settings(BaseSettings):
         """True when the API is open to other machines without authentication."""
         return not self.auth and not is_loopback(self.api_host)
 
-    @field_validator("skypilot_api_server")
+    def submit_limits(self) -> SubmitLimits:
+        """The submission limits as the core's ``SubmitLimits``."""
+        return SubmitLimits(
+            waiting_per_user=self.max_waiting_jobs_per_user,
+            waiting_per_team=self.max_waiting_jobs_per_team,
+            array_size=self.max_array_size,
+            dependency_depth=self.max_dependency_depth,
+        )
+
+
+class ControllerSettings(BaseModel):
+    """The controller process: how often its periodic work runs (bounded, so a typo like 1e308 is
+    refused rather than never running the work), its log format, and leadership among replicas."""
+
+    pass_interval_s: float = Field(default=2.0, gt=0, le=HOUR, description="At most an hour.")
+    recalibrate_interval_s: float = Field(
+        default=600.0, gt=0, le=MONTH, description="At most 30 days."
+    )
+    retrain_interval_s: float = Field(
+        default=3600.0, gt=0, le=MONTH, description="At most 30 days."
+    )
+    log_format: Literal["json", "text"] = "json"
+    leader_name: str = "controller"
+    leader_election: Literal["store", "lease"] = Field(
+        default="store",
+        description="Who elects the leader among replicas: the database's "
+        "lock, or a Kubernetes Lease (replicas in the cluster; fencing stays in the database).",
+    )
+    lease_namespace: str = Field(default="default", description="Namespace of the Lease.")
+    lease_duration_s: float = Field(
+        default=15.0,
+        ge=1.0,
+        le=HOUR,
+        description="A dead leader is replaced within this long (1 s to an hour).",
+    )
+
+
+class Settings(
+    ControllerSettings,
+    ApiSettings,
+    SpendSettings,
+    PolicySettings,
+    CloudSettings,
+    ClusterSettings,
+    StoreSettings,
+    BaseSettings,
+):
+    """Every setting, grouped by concern (one class per group above, in this order in the
+    reference); each is read as ``STARBURST_<NAME>`` whatever its group."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="STARBURST_", extra="forbid", validate_default=True, allow_inf_nan=False
+    )
+
+    @model_validator(mode="before")
     @classmethod
-    def _endpoint_is_http(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("must be an http:// or https:// URL of a SkyPilot API server")
-        return value
-
-    @model_validator(mode="after")
-    def _token_is_readable(self) -> Settings:
-        self.skypilot_token()
-        return self
-
-    def skypilot_token(self) -> str | None:
-        """The service-account token: the setting, else the file's first line (checked)."""
-        token = self.skypilot_api_token.get_secret_value() if self.skypilot_api_token else None
-        source = "skypilot_api_token"
-        if token is None and self.skypilot_api_token_file is not None:
-            source = f"skypilot_api_token_file {self.skypilot_api_token_file}"
-            try:
-                token = self.skypilot_api_token_file.read_text(encoding="utf-8").strip()
-            except OSError as exc:
-                raise ValueError(f"{source}: cannot read it ({exc.strerror})") from None
-        if token is not None and not token.startswith("sky_"):
-            raise ValueError(f"{source}: a SkyPilot service-account token starts with sky_")
-        return token
-
-    def job_ceilings(self, prices: PriceTable) -> JobCeilings:
-        """The per-job cloud $/h ceilings (``core.price_ceilings``), the default from ``prices``."""
-        node = prices.dearest_node()
-        return job_ceilings(
-            setting=self.max_job_cloud_price,
-            per_team=self.team_job_cloud_price,
-            dearest=(node.price_per_hour, node.shape) if node is not None else None,
-        )
-
-    def price_list(self) -> PriceTable:
-        """The price table in force: the admin's ``price_table``, else the shipped one."""
-        from starburst.pricing import default_price_table, load_price_table
-
-        return load_price_table(self.price_table) if self.price_table else default_price_table()
-
-    def scheduler_config(self, reference: Sequence[Job] = ()) -> SchedulerConfig:
-        """The core config; the coefficient is explicit or calibrated on ``reference`` jobs."""
-        if self.coefficient is not None:
-            coefficient = self.coefficient
-        elif POLICIES[self.policy].reference_free:
-            coefficient = calibrate(self.policy, self.budget, [])
-        elif reference:
-            coefficient = calibrate(self.policy, self.budget, reference)
-        else:  # cold start: a job like the prior gets b × its runtime
-            prior = Job("prior", 0.0, 1, runtime=self.default_runtime_s)
-            coefficient = calibrate(self.policy, self.budget, [prior])
-        return SchedulerConfig(
-            WaitPolicy(self.policy, coefficient, estimate=self.estimate),
-            self.out_of_order,
-            self.queue_cap,
-            self.order,
-            self.placement,
-        )
+    def _renamed(cls, values: Any) -> Any:
+        if isinstance(values, dict) and "local_run_as" in values:
+            raise ValueError(
+                "local_run_as is gone: every local job now runs as a uid of its own from "
+                "local_job_uids (e.g. 60000-60999)"
+            )
+        return values
 
 
 def parse_uid_range(text: str) -> tuple[int, int]:
@@ -558,3 +598,15 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         )
         where = f" (from {path} and STARBURST_* variables)" if path else ""
         raise SettingsError(f"invalid settings{where}: {problems}") from None
+
+
+#: The groups of ``Settings``, in the order the reference lists them.
+SETTINGS_GROUPS: tuple[type[BaseModel], ...] = (
+    StoreSettings,
+    ClusterSettings,
+    CloudSettings,
+    PolicySettings,
+    SpendSettings,
+    ApiSettings,
+    ControllerSettings,
+)

@@ -227,8 +227,10 @@ def settings_rows() -> Iterator[tuple[str, str, Any]]:
 
 
 def settings_page() -> str:
-    rows = [
-        (
+    from starburst.settings import SETTINGS_GROUPS
+
+    rows = {
+        name: (
             code(name),
             code(env),
             code(_type_name(field.annotation)),
@@ -237,8 +239,19 @@ def settings_page() -> str:
             cell(field.description or ""),
         )
         for name, env, field in settings_rows()
-    ]
+    }
     header = ("Setting", "Environment variable", "Type", "Default", "Bounds", "Meaning")
+    sections = []
+    for group in SETTINGS_GROUPS:  # one table per concern, as ``Settings`` is grouped
+        title = group.__name__.removesuffix("Settings")
+        sections += [
+            f"## {title}",
+            "",
+            " ".join((group.__doc__ or "").split()),
+            "",
+            table(header, [rows[name] for name in group.__annotations__ if name in rows]),
+            "",
+        ]
     return "\n".join(
         [
             "# Settings reference",
@@ -248,10 +261,10 @@ def settings_page() -> str:
             "verbs), then `STARBURST_*` environment variables, then the YAML file named by "
             "`--config` or `STARBURST_CONFIG`, then these defaults. A bad value stops the start "
             "with one line per field. In the Helm chart they go under `settings:` "
-            "([Helm values](helm.md)).",
+            "([Helm values](helm.md)). The settings are grouped by concern, one class of "
+            "`starburst.settings` each; the group does not change a setting's name.",
             "",
-            table(header, rows),
-            "",
+            *sections,
         ]
     )
 
