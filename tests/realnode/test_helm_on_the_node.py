@@ -13,7 +13,13 @@ gateway). Then, with nothing played by the test:
 4. a suspended GPU Job created with the queue label is admitted and pinned to the node by the
    controller pod; the kubelet runs the user's command with the GPUs the device plugin chose,
    the Job completes, ``kubectl logs`` and ``starburst logs`` (to the API pod's IP) show it;
-5. ``helm upgrade`` rolls the pods, ``helm uninstall`` removes them.
+5. a Job that does not fit (the node's GPUs held by another) waits its budget (the ``constant``
+   policy: ``BUDGET_S`` seconds) and bursts to the chart's ``emulated`` cloud (a process in the
+   controller pod, metered at cloud prices): ``starburst status`` shows it ran in the cloud
+   after waiting its budget, the Job stays suspended with no pod, annotated ``burst``;
+6. ``helm upgrade`` rolls the pods (new ReplicaSets, new pods, the new API pod serves the jobs
+   run before); ``helm uninstall`` removes them (no pod, Job, ConfigMap or Secret of the
+   release left, the migration hook's included).
 
 Terms: *release*, ``sb`` in a namespace of its own that enforces PodSecurity ``restricted``.
 """
@@ -21,9 +27,11 @@ Terms: *release*, ``sb`` in a namespace of its own that enforces PodSecurity ``r
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,6 +56,7 @@ from tests.support.waiting import wait_for
 pytestmark = [pytest.mark.realnode, pytest.mark.postgres, pytest.mark.slow]
 
 PASSWORD = "node-s3cret"
+BUDGET_S = 12.0  # every job's wait budget (the ``constant`` policy's coefficient, seconds)
 
 
 @dataclass
@@ -135,8 +144,15 @@ def _values(database: str) -> dict[str, Any]:
         "database": {"url": database},
         "controller": {"replicas": 1, **on_the_node},
         "api": {"replicas": 1, **on_the_node},
-        "cloud": {"provider": "none"},
-        "settings": {"policy": "no-wait", "pass_interval_s": 0.5},
+        "cloud": {"provider": "emulated"},
+        "settings": {
+            "policy": "constant",
+            "coefficient": BUDGET_S,
+            "pass_interval_s": 0.5,
+            # bursts run as processes in the controller pod, as its own uid (a trial's setup:
+            # deploy/values-trial.yaml)
+            "allow_shared_uid_jobs": True,
+        },
         "priceTable": yaml.safe_load(
             resources.files("starburst.pricing").joinpath("prices.yaml").read_text()
         ),
@@ -275,21 +291,99 @@ def test_helm_install_runs_the_release_on_the_real_node(release: Release) -> Non
         print(f"$ starburst logs {ns}/train --server http://{api_ip}:8080\n{shown_by_api.stdout}")
         assert shown_by_api.returncode == 0, shown_by_api.stderr
         assert logs.strip() in shown_by_api.stdout
+        burst_after_waiting_its_budget(release, core, batch, server, token)
         _no_forbidden(node, ns)
-        upgrade_rolls_the_pods(release, core, {c: p[0].metadata.name for c, p in running.items()})
-        uninstall_removes_them(release, core)
+        before = {c: p[0].metadata.name for c, p in running.items()}
+        upgrade_rolls_the_pods(release, core, before, token)
+        uninstall_removes_them(release, core, batch)
     finally:
         admin.close()
 
 
-def upgrade_rolls_the_pods(
-    release: Release, core: client.CoreV1Api, before: dict[str, str]
+def _starburst_json(server: str, token: str, command: str, job_id: str) -> dict[str, Any]:
+    """``starburst COMMAND JOB --json`` through the API pod."""
+    done = starburst([command, job_id, "--json", "--server", server, "--token", token], clean_env())
+    assert done.returncode == 0, done.stderr
+    shown: dict[str, Any] = json.loads(done.stdout)
+    return shown
+
+
+def _status(server: str, token: str, job_id: str) -> dict[str, Any]:
+    return _starburst_json(server, token, "status", job_id)
+
+
+def burst_after_waiting_its_budget(
+    release: Release, core: client.CoreV1Api, batch: client.BatchV1Api, server: str, token: str
 ) -> None:
-    """A new setting changes the pods' config checksum: both Deployments roll, and the new
-    controller pod takes the Lease."""
+    """``hold`` takes the node's 4 GPUs; ``away`` (2 GPUs) fits the node but not now: it waits
+    its budget, then bursts to the emulated cloud, which runs its command in the controller
+    pod. The Job stays suspended (Kubernetes never runs it), annotated with where it went."""
     ns = release.namespace
+    batch.create_namespaced_job(ns, busybox_job("hold", "sleep 600", gpus=4))
+    assert wait_for(lambda: bool(batch.read_namespaced_job("hold", ns).status.active), 120)
+    batch.create_namespaced_job(ns, busybox_job("away", 'echo "away ran on $(hostname)"', gpus=2))
+    assert wait_for(
+        lambda: _status(server, token, f"{ns}/away")["state"] == JobState.SUCCEEDED.value,
+        timeout=120,
+    ), release.kubectl_run("logs", f"deploy/{FULLNAME}-controller", "--tail", "40")
+    shown = starburst(["status", f"{ns}/away", "--server", server, "--token", token], clean_env())
+    print(f"$ starburst status {ns}/away --server {server}\n{shown.stdout}")
+    status = _status(server, token, f"{ns}/away")
+    assert status["ran_on"] == "cloud", status
+    assert status["wait_budget_s"] == BUDGET_S, status
+    assert status["placement"] == [], status
+    (run,) = status["cloud"]
+    assert run["provider"].startswith("emulated") and run["status"] == "succeeded", run
+    explained = _starburst_json(server, token, "explain", f"{ns}/away")
+    moves = {e["to_state"]: e for e in explained["events"]}
+    print("$ starburst explain " + f"{ns}/away\n" + "\n".join(
+        f"  {e['at']}  {e['from_state']} -> {e['to_state']}: {e['reason']}"
+        for e in explained["events"]
+    ))  # fmt: skip
+    # its budget counts from its submission (the Job's creation): it waited all of it
+    waited = datetime.fromisoformat(moves["bursting"]["at"]) - datetime.fromisoformat(
+        moves["submitted"]["at"]
+    )
+    assert waited.total_seconds() >= BUDGET_S, explained
+    assert moves["bursting"]["reason"].startswith("waited 12s of a 12s budget: burst to emulated")
+    assert moves["succeeded"]["reason"] == "finished in the cloud", explained
+    job = batch.read_namespaced_job("away", ns)
+    notes = job.metadata.annotations
+    print(f"$ kubectl get job away -n {ns} -o yaml | grep starburst.io\n{_notes(notes)}")
+    assert notes["starburst.io/state"] == "burst", notes
+    assert notes["starburst.io/burst-to"].startswith("emulated"), notes
+    assert job.spec.suspend is True and not job.status.active and not job.status.succeeded
+    assert core.list_namespaced_pod(ns, label_selector="job-name=away").items == []
+    assert "Burst" in _events(core, ns, "away"), _events(core, ns, "away")
+    assert batch.read_namespaced_job("hold", ns).status.active  # it still has the GPUs
+    batch.delete_namespaced_job("hold", ns, propagation_policy="Background")
+
+
+def _notes(annotations: dict[str, str]) -> str:
+    return "\n".join(f"    {k}: {v}" for k, v in sorted(annotations.items()) if "starburst" in k)
+
+
+def _replica_sets(release: Release) -> set[str]:
+    apps = client.AppsV1Api(release.node.kube.api_client())
+    try:
+        found = apps.list_namespaced_replica_set(
+            release.namespace, label_selector=f"app.kubernetes.io/instance={RELEASE}"
+        ).items
+        return {rs.metadata.name for rs in found if rs.spec.replicas}
+    finally:
+        apps.api_client.close()
+
+
+def upgrade_rolls_the_pods(
+    release: Release, core: client.CoreV1Api, before: dict[str, str], token: str
+) -> None:
+    """A new setting changes the pods' config checksum: both Deployments roll to new
+    ReplicaSets, the new controller pod takes the Lease, and the new API pod serves the jobs
+    of before (they are in the database, not in a pod)."""
+    ns = release.namespace
+    sets_before = _replica_sets(release)
     values = yaml.safe_load(release.values.read_text())
-    values["settings"]["budget"] = 0.5
+    values["settings"]["coefficient"] = 2 * BUDGET_S
     release.values.write_text(yaml.safe_dump(values))
     release.helm_run("upgrade")
 
@@ -302,17 +396,42 @@ def upgrade_rolls_the_pods(
         }
 
     assert wait_for(lambda: set(rolled().values()).isdisjoint(before.values()), timeout=120)
+    assert wait_for(lambda: len(rolled()) == 2, timeout=60), rolled()
     shown = release.kubectl_run("get", "pods")
-    print(f"$ helm upgrade {RELEASE} helm/starburst -n {ns} --wait (budget: 0.5)\n{shown}")
+    print(f"$ helm upgrade {RELEASE} helm/starburst -n {ns} --wait (coefficient: 24)\n{shown}")
+    sets_after = _replica_sets(release)
+    assert len(sets_after) == 2 and sets_after.isdisjoint(sets_before), (sets_before, sets_after)
     controller = rolled()["controller"]
     assert wait_for(lambda: _holder(core, ns).startswith(f"{controller}:"), timeout=90)
+    (api,) = (p for p in _pods(core, ns, "api") if p.metadata.name == rolled()["api"])
+    server = f"http://{api.status.pod_ip}:8080"
+    for name in ("train", "away"):
+        assert _status(server, token, f"{ns}/{name}")["state"] == JobState.SUCCEEDED.value
+    assert not _hook_jobs(release)  # the upgrade's migration hook ran and was deleted
 
 
-def uninstall_removes_them(release: Release, core: client.CoreV1Api) -> None:
-    release.run(release.helm, "uninstall", RELEASE, "-n", release.namespace, "--wait")
+def _hook_jobs(release: Release) -> list[str]:
+    batch = client.BatchV1Api(release.node.kube.api_client())
+    try:
+        jobs = batch.list_namespaced_job(release.namespace).items
+        return [j.metadata.name for j in jobs if "hook" in j.metadata.name]
+    finally:
+        batch.api_client.close()
+
+
+def uninstall_removes_them(
+    release: Release, core: client.CoreV1Api, batch: client.BatchV1Api
+) -> None:
+    ns = release.namespace
+    release.run(release.helm, "uninstall", RELEASE, "-n", ns, "--wait")
     selector = f"app.kubernetes.io/instance={RELEASE}"
     assert wait_for(
-        lambda: not core.list_namespaced_pod(release.namespace, label_selector=selector).items,
+        lambda: not core.list_namespaced_pod(ns, label_selector=selector).items,
         timeout=120,
     ), release.kubectl_run("get", "pods")
-    print(f"$ helm uninstall {RELEASE} -n {release.namespace} --wait: no pod left")
+    assert batch.list_namespaced_job(ns, label_selector=selector).items == []
+    assert core.list_namespaced_config_map(ns, label_selector=selector).items == []
+    assert core.list_namespaced_secret(ns, label_selector=selector).items == []
+    assert _hook_jobs(release) == []
+    left = release.kubectl_run("get", "pods,jobs")
+    print(f"$ helm uninstall {RELEASE} -n {ns} --wait\n$ kubectl get pods,jobs -n {ns}\n{left}")
