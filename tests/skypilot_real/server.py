@@ -40,6 +40,7 @@ KUBERNETES_IMAGES_CSV = (
     "skypilot:custom-cpu-ubuntu-2204-v1,,offline.invalid/skypilot/cpu:test\n"
     "skypilot:custom-gpu-ubuntu-2204-v1,,offline.invalid/skypilot/gpu:test\n"
 )
+SERVER_CONFIG = "kubernetes:\n  networking: nodeport\n"
 ACCELERATORS_CSV = (
     "AcceleratorName,Clouds\n"
     "A100,\"['AWS', 'Azure', 'GCP', 'Kubernetes']\"\n"
@@ -88,6 +89,11 @@ class SkyServer:
     port: int
     binary: Path
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: the commands stubbed on its PATH (see above); without ``rsync`` the host's real one
+    stubs: tuple[str, ...] = ("socat", "nc", "rsync")
+    #: its Kubernetes image catalog (which image SkyPilot's pods run) and ``~/.sky/config.yaml``
+    images_csv: str = KUBERNETES_IMAGES_CSV
+    config: str = SERVER_CONFIG
 
     @property
     def endpoint(self) -> str:
@@ -125,22 +131,23 @@ class SkyServer:
         """What an offline test server needs before it starts (see ``KUBERNETES_READY``)."""
         stubs = self.home / "bin"
         stubs.mkdir(parents=True, exist_ok=True)
-        for name in ("socat", "nc", "rsync"):
+        for name in self.stubs:
             stub = stubs / name
             stub.write_text(
                 "#!/bin/sh\n# SkyPilot checks this exists; here nothing it would reach "
                 "runs (no kubelet, nodeport networking)\nexit 0\n"
             )
             stub.chmod(0o755)
-        self.extra_env["PATH"] = f"{stubs}{os.pathsep}{os.environ.get('PATH', '')}"
+        path = self.extra_env.get("PATH", os.environ.get("PATH", ""))
+        self.extra_env["PATH"] = f"{stubs}{os.pathsep}{path}"
         sky_dir = self.home / ".sky"
         catalog = sky_dir / "catalogs" / "v8" / "common" / "accelerators.csv"
         catalog.parent.mkdir(parents=True, exist_ok=True)
         catalog.write_text(ACCELERATORS_CSV)
         images = sky_dir / "catalogs" / "v8" / "kubernetes" / "images.csv"
         images.parent.mkdir(parents=True, exist_ok=True)
-        images.write_text(KUBERNETES_IMAGES_CSV)
-        (sky_dir / "config.yaml").write_text("kubernetes:\n  networking: nodeport\n")
+        images.write_text(self.images_csv)
+        (sky_dir / "config.yaml").write_text(self.config)
 
     def start(self) -> None:
         self.prepare()

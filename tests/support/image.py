@@ -47,7 +47,7 @@ import re
 import shutil
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +107,63 @@ def base_image_archive(*, log: bool = True) -> Path:
     with _cache_lock():
         ensure_tools()
         return _base(log=log).archive
+
+
+def debian_image_archive(
+    kind: str,
+    ref: str,
+    packages: tuple[str, ...],
+    *,
+    prepare: Callable[[Path], None] | None = None,
+    recipe: str = "",
+    log: bool = True,
+) -> Path:
+    """An OCI archive of Debian ``SUITE`` (``minbase``) with ``packages``, named ``ref`` for
+    ``ctr images import``, cached as ``<kind>-<hash of the recipe>`` (built first when
+    missing; the time it took in ``BUILD_SECONDS``). ``prepare(rootfs)`` adds what Debian
+    packages do not (``recipe`` names it in the cache key)."""
+    with _cache_lock():
+        ensure_tools()
+        mirror = debian_mirror()
+        parts: list[object] = [SUITE, packages, TRIMMED, PATH_ENV, mirror, "minbase", ref]
+        if recipe:  # (an image without one keeps the key it had before recipes existed)
+            parts.append(recipe)
+        key = json.dumps(parts)
+        target = cache_root() / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+        if not (target / "image.tar").is_file():
+            _build_debian(
+                ref=ref, packages=packages, prepare=prepare, mirror=mirror, target=target, log=log
+            )
+    return target / "image.tar"
+
+
+def _build_debian(
+    *,
+    ref: str,
+    packages: tuple[str, ...],
+    prepare: Callable[[Path], None] | None,
+    mirror: str,
+    target: Path,
+    log: bool,
+) -> None:
+    _say(log, f"debootstrapping Debian {SUITE} with {', '.join(packages)} as {ref}")
+    began = time.monotonic()
+    with building(target) as scratch:
+        rootfs = scratch / "rootfs"
+        run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}",
+             SUITE, str(rootfs), mirror])  # fmt: skip
+        if prepare is not None:
+            prepare(rootfs)
+        _trim(rootfs)
+        layout = scratch / "layout"
+        _commit_rootfs(rootfs, archive=None, layout=layout, workdir=scratch / "buildah")
+        _remove(rootfs)
+        _name_for_containerd(layout, ref)
+        with tarfile.open(scratch / "image.tar", "w") as archive:
+            for member in sorted(layout.iterdir()):
+                archive.add(member, arcname=member.name)
+        _remove(layout)
+        (scratch / "BUILD_SECONDS").write_text(f"{time.monotonic() - began:.1f}\n")
 
 
 def dockerfile_extras() -> tuple[str, ...]:
@@ -211,8 +268,11 @@ def _trim(rootfs: Path) -> None:
             doc.unlink()
 
 
-def _commit_rootfs(rootfs: Path, *, archive: Path, workdir: Path) -> None:
-    """The rootfs as a one-layer image, written to ``archive`` (an OCI archive)."""
+def _commit_rootfs(
+    rootfs: Path, *, archive: Path | None, workdir: Path, layout: Path | None = None
+) -> None:
+    """The rootfs as a one-layer image, written to ``archive`` (an OCI archive) or else to
+    ``layout`` (an OCI image layout directory)."""
     buildah = Buildah(workdir)
     try:
         container = buildah("from", "scratch")
@@ -221,7 +281,8 @@ def _commit_rootfs(rootfs: Path, *, archive: Path, workdir: Path) -> None:
         buildah("umount", container)
         buildah("config", "--env", PATH_ENV, "--env", "LANG=C.UTF-8", "--cmd", "/bin/bash",
                 container)  # fmt: skip
-        buildah("commit", "--rm", container, f"oci-archive:{archive}:starburst-base:{SUITE}")
+        where = f"oci-archive:{archive}" if archive is not None else f"oci:{layout}"
+        buildah("commit", "--rm", container, f"{where}:starburst-base:{SUITE}")
     finally:
         buildah.remove()
 
@@ -263,7 +324,7 @@ def _build_product(
             buildah("push", "--quiet", tag, f"oci:{layout}:{__version__}")
         finally:
             buildah.remove()
-        _name_for_containerd(layout)
+        _name_for_containerd(layout, IMAGE_REF)
         with tarfile.open(scratch / "image.tar", "w") as archive:
             for member in sorted(layout.iterdir()):
                 archive.add(member, arcname=member.name)
@@ -290,13 +351,13 @@ def _context(*, uv: str, wheels: image_wheels.Wheelhouse, scratch: Path) -> Path
     return context
 
 
-def _name_for_containerd(layout: Path) -> None:
+def _name_for_containerd(layout: Path, ref: str) -> None:
     """Name the image in the index as containerd's import reads it (the OCI ref name alone
     is a bare tag, which ``ctr images import`` would prefix with ``import-<date>``)."""
     index_path = layout / "index.json"
     index = json.loads(index_path.read_text())
     for manifest in index["manifests"]:
-        manifest.setdefault("annotations", {})["io.containerd.image.name"] = IMAGE_REF
+        manifest.setdefault("annotations", {})["io.containerd.image.name"] = ref
     index_path.write_text(json.dumps(index))
 
 

@@ -167,3 +167,23 @@ def busybox_image(directory: Path) -> Path:
     layer = _layer(files, links, ("bin", "etc", "tmp"))
     config = {"Cmd": ["sh"], "Env": ["PATH=/bin"]}
     return write_oci_tarball(directory / "busybox.tar", name=BUSYBOX, layer=layer, config=config)
+
+
+#: the image of SkyPilot's pods on the real node (its Kubernetes image catalog names it)
+SKYPILOT_POD = "starburst.local/skypilot-pod:1"
+#: what SkyPilot's pod start script (``sky/templates/kubernetes-ray.yml.j2``, STEP 1) installs
+#: with apt when missing (``rsync curl wget netcat gcc patch pciutils openssh-server``): all
+#: present, so it installs nothing (no mirror is reachable from a pod); bash is its shell;
+#: ``sudo`` and ``python3`` for its runtime steps
+SKYPILOT_POD_PACKAGES = (
+    "bash", "ca-certificates", "curl", "gcc", "netcat-openbsd", "openssh-server", "patch",
+    "pciutils", "procps", "python3", "rsync", "sudo", "wget",
+)  # fmt: skip
+
+
+def skypilot_pod_image() -> Path:
+    """The OCI archive of ``SKYPILOT_POD``: Debian with ``SKYPILOT_POD_PACKAGES``, built by
+    ``tests.support.image`` (debootstrap and buildah, cached; minutes the first time)."""
+    from tests.support.image import debian_image_archive
+
+    return debian_image_archive("skypilot-pod", SKYPILOT_POD, SKYPILOT_POD_PACKAGES)

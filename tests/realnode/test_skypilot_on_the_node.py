@@ -1,0 +1,213 @@
+"""SkyPilot's launch onto the real node: how far the real API server gets offline.
+
+A SkyPilot API server of this module's own (``tests.skypilot_real.server``) is given the real
+node's control plane as its Kubernetes infra: the admin kubeconfig, the real ``kubectl`` on its
+PATH (its command runner execs into pods with it) and the real ``rsync`` (only ``socat`` and
+``nc``, which ``sky check`` wants and nodeport networking never runs, are stubs); its image
+catalog names ``SKYPILOT_POD`` (``tests.support.nodeimages``: Debian with everything SkyPilot's
+pod start script would install with apt, imported into the node's containerd) and its config
+pulls that image only if it is not present (SkyPilot's template says ``Always``, which would
+ask a registry); its jobs controller asks for 1 CPU (the default 4+ does not fit a 2-core node).
+The node is labelled with an accelerator (``skypilot.co/accelerator``) so that GPU tasks plan
+onto Kubernetes.
+
+A burst launched through the adapter (``SkyPilotCloud``) goes through these steps:
+1. the API server plans it on Kubernetes and creates the managed-jobs controller's pod;
+2. the real scheduler binds it to the real node, the kubelet runs it in ``SKYPILOT_POD``; the
+   pod's start script, STEP 1 (``apt-ssh-setup``), finds every package present and sets up
+   sshd;
+3. SkyPilot's commands in the pod (``echo SKYPILOT_SSH_USER: $(whoami)`` first) go through
+   ``pods/exec``, which the kubelet serves (the audit log shows each upgraded, code 101);
+4. where it stops: the start script's STEP 2 (``runtime-setup``) fetches ``uv`` from
+   astral.sh to build SkyPilot's runtime from PyPI; a pod here has no DNS and no route out,
+   so it fails and the pod exits 1 (``STOP_LOG_LINES``), and SkyPilot's setup commands,
+   still running in the pod from the API server, fail with it (``STOP_REASON``).
+The test asserts every step and the stop: it fails if a step regresses, and also if the launch
+gets further (then update ``STOP_LOG_LINES``/``STOP_REASON`` and the docs).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from starburst.adapters.skypilot import SkyPilotCloud
+from starburst.core.job import Job
+from starburst.core.ports import CloudStatus
+from starburst.pricing import load_price_table
+from starburst.wallclock import WallClock
+from tests.skypilot_real.conftest import _import_sky
+from tests.skypilot_real.server import (
+    SkyServer,
+    server_port,
+    sky_binary,
+)
+from tests.support import helmtool
+from tests.support.image_tools import ImageBuildError, NoImageTools
+from tests.support.nodeimages import SKYPILOT_POD, skypilot_pod_image
+from tests.support.realnode import NODE, RealNode
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.realnode, pytest.mark.slow]
+
+LAUNCH_TIMEOUT_S = 900.0
+ACCELERATOR_LABEL = "skypilot.co/accelerator"
+IMAGES_CSV = (
+    "Tag,Region,ImageId\n"
+    f"skypilot:custom-cpu-ubuntu-2204-v1,,{SKYPILOT_POD}\n"
+    f"skypilot:custom-gpu-ubuntu-2204-v1,,{SKYPILOT_POD}\n"
+)
+CONFIG = {
+    "kubernetes": {
+        "networking": "nodeport",
+        "pod_config": {"spec": {"containers": [{"imagePullPolicy": "IfNotPresent"}]}},
+    },
+    "jobs": {"controller": {"resources": {"cpus": "1+", "memory": "2+", "disk_size": 20}}},
+}
+#: the pod's start script, STEP 2 (``runtime-setup``): it fetches uv from astral.sh to build
+#: SkyPilot's runtime (a venv with ``skypilot[kubernetes,remote]`` and Ray from PyPI); a pod
+#: here has no DNS and no route out, so the step fails and the pod exits 1
+STOP_LOG_LINES = (
+    "+ curl -LsSf https://astral.sh/uv/install.sh",
+    "curl: (6) Could not resolve host: astral.sh",
+    "env: ‘/root/.local/bin/uv’: No such file or directory",
+    "Error: setup step 'runtime-setup' failed. Pod will exit.",
+)
+#: ...while SkyPilot, on the API server, runs its setup commands in the pod: the pod has exited
+STOP_REASON = "Failed to run setup commands on an instance. (exit code 1)"
+
+
+def _label_node(real_node: RealNode, value: str | None) -> None:
+    core = client.CoreV1Api(real_node.kube.api_client())
+    try:
+        core.patch_node(NODE, {"metadata": {"labels": {ACCELERATOR_LABEL: value}}})
+    finally:
+        core.api_client.close()
+
+
+@pytest.fixture(scope="module")
+def sky_on_the_node(real_node: RealNode) -> Iterator[SkyServer]:
+    binary = sky_binary()
+    if binary is None:
+        pytest.skip("the `sky` command is not installed (pip install -e '.[test]')")
+    try:
+        archive = skypilot_pod_image()
+    except (NoImageTools, ImageBuildError) as err:
+        pytest.fail(f"SkyPilot's pod image cannot be built here: {err}")
+    real_node.ctr("images", "import", str(archive))
+    kubectl = helmtool.require("kubectl")
+    home = Path(tempfile.mkdtemp(prefix="starburst-sky-node-"))
+    path = f"{kubectl.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    server = SkyServer(
+        home,
+        server_port(),
+        binary,
+        extra_env={"PATH": path},
+        stubs=("socat", "nc"),
+        images_csv=IMAGES_CSV,
+        config=yaml.safe_dump(CONFIG),
+    )
+    (home / ".kube").mkdir()
+    shutil.copy(real_node.kube.admin_kubeconfig, home / ".kube" / "config")
+    _label_node(real_node, "a100")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        _label_node(real_node, None)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def sky(sky_on_the_node: SkyServer, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    for key, value in sky_on_the_node.env.items():
+        monkeypatch.setenv(key, value)
+    return _import_sky()
+
+
+def _pod_log(core: client.CoreV1Api, pod: Any) -> str:
+    try:
+        return str(core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace))
+    except client.ApiException as err:
+        return f"(no log: {err.reason})"
+
+
+def _execs(real_node: RealNode, pod: str) -> list[int]:
+    """The response codes of the ``pods/exec`` requests into ``pod`` (101: the kubelet
+    served the stream)."""
+    return [
+        int(e.get("responseStatus", {}).get("code", 0))
+        for e in real_node.kube.audit_events()
+        if e.get("objectRef", {}).get("subresource") == "exec"
+        and e.get("objectRef", {}).get("name") == pod
+        and e.get("stage") == "ResponseComplete"
+    ]
+
+
+def test_skypilot_launch_onto_the_real_node(
+    sky: ModuleType, sky_on_the_node: SkyServer, real_node: RealNode, tmp_path: Path
+) -> None:
+    """How far it gets: see the module docstring."""
+    server = sky_on_the_node
+    checked = server.cli("check", "kubernetes", timeout=600)
+    assert "Kubernetes: enabled" in checked.stdout + checked.stderr, checked.stdout
+    table = tmp_path / "prices.yaml"
+    table.write_text(
+        yaml.safe_dump(
+            {"taken": "2026-11-01", "gpus": {"A100": {"kubernetes": {"on_demand": 1.20}}}}
+        )
+    )
+    cloud = SkyPilotCloud(WallClock(), load_price_table(table), sync_interval=0.0, clouds_ttl=0.0)
+    job = Job("real/node-burst", 0.0, 1, gpu_type="A100", extra={"command": "echo hello"})
+    handle = cloud.launch(job, "waited 1m of a 1m budget")
+    admin = real_node.kube.api_client()
+    core = client.CoreV1Api(admin)
+    seen: dict[str, Any] = {}
+    logs: dict[str, str] = {}
+
+    def ended() -> bool:
+        for pod in core.list_namespaced_pod("default").items:
+            seen[pod.metadata.name] = pod
+            if pod.status.phase in ("Running", "Failed", "Succeeded"):
+                logs[pod.metadata.name] = _pod_log(core, pod)
+        return cloud.poll(handle) in (
+            CloudStatus.FAILED,
+            CloudStatus.REFUSED,
+            CloudStatus.SUCCEEDED,
+        )
+
+    try:
+        assert wait_for(ended, timeout=LAUNCH_TIMEOUT_S, interval=2.0)
+    finally:
+        admin.close()
+    reason = cloud.reason(handle)
+    launch = cloud.launch_of(job.id)
+    assert launch is not None and launch.request_id is not None  # the server took the launch
+    assert launch.current.price.cloud == "kubernetes"
+    # 1-2. the jobs controller's pod, created by SkyPilot, ran on the real node in our image
+    (name,) = (n for n in seen if n.startswith("sky-jobs-controller-"))
+    pod, log = seen[name], logs.get(name, "")
+    print(f"\nlaunch {cloud.poll(handle)}: {reason}\npod {name}: {pod.status.phase}\n{log[-2500:]}")
+    assert pod.spec.node_name == NODE
+    assert pod.spec.containers[0].image == SKYPILOT_POD
+    # 3. SkyPilot's commands in the pod went through pods/exec, served by the kubelet
+    codes = _execs(real_node, name)
+    print(f"pods/exec into {name}: {codes}")
+    assert 101 in codes, codes
+    # the pod's start script, STEP 1 (apt-ssh-setup): nothing to install, sshd set up
+    assert "Error: apt-ssh-setup failed" not in log, log[-2500:]
+    # 4. where it stops (see STOP_STEP)
+    for line in STOP_LOG_LINES:
+        assert line in log, (line, log[-2500:])
+    assert cloud.poll(handle) is CloudStatus.FAILED, reason
+    assert STOP_REASON in reason, reason
