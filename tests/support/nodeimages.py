@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
@@ -181,9 +182,54 @@ SKYPILOT_POD_PACKAGES = (
 )  # fmt: skip
 
 
-def skypilot_pod_image() -> Path:
-    """The OCI archive of ``SKYPILOT_POD``: Debian with ``SKYPILOT_POD_PACKAGES``, built by
-    ``tests.support.image`` (debootstrap and buildah, cached; minutes the first time)."""
+#: SkyPilot's runtime, which its pod start script (STEP 2, ``runtime-setup``) would fetch:
+#: ``uv`` (from astral.sh, into ``~/.local/bin``) and a venv ``~/skypilot-runtime`` with what
+#: it installs from PyPI (``sky/skylet/constants.py``); each install is skipped or satisfied
+#: when present, so baked in, the step needs no network
+SKYPILOT_RUNTIME = (
+    "skypilot[kubernetes,remote]==0.14.1", "ray[default]==2.9.3", "pydantic-core==2.41.1",
+    "setuptools<70", "click<8.3.0", "uv==0.13.9",
+)  # fmt: skip
+
+
+def _skypilot_runtime(rootfs: Path) -> None:
+    """Bake ``SKYPILOT_RUNTIME`` into ``/root`` of ``rootfs``: a venv of its own Python, then
+    ``pip install`` in a chroot (this host's network, resolver and CA bundle; some of Ray's
+    dependencies are source-only, so they build there)."""
+    from tests.support.image_tools import run
+
+    venv = "/root/skypilot-runtime"
+    resolv = rootfs / "etc" / "resolv.conf"
+    resolv.unlink(missing_ok=True)
+    shutil.copy("/etc/resolv.conf", resolv)
+    shutil.copy("/etc/ssl/certs/ca-certificates.crt", rootfs / "tmp" / "host-ca.crt")
+    try:
+        run(["chroot", str(rootfs), "python3", "-m", "venv", venv])
+        # a clean environment: this host's PIP_*/SSL_* variables name files of its own
+        clean = ["env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
+                 "PIP_CERT=/tmp/host-ca.crt", "SSL_CERT_FILE=/tmp/host-ca.crt"]  # fmt: skip
+        run(["chroot", str(rootfs), *clean, f"{venv}/bin/pip", "install", "--quiet",
+             "--disable-pip-version-check", "--no-cache-dir", *SKYPILOT_RUNTIME],
+            timeout=3600)  # fmt: skip
+    finally:
+        resolv.unlink(missing_ok=True)
+        (rootfs / "tmp" / "host-ca.crt").unlink(missing_ok=True)
+    (rootfs / "root" / ".local" / "bin").mkdir(parents=True)
+    (rootfs / "root" / ".local" / "bin" / "uv").symlink_to(f"{venv}/bin/uv")
+
+
+def skypilot_pod_image(*, runtime: bool = False) -> Path:
+    """The OCI archive of ``SKYPILOT_POD``: Debian with ``SKYPILOT_POD_PACKAGES`` (and with
+    ``runtime``, ``SKYPILOT_RUNTIME`` baked in), built by ``tests.support.image``
+    (debootstrap and buildah, cached; minutes the first time)."""
     from tests.support.image import debian_image_archive
 
-    return debian_image_archive("skypilot-pod", SKYPILOT_POD, SKYPILOT_POD_PACKAGES)
+    if not runtime:
+        return debian_image_archive("skypilot-pod", SKYPILOT_POD, SKYPILOT_POD_PACKAGES)
+    return debian_image_archive(
+        "skypilot-pod",
+        SKYPILOT_POD,
+        (*SKYPILOT_POD_PACKAGES, "python3-venv"),
+        prepare=_skypilot_runtime,
+        recipe=json.dumps(SKYPILOT_RUNTIME),
+    )
