@@ -90,10 +90,10 @@ PASSED_LOG_LINES = (
 #: where it stops: SkyPilot installs its own wheel, uploaded from the API server, into that
 #: venv (``uv pip install ~/.sky/wheels/<hash>/skypilot-0.14.1-py3-none-any.whl[kubernetes,
 #: remote]``), and uv asks PyPI for its dependencies; a pod here has no DNS and no route out
-#: (run to run, uv's first request names another package: ``/simple/click/``, ``/pyyaml/``)
+#: (run to run, uv's first failed request names another package: click, pyyaml, pandas)
 STOP_LOG_LINES = (
     "error: Request failed after 3 retries",
-    "cause: Failed to fetch: https://pypi.org/simple/",  # (the package varies: click, pyyaml)
+    "cause: Failed to fetch: https://pypi.org/simple/",  # (the package varies)
 )
 STOP_REASON = "Failed to run setup commands on an instance. (exit code 1)"
 
