@@ -147,7 +147,7 @@ def same_results(args: list[str], trace: str) -> bool:
     """Whether ``simulate --json`` gives the same summary through the fast path, through
     typer and in this process (the engine on the same trace and configuration)."""
     from starburst.cli.fastpath import parse_simulate
-    from starburst.cli.simulation import run_simulate
+    from starburst.cli.simulate_run import run_simulate
 
     def summary(text: str) -> dict[str, object]:
         found: dict[str, object] = json.loads(text)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from starburst.cli.config import ConfigOption, database_url
+from starburst.cli.server_settings import ConfigOption, database_url
 from starburst.core.account_names import check_account_name, check_label
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ ASK_ABOVE = 3
 def _picked(
     server: str, token: str | None, states: list[str], name: str | None, user: str | None
 ) -> list[str]:
-    from starburst.cli.listing import all_pages
+    from starburst.cli.jobs_and_queue import all_pages
 
     owner = user or call(server, token, "GET", "/v1/whoami")["user"]
     params = {"state": states, "user": owner, **({"name": name} if name else {})}

@@ -20,7 +20,7 @@ from typing import Annotated
 
 import typer
 
-from starburst.cli.config import ConfigOption, database_url
+from starburst.cli.server_settings import ConfigOption, database_url
 
 app = typer.Typer(
     help="Create and migrate the database (PostgreSQL or SQLite).",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import typer
 
-from starburst.cli.config import ConfigOption, settings_for
+from starburst.cli.server_settings import ConfigOption, settings_for
 
 
 def doctor(config: ConfigOption = None) -> None:

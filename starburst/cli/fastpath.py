@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from starburst.cli.simulation import DEFAULT, MAX_GPUS_PER_NODE, MAX_NODES, SimulateArgs
+from starburst.cli.simulate_run import DEFAULT, MAX_GPUS_PER_NODE, MAX_NODES, SimulateArgs
 
 _INT = re.compile(r"(0|[1-9][0-9]{0,17})\Z")
 _FLOAT = re.compile(r"(0|[1-9][0-9]{0,17})(\.[0-9]{1,17})?\Z")

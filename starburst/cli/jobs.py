@@ -1,6 +1,6 @@
 """Researchers' commands: ``status``, ``explain``, ``logs``, and what every command shares
 (``submit`` is in ``starburst.cli.submit``, ``jobs`` and ``queue`` in
-``starburst.cli.listing``, ``cancel`` in ``starburst.cli.cancel``, ``costs`` in
+``starburst.cli.jobs_and_queue``, ``cancel`` in ``starburst.cli.cancel``, ``costs`` in
 ``starburst.cli.costs``). A JOB is an id, a unique id prefix or the name of one of your
 jobs; the server resolves it.
 

@@ -34,18 +34,18 @@ GROUPS: dict[str, str] = {
 }
 #: top-level commands → "module:function".
 COMMANDS: dict[str, str] = {
-    "simulate": "starburst.cli.sim:simulate",
-    "sweep": "starburst.cli.sim:sweep",
+    "simulate": "starburst.cli.simulator:simulate",
+    "sweep": "starburst.cli.simulator:sweep",
     "tune": "starburst.cli.tune:tune",
-    "demo": "starburst.cli.sim:demo",
-    "synth": "starburst.cli.sim:synth",
+    "demo": "starburst.cli.simulator:demo",
+    "synth": "starburst.cli.simulator:synth",
     "server": "starburst.cli.serve:server",
     "controller": "starburst.cli.serve:controller",
     "api": "starburst.cli.serve:api",
     "quickstart": "starburst.cli.serve:quickstart",
     "submit": "starburst.cli.submit:submit",
-    "jobs": "starburst.cli.listing:jobs",
-    "queue": "starburst.cli.listing:queue",
+    "jobs": "starburst.cli.jobs_and_queue:jobs",
+    "queue": "starburst.cli.jobs_and_queue:queue",
     "nodes": "starburst.cli.nodes:nodes",
     "status": "starburst.cli.jobs:status",
     "explain": "starburst.cli.jobs:explain",
@@ -185,7 +185,7 @@ def _fast_path(args: list[str]) -> bool:
     parsed = parse_simulate(args[1:])
     if parsed is None:
         return False
-    from starburst.cli.simulation import run_simulate
+    from starburst.cli.simulate_run import run_simulate
 
     run_simulate(parsed)
     return True

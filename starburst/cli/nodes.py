@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from starburst.cli.jobs import DEFAULT_SERVER, ServerOption, TokenOption, call, table
-from starburst.cli.listing import Output, OutputOption, chosen_output, short
+from starburst.cli.jobs_and_queue import Output, OutputOption, chosen_output, short
 from starburst.cli.terminal import say
 from starburst.core.duration import human
 

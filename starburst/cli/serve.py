@@ -11,7 +11,7 @@ Opt = typer.Option
 
 
 def _settings(config: Path | None, **overrides: object):  # type: ignore[no-untyped-def]
-    from starburst.cli.config import settings_for  # the one settings rule of every command
+    from starburst.cli.server_settings import settings_for  # the one settings rule of every command
 
     return settings_for(config, **overrides)
 

@@ -89,7 +89,7 @@ def tune(
 ) -> None:
     """Replay history under each candidate setting and recommend the cheapest within the JCT
     tolerance (and the knee of the Pareto front); --apply writes it for the controller."""
-    from starburst.cli.simulation import LIMITS, bounded, number_in
+    from starburst.cli.simulate_run import LIMITS, bounded, number_in
     from starburst.core.policy import PolicyKind, parse_policy
     from starburst.sim.history import TuneRequest, fallback
     from starburst.sim.recommend import parse_tolerance

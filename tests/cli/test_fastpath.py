@@ -16,8 +16,8 @@ import typer
 from starburst.cli import main as cli_main
 from starburst.cli.fastpath import OPTIONS, parse_simulate
 from starburst.cli.main import build_app
-from starburst.cli.sim import simulate
-from starburst.cli.simulation import DEFAULT
+from starburst.cli.simulate_run import DEFAULT
+from starburst.cli.simulator import simulate
 from starburst.sim.synthetic import Workload, generate
 from starburst.sim.trace import write_trace
 from tests.builders import run_cli

@@ -81,7 +81,7 @@ def lives_started(log: Path) -> int:
 PRELOAD = (
     "starburst.cli.main",
     "starburst.cli.serve",
-    "starburst.cli.config",
+    "starburst.cli.server_settings",
     "starburst.api.serve",
     "starburst.api.probes",
     "starburst.controller.wiring",

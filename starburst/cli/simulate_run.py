@@ -1,7 +1,7 @@
 """The work of ``starburst simulate``, free of typer: its arguments as one value and the run.
 
 Two front ends parse a command line into ``SimulateArgs`` and call ``run_simulate``: the typer
-command (``starburst.cli.sim.simulate``, which owns the help and every usage error) and the
+command (``starburst.cli.simulator.simulate``, which owns the help and every usage error) and the
 fast path (``starburst.cli.fastpath``, which recognises well-formed command lines without
 importing typer or pydantic). The defaults live here once; the typer signature reads them.
 

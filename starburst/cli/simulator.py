@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from starburst.cli.simulation import (
+from starburst.cli.simulate_run import (
     DEFAULT,
     LIMITS,
     MAX_GPUS_PER_NODE,
