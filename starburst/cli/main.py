@@ -80,11 +80,13 @@ SUMMARIES: dict[str, str] = {
     "jobs": "Your active jobs, newest last: queue position, wait budget left, where each goes.",
     "queue": "The waiting line up to your last waiting job (others' jobs: id, size and budget).",
     "nodes": "The cluster's nodes: GPU type, GPUs used and free, and the jobs running on each.",
-    "status": "A job's state, times, estimate, wait budget, placement and cost so far.",
+    "status": "A job's state, times, estimate, wait budget, placement and cost so far; given an "
+    "array id, every element of the array.",
     "explain": "Why a job is where it is: its history with the reason for every decision.",
     "logs": "What a job printed, from where it ran (on-prem, or its latest cloud launch).",
     "cancel": "Cancel waiting or running jobs (the controller stops them on its next pass).",
-    "hold": "Keep waiting jobs out of the queue until `starburst release` (Slurm's hold).",
+    "hold": "Keep waiting jobs out of the queue until `starburst release` (Slurm's hold); an "
+    "array id holds the array's waiting elements.",
     "release": "Let held jobs into the queue again; each one's wait budget starts when it enters.",
     "requeue": "Submit ended jobs again (succeeded, failed or cancelled), each as a new job.",
     "update": "Change a waiting job's GPUs, time limit or name; checked as a submission is, "
