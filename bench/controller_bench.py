@@ -20,14 +20,25 @@
    controller (``starburst server`` wiring in-process) and the local cluster: the time from
    the POST until the job's state is running_onprem. Target: < 1 s.
 
+4. ``--scale``: how the pass grows: one pass at 1,000, 10,000 and 100,000 queued jobs on 100,
+   1,000 and 10,000 full 8-GPU nodes (PostgreSQL), each size in a fresh child process so that
+   its peak RSS is the controller's own at that size: admission, pass p50/p90, the minutely
+   full re-read and the peak RSS, with the load average beside each row. Targets at 100,000
+   × 10,000: p50 < 100 ms, peak RSS < 2 GiB. ``--profile`` writes a cProfile of the largest
+   size's steady passes (``--profile-out``).
+
 Run: .venv/bin/python bench/controller_bench.py [--quick] [--retrain]  (--retrain: 2. only)
+     .venv/bin/python bench/controller_bench.py --scale [--sizes 1000,10000,100000] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -66,12 +77,11 @@ def full_queue(
     ]
     for start in range(0, queued, 1000):
         store.submissions.submit_many(specs[start : start + 1000])
-    cluster = SimCluster(uniform_nodes(nodes, 8), clock, {s.id or "": 3600.0 for s in specs})
+    node_list = uniform_nodes(nodes, 8)
+    cluster = SimCluster(node_list, clock, {s.id or "": 3600.0 for s in specs})
     # a full cluster: long-running jobs hold every GPU, so the queue stays 10,000 deep
-    for i in range(nodes):
-        cluster.start(
-            Job(f"busy{i}", 0.0, 8, runtime=1e9), (Part(i, f"node-{i:04d}", 8, 0.0, 0.0),)
-        )
+    for i, node in enumerate(node_list):
+        cluster.start(Job(f"busy{i}", 0.0, 8, runtime=1e9), (Part(i, node.name, 8, 0.0, 0.0),))
     config = SchedulerConfig(WaitPolicy(PolicyKind.COMPUTE, 10.0), out_of_order=True)
     loop = SchedulingLoop(store, cluster, SimCloud(clock, 2.5), clock, config)
     first = time.perf_counter()
@@ -81,20 +91,32 @@ def full_queue(
     return loop, store, clock, time.perf_counter() - first
 
 
-def pass_bench(url: str, label: str, queued: int, nodes: int, passes: int) -> None:
-    loop, store, clock, admit_s = full_queue(url, queued, nodes)
+def steady_passes(
+    loop: SchedulingLoop, clock: SimClock, queued: int, passes: int, cpu: list[float] | None = None
+) -> tuple[list[float], float]:
+    """Sorted durations of ``passes`` steady passes, and one pass with the full re-read;
+    the CPU seconds of this process per pass into ``cpu`` (sorted), when given: what the
+    pass costs apart from waiting on the database and on other work of the machine."""
     times = []
     for _ in range(passes):
         clock.advance_to(clock.now() + 1)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         report = loop.run_pass()
         times.append(time.perf_counter() - started)
+        if cpu is not None:
+            cpu.append(time.process_time() - cpu_started)
     assert report.queue_length == queued
+    if cpu is not None:
+        cpu.sort()
     loop.view.invalidate()  # the periodic full re-read (every 60 s) costs this much
     started = time.perf_counter()
     loop.run_pass()
-    reload_s = time.perf_counter() - started
-    times.sort()
+    return sorted(times), time.perf_counter() - started
+
+
+def pass_bench(url: str, label: str, queued: int, nodes: int, passes: int) -> None:
+    loop, store, clock, admit_s = full_queue(url, queued, nodes)
+    times, reload_s = steady_passes(loop, clock, queued, passes)
     print(
         f"   {label:<11} admit {queued:,} submissions: {admit_s:6.2f} s;  steady pass over "
         f"{queued:,} queued / {nodes:,} nodes: p50 {statistics.median(times) * 1e3:6.1f} ms, "
@@ -330,11 +352,84 @@ def latency_bench(samples: int) -> None:
     )
 
 
+def scale_one(url: str, queued: int, nodes: int, passes: int, profile: str | None) -> None:
+    """One size, in this (child) process: a JSON line of its figures and peak RSS."""
+    loop, store, clock, admit_s = full_queue(url, queued, nodes)
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    cpu: list[float] = []
+    times, reload_s = steady_passes(loop, clock, queued, passes, cpu)
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    store.close()
+    figures = {
+        "admit_s": admit_s,
+        "p50_ms": statistics.median(times) * 1e3,
+        "p90_ms": _p(times, 90) * 1e3,
+        "cpu_p50_ms": statistics.median(cpu) * 1e3,
+        "reload_ms": reload_s * 1e3,
+        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    print(json.dumps(figures))
+
+
+def scale(sizes: list[int], passes: int, profile: str | None) -> None:
+    """The pass from 1k to 100k queued jobs, one child process per size (see 4.)."""
+    from tests.support.postgres import fresh_database, server_url
+
+    print("4. how the pass grows (PostgreSQL; nodes = queued / 10, all full; one child each)")
+    print(
+        f"   {'queued':>8} {'nodes':>7} {'admit':>8} {'pass p50':>9} {'p90':>9} "
+        f"{'CPU p50':>9} {'re-read':>9} {'peak RSS':>9}  load avg"
+    )
+    with server_url() as server:
+        if server is None:
+            sys.exit("no PostgreSQL server (see tests/support/postgres.py)")
+        for queued in sizes:
+            nodes = max(1, queued // 10)
+            argv = [sys.executable, __file__, "--scale-one", fresh_database(server, "scale")]
+            argv += ["--queued", str(queued), "--nodes", str(nodes), "--passes", str(passes)]
+            if profile and queued == max(sizes):
+                argv += ["--profile-out", profile]
+            out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+            f = json.loads(out.strip().splitlines()[-1])
+            print(
+                f"   {queued:>8,} {nodes:>7,} {f['admit_s']:>6.1f} s {f['p50_ms']:>6.1f} ms "
+                f"{f['p90_ms']:>6.1f} ms {f['cpu_p50_ms']:>6.1f} ms {f['reload_ms']:>6.0f} ms "
+                f"{f['rss_mib']:>5.0f} MiB  "
+                f"{os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+    print(
+        "   (targets at 100,000 × 10,000: pass p50 < 100 ms, peak RSS < 2 GiB; CPU: this "
+        "process's CPU time per pass, apart from waits on PostgreSQL and the machine)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--retrain", action="store_true", help="only section 2")
+    parser.add_argument("--scale", action="store_true", help="only section 4")
+    parser.add_argument("--sizes", default="1000,10000,100000", help="queued jobs, for 4.")
+    parser.add_argument("--passes", type=int, default=15, help="steady passes per size, 4.")
+    parser.add_argument("--profile", metavar="PATH", help="cProfile of 4.'s largest size")
+    parser.add_argument("--scale-one", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--queued", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--nodes", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--profile-out", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.scale_one:
+        scale_one(args.scale_one, args.queued, args.nodes, args.passes, args.profile_out)
+        return
+    if args.scale:
+        scale([int(n) for n in args.sizes.split(",")], args.passes, args.profile)
+        return
     queued, nodes, passes = (2000, 200, 5) if args.quick else (10_000, 1000, 15)
     if not args.retrain:
         passes_and_admission(queued, nodes, passes)
