@@ -16,10 +16,19 @@
    to typer, which reads it as 0) shows what ``starburst.cli.fastpath`` saves; both print
    the same summary as the engine run in this process (checked).
 
+5. ``--reference PATH`` (the authors' repository, ``michaelzhiluo/starburst``; its
+   interpreter ``--reference-python``, a virtualenv with numpy, pandas, tabulate and tqdm
+   outside this repository): ``starburst simulate`` and the authors' simulator
+   (``bench/artifact_sim.py`` drives their ``skyburst`` package) as whole commands on the same
+   8,000-job trace, interleaved round by round so that the machine's load falls on both; the
+   ratio of CPU seconds per round with the load average beside it, and whether both burst the
+   same jobs' GPU-hours. Target ≥ 50×.
+
 Times are CPU seconds of this process (``time.process_time``), so other work on the machine
 disturbs them less than wall-clock time; the fast engine's figure is the best of three runs.
 
 Run: .venv/bin/python bench/sim_speed.py [--quick] [--commands]  (--commands: section 4 only)
+     .venv/bin/python bench/sim_speed.py --reference PATH --reference-python VENV/bin/python
 """
 
 from __future__ import annotations
@@ -215,11 +224,74 @@ def whole_commands(quick: bool) -> None:
     )
 
 
+def timed_command(argv: list[str]) -> tuple[float, float, str]:
+    """Wall and CPU seconds (user + system) of one run of a command, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(argv, check=True, capture_output=True, text=True, env=command_env())
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, done.stdout
+
+
+def against_reference(repo: str, python: str, rounds: int) -> None:
+    """``starburst simulate`` and the authors' simulator, whole commands, interleaved (5.)."""
+    cli = [sys.executable, "-m", "starburst.cli"]
+    driver = str(Path(__file__).resolve().parent / "artifact_sim.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = str(Path(tmp) / "t8k.csv")
+        synth = [*cli, "synth", trace, "--jobs", "8000", "--cluster-gpus", "512"]
+        subprocess.run(
+            [*synth, "--load", "1.1", "--seed", "1"], check=True, stdout=subprocess.DEVNULL
+        )
+        ours = [*cli, "simulate", trace, "--nodes", "64", "--gpus-per-node", "8", "--json"]
+        timed_command(ours)  # writes the bytecode caches
+        summary = json.loads(timed_command(ours)[2])
+        theirs = [python, driver, repo, trace, "--nodes", "64", "--gpus-per-node", "8"]
+        theirs += ["--c", repr(summary["coefficient"])]
+        print(
+            f"\n5. whole commands against the authors' simulator ({repo}), 8,000 jobs, "
+            "512 GPUs, Starburst; interleaved"
+        )
+        print(
+            f"   {'round':>5} {'starburst CPU':>14} {'wall':>8} {'authors CPU':>12} "
+            f"{'wall':>8} {'ratio CPU':>10} {'ratio wall':>11}  load avg"
+        )
+        ratios, same = [], True
+        for i in range(rounds):
+            s_wall, s_cpu, _ = timed_command(ours)
+            r_wall, r_cpu, out = timed_command(theirs)
+            found = json.loads(out.strip().splitlines()[-1])
+            same = same and found["burst_jobs"] == summary["burst_jobs"]
+            same = same and abs(found["cloud_gpu_hours"] - summary["cloud_gpu_hours"]) < 1e-6
+            ratios.append(r_cpu / s_cpu)
+            print(
+                f"   {i + 1:>5} {s_cpu:>12.3f} s {s_wall:>6.2f} s {r_cpu:>10.2f} s "
+                f"{r_wall:>6.1f} s {r_cpu / s_cpu:>9.1f}× {r_wall / s_wall:>10.1f}×  "
+                f"{os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+    ratios.sort()
+    print(
+        f"   median ratio {ratios[len(ratios) // 2]:.1f}× in CPU seconds (target ≥ 50×); "
+        f"same burst jobs and cloud GPU-hours ({summary['burst_jobs']:,} jobs, "
+        f"{summary['cloud_gpu_hours']:,.2f} GPU-h): {same}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller scaling and paper runs")
     parser.add_argument("--commands", action="store_true", help="only the whole commands (4.)")
+    parser.add_argument("--reference", metavar="PATH", help="the authors' repository (5. only)")
+    parser.add_argument(
+        "--reference-python", default="python3", help="its interpreter, with numpy and pandas"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of 5.")
     args = parser.parse_args()
+    if args.reference:
+        against_reference(args.reference, args.reference_python, args.rounds)
+        return
     if args.commands:
         whole_commands(args.quick)
         return
