@@ -4,6 +4,9 @@ change feed (the append-only job events), so a pass does not re-read 10,000 queu
 Jobs Starburst follows for Kueue (``core.kueue_jobs.is_kueues``) are not in the
 view: Kueue admits them on-prem, ``controller.kueue_burst`` bursts them.
 
+The view also keeps the queue in order (``ordered``): sorted again only after it changed, so a
+steady pass over a long queue does not sort it.
+
 Invariants: the store stays the truth. The view is only a candidate list: every decision is
 still a checked store transition, and a job the view had wrong (cancelled by a user in a
 transaction that committed late) is dropped the moment its transition is refused. A full
@@ -15,6 +18,7 @@ from __future__ import annotations
 from starburst.core.job import QueuedJob
 from starburst.core.kueue_jobs import is_kueues
 from starburst.core.lifecycle import JobState
+from starburst.core.ordering import QueueOrder, in_order
 from starburst.core.policy import WaitPolicy
 from starburst.core.ports import JobReads
 from starburst.core.records import JobNotFound, StoredJob
@@ -49,6 +53,8 @@ class QueueView:
         self._cancelled: set[str] = set()
         #: whether the last ``current`` re-read everything (callers then re-check in full)
         self.reloaded = False
+        #: the entries in order, as last sorted (None: changed since)
+        self._ordered: tuple[QueueOrder, list[QueuedJob]] | None = None
 
     def current(self, now: float, policy: WaitPolicy) -> list[QueuedJob]:
         self.reloaded = self._entries is None or now - self._loaded_at >= self.refresh_s
@@ -59,16 +65,25 @@ class QueueView:
         assert self._entries is not None
         return list(self._entries.values())
 
+    def ordered(self, now: float, policy: WaitPolicy, order: QueueOrder) -> list[QueuedJob]:
+        """``current`` in ``order``; sorted only when the entries changed since the last call."""
+        entries = self.current(now, policy)
+        if self._ordered is None or self._ordered[0] is not order:
+            self._ordered = (order, in_order(entries, order))
+        return list(self._ordered[1])
+
     def add(self, queued: QueuedJob) -> None:
         if self._entries is not None:
             self._entries[queued.id] = queued
+            self._ordered = None
 
     def drop(self, job_id: str) -> None:
-        if self._entries is not None:
-            self._entries.pop(job_id, None)
+        if self._entries is not None and self._entries.pop(job_id, None) is not None:
+            self._ordered = None
 
     def invalidate(self) -> None:
         self._entries = None
+        self._ordered = None
 
     def take_cancelled(self) -> set[str]:
         taken, self._cancelled = self._cancelled, set()
@@ -81,6 +96,7 @@ class QueueView:
             for s in read_all(self.store, JobState.QUEUED)
             if not is_kueues(s.job)
         }
+        self._ordered = None
         self._position = position
         self._loaded_at = now
 
@@ -97,13 +113,13 @@ class QueueView:
                 last[job_id] = state
             for job_id, state in last.items():
                 if state is not JobState.QUEUED:
-                    self._entries.pop(job_id, None)
+                    self.drop(job_id)
                 elif job_id not in self._entries:
                     try:
                         stored = self.store.get(job_id)
                     except JobNotFound:
                         continue
                     if stored.state is JobState.QUEUED and not is_kueues(stored.job):
-                        self._entries[job_id] = entry(stored, policy)
+                        self.add(entry(stored, policy))
             if len(changes) < 10_000:
                 return

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import replace
+from operator import attrgetter
 from typing import Protocol
 
 from starburst.controller.burst_ceiling import TeamCeiling
@@ -59,7 +60,6 @@ from starburst.core.errors import PermanentError, TransientError
 from starburst.core.job import Job, QueuedJob, cloud_blocker
 from starburst.core.kueue_jobs import is_kueues
 from starburst.core.lifecycle import JobState
-from starburst.core.ordering import in_order
 from starburst.core.ports import (
     Clock,
     Cloud,
@@ -162,14 +162,17 @@ class SchedulingLoop:
         if self.cloud_side is not None:
             self.cloud_side.follow(now, report, token)
             self._retry_resumes(now)
-        queue = self.view.current(now, self.config.policy)
+        queue = self.view.ordered(now, self.config.policy, self.config.order)
         self._stop_cancelled_onprem(self.view.take_cancelled(), full=self.view.reloaded)
         # a job pulled back this pass re-arrives (as in ``sim.engine``): with no budget left it
         # still starts if it fits, and bursts again only if it does not
         pulled = set(report.pulled_back)
-        arrivals = [*self._admit(now, token, report), *(q for q in queue if q.id in pulled)]
-        arrival_ids = {a.id for a in arrivals}
-        queue = [q for q in queue if q.id not in arrival_ids]
+        arrivals = self._admit(now, token, report)
+        if pulled:  # (each scan below is the whole queue: skipped when it finds nothing)
+            arrivals += [q for q in queue if q.id in pulled]
+        if arrivals:
+            arrival_ids = {a.id for a in arrivals}
+            queue = [q for q in queue if q.id not in arrival_ids]
         snapshot = self.cluster.snapshot()
         capacity = snapshot.capacity
         hold = self._hold(now)
@@ -178,7 +181,7 @@ class SchedulingLoop:
         over_ceiling = self.ceiling.begin()
         result = schedule_pass(
             now,
-            in_order(queue, self.config.order),
+            queue,  # in order (the view's)
             arrivals,
             snapshot.capacity,
             self.config,
@@ -194,18 +197,9 @@ class SchedulingLoop:
         report.unstartable = self.unstartable.take()
         report.held = result.held
         self._announce_held(result.held)
-        deadlines = (
-            []
-            if HOLD_ALL in hold
-            else [
-                q.deadline
-                for q in result.waiting
-                if (NO_TEAM if q.job.team is None else q.job.team) not in hold
-                and q.id not in self.ceiling.held
-            ]
-        )
+        deadline = _earliest_deadline(result.waiting, hold, self.ceiling.held)
         pull_backs = self.cloud_side.pull_backs_due() if self.cloud_side is not None else []
-        report.next_wakeup = min([*deadlines, *pull_backs], default=math.inf)
+        report.next_wakeup = min([deadline, *pull_backs])
         if report.admitted >= self.admissions_per_pass:
             report.next_wakeup = now  # more submissions wait: come back at once
         return report
@@ -333,6 +327,8 @@ class SchedulingLoop:
     def _stop_cancelled_onprem(self, cancelled: set[str], full: bool) -> None:
         """Work still running on-prem for a job the store no longer has running is stopped:
         the jobs the change feed saw cancelled, and on a full re-read every mismatch."""
+        if not cancelled and not full:
+            return
         running = {r.job.id for r in self.cluster.snapshot().running}
         if not running:
             return
@@ -566,6 +562,29 @@ class SchedulingLoop:
             call(*args)
         except (TransientError, PermanentError) as exc:
             log.warning("could not annotate job %s: %s", args[0], exc)
+
+
+def _earliest_deadline(
+    waiting: list[QueuedJob], hold: Mapping[str, str], held_jobs: Container[str]
+) -> float:
+    """When the first waiting job's budget runs out, among those that may burst then (not
+    held by their team or a ceiling); inf if none. The whole queue: at C speed when nothing
+    is held."""
+    if HOLD_ALL in hold:
+        return math.inf
+    if not hold and not held_jobs:
+        return min(map(_DEADLINE, waiting), default=math.inf)
+    return min(
+        (
+            q.deadline
+            for q in waiting
+            if (NO_TEAM if q.job.team is None else q.job.team) not in hold and q.id not in held_jobs
+        ),
+        default=math.inf,
+    )
+
+
+_DEADLINE = attrgetter("deadline")
 
 
 def _with_declaration(stored: StoredJob) -> Job:

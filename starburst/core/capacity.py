@@ -153,13 +153,28 @@ class CapacityIndex:
         seen = self._fits_of.get(job.id)
         if seen is not None and seen[0] is job:
             return seen[1]
+        known = self._fits_empty(job)
+        self._fits_of[job.id] = (job, known)
+        return known
+
+    def _fits_empty(self, job: Job) -> bool:
+        """Whether the empty cluster holds the job: one placement per shape of request."""
         key = (job.gpus, job.split_unit, job.gpu_type, job.cpus, job.memory_mb)
         known = self._ever_fits.get(key)
         if known is None:
             empty = CapacityIndex(self.nodes)
             known = self._ever_fits[key] = empty.place(job, PlacementStrategy.FIRST_FIT) is not None
-        self._fits_of[job.id] = (job, known)
         return known
+
+    def could_all_ever_fit(self, shapes: Iterable[JobShape]) -> bool:
+        """Whether jobs of every one of these shapes fit the empty cluster (``job_shape``;
+        the caller gathers the distinct shapes of a long queue at C speed)."""
+        return all(self._could_ever_fit_shape(*shape) for shape in shapes)
+
+    def _could_ever_fit_shape(
+        self, gpus: int, pods: int | None, gpu_type: str | None, cpus: float, memory_mb: float
+    ) -> bool:
+        return self._fits_empty(Job("", 0.0, gpus, cpus, memory_mb, gpu_type, pods=pods))
 
     def shortfall(self, job: Job) -> str | None:
         """Why the empty cluster could never hold ``job`` ("needs 16 GPUs and the private
@@ -301,6 +316,11 @@ class CapacityIndex:
         bucket = levels[old]
         del bucket[bisect.bisect_left(bucket, i)]
         bisect.insort(levels[new], i)
+
+
+#: what ``could_ever_fit`` depends on: GPUs, pods (``split_unit`` follows from the two), GPU
+#: type, CPUs, memory
+JobShape = tuple[int, int | None, str | None, float, float]
 
 
 def _merged(lists: list[list[int]]) -> Iterator[int]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from starburst.core.capacity import (
     CapacityIndex,
@@ -116,33 +117,75 @@ def schedule_pass(
     reason: a burst above a $/h ceiling).
     """
     result = PassResult()
-    held = _Holds(hold or {}, held_jobs or {})
-    kept: list[QueuedJob] = []
-    # a cluster with no schedulable node (none seen yet, or all cordoned) proves nothing
-    fits = capacity.could_ever_fit if capacity.has_schedulable_nodes else None
-    for entry in queue:
-        if entry.deadline <= now and not _held(entry, held, result):
-            result.bursts.append(Burst(entry.job, _expired_reason(entry, now)))
-        elif (
-            fits is not None
-            and not fits(entry.job)
-            and not math.isinf(entry.deadline)  # a job that never bursts: ``_schedule`` says why
-            and not _held(entry, held, result)
-        ):
-            result.bursts.append(Burst(entry.job, _cannot_fit_reason(entry.job, capacity)))
-        else:
-            kept.append(entry)
+    held = _Holds(hold or {}, held_jobs or {}) if hold or held_jobs else _NO_HOLDS
+    if _all_keep_waiting(now, queue, capacity):
+        kept = list(queue)  # the usual pass: nothing expired, everything fits
+    else:
+        kept = _expire(now, queue, capacity, result, held)
     if arrivals:
         arrivals = _burst_never_fitting(arrivals, capacity, result, held)
     ordered = merge(kept, arrivals, config.order) if arrivals else kept
     if capacity.free_gpus == 0 and not _may_need_a_look(ordered):
         waiting = ordered  # a full cluster starts nothing: skip the scan
     else:
-        waiting = _schedule(now, ordered, capacity, config, result)
-    if any(a.deadline <= now for a in arrivals):
-        waiting = _burst_spent(now, waiting, result, held)
+        waiting = _schedule(ordered, capacity, config, result)
+    for a in arrivals:
+        if a.deadline <= now:
+            waiting = _burst_spent(now, waiting, result, held)
+            break
     result.waiting = _apply_cap(waiting, config.queue_cap, result, held)
     return result
+
+
+_INF = math.inf
+#: from this length on, ``_all_keep_waiting`` is worth asking before the per-job loop
+_LONG_QUEUE = 64
+_DEADLINE = attrgetter("deadline")
+#: a queued job's ``capacity.JobShape``
+_SHAPE = attrgetter("job.gpus", "job.pods", "job.gpu_type", "job.cpus", "job.memory_mb")
+_GPUS = attrgetter("job.gpus")
+_BUDGET = attrgetter("budget")
+
+
+def _all_keep_waiting(now: float, queue: Sequence[QueuedJob], capacity: CapacityIndex) -> bool:
+    """Whether no queued job's budget has run out and every one could fit the cluster: the
+    usual pass, told at C speed over the whole queue (no per-job Python step)."""
+    if len(queue) < _LONG_QUEUE or min(map(_DEADLINE, queue)) <= now:
+        return False  # (a short queue: the plain loop of ``_expire`` is as quick)
+    return not capacity.has_schedulable_nodes or capacity.could_all_ever_fit(
+        set(map(_SHAPE, queue))
+    )
+
+
+def _expire(
+    now: float,
+    queue: Sequence[QueuedJob],
+    capacity: CapacityIndex,
+    result: PassResult,
+    held: _Holds,
+) -> list[QueuedJob]:
+    """Burst the queued jobs whose budget ran out, and those that could never fit (step 1);
+    the jobs kept."""
+    kept: list[QueuedJob] = []
+    bursts = result.bursts
+    # a cluster with no schedulable node (none seen yet, or all cordoned) proves nothing
+    fits = capacity.could_ever_fit if capacity.has_schedulable_nodes else None
+    for entry in queue:
+        deadline = entry.deadline
+        if deadline > now and (deadline == _INF or fits is None or fits(entry.job)):
+            kept.append(entry)  # the usual case first: the job keeps waiting
+        elif deadline <= now and not _held(entry, held, result):
+            bursts.append(Burst(entry.job, _expired_reason(entry, now)))
+        elif (
+            fits is not None
+            and deadline != _INF  # a job that never bursts: ``_schedule`` says why
+            and not fits(entry.job)
+            and not _held(entry, held, result)
+        ):
+            bursts.append(Burst(entry.job, _cannot_fit_reason(entry.job, capacity)))
+        else:
+            kept.append(entry)
+    return kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +202,14 @@ class _Holds:
         return team or self.teams.get(HOLD_ALL) or self.jobs.get(entry.id)
 
 
+#: no team and no job held: the common pass (``reason`` is always None, ``recorded`` unused)
+_NO_HOLDS = _Holds({}, {})
+
+
 def _held(entry: QueuedJob, held: _Holds, result: PassResult) -> bool:
     """Whether a job that would burst must wait on-prem instead (recorded with the reason)."""
+    if held is _NO_HOLDS:
+        return False
     reason = held.reason(entry)
     if reason is None:
         return False
@@ -190,50 +239,48 @@ def _burst_never_fitting(
     return admitted
 
 
-def _may_need_a_look(ordered: list[QueuedJob]) -> bool:
-    """GPU-less jobs may fit a full cluster; never-bursting jobs must be checked for fit."""
-    return any(e.job.gpus == 0 or math.isinf(e.budget) for e in ordered)
+def _may_need_a_look(ordered: Sequence[QueuedJob]) -> bool:
+    """GPU-less jobs may fit a full cluster; never-bursting jobs must be checked for fit
+    (at C speed: asked over the whole queue on most passes of a busy cluster)."""
+    return 0 in map(_GPUS, ordered) or any(map(math.isinf, map(_BUDGET, ordered)))
 
 
 def _schedule(
-    now: float,
     ordered: list[QueuedJob],
     capacity: CapacityIndex,
     config: SchedulerConfig,
     result: PassResult,
 ) -> list[QueuedJob]:
     waiting: list[QueuedJob] = []
-    strategy = config.placement
-    blocked = False
+    strategy, out_of_order = config.placement, config.out_of_order
+    starts, place = result.starts, capacity.place
     # Free capacity only shrinks during a pass, so once a job of some shape fails to fit, every
     # job of the same shape (pod size included) with at least as many GPUs fails too:
     # remember the smallest failure.
     smallest_failure: dict[tuple[str | None, float, float, int | None], int] = {}
-    for entry in ordered:
-        if blocked:
-            waiting.append(entry)
-            continue
+    for i, entry in enumerate(ordered):
         job = entry.job
+        gpus = job.gpus
         shape = (job.gpu_type, job.cpus, job.memory_mb, job.pods and job.split_unit)
         failed_at = smallest_failure.get(shape)
-        if failed_at is not None and job.gpus >= failed_at and not math.isinf(entry.deadline):
-            waiting.append(entry)
-            if not config.out_of_order:
-                blocked = True
-            continue
-        placement = capacity.place(job, strategy)
-        if placement is None and (failed_at is None or job.gpus < failed_at):
-            smallest_failure[shape] = job.gpus
-        if placement is not None:
-            capacity.allocate(placement)
-            result.starts.append(Start(entry.job, placement, _start_reason(placement, waiting)))
-        elif math.isinf(entry.deadline) and not capacity.could_ever_fit(entry.job):
-            result.bursts.append(Burst(entry.job, _never_fits_reason(entry.job, capacity)))
+        if failed_at is not None and gpus >= failed_at and entry.deadline != _INF:
+            placement = None
         else:
-            waiting.append(entry)
-            if not config.out_of_order:
-                blocked = True
-    for start in result.starts:
+            placement = place(job, strategy)
+            if placement is not None:
+                capacity.allocate(placement)
+                starts.append(Start(job, placement, _start_reason(placement, waiting)))
+                continue
+            if failed_at is None or gpus < failed_at:
+                smallest_failure[shape] = gpus
+            if entry.deadline == _INF and not capacity.could_ever_fit(job):
+                result.bursts.append(Burst(job, _never_fits_reason(job, capacity)))
+                continue
+        waiting.append(entry)
+        if not out_of_order:  # in order: the first job that does not fit blocks the rest
+            waiting.extend(ordered[i + 1 :])
+            break
+    for start in starts:
         capacity.release(start.placement)
     return waiting
 

@@ -141,6 +141,24 @@ def test_a_queued_job_larger_than_the_cluster_bursts_on_the_next_pass() -> None:
     assert result.bursts[0].reason.startswith("needs 32 GPUs and the private cluster has 16")
 
 
+def test_a_never_fitting_job_bursts_whatever_its_place_in_a_short_or_long_queue() -> None:
+    # a long queue takes the pass's quick check of every job's shape at once: same answer
+    index = CapacityIndex(nodes(2, 8))
+    busy(index, 0, 8)
+    busy(index, 1, 8)
+    for length in (3, 100):
+        for place in (0, 1, length // 2, length):
+            waiting = [
+                queued(make_job(f"w{i:03d}", gpus=1 + i % 4, submit=i), budget=600, at=i)
+                for i in range(length)
+            ]
+            giant = queued(make_job("giant", gpus=32, submit=place), budget=600, at=place)
+            queue = [*waiting[:place], giant, *waiting[place:]]
+            result = schedule_pass(300, queue, [], index, config(out_of_order=True))
+            assert ids(result.bursts) == ["giant"], (length, place)
+            assert len(result.waiting) == length
+
+
 def test_a_held_never_fitting_job_bursts_as_soon_as_the_hold_lifts() -> None:
     index = CapacityIndex(nodes(1, 8))
     entry = admit(
