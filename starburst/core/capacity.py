@@ -91,6 +91,7 @@ class CapacityIndex:
         "_free_total",
         "_largest_any",
         "_max_level",
+        "_shape_fits",
         "nodes",
     )
 
@@ -103,6 +104,7 @@ class CapacityIndex:
         self._max_level: dict[str, int] = {}
         self._ever_fits: dict[tuple[int, int, str | None, float, float], bool] = {}
         self._fits_of: dict[str, tuple[Job, bool]] = {}  # job id → (that job, its answer)
+        self._shape_fits: dict[JobShape, bool] = {}  # ``could_all_ever_fit``'s answers
         for i, node in enumerate(self.nodes):
             if node.gpus < 0:
                 raise ConfigError(f"node {node.name} has a negative GPU count")
@@ -169,12 +171,16 @@ class CapacityIndex:
     def could_all_ever_fit(self, shapes: Iterable[JobShape]) -> bool:
         """Whether jobs of every one of these shapes fit the empty cluster (``job_shape``;
         the caller gathers the distinct shapes of a long queue at C speed)."""
-        return all(self._could_ever_fit_shape(*shape) for shape in shapes)
-
-    def _could_ever_fit_shape(
-        self, gpus: int, pods: int | None, gpu_type: str | None, cpus: float, memory_mb: float
-    ) -> bool:
-        return self._fits_empty(Job("", 0.0, gpus, cpus, memory_mb, gpu_type, pods=pods))
+        known = self._shape_fits
+        for shape in shapes:
+            fits = known.get(shape)
+            if fits is None:
+                gpus, pods, gpu_type, cpus, memory_mb = shape
+                job = Job("", 0.0, gpus, cpus, memory_mb, gpu_type, pods=pods)
+                fits = known[shape] = self._fits_empty(job)
+            if not fits:
+                return False
+        return True
 
     def shortfall(self, job: Job) -> str | None:
         """Why the empty cluster could never hold ``job`` ("needs 16 GPUs and the private
@@ -191,6 +197,21 @@ class CapacityIndex:
             why = f"no set of its nodes can hold it (largest node {largest} GPUs)"
         kind = f" {job.gpu_type}" if job.gpu_type else ""
         return f"needs {job.gpus}{kind} GPUs and {why}"
+
+    def most_free(self) -> int:
+        """The most free GPUs on any schedulable node (``max_free`` of a job of no type)."""
+        best = 0
+        for levels in self._buckets.values():
+            for level in range(len(levels) - 1, best, -1):
+                if levels[level]:
+                    best = level
+                    break
+        return best
+
+    @property
+    def largest_any(self) -> int:
+        """GPUs of the largest schedulable node (0 if none)."""
+        return self._largest_any
 
     def max_free(self, job: Job) -> int:
         """The most free GPUs on any node the job may use."""

@@ -138,8 +138,9 @@ def schedule_pass(
 
 
 _INF = math.inf
+_NO_FAILURE = 2**63  # ``_schedule``'s smallest failure of a shape that has not failed
 #: from this length on, ``_all_keep_waiting`` is worth asking before the per-job loop
-_LONG_QUEUE = 64
+_LONG_QUEUE = 8
 _DEADLINE = attrgetter("deadline")
 #: a queued job's ``capacity.JobShape``
 _SHAPE = attrgetter("job.gpus", "job.pods", "job.gpu_type", "job.cpus", "job.memory_mb")
@@ -258,20 +259,24 @@ def _schedule(
     # job of the same shape (pod size included) with at least as many GPUs fails too:
     # remember the smallest failure.
     smallest_failure: dict[tuple[str | None, float, float, int | None], int] = {}
+    # Quicker still: a job of no GPU type that one node could hold fits nowhere while no node
+    # has as many GPUs free (``place`` checks that first); ``top`` only shrinks too.
+    top, largest = capacity.most_free(), capacity.largest_any
     for i, entry in enumerate(ordered):
         job = entry.job
         gpus = job.gpus
-        shape = (job.gpu_type, job.cpus, job.memory_mb, job.pods and job.split_unit)
-        failed_at = smallest_failure.get(shape)
-        if failed_at is not None and gpus >= failed_at and entry.deadline != _INF:
-            placement = None
-        else:
+        if entry.deadline == _INF or not (
+            (top < gpus <= largest and job.gpu_type is None)
+            or smallest_failure.get(_shape(job), _NO_FAILURE) <= gpus
+        ):
             placement = place(job, strategy)
             if placement is not None:
                 capacity.allocate(placement)
+                top = capacity.most_free()
                 starts.append(Start(job, placement, _start_reason(placement, waiting)))
                 continue
-            if failed_at is None or gpus < failed_at:
+            shape = _shape(job)
+            if gpus < smallest_failure.get(shape, _NO_FAILURE):
                 smallest_failure[shape] = gpus
             if entry.deadline == _INF and not capacity.could_ever_fit(job):
                 result.bursts.append(Burst(job, _never_fits_reason(job, capacity)))
@@ -283,6 +288,10 @@ def _schedule(
     for start in starts:
         capacity.release(start.placement)
     return waiting
+
+
+def _shape(job: Job) -> tuple[str | None, float, float, int | None]:
+    return (job.gpu_type, job.cpus, job.memory_mb, job.pods and job.split_unit)
 
 
 def _burst_spent(
