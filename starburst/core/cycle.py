@@ -140,7 +140,7 @@ def schedule_pass(
 _INF = math.inf
 _NO_FAILURE = 2**63  # ``_schedule``'s smallest failure of a shape that has not failed
 #: from this length on, ``_all_keep_waiting`` is worth asking before the per-job loop
-_LONG_QUEUE = 8
+_LONG_QUEUE = 64
 _DEADLINE = attrgetter("deadline")
 #: a queued job's ``capacity.JobShape``
 _SHAPE = attrgetter("job.gpus", "job.pods", "job.gpu_type", "job.cpus", "job.memory_mb")
