@@ -30,6 +30,10 @@ no longer share the API's interpreter lock (the CPU column counts both processes
 3. ``GET /v1/jobs`` (every state, and the active view), first page, and
    ``GET /v1/costs?by=team,month`` with ``--history`` finished jobs and their cost entries in
    the store, once the controller has admitted the backlog: p50/p99 (target p50 < 20 ms).
+   Beside every row, the same ``wrk`` (connections, seconds) right after it on a bare FastAPI
+   hello app under the same uvicorn, started once for the whole run: its rate and the ratio
+   submits ÷ hello of that row (issue 37's target at 32 in flight: ≥ 0.6×), so the machine's
+   load falls on both sides of each ratio.
 4. ``GET /healthz`` on the same server beside a bare FastAPI app under the same uvicorn
    (target: within 2×), and the ceiling: the store's own batched submissions on a quiet
    store (measured before the server starts), in pages of 500 (``submit_many``) and in the
@@ -41,6 +45,7 @@ Needs ``wrk`` (Debian package ``wrk``). Prints figures, never pass/fail.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -55,6 +60,7 @@ import textwrap
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,6 +119,22 @@ app = FastAPI()
 def healthz():
     return {"ok": True}
 """
+
+
+@contextlib.contextmanager
+def bare_app() -> Iterator[int]:
+    """A bare FastAPI hello app (``BARE_APP``) under the same uvicorn; its port."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "bare.py").write_text(textwrap.dedent(BARE_APP))
+        argv = [sys.executable, "-m", "uvicorn", "bare:app", "--port", str(port)]
+        bare = subprocess.Popen([*argv, "--log-level", "warning"], cwd=tmp)
+        try:
+            wait_ready(port)
+            yield port
+        finally:
+            bare.terminate()
+            bare.wait(timeout=10)
 
 
 def free_port() -> int:
@@ -495,11 +517,29 @@ def run(
     ceiling: tuple[float, float],
 ) -> None:
     auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    with bare_app() as bare_port:
+        submit_rows(port, bare_port, auth, url, store, args, pids)
+        drain(store)
+        reset_queue(store, url)
+        rest(port, bare_port, token, url, store, args, ceiling)
+
+
+def submit_rows(
+    port: int,
+    bare_port: int,
+    auth: dict[str, str],
+    url: str,
+    store: SqlStore,
+    args: argparse.Namespace,
+    pids: list[int],
+) -> None:
+    """Section 1: each row beside the bare app's hello, measured right after it (same
+    connections, same seconds), and the ratio submits ÷ hello of that row."""
     body = json.dumps(BODY)
     print("\n1. POST /v1/jobs through HTTP (wrk, one job per request; each row on an empty queue)")
     print(
         "   in flight   submits/s   p50 ms   p99 ms   201s    200s  other  no id  sock err"
-        "  timeouts  CPU ms/submit  queue end  load"
+        "  timeouts  CPU ms/submit  queue end   bare hello/s  ratio  load"
     )
     for connections in (1, 8, 32, 64):
         for retry in (False, True):
@@ -517,16 +557,29 @@ def run(
             cpu_ms = (
                 (sum(cpu_seconds(pid) for pid in pids) - cpu_before) * 1e3 / max(r["requests"], 1)
             )
+            hello = wrk(bare_port, connections, args.seconds, "/healthz", {})
             label = f"{connections}{' +retries' if retry else ''}"
             print(
                 f"   {label:>11} {r['rate']:>9,.0f} {r['p50']:>8.1f} {r['p99']:>8.1f}"
                 f" {r.get('created', 0):>6.0f} {r.get('repeated', 0):>7.0f}"
                 f" {r.get('other', 0):>6.0f} {r.get('no_id', 0):>6.0f}"
                 f" {r['socket_errors']:>9.0f} {r['timeouts']:>9.0f} {cpu_ms:>14.2f}"
-                f" {depth:>10,} {os.getloadavg()[0]:>5.1f}"
+                f" {depth:>10,} {hello['rate']:>14,.0f} {r['rate'] / hello['rate']:>5.2f}×"
+                f" {os.getloadavg()[0]:>5.1f}",
+                flush=True,
             )
-    drain(store)
-    reset_queue(store, url)
+
+
+def rest(
+    port: int,
+    bare_port: int,
+    token: str,
+    url: str,
+    store: SqlStore,
+    args: argparse.Namespace,
+    ceiling: tuple[float, float],
+) -> None:
+    """Sections 2-4: exactness, reads, /healthz beside the bare app, the store's ceiling."""
     print(
         f"\n2. exactness: {args.exact:,} keyed submissions from 32 threads, each sent twice "
         "(one in four both at once)"
@@ -547,28 +600,7 @@ def run(
         print(f"   GET {path:<32} p50 {p50:6.1f} ms   p99 {p99:6.1f} ms")
     print("\n4. /healthz beside a bare FastAPI app (wrk, 32 connections)")
     ours = wrk(port, 32, args.seconds / 2, "/healthz", {})
-    bare_port = free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "bare.py").write_text(textwrap.dedent(BARE_APP))
-        bare = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "bare:app",
-                "--port",
-                str(bare_port),
-                "--log-level",
-                "warning",
-            ],
-            cwd=tmp,
-        )
-        try:
-            wait_ready(bare_port)
-            base = wrk(bare_port, 32, args.seconds / 2, "/healthz", {})
-        finally:
-            bare.terminate()
-            bare.wait(timeout=10)
+    base = wrk(bare_port, 32, args.seconds / 2, "/healthz", {})
     print(
         f"   starburst /healthz {ours['rate']:>8,.0f}/s   bare FastAPI {base['rate']:>8,.0f}/s"
         f"   ratio {base['rate'] / ours['rate']:.2f}×"
