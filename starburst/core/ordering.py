@@ -16,7 +16,6 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
-from operator import attrgetter
 
 from starburst.core.errors import ConfigError
 from starburst.core.job import QueuedJob
