@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from starburst.adapters.db import migrate
 from starburst.adapters.db.convert import to_time
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.capacity import uniform_nodes
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.job import Job

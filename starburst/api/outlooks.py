@@ -25,7 +25,7 @@ from functools import cached_property
 
 from starburst.api import submit_ceilings
 from starburst.api.context import ApiContext
-from starburst.controller.cloudgate import held_reason
+from starburst.controller.loop.cloudgate import held_reason
 from starburst.core.capacity import CapacityIndex
 from starburst.core.cycle import NO_CLOUD, NO_TEAM
 from starburst.core.holds import holds as budget_holds

@@ -2,7 +2,7 @@
 its job ceiling (on by default, ``starburst.core.price_ceilings``), or that would take its team's
 cloud spend rate above ``max_team_cloud_price``, is refused with the price, the reason and
 the setting that allows it (422) before it is stored. Both are checked again when a job
-bursts (``starburst.controller.burst_ceiling``); ``burst_hold`` words the team hold for
+bursts (``starburst.controller.loop.burst_ceiling``); ``burst_hold`` words the team hold for
 ``explain``. The same check answers ``POST /v1/jobs/quote`` (``submit --dry-run``).
 
 Terms:
@@ -138,7 +138,7 @@ def budget_hold(ctx: ApiContext, team: str | None) -> str | None:
 
 def burst_hold(ctx: ApiContext, stored: StoredJob) -> str | None:
     """Why a queued job past its budget waits instead of bursting because of the team
-    ceiling (the controller's check, ``starburst.controller.burst_ceiling``), or None."""
+    ceiling (the controller's check, ``starburst.controller.loop.burst_ceiling``), or None."""
     per_team, team = ctx.settings.max_team_cloud_price, stored.job.team
     if per_team is None or team is None or ctx.quote is None or stored.job.gpus <= 0:
         return None

@@ -41,13 +41,13 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Protocol
 
 from starburst.controller import structured_logs
-from starburst.controller.budgets import BudgetAlerts, BudgetGate
-from starburst.controller.capabilities import Capabilities
-from starburst.controller.cloudgate import CloudGate
 from starburst.controller.locality import Locality
+from starburst.controller.loop.budgets import BudgetAlerts, BudgetGate
+from starburst.controller.loop.capabilities import Capabilities
+from starburst.controller.loop.cloudgate import CloudGate
+from starburst.controller.loop.report import PassReport
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.controller.metrics import ControllerMetrics
-from starburst.controller.report import PassReport
-from starburst.controller.scheduling import SchedulingLoop
 from starburst.controller.tuning import TuningHooks
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import StarburstError, TransientError

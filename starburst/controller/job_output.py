@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from starburst.controller.cloudside import cloud_id
-from starburst.controller.report import backend_job
+from starburst.controller.loop.cloudside import cloud_id
+from starburst.controller.loop.report import backend_job
 from starburst.core.errors import PermanentError
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import Cloud, CloudHandle, LogSource

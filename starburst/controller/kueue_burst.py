@@ -36,10 +36,10 @@ from dataclasses import replace
 
 from starburst.adapters.kubernetes.conversion import finished
 from starburst.adapters.kubernetes.kueue import KueueWorkload, KueueWorkloads
-from starburst.controller.cloudside import CloudFollower, cloud_job
-from starburst.controller.moves import ACTOR
-from starburst.controller.queue_view import read_all
-from starburst.controller.report import backend_job
+from starburst.controller.loop.cloudside import CloudFollower, cloud_job
+from starburst.controller.loop.moves import ACTOR
+from starburst.controller.loop.queue_view import read_all
+from starburst.controller.loop.report import backend_job
 from starburst.core.duration import human
 from starburst.core.errors import StarburstError
 from starburst.core.job import Job

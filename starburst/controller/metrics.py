@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 
-from starburst.controller.report import PassReport
+from starburst.controller.loop.report import PassReport
 from starburst.core.ports import IdRange, Ledger
 
 

@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from starburst.adapters.memory.store import MemoryStore
-from starburst.controller.report import PassReport
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.report import PassReport
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.capacity import Node, describe_placement
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.errors import ConfigError

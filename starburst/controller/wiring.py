@@ -51,9 +51,9 @@ from starburst.adapters.db.leader import (
     record_local_state,
 )
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.capabilities import Capabilities
 from starburst.controller.daemon import Controller
 from starburst.controller.locality import Locality, locality_of
+from starburst.controller.loop.capabilities import Capabilities
 from starburst.controller.metrics import ControllerMetrics
 from starburst.core.errors import ConfigError, StarburstError
 from starburst.core.job import Job

@@ -18,7 +18,7 @@ Terms:
 
 Invariants: pure — time comes in as arguments; amounts are ``Decimal`` rounded to millionths
 (the ledger's unit), so Σ charges = price × billed time up to one micro-unit per chunk.
-``starburst.controller.cloudside`` meters with ``charges``; nothing else prices a launch.
+``starburst.controller.loop.cloudside`` meters with ``charges``; nothing else prices a launch.
 """
 
 from __future__ import annotations

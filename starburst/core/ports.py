@@ -22,7 +22,7 @@ Terms:
   ``SubmissionSource``, ``JobAnnotator``, ``BudgetNotes``, ``DeletedJobs``, ``LogSource``,
   ``CloudHealth``, ``FailureReasons``, ``BilledLaunches``, ``LaunchEnds``). A backend
   declares one by implementing its methods; the controller resolves them once, when it is
-  wired (``starburst.controller.capabilities``), and never asks a backend again. A
+  wired (``starburst.controller.loop.capabilities``), and never asks a backend again. A
   backend without a capability is never worse than correct: the controller only loses a
   courtesy (an annotation, a prompt pass, an exact end time).
 """

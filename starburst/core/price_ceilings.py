@@ -7,15 +7,15 @@ Terms:
   GPU type in the price table (any one instance the table sells fits under it; a typo asking
   for hundreds of nodes does not). Checked at submission (``starburst.api.submit_ceilings``: refused
   with the price, the reason and the setting that allows it) and when a job bursts
-  (``starburst.controller.burst_ceiling``: a Kubernetes Job, which never passed the API, waits
+  (``starburst.controller.loop.burst_ceiling``: a Kubernetes Job, which never passed the API, waits
   on-prem instead).
 - *team rate*: the sum of the hourly prices of the active launches of the team's jobs now
   bursting or running in the cloud (the latest launch of each).
 - *team ceiling*: ``max_team_cloud_price``. It is checked twice with the same rule: at
-  submission (``starburst.api.submit_ceilings``: a job whose own price would take the team above it
-  is refused) and when a job bursts (``starburst.controller.burst_ceiling``: jobs that passed at
-  submission one by one, while the team ran little, may not burst together above it; a job
-  that would waits on-prem instead, as a budget hold does).
+  submission (``starburst.api.submit_ceilings``: a job whose own price would take the team
+  above it is refused) and when a job bursts (``starburst.controller.loop.burst_ceiling``:
+  jobs that passed at submission one by one, while the team ran little, may not burst
+  together above it; a job that would waits on-prem instead, as a budget hold does).
 
 Invariant: money is ``Decimal`` here, so rates add up exactly as the ledger does.
 """

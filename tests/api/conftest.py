@@ -272,7 +272,7 @@ def serve_loop(
     and the environment that points the real CLI at it as alice: ``(loop, api, env)``.
     ``policy`` is a ``PolicyKind`` (default ``infinite``: nothing bursts) or a ``WaitPolicy``;
     ``loop_options`` are ``SchedulingLoop`` keywords (``hold``...)."""
-    from starburst.controller.scheduling import SchedulingLoop
+    from starburst.controller.loop.scheduling import SchedulingLoop
     from starburst.core.cycle import SchedulerConfig
     from starburst.core.policy import PolicyKind, WaitPolicy
 

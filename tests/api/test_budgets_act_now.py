@@ -16,7 +16,7 @@ from contextlib import ExitStack
 from decimal import Decimal
 from typing import Any
 
-from starburst.controller.budgets import BudgetGate
+from starburst.controller.loop.budgets import BudgetGate
 from starburst.core.capacity import uniform_nodes
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy

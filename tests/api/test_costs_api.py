@@ -9,7 +9,7 @@ from functools import partial
 
 import pytest
 
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.billing import REPORT_KEYS, per_currency
 from starburst.core.capacity import uniform_nodes
 from starburst.core.cycle import SchedulerConfig

@@ -15,7 +15,7 @@ import pytest
 
 from starburst.adapters.local import LocalCluster
 from starburst.adapters.skypilot import build_task, launch_name, launch_options
-from starburst.controller.report import backend_job
+from starburst.controller.loop.report import backend_job
 from starburst.core.lifecycle import JobState
 from starburst.pricing import parse_price_table
 from tests.api.conftest import LiveServer, serve_loop

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from starburst.adapters.local import LocalCluster
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from starburst.controller.budgets import BudgetGate
+from starburst.controller.loop.budgets import BudgetGate
 from starburst.core.capacity import uniform_nodes
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy

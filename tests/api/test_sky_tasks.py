@@ -15,7 +15,7 @@ import pytest
 
 from starburst.adapters.local import LocalCluster
 from starburst.controller.job_output import JobLogs
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy

@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from starburst.controller.budgets import BudgetGate
+from starburst.controller.loop.budgets import BudgetGate
 from starburst.core.capacity import uniform_nodes
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy

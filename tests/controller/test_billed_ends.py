@@ -31,7 +31,7 @@ from starburst.adapters.kubernetes import conversion as conv
 from starburst.adapters.kubernetes.jobbook import JobBook
 from starburst.adapters.local import EmulatedCloud, LocalCluster
 from starburst.adapters.skypilot import Backoff, SkyPilotCloud
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.budgets import BudgetAlerts, BudgetGate
+from starburst.controller.loop.budgets import BudgetAlerts, BudgetGate
 from starburst.controller.metrics import ControllerMetrics
 from starburst.core.holds import budget_states
 from starburst.core.lifecycle import JobState

@@ -6,8 +6,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.budgets import BudgetGate
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.budgets import BudgetGate
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.capacity import Part, uniform_nodes
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.job import Job

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from starburst.adapters.local import EmulatedCloud, LocalCluster
-from starburst.controller.capabilities import Capabilities
+from starburst.controller.loop.capabilities import Capabilities
 from starburst.core import ports
 from starburst.core.capacity import Node
 from starburst.sim.cloud import SimCloud

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.capacity import uniform_nodes
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.dependencies import AfterKind, Dependency

@@ -29,7 +29,7 @@ SLOW_PASSES, SLEEP_S, INTERVAL_S = 3, 0.6, 0.25
 SCRIPT = f"""
 import time
 from starburst.api import serve
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.settings import Settings
 
 real, left = SchedulingLoop.run_pass, [{SLOW_PASSES}]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState

@@ -9,7 +9,7 @@ import pytest
 
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import EmulatedCloud, LocalCluster
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy

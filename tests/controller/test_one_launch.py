@@ -1,7 +1,7 @@
 """A job goes to the cloud one way: a burst and a resumed burst share ``SchedulingLoop._launch``.
 
 The launch sequence (launch through the port → record it in the ledger → follow it) once
-stood twice in ``controller/scheduling.py``: for a burst the pass decided, and for a burst a
+stood twice in ``controller/loop/scheduling.py``: for a burst the pass decided, and for a burst a
 new leader re-issues (the previous leader recorded the job ``bursting`` and died before the
 launch). Here the same job takes each path on a store of its own, on virtual time: both go
 through the one method, and the ledger ends with the same launch and the same cost entries.
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from starburst.adapters.memory.store import MemoryStore
-from starburst.controller.moves import ACTOR
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.moves import ACTOR
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.capacity import Node
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from starburst.adapters.memory.store import MemoryStore
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.capacity import uniform_nodes
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState

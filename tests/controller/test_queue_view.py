@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.capacity import uniform_nodes
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
@@ -145,7 +145,7 @@ def test_a_job_submitted_and_admitted_between_two_looks_is_not_read_back(
     # The feed then holds both its events (submitted, queued): only the last one counts, and
     # the entry admission added stays (reading each admitted job back was one query per job
     # in every pass under a stream of submissions).
-    from starburst.controller.queue_view import QueueView
+    from starburst.controller.loop.queue_view import QueueView
     from starburst.core.job import QueuedJob
 
     store, _, _, _ = setup(tmp_path, gpus=1)

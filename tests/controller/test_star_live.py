@@ -8,7 +8,7 @@ from pathlib import Path
 
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import EmulatedCloud, LocalCluster
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy

@@ -14,9 +14,9 @@ import pytest
 
 from starburst.adapters.db.store import SqlStore
 from starburst.controller import structured_logs
-from starburst.controller.cloudgate import CloudGate
-from starburst.controller.report import PassReport
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.cloudgate import CloudGate
+from starburst.controller.loop.report import PassReport
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.capacity import uniform_nodes
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.policy import PolicyKind, WaitPolicy

@@ -25,7 +25,7 @@ import pytest
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster, procfs
 from starburst.adapters.local.jobusers import JobUsers, default_lock_dir, resolve_job_users
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
@@ -46,7 +46,7 @@ from pathlib import Path
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.local import LocalCluster
 from starburst.adapters.local.jobusers import default_lock_dir, resolve_job_users
-from starburst.controller.scheduling import SchedulingLoop
+from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.core.cycle import SchedulerConfig
 from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.records import JobSpec

@@ -7,7 +7,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from starburst.adapters.db.store import SqlStore
-from starburst.controller.budgets import BudgetAlerts, BudgetNotes
+from starburst.controller.loop.budgets import BudgetAlerts, BudgetNotes
 from starburst.core.records import CostEntry, JobSpec
 from tests.support.databases import upgrade
 

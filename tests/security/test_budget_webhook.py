@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from starburst.controller import budgets
+from starburst.controller.loop import budgets
 from starburst.settings import Settings, SettingsError, load_settings
 
 

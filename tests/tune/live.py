@@ -21,9 +21,9 @@ from pathlib import Path
 
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
+from starburst.controller.loop.report import PassReport
 from starburst.controller.metrics import ControllerMetrics
 from starburst.controller.replay import VirtualTime
-from starburst.controller.report import PassReport
 from starburst.controller.wiring import wire_controller
 from starburst.core.capacity import Node
 from starburst.core.job import Job

@@ -7,7 +7,7 @@ A pass, in the order of work of docs/scheduling.md:
    after the threshold are pulled back and re-queued;
 3. *cancel*: work still running for jobs a user cancelled is stopped;
 4. *admit*: submitted jobs get a runtime estimate and a wait budget → queued; jobs with
-   dependencies or an array limit only once ``controller.gating`` lets them in;
+   dependencies or an array limit only once ``controller.loop.gating`` lets them in;
 5. *decide*: ``starburst.core.cycle.schedule_pass`` — the very function the simulator calls —
    on the queue, the arrivals and the cluster snapshot;
 6. *apply*: every decision is written to the store first (with the leader's fencing token),
@@ -36,16 +36,16 @@ from dataclasses import replace
 from operator import attrgetter
 from typing import Protocol
 
-from starburst.controller.burst_ceiling import TeamCeiling
-from starburst.controller.capabilities import Capabilities
-from starburst.controller.cloudside import CloudFollower, cloud_job
-from starburst.controller.gating import DependencyGate
-from starburst.controller.moves import ACTOR, Moves
-from starburst.controller.onprem_meter import OnpremMeter
-from starburst.controller.queue_view import QueueView, entry, read_all
-from starburst.controller.report import PassReport, backend_job
+from starburst.controller.loop.burst_ceiling import TeamCeiling
+from starburst.controller.loop.capabilities import Capabilities
+from starburst.controller.loop.cloudside import CloudFollower, cloud_job
+from starburst.controller.loop.gating import DependencyGate
+from starburst.controller.loop.moves import ACTOR, Moves
+from starburst.controller.loop.onprem_meter import OnpremMeter
+from starburst.controller.loop.queue_view import QueueView, entry, read_all
+from starburst.controller.loop.report import PassReport, backend_job
+from starburst.controller.loop.unstartable import Unstartable
 from starburst.controller.structured_logs import ids_sample
-from starburst.controller.unstartable import Unstartable
 from starburst.core.capacity import Node, Placement
 from starburst.core.cycle import (
     HOLD_ALL,
@@ -450,7 +450,7 @@ class SchedulingLoop:
         self, burst: Burst, now: float, token: int | None, held: list[tuple[str, str]]
     ) -> bool:
         """Burst through the cloud port; a burst above the team's ceiling is held instead
-        (the job stays queued, the reason goes to ``held``: ``controller.burst_ceiling``)."""
+        (the job stays queued, the reason goes to ``held``: ``controller.loop.burst_ceiling``)."""
         follower = self.cloud_side
         if follower is None:
             return False

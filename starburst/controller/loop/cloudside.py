@@ -22,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
 
-from starburst.controller.capabilities import Capabilities
-from starburst.controller.moves import Moves
-from starburst.controller.queue_view import QueueView
-from starburst.controller.report import PassReport
+from starburst.controller.loop.capabilities import Capabilities
+from starburst.controller.loop.moves import Moves
+from starburst.controller.loop.queue_view import QueueView
+from starburst.controller.loop.report import PassReport
 from starburst.core.billing import charges
 from starburst.core.errors import PermanentError, TransientError
 from starburst.core.failure import OUTPUT_MARK, with_output

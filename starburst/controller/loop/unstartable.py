@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from starburst.controller.moves import Moves
+from starburst.controller.loop.moves import Moves
 from starburst.core.errors import PermanentError
 from starburst.core.lifecycle import JobState
 

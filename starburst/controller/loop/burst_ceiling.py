@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from decimal import Decimal
 
-from starburst.controller.report import backend_job
+from starburst.controller.loop.report import backend_job
 from starburst.core.errors import StarburstError
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
