@@ -105,7 +105,7 @@ def test_cancel_takes_several_ids_and_reports_each(api) -> None:  # type: ignore
         f"{b}  cancelled",
         "cancelled 2 of 3 jobs",
     ]
-    assert "error: no job nope (HTTP 404)" in done.stderr
+    assert "error: no job or array nope (HTTP 404)" in done.stderr
 
 
 @BOTH

@@ -149,7 +149,7 @@ def test_the_queue_costs_what_it_shows_not_others_backlog(api: Api) -> None:
     api.rows_read.clear()
     view = api.get("eve", "/v1/queue")
     assert view.status_code == 200
-    assert view.json() == {"total": 300, "held": 0, "jobs": []}
+    assert view.json() == {"total": 300, "held": 0, "jobs": [], "running": None}
     assert sum(api.rows_read) == 0  # eve waits for nothing: none of dave's jobs is read
     mine = api.submit("eve").json()["id"]
     api.rows_read.clear()
