@@ -75,34 +75,12 @@ class SqlTransitions:
 
         def move(conn: sa.Connection) -> StoredJob:
             self._db.check_fence(conn, fencing_token)
-            row = conn.execute(sa.select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
-            if row is None:
-                raise JobNotFound(job_id)
-            if expected_version is not None and row["version"] != expected_version:
-                raise StaleVersion(job_id, expected_version, row["version"])
+            row = _read(conn, job_id, expected_version)
             check_transition(job_id, JobState(row["state"]), to_state)
             values = _changes(row, to_state, now)
             if wait_budget is not None:
                 values["wait_budget"] = wait_budget
-            done = conn.execute(
-                sa.update(JOBS)
-                .where(JOBS.c.id == job_id, JOBS.c.version == row["version"])
-                .values(**values)
-            )
-            if done.rowcount != 1:
-                actual = conn.execute(sa.select(JOBS.c.version).where(JOBS.c.id == job_id))
-                raise StaleVersion(job_id, row["version"], actual.scalar())
-            conn.execute(
-                sa.insert(EVENTS).values(
-                    job_id=job_id,
-                    at=now,
-                    from_state=row["state"],
-                    to_state=to_state.value,
-                    reason=reason,
-                    actor=actor,
-                    fencing_token=fencing_token,
-                )
-            )
+            _write(conn, row, values, to_state, now, reason, actor, fencing_token)
             self._enter_onprem_run(conn, [row], to_state, now)
             return to_stored_job({**row, **values})
 
@@ -122,11 +100,7 @@ class SqlTransitions:
         now = to_time(self._db.now(at))
 
         def write(conn: sa.Connection) -> StoredJob:
-            row = conn.execute(sa.select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
-            if row is None:
-                raise JobNotFound(job_id)
-            if expected_version is not None and row["version"] != expected_version:
-                raise StaleVersion(job_id, expected_version, row["version"])
+            row = _read(conn, job_id, expected_version)
             state = JobState(row["state"])
             to_state = change.to_state or state
             values: dict[str, Any] = {"version": row["version"] + 1}
@@ -145,25 +119,7 @@ class SqlTransitions:
                 values["extra"] = dict(change.extra)
             if change.rebudget:
                 values["wait_budget"] = None
-            done = conn.execute(
-                sa.update(JOBS)
-                .where(JOBS.c.id == job_id, JOBS.c.version == row["version"])
-                .values(**values)
-            )
-            if done.rowcount != 1:
-                actual = conn.execute(sa.select(JOBS.c.version).where(JOBS.c.id == job_id))
-                raise StaleVersion(job_id, row["version"], actual.scalar())
-            conn.execute(
-                sa.insert(EVENTS).values(
-                    job_id=job_id,
-                    at=now,
-                    from_state=state.value,
-                    to_state=to_state.value,
-                    reason=reason,
-                    actor=actor,
-                    fencing_token=None,
-                )
-            )
+            _write(conn, row, values, to_state, now, reason, actor, None)
             return to_stored_job({**row, **values})
 
         return run(self._engine, write)
@@ -422,3 +378,47 @@ def _changes(row: Any, to_state: JobState, now: datetime) -> dict[str, Any]:
         if started is not None:
             values["runtime"] = to_epoch(now) - to_epoch(started)
     return values
+
+
+def _read(conn: sa.Connection, job_id: str, expected_version: int | None) -> Any:
+    """The job's row, checked against ``expected_version`` (``JobNotFound``, ``StaleVersion``)."""
+    row = conn.execute(sa.select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
+    if row is None:
+        raise JobNotFound(job_id)
+    if expected_version is not None and row["version"] != expected_version:
+        raise StaleVersion(job_id, expected_version, row["version"])
+    return row
+
+
+def _write(
+    conn: sa.Connection,
+    row: Any,
+    values: dict[str, Any],
+    to_state: JobState,
+    now: datetime,
+    reason: str,
+    actor: str,
+    fencing_token: int | None,
+) -> None:
+    """``values`` on ``row``'s job at the version read (``StaleVersion`` if it moved), and
+    the event that says why."""
+    job_id = row["id"]
+    done = conn.execute(
+        sa.update(JOBS)
+        .where(JOBS.c.id == job_id, JOBS.c.version == row["version"])
+        .values(**values)
+    )
+    if done.rowcount != 1:
+        actual = conn.execute(sa.select(JOBS.c.version).where(JOBS.c.id == job_id))
+        raise StaleVersion(job_id, row["version"], actual.scalar())
+    conn.execute(
+        sa.insert(EVENTS).values(
+            job_id=job_id,
+            at=now,
+            from_state=row["state"],
+            to_state=to_state.value,
+            reason=reason,
+            actor=actor,
+            fencing_token=fencing_token,
+        )
+    )
