@@ -16,39 +16,26 @@ from collections import defaultdict
 
 from fastapi import APIRouter
 
-from starburst.api.deps import CallerDep, ContextDep, is_privileged
+from starburst.api.deps import CallerDep, ContextDep
+from starburst.api.routes.queue import read_jobs, seen_by
 from starburst.api.schemas.jobs import when
 from starburst.api.schemas.nodes import NodeJob, NodeOut, NodesView
 from starburst.core.lifecycle import JobState
-from starburst.core.ports import JobReads
 from starburst.core.records import Principal, StoredJob
 
 router = APIRouter(prefix="/v1/nodes", tags=["cluster"])
 
 _CLOUD = (JobState.BURSTING, JobState.RUNNING_CLOUD)
-_PAGE = 1000
-
-
-def _running(store: JobReads, states: tuple[JobState, ...]) -> list[StoredJob]:
-    jobs: list[StoredJob] = []
-    cursor: str | None = None
-    while True:
-        page = store.queue(limit=_PAGE, cursor=cursor, states=states)
-        jobs += page.jobs
-        cursor = page.next_cursor
-        if cursor is None:
-            return jobs
 
 
 def _job(stored: StoredJob, gpus: int, caller: Principal, now: float) -> NodeJob:
-    mine = stored.job.user == caller.user
-    shown = mine or is_privileged(caller)
+    mine, user, name = seen_by(stored, caller)
     started = stored.started_at
     return NodeJob(
         id=stored.id,
         mine=mine,
-        user=stored.job.user if shown else None,
-        name=stored.job.name if shown else None,
+        user=user,
+        name=name,
         state=stored.state,
         gpus=gpus,
         started_at=when(started),
@@ -64,7 +51,7 @@ def nodes(caller: CallerDep, ctx: ContextDep) -> NodesView:
     store = ctx.store.jobs
     shape = ctx.store.tuning.cluster_shape()
     on_node: dict[str, list[NodeJob]] = defaultdict(list)
-    for stored in _running(store, (JobState.RUNNING_ONPREM,)):
+    for stored in read_jobs(store, states=(JobState.RUNNING_ONPREM,), limit=None):
         for part in store.placement(stored.id):
             on_node[part.node_name or f"node-{part.node}"].append(
                 _job(stored, part.gpus, caller, now)
@@ -96,7 +83,7 @@ def nodes(caller: CallerDep, ctx: ContextDep) -> NodesView:
                 jobs=jobs,
             )
         )
-    cloud = [_job(s, s.job.gpus, caller, now) for s in _running(store, _CLOUD)]
+    cloud = [_job(s, s.job.gpus, caller, now) for s in read_jobs(store, states=_CLOUD, limit=None)]
     total = sum(n.gpus or 0 for n in out)
     free = sum(n.free or 0 for n in out)
     return NodesView(

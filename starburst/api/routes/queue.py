@@ -37,17 +37,24 @@ RUNNING = (JobState.RUNNING_ONPREM, JobState.BURSTING, JobState.RUNNING_CLOUD)
 _PAGE = 1000
 
 
-def entry(stored: StoredJob, position: int | None, caller: Principal, seen: Outlook) -> QueueEntry:
+def seen_by(stored: StoredJob, caller: Principal) -> tuple[bool, str | None, str | None]:
+    """(mine, user, name) of another user's job as ``caller`` may see it: owner and name
+    only for its owner and the privileged roles; never its command."""
     mine = stored.job.user == caller.user
     shown = mine or is_privileged(caller)
+    return mine, stored.job.user if shown else None, stored.job.name if shown else None
+
+
+def entry(stored: StoredJob, position: int | None, caller: Principal, seen: Outlook) -> QueueEntry:
+    mine, user, name = seen_by(stored, caller)
     budget = stored.wait_budget
     finite = budget is not None and math.isfinite(budget)
     return QueueEntry(
         position=position,
         id=stored.id,
         mine=mine,
-        user=stored.job.user if shown else None,
-        name=stored.job.name if shown else None,
+        user=user,
+        name=name,
         state=stored.state,
         gpus=stored.job.gpus,
         gpu_type=stored.job.gpu_type,
@@ -66,14 +73,13 @@ def entry(stored: StoredJob, position: int | None, caller: Principal, seen: Outl
 
 
 def _running(stored: StoredJob, caller: Principal, now: float) -> RunningEntry:
-    mine = stored.job.user == caller.user
-    shown = mine or is_privileged(caller)
+    mine, user, name = seen_by(stored, caller)
     started = stored.started_at
     return RunningEntry(
         id=stored.id,
         mine=mine,
-        user=stored.job.user if shown else None,
-        name=stored.job.name if shown else None,
+        user=user,
+        name=name,
         state=stored.state,
         gpus=stored.job.gpus,
         gpu_type=stored.job.gpu_type,
@@ -82,7 +88,7 @@ def _running(stored: StoredJob, caller: Principal, now: float) -> RunningEntry:
     )
 
 
-def _read(
+def read_jobs(
     store: JobReads,
     *,
     states: tuple[JobState, ...],
@@ -132,24 +138,30 @@ def queue(
     total = jobs.count(JobState.QUEUED) + jobs.count(JobState.SUBMITTED) - held_total
     running = None
     if all_:
-        started = _read(jobs, states=RUNNING, limit=limit)
+        started = read_jobs(jobs, states=RUNNING, limit=limit)
         started.sort(key=lambda s: (s.started_at or s.queued_at, s.id))
         running = [_running(s, caller, now) for s in started]
     if is_privileged(caller) or all_:
-        shown = _read(jobs, states=WAITING, held=False, limit=limit)
+        shown = read_jobs(jobs, states=WAITING, held=False, limit=limit)
         if is_privileged(caller):
-            held = _read(jobs, states=(JobState.SUBMITTED,), held=True, limit=limit - len(shown))
+            held = read_jobs(
+                jobs, states=(JobState.SUBMITTED,), held=True, limit=limit - len(shown)
+            )
             held_count = held_total
         else:
-            held = _read(
+            held = read_jobs(
                 jobs, states=(JobState.SUBMITTED,), held=True, user=caller.user, limit=None
             )
             held_count = len(held)
     else:
-        own = _read(jobs, states=WAITING, held=False, user=caller.user, limit=None)
+        own = read_jobs(jobs, states=WAITING, held=False, user=caller.user, limit=None)
         last = own[-1].id if own else None
-        shown = _read(jobs, states=WAITING, held=False, limit=limit, through=last) if own else []
-        held = _read(jobs, states=(JobState.SUBMITTED,), held=True, user=caller.user, limit=None)
+        shown = (
+            read_jobs(jobs, states=WAITING, held=False, limit=limit, through=last) if own else []
+        )
+        held = read_jobs(
+            jobs, states=(JobState.SUBMITTED,), held=True, user=caller.user, limit=None
+        )
         held_count = len(held)
     outlooks = Outlooks(ctx, now)
     entries = [entry(s, i + 1, caller, outlooks.of(s)) for i, s in enumerate(shown)]
