@@ -121,3 +121,32 @@ def test_a_handle_without_any_launch_polls_as_failed(tmp_path: Path) -> None:
     handle = CloudHandle("ghost", "starburst-emulated-ghost")
     assert cloud.poll(handle) is CloudStatus.FAILED
     assert "never ran" in cloud.reason(handle)
+
+
+def test_an_end_dated_by_one_life_is_the_same_in_the_next(tmp_path: Path) -> None:
+    # a controller that metered a launch to its end and died before closing it: the next
+    # life must date the end as the first did, else the ledger's end and its cost entries
+    # disagree (the crash-safety test caught 16 ms of money billed past the recorded end)
+    burst = job("g", "true")
+    clock = ManualClock(100.0)
+    first = EmulatedCloud(tmp_path, load_price_table(), clock=clock)
+    handle = first.launch(burst, "burst")
+    clock.set(400.0)
+    assert finished(first, handle) is CloudStatus.SUCCEEDED
+    assert first.ended_at(handle) == 400.0
+
+    second = EmulatedCloud(tmp_path, load_price_table(), clock=ManualClock(9_000.0))
+    assert second.poll(handle) is CloudStatus.SUCCEEDED
+    assert second.ended_at(handle) == 400.0
+
+
+def test_an_unreadable_end_record_is_dated_again(tmp_path: Path) -> None:
+    burst = job("h", "true")
+    first = EmulatedCloud(tmp_path, load_price_table(), clock=ManualClock(100.0))
+    handle = first.launch(burst, "burst")
+    wait_for(lambda: (tmp_path / "emulated" / "h" / "exit_code").exists())
+    (tmp_path / "emulated" / "h" / "ended_at").write_text("nan\n")
+    second = EmulatedCloud(tmp_path, load_price_table(), clock=ManualClock(500.0))
+    assert second.poll(handle) is CloudStatus.SUCCEEDED
+    ended = second.ended_at(handle)
+    assert ended is not None and 100.0 <= ended <= 500.0

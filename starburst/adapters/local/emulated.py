@@ -28,7 +28,9 @@ process ran the command (``processes.adopt``), and launches only otherwise; ``po
 ``cancel``, ``logs``, ``billed_launch``, ``ended_at`` and ``reason`` adopt a launch they do
 not know from the state directory. ``billed_launch`` bills from the recorded launch time and
 quote; ``ended_at`` is when the end was seen, or, for an end found after a restart, when the
-exit status was written — so metered cost is what really ran.
+exit status was written — so metered cost is what really ran — and once dated it is the same
+in every later life (``ended_at`` in the state directory): a life that billed up to the end
+and died before closing the launch leaves entries the next life's end agrees with.
 
 Prompt ends: once the controller subscribes, an ``EndWatch`` calls its listener as soon as a
 launch's process ends, so its end is recorded (and its metering closed) by the very next pass.
@@ -40,6 +42,7 @@ is a cloud's. A handle whose job has no launch in the state directory polls as f
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -53,7 +56,7 @@ from starburst.adapters.local.processes import (
     spawn,
     spawn_record,
 )
-from starburst.adapters.local.statedir import LOG, job_dirname
+from starburst.adapters.local.statedir import ENDED, LOG, job_dirname, read_float, write_atomically
 from starburst.adapters.local.watch import EndWatch
 from starburst.core import time_limit
 from starburst.core.billing import BilledLaunch
@@ -67,6 +70,7 @@ from starburst.pricing.choice import chosen_clouds, chosen_regions, launch_optio
 from starburst.wallclock import WallClock
 
 EMULATED = "emulated"
+log = logging.getLogger("starburst.cloud")
 BACKEND = "emulated-cloud"
 
 
@@ -268,10 +272,26 @@ class EmulatedCloud:
             process.kill()
         outcome = process.poll()
         if outcome is not None and launch.ended_at is None:
-            now = self._clock.now()
-            at = now if process.watched else now - process.ended_ago
-            launch.ended_at = max(launch.launched_at, at)
+            launch.ended_at = self._dated_end(launch)
         return outcome
+
+    def _dated_end(self, launch: _Launch) -> float:
+        """When the launch ended, the same in every life: the first life to see the end
+        dates it and writes that date to the state directory (``ENDED``); later lives read
+        it. A life that dated an end may have billed up to it before dying: an end dated
+        again later would not match the cost entries already written."""
+        path = launch.process.directory / ENDED
+        recorded = read_float(path)
+        if recorded is not None:
+            return recorded
+        now = self._clock.now()
+        process = launch.process
+        at = max(launch.launched_at, now if process.watched else now - process.ended_ago)
+        try:
+            write_atomically(path, f"{at!r}\n")
+        except OSError as exc:  # a read-only state directory: this life's date only
+            log.warning("recording the end of %s: %s", launch.handle.name, exc)
+        return at
 
     def _find(self, job_id: str) -> _Launch | None:
         """The launch of ``job_id``: this life's, else adopted from the state directory."""

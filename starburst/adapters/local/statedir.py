@@ -20,6 +20,8 @@ watch, bill and cancel them is therefore on disk, one directory per job (``job_d
   killed, e.g. by a cancel).
 - ``cancelled`` — written before a cancel signals the group, so a later life knows the end
   was a cancel.
+- ``ended_at`` — when the emulated cloud first dated the end (its clock), so every later life
+  dates it the same and a launch is billed to the end its cost entries were cut at.
 
 Invariants: every file is written atomically (a temporary file renamed over the name), so a
 reader sees either nothing or the whole content, never a torn write; the state directory and
@@ -29,6 +31,7 @@ each job's entry are 0700 and every file 0600 (``isolation.py``), whoever the jo
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -44,6 +47,7 @@ PID = "pid"
 LOG = "output.log"
 EXIT_CODE = "exit_code"
 CANCELLED = "cancelled"
+ENDED = "ended_at"
 TAIL_BLOCK = 64 * 1024  # read from a log's end this much at a time
 
 
@@ -76,6 +80,15 @@ def read_int(path: Path) -> int | None:
         return int(path.read_text(encoding="utf-8").strip())
     except (FileNotFoundError, ValueError):
         return None
+
+
+def read_float(path: Path) -> float | None:
+    """The number in ``path``; None if the file is missing or holds no finite number."""
+    try:
+        value = float(path.read_text(encoding="utf-8").strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def read_tail(path: Path, lines: int | None = None) -> str:
