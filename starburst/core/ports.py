@@ -269,7 +269,11 @@ class BilledLaunches(Protocol):
 @runtime_checkable
 class LaunchEnds(Protocol):
     """A cloud that knows when a launch really ended, so a controller that learns of the end
-    late (after a restart) bills to the end, not to the poll. Without it: to the poll."""
+    late (after a restart) bills to the end, not to the poll. Without it: to the poll.
+
+    Contract: once it has answered with an end, every later call, in this life or the next,
+    answers the same — a life that billed up to that end and died before closing the launch
+    leaves cost entries the next life's end must agree with."""
 
     def ended_at(self, handle: CloudHandle) -> float | None:
         """When the launch ended (None: it has not, or the backend does not know)."""

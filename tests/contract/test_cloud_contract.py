@@ -17,6 +17,7 @@ The contract (what the scheduling loop relies on):
   (``SUCCEEDED``, or ``FAILED`` for a job that exits non-zero), and a terminal state stays;
 - ``cancel`` of a running launch ends it as ``CANCELLED``;
 - ``logs`` returns the job's output;
+- a backend that dates ends (``LaunchEnds``) dates each one once: asked again later, the same;
 - launching the same job again returns the same handle and runs nothing more (a controller
   that restarted mid-launch may ask twice);
 - a cloud with nowhere to run refuses: ``poll`` says ``REFUSED`` and nothing runs.
@@ -37,7 +38,7 @@ from typing import Any, ClassVar, Protocol
 import pytest
 
 from starburst.core.job import Job
-from starburst.core.ports import Cloud, CloudHandle, CloudStatus
+from starburst.core.ports import Cloud, CloudHandle, CloudStatus, LaunchEnds
 from starburst.pricing import load_price_table
 from tests.support.clock import ManualClock
 from tests.support.waiting import wait_for
@@ -316,6 +317,21 @@ def test_poll_follows_a_launch_to_running_then_succeeded_for_good(harness: Harne
     assert poll_until(harness, handle, TERMINAL) is CloudStatus.SUCCEEDED
     harness.tick()
     assert harness.cloud.poll(handle) is CloudStatus.SUCCEEDED
+
+
+def test_an_end_once_dated_is_dated_the_same_later(harness: Harness) -> None:
+    # ``LaunchEnds``: a controller bills up to the end it was told; asked again (by the next
+    # pass, or the next life after a crash) the backend must not move it
+    cloud = harness.cloud
+    if not isinstance(cloud, LaunchEnds):
+        pytest.skip("this backend cannot date an end: the loop bills to the poll")
+    job, handle = launched_and_running(harness, "dated")
+    harness.finish(job)
+    poll_until(harness, handle, TERMINAL)
+    first = cloud.ended_at(handle)
+    assert first is not None
+    harness.tick()
+    assert cloud.ended_at(handle) == first
 
 
 def test_a_job_that_fails_polls_as_failed(harness: Harness) -> None:
