@@ -3,8 +3,12 @@
 For the Workloads of the queues an admin opted in (``adapters.kubernetes.kueue``), each pass:
 1. *record*: a pending Workload not yet in the store is submitted and queued at once with the
    wait budget of the policy in force (the same ``WaitPolicy.budget`` the scheduling pass and
-   the simulator use: Compute-Wait = c × GPUs × predicted runtime), measured from this first
-   look; the budget goes on the Job (annotations) and in Events on the Workload and the Job;
+   the simulator use: Compute-Wait = c × GPUs × predicted runtime). The runtime prediction
+   is recorded as for any job (``starburst explain`` shows it). The budget counts from the
+   Job's creation (its ``creationTimestamp`` is the job's submit time and queue time, as for
+   Starburst's own Jobs), so neither a late first look nor a controller restart moves the
+   moment it bursts; the budget goes on the Job (annotations) and in Events on the Workload
+   and the Job;
 2. *admitted by Kueue* before the budget ran out: the job runs on-prem (``running_onprem``,
    the reason names the ClusterQueue); its Job's end ends it (succeeded or failed);
 3. *budget spent* while still pending: the Workload is taken out of Kueue's queue
@@ -46,7 +50,15 @@ from starburst.core.job import Job
 from starburst.core.kueue_jobs import is_kueues
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import WaitPolicy
-from starburst.core.ports import JobReads, Ledger, Lifecycle, RuntimeEstimator, Submissions
+from starburst.core.ports import (
+    Estimate,
+    JobReads,
+    Ledger,
+    Lifecycle,
+    ModelRegistry,
+    RuntimeEstimator,
+    Submissions,
+)
 from starburst.core.records import JobNotFound, JobSpec, StoredJob
 
 log = logging.getLogger("starburst.controller.kueue")
@@ -61,21 +73,23 @@ class KueueBurst:
 
     def __init__(
         self,
+        *,
         submissions: Submissions,
         jobs: JobReads,
         lifecycle: Lifecycle,
         ledger: Ledger,
+        models: ModelRegistry,
         workloads: KueueWorkloads,
         policy: Callable[[], WaitPolicy],
         follower: Callable[[], CloudFollower | None],
         estimator: Callable[[], RuntimeEstimator | None] = lambda: None,
     ) -> None:
-        """``submissions``, ``jobs``, ``lifecycle`` and ``ledger``: the store's repositories
-        it reads and writes; ``policy``,
-        ``follower`` and ``estimator``: the scheduling pass's waiting policy, cloud side and
-        runtime estimator in force (the controller refits them)."""
+        """``submissions``, ``jobs``, ``lifecycle``, ``ledger`` and ``models``: the store's
+        repositories it reads and writes; ``policy``, ``follower`` and ``estimator``: the
+        scheduling pass's waiting policy, cloud side and runtime estimator in force (the
+        controller refits them)."""
         self.submissions, self.jobs, self.lifecycle = submissions, jobs, lifecycle
-        self.ledger, self.workloads = ledger, workloads
+        self.ledger, self.models, self.workloads = ledger, models, workloads
         self._policy, self._follower, self._estimator = policy, follower, estimator
         self._left_alone: set[str] = set()
 
@@ -92,7 +106,8 @@ class KueueBurst:
             if workload.job is None:
                 continue
             try:
-                if self._step(workload, now, token):
+                stored = self._step(workload, now, token)
+                if stored is not None and stored.state is JobState.BURSTING:
                     burst.append(workload.job_id)
             except StarburstError as exc:  # one Workload's trouble never stops the others
                 log.warning("kueue workload %s: %s", workload.name, exc)
@@ -106,38 +121,43 @@ class KueueBurst:
                 if is_kueues(stored.job) and stored.id not in seen:
                     self._move(stored.id, JobState.CANCELLED, UNFOLLOWED, token, now)
 
-    def _step(self, workload: KueueWorkload, now: float, token: int | None) -> bool:
+    def _step(self, workload: KueueWorkload, now: float, token: int | None) -> StoredJob | None:
+        """One look at ``workload``: the job's record as it stands after (None: not ours)."""
         try:
             stored: StoredJob | None = self.jobs.get(workload.job_id)
         except JobNotFound:
             stored = None
         if stored is None:
-            if workload.state == "pending":
-                self._record(workload, now, token)
-            return False
-        if stored.state is JobState.SUBMITTED:  # a crash between submit and queue
+            if workload.state != "pending":
+                return None
+            stored = self._record(workload, now)
+        if stored.state is JobState.SUBMITTED:  # just recorded, or a crash before queueing
             stored = self._queue(stored, workload, now, token)
         if stored.state is JobState.QUEUED:
             return self._while_queued(stored, workload, now, token)
         if stored.state is JobState.RUNNING_ONPREM and workload.job is not None:
-            self._maybe_ended(stored, workload, now, token)
-        return False
+            return self._maybe_ended(stored, workload, now, token)
+        return stored
 
     # -- 1. record -------------------------------------------------------------------------
-    def _record(self, workload: KueueWorkload, now: float, token: int | None) -> None:
+    def _record(self, workload: KueueWorkload, now: float) -> StoredJob:
+        """Submit the Workload's Job, dated from its creation (when its budget starts)."""
         job = self.workloads.job(workload)
+        created = job.submit_time if 0 < job.submit_time <= now else now
         spec = JobSpec.from_job(job)
-        self.submissions.submit(spec, idempotency_key=f"kueue:{job.id}", actor="kueue", at=now)
-        self._queue(self.jobs.get(job.id), workload, now, token)
+        self.submissions.submit(spec, idempotency_key=f"kueue:{job.id}", actor="kueue", at=created)
+        return self.jobs.get(job.id)
 
     def _queue(
         self, stored: StoredJob, workload: KueueWorkload, now: float, token: int | None
     ) -> StoredJob:
-        job = self._predicted(stored)
-        budget = self._policy().budget(job)
+        job = self._predicted(stored, now)
+        policy = self._policy()
+        budget = policy.budget(job)
         reason = (
-            f"waiting in Kueue's queue {workload.local_queue} (ClusterQueue "
-            f"{workload.cluster_queue}) with a {_seconds(budget)} wait budget before a burst"
+            f"queued with a {_seconds(budget)} wait budget: {policy.formula(job)}, from the "
+            f"Job's creation, in Kueue's queue {workload.local_queue} (ClusterQueue "
+            f"{workload.cluster_queue})"
         )
         moved = self.lifecycle.transition(
             job.id, JobState.QUEUED, reason=reason, actor=ACTOR,
@@ -149,39 +169,43 @@ class KueueBurst:
         self.workloads.note(workload, "Waiting", reason, notes)
         return moved
 
-    def _predicted(self, stored: StoredJob) -> Job:
-        """The job with its predicted runtime: the estimator's (the user's declaration is
-        one of its inputs), else the declaration itself."""
+    def _predicted(self, stored: StoredJob, now: float) -> Job:
+        """The job with its predicted runtime, recorded as the scheduling pass records its
+        jobs' (``explain`` shows it): the estimator's (the user's declaration is one of its
+        inputs), else the declaration itself."""
         estimator = self._estimator()
         if estimator is not None:
-            (estimate,) = estimator.estimate([_with_declaration(stored)])
+            job = _with_declaration(stored)
+            (estimate,) = estimator.estimate([job])
+            record_estimates(self.models, [job], [estimate], now)
             return stored.job.with_estimate(estimate.value, estimate.low, estimate.high)
         if stored.declared_runtime is not None:
+            self.lifecycle.set_estimates(stored.id, predicted_runtime=stored.declared_runtime)
             return stored.job.with_estimate(stored.declared_runtime)
         return stored.job
 
     # -- 2 and 3: on-prem by Kueue, or burst -----------------------------------------------
     def _while_queued(
         self, stored: StoredJob, workload: KueueWorkload, now: float, token: int | None
-    ) -> bool:
-        waited = now - stored.queued_at
+    ) -> StoredJob:
+        waited = now - stored.queued_at  # from the Job's creation (see the module)
         budget = stored.wait_budget if stored.wait_budget is not None else math.inf
         if workload.state == "admitted":
             reason = (
                 f"admitted on-prem by Kueue (ClusterQueue {workload.cluster_queue}) after "
-                f"{_seconds(waited)} of its {_seconds(budget)} wait budget"
+                f"{_seconds(max(waited, 0.0))} of its {_seconds(budget)} wait budget"
             )
-            self._move(stored.id, JobState.RUNNING_ONPREM, reason, token, now)
+            moved = self._move(stored.id, JobState.RUNNING_ONPREM, reason, token, now)
             self.workloads.note(workload, "OnPrem", reason, {})
-            return False
+            return moved or stored
         if workload.state == "inactive":  # someone else took it out of Kueue's queue
             if stored.id not in self._left_alone:
                 self._left_alone.add(stored.id)
                 log.info("kueue workload %s was deactivated by someone else", workload.name)
-            return False
+            return stored
         if workload.state == "burst" or (workload.state == "pending" and waited >= budget):
-            return self._burst(stored, workload, waited, budget, now, token)
-        return False
+            return self._burst(stored, workload, waited, budget, now, token) or stored
+        return stored
 
     def _burst(
         self,
@@ -191,24 +215,25 @@ class KueueBurst:
         budget: float,
         now: float,
         token: int | None,
-    ) -> bool:
+    ) -> StoredJob | None:
         follower = self._follower()
         if follower is None:
-            return False  # no cloud: it waits for Kueue
+            return None  # no cloud: it waits for Kueue
         waited_text = (
             f"waited {_seconds(waited)} of a {_seconds(budget)} budget in Kueue's queue "
             f"{workload.local_queue} (ClusterQueue {workload.cluster_queue})"
         )
         if workload.state == "pending" and not self.workloads.deactivate(workload, waited_text):
-            return False  # it changed since it was read: the next look decides again
+            return None  # it changed since it was read: the next look decides again
         job = backend_job(stored)
         quote = follower.cloud.quote(job)
         reason = (
             f"{waited_text}: taken out of Kueue (Workload spec.active=false), burst to "
             f"{quote.where} ({quote.accelerators}, ${quote.price_per_hour:.2f}/h)"
         )
-        if not self._move(stored.id, JobState.BURSTING, reason, token, now):
-            return False
+        moved = self._move(stored.id, JobState.BURSTING, reason, token, now)
+        if moved is None:
+            return None
         attempt = len(self.ledger.launches(job.id)) + 1
         handle = follower.cloud.launch(cloud_job(job, attempt), reason)
         follower.record_launch(job, handle, now, token)
@@ -219,31 +244,41 @@ class KueueBurst:
             "starburst.io/price-per-hour": f"{quote.price_per_hour:.2f}",
         }
         self.workloads.note(workload, "Burst", reason, notes)
-        return True
+        return moved
 
     def _maybe_ended(
         self, stored: StoredJob, workload: KueueWorkload, now: float, token: int | None
-    ) -> None:
+    ) -> StoredJob:
         assert workload.job is not None
         ended = finished(workload.job)
         if ended is None:
-            return
+            return stored
         succeeded, _, why = ended
         state = JobState.SUCCEEDED if succeeded else JobState.FAILED
         reason = "finished on-prem (admitted by Kueue)" if succeeded else f"failed on-prem: {why}"
-        self._move(stored.id, state, reason, token, now)
+        return self._move(stored.id, state, reason, token, now) or stored
 
     def _move(
         self, job_id: str, state: JobState, reason: str, token: int | None, now: float
-    ) -> bool:
+    ) -> StoredJob | None:
         try:
-            self.lifecycle.transition(
+            return self.lifecycle.transition(
                 job_id, state, reason=reason, actor=ACTOR, fencing_token=token, at=now
             )
         except StarburstError as exc:
             log.info("kueue: %s not moved to %s: %s", job_id, state.value, exc)
-            return False
-        return True
+            return None
+
+
+def record_estimates(
+    models: ModelRegistry, jobs: list[Job], estimates: list[Estimate], now: float
+) -> None:
+    """Record the predictions as the scheduling pass does (with the active model's id)."""
+    from starburst.predictor.store import MODEL_NAME
+    from starburst.predictor.store import record_estimates as record
+
+    model = models.active_model(MODEL_NAME)
+    record(models, jobs, estimates, now, model.id if model else None)
 
 
 def _with_declaration(stored: StoredJob) -> Job:

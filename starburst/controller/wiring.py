@@ -380,7 +380,8 @@ def build_kueue_burst(
     loop = controller.loop
     log.info("Kueue found: the Workloads of queues annotated starburst.io/burst=true can burst")
     return KueueBurst(
-        store.submissions, store.jobs, store.lifecycle, store.ledger, workloads,
-        lambda: loop.config.policy, lambda: loop.cloud_side,
-        lambda: loop.estimator,
+        submissions=store.submissions, jobs=store.jobs, lifecycle=store.lifecycle,
+        ledger=store.ledger, models=store.models, workloads=workloads,
+        policy=lambda: loop.config.policy, follower=lambda: loop.cloud_side,
+        estimator=lambda: loop.estimator,
     )  # fmt: skip

@@ -1,14 +1,22 @@
 """The Kueue pass on its own (``controller.kueue_burst``), without Kueue: trouble reading
-Kueue skips its look and never raises into the controller's pass."""
+Kueue skips its look and never raises into the controller's pass; a followed job's runtime
+prediction is recorded and its budget counts from its Job's creation (the real Kueue:
+``tests/kueue``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from starburst.adapters.kubernetes.kueue import KueueWorkload
 from starburst.adapters.memory.store import MemoryStore
 from starburst.controller.kueue_burst import KueueBurst
 from starburst.core.errors import TransientError
+from starburst.core.job import Job
+from starburst.core.kueue_jobs import WORKLOAD
+from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
+from starburst.core.ports import Estimate
+from tests.builders import make_job
 from tests.support.clock import ManualClock
 
 
@@ -27,8 +35,64 @@ def test_kueue_unreachable_skips_the_look_without_failing_the_pass() -> None:
     store = MemoryStore(clock=clock)
     kueue = Unreachable()
     burst = KueueBurst(
-        store.submissions, store.jobs, store.lifecycle, store.ledger, kueue,  # type: ignore[arg-type]
-        lambda: WaitPolicy(PolicyKind.COMPUTE, 0.5), lambda: None,
+        submissions=store.submissions, jobs=store.jobs, lifecycle=store.lifecycle,
+        ledger=store.ledger, models=store.models, workloads=kueue,  # type: ignore[arg-type]
+        policy=lambda: WaitPolicy(PolicyKind.COMPUTE, 0.5), follower=lambda: None,
     )  # fmt: skip
     assert burst.run_pass(clock.now(), None) == []
     assert kueue.calls == 1
+
+
+class Workloads:
+    """Kueue's Workloads as ``KueueWorkloads`` hands them out, in memory: one pending
+    Workload whose Job was created at ``created``."""
+
+    def __init__(self, created: float) -> None:
+        job = {"metadata": {"name": "train", "namespace": "ns", "creationTimestamp": "x"}}
+        self.found = KueueWorkload("ns", "job-train", "lq", "cq", "pending", "1", "u", job)
+        self.job_value = make_job(
+            "ns/train", gpus=2, submit=created, extra={WORKLOAD: "job-train", "namespace": "ns"}
+        )
+
+    def workloads(self) -> list[KueueWorkload]:
+        return [self.found]
+
+    def job(self, workload: KueueWorkload) -> Job:
+        return self.job_value
+
+    def note(self, *args: Any) -> None:
+        pass
+
+
+class Model:
+    """A runtime model that predicts 1000 s for every job."""
+
+    def estimate(self, jobs: Any) -> list[Estimate]:
+        return [Estimate(1000.0, 800.0, 1200.0, "model:v1") for _ in jobs]
+
+
+def test_a_kueue_job_gets_a_recorded_prediction_and_a_budget_from_its_creation() -> None:
+    clock = ManualClock(10_000.0)
+    store = MemoryStore(clock=clock)
+    kueue = Workloads(created=9_400.0)  # first seen 600 s after its Job was created
+
+    def pass_() -> list[str]:
+        return KueueBurst(
+            submissions=store.submissions, jobs=store.jobs, lifecycle=store.lifecycle,
+            ledger=store.ledger, models=store.models, workloads=kueue,  # type: ignore[arg-type]
+            policy=lambda: WaitPolicy(PolicyKind.COMPUTE, 0.5), follower=lambda: None,
+            estimator=lambda: Model(),
+        ).run_pass(clock.now(), None)  # a new controller life each pass  # fmt: skip
+
+    pass_()
+    stored = store.jobs.get("ns/train")
+    assert stored.state is JobState.QUEUED
+    assert stored.queued_at == 9_400.0  # the Job's creation, not the first look
+    assert stored.wait_budget == 1000.0  # 0.5 × 2 GPUs × 1000 s predicted
+    assert stored.predicted_runtime == 1000.0  # what `starburst explain` shows
+    assert [(p.value, p.source) for p in store.models.predictions("ns/train")] == [
+        (1000.0, "model:v1")
+    ]
+    clock.advance(1)
+    pass_()
+    assert [p.value for p in store.models.predictions("ns/train")] == [1000.0]  # once

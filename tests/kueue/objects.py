@@ -4,6 +4,7 @@ Workload's state, for the Kueue tier."""
 from __future__ import annotations
 
 import urllib.error
+from datetime import datetime
 from typing import Any
 
 from tests.realkube.jobs import suspended_job
@@ -115,6 +116,12 @@ def has_condition(obj: dict[str, Any], kind: str) -> bool:
 
 def job(kube: RealKube, namespace: str, name: str) -> dict[str, Any]:
     return kube.request("GET", f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
+
+
+def created(kube: RealKube, namespace: str, name: str) -> float:
+    """The Job's ``creationTimestamp`` (the API server's clock), in epoch seconds."""
+    stamp = job(kube, namespace, name)["metadata"]["creationTimestamp"]
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def delete_quietly(kube: RealKube, path: str) -> None:

@@ -3,14 +3,17 @@ real tier splits between on-prem and the cloud exactly as ``starburst simulate``
 
 Kueue's quota plays the cluster's capacity (a ClusterQueue of 2 GPUs ↔ one 2-GPU node), the
 policy is Compute-Wait with c = 0.5 on both sides, and each job declares its true runtime (the
-simulator's oracle). The test plays the trace's time on the controller's clock: a Job that
-runs on-prem is finished (by the fake kubelet) when its runtime has passed since Kueue
-admitted it.
+simulator's oracle). The test plays the trace's time on the controller's clock, from the
+last Job's creation (budgets count from a Job's ``creationTimestamp``; the Jobs are created
+within seconds, so well inside one of the trace's 50 s steps): a Job that runs on-prem is
+finished (by the fake kubelet) when its runtime has passed since Kueue admitted it.
 """
 
 from __future__ import annotations
 
 import csv
+import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +74,11 @@ def test_the_on_prem_and_cloud_split_is_the_simulators(
     ns = queue.namespace
     with (
         kube.kubelet() as kubelet,
-        controller_rig(kube, ns, tmp_path / "rig", policy="compute", coefficient=0.5) as rig,
-    ):
+        controller_rig(
+            kube, ns, tmp_path / "rig", clock_start=math.floor(time.time()),
+            policy="compute", coefficient=0.5,
+        ) as rig,
+    ):  # fmt: skip
         try:
             kubelet.add_node("gpu-a", gpus=8)
             rig.cloud.runtime = 10_000  # bursts stay in the cloud for the whole scenario
@@ -82,7 +88,7 @@ def test_the_on_prem_and_cloud_split_is_the_simulators(
                 objects.create(kube, job, ns)
                 wait_for(lambda n=name: objects.evaluated_workload(kube, ns, n), timeout=60)
             wait_for(lambda: settled(kube, ns), timeout=60)
-            t0 = rig.clock.now()
+            t0 = rig.clock.set(max(objects.created(kube, ns, name) for name, _, _ in TRACE))
             started: dict[str, float] = {}
             ends = dict((name, runtime) for name, _, runtime in TRACE)
             for step in range(int(3000 / STEP) + 1):

@@ -102,18 +102,24 @@ def adapter(api: Any, clock: ManualClock, namespace: str) -> KubernetesCluster:
 
 @contextlib.contextmanager
 def controller_rig(
-    real_kube: RealKube, namespace: str, tmp_path: Path, **settings: Any
+    real_kube: RealKube,
+    namespace: str,
+    tmp_path: Path,
+    clock_start: float = 1_800_000_000.0,
+    **settings: Any,
 ) -> Iterator[Rig]:
     """A controller life on ``real_kube`` watching ``namespace`` (see the module), whatever
     nodes the cluster has (fake, or the real node of ``tests.support.realnode``); ``settings``
-    override the no-wait policy's (``policy="compute", coefficient=0.5``)."""
+    override the no-wait policy's (``policy="compute", coefficient=0.5``). ``clock_start``:
+    where the hand-moved clock starts (the API server's present, for tests that measure from
+    objects' ``creationTimestamp``)."""
     role = shipped_cluster_role()
     real_kube.apply_cluster_role(role)
     creds = real_kube.service_account(namespace, "starburst", cluster_role=role["metadata"]["name"])
     tmp_path.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{tmp_path / 'sb.db'}"
     upgrade(url)
-    clock = ManualClock(1_800_000_000.0)
+    clock = ManualClock(clock_start)
     store = SqlStore.open(url, clock=clock)
     api = real_kube.api_client(creds.token)
     cluster = adapter(api, clock, namespace)
