@@ -17,6 +17,12 @@ For the Workloads of the queues an admin opted in (``adapters.kubernetes.kueue``
    cloud port; from there the controller's cloud side follows, meters and ends it like any
    burst, so ``starburst jobs``/``explain``/``costs`` show it.
 
+4. *say so*: Starburst's condition on the Workload (``starburst.io/Burst``: Waiting,
+   AdmittedOnPrem, Burst, then CloudSucceeded/CloudFailed/CloudCancelled when the cloud run
+   ends) and its mirror on the Job are brought in line with the store's record whenever they
+   differ (``_reflect``), so a crash between a move and its condition, or Kueue's webhooks
+   refusing one write, is mended on a later pass.
+
 A followed job whose Job or Workload disappears, or whose queue stops opting in, ends
 ``cancelled`` with that reason; an error reading Kueue skips this pass's look, never the
 scheduling pass.
@@ -38,7 +44,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from starburst.adapters.kubernetes.conversion import finished
+from starburst.adapters.kubernetes.conversion import finished, rfc3339
 from starburst.adapters.kubernetes.kueue import KueueWorkload, KueueWorkloads
 from starburst.controller.loop.cloudside import CloudFollower, cloud_job
 from starburst.controller.loop.moves import ACTOR
@@ -109,6 +115,7 @@ class KueueBurst:
                 stored = self._step(workload, now, token)
                 if stored is not None and stored.state is JobState.BURSTING:
                     burst.append(workload.job_id)
+                self._reflect(workload, stored)
             except StarburstError as exc:  # one Workload's trouble never stops the others
                 log.warning("kueue workload %s: %s", workload.name, exc)
         return burst
@@ -268,6 +275,49 @@ class KueueBurst:
         except StarburstError as exc:
             log.info("kueue: %s not moved to %s: %s", job_id, state.value, exc)
             return None
+
+    # -- 4. say so -------------------------------------------------------------------------
+    def _reflect(self, workload: KueueWorkload, stored: StoredJob | None) -> None:
+        """Bring Starburst's condition on the Workload (and its mirror on the Job) in line
+        with the job's record, if they differ (one write per change of decision)."""
+        if stored is None:
+            return
+        reason = condition_reason(stored)
+        if reason is None or reason == workload.condition_reason:
+            return
+        if reason == "Waiting" and workload.state != "pending":
+            return  # deactivated by someone else, or admitted: the next look says which
+        if reason == "Waiting":
+            budget = stored.wait_budget if stored.wait_budget is not None else math.inf
+            deadline = stored.queued_at + budget
+            then = rfc3339(deadline) if math.isfinite(deadline) else "never"
+            message = (
+                f"waiting for Kueue's quota in {workload.local_queue} (ClusterQueue "
+                f"{workload.cluster_queue}) with a {_seconds(budget)} wait budget counted "
+                f"from the Job's creation: a burst to the cloud at {then} if still pending"
+            )
+        else:
+            events = self.jobs.events(stored.id)
+            message = events[-1].reason if events else stored.state.value
+        self.workloads.set_condition(workload, reason, message)
+
+
+def condition_reason(stored: StoredJob) -> str | None:
+    """The reason of Starburst's condition on a followed job's Workload (``REASONS`` of
+    ``adapters.kubernetes.kueue``) for its record as it stands; None: nothing to say."""
+    state = stored.state
+    if state is JobState.QUEUED:
+        return "Waiting"
+    if stored.ran_on == "cloud" or state in (JobState.BURSTING, JobState.RUNNING_CLOUD):
+        ended = {
+            JobState.SUCCEEDED: "CloudSucceeded",
+            JobState.FAILED: "CloudFailed",
+            JobState.CANCELLED: "CloudCancelled",
+        }
+        return ended.get(state, "Burst")
+    if state is JobState.RUNNING_ONPREM or stored.ran_on == "onprem":
+        return "AdmittedOnPrem"
+    return None
 
 
 def record_estimates(

@@ -1,21 +1,23 @@
 """The Kueue pass on its own (``controller.kueue_burst``), without Kueue: trouble reading
 Kueue skips its look and never raises into the controller's pass; a followed job's runtime
-prediction is recorded and its budget counts from its Job's creation (the real Kueue:
-``tests/kueue``)."""
+prediction is recorded and its budget counts from its Job's creation; Starburst's condition
+on the Workload follows the job's record (the real Kueue: ``tests/kueue``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from starburst.adapters.kubernetes.kueue import KueueWorkload
+from starburst.adapters.kubernetes.kueue import CONDITION, KueueWorkload
 from starburst.adapters.memory.store import MemoryStore
-from starburst.controller.kueue_burst import KueueBurst
+from starburst.controller.kueue_burst import KueueBurst, condition_reason
 from starburst.core.errors import TransientError
 from starburst.core.job import Job
 from starburst.core.kueue_jobs import WORKLOAD
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.ports import Estimate
+from starburst.core.records import StoredJob
 from tests.builders import make_job
 from tests.support.clock import ManualClock
 
@@ -45,7 +47,8 @@ def test_kueue_unreachable_skips_the_look_without_failing_the_pass() -> None:
 
 class Workloads:
     """Kueue's Workloads as ``KueueWorkloads`` hands them out, in memory: one pending
-    Workload whose Job was created at ``created``."""
+    Workload whose Job was created at ``created``; the conditions written are kept (``fail``:
+    the next condition write is refused, as Kueue's webhooks refuse it while Kueue is down)."""
 
     def __init__(self, created: float) -> None:
         job = {"metadata": {"name": "train", "namespace": "ns", "creationTimestamp": "x"}}
@@ -53,6 +56,8 @@ class Workloads:
         self.job_value = make_job(
             "ns/train", gpus=2, submit=created, extra={WORKLOAD: "job-train", "namespace": "ns"}
         )
+        self.written: list[str] = []
+        self.fail = False
 
     def workloads(self) -> list[KueueWorkload]:
         return [self.found]
@@ -62,6 +67,13 @@ class Workloads:
 
     def note(self, *args: Any) -> None:
         pass
+
+    def set_condition(self, workload: KueueWorkload, reason: str, message: str) -> None:
+        if self.fail:
+            self.fail = False
+            raise TransientError("admission webhook: connection refused")
+        self.written.append(reason)
+        self.found = replace(self.found, condition={"type": CONDITION, "reason": reason})
 
 
 class Model:
@@ -84,6 +96,7 @@ def test_a_kueue_job_gets_a_recorded_prediction_and_a_budget_from_its_creation()
             estimator=lambda: Model(),
         ).run_pass(clock.now(), None)  # a new controller life each pass  # fmt: skip
 
+    kueue.fail = True  # the first condition write is refused
     pass_()
     stored = store.jobs.get("ns/train")
     assert stored.state is JobState.QUEUED
@@ -93,6 +106,24 @@ def test_a_kueue_job_gets_a_recorded_prediction_and_a_budget_from_its_creation()
     assert [(p.value, p.source) for p in store.models.predictions("ns/train")] == [
         (1000.0, "model:v1")
     ]
+    assert kueue.written == []
     clock.advance(1)
+    pass_()  # the refused condition is written on the next look, and only once
     pass_()
+    assert kueue.written == ["Waiting"]
     assert [p.value for p in store.models.predictions("ns/train")] == [1000.0]  # once
+
+
+def test_the_condition_follows_the_record() -> None:
+    def stored(state: JobState, ran_on: str | None = None) -> StoredJob:
+        return StoredJob(make_job("ns/j"), state, 1, 0.0, ran_on=ran_on)
+
+    assert condition_reason(stored(JobState.QUEUED)) == "Waiting"
+    assert condition_reason(stored(JobState.RUNNING_ONPREM, "onprem")) == "AdmittedOnPrem"
+    assert condition_reason(stored(JobState.SUCCEEDED, "onprem")) == "AdmittedOnPrem"
+    assert condition_reason(stored(JobState.BURSTING, "cloud")) == "Burst"
+    assert condition_reason(stored(JobState.RUNNING_CLOUD, "cloud")) == "Burst"
+    assert condition_reason(stored(JobState.SUCCEEDED, "cloud")) == "CloudSucceeded"
+    assert condition_reason(stored(JobState.FAILED, "cloud")) == "CloudFailed"
+    assert condition_reason(stored(JobState.CANCELLED, "cloud")) == "CloudCancelled"
+    assert condition_reason(stored(JobState.CANCELLED)) is None  # no longer followed

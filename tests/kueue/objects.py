@@ -3,7 +3,10 @@ Workload's state, for the Kueue tier."""
 
 from __future__ import annotations
 
+import json
+import ssl
 import urllib.error
+import urllib.request
 from datetime import datetime
 from typing import Any
 
@@ -112,6 +115,30 @@ def evaluated_workload(kube: RealKube, namespace: str, job_name: str) -> dict[st
 def has_condition(obj: dict[str, Any], kind: str) -> bool:
     conditions = (obj.get("status") or {}).get("conditions") or []
     return any(c["type"] == kind and c["status"] == "True" for c in conditions)
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """The condition of type ``kind`` in ``obj``'s status (None: none)."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == kind), None)
+
+
+def printed(kube: RealKube, namespace: str, name: str) -> dict[str, str]:
+    """What ``kubectl get workload NAME`` prints: the API server's Table of the Workload,
+    from Kueue's printer columns (Admitted and Finished: those conditions' status)."""
+    req = urllib.request.Request(
+        f"https://{kube.host}:{kube.port}{GROUP}/namespaces/{namespace}/workloads/{name}",
+        headers={
+            "Authorization": f"Bearer {kube.pki.admin_token}",
+            "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io",
+        },
+    )
+    context = ssl.create_default_context(cafile=str(kube.pki.ca_cert))
+    with urllib.request.urlopen(req, context=context, timeout=30) as reply:
+        table = json.loads(reply.read())
+    names = [c["name"] for c in table["columnDefinitions"]]
+    (row,) = table["rows"]
+    return {n: "" if v is None else str(v) for n, v in zip(names, row["cells"], strict=True)}
 
 
 def job(kube: RealKube, namespace: str, name: str) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from starburst.adapters.kubernetes.conversion import Conventions
-from starburst.adapters.kubernetes.kueue import KueueWorkloads, served
+from starburst.adapters.kubernetes.conversion import Conventions, rfc3339
+from starburst.adapters.kubernetes.kueue import CONDITION, KueueWorkloads, served
 from starburst.api.app import create_app
 from starburst.controller.kueue_burst import KueueBurst
 from starburst.core.lifecycle import JobState
@@ -79,6 +79,15 @@ def at(rig: Rig, instant: float) -> None:
     rig.controller.run_pass()
 
 
+def decision(kube: Any, namespace: str, name: str) -> tuple[str, str, str]:
+    """Starburst's condition on the Job's Workload (status, reason) and its mirror on the
+    Job (the ``starburst.io/burst-status`` annotation)."""
+    found = objects.condition(objects.workload(kube, namespace, name), CONDITION)
+    assert found is not None, f"no {CONDITION} condition on {name}'s Workload"
+    notes = objects.job(kube, namespace, name)["metadata"].get("annotations") or {}
+    return found["status"], found["reason"], notes.get("starburst.io/burst-status", "")
+
+
 def finish(kubelet: Any, namespace: str, name: str) -> None:
     """End the Job's pods (once the scheduler has bound them to the fake node)."""
     wait_for(lambda: kubelet.finish_job(namespace, name), timeout=60, what=f"{name}'s pods")
@@ -116,6 +125,9 @@ def test_kueue_admits_before_the_budget_or_starburst_bursts_after_it(kueue_rig):
         == "300"
     )
     assert events_on(kube, ns, objects.workload(kube, ns, "second")["metadata"]["name"], "Waiting")
+    assert decision(kube, ns, "second") == ("False", "Waiting", "Waiting")
+    waiting = objects.condition(objects.workload(kube, ns, "second"), CONDITION)
+    assert waiting is not None and rfc3339(created + 300) in waiting["message"]
 
     # Kueue's quota frees within second's budget: Kueue admits it, it runs on-prem
     at(rig, created + 100)
@@ -124,6 +136,7 @@ def test_kueue_admits_before_the_budget_or_starburst_bursts_after_it(kueue_rig):
     passes(rig)
     assert rig.state("second") is JobState.RUNNING_ONPREM
     assert "admitted on-prem by Kueue" in rig.reasons("second")[-1]
+    assert decision(kube, ns, "second") == ("False", "AdmittedOnPrem", "AdmittedOnPrem")
     assert objects.has_condition(objects.workload(kube, ns, "second"), "Admitted")  # Kueue's
     rig.restart()  # a new leader never starts Kueue's running job on-prem again
     with_kueue(rig)
@@ -156,17 +169,32 @@ def test_kueue_admits_before_the_budget_or_starburst_bursts_after_it(kueue_rig):
     assert "spec.active=false" in burst["message"]
     assert events_on(kube, ns, "third", "Burst")
     assert "starburst.io/burst-to" in objects.job(kube, ns, "third")["metadata"]["annotations"]
+    assert decision(kube, ns, "third") == ("True", "Burst", "Burst")
+    # `kubectl get workloads`: never admitted on-prem, not finished there either
+    shown = objects.printed(kube, ns, third_workload["metadata"]["name"])
+    assert (shown["Admitted"], shown["Finished"]) in (("", ""), ("False", ""))
 
     # the cloud side follows it like any burst; Kueue never admits it meanwhile
     passes(rig, 60, count=3)
     assert rig.state("third") is JobState.SUCCEEDED
+    passes(rig)  # the Kueue look after the cloud side's says so on the Workload
+    assert decision(kube, ns, "third") == ("True", "CloudSucceeded", "CloudSucceeded")
     (launch,) = rig.store.ledger.launches(f"{ns}/third")  # what `starburst costs` bills
     assert launch.ended_at is not None and float(launch.hourly_price) > 0
     assert not admitted(kube, ns, "third")
+    shown = objects.printed(kube, ns, third_workload["metadata"]["name"])
+    assert shown["Admitted"] != "True" and shown["Finished"] != "True"
     finish(kubelet, ns, "second")
     wait_for(lambda: objects.job(kube, ns, "second").get("status", {}).get("succeeded"))
     passes(rig)
     assert rig.state("second") is JobState.SUCCEEDED
+    assert decision(kube, ns, "second") == ("False", "AdmittedOnPrem", "AdmittedOnPrem")
+    assert (
+        objects.printed(kube, ns, objects.workload(kube, ns, "second")["metadata"]["name"])[
+            "Finished"
+        ]
+        == "True"
+    )  # Kueue's own condition, as Kueue set it
     seen_by_users(rig, ns)
     assert rig.denied() == []
 
@@ -223,6 +251,7 @@ def test_a_restart_between_leaving_kueue_and_the_burst_loses_nothing(kueue_rig):
     assert len(rig.cloud.launched) == 1
     assert rig.state("late") is JobState.SUCCEEDED
     passes(rig)
+    assert decision(kube, ns, "late") == ("True", "CloudSucceeded", "CloudSucceeded")
 
 
 def test_the_budget_counts_from_the_jobs_creation_across_restarts(kueue_rig):
@@ -247,6 +276,7 @@ def test_the_budget_counts_from_the_jobs_creation_across_restarts(kueue_rig):
     at(rig, created + 300)
     assert rig.state("late") in (JobState.BURSTING, JobState.RUNNING_CLOUD)
     assert [j.id for j in rig.cloud.launched] == [f"{ns}/late"]
+    assert decision(kube, ns, "late") == ("True", "Burst", "Burst")
 
     # a Job created while no controller ran, first seen past its budget, bursts at that look
     objects.create(kube, objects.kueue_job("unseen", queue.local_queue, predicted_runtime=200), ns)
@@ -257,6 +287,7 @@ def test_the_budget_counts_from_the_jobs_creation_across_restarts(kueue_rig):
     at(rig, max(rig.clock.now(), unseen_created) + 100)  # its budget: 100 s
     assert rig.state("unseen") in (JobState.BURSTING, JobState.RUNNING_CLOUD)
     assert rig.store.jobs.get(f"{ns}/unseen").queued_at == unseen_created
+    assert decision(kube, ns, "unseen") == ("True", "Burst", "Burst")
     assert rig.denied() == []
 
 
@@ -286,6 +317,7 @@ def test_kueue_down_when_the_budget_runs_out_delays_the_burst_and_loses_nothing(
     assert [j.id for j in rig.cloud.launched] == [f"{ns}/late"]
     assert objects.workload(kube, ns, "late")["spec"]["active"] is False
     assert not admitted(kube, ns, "late")
+    assert decision(kube, ns, "late") == ("True", "Burst", "Burst")
 
 
 def test_a_queued_job_whose_kueue_job_is_deleted_ends_cancelled(kueue_rig):

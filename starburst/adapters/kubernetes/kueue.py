@@ -17,8 +17,25 @@ cloud burst Kueue lacks, for the queues an admin opts in:
   it admitted). ``spec.active`` is Kueue's documented switch: an inactive Workload is never
   admitted, and Kueue keeps its Job suspended.
 
+- *Condition* (``set_condition``): Starburst's decision as one condition of its own type,
+  ``starburst.io/Burst``, in the Workload's ``status.conditions`` (status False while it
+  waits or after Kueue admitted it, True once it burst; the reason says which:
+  ``REASONS``). Kueue's API keeps that list as a map keyed by ``type`` (``listType=map``)
+  and validates entries as ``metav1.Condition`` (a domain-prefixed type is valid); Kueue
+  writes its own conditions by server-side apply (field manager ``kueue-admission`` etc.),
+  each naming only the types it owns, so a condition applied by another field manager is
+  kept. Starburst applies its one condition the same way (field manager ``starburst``,
+  ``workloads/status``), never Kueue's types (``Admitted``, ``Finished``...): those keep
+  meaning what Kueue's controllers and ``kubectl get workloads`` make of them.
+- *On the Job*, the same decision goes in annotations (``starburst.io/burst-status``,
+  ``starburst.io/burst-message``) and Events, not in ``status.conditions``: a Job's status
+  is the Job controller's (the only writer unless ``spec.managedBy`` names another), its
+  conditions list is atomic (``listType=atomic``: any write replaces the whole list the
+  controller keeps), and the RBAC to write ``jobs/status`` would let Starburst forge the
+  ``Complete``/``Failed`` conditions that TTL clean-up, Kueue and ``kubectl wait`` act on.
+
 Reads list the Workloads, LocalQueues and ClusterQueues each look (no informers); writes are
-a patch and best-effort Events and annotations.
+a patch, the condition (server-side apply) and best-effort Events and annotations.
 """
 
 from __future__ import annotations
@@ -39,12 +56,27 @@ Obj = dict[str, Any]
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 OPT_IN = "starburst.io/burst"
 DECIDED = "starburst.io/burst-decided"
+#: Starburst's own condition type on a Workload (see the module)
+CONDITION = "starburst.io/Burst"
+#: the condition's reasons, each with its status: True once the job left for the cloud
+REASONS = {
+    "Waiting": False,  # pending in Kueue's queue within its wait budget
+    "AdmittedOnPrem": False,  # Kueue admitted it before the budget ran out
+    "Burst": True,  # taken out of Kueue's queue, launched (or running) in the cloud
+    "CloudSucceeded": True,
+    "CloudFailed": True,
+    "CloudCancelled": True,
+}
+#: the Job's annotations mirroring the condition (its reason, its message)
+JOB_STATUS, JOB_MESSAGE = "starburst.io/burst-status", "starburst.io/burst-message"
+FIELD_MANAGER = "starburst"
 TIMEOUT_S = 10
 
 
 @dataclass(frozen=True, slots=True)
 class KueueWorkload:
-    """A Workload of an opted-in queue with its Job (``job`` None: the Job is gone)."""
+    """A Workload of an opted-in queue with its Job (``job`` None: the Job is gone) and
+    Starburst's condition on it as last written (``condition`` None: none yet)."""
 
     namespace: str
     name: str
@@ -54,6 +86,11 @@ class KueueWorkload:
     resource_version: str
     uid: str
     job: Obj | None
+    condition: Obj | None = None
+
+    @property
+    def condition_reason(self) -> str | None:
+        return None if self.condition is None else str(self.condition.get("reason", ""))
 
     @property
     def job_id(self) -> str:
@@ -123,7 +160,7 @@ class KueueWorkloads:
                 KueueWorkload(
                     meta["namespace"], meta["name"], local, cq, workload_state(workload),
                     str(meta.get("resourceVersion", "")), str(meta.get("uid", "")),
-                    self._job_of(workload),
+                    self._job_of(workload), _condition(workload),
                 )
             )  # fmt: skip
         return found
@@ -184,6 +221,44 @@ class KueueWorkloads:
             raise translate(err, f"deactivating Workload {workload.name}") from err
         return True
 
+    def set_condition(self, workload: KueueWorkload, reason: str, message: str) -> None:
+        """Say Starburst's decision on the Workload (its ``starburst.io/Burst`` condition,
+        one of ``REASONS``) and on its Job (annotations): see the module. The transition
+        time moves only when the status does. Raises a ``StarburstError`` if the Workload
+        refused it (Kueue's webhooks down, say); the Job's annotations are best effort."""
+        status = "True" if REASONS[reason] else "False"
+        old = workload.condition or {}
+        since = old.get("lastTransitionTime") if old.get("status") == status else None
+        condition = {
+            "type": CONDITION,
+            "status": status,
+            "reason": reason,
+            "message": message[:32768],  # metav1.Condition's longest message
+            "lastTransitionTime": since or conv.rfc3339(self._clock.now()),
+        }
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Workload",
+            "metadata": {"namespace": workload.namespace, "name": workload.name},
+            "status": {"conditions": [condition]},
+        }
+        path = (
+            f"/apis/{GROUP}/{VERSION}/namespaces/{workload.namespace}/workloads/"
+            f"{workload.name}/status"
+        )
+        try:  # server-side apply: the client's custom-object methods only merge-patch
+            self._custom.api_client.call_api(
+                path, "PATCH",
+                query_params=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+                header_params={"Content-Type": "application/apply-patch+yaml",
+                               "Accept": "application/json"},
+                body=body, auth_settings=["BearerToken"],
+                _preload_content=False, _request_timeout=TIMEOUT_S,
+            )  # fmt: skip
+        except Exception as err:
+            raise translate(err, f"setting the {CONDITION} condition of {workload.name}") from err
+        self._annotate(workload, {JOB_STATUS: reason, JOB_MESSAGE: message[:1000]})
+
     def note(
         self, workload: KueueWorkload, reason: str, message: str, annotations: dict[str, str]
     ) -> None:
@@ -206,6 +281,10 @@ class KueueWorkloads:
                 )
             except Exception:
                 log.warning("could not record the %s event on %s", reason, workload.name)
+        self._annotate(workload, annotations)
+
+    def _annotate(self, workload: KueueWorkload, annotations: dict[str, str]) -> None:
+        """Annotate the Job of ``workload`` (best effort)."""
         if workload.job is not None and annotations:
             try:
                 self._batch.patch_namespaced_job(
@@ -228,6 +307,14 @@ def served(api_client: Any) -> list[str]:
         if group.name == GROUP:
             return [v.version for v in group.versions or ()]
     return []
+
+
+def _condition(workload: Obj) -> Obj | None:
+    """Starburst's condition on ``workload`` (None: none)."""
+    for condition in (workload.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == CONDITION:
+            return dict(condition)
+    return None
 
 
 def _opts_in(queue: Obj) -> bool:
