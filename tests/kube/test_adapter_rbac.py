@@ -34,6 +34,7 @@ UNFORCED = {("get", "batch", "jobs")}
 KUEUE = {
     ("list", "kueue.x-k8s.io", "workloads"),
     ("patch", "kueue.x-k8s.io", "workloads"),
+    ("patch", "kueue.x-k8s.io", "workloads/status"),
     ("list", "kueue.x-k8s.io", "clusterqueues"),
     ("list", "kueue.x-k8s.io", "localqueues"),
 }
