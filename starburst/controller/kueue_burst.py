@@ -197,13 +197,15 @@ class KueueBurst:
     ) -> StoredJob:
         waited = now - stored.queued_at  # from the Job's creation (see the module)
         budget = stored.wait_budget if stored.wait_budget is not None else math.inf
-        if workload.state == "admitted":
+        if workload.state in ("admitted", "finished"):  # finished: between two looks
             reason = (
                 f"admitted on-prem by Kueue (ClusterQueue {workload.cluster_queue}) after "
                 f"{_seconds(max(waited, 0.0))} of its {_seconds(budget)} wait budget"
             )
             moved = self._move(stored.id, JobState.RUNNING_ONPREM, reason, token, now)
             self.workloads.note(workload, "OnPrem", reason, {})
+            if moved is not None and workload.job is not None:
+                return self._maybe_ended(moved, workload, now, token)
             return moved or stored
         if workload.state == "inactive":  # someone else took it out of Kueue's queue
             if stored.id not in self._left_alone:

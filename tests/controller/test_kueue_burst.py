@@ -127,3 +127,31 @@ def test_the_condition_follows_the_record() -> None:
     assert condition_reason(stored(JobState.FAILED, "cloud")) == "CloudFailed"
     assert condition_reason(stored(JobState.CANCELLED, "cloud")) == "CloudCancelled"
     assert condition_reason(stored(JobState.CANCELLED)) is None  # no longer followed
+
+
+def test_a_kueue_job_admitted_and_finished_between_two_looks_ends_succeeded() -> None:
+    clock = ManualClock(10_000.0)
+    store = MemoryStore(clock=clock)
+    kueue = Workloads(created=9_990.0)
+
+    def pass_() -> None:
+        KueueBurst(
+            submissions=store.submissions, jobs=store.jobs, lifecycle=store.lifecycle,
+            ledger=store.ledger, models=store.models, workloads=kueue,  # type: ignore[arg-type]
+            policy=lambda: WaitPolicy(PolicyKind.COMPUTE, 0.5), follower=lambda: None,
+        ).run_pass(clock.now(), None)  # fmt: skip
+
+    pass_()
+    assert store.jobs.get("ns/train").state is JobState.QUEUED
+    assert kueue.found.job is not None
+    done = {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
+    kueue.found = replace(kueue.found, state="finished", job={**kueue.found.job, "status": done})
+    clock.advance(5)
+    pass_()
+    stored = store.jobs.get("ns/train")
+    assert stored.state is JobState.SUCCEEDED and stored.ran_on == "onprem"
+    assert [e.to_state for e in store.jobs.events("ns/train")][-2:] == [
+        JobState.RUNNING_ONPREM,
+        JobState.SUCCEEDED,
+    ]
+    assert kueue.written[-1] == "AdmittedOnPrem"
