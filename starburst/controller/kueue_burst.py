@@ -11,7 +11,9 @@ For the Workloads of the queues an admin opted in (``adapters.kubernetes.kueue``
    and the Job;
 2. *admitted by Kueue* before the budget ran out: the job runs on-prem (``running_onprem``,
    the reason names the ClusterQueue); its Job's end ends it (succeeded or failed);
-3. *budget spent* while still pending: the Workload is taken out of Kueue's queue
+3. *budget spent* while still pending, and neither its team's cloud budget nor a degraded
+   cloud side holds it (``hold``, the scheduling pass's holds: a held job stays in Kueue's
+   queue, where Kueue may still admit it): the Workload is taken out of Kueue's queue
    (``spec.active: false`` with the resourceVersion it was read at: a Workload Kueue admitted
    meanwhile stays on-prem), then the job moves to ``bursting`` and is launched through the
    cloud port; from there the controller's cloud side follows, meters and ends it like any
@@ -41,7 +43,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from starburst.adapters.kubernetes.conversion import finished, rfc3339
@@ -50,6 +52,7 @@ from starburst.controller.loop.cloudside import CloudFollower, cloud_job
 from starburst.controller.loop.moves import ACTOR
 from starburst.controller.loop.queue_view import read_all
 from starburst.controller.loop.report import backend_job
+from starburst.core.cycle import HOLD_ALL, NO_TEAM
 from starburst.core.duration import human
 from starburst.core.errors import StarburstError
 from starburst.core.job import Job
@@ -89,15 +92,19 @@ class KueueBurst:
         policy: Callable[[], WaitPolicy],
         follower: Callable[[], CloudFollower | None],
         estimator: Callable[[], RuntimeEstimator | None] = lambda: None,
+        hold: Callable[[float], Mapping[str, str]] = lambda now: {},
     ) -> None:
         """``submissions``, ``jobs``, ``lifecycle``, ``ledger`` and ``models``: the store's
         repositories it reads and writes; ``policy``, ``follower`` and ``estimator``: the
         scheduling pass's waiting policy, cloud side and runtime estimator in force (the
-        controller refits them)."""
+        controller refits them); ``hold``: who may not burst now (team or ``NO_TEAM`` or
+        ``HOLD_ALL`` → why), read only when a budget ran out."""
         self.submissions, self.jobs, self.lifecycle = submissions, jobs, lifecycle
         self.ledger, self.models, self.workloads = ledger, models, workloads
         self._policy, self._follower, self._estimator = policy, follower, estimator
+        self._hold = hold
         self._left_alone: set[str] = set()
+        self._held: set[str] = set()
 
     def run_pass(self, now: float, token: int | None) -> list[str]:
         """Look at every opted-in Workload once; the ids of the jobs burst this pass."""
@@ -232,6 +239,8 @@ class KueueBurst:
             f"waited {_seconds(waited)} of a {_seconds(budget)} budget in Kueue's queue "
             f"{workload.local_queue} (ClusterQueue {workload.cluster_queue})"
         )
+        if workload.state == "pending" and self._held_back(stored, workload, now):
+            return None  # it waits in Kueue's queue until the hold lifts
         if workload.state == "pending" and not self.workloads.deactivate(workload, waited_text):
             return None  # it changed since it was read: the next look decides again
         job = backend_job(stored)
@@ -254,6 +263,19 @@ class KueueBurst:
         }
         self.workloads.note(workload, "Burst", reason, notes)
         return moved
+
+    def _held_back(self, stored: StoredJob, workload: KueueWorkload, now: float) -> bool:
+        """Whether a hold keeps the job from bursting now (said once per controller life)."""
+        held = self._hold(now)
+        team = stored.job.team
+        why = held.get(HOLD_ALL) or held.get(NO_TEAM if team is None else team)
+        if why is None:
+            self._held.discard(stored.id)
+            return False
+        if stored.id not in self._held:
+            self._held.add(stored.id)
+            self.workloads.note(workload, "Held", f"wait budget spent, not burst: {why}", {})
+        return True
 
     def _maybe_ended(
         self, stored: StoredJob, workload: KueueWorkload, now: float, token: int | None

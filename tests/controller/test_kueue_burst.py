@@ -58,6 +58,8 @@ class Workloads:
         )
         self.written: list[str] = []
         self.fail = False
+        self.notes: list[str] = []
+        self.deactivations = 0
 
     def workloads(self) -> list[KueueWorkload]:
         return [self.found]
@@ -65,8 +67,12 @@ class Workloads:
     def job(self, workload: KueueWorkload) -> Job:
         return self.job_value
 
-    def note(self, *args: Any) -> None:
-        pass
+    def note(self, workload: KueueWorkload, reason: str, *args: Any) -> None:
+        self.notes.append(reason)
+
+    def deactivate(self, workload: KueueWorkload, reason: str) -> bool:
+        self.deactivations += 1
+        return False  # as if Kueue changed it meanwhile: nothing more happens this look
 
     def set_condition(self, workload: KueueWorkload, reason: str, message: str) -> None:
         if self.fail:
@@ -155,3 +161,30 @@ def test_a_kueue_job_admitted_and_finished_between_two_looks_ends_succeeded() ->
         JobState.SUCCEEDED,
     ]
     assert kueue.written[-1] == "AdmittedOnPrem"
+
+
+def test_a_team_over_its_cloud_budget_keeps_its_kueue_job_in_kueues_queue() -> None:
+    clock = ManualClock(10_000.0)
+    store = MemoryStore(clock=clock)
+    kueue = Workloads(created=9_000.0)  # 0.5 × 2 GPUs × 1000 s: spent at the first look
+    held = {"ns": "team ns spent $10.00 of its $10.00 cloud budget for 2026-12"}
+    burst = KueueBurst(
+        submissions=store.submissions, jobs=store.jobs, lifecycle=store.lifecycle,
+        ledger=store.ledger, models=store.models, workloads=kueue,  # type: ignore[arg-type]
+        policy=lambda: WaitPolicy(PolicyKind.COMPUTE, 0.5),
+        follower=lambda: object(),  # type: ignore[arg-type,return-value]
+        estimator=lambda: Model(), hold=lambda now: dict(held),
+    )  # fmt: skip
+    kueue.job_value = replace(kueue.job_value, team="ns")
+
+    assert burst.run_pass(clock.now(), None) == []  # budget spent at its first look: held
+    clock.advance(60)
+    burst.run_pass(clock.now(), None)
+    assert store.jobs.get("ns/train").state is JobState.QUEUED
+    assert kueue.deactivations == 0  # still in Kueue's queue: Kueue may admit it
+    assert kueue.notes.count("Held") == 1  # said once
+
+    held.clear()  # the budget was raised: the next look takes it out of Kueue's queue
+    clock.advance(60)
+    burst.run_pass(clock.now(), None)
+    assert kueue.deactivations == 1
