@@ -55,6 +55,7 @@ from starburst.controller.loop.report import backend_job
 from starburst.core.cycle import HOLD_ALL, NO_TEAM
 from starburst.core.duration import human
 from starburst.core.errors import StarburstError
+from starburst.core.failure import cause_of
 from starburst.core.job import Job
 from starburst.core.kueue_jobs import is_kueues
 from starburst.core.lifecycle import JobState
@@ -321,8 +322,8 @@ class KueueBurst:
                 f"from the Job's creation: a burst to the cloud at {then} if still pending"
             )
         else:
-            events = self.jobs.events(stored.id)
-            message = events[-1].reason if events else stored.state.value
+            events = self.jobs.events(stored.id)  # the cause, never an output tail
+            message = cause_of(events[-1].reason) if events else stored.state.value
         self.workloads.set_condition(workload, reason, message)
 
 

@@ -12,6 +12,7 @@ from starburst.adapters.kubernetes.kueue import CONDITION, KueueWorkload
 from starburst.adapters.memory.store import MemoryStore
 from starburst.controller.kueue_burst import KueueBurst, condition_reason
 from starburst.core.errors import TransientError
+from starburst.core.failure import OUTPUT_MARK
 from starburst.core.job import Job
 from starburst.core.kueue_jobs import WORKLOAD
 from starburst.core.lifecycle import JobState
@@ -57,6 +58,7 @@ class Workloads:
             "ns/train", gpus=2, submit=created, extra={WORKLOAD: "job-train", "namespace": "ns"}
         )
         self.written: list[str] = []
+        self.messages: list[str] = []
         self.fail = False
         self.notes: list[str] = []
         self.deactivations = 0
@@ -79,6 +81,7 @@ class Workloads:
             self.fail = False
             raise TransientError("admission webhook: connection refused")
         self.written.append(reason)
+        self.messages.append(message)
         self.found = replace(self.found, condition={"type": CONDITION, "reason": reason})
 
 
@@ -188,3 +191,25 @@ def test_a_team_over_its_cloud_budget_keeps_its_kueue_job_in_kueues_queue() -> N
     clock.advance(60)
     burst.run_pass(clock.now(), None)
     assert kueue.deactivations == 1
+
+
+def test_a_failed_cloud_run_says_its_cause_on_the_workload_never_its_output() -> None:
+    clock = ManualClock(10_000.0)
+    store = MemoryStore(clock=clock)
+    kueue = Workloads(created=9_990.0)
+    burst = KueueBurst(
+        submissions=store.submissions, jobs=store.jobs, lifecycle=store.lifecycle,
+        ledger=store.ledger, models=store.models, workloads=kueue,  # type: ignore[arg-type]
+        policy=lambda: WaitPolicy(PolicyKind.COMPUTE, 0.5), follower=lambda: None,
+    )  # fmt: skip
+    burst.run_pass(clock.now(), None)
+    for state, why in [
+        (JobState.BURSTING, "burst to sim"),
+        (JobState.RUNNING_CLOUD, "running in the cloud"),
+        (JobState.FAILED, f"failed in the cloud: exit code 1; {OUTPUT_MARK}\nKEY=s3cr3t"),
+    ]:
+        store.lifecycle.transition("ns/train", state, reason=why, actor="test")
+    kueue.found = replace(kueue.found, state="burst")
+    burst.run_pass(clock.advance(5), None)
+    assert kueue.written[-1] == "CloudFailed"
+    assert kueue.messages[-1] == "failed in the cloud: exit code 1"
