@@ -11,9 +11,11 @@ For the Workloads of the queues an admin opted in (``adapters.kubernetes.kueue``
    and the Job;
 2. *admitted by Kueue* before the budget ran out: the job runs on-prem (``running_onprem``,
    the reason names the ClusterQueue); its Job's end ends it (succeeded or failed);
-3. *budget spent* while still pending, and neither its team's cloud budget nor a degraded
-   cloud side holds it (``hold``, the scheduling pass's holds: a held job stays in Kueue's
-   queue, where Kueue may still admit it): the Workload is taken out of Kueue's queue
+3. *budget spent* while still pending, and neither its team's cloud budget, a degraded cloud
+   side (``hold``) nor a $/h price ceiling (``ceiling``) holds it, as they would hold it in
+   the scheduling pass (a held job stays in Kueue's queue, where Kueue may still admit it,
+   and bursts at the first look after the hold lifts): the Workload is taken out of Kueue's
+   queue
    (``spec.active: false`` with the resourceVersion it was read at: a Workload Kueue admitted
    meanwhile stays on-prem), then the job moves to ``bursting`` and is launched through the
    cloud port; from there the controller's cloud side follows, meters and ends it like any
@@ -48,6 +50,7 @@ from dataclasses import replace
 
 from starburst.adapters.kubernetes.conversion import finished, rfc3339
 from starburst.adapters.kubernetes.kueue import KueueWorkload, KueueWorkloads
+from starburst.controller.loop.burst_ceiling import TeamCeiling
 from starburst.controller.loop.cloudside import CloudFollower, cloud_job
 from starburst.controller.loop.moves import ACTOR
 from starburst.controller.loop.queue_view import read_all
@@ -66,6 +69,7 @@ from starburst.core.ports import (
     Ledger,
     Lifecycle,
     ModelRegistry,
+    Quote,
     RuntimeEstimator,
     Submissions,
 )
@@ -94,16 +98,18 @@ class KueueBurst:
         follower: Callable[[], CloudFollower | None],
         estimator: Callable[[], RuntimeEstimator | None] = lambda: None,
         hold: Callable[[float], Mapping[str, str]] = lambda now: {},
+        ceiling: TeamCeiling | None = None,
     ) -> None:
         """``submissions``, ``jobs``, ``lifecycle``, ``ledger`` and ``models``: the store's
         repositories it reads and writes; ``policy``, ``follower`` and ``estimator``: the
         scheduling pass's waiting policy, cloud side and runtime estimator in force (the
         controller refits them); ``hold``: who may not burst now (team or ``NO_TEAM`` or
-        ``HOLD_ALL`` → why), read only when a budget ran out."""
+        ``HOLD_ALL`` → why), read only when a budget ran out; ``ceiling``: the $/h price
+        ceilings (a ``TeamCeiling`` of this pass's own, its rates read afresh each pass)."""
         self.submissions, self.jobs, self.lifecycle = submissions, jobs, lifecycle
         self.ledger, self.models, self.workloads = ledger, models, workloads
         self._policy, self._follower, self._estimator = policy, follower, estimator
-        self._hold = hold
+        self._hold, self.ceiling = hold, ceiling
         self._left_alone: set[str] = set()
         self._held: set[str] = set()
 
@@ -115,6 +121,8 @@ class KueueBurst:
             log.warning("could not read Kueue's Workloads, will retry: %s", exc)
             return []
         self._end_unfollowed({w.job_id for w in found if w.job is not None}, now, token)
+        if self.ceiling is not None:
+            self.ceiling.begin()  # the teams' cloud rates as they are now
         burst = []
         for workload in found:
             if workload.job is None:
@@ -240,12 +248,12 @@ class KueueBurst:
             f"waited {_seconds(waited)} of a {_seconds(budget)} budget in Kueue's queue "
             f"{workload.local_queue} (ClusterQueue {workload.cluster_queue})"
         )
-        if workload.state == "pending" and self._held_back(stored, workload, now):
+        job = backend_job(stored)
+        quote = follower.cloud.quote(job)
+        if workload.state == "pending" and self._held_back(job, workload, now, quote):
             return None  # it waits in Kueue's queue until the hold lifts
         if workload.state == "pending" and not self.workloads.deactivate(workload, waited_text):
             return None  # it changed since it was read: the next look decides again
-        job = backend_job(stored)
-        quote = follower.cloud.quote(job)
         reason = (
             f"{waited_text}: taken out of Kueue (Workload spec.active=false), burst to "
             f"{quote.where} ({quote.accelerators}, ${quote.price_per_hour:.2f}/h)"
@@ -257,6 +265,8 @@ class KueueBurst:
         handle = follower.cloud.launch(cloud_job(job, attempt), reason)
         follower.record_launch(job, handle, now, token)
         follower.track(job.id, handle)
+        if self.ceiling is not None:
+            self.ceiling.charge(job, quote)  # the next burst of this pass counts this one
         notes = {
             "starburst.io/burst-to": quote.where,
             "starburst.io/cloud-job": handle.name,
@@ -265,16 +275,17 @@ class KueueBurst:
         self.workloads.note(workload, "Burst", reason, notes)
         return moved
 
-    def _held_back(self, stored: StoredJob, workload: KueueWorkload, now: float) -> bool:
+    def _held_back(self, job: Job, workload: KueueWorkload, now: float, quote: Quote) -> bool:
         """Whether a hold keeps the job from bursting now (said once per controller life)."""
         held = self._hold(now)
-        team = stored.job.team
-        why = held.get(HOLD_ALL) or held.get(NO_TEAM if team is None else team)
+        why = held.get(HOLD_ALL) or held.get(NO_TEAM if job.team is None else job.team)
+        if why is None and self.ceiling is not None:
+            why = self.ceiling.check(job, quote)
         if why is None:
-            self._held.discard(stored.id)
+            self._held.discard(job.id)
             return False
-        if stored.id not in self._held:
-            self._held.add(stored.id)
+        if job.id not in self._held:
+            self._held.add(job.id)
             self.workloads.note(workload, "Held", f"wait budget spent, not burst: {why}", {})
         return True
 

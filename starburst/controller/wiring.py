@@ -55,6 +55,7 @@ from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.controller.locality import Locality, locality_of
 from starburst.controller.loop.budgets import BudgetGate
+from starburst.controller.loop.burst_ceiling import TeamCeiling
 from starburst.controller.loop.capabilities import Capabilities
 from starburst.controller.metrics import ControllerMetrics
 from starburst.core.errors import ConfigError, StarburstError
@@ -380,6 +381,7 @@ def build_kueue_burst(
     teams = {ns: frozenset(t) for ns, t in settings.kubernetes_namespace_teams.items()}
     workloads = KueueWorkloads(api, clock, Conventions(namespace_teams=teams))
     loop = controller.loop
+    cloud = controller.cloud
     budgets = BudgetGate(  # the teams' cloud budgets, as the scheduling pass holds them
         store.accounts, store.ledger, no_team_limit=Decimal(str(settings.no_team_cloud_budget))
     )
@@ -390,4 +392,9 @@ def build_kueue_burst(
         policy=lambda: loop.config.policy, follower=lambda: loop.cloud_side,
         estimator=lambda: loop.estimator,
         hold=lambda now: {**budgets(now), **controller.cloud_gate(now)},
+        ceiling=TeamCeiling(  # the scheduling pass's price ceilings, on rates of its own
+            store.jobs, store.ledger, settings.max_team_cloud_price,
+            cloud.quote if cloud else None,
+            settings.job_ceilings(settings.price_list()) if cloud else None,
+        ),
     )  # fmt: skip

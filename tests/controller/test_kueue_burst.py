@@ -11,13 +11,14 @@ from typing import Any
 from starburst.adapters.kubernetes.kueue import CONDITION, KueueWorkload
 from starburst.adapters.memory.store import MemoryStore
 from starburst.controller.kueue_burst import KueueBurst, condition_reason
+from starburst.controller.loop.burst_ceiling import TeamCeiling
 from starburst.core.errors import TransientError
 from starburst.core.failure import OUTPUT_MARK
 from starburst.core.job import Job
 from starburst.core.kueue_jobs import WORKLOAD
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
-from starburst.core.ports import Estimate
+from starburst.core.ports import Estimate, Quote
 from starburst.core.records import StoredJob
 from tests.builders import make_job
 from tests.support.clock import ManualClock
@@ -175,7 +176,7 @@ def test_a_team_over_its_cloud_budget_keeps_its_kueue_job_in_kueues_queue() -> N
         submissions=store.submissions, jobs=store.jobs, lifecycle=store.lifecycle,
         ledger=store.ledger, models=store.models, workloads=kueue,  # type: ignore[arg-type]
         policy=lambda: WaitPolicy(PolicyKind.COMPUTE, 0.5),
-        follower=lambda: object(),  # type: ignore[arg-type,return-value]
+        follower=lambda: Priced(),  # type: ignore[arg-type,return-value]
         estimator=lambda: Model(), hold=lambda now: dict(held),
     )  # fmt: skip
     kueue.job_value = replace(kueue.job_value, team="ns")
@@ -213,3 +214,34 @@ def test_a_failed_cloud_run_says_its_cause_on_the_workload_never_its_output() ->
     burst.run_pass(clock.advance(5), None)
     assert kueue.written[-1] == "CloudFailed"
     assert kueue.messages[-1] == "failed in the cloud: exit code 1"
+
+
+class Priced:
+    """A cloud side whose only use here is its quote: 2.50 $/h."""
+
+    class cloud:  # the follower's attribute
+        @staticmethod
+        def quote(job: Job) -> Quote:
+            return Quote(2.5, "sim", "gpu:2")
+
+
+def test_a_burst_above_the_teams_price_ceiling_keeps_its_kueue_job_in_kueues_queue() -> None:
+    clock = ManualClock(10_000.0)
+    store = MemoryStore(clock=clock)
+    kueue = Workloads(created=9_000.0)  # 0.5 × 2 GPUs × 1000 s: spent at the first look
+    kueue.job_value = replace(kueue.job_value, team="ns")
+    ceiling = TeamCeiling(store.jobs, store.ledger, 2.0, None)  # $2/h for the whole team
+    burst = KueueBurst(
+        submissions=store.submissions, jobs=store.jobs, lifecycle=store.lifecycle,
+        ledger=store.ledger, models=store.models, workloads=kueue,  # type: ignore[arg-type]
+        policy=lambda: WaitPolicy(PolicyKind.COMPUTE, 0.5),
+        follower=lambda: Priced(),  # type: ignore[arg-type,return-value]
+        estimator=lambda: Model(), ceiling=ceiling,
+    )  # fmt: skip
+
+    burst.run_pass(clock.now(), None)
+    assert store.jobs.get("ns/train").state is JobState.QUEUED
+    assert (kueue.deactivations, kueue.notes.count("Held")) == (0, 1)
+    ceiling.ceiling = 5.0  # an admin raised it
+    burst.run_pass(clock.advance(60), None)
+    assert kueue.deactivations == 1
