@@ -15,17 +15,16 @@ For the Workloads of the queues an admin opted in (``adapters.kubernetes.kueue``
    side (``hold``) nor a $/h price ceiling (``ceiling``) holds it, as they would hold it in
    the scheduling pass (a held job stays in Kueue's queue, where Kueue may still admit it,
    and bursts at the first look after the hold lifts): the Workload is taken out of Kueue's
-   queue
-   (``spec.active: false`` with the resourceVersion it was read at: a Workload Kueue admitted
-   meanwhile stays on-prem), then the job moves to ``bursting`` and is launched through the
-   cloud port; from there the controller's cloud side follows, meters and ends it like any
-   burst, so ``starburst jobs``/``explain``/``costs`` show it.
-
+   queue (``spec.active: false`` with the resourceVersion it was read at: a Workload Kueue
+   admitted meanwhile stays on-prem), then the job moves to ``bursting`` and is launched
+   through the cloud port; from there the controller's cloud side follows, meters and ends
+   it like any burst, so ``starburst jobs``/``explain``/``costs`` show it;
 4. *say so*: Starburst's condition on the Workload (``starburst.io/Burst``: Waiting,
    AdmittedOnPrem, Burst, then CloudSucceeded/CloudFailed/CloudCancelled when the cloud run
-   ends) and its mirror on the Job are brought in line with the store's record whenever they
-   differ (``_reflect``), so a crash between a move and its condition, or Kueue's webhooks
-   refusing one write, is mended on a later pass.
+   ends, or Cancelled: cancelled in Starburst while it waited) and its mirror on the Job
+   are brought in line with the store's record whenever they differ (``_reflect``), so a
+   crash between a move and its condition, or Kueue's webhooks refusing one write, is
+   mended on a later pass.
 
 A followed job whose Job or Workload disappears, or whose queue stops opting in, ends
 ``cancelled`` with that reason; an error reading Kueue skips this pass's look, never the
@@ -353,7 +352,7 @@ def condition_reason(stored: StoredJob) -> str | None:
         return ended.get(state, "Burst")
     if state is JobState.RUNNING_ONPREM or stored.ran_on == "onprem":
         return "AdmittedOnPrem"
-    return None
+    return "Cancelled" if state is JobState.CANCELLED else None
 
 
 def record_estimates(

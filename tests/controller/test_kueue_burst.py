@@ -136,7 +136,8 @@ def test_the_condition_follows_the_record() -> None:
     assert condition_reason(stored(JobState.SUCCEEDED, "cloud")) == "CloudSucceeded"
     assert condition_reason(stored(JobState.FAILED, "cloud")) == "CloudFailed"
     assert condition_reason(stored(JobState.CANCELLED, "cloud")) == "CloudCancelled"
-    assert condition_reason(stored(JobState.CANCELLED)) is None  # no longer followed
+    assert condition_reason(stored(JobState.CANCELLED)) == "Cancelled"  # while waiting
+    assert condition_reason(stored(JobState.SUBMITTED)) is None
 
 
 def test_a_kueue_job_admitted_and_finished_between_two_looks_ends_succeeded() -> None:

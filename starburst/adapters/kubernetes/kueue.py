@@ -62,6 +62,7 @@ CONDITION = "starburst.io/Burst"
 REASONS = {
     "Waiting": False,  # pending in Kueue's queue within its wait budget
     "AdmittedOnPrem": False,  # Kueue admitted it before the budget ran out
+    "Cancelled": False,  # cancelled in Starburst while waiting: Kueue alone decides for it
     "Burst": True,  # taken out of Kueue's queue, launched (or running) in the cloud
     "CloudSucceeded": True,
     "CloudFailed": True,
