@@ -111,6 +111,7 @@ class KueueBurst:
         self._hold, self.ceiling = hold, ceiling
         self._left_alone: set[str] = set()
         self._held: set[str] = set()
+        self._burst_now: list[str] = []  # the jobs burst by the pass under way
 
     def run_pass(self, now: float, token: int | None) -> list[str]:
         """Look at every opted-in Workload once; the ids of the jobs burst this pass."""
@@ -122,18 +123,15 @@ class KueueBurst:
         self._end_unfollowed({w.job_id for w in found if w.job is not None}, now, token)
         if self.ceiling is not None:
             self.ceiling.begin()  # the teams' cloud rates as they are now
-        burst = []
+        self._burst_now = []
         for workload in found:
             if workload.job is None:
                 continue
             try:
-                stored = self._step(workload, now, token)
-                if stored is not None and stored.state is JobState.BURSTING:
-                    burst.append(workload.job_id)
-                self._reflect(workload, stored)
+                self._reflect(workload, self._step(workload, now, token))
             except StarburstError as exc:  # one Workload's trouble never stops the others
                 log.warning("kueue workload %s: %s", workload.name, exc)
-        return burst
+        return self._burst_now
 
     def _end_unfollowed(self, seen: set[str], now: float, token: int | None) -> None:
         """A job followed here whose Job or Workload is gone, or whose queue opted out, is
@@ -266,6 +264,7 @@ class KueueBurst:
         follower.track(job.id, handle)
         if self.ceiling is not None:
             self.ceiling.charge(job, quote)  # the next burst of this pass counts this one
+        self._burst_now.append(job.id)
         notes = {
             "starburst.io/burst-to": quote.where,
             "starburst.io/cloud-job": handle.name,

@@ -6,6 +6,7 @@ on the Workload follows the job's record (the real Kueue: ``tests/kueue``)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 from starburst.adapters.kubernetes.kueue import CONDITION, KueueWorkload
@@ -63,6 +64,7 @@ class Workloads:
         self.fail = False
         self.notes: list[str] = []
         self.deactivations = 0
+        self.accept = False
 
     def workloads(self) -> list[KueueWorkload]:
         return [self.found]
@@ -75,7 +77,9 @@ class Workloads:
 
     def deactivate(self, workload: KueueWorkload, reason: str) -> bool:
         self.deactivations += 1
-        return False  # as if Kueue changed it meanwhile: nothing more happens this look
+        if self.accept:
+            self.found = replace(self.found, state="burst")
+        return self.accept  # False: as if Kueue changed it meanwhile (nothing more happens)
 
     def set_condition(self, workload: KueueWorkload, reason: str, message: str) -> None:
         if self.fail:
@@ -246,3 +250,41 @@ def test_a_burst_above_the_teams_price_ceiling_keeps_its_kueue_job_in_kueues_que
     ceiling.ceiling = 5.0  # an admin raised it
     burst.run_pass(clock.advance(60), None)
     assert kueue.deactivations == 1
+
+
+class Launching:
+    """A cloud side (and its cloud) that quotes 2.50 $/h and launches every burst."""
+
+    def __init__(self) -> None:
+        self.cloud, self.launched = self, list[str]()
+
+    def quote(self, job: Job) -> Quote:
+        return Quote(2.5, "sim", "gpu:2")
+
+    def launch(self, job: Job, reason: str) -> SimpleNamespace:
+        return SimpleNamespace(name=f"sim-{job.id}")
+
+    def record_launch(self, job: Job, handle: Any, now: float, token: int | None) -> None:
+        self.launched.append(job.id)
+
+    def track(self, job_id: str, handle: Any) -> None:
+        pass
+
+
+def test_a_pass_names_the_jobs_it_burst_and_no_others() -> None:
+    clock = ManualClock(10_000.0)
+    store = MemoryStore(clock=clock)
+    kueue = Workloads(created=9_000.0)  # its budget is spent at the first look
+    kueue.accept = True
+    follower = Launching()
+    burst = KueueBurst(
+        submissions=store.submissions, jobs=store.jobs, lifecycle=store.lifecycle,
+        ledger=store.ledger, models=store.models, workloads=kueue,  # type: ignore[arg-type]
+        policy=lambda: WaitPolicy(PolicyKind.COMPUTE, 0.5),
+        follower=lambda: follower,  # type: ignore[arg-type,return-value]
+        estimator=lambda: Model(),
+    )  # fmt: skip
+    assert burst.run_pass(clock.now(), None) == ["ns/train"]
+    assert store.jobs.get("ns/train").state is JobState.BURSTING
+    assert burst.run_pass(clock.advance(5), None) == []  # still bursting: not burst again
+    assert follower.launched == ["ns/train"]
