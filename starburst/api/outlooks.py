@@ -29,6 +29,7 @@ from starburst.controller.loop.cloudgate import held_reason
 from starburst.core.capacity import CapacityIndex
 from starburst.core.cycle import NO_CLOUD, NO_TEAM
 from starburst.core.holds import holds as budget_holds
+from starburst.core.kueue_jobs import is_kueues
 from starburst.core.lifecycle import JobState
 from starburst.core.outlook import Holds, Outlook, outlook
 from starburst.core.records import StoredJob
@@ -51,7 +52,12 @@ class Outlooks:
             cloud=self._cloud,
             team=self._teams.get(NO_TEAM if team is None else team),
             ceiling=lambda: submit_ceilings.burst_hold(self.ctx, stored),
-            shortfall=self._capacity.shortfall(stored.job) if self._capacity else None,
+            # Kueue's quota, not our nodes, decides whether a Kueue job fits on-prem
+            shortfall=(
+                self._capacity.shortfall(stored.job)
+                if self._capacity and not is_kueues(stored.job)
+                else None
+            ),
         )
         return outlook(stored, self.now, holds)
 

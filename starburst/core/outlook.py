@@ -17,7 +17,9 @@ The rules are the pass's (``core.cycle``): a job that never fits bursts at once,
 hold keeps it, and then bursts on the first pass after the hold lifts; a job past its wait
 budget bursts on the next pass unless a hold keeps it, and then waits on-prem; a job within
 its budget starts on-prem when GPUs free up, else bursts when its budget runs out — unless a
-hold keeps it then. A held job never shows a time at which it goes to the cloud.
+hold keeps it then. A held job never shows a time at which it goes to the cloud. A job
+Starburst follows for Kueue (``core.kueue_jobs``) starts on-prem when Kueue admits it: Kueue's
+quota, not the nodes, decides that, so its outlook says so and has no shortfall.
 
 Invariant: ``plan`` is the same words in every view; ``summary`` (``explain``, ``status``)
 is the time waited followed by the plan.
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 
 from .duration import precise
 from .job import cloud_blocker
+from .kueue_jobs import is_kueues
 from .lifecycle import JobState
 from .records import StoredJob
 
@@ -40,6 +43,8 @@ _WHERE = {
     JobState.RUNNING_CLOUD: "running in the cloud",
 }
 NEXT_PASS = "the cloud on the next pass"
+ONPREM = "on-prem when GPUs free"
+ONPREM_KUEUE = "on-prem when Kueue admits it"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,7 @@ def outlook(stored: StoredJob, now: float, holds: Holds) -> Outlook:
     if budget is None:
         plan = "admitted on the next pass (its wait budget is set then)"
         return Outlook(plan, f"waiting {precise(waited)}; {plan}", waited=waited)
+    onprem = ONPREM_KUEUE if is_kueues(stored.job) else ONPREM
     spent = f"waiting {precise(waited)} of a {precise(budget)} budget"
     if math.isinf(budget):
         spent = f"waiting {precise(waited)}"
@@ -91,7 +97,7 @@ def outlook(stored: StoredJob, now: float, holds: Holds) -> Outlook:
             plan = f"fails on the next pass: {never} and {blocker}"
             return Outlook(plan, f"{spent}; {plan}", waited=waited)
         if holds.shortfall is None:
-            plan = f"on-prem when GPUs free; never bursts ({blocker or 'cluster-only policy'})"
+            plan = f"{onprem}; never bursts ({blocker or 'cluster-only policy'})"
             return Outlook(plan, f"{spent}; {plan}", waited=waited)
     left = stored.queued_at + budget - now if math.isfinite(budget) else math.inf
     shown_left = max(0.0, left) if math.isfinite(left) else None
@@ -108,10 +114,10 @@ def outlook(stored: StoredJob, now: float, holds: Holds) -> Outlook:
     if left <= 0:
         hold = hold or holds.ceiling()
     if hold is not None:
-        plan = f"on-prem when GPUs free; held from the cloud ({hold})"
+        plan = f"{onprem}; held from the cloud ({hold})"
         return Outlook(plan, f"{spent}; {plan}", shown_left, waited=waited)
     if left <= 0:
         plan = f"{NEXT_PASS} (its wait budget is spent)"
         return Outlook(plan, f"{spent}; {plan}", 0.0, now, waited)
-    plan = f"on-prem when GPUs free, else the cloud in {precise(left)}"
+    plan = f"{onprem}, else the cloud in {precise(left)}"
     return Outlook(plan, f"{spent}; {plan}", left, stored.queued_at + budget, waited)

@@ -15,6 +15,7 @@ import pytest
 
 from starburst.controller.loop.budgets import BudgetGate
 from starburst.core.capacity import uniform_nodes
+from starburst.core.kueue_jobs import WORKLOAD
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.core.records import CostEntry, JobSpec
@@ -105,3 +106,19 @@ def test_a_held_teams_never_fitting_job_bursts_once_the_hold_lifts(world) -> Non
     loop.run_pass()
     assert store.jobs.get(giant).state is JobState.BURSTING  # now, not 10 days after submitting
     assert burst_reason(env, giant).startswith(NEVER)
+
+
+@BOTH
+def test_a_kueue_job_is_never_judged_by_our_nodes(world) -> None:  # type: ignore[no-untyped-def]
+    # a job Starburst follows for Kueue fits Kueue's quota or not: our 4-GPU node view has
+    # no say, so its outlook names Kueue and no shortfall
+    _, api, env = world
+    store = api.store
+    spec = JobSpec(gpus=16, user="alice", team="ml", extra={WORKLOAD: "team-a/big"})
+    job = store.submissions.submit(spec, actor="kueue").job.id
+    store.lifecycle.transition(
+        job, JobState.QUEUED, reason="queued by the Kueue pass", actor="test", wait_budget=600.0
+    )
+    shown = run(["explain", job], env).stdout
+    assert "on-prem when Kueue admits it, else the cloud in" in shown
+    assert "never fits on-prem" not in shown

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from starburst.core.job import CLOUD_BLOCKER
+from starburst.core.kueue_jobs import WORKLOAD
 from starburst.core.lifecycle import JobState
 from starburst.core.outlook import Holds, outlook
 from starburst.core.records import StoredJob
@@ -78,3 +79,15 @@ def test_a_job_that_never_fits_is_never_shown_waiting_for_gpus() -> None:
         held.plan == f"the cloud once a hold lifts (team ml over); it never fits on-prem ({SHORT})"
     )
     assert held.bursts_at is None and "GPUs free" not in held.plan
+
+
+def test_a_kueue_job_starts_on_prem_when_kueue_admits_it() -> None:
+    # Kueue's quota decides on-prem starts for these jobs: "when GPUs free" would be wrong
+    kueues = stored(300.0, team="vision", extra={WORKLOAD: "team-a/job-x"})
+    seen = outlook(kueues, 1100.0, Holds(ceiling=never_asked))
+    assert seen.plan == "on-prem when Kueue admits it, else the cloud in 3m20s"
+    held = outlook(kueues, 1100.0, Holds(team="team vision spent its cloud budget"))
+    assert (
+        held.plan
+        == "on-prem when Kueue admits it; held from the cloud (team vision spent its cloud budget)"
+    )
