@@ -182,10 +182,16 @@ def _fast_path(args: list[str]) -> bool:
     arguments; False: typer runs the command (help, usage errors, unusual spellings)."""
     if args[:1] != ["simulate"]:
         return False
+    import gc
+
+    # A short command that makes no reference cycles (the engine's loop makes none either):
+    # the cyclic collector would only walk the modules, the trace and the jobs being built.
+    gc.disable()
     from starburst.cli.fastpath import parse_simulate
 
     parsed = parse_simulate(args[1:])
     if parsed is None:
+        gc.enable()
         return False
     from starburst.cli.simulate_run import run_simulate
 
