@@ -1,5 +1,6 @@
 """The project's trace CSV: round trip, carried-through columns, and one clear error per fault."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,38 @@ def test_short_rows_blank_cells_and_repeated_columns_read_as_a_dict_of_the_row_w
 def test_a_missing_file_is_a_trace_error(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="no such trace file"):
         load_trace(tmp_path / "nope.csv")
+
+
+def test_reading_by_column_builds_the_jobs_reading_by_row_builds(tmp_path: Path) -> None:
+    # A file of the usual columns is read a column at a time; one more column (carried in
+    # ``extra``, which jobs do not compare) sends the same rows through the row-by-row reader
+    rows = [
+        f"{HEADER},gpu_type,user,team,name,estimate,memory_mb,deadline,pods",
+        "a,-0,3600,2,-0,a100,alice,nlp,'=cmd,1800,64,7200,2",
+        " b ,1.5,60,0,0.25,, ,,,0,0,0,1",
+        "c,1e3,7.5e2,16,4,v100,bob,cv,train,99.5,1024.5,1e5,4",
+    ]
+    by_column = load_trace(write(tmp_path, "\n".join(rows) + "\n"))
+    by_row = load_trace(write(tmp_path, "\n".join(f"{r},x" for r in rows) + "\n"))
+    assert [j.extra for j in by_row] == [{"x": "x"}] * 3
+    assert [repr(j) for j in by_column] == [repr(replace(j, extra={})) for j in by_row]
+    assert by_column[0].submit_time == 0.0 and str(by_column[0].submit_time) == "0.0"
+    assert by_column[0].name == "=cmd" and by_column[1].id == "b" and by_column[1].user is None
+
+
+@pytest.mark.parametrize(
+    ("cells", "error"),
+    [
+        ("b,1,60,1.5,0", "line 3: gpus must be a whole number, got 1.5"),
+        ("b,1,60,1,0,", "line 3: more fields than the header has"),
+        ("a,1,60,1,0", "line 3: duplicate job_id 'a'"),
+        ("b,nan,60,1,0", "line 3: submit_time must be a finite number ≥ 0, got nan"),
+        ("b,1,,1,0", "line 3: runtime is empty"),
+    ],
+)
+def test_a_bad_row_is_named_by_its_line_whichever_way_the_file_is_read(
+    tmp_path: Path, cells: str, error: str
+) -> None:
+    path = write(tmp_path, f"{HEADER}\na,0,60,1,0\n{cells}\nc,2,60,1,0\n")
+    with pytest.raises(TraceError, match=error):
+        load_trace(path)
