@@ -156,7 +156,11 @@ def _parse(name: str, fh: Iterable[str]) -> list[Job]:
     if missing:
         raise TraceError(name, f"missing column(s): {', '.join(missing)}", line=1)
     if columns.by_column:
-        jobs = _by_column(list(reader), columns)
+        try:
+            rows = list(reader)
+        except csv.Error:  # malformed further on: the rows before it may have more to say
+            rows = None
+        jobs = None if rows is None else _by_column(rows, columns)
         if jobs is not None:
             return jobs
         reader = csv.reader(lines)  # something to report, or an empty cell: row by row

@@ -115,6 +115,8 @@ def test_reading_by_column_builds_the_jobs_reading_by_row_builds(tmp_path: Path)
         ("a,1,60,1,0", "line 3: duplicate job_id 'a'"),
         ("b,nan,60,1,0", "line 3: submit_time must be a finite number ≥ 0, got nan"),
         ("b,1,,1,0", "line 3: runtime is empty"),
+        # a bad row before a malformed one (a field beyond csv's limit): the row's error first
+        ("b,1,60,1.5,0\nd," + "x" * 200_000, "line 3: gpus must be a whole number"),
     ],
 )
 def test_a_bad_row_is_named_by_its_line_whichever_way_the_file_is_read(
