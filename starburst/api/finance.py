@@ -126,17 +126,29 @@ def report_csv(keys: Sequence[str], rows: Sequence[CostRow]) -> Iterator[str]:
     yield out.getvalue()
 
 
-def burst_quote(settings: Any, clock: Any, prices: Any = None) -> Callable[[], Quoter | None]:
+class BurstQuote:
     """The cloud port's ``quote`` of the cloud ``settings`` name, built on first use (the
-    same adapter and price table the controller bursts with)."""
-    built: list[Quoter | None] = []
+    same adapter and price table the controller bursts with). Calling it returns the quote
+    function, or None when no cloud is configured."""
 
-    def get() -> Quoter | None:
-        if not built:
+    def __init__(self, settings: Any, clock: Any, prices: Any = None) -> None:
+        self._settings, self._clock, self._prices = settings, clock, prices
+        self._built: list[Quoter | None] = []
+
+    @property
+    def built(self) -> bool:
+        """Whether the cloud was built: calling this no longer imports or reads anything."""
+        return bool(self._built)
+
+    def __call__(self) -> Quoter | None:
+        if not self._built:
             from starburst.controller.wiring import build_cloud
 
-            cloud = build_cloud(settings, clock, prices)
-            built.append(cloud.quote if cloud is not None else None)
-        return built[0]
+            cloud = build_cloud(self._settings, self._clock, self._prices)
+            self._built.append(cloud.quote if cloud is not None else None)
+        return self._built[0]
 
-    return get
+
+def burst_quote(settings: Any, clock: Any, prices: Any = None) -> Callable[[], Quoter | None]:
+    """A ``BurstQuote`` of the cloud ``settings`` name."""
+    return BurstQuote(settings, clock, prices)

@@ -28,6 +28,7 @@ from pathlib import Path
 from fastapi import HTTPException
 
 from starburst.api.context import ApiContext
+from starburst.api.finance import BurstQuote
 from starburst.core.cloud_choice import CLOUDS, REGIONS, USE_SPOT
 from starburst.core.cycle import NO_TEAM
 from starburst.core.errors import StarburstError
@@ -73,6 +74,15 @@ def price_table(ctx: ApiContext) -> PriceTable:
 @functools.lru_cache(maxsize=4)
 def _load(path: Path) -> PriceTable:
     return load_price_table(path)
+
+
+def waits(ctx: ApiContext, spec: JobSpec) -> bool:
+    """Whether ``check`` may wait on I/O, so belongs in a worker thread: the team ceiling
+    reads the store, and until the cloud is built the first quote imports its adapter and
+    reads the price table. Otherwise it only computes, faster than a thread's hand-off."""
+    if ctx.settings.max_team_cloud_price is not None and spec.team is not None:
+        return True
+    return not (isinstance(ctx.quote, BurstQuote) and ctx.quote.built)
 
 
 def check(ctx: ApiContext, spec: JobSpec) -> Priced:

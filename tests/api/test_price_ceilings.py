@@ -54,3 +54,32 @@ def test_submissions_over_a_ceiling_are_refused_with_the_price(api) -> None:  # 
     assert bobs.exit_code == 0, bobs.stderr
     onprem_only = run(["submit", "--image", "i", "--gpus", "0", "--", "true"], env)
     assert onprem_only.exit_code == 0  # no GPUs: nothing to price
+
+
+def test_the_price_check_takes_a_thread_only_when_it_may_wait() -> None:
+    """Once the cloud is built, a quote only computes: the check runs on the event loop
+    (a thread hand-off cost more than the check). The first quote (it builds the cloud)
+    and the team ceiling (it reads the store) still go to a worker thread."""
+    from starburst.api import submit_ceilings
+    from starburst.api.context import ApiContext
+    from starburst.api.finance import BurstQuote
+    from starburst.settings import Settings
+    from starburst.wallclock import WallClock
+
+    settings = Settings(cloud="emulated")
+    quote = BurstQuote(settings, WallClock())
+    ctx = ApiContext(settings=settings, store=None, clock=WallClock(), quote=quote)  # type: ignore[arg-type]
+    spec = JobSpec(gpus=1, user="alice", team="ml")
+    assert submit_ceilings.waits(ctx, spec)  # the cloud is not built yet
+    assert quote() is not None and quote.built
+    assert not submit_ceilings.waits(ctx, spec)
+    capped = ApiContext(
+        settings=Settings(cloud="emulated", max_team_cloud_price=12.0),
+        store=None,  # type: ignore[arg-type]
+        clock=WallClock(),
+        quote=quote,
+    )
+    assert submit_ceilings.waits(capped, spec)  # the team's running rate is read
+    assert not submit_ceilings.waits(capped, JobSpec(gpus=1, user="alice"))  # no team
+    other = ApiContext(settings=settings, store=None, clock=WallClock(), quote=lambda: None)  # type: ignore[arg-type]
+    assert submit_ceilings.waits(other, spec)  # a quote of unknown cost

@@ -322,8 +322,8 @@ async def checked(
     submission's 4xx (owner, cluster, dependencies, GPU type, cloud choice, ceilings).
     Shared by ``accept`` and the quote (``starburst.api.routes.quote``)."""
     refuse_read_only(caller, "submit jobs")
-    # async: the common case (your own job, a new key) touches the database only in the
-    # shared batch and the price check, so it holds no thread for the rest
+    # async: the common case (your own job, a new key, no team price ceiling) touches the
+    # database only in the shared batch, so it holds no thread for the rest
     if body.user in (None, caller.user):
         user, team = _owner(ctx, body, caller)
     else:
@@ -333,7 +333,10 @@ async def checked(
     spec = body.to_spec(user, team, after)
     priced = submit_ceilings.Priced(None, None)
     if spec.gpus > 0 and ctx.quote is not None:  # the job ceiling is on by default
-        priced = await run_in_threadpool(submit_ceilings.check, ctx, spec)
+        if submit_ceilings.waits(ctx, spec):
+            priced = await run_in_threadpool(submit_ceilings.check, ctx, spec)
+        else:
+            priced = submit_ceilings.check(ctx, spec)
     return spec, priced
 
 
