@@ -144,16 +144,30 @@ def unnest_insert(
     long for its query cache: 65% of the client's time in a batched submit. Here the text has
     one placeholder per column and the values travel as arrays. JSON columns go as text
     (``json.dumps``, a Python None as JSON ``null`` unless the type says ``none_as_null``)."""
+    sql, arrays = unnest_parts(conn.dialect, target, rows, conflict=conflict, returning=returning)
+    result = conn.exec_driver_sql(sql, tuple(arrays))
+    return [r[0] for r in result] if returning is not None else []
+
+
+def unnest_parts(
+    dialect: sa.Dialect,
+    target: sa.Table,
+    rows: Sequence[dict[str, Any]],
+    *,
+    conflict: str | None = None,
+    returning: str | None = None,
+) -> tuple[str, list[list[Any]]]:
+    """``unnest_insert``'s statement (its placeholders are ``%s``, one per column) and its
+    parameters, one array per column, for a caller that makes it part of a larger one."""
     columns = tuple(rows[0])
-    sql, nulls = _unnest_statement(conn.dialect, target, columns, conflict, returning)
+    sql, nulls = _unnest_statement(dialect, target, columns, conflict, returning)
     arrays: list[list[Any]] = []
     for name, keep_null in zip(columns, nulls, strict=True):
         values = [row[name] for row in rows]
         if keep_null is not None:  # a JSON column
             values = [None if v is None and keep_null else json.dumps(v) for v in values]
         arrays.append(values)
-    result = conn.exec_driver_sql(sql, tuple(arrays))
-    return [r[0] for r in result] if returning is not None else []
+    return sql, arrays
 
 
 @functools.lru_cache(maxsize=32)

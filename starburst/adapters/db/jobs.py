@@ -35,7 +35,7 @@ from starburst.core.submit_limits import Backlog
 
 from .base import Database, in_chunks, literal_in
 from .convert import to_event, to_stored_job
-from .engine import run
+from .engine import run, run_statements
 from .models import JobEventRow, JobRow, PlacementRow, table
 
 JOBS = table(JobRow)
@@ -260,30 +260,39 @@ class SqlJobs:
         keys: Collection[str],
     ) -> Backlog:
         """The counts submission limits read (``JobReads.backlog``), grouped in the database:
-        a few small queries whatever the size of others' backlogs."""
+        one query whatever the size of others' backlogs (a group commit reads it before
+        every batch, so its round trips count)."""
         waiting = literal_in(JOBS.c.state, [s.value for s in _WAITING])
-
-        def counts(conn: sa.Connection, column: Any, names: Collection[str], *where: Any) -> Any:
-            found: dict[str, int] = {}
-            for clause in in_chunks(column, names):
-                query = sa.select(column, sa.func.count()).where(clause, *where).group_by(column)
-                found.update((str(n), int(c)) for n, c in conn.execute(query))
-            return found
+        kind: Any = sa.literal_column("'key'").label("kind")
+        parts: list[Any] = [
+            sa.select(kind, JOBS.c.idempotency_key, sa.literal(1)).where(clause)
+            for clause in in_chunks(JOBS.c.idempotency_key, keys)
+        ]
+        for name, column, names, where in (
+            ("user", JOBS.c.user_name, users, (waiting,)),
+            ("team", JOBS.c.team_name, teams, (waiting,)),
+            ("array", JOBS.c.array_id, arrays, ()),
+        ):
+            label: Any = sa.literal_column(f"'{name}'")
+            parts += [
+                sa.select(label, column, sa.func.count()).where(clause, *where).group_by(column)
+                for clause in in_chunks(column, names)
+            ]
+        if not parts:
+            return Backlog()
 
         def read(conn: sa.Connection) -> Backlog:
-            known: set[str] = set()
-            for clause in in_chunks(JOBS.c.idempotency_key, keys):
-                known.update(
-                    conn.execute(sa.select(JOBS.c.idempotency_key).where(clause)).scalars()
-                )
+            found: dict[str, dict[str, int]] = {"key": {}, "user": {}, "team": {}, "array": {}}
+            for what, name, count in conn.execute(sa.union_all(*parts)):
+                found[what][str(name)] = int(count)
             return Backlog(
-                waiting_by_user=counts(conn, JOBS.c.user_name, users, waiting),
-                waiting_by_team=counts(conn, JOBS.c.team_name, teams, waiting),
-                array_sizes=counts(conn, JOBS.c.array_id, arrays),
-                known_keys=frozenset(known),
+                waiting_by_user=found["user"],
+                waiting_by_team=found["team"],
+                array_sizes=found["array"],
+                known_keys=frozenset(found["key"]),
             )
 
-        return run(self._engine, read)
+        return run_statements(self._engine, read)
 
     def waits_of(self, job_ids: Collection[str]) -> dict[str, tuple[str, ...]]:
         """What each unfinished job of ``job_ids`` waits for (``JobReads.waits_of``)."""

@@ -3,13 +3,16 @@ submission of one job or a batch, with its ``submitted`` event.
 
 Invariants:
 - A job row and its ``submitted`` event are written in one transaction; nothing half-written
-  survives a lost connection.
+  survives a lost connection. On PostgreSQL that transaction is one statement (owners,
+  jobs and events together, ``_insert_at_once``): a batch costs one round trip, not one per
+  table plus ``BEGIN`` and ``COMMIT``.
 - An idempotency key already known returns the job it made (the database skips the row on
   the key's unique index); a key repeated inside a batch makes one job.
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -20,13 +23,15 @@ import sqlalchemy as sa
 from starburst.core.lifecycle import JobState
 from starburst.core.records import DuplicateJob, JobSpec, Keyed, Submission, keyed
 
-from .base import Database, chunks, in_chunks, unnest_insert
+from .base import Database, chunks, in_chunks, unnest_parts
 from .convert import spec_columns, to_stored_job, to_time
-from .engine import run
+from .engine import run_statements
 from .models import JobEventRow, JobRow, TeamRow, UserRow, table
 
 JOBS = table(JobRow)
 EVENTS = table(JobEventRow)
+TEAMS = table(TeamRow)
+USERS = table(UserRow)
 
 
 class SqlSubmissions:
@@ -59,7 +64,9 @@ class SqlSubmissions:
         together) or else ``actor``."""
         triples = keyed(items, actor)
         now = to_time(self._db.now(at))
-        return run(self._engine, lambda conn: self._submit(conn, triples, now))
+        # PostgreSQL writes the batch in one statement, whole on its own: no transaction
+        # around it (``_insert_at_once``); the reads before and after it write nothing
+        return run_statements(self._engine, lambda conn: self._submit(conn, triples, now))
 
     def _submit(
         self,
@@ -67,10 +74,9 @@ class SqlSubmissions:
         triples: list[tuple[JobSpec, str | None, str | None]],
         now: datetime,
     ) -> list[Submission]:
-        self._ensure_owners(conn, [spec for spec, _, _ in triples], now)
         rows: list[dict[str, Any]] = []
         by_key: dict[str, dict[str, Any]] = {}
-        actor_of: dict[int, str | None] = {}  # id(row) → who submitted it
+        actor_of: dict[int, str] = {}  # id(row) → who its event names
         for spec, key, actor in triples:
             if key is not None and key in by_key:
                 rows.append(by_key[key])  # repeated within the batch: the first one wins
@@ -91,7 +97,7 @@ class SqlSubmissions:
                 "ran_on": None,
             }
             rows.append(row)
-            actor_of[id(row)] = actor
+            actor_of[id(row)] = actor or row["user_name"] or "unknown"
             if key is not None:
                 by_key[key] = row
         fresh = list({id(row): row for row in rows}.values())
@@ -99,44 +105,18 @@ class SqlSubmissions:
         taken = self._existing_id(conn, given) if given else None
         if taken is not None:
             raise DuplicateJob(taken)
-        # RETURNING makes SQLAlchemy batch the rows into multi-row INSERTs ("insertmanyvalues")
-        # and tells which rows were new; rows whose key was known are skipped by the database.
-        statement = (
-            self._db.insert(JOBS)
-            .on_conflict_do_nothing(index_elements=["idempotency_key"])
-            .returning(JOBS.c.id)
-        )
-        inserted: set[str] = set()
+        specs = [spec for spec, _, _ in triples]
         try:
-            if self._db.is_postgres and len(fresh) > 1:  # one short statement, arrays of values
-                new = unnest_insert(conn, JOBS, fresh, conflict="idempotency_key", returning="id")
-                inserted.update(str(job_id) for job_id in new)
+            if self._db.is_postgres:
+                inserted = _insert_at_once(conn, specs, fresh, actor_of, now)
             else:
-                for part in chunks(fresh):
-                    inserted.update(conn.execute(statement, list(part)).scalars())
+                inserted = self._insert(conn, specs, fresh, actor_of, now)
         except sa.exc.IntegrityError:  # an id taken by a concurrent submission
             raise DuplicateJob(", ".join(given)) from None
         created = [r for r in fresh if r["id"] in inserted]
         existing = self._rows_by_key(
             conn, {r["idempotency_key"]: r for r in fresh if r["id"] not in inserted}
         )
-        events = [
-            {
-                "job_id": r["id"],
-                "at": now,
-                "from_state": None,
-                "to_state": r["state"],
-                "reason": "submitted",
-                "actor": actor_of[id(r)] or r["user_name"] or "unknown",
-                "fencing_token": None,
-            }
-            for r in created
-        ]
-        if self._db.is_postgres and len(events) > 1:
-            unnest_insert(conn, EVENTS, events)
-        else:
-            for part in chunks(events):
-                conn.execute(sa.insert(EVENTS).returning(EVENTS.c.id), list(part)).all()
         made = {id(r) for r in created}
         result: list[Submission] = []
         for row in rows:
@@ -144,6 +124,31 @@ class SqlSubmissions:
             stored = row if id(row) in made or key is None else existing[key]
             result.append(Submission(to_stored_job(stored), id(row) in made and stored is row))
         return self._first_only(result)
+
+    def _insert(
+        self,
+        conn: sa.Connection,
+        specs: list[JobSpec],
+        fresh: list[dict[str, Any]],
+        actor_of: dict[int, str],
+        now: datetime,
+    ) -> set[str]:
+        """Owners, jobs and the new jobs' events, statement by statement (SQLite); the ids
+        of the jobs inserted (a row whose key was known is skipped by the database)."""
+        self._ensure_owners(conn, specs, now)
+        # RETURNING makes SQLAlchemy batch the rows into multi-row INSERTs ("insertmanyvalues")
+        statement = (
+            self._db.insert(JOBS)
+            .on_conflict_do_nothing(index_elements=["idempotency_key"])
+            .returning(JOBS.c.id)
+        )
+        inserted: set[str] = set()
+        for part in chunks(fresh):
+            inserted.update(conn.execute(statement, list(part)).scalars())
+        events = [_event(r, actor_of[id(r)], now) for r in fresh if r["id"] in inserted]
+        for part in chunks(events):
+            conn.execute(sa.insert(EVENTS).returning(EVENTS.c.id), list(part)).all()
+        return inserted
 
     @staticmethod
     def _first_only(result: list[Submission]) -> list[Submission]:
@@ -189,3 +194,73 @@ class SqlSubmissions:
                     for u, t in first.items()
                 ],
             )
+
+
+def _event(row: dict[str, Any], actor: str, now: datetime) -> dict[str, Any]:
+    return {
+        "job_id": row["id"],
+        "at": now,
+        "from_state": None,
+        "to_state": row["state"],
+        "reason": "submitted",
+        "actor": actor,
+        "fencing_token": None,
+    }
+
+
+def _insert_at_once(
+    conn: sa.Connection,
+    specs: list[JobSpec],
+    fresh: list[dict[str, Any]],
+    actor_of: dict[int, str],
+    now: datetime,
+) -> set[str]:
+    """PostgreSQL: owners, jobs and the new jobs' events in one statement (one round trip,
+    whole or not at all, also outside a transaction); the ids of the jobs inserted. The
+    events are written in the batch's order, as one statement per table writes them."""
+    teams = sorted({s.team for s in specs if s.team})
+    users = dict(reversed(sorted({(s.user, s.team) for s in specs if s.user}, key=_first)))
+    jobs_sql, job_arrays = unnest_parts(
+        conn.dialect, JOBS, fresh, conflict="idempotency_key", returning="id"
+    )
+    params: list[Any] = [
+        now,
+        teams,
+        now,
+        list(users),
+        list(users.values()),
+        *job_arrays,
+        now,
+        [r["id"] for r in fresh],
+        [actor_of[id(r)] for r in fresh],
+    ]
+    return {
+        str(job_id)
+        for job_id in conn.exec_driver_sql(
+            _at_once_sql(conn.dialect, jobs_sql), tuple(params)
+        ).scalars()
+    }
+
+
+@functools.lru_cache(maxsize=8)
+def _at_once_sql(dialect: sa.Dialect, jobs_sql: str) -> str:
+    at = EVENTS.c.at.type.compile(dialect)
+    return (
+        f"WITH new_teams AS (INSERT INTO {TEAMS.name} (name, created_at) "
+        f"SELECT t.name, %s::{at} FROM unnest(%s::varchar[]) AS t(name) "
+        "ON CONFLICT DO NOTHING), "
+        f"new_users AS (INSERT INTO {USERS.name} (name, team_name, email, created_at) "
+        f"SELECT u.name, u.team, NULL, %s::{at} FROM unnest(%s::varchar[], %s::varchar[]) "
+        "AS u(name, team) ON CONFLICT DO NOTHING), "
+        f"new_jobs AS ({jobs_sql}), "
+        f"new_events AS (INSERT INTO {EVENTS.name} "
+        "(job_id, at, from_state, to_state, reason, actor, fencing_token) "
+        f"SELECT e.id, %s::{at}, NULL, '{JobState.SUBMITTED.value}', 'submitted', e.actor, NULL "
+        "FROM unnest(%s::varchar[], %s::varchar[]) WITH ORDINALITY AS e(id, actor, n) "
+        "JOIN new_jobs ON new_jobs.id = e.id ORDER BY e.n) "
+        "SELECT id FROM new_jobs"
+    )
+
+
+def _first(pair: tuple[str | None, str | None]) -> str:
+    return pair[0] or ""

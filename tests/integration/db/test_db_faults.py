@@ -18,10 +18,11 @@ class SimulatedCrash(Exception):
 
 
 def _die_on_event_insert(store, engine):  # type: ignore[no-untyped-def]
-    """Make the connection die right after the job row was written, before its event."""
+    """Make the connection die right after the job row was written, before its event (on
+    PostgreSQL, job and event are one statement: it dies as that statement is sent)."""
 
     def before(conn, cursor, statement, params, context, executemany):  # type: ignore[no-untyped-def]
-        if not statement.lstrip().upper().startswith("INSERT INTO JOB_EVENTS"):
+        if not statement.lstrip().upper().startswith(("INSERT INTO JOB_EVENTS", "WITH NEW_TEAMS")):
             return
         if engine.dialect.name != "postgresql":
             raise SimulatedCrash("process died")

@@ -1,0 +1,72 @@
+"""Round trips of the group commit's writes on PostgreSQL: a batch of submissions is one
+statement (owners, jobs and events together, no ``BEGIN``/``COMMIT`` around it) and the
+limits' backlog one more, whatever the batch's size. On a busy machine each round trip
+waits for the server to be scheduled, so their count, not the rows, sets a batch's time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from starburst.adapters.db.engine import create_engine
+from starburst.adapters.db.store import SqlStore
+from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def engine(pg_db_url: str):  # type: ignore[no-untyped-def]
+    engine = create_engine(pg_db_url)
+    yield engine
+    engine.dispose()
+
+
+def _statements(engine: sa.Engine) -> list[str]:
+    seen: list[str] = []
+
+    def before(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(statement.split(None, 2)[0].upper())
+
+    event.listen(engine, "before_cursor_execute", before)
+    return seen
+
+
+def test_a_batch_of_submissions_is_one_statement(engine, clock) -> None:  # type: ignore[no-untyped-def]
+    store = SqlStore(engine, clock=clock)
+    seen = _statements(engine)
+    items = [
+        (JobSpec(gpus=1, user=f"u{i % 3}", team=f"t{i % 2}"), f"u{i % 3}/k{i}", f"u{i % 3}")
+        for i in range(40)
+    ]
+    results = store.submissions.submit_many(items)
+    assert seen == ["WITH"]  # no BEGIN, no statement per table, no COMMIT
+    assert all(r.created for r in results)
+    # owners were created, every job has its one event, written in the batch's order
+    assert {u.name for u in store.accounts.users()} >= {"u0", "u1", "u2"}
+    with engine.connect() as conn:
+        order = conn.execute(sa.text("SELECT job_id FROM job_events ORDER BY id")).scalars()
+        assert list(order) == [r.job.id for r in results]
+    assert [e.to_state for e in store.jobs.events(results[0].job.id)] == [JobState.SUBMITTED]
+
+    seen.clear()
+    again = store.submissions.submit_many(items[:5])  # known keys: one read of their jobs
+    assert seen == ["WITH", "SELECT"]
+    assert [r.job.id for r in again] == [r.job.id for r in results[:5]]
+    assert not any(r.created for r in again)
+
+
+def test_the_backlog_of_a_batch_is_one_query(engine, clock) -> None:  # type: ignore[no-untyped-def]
+    store = SqlStore(engine, clock=clock)
+    store.submissions.submit_many(
+        [(JobSpec(gpus=1, user="ann", team="ml", array="a1"), "ann/k1", "ann")]
+    )
+    seen = _statements(engine)
+    backlog = store.jobs.backlog(users={"ann"}, teams={"ml"}, arrays={"a1"}, keys={"ann/k1"})
+    assert seen == ["SELECT"]
+    assert backlog.waiting_by_user == {"ann": 1} and backlog.waiting_by_team == {"ml": 1}
+    assert backlog.array_sizes == {"a1": 1} and backlog.known_keys == {"ann/k1"}
