@@ -43,6 +43,17 @@ def test_it_lies_between_the_highs_bound_and_the_highs_schedule() -> None:
     low = solve_optimum(jobs, 8, wait, OptimumOptions(mode=Mode.BOUND, time_limit=30))
     high = solve_optimum(jobs, 8, wait, OptimumOptions(mode=Mode.SCHEDULE, time_limit=30))
     cp = prove_optimum(jobs, 8, wait, time_limit=60, relative_gap=0.0)
-    assert cp.status == "optimal" and cp.gap == 0.0
+    # fractional seconds: a relaxed and a restricted whole-second model, both solved
+    assert cp.status == "rounding" and 0 < cp.gap < 1e-3
     assert low.bound_gpu_hours - 1e-6 <= cp.cloud_gpu_hours <= high.cloud_gpu_hours + 1e-6
+    assert low.bound_gpu_hours - 1e-6 <= cp.bound_gpu_hours <= cp.cloud_gpu_hours
     assert cp.mean_wait_s <= wait
+
+
+def test_the_bound_stays_below_the_optimum_when_times_have_fractions_of_a_second() -> None:
+    """b may wait exactly a's 3600.5 s and both run on-prem: the optimum is 0. Rounding
+    runtimes up and the budget down (the restricted model) would "prove" 1 GPU-h instead."""
+    jobs = [make_job("a", gpus=1, runtime=3600.5), make_job("b", gpus=1, runtime=3600.5)]
+    result = prove_optimum(jobs, 1, 3600.5 / 2, time_limit=30, relative_gap=0.0)
+    assert result.bound_gpu_hours == 0.0 < result.cloud_gpu_hours
+    assert result.status == "rounding" and not result.proven
