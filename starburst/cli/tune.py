@@ -19,6 +19,7 @@ Writes ``results.csv``, ``pareto.png``, ``trace.csv`` and ``cluster.yaml`` under
 from __future__ import annotations
 
 import getpass
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -39,6 +40,7 @@ from starburst.core.errors import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from starburst.core.capacity import Node
     from starburst.core.estimates import EstimateUse
     from starburst.core.job import Job
     from starburst.core.ports import TuningLog
@@ -78,6 +80,13 @@ def tune(
     ] = None,
     cluster: Annotated[Path | None, Opt(help="Cluster file for --trace")] = None,
     processes: Annotated[int | None, Opt(help="Worker processes (default: all cores)")] = None,
+    optimum_seconds: Annotated[
+        float,
+        Opt(
+            help="Time limit for the offline optimum behind each setting's regret "
+            "(histories of at most 200 jobs, the optimum extra; 0: skip)"
+        ),
+    ] = 60.0,
     ray: Annotated[
         str | None, Opt(help="Replay on this Ray cluster (host:port, ray://…, auto) instead")
     ] = None,
@@ -102,6 +111,8 @@ def tune(
         raise ConfigError("--apply tunes on the store's own history; drop --trace/--cluster")
     if price is not None:
         bounded(price, *LIMITS["price"])
+    if not 0 <= optimum_seconds <= 86_400:
+        raise ConfigError(f"--optimum-seconds must be between 0 and 86400, got {optimum_seconds:g}")
     kinds = tuple(parse_policy(p) for p in policies.split(",") if p.strip())
     uses = _estimates(estimates)
     if "none" in estimates.lower().replace(" ", "").split(",") and PolicyKind.STAR not in kinds:
@@ -124,8 +135,10 @@ def tune(
     settings = settings_for(config, url)
     began = time.perf_counter()
     if trace is not None and cluster is not None:
-        result = _offline(trace, cluster, request, fallback(settings, None))
-        _report(result, out, began)
+        result, jobs, nodes = _offline(trace, cluster, request, fallback(settings, None))
+        shown = request.price if request.price is not None else 2.5
+        result, regret = _regret(result, jobs, nodes, request, optimum_seconds, shown)
+        _report(result, out, began, regret)
         return
     from starburst.sim.history import tune_history
 
@@ -139,7 +152,11 @@ def tune(
             f"{len(history.nodes or [])} nodes, at "
             f"${price if price is not None else history.price_per_gpu_hour:.2f}/GPU-h\n"
         )
-        _report(result, out, began)
+        shown = price if price is not None else history.price_per_gpu_hour
+        result, regret = _regret(
+            result, history.jobs, history.nodes or [], request, optimum_seconds, shown
+        )
+        _report(result, out, began, regret)
         if apply:
             _apply(records, result, choose, request, history)
 
@@ -161,7 +178,10 @@ def _out_of_fold(jobs: Sequence[Job]) -> list[Job]:
     return out_of_fold(jobs)
 
 
-def _offline(trace: Path, cluster: Path, request: TuneRequest, fallback: Deployed) -> Tuning:
+def _offline(
+    trace: Path, cluster: Path, request: TuneRequest, fallback: Deployed
+) -> tuple[Tuning, list[Job], list[Node]]:
+    """The replay of an exported history, with its jobs and nodes."""
     from starburst.core.estimates import EstimateUse
     from starburst.sim.engine import SimOptions
     from starburst.sim.loading import load_jobs
@@ -171,10 +191,11 @@ def _offline(trace: Path, cluster: Path, request: TuneRequest, fallback: Deploye
 
     nodes = load_shape(cluster)
     price = request.price if request.price is not None else 2.5
+    jobs = load_jobs(trace)
     source: Source = trace
     if request.estimates != (EstimateUse.P50,):
-        source = JobSet(f"{trace}, out of fold", tuple(_out_of_fold(load_jobs(trace))))
-    return run(
+        source = JobSet(f"{trace}, out of fold", tuple(_out_of_fold(jobs)))
+    result = run(
         source,
         nodes,
         fallback,
@@ -186,13 +207,41 @@ def _offline(trace: Path, cluster: Path, request: TuneRequest, fallback: Deploye
         request.estimates,
         request.ray,
     )
+    return result, jobs, nodes
 
 
-def _report(result: Tuning, out: Path, began: float) -> None:
+def _regret(
+    result: Tuning,
+    jobs: Sequence[Job],
+    nodes: Sequence[Node],
+    request: TuneRequest,
+    seconds: float,
+    price: float,
+) -> tuple[Tuning, str]:
+    """Each row's regret against the offline optimum (``sim.regret``), and the text to show:
+    the regrets, or the one line saying why there are none."""
+    from starburst.sim import regret
+    from starburst.sim.tune import Tuning
+
+    workers = request.processes or min(os.cpu_count() or 1, 8)
+    gpus = sum(n.gpus for n in nodes)
+    bracket = regret.solve(
+        jobs, gpus, result.rows, request.tolerance, seconds=seconds, workers=workers
+    )
+    if isinstance(bracket, regret.Skipped):
+        return result, bracket.why
+    rows = regret.add_regret(result.rows, bracket)
+    return Tuning(rows, result.recommendation), regret.render(
+        rows, bracket, request.tolerance, price
+    )
+
+
+def _report(result: Tuning, out: Path, began: float, regret: str) -> None:
     from starburst.sim import pareto, recommend, table
 
     typer.echo(table.render(result.rows))
     typer.echo("\n" + recommend.render(result.recommendation))
+    typer.echo("\n" + regret)
     table.write_csv(result.rows, out / "results.csv")
     plot = pareto.plot(
         result.rows,

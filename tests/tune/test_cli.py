@@ -37,6 +37,7 @@ def database(tmp: Path, history: bool = True, shape: bool = True) -> str:
 def tune(capsys, url: str, out: Path, policies: str, budgets: str, *extra: str):  # type: ignore[no-untyped-def]
     """``starburst tune`` over the last 7 days of ``url``, in one process, writing to ``out``."""
     args = ["tune", "--since", "7d", "--policies", policies, "--budgets", budgets, *extra]
+    args += ["--optimum-seconds", "0"]  # regrets: tests/tune/test_regret.py
     return run_cli([*args, "--processes", "1", "--out", str(out), "--url", url], capsys)
 
 
@@ -69,6 +70,8 @@ def test_tune_prints_the_table_and_recommendation_and_writes_its_files(
             "0.1,0.5",
             "--processes",
             "1",
+            "--optimum-seconds",
+            "0",
             "--out",
             str(tmp_path / "off"),
         ],
