@@ -224,7 +224,7 @@ def _regret(
     from starburst.sim.tune import Tuning
 
     workers = request.processes or min(os.cpu_count() or 1, 8)
-    gpus = sum(n.gpus for n in nodes)
+    gpus = sum(n.gpus for n in nodes if n.schedulable)
     bracket = regret.solve(
         jobs, gpus, result.rows, request.tolerance, seconds=seconds, workers=workers
     )

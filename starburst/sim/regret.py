@@ -93,6 +93,8 @@ def solve(
     """Bracket the optimum within ``seconds`` (about two thirds CP-SAT, a third HiGHS)."""
     if seconds <= 0:
         return Skipped("no regret shown: --optimum-seconds is 0")
+    if gpus < 1 or not jobs:
+        return Skipped("no regret shown: no GPUs or no jobs to schedule")
     if len(jobs) > MAX_JOBS:
         return Skipped(
             f"no regret shown: the history has {len(jobs)} jobs, more than the {MAX_JOBS} "
