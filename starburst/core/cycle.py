@@ -33,6 +33,7 @@ from operator import attrgetter
 
 from starburst.core.capacity import (
     CapacityIndex,
+    JobShape,
     Placement,
     PlacementStrategy,
     describe_placement,
@@ -98,6 +99,44 @@ def wait_reason(entry: QueuedJob, now: float) -> str:
     return f"waiting {human(waited)} of a {human(entry.budget)} budget"
 
 
+class QueueFacts:
+    """What a pass asks of a whole queue: its earliest deadline, its job shapes, and whether
+    some job needs no GPU or never bursts. Each is told once, when first asked, and kept:
+    the live controller's queue view keeps one beside its ordered queue until the queue
+    changes, so a steady pass over 100,000 waiting jobs does not scan them again.
+
+    Invariant: the facts are of ``queue``, which must not change while they are kept (the
+    view's queue is a tuple); ``schedule_pass`` uses them only for that very object.
+    """
+
+    __slots__ = ("_deadline", "_look", "_shapes", "queue")
+
+    def __init__(self, queue: Sequence[QueuedJob]) -> None:
+        self.queue = queue
+        self._deadline: float | None = None
+        self._shapes: frozenset[JobShape] | None = None
+        self._look: bool | None = None
+
+    def earliest_deadline(self) -> float:
+        """The first deadline of the queue (inf when it is empty)."""
+        if self._deadline is None:
+            self._deadline = min(map(_DEADLINE, self.queue), default=_INF)
+        return self._deadline
+
+    def shapes(self) -> frozenset[JobShape]:
+        """The distinct shapes of the queue's jobs (``capacity.job_shape``)."""
+        if self._shapes is None:
+            self._shapes = frozenset(map(_SHAPE, self.queue))
+        return self._shapes
+
+    def may_need_a_look(self) -> bool:
+        """Whether a full cluster could still start or burst one of them (see
+        ``_may_need_a_look``)."""
+        if self._look is None:
+            self._look = _may_need_a_look(self.queue)
+        return self._look
+
+
 def schedule_pass(
     now: float,
     queue: Sequence[QueuedJob],
@@ -106,6 +145,7 @@ def schedule_pass(
     config: SchedulerConfig,
     hold: Mapping[str, str] | None = None,
     held_jobs: Mapping[str, str] | None = None,
+    facts: QueueFacts | None = None,
 ) -> PassResult:
     """Decide, at ``now``, what starts on-prem, what bursts and what keeps waiting.
 
@@ -114,18 +154,20 @@ def schedule_pass(
     (their cloud budget is spent) to the reason: their jobs keep waiting on-prem instead;
     the key ``NO_TEAM`` holds the jobs of users with no team, ``HOLD_ALL`` every job (the
     cloud side itself cannot burst). ``held_jobs`` holds single jobs the same way (job id →
-    reason: a burst above a $/h ceiling).
+    reason: a burst above a $/h ceiling). ``facts``: the kept ``QueueFacts`` of ``queue``
+    (used only if they are of that very object; else they are told afresh).
     """
     result = PassResult()
     held = _Holds(hold or {}, held_jobs or {}) if hold or held_jobs else _NO_HOLDS
-    if _all_keep_waiting(now, queue, capacity):
-        kept = list(queue)  # the usual pass: nothing expired, everything fits
-    else:
-        kept = _expire(now, queue, capacity, result, held)
+    if facts is None or facts.queue is not queue:
+        facts = QueueFacts(queue)
+    # the usual pass: nothing expired, everything fits, the queue is kept whole
+    whole = _all_keep_waiting(now, facts, capacity)
+    kept = list(queue) if whole else _expire(now, queue, capacity, result, held)
     if arrivals:
         arrivals = _burst_never_fitting(arrivals, capacity, result, held)
     ordered = merge(kept, arrivals, config.order) if arrivals else kept
-    if capacity.free_gpus == 0 and not _may_need_a_look(ordered):
+    if capacity.free_gpus == 0 and not _needs_a_look(ordered, arrivals, facts if whole else None):
         waiting = ordered  # a full cluster starts nothing: skip the scan
     else:
         waiting = _schedule(ordered, capacity, config, result)
@@ -148,14 +190,13 @@ _GPUS = attrgetter("job.gpus")
 _BUDGET = attrgetter("budget")
 
 
-def _all_keep_waiting(now: float, queue: Sequence[QueuedJob], capacity: CapacityIndex) -> bool:
+def _all_keep_waiting(now: float, facts: QueueFacts, capacity: CapacityIndex) -> bool:
     """Whether no queued job's budget has run out and every one could fit the cluster: the
-    usual pass, told at C speed over the whole queue (no per-job Python step)."""
-    if len(queue) < _LONG_QUEUE or min(map(_DEADLINE, queue)) <= now:
+    usual pass, told at C speed over the whole queue (no per-job Python step), or from the
+    queue's kept facts."""
+    if len(facts.queue) < _LONG_QUEUE or facts.earliest_deadline() <= now:
         return False  # (a short queue: the plain loop of ``_expire`` is as quick)
-    return not capacity.has_schedulable_nodes or capacity.could_all_ever_fit(
-        set(map(_SHAPE, queue))
-    )
+    return not capacity.has_schedulable_nodes or capacity.could_all_ever_fit(facts.shapes())
 
 
 def _expire(
@@ -244,6 +285,16 @@ def _may_need_a_look(ordered: Sequence[QueuedJob]) -> bool:
     """GPU-less jobs may fit a full cluster; never-bursting jobs must be checked for fit
     (at C speed: asked over the whole queue on most passes of a busy cluster)."""
     return 0 in map(_GPUS, ordered) or any(map(math.isinf, map(_BUDGET, ordered)))
+
+
+def _needs_a_look(
+    ordered: Sequence[QueuedJob], arrivals: Sequence[QueuedJob], whole: QueueFacts | None
+) -> bool:
+    """``_may_need_a_look`` of ``ordered``; told from ``whole``, the facts of the queue it
+    was merged from when that was kept whole, and the arrivals merged in."""
+    if whole is None:
+        return _may_need_a_look(ordered)
+    return whole.may_need_a_look() or _may_need_a_look(arrivals)
 
 
 def _schedule(

@@ -171,3 +171,25 @@ def test_a_job_submitted_and_admitted_between_two_looks_is_not_read_back(
     assert [q.id for q in view.current(T0 + 4, policy)] == ["j0", "j1"]
     assert reads == ["j1"]
     store.close()
+
+
+def test_a_steady_queue_is_kept_in_order_with_its_facts_until_it_changes(tmp_path: Path) -> None:
+    store, _, loop, clock = setup(tmp_path, gpus=1)
+    for i in range(3):
+        store.submissions.submit(JobSpec(id=f"j{i}", gpus=1), at=T0 + i)
+    clock.set(T0 + 10)
+    assert loop.run_pass().started == ["j0"]
+    view, policy, order = loop.view, loop.config.policy, loop.config.order
+    first = view.ordered(clock.now(), policy, order)
+    assert [q.id for q in first] == ["j1", "j2"]
+    facts = view.facts
+    assert facts is not None and facts.queue is first
+    clock.advance(1)
+    assert loop.run_pass().queue_length == 2
+    assert view.ordered(clock.now(), policy, order) is first and view.facts is facts
+    store.lifecycle.transition("j1", JobState.CANCELLED, reason="cancelled by ana", actor="ana")
+    clock.advance(1)
+    loop.run_pass()
+    now = view.ordered(clock.now(), policy, order)
+    assert [q.id for q in now] == ["j2"] and view.facts is not None and view.facts.queue is now
+    store.close()

@@ -3,7 +3,7 @@
 import math
 
 from starburst.core.capacity import CapacityIndex, Node, Part
-from starburst.core.cycle import HOLD_ALL, admit, schedule_pass
+from starburst.core.cycle import HOLD_ALL, QueueFacts, admit, schedule_pass
 from starburst.core.job import QueuedJob
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import PolicyKind, WaitPolicy
@@ -288,3 +288,35 @@ def test_a_pass_over_many_held_jobs_does_work_linear_in_the_queue() -> None:
     assert len(result.held) == n + 1 and result.bursts == []
     assert len({job_id for job_id, _ in result.held}) == n + 1  # each held job once
     assert CountedEntry.reads < 20 * n  # quadratic bookkeeping read ids ~n²/2 times
+
+
+def long_queue(count: int = 70) -> list[QueuedJob]:
+    """Long enough that the pass asks the queue's facts (``_all_keep_waiting``)."""
+    return [queued(make_job(f"j{i:02d}", gpus=1, submit=i), H) for i in range(count)]
+
+
+def test_kept_facts_of_another_queue_are_not_used() -> None:
+    # facts told of a queue where no budget had run out; the queue passed now has one
+    index = CapacityIndex(nodes(1, 8))
+    busy(index, 0, 8)
+    fresh = long_queue()
+    facts = QueueFacts(fresh)
+    assert facts.earliest_deadline() == H
+    now = [*fresh[1:], queued(make_job("late", gpus=1, submit=100), 5, at=100)]
+    result = schedule_pass(200, now, [], index, config(out_of_order=True), facts=facts)
+    assert ids(result.bursts) == ["late"]
+    assert len(result.waiting) == len(fresh) - 1
+
+
+def test_kept_facts_still_find_the_gpu_less_job_a_full_cluster_can_start() -> None:
+    index = CapacityIndex(nodes(1, 8, cpus=8.0))
+    busy(index, 0, 8)
+    queue = [*long_queue(), queued(make_job("cpu", gpus=0, submit=99), H)]
+    facts = QueueFacts(queue)
+    for _ in range(2):  # told once, kept for the next pass over the same queue
+        result = schedule_pass(10, queue, [], index, config(out_of_order=True), facts=facts)
+        assert ids(result.starts) == ["cpu"]
+    assert facts.may_need_a_look() and facts.shapes() == {
+        (1, None, None, 0.0, 0.0),
+        (0, None, None, 0.0, 0.0),
+    }

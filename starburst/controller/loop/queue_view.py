@@ -5,7 +5,9 @@ Jobs Starburst follows for Kueue (``core.kueue_jobs.is_kueues``) are not in the
 view: Kueue admits them on-prem, ``controller.kueue_burst`` bursts them.
 
 The view also keeps the queue in order (``ordered``): sorted again only after it changed, so a
-steady pass over a long queue does not sort it.
+steady pass over a long queue does not sort it; and beside it the facts a pass asks of the
+whole queue (``core.cycle.QueueFacts``: the earliest deadline, the job shapes), so a steady
+pass does not scan it either.
 
 Invariants: the store stays the truth. The view is only a candidate list: every decision is
 still a checked store transition, and a job the view had wrong (cancelled by a user in a
@@ -15,6 +17,7 @@ re-read every ``refresh_s`` seconds bounds any drift.
 
 from __future__ import annotations
 
+from starburst.core.cycle import QueueFacts
 from starburst.core.job import QueuedJob
 from starburst.core.kueue_jobs import is_kueues
 from starburst.core.lifecycle import JobState
@@ -53,24 +56,34 @@ class QueueView:
         self._cancelled: set[str] = set()
         #: whether the last ``current`` re-read everything (callers then re-check in full)
         self.reloaded = False
-        #: the entries in order, as last sorted (None: changed since)
-        self._ordered: tuple[QueueOrder, list[QueuedJob]] | None = None
+        #: the entries in order, as last sorted, and their facts (None: changed since)
+        self._ordered: tuple[QueueOrder, tuple[QueuedJob, ...], QueueFacts] | None = None
 
     def current(self, now: float, policy: WaitPolicy) -> list[QueuedJob]:
+        return list(self._refresh(now, policy).values())
+
+    def ordered(self, now: float, policy: WaitPolicy, order: QueueOrder) -> tuple[QueuedJob, ...]:
+        """``current`` in ``order``; sorted only when the entries changed since the last call
+        (until then the same tuple, with the same ``facts``)."""
+        entries = self._refresh(now, policy)
+        if self._ordered is None or self._ordered[0] is not order:
+            queue = tuple(in_order(entries.values(), order))
+            self._ordered = (order, queue, QueueFacts(queue))
+        return self._ordered[1]
+
+    @property
+    def facts(self) -> QueueFacts | None:
+        """The kept facts of the last ``ordered`` queue; None once the entries changed."""
+        return None if self._ordered is None else self._ordered[2]
+
+    def _refresh(self, now: float, policy: WaitPolicy) -> dict[str, QueuedJob]:
         self.reloaded = self._entries is None or now - self._loaded_at >= self.refresh_s
         if self.reloaded:
             self._reload(now, policy)
         else:
             self._follow(policy)
         assert self._entries is not None
-        return list(self._entries.values())
-
-    def ordered(self, now: float, policy: WaitPolicy, order: QueueOrder) -> list[QueuedJob]:
-        """``current`` in ``order``; sorted only when the entries changed since the last call."""
-        entries = self.current(now, policy)
-        if self._ordered is None or self._ordered[0] is not order:
-            self._ordered = (order, in_order(entries, order))
-        return list(self._ordered[1])
+        return self._entries
 
     def add(self, queued: QueuedJob) -> None:
         if self._entries is not None:

@@ -52,6 +52,7 @@ from starburst.core.cycle import (
     NO_CLOUD,
     NO_TEAM,
     PassResult,
+    QueueFacts,
     SchedulerConfig,
     schedule_pass,
 )
@@ -162,7 +163,8 @@ class SchedulingLoop:
         if self.cloud_side is not None:
             self.cloud_side.follow(now, report, token)
             self._retry_resumes(now)
-        queue = self.view.ordered(now, self.config.policy, self.config.order)
+        queue: Sequence[QueuedJob] = self.view.ordered(now, self.config.policy, self.config.order)
+        facts = self.view.facts  # (before admission adds to the view)
         self._stop_cancelled_onprem(self.view.take_cancelled(), full=self.view.reloaded)
         # a job pulled back this pass re-arrives (as in ``sim.engine``): with no budget left it
         # still starts if it fits, and bursts again only if it does not
@@ -187,6 +189,7 @@ class SchedulingLoop:
             self.config,
             hold,
             over_ceiling,
+            facts,
         )
         # before the starts are carried out: a backend's snapshot may be live
         total, free = capacity.total_gpus, capacity.free_gpus
@@ -197,7 +200,10 @@ class SchedulingLoop:
         report.unstartable = self.unstartable.take()
         report.held = result.held
         self._announce_held(result.held)
-        deadline = _earliest_deadline(result.waiting, hold, self.ceiling.held)
+        # everyone still waits (none left): the queue's kept facts tell its earliest deadline
+        whole = len(result.waiting) == len(queue) + len(arrivals)
+        kept = facts if whole and facts is not None and facts.queue is queue else None
+        deadline = _earliest_deadline(result.waiting, hold, self.ceiling.held, kept, arrivals)
         pull_backs = self.cloud_side.pull_backs_due() if self.cloud_side is not None else []
         report.next_wakeup = min([deadline, *pull_backs])
         if report.admitted >= self.admissions_per_pass:
@@ -565,14 +571,21 @@ class SchedulingLoop:
 
 
 def _earliest_deadline(
-    waiting: list[QueuedJob], hold: Mapping[str, str], held_jobs: Container[str]
+    waiting: list[QueuedJob],
+    hold: Mapping[str, str],
+    held_jobs: Container[str],
+    kept: QueueFacts | None,
+    arrivals: Sequence[QueuedJob],
 ) -> float:
     """When the first waiting job's budget runs out, among those that may burst then (not
     held by their team or a ceiling); inf if none. The whole queue: at C speed when nothing
-    is held."""
+    is held, or from ``kept``, the facts of the queue, when ``waiting`` is that queue and the
+    ``arrivals``, every one still waiting."""
     if HOLD_ALL in hold:
         return math.inf
     if not hold and not held_jobs:
+        if kept is not None:
+            return min(kept.earliest_deadline(), min(map(_DEADLINE, arrivals), default=math.inf))
         return min(map(_DEADLINE, waiting), default=math.inf)
     return min(
         (
