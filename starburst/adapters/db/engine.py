@@ -7,10 +7,14 @@
 - Errors shown to people never contain a password: ``redact(url)`` masks it.
 - ``DatabaseUnavailable`` (transient) is raised when the server cannot be reached or the
   connection dies mid-statement; ``DatabaseConfigError`` for a URL that cannot work.
+- JSON columns are read by ``json_loads``: ``json.loads``, with the values most rows hold
+  (a job's ``extra`` of ``{}``, its ``depends_on`` of ``null``) told without the parser;
+  the controller's full re-read of 100,000 queued jobs decodes two per row.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -30,6 +34,24 @@ DEFAULT_SQLITE = Path.home() / ".local" / "share" / "starburst" / "starburst.db"
 SQLITE_BUSY_MS = 30_000
 
 T = TypeVar("T")
+
+
+#: the JSON texts most rows hold, and a fresh value of each (the parser's own result)
+_COMMON_JSON: dict[bytes | str, Callable[[], Any]] = {
+    b"{}": dict,
+    b"null": lambda: None,
+    b"[]": list,
+    "{}": dict,
+    "null": lambda: None,
+    "[]": list,
+}
+
+
+def json_loads(text: bytes | str) -> Any:
+    """A JSON column's value: ``json.loads``, quicker for ``{}``, ``null`` and ``[]``
+    (psycopg hands bytes, SQLite str)."""
+    common = _COMMON_JSON.get(text)
+    return common() if common is not None else json.loads(text)
 
 
 class DatabaseUnavailable(TransientError):
@@ -102,7 +124,7 @@ def create_engine(url: str | None = None, *, check: bool = True, **kwargs: Any) 
     unreachable database fails here with a clear ``DatabaseUnavailable``."""
     parsed = normalize_url(url or default_url())
     # no statement parameters in errors or logs: they hold users' commands and env values
-    options: dict[str, Any] = {"hide_parameters": True}
+    options: dict[str, Any] = {"hide_parameters": True, "json_deserializer": json_loads}
     if parsed.drivername.startswith("sqlite"):
         if in_memory(parsed):
             options["poolclass"] = sa.StaticPool
