@@ -167,9 +167,14 @@ class Moved:
     skipped: list[str]
 
 
+#: a stored job's ``version`` when created; every state change or amendment adds one
+FIRST_VERSION = 1
+
+
 @dataclass(frozen=True, slots=True)
 class StoredJob:
-    """A job as the database knows it. ``version`` increases with every state change."""
+    """A job as the database knows it. ``version`` starts at ``FIRST_VERSION`` and increases
+    with every state change and amendment."""
 
     job: Job
     state: JobState

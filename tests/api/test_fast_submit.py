@@ -5,11 +5,14 @@ path answers itself, and for every other request, which it leaves to the route."
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from starburst.api import fastsubmit
+from starburst.core.lifecycle import JobState
+from starburst.core.records import CloudLaunch
 
 JOB = {"image": "img:1", "command": "python train.py", "gpus": 2}
 JSON = {"Content-Type": "application/json"}
@@ -139,3 +142,41 @@ def test_a_repeated_key_answers_the_jobs_full_view_before_and_after_admission(
     moved_on = alice.post("/v1/jobs", **keyed)
     assert moved_on.json()["state"] == "cancelled"
     assert moved_on.json() == alice.get(f"/v1/jobs/{job_id}").json()
+
+
+def test_a_repeat_reads_the_ledger_only_for_a_job_that_moved(
+    api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep resent after a timeout repeats keys of jobs not admitted yet: those are
+    answered from the stored row alone (no launches, placement or costs to read), as a
+    new job is; a job that moved since, even back to ``submitted``, is read in full."""
+    reads: list[str] = []
+    launches = api.store.ledger.launches
+    monkeypatch.setattr(
+        api.store.ledger, "launches", lambda *a, **k: reads.append("launches") or launches(*a, **k)
+    )
+    alice = api.client("alice")
+    keyed = {"json": JOB, "headers": {"Idempotency-Key": "sweep-9"}}
+    job_id = alice.post("/v1/jobs", **keyed).json()["id"]
+    again = alice.post("/v1/jobs", **keyed)
+    assert again.status_code == 200 and reads == []
+    assert again.json() == alice.get(f"/v1/jobs/{job_id}").json()
+
+    store = api.store
+    store.lifecycle.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
+    store.lifecycle.transition(job_id, JobState.BURSTING, reason="burst", actor="controller")
+    store.ledger.record_launch(
+        CloudLaunch(
+            job_id=job_id,
+            name="sb-9",
+            provider="aws",
+            accelerators="A100:2",
+            hourly_price=Decimal("8.00"),
+            launched_at=api.clock.now(),
+        )
+    )
+    store.lifecycle.transition(job_id, JobState.QUEUED, reason="refused", actor="controller")
+    reads.clear()
+    moved = alice.post("/v1/jobs", **keyed).json()
+    assert reads and [run["provider"] for run in moved["cloud"]] == ["aws"]
+    assert moved == alice.get(f"/v1/jobs/{job_id}").json()

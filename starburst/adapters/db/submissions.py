@@ -21,7 +21,14 @@ from typing import Any
 import sqlalchemy as sa
 
 from starburst.core.lifecycle import JobState
-from starburst.core.records import DuplicateJob, JobSpec, Keyed, Submission, keyed
+from starburst.core.records import (
+    FIRST_VERSION,
+    DuplicateJob,
+    JobSpec,
+    Keyed,
+    Submission,
+    keyed,
+)
 
 from .base import Database, chunks, in_chunks, unnest_parts
 from .convert import spec_columns, to_stored_job, to_time
@@ -86,7 +93,7 @@ class SqlSubmissions:
                 "idempotency_key": key,
                 **spec_columns(spec),
                 "state": JobState.SUBMITTED.value,
-                "version": 1,
+                "version": FIRST_VERSION,
                 "submitted_at": now,
                 "queued_at": now,
                 "started_at": None,

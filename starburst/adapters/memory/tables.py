@@ -29,6 +29,7 @@ from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
 from starburst.core.ports import Clock
 from starburst.core.records import (
+    FIRST_VERSION,
     AppliedSetting,
     CloudLaunch,
     JobEvent,
@@ -52,7 +53,7 @@ class JobRow:
     submitted_at: float
     gpus: int
     state: JobState = JobState.SUBMITTED
-    version: int = 1
+    version: int = FIRST_VERSION
     queued_at: float = 0.0
     idempotency_key: str | None = None
     name: str | None = None

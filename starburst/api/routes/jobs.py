@@ -60,6 +60,7 @@ from starburst.core.idempotency import differences
 from starburst.core.lifecycle import JobState
 from starburst.core.outlook import Outlook
 from starburst.core.records import (
+    FIRST_VERSION,
     JobEvent,
     JobNotFound,
     JobSpec,
@@ -141,10 +142,11 @@ def _cloud_runs(
 def detail(
     ctx: ApiContext, stored: StoredJob, *, fresh: bool = False, redacted: bool = False
 ) -> JobDetail:
-    """The job's full view; ``fresh``: just created, so it has no launch, placement or cost
-    to read (three queries saved on every submission; a job back in ``submitted``, held or
-    updated, may have run before). ``redacted``: without its command and output (for
-    finance)."""
+    """The job's full view; ``fresh``: never moved since it was created (its first
+    ``version``), so it has no launch, placement or cost to read (three queries saved on
+    every submission and on every repeat of one not admitted yet; a job back in
+    ``submitted``, held or updated, has a later version and may have run before).
+    ``redacted``: without its command and output (for finance)."""
     runs, totals, currency = ([], {}, "USD") if fresh else _cloud_runs(ctx, stored)
     placement = [] if fresh else ctx.store.jobs.placement(stored.id)
     parts = [
@@ -343,7 +345,7 @@ async def checked(
 async def answer(ctx: ApiContext, result: Submission) -> tuple[int, JobDetail]:
     """201 and the new job, or 200 and the job the submission's key already made."""
     status = 201 if result.created else 200
-    if result.created:  # nothing ran yet: no database read needed
+    if result.created or result.job.version == FIRST_VERSION:  # never moved: nothing to read
         return status, detail(ctx, result.job, fresh=True)
     return status, await run_in_threadpool(detail, ctx, result.job)
 
