@@ -269,6 +269,7 @@ def test_every_request_the_adapter_makes_is_granted_by_the_shipped_role(
         ("list", "kueue.x-k8s.io", "localqueues"),
         ("list", "kueue.x-k8s.io", "workloads"),
         ("patch", "kueue.x-k8s.io", "workloads"),
+        ("patch", "kueue.x-k8s.io", "workloads/status"),
     ]
     assert rig.denied() == []
 
