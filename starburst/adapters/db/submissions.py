@@ -185,22 +185,28 @@ class SqlSubmissions:
         return None
 
     def _ensure_owners(self, conn: sa.Connection, specs: Iterable[JobSpec], now: datetime) -> None:
-        teams = sorted({s.team for s in specs if s.team})
-        users = sorted({(s.user, s.team) for s in specs if s.user}, key=lambda p: p[0] or "")
+        teams, users = _owners(specs)
         if teams:
             conn.execute(
-                self._db.insert(table(TeamRow)).on_conflict_do_nothing(),
+                self._db.insert(TEAMS).on_conflict_do_nothing(),
                 [{"name": t, "created_at": now} for t in teams],
             )
         if users:
-            first = dict(reversed(users))  # one row per user name
             conn.execute(
-                self._db.insert(table(UserRow)).on_conflict_do_nothing(),
+                self._db.insert(USERS).on_conflict_do_nothing(),
                 [
                     {"name": u, "team_name": t, "email": None, "created_at": now}
-                    for u, t in first.items()
+                    for u, t in users.items()
                 ],
             )
+
+
+def _owners(specs: Iterable[JobSpec]) -> tuple[list[str], dict[str, str | None]]:
+    """The teams a batch names, and each user it names with one of the teams it gives
+    that user (one row per user name): the owner rows the batch may create."""
+    teams = sorted({s.team for s in specs if s.team})
+    pairs = sorted({(s.user, s.team) for s in specs if s.user}, key=lambda p: p[0] or "")
+    return teams, {str(u): t for u, t in reversed(pairs)}
 
 
 def _event(row: dict[str, Any], actor: str, now: datetime) -> dict[str, Any]:
@@ -225,8 +231,7 @@ def _insert_at_once(
     """PostgreSQL: owners, jobs and the new jobs' events in one statement (one round trip,
     whole or not at all, also outside a transaction); the ids of the jobs inserted. The
     events are written in the batch's order, as one statement per table writes them."""
-    teams = sorted({s.team for s in specs if s.team})
-    users = dict(reversed(sorted({(s.user, s.team) for s in specs if s.user}, key=_first)))
+    teams, users = _owners(specs)
     jobs_sql, job_arrays = unnest_parts(
         conn.dialect, JOBS, fresh, conflict="idempotency_key", returning="id"
     )
@@ -267,7 +272,3 @@ def _at_once_sql(dialect: sa.Dialect, jobs_sql: str) -> str:
         "JOIN new_jobs ON new_jobs.id = e.id ORDER BY e.n) "
         "SELECT id FROM new_jobs"
     )
-
-
-def _first(pair: tuple[str | None, str | None]) -> str:
-    return pair[0] or ""
