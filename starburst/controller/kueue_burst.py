@@ -63,7 +63,6 @@ from starburst.core.kueue_jobs import is_kueues
 from starburst.core.lifecycle import JobState
 from starburst.core.policy import WaitPolicy
 from starburst.core.ports import (
-    Estimate,
     JobReads,
     Ledger,
     Lifecycle,
@@ -197,7 +196,9 @@ class KueueBurst:
         if estimator is not None:
             job = _with_declaration(stored)
             (estimate,) = estimator.estimate([job])
-            record_estimates(self.models, [job], [estimate], now)
+            from starburst.predictor.store import record_as_active  # (imports scikit-learn)
+
+            record_as_active(self.models, [job], [estimate], now)
             return stored.job.with_estimate(estimate.value, estimate.low, estimate.high)
         if stored.declared_runtime is not None:
             self.lifecycle.set_estimates(stored.id, predicted_runtime=stored.declared_runtime)
@@ -352,17 +353,6 @@ def condition_reason(stored: StoredJob) -> str | None:
     if state is JobState.RUNNING_ONPREM or stored.ran_on == "onprem":
         return "AdmittedOnPrem"
     return "Cancelled" if state is JobState.CANCELLED else None
-
-
-def record_estimates(
-    models: ModelRegistry, jobs: list[Job], estimates: list[Estimate], now: float
-) -> None:
-    """Record the predictions as the scheduling pass does (with the active model's id)."""
-    from starburst.predictor.store import MODEL_NAME
-    from starburst.predictor.store import record_estimates as record
-
-    model = models.active_model(MODEL_NAME)
-    record(models, jobs, estimates, now, model.id if model else None)
 
 
 def _with_declaration(stored: StoredJob) -> Job:

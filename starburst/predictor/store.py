@@ -127,3 +127,12 @@ def record_estimates(
             for j, e in zip(jobs, estimates, strict=True)
         ]
     )
+
+
+def record_as_active(
+    store: ModelRegistry, jobs: Sequence[Job], estimates: Sequence[Estimate], at: float
+) -> None:
+    """``record_estimates`` with the active model's version: how every controller pass
+    that predicts (the scheduling pass, Kueue's) records what it predicted."""
+    model = store.active_model(MODEL_NAME)
+    record_estimates(store, jobs, estimates, at, model.id if model else None)

@@ -556,10 +556,9 @@ class SchedulingLoop:
 
     def _record_predictions(self, jobs: list[Job], estimates: list[Estimate], now: float) -> None:
         """Every prediction is stored with its source and the model version it came from."""
-        from starburst.predictor.store import MODEL_NAME, record_estimates
+        from starburst.predictor.store import record_as_active
 
-        model = self.store.models.active_model(MODEL_NAME)
-        record_estimates(self.store.models, jobs, estimates, now, model.id if model else None)
+        record_as_active(self.store.models, jobs, estimates, now)
 
     @staticmethod
     def _quietly(call: Callable[..., object], *args: object) -> None:
