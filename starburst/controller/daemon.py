@@ -140,7 +140,7 @@ class Controller:
             webhook_allow=settings.budget_webhook_allow,
             notes=caps.budget_notes,
         )
-        budgets, self.cloud_gate = (
+        self._budgets, self.cloud_gate = (
             BudgetGate(
                 store.accounts,
                 store.ledger,
@@ -157,7 +157,7 @@ class Controller:
             self.config,
             estimator=estimator,
             fencing_token=lambda: self._lock.token,
-            hold=lambda now: {**budgets(now), **self.cloud_gate(now)},
+            hold=self.holds,
             capabilities=caps,
             team_ceiling=settings.max_team_cloud_price,
             job_ceilings=settings.job_ceilings(settings.price_list()) if cloud else None,
@@ -179,6 +179,12 @@ class Controller:
         #: Starburst as Kueue's burst policy (``controller.kueue_burst``), set by the wiring
         #: when the cluster serves Kueue's API; its pass runs before the scheduling pass
         self.kueue: SidePass | None = None
+
+    def holds(self, now: float) -> dict[str, str]:
+        """Who may not burst now (a team, ``NO_TEAM`` or ``HOLD_ALL`` → why): the teams'
+        spent cloud budgets and the cloud side's health. Every pass that bursts reads them
+        here, the scheduling pass and Kueue's alike."""
+        return {**self._budgets(now), **self.cloud_gate(now)}
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self, scheduler: BaseScheduler | None = None) -> None:

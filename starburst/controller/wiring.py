@@ -37,7 +37,6 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from decimal import Decimal
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +53,6 @@ from starburst.adapters.db.leader import (
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.controller.locality import Locality, locality_of
-from starburst.controller.loop.budgets import BudgetGate
 from starburst.controller.loop.burst_ceiling import TeamCeiling
 from starburst.controller.loop.capabilities import Capabilities
 from starburst.controller.metrics import ControllerMetrics
@@ -382,16 +380,13 @@ def build_kueue_burst(
     workloads = KueueWorkloads(api, clock, Conventions(namespace_teams=teams))
     loop = controller.loop
     cloud = controller.cloud
-    budgets = BudgetGate(  # the teams' cloud budgets, as the scheduling pass holds them
-        store.accounts, store.ledger, no_team_limit=Decimal(str(settings.no_team_cloud_budget))
-    )
     log.info("Kueue found: the Workloads of queues annotated starburst.io/burst=true can burst")
     return KueueBurst(
         submissions=store.submissions, jobs=store.jobs, lifecycle=store.lifecycle,
         ledger=store.ledger, models=store.models, workloads=workloads,
         policy=lambda: loop.config.policy, follower=lambda: loop.cloud_side,
         estimator=lambda: loop.estimator,
-        hold=lambda now: {**budgets(now), **controller.cloud_gate(now)},
+        hold=controller.holds,
         ceiling=TeamCeiling(  # the scheduling pass's price ceilings, on rates of its own
             store.jobs, store.ledger, settings.max_team_cloud_price,
             cloud.quote if cloud else None,
