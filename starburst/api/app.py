@@ -40,7 +40,7 @@ from fastapi import FastAPI
 from starburst.api import apidocs, errors, openapi, ui
 from starburst.api.context import ApiContext, HealthProbe
 from starburst.api.fastsubmit import SubmitFastPath
-from starburst.api.finance import burst_quote
+from starburst.api.finance import BurstQuote
 from starburst.api.kubeauth import KubernetesTokens, TokenReviews
 from starburst.api.limits import RequestLimits
 from starburst.api.routes import (
@@ -101,7 +101,7 @@ def create_app(
         registry=metrics_registry,
         prices=prices,
         job_logs=job_logs,
-        quote=quote or burst_quote(settings, clock or WallClock(), prices),
+        quote=quote or BurstQuote(settings, clock or WallClock(), prices),
         degraded=degraded,
         submissions=SubmissionBatcher(
             store.submissions, store.jobs, limits=settings.submit_limits()

@@ -17,7 +17,7 @@ Terms:
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -147,8 +147,3 @@ class BurstQuote:
             cloud = build_cloud(self._settings, self._clock, self._prices)
             self._built.append(cloud.quote if cloud is not None else None)
         return self._built[0]
-
-
-def burst_quote(settings: Any, clock: Any, prices: Any = None) -> Callable[[], Quoter | None]:
-    """A ``BurstQuote`` of the cloud ``settings`` name."""
-    return BurstQuote(settings, clock, prices)
