@@ -184,14 +184,13 @@ def _offline(
     """The replay of an exported history, with its jobs and nodes."""
     from starburst.core.estimates import EstimateUse
     from starburst.sim.engine import SimOptions
-    from starburst.sim.loading import load_jobs
     from starburst.sim.shape import load_shape
-    from starburst.sim.sweep import JobSet, Source
+    from starburst.sim.sweep import JobSet, Source, jobs_of
     from starburst.sim.tune import tune as run
 
     nodes = load_shape(cluster)
     price = request.price if request.price is not None else 2.5
-    jobs = load_jobs(trace)
+    jobs = list(jobs_of(trace))  # the serial replay below reads the same, loaded once
     source: Source = trace
     if request.estimates != (EstimateUse.P50,):
         source = JobSet(f"{trace}, out of fold", tuple(_out_of_fold(jobs)))

@@ -101,7 +101,8 @@ def standard_specs(budget: float = 0.25) -> list[RunSpec]:
     ]
 
 
-def _jobs(source: Source) -> tuple[Job, ...]:
+def jobs_of(source: Source) -> tuple[Job, ...]:
+    """The jobs of ``source``, a trace file or a workload loaded once per process."""
     return source.jobs if isinstance(source, JobSet) else _loaded(source)
 
 
@@ -115,7 +116,7 @@ def _loaded(source: Path | Workload) -> tuple[Job, ...]:
 
 
 def run_task(task: Task) -> Row:
-    jobs = _jobs(task.source)
+    jobs = jobs_of(task.source)
     config = task.spec.config(jobs)
     summary = simulate(jobs, task.nodes, config, task.options).summary()
     spec = task.spec
