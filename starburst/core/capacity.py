@@ -92,7 +92,9 @@ class CapacityIndex:
         "_largest_any",
         "_max_level",
         "_shape_fits",
+        "gpus_only",
         "nodes",
+        "releases",
     )
 
     def __init__(self, nodes: Sequence[Node]) -> None:
@@ -118,6 +120,13 @@ class CapacityIndex:
         self._all_types = tuple(self._buckets)
         self._free_total = sum(n.gpus for n in self.nodes if n.schedulable)
         self._largest_any = max(self._max_level.values(), default=0)
+        #: no node tracks CPUs or memory: GPUs alone decide where a job fits, so a job that
+        #: does not fit keeps not fitting while nothing is released, and a job of the same
+        #: request with more GPUs does not fit either
+        self.gpus_only = not any(n.cpus or n.memory_mb for n in self.nodes)
+        #: how many parts were given back so far (``release``, and the trial placements of a
+        #: split): unchanged means no node gained room since
+        self.releases = 0
 
     # -- queries ---------------------------------------------------------------------------
     @property
@@ -323,6 +332,7 @@ class CapacityIndex:
         free = self._free_gpus[i]
         if free + part.gpus > self.nodes[i].gpus:
             raise ConfigError(f"node {part.node_name} would have more free GPUs than it owns")
+        self.releases += 1
         self._move(i, free, free + part.gpus)
         self._free_cpus[i] += part.cpus
         self._free_mem[i] += part.memory_mb

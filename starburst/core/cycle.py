@@ -22,6 +22,10 @@ every pass; the queue is capped besides.
 
 The pass never mutates its inputs: it tries placements on the capacity snapshot and undoes
 them before returning, so the caller applies the decisions through its own cluster port.
+It hands the next pass what it learnt of the queue it leaves (``PassResult.facts``,
+``queue_facts``): the next pass then skips the scans those facts make needless (no budget can
+have run out, no job can start until GPUs free up), and scans as before when they no longer
+hold.
 """
 
 from __future__ import annotations
@@ -29,11 +33,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
+from itertools import islice
 
 from starburst.core.capacity import (
     CapacityIndex,
-    JobShape,
     Placement,
     PlacementStrategy,
     describe_placement,
@@ -44,6 +47,7 @@ from starburst.core.errors import ConfigError
 from starburst.core.job import Job, QueuedJob
 from starburst.core.ordering import QueueOrder, merge
 from starburst.core.policy import WaitPolicy
+from starburst.core.queue_facts import QueueFacts, may_need_a_look
 
 # A ``hold`` key that holds every job, whatever its team (no team is named "*").
 HOLD_ALL = "*"
@@ -82,6 +86,8 @@ class PassResult:
     waiting: list[QueuedJob] = field(default_factory=list)
     #: jobs that would have burst but their team may not burst now: (job id, reason)
     held: list[tuple[str, str]] = field(default_factory=list)
+    #: what the pass learnt of ``waiting``, for the next pass over it (``QueueFacts``)
+    facts: QueueFacts | None = None
 
     def wait_decisions(self, now: float) -> list[Wait]:
         return [Wait(q.id, q.deadline, wait_reason(q, now)) for q in self.waiting]
@@ -97,44 +103,6 @@ def wait_reason(entry: QueuedJob, now: float) -> str:
     if math.isinf(entry.budget):
         return f"waiting {human(waited)}; this policy never bursts"
     return f"waiting {human(waited)} of a {human(entry.budget)} budget"
-
-
-class QueueFacts:
-    """What a pass asks of a whole queue: its earliest deadline, its job shapes, and whether
-    some job needs no GPU or never bursts. Each is told once, when first asked, and kept:
-    the live controller's queue view keeps one beside its ordered queue until the queue
-    changes, so a steady pass over 100,000 waiting jobs does not scan them again.
-
-    Invariant: the facts are of ``queue``, which must not change while they are kept (the
-    view's queue is a tuple); ``schedule_pass`` uses them only for that very object.
-    """
-
-    __slots__ = ("_deadline", "_look", "_shapes", "queue")
-
-    def __init__(self, queue: Sequence[QueuedJob]) -> None:
-        self.queue = queue
-        self._deadline: float | None = None
-        self._shapes: frozenset[JobShape] | None = None
-        self._look: bool | None = None
-
-    def earliest_deadline(self) -> float:
-        """The first deadline of the queue (inf when it is empty)."""
-        if self._deadline is None:
-            self._deadline = min(map(_DEADLINE, self.queue), default=_INF)
-        return self._deadline
-
-    def shapes(self) -> frozenset[JobShape]:
-        """The distinct shapes of the queue's jobs (``capacity.job_shape``)."""
-        if self._shapes is None:
-            self._shapes = frozenset(map(_SHAPE, self.queue))
-        return self._shapes
-
-    def may_need_a_look(self) -> bool:
-        """Whether a full cluster could still start or burst one of them (see
-        ``_may_need_a_look``)."""
-        if self._look is None:
-            self._look = _may_need_a_look(self.queue)
-        return self._look
 
 
 def schedule_pass(
@@ -162,38 +130,73 @@ def schedule_pass(
     if facts is None or facts.queue is not queue:
         facts = QueueFacts(queue)
     # the usual pass: nothing expired, everything fits, the queue is kept whole
-    whole = _all_keep_waiting(now, facts, capacity)
-    kept = list(queue) if whole else _expire(now, queue, capacity, result, held)
+    if _all_keep_waiting(now, facts, capacity):
+        kept, floor = list(queue), facts.deadline_floor
+    else:
+        kept, floor = _expire(now, queue, capacity, result, held)
     if arrivals:
         arrivals = _burst_never_fitting(arrivals, capacity, result, held)
     ordered = merge(kept, arrivals, config.order) if arrivals else kept
-    if capacity.free_gpus == 0 and not _needs_a_look(ordered, arrivals, facts if whole else None):
+    stuck = True  # whether no job of ``waiting`` fits now (``QueueFacts.stuck_on``)
+    if capacity.free_gpus == 0 and not _needs_a_look(ordered, arrivals, facts):
         waiting = ordered  # a full cluster starts nothing: skip the scan
+    elif kept and facts.stuck(capacity):  # (kept from the queue: none of them fits either)
+        waiting, stuck = _schedule_arrivals(ordered, kept, capacity, config, result)
     else:
         waiting = _schedule(ordered, capacity, config, result)
+        stuck = config.out_of_order  # (in order, the jobs behind the first were not tried)
     for a in arrivals:
         if a.deadline <= now:
             waiting = _burst_spent(now, waiting, result, held)
             break
     result.waiting = _apply_cap(waiting, config.queue_cap, result, held)
+    result.facts = _pass_on(result, facts, floor, arrivals, capacity, held, stuck)
     return result
+
+
+def _pass_on(
+    result: PassResult,
+    told: QueueFacts,
+    floor: float,
+    arrivals: Sequence[QueuedJob],
+    capacity: CapacityIndex,
+    held: _Holds,
+    stuck: bool,
+) -> QueueFacts:
+    """The carried facts of ``result.waiting`` (``QueueFacts``): the floor of the kept jobs'
+    deadlines lowered to the arrivals'; ``fit_on`` when no job was held (every job that could
+    never fit then burst, unless none of the nodes takes work: that proves nothing);
+    ``stuck_on`` when no job of it fits the cluster once the starts are carried out; and
+    that no job needs a look, when none of the queue (``told``) nor of the arrivals did."""
+    facts = QueueFacts(result.waiting)
+    for a in arrivals:
+        if a.deadline < floor:
+            floor = a.deadline
+    facts.deadline_floor = floor
+    if held is _NO_HOLDS and capacity.has_schedulable_nodes:
+        facts.fit_on = capacity
+    if stuck and capacity.gpus_only:
+        facts.stuck_on = capacity
+        facts.stuck_releases = capacity.releases
+        starting = sum(part.gpus for start in result.starts for part in start.placement)
+        facts.stuck_free = capacity.free_gpus - starting
+    if told.none_need_a_look() and not (arrivals and may_need_a_look(arrivals)):
+        facts.told_none_need_a_look()
+    return facts
 
 
 _INF = math.inf
 _NO_FAILURE = 2**63  # ``_schedule``'s smallest failure of a shape that has not failed
 #: from this length on, ``_all_keep_waiting`` is worth asking before the per-job loop
 _LONG_QUEUE = 64
-_DEADLINE = attrgetter("deadline")
-#: a queued job's ``capacity.JobShape``
-_SHAPE = attrgetter("job.gpus", "job.pods", "job.gpu_type", "job.cpus", "job.memory_mb")
-_GPUS = attrgetter("job.gpus")
-_BUDGET = attrgetter("budget")
 
 
 def _all_keep_waiting(now: float, facts: QueueFacts, capacity: CapacityIndex) -> bool:
     """Whether no queued job's budget has run out and every one could fit the cluster: the
-    usual pass, told at C speed over the whole queue (no per-job Python step), or from the
-    queue's kept facts."""
+    usual pass, told by the facts the previous pass carried, or at C speed over the whole
+    queue (no per-job Python step), or from the queue's kept facts."""
+    if facts.none_expired(now) and (facts.fit_on is capacity or not capacity.has_schedulable_nodes):
+        return True
     if len(facts.queue) < _LONG_QUEUE or facts.earliest_deadline() <= now:
         return False  # (a short queue: the plain loop of ``_expire`` is as quick)
     return not capacity.has_schedulable_nodes or capacity.could_all_ever_fit(facts.shapes())
@@ -205,10 +208,11 @@ def _expire(
     capacity: CapacityIndex,
     result: PassResult,
     held: _Holds,
-) -> list[QueuedJob]:
+) -> tuple[list[QueuedJob], float]:
     """Burst the queued jobs whose budget ran out, and those that could never fit (step 1);
-    the jobs kept."""
+    the jobs kept, and their earliest deadline."""
     kept: list[QueuedJob] = []
+    floor = _INF
     bursts = result.bursts
     # a cluster with no schedulable node (none seen yet, or all cordoned) proves nothing
     fits = capacity.could_ever_fit if capacity.has_schedulable_nodes else None
@@ -216,6 +220,8 @@ def _expire(
         deadline = entry.deadline
         if deadline > now and (deadline == _INF or fits is None or fits(entry.job)):
             kept.append(entry)  # the usual case first: the job keeps waiting
+            if deadline < floor:
+                floor = deadline
         elif deadline <= now and not _held(entry, held, result):
             bursts.append(Burst(entry.job, _expired_reason(entry, now)))
         elif (
@@ -227,7 +233,9 @@ def _expire(
             bursts.append(Burst(entry.job, _cannot_fit_reason(entry.job, capacity)))
         else:
             kept.append(entry)
-    return kept
+            if deadline < floor:
+                floor = deadline
+    return kept, floor
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,20 +289,35 @@ def _burst_never_fitting(
     return admitted
 
 
-def _may_need_a_look(ordered: Sequence[QueuedJob]) -> bool:
-    """GPU-less jobs may fit a full cluster; never-bursting jobs must be checked for fit
-    (at C speed: asked over the whole queue on most passes of a busy cluster)."""
-    return 0 in map(_GPUS, ordered) or any(map(math.isinf, map(_BUDGET, ordered)))
-
-
 def _needs_a_look(
-    ordered: Sequence[QueuedJob], arrivals: Sequence[QueuedJob], whole: QueueFacts | None
+    ordered: Sequence[QueuedJob], arrivals: Sequence[QueuedJob], facts: QueueFacts
 ) -> bool:
-    """``_may_need_a_look`` of ``ordered``; told from ``whole``, the facts of the queue it
-    was merged from when that was kept whole, and the arrivals merged in."""
-    if whole is None:
-        return _may_need_a_look(ordered)
-    return whole.may_need_a_look() or _may_need_a_look(arrivals)
+    """``may_need_a_look`` of ``ordered``, merged from jobs of ``facts.queue`` and the
+    arrivals: told from the queue's facts when none of its jobs needs a look."""
+    if facts.may_need_a_look():
+        return may_need_a_look(ordered)
+    return may_need_a_look(arrivals)
+
+
+def _schedule_arrivals(
+    ordered: list[QueuedJob],
+    kept: list[QueuedJob],
+    capacity: CapacityIndex,
+    config: SchedulerConfig,
+    result: PassResult,
+) -> tuple[list[QueuedJob], bool]:
+    """``_schedule`` when the kept jobs are known not to fit (``QueueFacts.stuck``): only the
+    arrivals behind them are tried. The waiting jobs, and whether none of them fits now.
+    (On a cluster of GPUs alone, an arrival a kept job of its request and fewer GPUs would
+    have ruled out fails its own placement just the same.)"""
+    if len(ordered) == len(kept):
+        return ordered, True  # no arrival: nothing can start
+    if not config.out_of_order:
+        if ordered[0] is kept[0]:
+            return ordered, False  # the first job does not fit: it blocks the rest
+    elif ordered[len(kept) - 1] is kept[-1]:  # every arrival goes after the kept jobs
+        return _schedule(ordered, capacity, config, result, len(kept)), True
+    return _schedule(ordered, capacity, config, result), config.out_of_order
 
 
 def _schedule(
@@ -302,8 +325,11 @@ def _schedule(
     capacity: CapacityIndex,
     config: SchedulerConfig,
     result: PassResult,
+    stuck: int = 0,
 ) -> list[QueuedJob]:
-    waiting: list[QueuedJob] = []
+    """Start what fits, in queue order; the jobs left waiting. The first ``stuck`` jobs are
+    known not to fit (out of order only): they wait untried."""
+    waiting = ordered[:stuck]
     strategy, out_of_order = config.placement, config.out_of_order
     starts, place = result.starts, capacity.place
     # Free capacity only shrinks during a pass, so once a job of some shape fails to fit, every
@@ -313,7 +339,7 @@ def _schedule(
     # Quicker still: a job of no GPU type that one node could hold fits nowhere while no node
     # has as many GPUs free (``place`` checks that first); ``top`` only shrinks too.
     top, largest = capacity.most_free(), capacity.largest_any
-    for i, entry in enumerate(ordered):
+    for i, entry in enumerate(islice(ordered, stuck, None), stuck):
         job = entry.job
         gpus = job.gpus
         if entry.deadline == _INF or not (

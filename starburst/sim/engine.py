@@ -27,6 +27,7 @@ from starburst.core.decisions import Burst, Start
 from starburst.core.dependencies import is_gated
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job, QueuedJob
+from starburst.core.queue_facts import QueueFacts
 from starburst.core.star import pull_back_at, pull_back_reason, requeue
 from starburst.sim.clock import SimClock
 from starburst.sim.cloud import SimCloud
@@ -109,6 +110,9 @@ class Simulation:
         self._gated = any(is_gated(j) for j in jobs)
         self._tracks: dict[str, _Track] = {}
         self._queue: list[QueuedJob] = []
+        #: what the last pass learnt of ``_queue``, handed to the next (``QueueFacts``): the
+        #: engine carries out every start before the next pass, as the facts assume
+        self._facts: QueueFacts | None = None
         self._deadlines: list[tuple[float, str]] = []
         self._pullbacks: list[tuple[float, str]] = []
         self._outcomes: list[JobOutcome] = []
@@ -194,7 +198,8 @@ class Simulation:
             self._tracks[entry.id].budget = entry.budget
             if math.isfinite(entry.deadline) and entry.deadline > t:
                 heapq.heappush(self._deadlines, (entry.deadline, entry.id))
-        result = schedule_pass(t, self._queue, fresh, self.cluster.capacity, self.config)
+        capacity = self.cluster.capacity
+        result = schedule_pass(t, self._queue, fresh, capacity, self.config, facts=self._facts)
         waiting_ids = self._waiting_ids
         waiting_ids.update(entry.id for entry in fresh)
         for start in result.starts:
@@ -203,7 +208,7 @@ class Simulation:
         for burst in result.bursts:
             waiting_ids.discard(burst.job_id)
             self._burst(burst, t)
-        self._queue = result.waiting
+        self._queue, self._facts = result.waiting, result.facts
         self.queued_seen += len(result.waiting)
 
     # -- applying decisions ----------------------------------------------------------------

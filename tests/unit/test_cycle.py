@@ -3,10 +3,11 @@
 import math
 
 from starburst.core.capacity import CapacityIndex, Node, Part
-from starburst.core.cycle import HOLD_ALL, QueueFacts, admit, schedule_pass
+from starburst.core.cycle import HOLD_ALL, admit, schedule_pass
 from starburst.core.job import QueuedJob
 from starburst.core.ordering import QueueOrder
 from starburst.core.policy import PolicyKind, WaitPolicy
+from starburst.core.queue_facts import QueueFacts
 from tests.builders import H, config, make_job, nodes, queued
 
 

@@ -6,7 +6,7 @@ view: Kueue admits them on-prem, ``controller.kueue_burst`` bursts them.
 
 The view also keeps the queue in order (``ordered``): sorted again only after it changed, so a
 steady pass over a long queue does not sort it; and beside it the facts a pass asks of the
-whole queue (``core.cycle.QueueFacts``: the earliest deadline, the job shapes), so a steady
+whole queue (``core.queue_facts.QueueFacts``: the earliest deadline, the job shapes), so a steady
 pass does not scan it either.
 
 Invariants: the store stays the truth. The view is only a candidate list: every decision is
@@ -17,13 +17,13 @@ re-read every ``refresh_s`` seconds bounds any drift.
 
 from __future__ import annotations
 
-from starburst.core.cycle import QueueFacts
 from starburst.core.job import QueuedJob
 from starburst.core.kueue_jobs import is_kueues
 from starburst.core.lifecycle import JobState
 from starburst.core.ordering import QueueOrder, in_order
 from starburst.core.policy import WaitPolicy
 from starburst.core.ports import JobReads
+from starburst.core.queue_facts import QueueFacts
 from starburst.core.records import JobNotFound, StoredJob
 
 PAGE = 1000

@@ -52,7 +52,6 @@ from starburst.core.cycle import (
     NO_CLOUD,
     NO_TEAM,
     PassResult,
-    QueueFacts,
     SchedulerConfig,
     schedule_pass,
 )
@@ -74,6 +73,7 @@ from starburst.core.ports import (
     RuntimeEstimator,
 )
 from starburst.core.price_ceilings import JobCeilings
+from starburst.core.queue_facts import QueueFacts
 from starburst.core.records import CloudLaunch, Move, StoredJob
 
 log = logging.getLogger("starburst.controller")
