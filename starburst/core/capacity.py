@@ -66,6 +66,9 @@ Placement = tuple[Part, ...]
 
 
 def describe_placement(placement: Placement) -> str:
+    if len(placement) == 1:  # (most placements: one node, said without a join)
+        part = placement[0]
+        return f"{part.node_name}×{part.gpus}"
     return ", ".join(f"{p.node_name}×{p.gpus}" for p in placement)
 
 
@@ -91,6 +94,7 @@ class CapacityIndex:
         "_free_total",
         "_largest_any",
         "_max_level",
+        "_parts",
         "_shape_fits",
         "gpus_only",
         "nodes",
@@ -107,6 +111,8 @@ class CapacityIndex:
         self._ever_fits: dict[tuple[int, int, str | None, float, float], bool] = {}
         self._fits_of: dict[str, tuple[Job, bool]] = {}  # job id → (that job, its answer)
         self._shape_fits: dict[JobShape, bool] = {}  # ``could_all_ever_fit``'s answers
+        #: the GPU-only parts handed out, by (node, GPUs): a value, so one of each will do
+        self._parts: dict[tuple[int, int], Part] = {}
         for i, node in enumerate(self.nodes):
             if node.gpus < 0:
                 raise ConfigError(f"node {node.name} has a negative GPU count")
@@ -269,11 +275,17 @@ class CapacityIndex:
     ) -> Part | None:
         if not cpus and not mem:
             i = self._first_candidate(job, gpus, strategy)
-            return None if i is None else Part(i, self.nodes[i].name, gpus, 0.0, 0.0)
+            return None if i is None else self._gpu_part(i, gpus)
         for i in self._candidates(job, gpus, strategy):
             if self._fits_cpu_mem(i, cpus, mem):
                 return Part(i, self.nodes[i].name, gpus, cpus, mem)
         return None
+
+    def _gpu_part(self, i: int, gpus: int) -> Part:
+        part = self._parts.get((i, gpus))
+        if part is None:
+            part = self._parts[i, gpus] = Part(i, self.nodes[i].name, gpus, 0.0, 0.0)
+        return part
 
     def _fits_cpu_mem(self, i: int, cpus: float, mem: float) -> bool:
         node = self.nodes[i]

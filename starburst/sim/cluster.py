@@ -62,8 +62,12 @@ class SimCluster:
         return self._ends[0][0] if self._ends else None
 
     def ended(self) -> list[JobEnded]:
+        return [JobEnded(job_id, at, True) for job_id, at in self.finish_due()]
+
+    def finish_due(self) -> list[tuple[str, float]]:
+        """``ended`` as (job id, end time) pairs: the engine's loop, which needs no more."""
         now = self._clock.now()
-        done: list[JobEnded] = []
+        done: list[tuple[str, float]] = []
         ends = self._ends
         while ends and ends[0][0] <= now:
             at, job_id = heapq.heappop(ends)
@@ -72,7 +76,7 @@ class SimCluster:
                 continue  # cancelled earlier
             self.capacity.release(running.placement)
             self.gpu_seconds += running.job.gpus * (at - running.started_at)
-            done.append(JobEnded(job_id, at, True))
+            done.append((job_id, at))
         return done
 
     def running_count(self) -> int:

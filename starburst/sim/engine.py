@@ -141,8 +141,8 @@ class Simulation:
             if t == math.inf:
                 break
             self.clock.advance_to(t)
-            for ended in self.cluster.ended():
-                self._finish_onprem(ended.job_id, ended.at)
+            for job_id, at in self.cluster.finish_due():
+                self._finish_onprem(job_id, at)
             pullbacks = self._pullbacks
             fresh = self._pulled_back(t) if pullbacks and pullbacks[0][0] <= t else []
             while i < n and arrivals[i].submit_time <= t:
@@ -194,14 +194,14 @@ class Simulation:
 
     def _step(self, t: float, fresh: list[QueuedJob]) -> None:
         self.passes += 1
+        waiting_ids = self._waiting_ids
         for entry in fresh:
             self._tracks[entry.id].budget = entry.budget
+            waiting_ids.add(entry.id)
             if math.isfinite(entry.deadline) and entry.deadline > t:
                 heapq.heappush(self._deadlines, (entry.deadline, entry.id))
         capacity = self.cluster.capacity
         result = schedule_pass(t, self._queue, fresh, capacity, self.config, facts=self._facts)
-        waiting_ids = self._waiting_ids
-        waiting_ids.update(entry.id for entry in fresh)
         for start in result.starts:
             waiting_ids.discard(start.job_id)
             self._start(start)
