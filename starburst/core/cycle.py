@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 
 from starburst.core.capacity import (
     CapacityIndex,
@@ -178,8 +177,11 @@ def _pass_on(
     if stuck and capacity.gpus_only:
         facts.stuck_on = capacity
         facts.stuck_releases = capacity.releases
-        starting = sum(part.gpus for start in result.starts for part in start.placement)
-        facts.stuck_free = capacity.free_gpus - starting
+        free = capacity.free_gpus
+        for start in result.starts:
+            for part in start.placement:
+                free -= part.gpus
+        facts.stuck_free = free
     if told.none_need_a_look() and not (arrivals and may_need_a_look(arrivals)):
         facts.told_none_need_a_look()
     return facts
@@ -278,8 +280,13 @@ def _burst_never_fitting(
     """Arrivals the empty cluster could not hold burst now (a held team's wait instead).
     A cluster with no schedulable node at all (not seen yet, or every node cordoned) proves
     nothing about the future, so then everyone waits as usual."""
-    if not capacity.has_schedulable_nodes or all(capacity.could_ever_fit(a.job) for a in arrivals):
+    if not capacity.has_schedulable_nodes:
         return arrivals
+    for a in arrivals:
+        if not capacity.could_ever_fit(a.job):
+            break
+    else:
+        return arrivals  # (the usual arrival: it fits)
     admitted: list[QueuedJob] = []
     for entry in arrivals:
         if capacity.could_ever_fit(entry.job) or _held(entry, held, result):
@@ -339,7 +346,8 @@ def _schedule(
     # Quicker still: a job of no GPU type that one node could hold fits nowhere while no node
     # has as many GPUs free (``place`` checks that first); ``top`` only shrinks too.
     top, largest = capacity.most_free(), capacity.largest_any
-    for i, entry in enumerate(islice(ordered, stuck, None), stuck):
+    for i in range(stuck, len(ordered)):
+        entry = ordered[i]
         job = entry.job
         gpus = job.gpus
         if entry.deadline == _INF or not (

@@ -72,7 +72,7 @@ def merge(
     if not arrivals:
         return list(queue)
     key = _KEYS[order]
-    fresh = sorted(arrivals, key=key)
+    fresh = sorted(arrivals, key=key) if len(arrivals) > 1 else list(arrivals)
     if not queue or key(queue[-1]) <= key(fresh[0]):
         return [*queue, *fresh]
     return list(heapq.merge(queue, fresh, key=key))
