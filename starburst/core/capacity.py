@@ -305,7 +305,13 @@ class CapacityIndex:
                 if heads:
                     return min(heads)
             return None
-        return min((lst[0] for levels in groups for lst in levels[gpus:] if lst), default=None)
+        first = None  # the lowest node index heading a level with room
+        for levels in groups:
+            for level in range(gpus, len(levels)):
+                nodes = levels[level]
+                if nodes and (first is None or nodes[0] < first):
+                    first = nodes[0]
+        return first
 
     def _candidates(self, job: Job, gpus: int, strategy: PlacementStrategy) -> Iterator[int]:
         groups = [self._buckets[t] for t in self._types_for(job)]

@@ -28,6 +28,8 @@ _DEADLINE = attrgetter("deadline")
 _SHAPE = attrgetter("job.gpus", "job.pods", "job.gpu_type", "job.cpus", "job.memory_mb")
 _GPUS = attrgetter("job.gpus")
 _BUDGET = attrgetter("budget")
+#: up to this many jobs (a pass's arrivals), a plain loop is quicker than scans at C speed
+_FEW = 4
 
 
 class QueueFacts:
@@ -118,5 +120,11 @@ class QueueFacts:
 
 def may_need_a_look(queue: Sequence[QueuedJob]) -> bool:
     """GPU-less jobs may fit a full cluster; never-bursting jobs must be checked for fit
-    (at C speed: asked over the whole queue on most passes of a busy cluster)."""
+    (at C speed over a whole queue; a plain loop over a pass's few arrivals)."""
+    if len(queue) <= _FEW:
+        # a loop, not any() over a generator: the generator costs more than one arrival
+        for entry in queue:  # noqa: SIM110
+            if entry.job.gpus == 0 or math.isinf(entry.budget):
+                return True
+        return False
     return 0 in map(_GPUS, queue) or any(map(math.isinf, map(_BUDGET, queue)))
