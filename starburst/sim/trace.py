@@ -22,13 +22,12 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Iterable, Sequence
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 
 from starburst.core.dependencies import array_index_in, check_limit, find_cycle, parse_after
 from starburst.core.errors import ConfigError
-from starburst.core.job import Job
+from starburst.core.job import Job, jobs_from_columns
 from starburst.sim.trace_errors import TraceError
 from starburst.spreadsheet import restore
 from starburst.spreadsheet import writer as csv_writer
@@ -116,33 +115,26 @@ def _by_column(rows: Sequence[list[str]], c: _Columns) -> list[Job] | None:
     ids = list(map(restore, map(str.strip, cells[c.index["job_id"]])))
     if not all(ids) or len(set(ids)) != len(ids):
         return None
-    none = repeat(None)
-
-    def text(column: str) -> Iterable[str | None]:
+    columns: dict[str, Iterable[object]] = {
+        "id": ids,
+        # ``abs``: as ``_job``'s ``or 0.0``, a "-0" cell (≥ 0, so valid) reads as 0.0
+        "submit_time": map(abs, values["submit_time"]),
+        "gpus": map(int, gpus),
+        "cpus": map(abs, values["cpus"]),
+        "runtime": values["runtime"],
+    }
+    if "memory_mb" in values:
+        columns["memory_mb"] = map(abs, values["memory_mb"])
+    for column in ("estimate", "deadline"):
+        if column in values:
+            columns[column] = values[column]
+    if pods is not None:
+        columns["pods"] = map(int, pods)
+    for column in _TEXT_OPTIONAL:
         i = c.index.get(column)
-        if i is None:
-            return none
-        return [restore(v) if (v := cell.strip()) else None for cell in cells[i]]
-
-    # ``abs``: as ``_job``'s ``or 0.0``, a "-0" cell (≥ 0, so valid) reads as 0.0
-    return list(
-        map(
-            Job,
-            ids,
-            map(abs, values["submit_time"]),
-            map(int, gpus),
-            map(abs, values["cpus"]),
-            map(abs, values["memory_mb"]) if "memory_mb" in values else repeat(0.0),
-            text("gpu_type"),
-            values["runtime"],
-            values.get("estimate", none),
-            text("user"),
-            text("team"),
-            text("name"),
-            values.get("deadline", none),
-            none if pods is None else map(int, pods),
-        )
-    )
+        if i is not None:
+            columns[column] = [restore(v) if (v := cell.strip()) else None for cell in cells[i]]
+    return jobs_from_columns(len(ids), columns)  # (a column left out: the field's default)
 
 
 def _parse(name: str, fh: Iterable[str]) -> list[Job]:

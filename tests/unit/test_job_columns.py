@@ -1,0 +1,73 @@
+"""``jobs_from_columns``: the very jobs ``Job(**row)`` builds, a column at a time."""
+
+from dataclasses import fields
+
+import pytest
+
+from starburst.core.dependencies import Dependency
+from starburst.core.job import Job, jobs_from_columns
+
+
+def rows() -> list[dict[str, object]]:
+    every_field = {
+        "id": "a",
+        "submit_time": 1.5,
+        "gpus": 8,
+        "cpus": 4.0,
+        "memory_mb": 1024.0,
+        "gpu_type": "a100",
+        "runtime": 3600.0,
+        "estimate": 3000.0,
+        "user": "ana",
+        "team": "vision",
+        "name": "train",
+        "deadline": 7200.0,
+        "pods": 2,
+        "extra": {"status": "Pass"},
+        "estimate_low": 1000.0,
+        "estimate_high": 9000.0,
+        "after": (Dependency("b"),),
+        "array": "sweep",
+        "array_limit": 2,
+        "array_index": 3,
+    }
+    assert set(every_field) == {f.name for f in fields(Job)}  # a new field: add it here
+    return [every_field, {"id": "b", "submit_time": 0.0, "gpus": 1}]
+
+
+def test_columns_give_the_jobs_rows_give() -> None:
+    by_row = [Job(**row) for row in rows()]  # type: ignore[arg-type]
+    names = [f.name for f in fields(Job)]
+    columns = {
+        name: [row.get(name, getattr(Job("", 0.0, 0), name)) for row in rows()] for name in names
+    }
+    by_column = jobs_from_columns(2, columns)
+    assert by_column == by_row and repr(by_column) == repr(by_row)
+    for built, expected in zip(by_column, by_row, strict=True):
+        assert type(built) is Job
+        assert {n: getattr(built, n) for n in names} == {n: getattr(expected, n) for n in names}
+
+
+def test_a_column_left_out_takes_the_default_and_each_job_its_own_extra() -> None:
+    jobs = jobs_from_columns(2, {"id": ["a", "b"], "submit_time": [0.0, 1.0], "gpus": [1, 2]})
+    assert jobs == [Job("a", 0.0, 1), Job("b", 1.0, 2)]
+    assert repr(jobs[0]) == repr(Job("a", 0.0, 1))
+    assert jobs[0].extra == {} and jobs[0].extra is not jobs[1].extra
+
+
+def test_a_field_without_a_default_must_be_given() -> None:
+    with pytest.raises(TypeError, match="'gpus'"):
+        jobs_from_columns(1, {"id": ["a"], "submit_time": [0.0]})
+
+
+def test_jobs_stay_frozen_values() -> None:
+    job = jobs_from_columns(1, {"id": ["a"], "submit_time": [0.0], "gpus": [1]})[0]
+    with pytest.raises(AttributeError):
+        job.gpus = 2  # type: ignore[misc]
+    assert hash(job) == hash(Job("a", 0.0, 1))
+
+
+def test_job_checks_nothing_at_construction_that_columns_would_skip() -> None:
+    # ``jobs_from_columns`` stores the slots without calling ``__init__``: a check added to
+    # ``Job`` at construction must be added there too
+    assert not hasattr(Job, "__post_init__")
