@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections import deque
-from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, dataclass, field, fields, replace
-from itertools import repeat
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from starburst.core.dependencies import Dependency
 from starburst.core.errors import PermanentError
@@ -108,32 +106,6 @@ class Job:
         """This job with an estimate (and its band, when the estimator gives one)."""
         return replace(self, estimate=estimate, estimate_low=low, estimate_high=high)
 
-
-def jobs_from_columns(count: int, columns: Mapping[str, Iterable[object]]) -> list[Job]:
-    """``count`` jobs from columns of field values (field name → one value per job; a field
-    left out takes its default): the jobs ``Job(**row)`` gives for each row, built a column
-    at a time. A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__``, several times the cost of storing it; here each slot is stored
-    through its own descriptor over a whole column at C speed (reading a trace of 8,000 jobs
-    built them field by field for a tenth of ``starburst simulate``). ``Job`` checks
-    nothing in ``__init__``, so nothing is skipped (``tests/unit/test_job_columns.py``)."""
-    jobs = list(map(object.__new__, repeat(Job, count)))
-    for f in _FIELDS:
-        values = columns.get(f.name)
-        if values is None:
-            if f.default_factory is not MISSING:
-                values = [f.default_factory() for _ in jobs]
-            elif f.default is not MISSING:
-                values = repeat(f.default, count)
-            else:
-                raise TypeError(f"jobs_from_columns() needs the column {f.name!r}")
-        deque(map(_SLOT_SETTERS[f.name], jobs, values), maxlen=0)  # (stored, nothing kept)
-    return jobs
-
-
-_FIELDS = fields(Job)
-#: each field's slot, stored through its descriptor (``jobs_from_columns``)
-_SLOT_SETTERS = {f.name: vars(Job)[f.name].__set__ for f in _FIELDS}
 
 CLOUD_BLOCKER = "cloud_blocker"
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from starburst.core.capacity import Node, describe_placement
+from starburst.core.columns import from_columns
 from starburst.core.cycle import SchedulerConfig, admit, schedule_pass
 from starburst.core.decisions import Burst, Start
 from starburst.core.dependencies import is_gated
@@ -115,7 +116,8 @@ class Simulation:
         self._facts: QueueFacts | None = None
         self._deadlines: list[tuple[float, str]] = []
         self._pullbacks: list[tuple[float, str]] = []
-        self._outcomes: list[JobOutcome] = []
+        #: each job's outcome as it ends, a row of ``_OUTCOME_COLUMNS`` (built at the end)
+        self._outcomes: list[tuple[object, ...]] = []
         self._waiting_ids: set[str] = set()
         self.passes = 0
         self.queued_seen = 0  # Σ queue length over passes: what a pass's scan costs
@@ -160,8 +162,12 @@ class Simulation:
                 f"simulation ended with {n - len(self._outcomes)} unfinished "
                 f"job(s), e.g. {lost}: a scheduling bug"
             )
+        rows = self._outcomes
+        columns = {}  # each column: one field of every outcome
+        if rows:
+            columns = dict(zip(_OUTCOME_COLUMNS, zip(*rows, strict=True), strict=True))
         return SimResult(
-            self._outcomes,
+            from_columns(JobOutcome, n, columns),
             self.cluster.total_gpus,
             self.options.price_per_gpu_hour,
             self.config.describe(),
@@ -250,20 +256,34 @@ class Simulation:
             self._gate.ended(track.job.id, end, self.clock.now())
         if track.pulled_back:
             where = f"cloud+{where}"
-        self._outcomes.append(
-            JobOutcome(
-                job=track.job,
-                where=where,
-                start=start,
-                end=end,
-                budget=track.budget,
-                cloud_gpu_seconds=track.cloud_gpu_seconds,
-                placement=track.placement,
-                reason="; ".join(track.reasons),
-                first_burst=track.first_burst,
+        self._outcomes.append(  # (one row of ``_OUTCOME_COLUMNS``)
+            (
+                track.job,
+                where,
+                start,
+                end,
+                track.budget,
+                track.cloud_gpu_seconds,
+                track.placement,
+                "; ".join(track.reasons),
+                track.first_burst,
             )
         )
         del self._tracks[track.job.id]
+
+
+#: the fields of a ``JobOutcome`` the engine records for each job, in the order of its rows
+_OUTCOME_COLUMNS = (
+    "job",
+    "where",
+    "start",
+    "end",
+    "budget",
+    "cloud_gpu_seconds",
+    "placement",
+    "reason",
+    "first_burst",
+)
 
 
 def simulate(

@@ -25,9 +25,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from starburst.core.columns import from_columns
 from starburst.core.dependencies import array_index_in, check_limit, find_cycle, parse_after
 from starburst.core.errors import ConfigError
-from starburst.core.job import Job, jobs_from_columns
+from starburst.core.job import Job
 from starburst.sim.trace_errors import TraceError
 from starburst.spreadsheet import restore
 from starburst.spreadsheet import writer as csv_writer
@@ -134,7 +135,7 @@ def _by_column(rows: Sequence[list[str]], c: _Columns) -> list[Job] | None:
         i = c.index.get(column)
         if i is not None:
             columns[column] = [restore(v) if (v := cell.strip()) else None for cell in cells[i]]
-    return jobs_from_columns(len(ids), columns)  # (a column left out: the field's default)
+    return from_columns(Job, len(ids), columns)  # (a column left out: the field's default)
 
 
 def _parse(name: str, fh: Iterable[str]) -> list[Job]:

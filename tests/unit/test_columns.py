@@ -1,11 +1,13 @@
-"""``jobs_from_columns``: the very jobs ``Job(**row)`` builds, a column at a time."""
+"""``from_columns``: the very values ``cls(**row)`` builds, a column at a time."""
 
-from dataclasses import fields
+from dataclasses import dataclass, fields
 
 import pytest
 
+from starburst.core.columns import from_columns
 from starburst.core.dependencies import Dependency
-from starburst.core.job import Job, jobs_from_columns
+from starburst.core.job import Job
+from starburst.sim.report import JobOutcome
 
 
 def rows() -> list[dict[str, object]]:
@@ -41,7 +43,7 @@ def test_columns_give_the_jobs_rows_give() -> None:
     columns = {
         name: [row.get(name, getattr(Job("", 0.0, 0), name)) for row in rows()] for name in names
     }
-    by_column = jobs_from_columns(2, columns)
+    by_column = from_columns(Job, 2, columns)
     assert by_column == by_row and repr(by_column) == repr(by_row)
     for built, expected in zip(by_column, by_row, strict=True):
         assert type(built) is Job
@@ -49,7 +51,7 @@ def test_columns_give_the_jobs_rows_give() -> None:
 
 
 def test_a_column_left_out_takes_the_default_and_each_job_its_own_extra() -> None:
-    jobs = jobs_from_columns(2, {"id": ["a", "b"], "submit_time": [0.0, 1.0], "gpus": [1, 2]})
+    jobs = from_columns(Job, 2, {"id": ["a", "b"], "submit_time": [0.0, 1.0], "gpus": [1, 2]})
     assert jobs == [Job("a", 0.0, 1), Job("b", 1.0, 2)]
     assert repr(jobs[0]) == repr(Job("a", 0.0, 1))
     assert jobs[0].extra == {} and jobs[0].extra is not jobs[1].extra
@@ -57,17 +59,38 @@ def test_a_column_left_out_takes_the_default_and_each_job_its_own_extra() -> Non
 
 def test_a_field_without_a_default_must_be_given() -> None:
     with pytest.raises(TypeError, match="'gpus'"):
-        jobs_from_columns(1, {"id": ["a"], "submit_time": [0.0]})
+        from_columns(Job, 1, {"id": ["a"], "submit_time": [0.0]})
 
 
 def test_jobs_stay_frozen_values() -> None:
-    job = jobs_from_columns(1, {"id": ["a"], "submit_time": [0.0], "gpus": [1]})[0]
+    job = from_columns(Job, 1, {"id": ["a"], "submit_time": [0.0], "gpus": [1]})[0]
     with pytest.raises(AttributeError):
         job.gpus = 2  # type: ignore[misc]
     assert hash(job) == hash(Job("a", 0.0, 1))
 
 
-def test_job_checks_nothing_at_construction_that_columns_would_skip() -> None:
-    # ``jobs_from_columns`` stores the slots without calling ``__init__``: a check added to
-    # ``Job`` at construction must be added there too
-    assert not hasattr(Job, "__post_init__")
+def test_outcomes_too() -> None:
+    job = Job("a", 0.0, 1)
+    row = {"job": job, "where": "onprem", "start": 1.0, "end": 2.0, "budget": 3.0}
+    row |= {"cloud_gpu_seconds": 0.0, "placement": "n0×1", "reason": "fits on n0×1"}
+    built = from_columns(JobOutcome, 1, {k: [v] for k, v in row.items()})
+    assert built == [JobOutcome(**row)] and repr(built) == repr([JobOutcome(**row)])  # type: ignore[arg-type]
+
+
+def test_no_rows_need_no_columns_and_unknown_columns_are_refused() -> None:
+    assert from_columns(Job, 0, {}) == []
+    with pytest.raises(TypeError, match="'gpu'"):
+        from_columns(Job, 1, {"id": ["a"], "submit_time": [0.0], "gpus": [1], "gpu": [2]})
+
+
+def test_a_value_that_checks_itself_at_construction_is_refused() -> None:
+    # the slots are stored without calling ``__init__``: a ``__post_init__`` would be skipped
+    @dataclass(frozen=True, slots=True)
+    class Checked:
+        n: int
+
+        def __post_init__(self) -> None:
+            assert self.n >= 0
+
+    with pytest.raises(TypeError, match="checks nothing"):
+        from_columns(Checked, 1, {"n": [-1]})
