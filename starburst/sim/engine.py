@@ -102,13 +102,14 @@ class Simulation:
             self.clock, self.options.price_per_gpu_hour, self.options.cloud_startup_delay
         )
         jobs = perturb_estimates(jobs, self.options.estimate_error, self.options.seed)
-        self._arrivals = sorted(jobs, key=lambda j: j.submission_order())
+        self._arrivals = sorted(jobs, key=Job.submission_order)
         if len({j.id for j in jobs}) != len(jobs):
             raise ConfigError("job ids must be unique within a trace")
-        self._gate = Gatekeeper(jobs)
         #: whether any job is gated (dependencies, array throttles); without one the gate
-        #: never holds, releases or waits for anything, so the loop skips asking it
+        #: never holds, releases or waits for anything, so the loop skips asking it (and it
+        #: keeps nothing of the jobs: there are no dependencies to check or follow)
         self._gated = any(is_gated(j) for j in jobs)
+        self._gate = Gatekeeper(jobs if self._gated else ())
         self._tracks: dict[str, _Track] = {}
         self._queue: list[QueuedJob] = []
         #: what the last pass learnt of ``_queue``, handed to the next (``QueueFacts``): the
