@@ -31,12 +31,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from starburst.core.capacity import CapacityIndex, Node, Placement
+from starburst.core.capacity import Node, Placement
 from starburst.core.job import Job
 from starburst.core.lifecycle import JobState
+from starburst.core.port_values import CloudHandle as CloudHandle
+from starburst.core.port_values import CloudStatus as CloudStatus
+from starburst.core.port_values import ClusterSnapshot as ClusterSnapshot
+from starburst.core.port_values import JobEnded as JobEnded
+from starburst.core.port_values import Quote as Quote
+from starburst.core.port_values import RunningJob as RunningJob
 
 if TYPE_CHECKING:
     # annotations only: the simulator, which needs just the clock, cluster and cloud ports,
@@ -79,32 +84,6 @@ class Clock(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class RunningJob:
-    job: Job
-    placement: Placement
-    started_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterSnapshot:
-    """Free capacity and what runs on-prem, as seen at ``taken_at``."""
-
-    capacity: CapacityIndex
-    running: Collection[RunningJob]
-    taken_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class JobEnded:
-    """A job finished on-prem (``succeeded`` False: failed, with ``reason``)."""
-
-    job_id: str
-    at: float
-    succeeded: bool
-    reason: str = ""
-
-
 class Cluster(Protocol):
     """The private cluster: Kubernetes, the local executor or the simulator's cluster."""
 
@@ -119,39 +98,6 @@ class Cluster(Protocol):
     def ended(self) -> Sequence[JobEnded]:
         """Jobs that ended since the last call."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class Quote:
-    """What running a job in the cloud would cost per hour, and where."""
-
-    price_per_hour: float
-    where: str
-    accelerators: str
-    emulated: bool = False
-
-
-class CloudStatus(StrEnum):
-    PENDING = "pending"
-    PROVISIONING = "provisioning"
-    RUNNING = "running"
-    RECOVERING = "recovering"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    # The cloud side (not the job) cannot launch, e.g. no cloud is enabled: nothing ran,
-    # nothing is billed, and the job waits on-prem instead.
-    REFUSED = "refused"
-
-
-@dataclass(frozen=True, slots=True)
-class CloudHandle:
-    """Enough to find a launch again after a restart (the name is derived from the job id)."""
-
-    job_id: str
-    name: str
-    request_id: str | None = None
-    cloud_job_id: str | None = None
 
 
 class Cloud(Protocol):

@@ -8,9 +8,13 @@ will be pulled back). Cost is billed on the GPU-time the job runs, the paper's u
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from starburst.core.job import Job
-from starburst.core.ports import Clock, CloudHandle, CloudStatus, Quote
+from starburst.core.port_values import CloudHandle, CloudStatus, Quote
+
+if TYPE_CHECKING:
+    from starburst.core.ports import Clock
 
 
 class SimCloud:

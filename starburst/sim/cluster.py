@@ -10,11 +10,15 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from starburst.core.capacity import CapacityIndex, Node, Placement
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
-from starburst.core.ports import Clock, ClusterSnapshot, JobEnded, RunningJob
+from starburst.core.port_values import ClusterSnapshot, JobEnded, RunningJob
+
+if TYPE_CHECKING:
+    from starburst.core.ports import Clock
 
 
 class SimCluster:

@@ -199,3 +199,17 @@ def test_the_fast_path_imports_neither_typer_nor_pydantic(trace: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "LOADED []" in done.stderr
     assert "burst to the cloud" in done.stdout
+
+
+def test_the_fast_path_imports_the_port_values_but_not_the_ports(trace: Path) -> None:
+    # the simulator builds the values the cluster and cloud ports carry (core.port_values);
+    # the ports' protocols and the store's records are the live controller's
+    probe = (
+        "import sys; from starburst.cli.main import main\n"
+        f"main(['simulate', {str(trace)!r}, '--nodes', '4', '--gpus-per-node', '8'])\n"
+        "names = ('starburst.core.ports', 'starburst.core.records', 'starburst.core.port_values')\n"
+        "print('LOADED', [m for m in names if m in sys.modules], file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "LOADED ['starburst.core.port_values']" in done.stderr
