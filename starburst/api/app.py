@@ -103,9 +103,7 @@ def create_app(
         job_logs=job_logs,
         quote=quote or BurstQuote(settings, clock or WallClock(), prices),
         degraded=degraded,
-        submissions=SubmissionBatcher(
-            store.submissions, store.jobs, limits=settings.submit_limits()
-        ),
+        submissions=SubmissionBatcher(store.submissions.writer, limits=settings.submit_limits()),
         kube=kubernetes_tokens(settings, token_reviews),
     )
     app.add_middleware(SubmitFastPath, context=ctx)  # innermost: limits and errors wrap it

@@ -17,6 +17,9 @@ Invariants:
 - Submission limits (``core.submit_limits``) are counted in the store once per batch, just
   before it is written, and the batch's own earlier submissions count too: one process never
   lets a user, team or array past its limit, however many requests arrive at once.
+- The committer writes through one ``SubmissionWriter`` for as long as it runs (the store
+  may hold one connection for it: no pool checkout and ping per statement), and closes it
+  when it ends.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from starburst.core.ports import JobReads, Submissions
+from starburst.core.ports import SubmissionWriter
 from starburst.core.records import JobSpec, Submission
 from starburst.core.submit_limits import SubmitLimits, screen
 
@@ -66,14 +69,14 @@ class SubmissionBatcher:
 
     def __init__(
         self,
-        submissions: Submissions,
-        jobs: JobReads,
+        writer: Callable[[], SubmissionWriter],
         *,
         limits: SubmitLimits | None = None,
         max_batch: int = MAX_BATCH,
     ) -> None:
-        """``submissions`` writes the batches; ``jobs`` reads the backlog the limits count."""
-        self._submissions, self._jobs = submissions, jobs
+        """``writer`` opens what each committer thread reads the backlog the limits count
+        and writes the batches through (``Submissions.writer``)."""
+        self._open_writer = writer
         self._limits = limits or SubmitLimits()
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
@@ -128,6 +131,13 @@ class SubmissionBatcher:
             return True
 
     def _run(self) -> None:
+        writer = self._open_writer()
+        try:
+            self._serve(writer)
+        finally:
+            writer.close()
+
+    def _serve(self, writer: SubmissionWriter) -> None:
         while True:
             try:
                 first = self._queue.get(timeout=IDLE_S)
@@ -148,13 +158,13 @@ class SubmissionBatcher:
                     stop = True
                     break
                 batch.append(more)
-            self._commit(batch)
+            self._commit(writer, batch)
             if stop:
                 return
 
-    def _commit(self, batch: list[_Pending]) -> None:
+    def _commit(self, writer: SubmissionWriter, batch: list[_Pending]) -> None:
         try:
-            batch = self._within_limits(batch)
+            batch = self._within_limits(writer, batch)
         except BaseException as exc:  # the counts could not be read: nobody is stored
             for pending in batch:
                 pending.error = exc
@@ -163,11 +173,11 @@ class SubmissionBatcher:
         if not batch:
             return
         try:
-            results = self._submissions.submit_many([(p.spec, p.key, p.actor) for p in batch])
+            results = writer.submit_many([(p.spec, p.key, p.actor) for p in batch])
         except BaseException as exc:  # handed to the waiting request, never lost here
             if len(batch) > 1:
                 for pending in batch:  # find whose submission it was
-                    self._commit([pending])
+                    self._commit(writer, [pending])
                 return
             batch[0].error = exc
             batch[0].finish()
@@ -176,10 +186,10 @@ class SubmissionBatcher:
             pending.result = result
             pending.finish()
 
-    def _within_limits(self, batch: list[_Pending]) -> list[_Pending]:
+    def _within_limits(self, writer: SubmissionWriter, batch: list[_Pending]) -> list[_Pending]:
         """The batch without the submissions over a limit, which are answered now."""
         specs = [p.spec for p in batch]
-        backlog = self._jobs.backlog(
+        backlog = writer.backlog(
             users={s.user for s in specs if s.user is not None},
             teams={s.team for s in specs if s.team is not None},
             arrays={s.array for s in specs if s.array is not None},

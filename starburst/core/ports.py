@@ -312,6 +312,36 @@ class Submissions(Protocol):
         repeated inside the batch makes one job, ``created`` at its first position only."""
         ...
 
+    def writer(self) -> SubmissionWriter:
+        """A writer for a run of batches from one thread (a group commit's committer):
+        the store may hold one connection for it until ``close``."""
+        ...
+
+
+class SubmissionWriter(Protocol):
+    """What a group commit writes each batch through (``Submissions.writer``): the backlog
+    its limits count, then the batch. Used from one thread at a time.
+
+    Contract: ``backlog`` answers as ``JobReads.backlog`` and ``submit_many`` as
+    ``Submissions.submit_many`` would at the same moment; a connection the server dropped
+    while the writer was idle is replaced before ``backlog`` fails, as a pool's ping would.
+    """
+
+    def backlog(
+        self,
+        *,
+        users: Collection[str],
+        teams: Collection[str],
+        arrays: Collection[str],
+        keys: Collection[str],
+    ) -> Backlog: ...
+
+    def submit_many(self, items: Sequence[Keyed]) -> list[Submission]: ...
+
+    def close(self) -> None:
+        """Release what the writer holds; it may not be used afterwards."""
+        ...
+
 
 class JobReads(Protocol):
     """Reading jobs: one or many, the queue, the change feed, counts and placements. Used by

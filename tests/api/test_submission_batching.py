@@ -19,19 +19,32 @@ from tests.support.waiting import wait_for
 
 
 class GatedStore:
+    """The store's own ``SubmissionWriter``, holding the first batch until ``gate`` opens;
+    ``opened``/``closed`` count the writers the committers took and released."""
+
     def __init__(self, store: Any) -> None:
         self.store = store
         self.sizes: list[int] = []
         self.gate = threading.Event()
+        self.opened = self.closed = 0
+
+    def writer(self) -> GatedStore:
+        self.inner = self.store.submissions.writer()
+        self.opened += 1
+        return self
 
     def backlog(self, **kw: Any) -> Any:
-        return self.store.jobs.backlog(**kw)
+        return self.inner.backlog(**kw)
 
-    def submit_many(self, items: list[Any], **kw: Any) -> list[Submission]:
+    def submit_many(self, items: list[Any]) -> list[Submission]:
         self.sizes.append(len(items))
         if len(self.sizes) == 1:
             assert self.gate.wait(20), "the test never released the first batch"
-        return self.store.submissions.submit_many(items, **kw)  # type: ignore[no-any-return]
+        return self.inner.submit_many(items)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.inner.close()
+        self.closed += 1
 
 
 class Calls:
@@ -66,7 +79,7 @@ def test_concurrent_submissions_share_a_transaction_and_each_gets_its_own_job(
     db_url: str, open_store: Callable[[str], Any]
 ) -> None:
     gated = GatedStore(open_store(db_url))
-    batcher = SubmissionBatcher(gated, gated)  # type: ignore[arg-type]
+    batcher = SubmissionBatcher(gated.writer)
     specs = [spec(user=f"u{i % 3}", name=f"j{i}") for i in range(40)]
     submit = [
         lambda s=s, i=i: batcher.submit(s, f"key-{i}", f"actor-{i}")  # type: ignore[misc]
@@ -96,7 +109,7 @@ def test_one_bad_submission_fails_alone_and_a_repeated_key_gets_the_same_job(
 ) -> None:
     gated = GatedStore(open_store(db_url))
     gated.store.submissions.submit(spec(id="taken", command="original"))
-    batcher = SubmissionBatcher(gated, gated)  # type: ignore[arg-type]
+    batcher = SubmissionBatcher(gated.writer)
     first = Calls([lambda: batcher.submit(spec(), "first", None)])
     assert wait_for(lambda: gated.sizes == [1])
     rest = Calls(
@@ -127,12 +140,15 @@ def test_an_idle_committer_ends_and_the_next_submission_starts_another(
     from starburst.api import submissions
 
     monkeypatch.setattr(submissions, "IDLE_S", 0.05)
-    store = open_store(db_url)
-    batcher = SubmissionBatcher(store.submissions, store.jobs)
+    gated = GatedStore(open_store(db_url))
+    gated.gate.set()
+    batcher = SubmissionBatcher(gated.writer)
     assert batcher.submit(spec(), None, None).created
     assert wait_for(lambda: batcher._thread is None)
+    assert (gated.opened, gated.closed) == (1, 1)  # its writer (and connection) released
     assert batcher.submit(spec(), None, None).created  # a new committer takes it
     batcher.close()
+    assert (gated.opened, gated.closed) == (2, 2)
 
 
 def test_coroutines_share_a_batch_and_each_gets_its_own_answer_or_error(
@@ -144,7 +160,7 @@ def test_coroutines_share_a_batch_and_each_gets_its_own_answer_or_error(
 
     gated = GatedStore(open_store(db_url))
     gated.store.submissions.submit(spec(id="taken"))
-    batcher = SubmissionBatcher(gated, gated)  # type: ignore[arg-type]
+    batcher = SubmissionBatcher(gated.writer)
 
     async def scenario() -> list[object]:
         first = asyncio.ensure_future(batcher.submit_async(spec(), "k0", "a"))

@@ -46,3 +46,22 @@ def test_held_count_counts_jobs_held_out_of_the_queue(store):  # type: ignore[no
     assert store.jobs.held_count() == 2
     store.lifecycle.transition(ids[0], JobState.QUEUED, reason="released", actor="c")
     assert store.jobs.held_count() == 1
+
+
+def test_a_writer_reads_the_backlog_and_submits_as_the_store_does(store):  # type: ignore[no-untyped-def]
+    store.submissions.submit(JobSpec(gpus=1, user="ann", team="ml"), idempotency_key="ann/k1")
+    writer = store.submissions.writer()
+    try:
+        for _ in range(2):  # a run of batches through the same writer
+            asked = {"users": {"ann"}, "teams": {"ml"}, "arrays": set(), "keys": {"ann/k1"}}
+            assert writer.backlog(**asked) == store.jobs.backlog(**asked)
+            spec = JobSpec(gpus=1, user="ann", team="ml")
+            made, again = writer.submit_many([(spec, "ann/k2", "ann"), (spec, "ann/k1", "ann")])
+            assert made.job.id == store.jobs.find_by_key("ann/k2").id
+            assert again.job.id == store.jobs.find_by_key("ann/k1").id and not again.created
+            assert store.jobs.events(made.job.id)[0].actor == "ann"
+    finally:
+        writer.close()
+    assert store.jobs.backlog(users={"ann"}, teams=(), arrays=(), keys=()).waiting_by_user == {
+        "ann": 2
+    }

@@ -262,37 +262,10 @@ class SqlJobs:
         """The counts submission limits read (``JobReads.backlog``), grouped in the database:
         one query whatever the size of others' backlogs (a group commit reads it before
         every batch, so its round trips count)."""
-        waiting = literal_in(JOBS.c.state, [s.value for s in _WAITING])
-        kind: Any = sa.literal_column("'key'").label("kind")
-        parts: list[Any] = [
-            sa.select(kind, JOBS.c.idempotency_key, sa.literal(1)).where(clause)
-            for clause in in_chunks(JOBS.c.idempotency_key, keys)
-        ]
-        for name, column, names, where in (
-            ("user", JOBS.c.user_name, users, (waiting,)),
-            ("team", JOBS.c.team_name, teams, (waiting,)),
-            ("array", JOBS.c.array_id, arrays, ()),
-        ):
-            label: Any = sa.literal_column(f"'{name}'")
-            parts += [
-                sa.select(label, column, sa.func.count()).where(clause, *where).group_by(column)
-                for clause in in_chunks(column, names)
-            ]
-        if not parts:
+        query = backlog_query(users=users, teams=teams, arrays=arrays, keys=keys)
+        if query is None:
             return Backlog()
-
-        def read(conn: sa.Connection) -> Backlog:
-            found: dict[str, dict[str, int]] = {"key": {}, "user": {}, "team": {}, "array": {}}
-            for what, name, count in conn.execute(sa.union_all(*parts)):
-                found[what][str(name)] = int(count)
-            return Backlog(
-                waiting_by_user=found["user"],
-                waiting_by_team=found["team"],
-                array_sizes=found["array"],
-                known_keys=frozenset(found["key"]),
-            )
-
-        return run_statements(self._engine, read)
+        return run_statements(self._engine, lambda conn: read_backlog(conn, query))
 
     def waits_of(self, job_ids: Collection[str]) -> dict[str, tuple[str, ...]]:
         """What each unfinished job of ``job_ids`` waits for (``JobReads.waits_of``)."""
@@ -329,3 +302,44 @@ class SqlJobs:
             Part(r["node_index"], r["node_name"], r["gpus"], r["cpus"], r["memory_mb"])
             for r in rows
         )
+
+
+def backlog_query(
+    *,
+    users: Collection[str],
+    teams: Collection[str],
+    arrays: Collection[str],
+    keys: Collection[str],
+) -> Any:
+    """The one query of ``JobReads.backlog`` (``read_backlog`` runs it), or None when it
+    asks for nothing."""
+    waiting = literal_in(JOBS.c.state, [s.value for s in _WAITING])
+    kind: Any = sa.literal_column("'key'").label("kind")
+    parts: list[Any] = [
+        sa.select(kind, JOBS.c.idempotency_key, sa.literal(1)).where(clause)
+        for clause in in_chunks(JOBS.c.idempotency_key, keys)
+    ]
+    for name, column, names, where in (
+        ("user", JOBS.c.user_name, users, (waiting,)),
+        ("team", JOBS.c.team_name, teams, (waiting,)),
+        ("array", JOBS.c.array_id, arrays, ()),
+    ):
+        label: Any = sa.literal_column(f"'{name}'")
+        parts += [
+            sa.select(label, column, sa.func.count()).where(clause, *where).group_by(column)
+            for clause in in_chunks(column, names)
+        ]
+    return sa.union_all(*parts) if parts else None
+
+
+def read_backlog(conn: sa.Connection, query: Any) -> Backlog:
+    """``backlog_query``'s answer as a ``Backlog``."""
+    found: dict[str, dict[str, int]] = {"key": {}, "user": {}, "team": {}, "array": {}}
+    for what, name, count in conn.execute(query):
+        found[what][str(name)] = int(count)
+    return Backlog(
+        waiting_by_user=found["user"],
+        waiting_by_team=found["team"],
+        array_sizes=found["array"],
+        known_keys=frozenset(found["key"]),
+    )

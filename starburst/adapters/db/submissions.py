@@ -8,15 +8,20 @@ Invariants:
   table plus ``BEGIN`` and ``COMMIT``.
 - An idempotency key already known returns the job it made (the database skips the row on
   the key's unique index); a key repeated inside a batch makes one job.
+- A group commit's writer (``SqlSubmissionWriter``) holds one PostgreSQL connection across
+  its batches instead of taking one from the pool (and pinging it) for each statement: a
+  batch is then two round trips, its backlog and its write. The backlog comes first, so it
+  is the ping: when it finds the held connection dropped, it takes a fresh one and asks
+  again, as the pool's ping would have; any error releases the held connection.
 """
 
 from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
@@ -29,16 +34,20 @@ from starburst.core.records import (
     Submission,
     keyed,
 )
+from starburst.core.submit_limits import Backlog
 
 from .base import Database, chunks, in_chunks, unnest_parts
 from .convert import spec_columns, to_stored_job, to_time
-from .engine import run_statements
+from .engine import DatabaseUnavailable, run_statements, translate_errors
+from .jobs import backlog_query, read_backlog
 from .models import JobEventRow, JobRow, TeamRow, UserRow, table
 
 JOBS = table(JobRow)
 EVENTS = table(JobEventRow)
 TEAMS = table(TeamRow)
 USERS = table(UserRow)
+
+T = TypeVar("T")
 
 
 class SqlSubmissions:
@@ -74,6 +83,10 @@ class SqlSubmissions:
         # PostgreSQL writes the batch in one statement, whole on its own: no transaction
         # around it (``_insert_at_once``); the reads before and after it write nothing
         return run_statements(self._engine, lambda conn: self._submit(conn, triples, now))
+
+    def writer(self) -> SqlSubmissionWriter:
+        """A group commit's writer (``Submissions.writer``; module docstring)."""
+        return SqlSubmissionWriter(self, self._db)
 
     def _submit(
         self,
@@ -199,6 +212,58 @@ class SqlSubmissions:
                     for u, t in users.items()
                 ],
             )
+
+
+class SqlSubmissionWriter:
+    """Backlogs and batches over one held connection (PostgreSQL; elsewhere each call
+    runs as ``SqlJobs.backlog`` and ``SqlSubmissions.submit_many`` do)."""
+
+    def __init__(self, submissions: SqlSubmissions, db: Database) -> None:
+        self._submissions, self._db = submissions, db
+        self._conn: sa.Connection | None = None
+
+    def backlog(
+        self,
+        *,
+        users: Collection[str],
+        teams: Collection[str],
+        arrays: Collection[str],
+        keys: Collection[str],
+    ) -> Backlog:
+        query = backlog_query(users=users, teams=teams, arrays=arrays, keys=keys)
+        if query is None:
+            return Backlog()
+        held = self._conn is not None
+        try:
+            return self._run(lambda conn: read_backlog(conn, query))
+        except DatabaseUnavailable:
+            if not held:
+                raise
+            return self._run(lambda conn: read_backlog(conn, query))  # on a fresh connection
+
+    def submit_many(self, items: Sequence[Keyed]) -> list[Submission]:
+        triples = keyed(items, None)
+        now = to_time(self._db.now(None))
+        return self._run(lambda conn: self._submissions._submit(conn, triples, now))
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _run(self, work: Callable[[sa.Connection], T]) -> T:
+        if not self._db.is_postgres:
+            return run_statements(self._db.engine, work)
+        try:
+            with translate_errors(self._db.engine):
+                if self._conn is None:
+                    self._conn = self._db.engine.connect().execution_options(
+                        isolation_level="AUTOCOMMIT"
+                    )
+                return work(self._conn)
+        except BaseException:
+            self.close()  # whatever failed, the next call starts on a fresh connection
+            raise
 
 
 def _owners(specs: Iterable[JobSpec]) -> tuple[list[str], dict[str, str | None]]:

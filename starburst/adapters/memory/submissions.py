@@ -8,7 +8,7 @@ a batch share, raises ``DuplicateJob`` and keeps nothing of the batch.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from starburst.core.records import (
     DuplicateJob,
@@ -20,7 +20,9 @@ from starburst.core.records import (
     User,
     keyed,
 )
+from starburst.core.submit_limits import Backlog
 
+from .jobs import MemoryJobs
 from .tables import JobRow, MemoryDatabase
 
 
@@ -62,6 +64,10 @@ class MemorySubmissions:
                 else:
                     out.append(Submission(self._create(spec, key, who, now), True))
             return out
+
+    def writer(self) -> MemorySubmissionWriter:
+        """A group commit's writer (``Submissions.writer``): nothing to hold here."""
+        return MemorySubmissionWriter(self, MemoryJobs(self._db))
 
     def _refuse_taken_ids(self, items: Sequence[tuple[JobSpec, str | None, str | None]]) -> None:
         """``DuplicateJob`` for a given id that exists or that two new jobs of the batch
@@ -116,3 +122,26 @@ class MemorySubmissions:
                 self._t.teams.add(spec.team)
             if spec.user and spec.user not in self._t.users:
                 self._t.users[spec.user] = User(spec.user, spec.team)
+
+
+class MemorySubmissionWriter:
+    """``SubmissionWriter`` over the store's own repositories."""
+
+    def __init__(self, submissions: MemorySubmissions, jobs: MemoryJobs) -> None:
+        self._submissions, self._jobs = submissions, jobs
+
+    def backlog(
+        self,
+        *,
+        users: Collection[str],
+        teams: Collection[str],
+        arrays: Collection[str],
+        keys: Collection[str],
+    ) -> Backlog:
+        return self._jobs.backlog(users=users, teams=teams, arrays=arrays, keys=keys)
+
+    def submit_many(self, items: Sequence[Keyed]) -> list[Submission]:
+        return self._submissions.submit_many(items)
+
+    def close(self) -> None:
+        """Nothing to release."""

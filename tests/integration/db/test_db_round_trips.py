@@ -70,3 +70,37 @@ def test_the_backlog_of_a_batch_is_one_query(engine, clock) -> None:  # type: ig
     assert seen == ["SELECT"]
     assert backlog.waiting_by_user == {"ann": 1} and backlog.waiting_by_team == {"ml": 1}
     assert backlog.array_sizes == {"a1": 1} and backlog.known_keys == {"ann/k1"}
+
+
+def _checkouts(engine: sa.Engine) -> list[int]:
+    seen: list[int] = []
+    event.listen(engine, "checkout", lambda *_: seen.append(1))
+    return seen
+
+
+def test_a_writer_holds_one_connection_for_its_batches(engine, clock) -> None:  # type: ignore[no-untyped-def]
+    """The group commit's writer: no pool checkout (and ping) per statement."""
+    store = SqlStore(engine, clock=clock)
+    checkouts, seen = _checkouts(engine), _statements(engine)
+    writer = store.submissions.writer()
+    for i in range(3):
+        writer.backlog(users={"ann"}, teams={"ml"}, arrays=(), keys={f"ann/k{i}"})
+        writer.submit_many([(JobSpec(gpus=1, user="ann", team="ml"), f"ann/k{i}", "ann")])
+    writer.close()
+    assert len(checkouts) == 1
+    assert seen == ["SELECT", "WITH"] * 3
+
+
+def test_a_writer_replaces_a_connection_the_server_dropped(engine, clock) -> None:  # type: ignore[no-untyped-def]
+    """As the pool's ping would: the backlog, first of every batch, finds the held
+    connection gone and asks again on a fresh one; the batch goes through."""
+    store = SqlStore(engine, clock=clock)
+    writer = store.submissions.writer()
+    assert writer.backlog(users={"ann"}, teams=(), arrays=(), keys=()).waiting_by_user == {}
+    pid = writer._conn.connection.dbapi_connection.info.backend_pid
+    with engine.connect() as admin:
+        admin.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    assert writer.backlog(users={"ann"}, teams=(), arrays=(), keys=()).waiting_by_user == {}
+    (made,) = writer.submit_many([(JobSpec(gpus=1, user="ann"), "ann/k", "ann")])
+    writer.close()
+    assert made.created and store.jobs.get(made.job.id).job.user == "ann"
