@@ -262,10 +262,12 @@ class SqlJobs:
         """The counts submission limits read (``JobReads.backlog``), grouped in the database:
         one query whatever the size of others' backlogs (a group commit reads it before
         every batch, so its round trips count)."""
-        query = backlog_query(users=users, teams=teams, arrays=arrays, keys=keys)
-        if query is None:
+        if not (users or teams or arrays or keys):
             return Backlog()
-        return run_statements(self._engine, lambda conn: read_backlog(conn, query))
+        return run_statements(
+            self._engine,
+            lambda conn: read_backlog(conn, users=users, teams=teams, arrays=arrays, keys=keys),
+        )
 
     def waits_of(self, job_ids: Collection[str]) -> dict[str, tuple[str, ...]]:
         """What each unfinished job of ``job_ids`` waits for (``JobReads.waits_of``)."""
@@ -304,15 +306,55 @@ class SqlJobs:
         )
 
 
-def backlog_query(
+def read_backlog(
+    conn: sa.Connection,
+    *,
+    users: Collection[str],
+    teams: Collection[str],
+    arrays: Collection[str],
+    keys: Collection[str],
+) -> Backlog:
+    """``JobReads.backlog`` in one query on ``conn``. On PostgreSQL the query's text is
+    always the same (one array per kind of name): the driver prepares it once, and no
+    statement is built and compiled per batch, where the group commit spent more of its
+    time than in its write."""
+    found: dict[str, dict[str, int]] = {"key": {}, "user": {}, "team": {}, "array": {}}
+    if conn.dialect.name == "postgresql":
+        params = tuple(list(names) for names in (keys, users, teams, arrays))
+        rows: Any = conn.exec_driver_sql(_BACKLOG_SQL, params)
+    else:
+        rows = conn.execute(_backlog_query(users=users, teams=teams, arrays=arrays, keys=keys))
+    for what, name, count in rows:
+        found[what][str(name)] = int(count)
+    return Backlog(
+        waiting_by_user=found["user"],
+        waiting_by_team=found["team"],
+        array_sizes=found["array"],
+        known_keys=frozenset(found["key"]),
+    )
+
+
+_WAITING_SQL = ", ".join(f"'{s.value}'" for s in _WAITING)  # literals: see ``literal_in``
+_BACKLOG_SQL = (
+    f"SELECT 'key', idempotency_key, 1 FROM {JOBS.name} "
+    "WHERE idempotency_key = ANY(%s::varchar[]) "
+    f"UNION ALL SELECT 'user', user_name, count(*) FROM {JOBS.name} "
+    f"WHERE user_name = ANY(%s::varchar[]) AND state IN ({_WAITING_SQL}) GROUP BY user_name "
+    f"UNION ALL SELECT 'team', team_name, count(*) FROM {JOBS.name} "
+    f"WHERE team_name = ANY(%s::varchar[]) AND state IN ({_WAITING_SQL}) GROUP BY team_name "
+    f"UNION ALL SELECT 'array', array_id, count(*) FROM {JOBS.name} "
+    "WHERE array_id = ANY(%s::varchar[]) GROUP BY array_id"
+)
+
+
+def _backlog_query(
     *,
     users: Collection[str],
     teams: Collection[str],
     arrays: Collection[str],
     keys: Collection[str],
 ) -> Any:
-    """The one query of ``JobReads.backlog`` (``read_backlog`` runs it), or None when it
-    asks for nothing."""
+    """``read_backlog``'s query elsewhere (SQLite: ``IN`` lists in chunks)."""
     waiting = literal_in(JOBS.c.state, [s.value for s in _WAITING])
     kind: Any = sa.literal_column("'key'").label("kind")
     parts: list[Any] = [
@@ -329,17 +371,4 @@ def backlog_query(
             sa.select(label, column, sa.func.count()).where(clause, *where).group_by(column)
             for clause in in_chunks(column, names)
         ]
-    return sa.union_all(*parts) if parts else None
-
-
-def read_backlog(conn: sa.Connection, query: Any) -> Backlog:
-    """``backlog_query``'s answer as a ``Backlog``."""
-    found: dict[str, dict[str, int]] = {"key": {}, "user": {}, "team": {}, "array": {}}
-    for what, name, count in conn.execute(query):
-        found[what][str(name)] = int(count)
-    return Backlog(
-        waiting_by_user=found["user"],
-        waiting_by_team=found["team"],
-        array_sizes=found["array"],
-        known_keys=frozenset(found["key"]),
-    )
+    return sa.union_all(*parts)

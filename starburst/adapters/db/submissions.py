@@ -39,7 +39,7 @@ from starburst.core.submit_limits import Backlog
 from .base import Database, chunks, in_chunks, unnest_parts
 from .convert import spec_columns, to_stored_job, to_time
 from .engine import DatabaseUnavailable, run_statements, translate_errors
-from .jobs import backlog_query, read_backlog
+from .jobs import read_backlog
 from .models import JobEventRow, JobRow, TeamRow, UserRow, table
 
 JOBS = table(JobRow)
@@ -230,16 +230,19 @@ class SqlSubmissionWriter:
         arrays: Collection[str],
         keys: Collection[str],
     ) -> Backlog:
-        query = backlog_query(users=users, teams=teams, arrays=arrays, keys=keys)
-        if query is None:
+        if not (users or teams or arrays or keys):
             return Backlog()
+
+        def read(conn: sa.Connection) -> Backlog:
+            return read_backlog(conn, users=users, teams=teams, arrays=arrays, keys=keys)
+
         held = self._conn is not None
         try:
-            return self._run(lambda conn: read_backlog(conn, query))
+            return self._run(read)
         except DatabaseUnavailable:
             if not held:
                 raise
-            return self._run(lambda conn: read_backlog(conn, query))  # on a fresh connection
+            return self._run(read)  # on a fresh connection
 
     def submit_many(self, items: Sequence[Keyed]) -> list[Submission]:
         triples = keyed(items, None)
