@@ -17,9 +17,10 @@ Invariants:
 - Submission limits (``core.submit_limits``) are counted in the store once per batch, just
   before it is written, and the batch's own earlier submissions count too: one process never
   lets a user, team or array past its limit, however many requests arrive at once.
-- The committer writes through one ``SubmissionWriter`` for as long as it runs (the store
-  may hold one connection for it: no pool checkout and ping per statement), and closes it
-  when it ends.
+- The committer writes through one ``SubmissionWriter`` while batches follow each other
+  (the store may hold one connection for it: no pool checkout and ping per statement); when
+  a batch leaves nothing waiting, the writer lets go of it before the batch is answered, so
+  an idle API holds no connection.
 """
 
 from __future__ import annotations
@@ -163,12 +164,19 @@ class SubmissionBatcher:
                 return
 
     def _commit(self, writer: SubmissionWriter, batch: list[_Pending]) -> None:
+        self._write(writer, batch)
+        if self._queue.empty():  # a pause: what the writer holds goes back before answering
+            writer.close()
+        for pending in batch:
+            pending.finish()
+
+    def _write(self, writer: SubmissionWriter, batch: list[_Pending]) -> None:
+        """Set each submission's result or error (``_commit`` answers them)."""
         try:
             batch = self._within_limits(writer, batch)
         except BaseException as exc:  # the counts could not be read: nobody is stored
             for pending in batch:
                 pending.error = exc
-                pending.finish()
             return
         if not batch:
             return
@@ -177,17 +185,15 @@ class SubmissionBatcher:
         except BaseException as exc:  # handed to the waiting request, never lost here
             if len(batch) > 1:
                 for pending in batch:  # find whose submission it was
-                    self._commit(writer, [pending])
+                    self._write(writer, [pending])
                 return
             batch[0].error = exc
-            batch[0].finish()
             return
         for pending, result in zip(batch, results, strict=True):
             pending.result = result
-            pending.finish()
 
     def _within_limits(self, writer: SubmissionWriter, batch: list[_Pending]) -> list[_Pending]:
-        """The batch without the submissions over a limit, which are answered now."""
+        """The batch without the submissions over a limit (their errors set)."""
         specs = [p.spec for p in batch]
         backlog = writer.backlog(
             users={s.user for s in specs if s.user is not None},
@@ -203,7 +209,6 @@ class SubmissionBatcher:
                 kept.append(pending)
             else:
                 pending.error = refusal
-                pending.finish()
         return kept
 
 

@@ -339,7 +339,7 @@ class SubmissionWriter(Protocol):
     def submit_many(self, items: Sequence[Keyed]) -> list[Submission]: ...
 
     def close(self) -> None:
-        """Release what the writer holds; it may not be used afterwards."""
+        """Release what the writer holds (a later call takes what it needs again)."""
         ...
 
 

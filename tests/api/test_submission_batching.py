@@ -145,10 +145,10 @@ def test_an_idle_committer_ends_and_the_next_submission_starts_another(
     batcher = SubmissionBatcher(gated.writer)
     assert batcher.submit(spec(), None, None).created
     assert wait_for(lambda: batcher._thread is None)
-    assert (gated.opened, gated.closed) == (1, 1)  # its writer (and connection) released
+    assert (gated.opened, gated.closed) == (1, 2)  # released after its batch, and at its end
     assert batcher.submit(spec(), None, None).created  # a new committer takes it
     batcher.close()
-    assert (gated.opened, gated.closed) == (2, 2)
+    assert (gated.opened, gated.closed) == (2, 4)
 
 
 def test_coroutines_share_a_batch_and_each_gets_its_own_answer_or_error(
