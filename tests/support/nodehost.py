@@ -48,6 +48,8 @@ PACKAGES = {
     "conntrack": "/usr/sbin/conntrack",
     "busybox-static": "/bin/busybox",
     "gcc": "/usr/bin/gcc",
+    # SkyPilot's command runner copies files into its pods with rsync through kubectl exec
+    "rsync": "/usr/bin/rsync",
 }
 #: paths only a kubelet and containerd use (only the node runs them on these machines)
 FIXED_PATHS = (
