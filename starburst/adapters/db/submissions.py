@@ -78,11 +78,17 @@ class SqlSubmissions:
         """Submit a batch in one transaction (all or nothing); results in input order. An
         item's own actor (the API commits concurrent requests of different callers
         together) or else ``actor``."""
-        triples = keyed(items, actor)
-        now = to_time(self._db.now(at))
         # PostgreSQL writes the batch in one statement, whole on its own: no transaction
         # around it (``_insert_at_once``); the reads before and after it write nothing
-        return run_statements(self._engine, lambda conn: self._submit(conn, triples, now))
+        return run_statements(self._engine, self._batch(items, actor, at))
+
+    def _batch(
+        self, items: Sequence[JobSpec | Keyed], actor: str | None, at: float | None
+    ) -> Callable[[sa.Connection], list[Submission]]:
+        """The write of ``submit_many``, to run on a connection (its own or a writer's)."""
+        triples = keyed(items, actor)
+        now = to_time(self._db.now(at))
+        return lambda conn: self._submit(conn, triples, now)
 
     def writer(self) -> SqlSubmissionWriter:
         """A group commit's writer (``Submissions.writer``; module docstring)."""
@@ -245,9 +251,7 @@ class SqlSubmissionWriter:
             return self._run(read)  # on a fresh connection
 
     def submit_many(self, items: Sequence[Keyed]) -> list[Submission]:
-        triples = keyed(items, None)
-        now = to_time(self._db.now(None))
-        return self._run(lambda conn: self._submissions._submit(conn, triples, now))
+        return self._run(self._submissions._batch(items, None, None))
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
