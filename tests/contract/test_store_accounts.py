@@ -199,6 +199,31 @@ def test_predictions_set_the_estimate_and_models_have_one_active_version(store, 
     assert len(store.models.predictions(job_id)) == 2
 
 
+def test_a_batch_of_predictions_sets_every_jobs_estimate_and_keeps_every_prediction(  # type: ignore[no-untyped-def]
+    store, clock
+):
+    """Predictions for many jobs are written together (PostgreSQL: one statement per table):
+    none is lost, and a job predicted twice in the batch keeps the later value."""
+    ids = [s.job.id for s in store.submissions.submit_many([JobSpec(gpus=1)] * 40)]
+    batch = [
+        Prediction(job_id, 100.0 + n, 50.0, 200.0, "prior", clock.now())
+        for n, job_id in enumerate(ids)
+    ]
+    batch += [
+        Prediction(job_id, 7.0 + n, 5.0, 9.0, "model", clock.now(), None, {"p50": 7.0 + n})
+        for n, job_id in enumerate(ids[::5])
+    ]
+    store.models.record_predictions(batch)
+    for n, job_id in enumerate(ids):
+        again = n % 5 == 0
+        assert store.jobs.get(job_id).predicted_runtime == (7.0 + n // 5 if again else 100.0 + n)
+        kept = store.models.predictions(job_id)
+        assert [(p.value, p.source) for p in kept] == [(100.0 + n, "prior")] + (
+            [(7.0 + n // 5, "model")] if again else []
+        )
+        assert dict(kept[-1].quantiles) == ({"p50": 7.0 + n // 5} if again else {})
+
+
 def test_history_keeps_the_most_recent_finished_jobs_in_end_order(store, clock):  # type: ignore[no-untyped-def]
     ids = []
     for _ in range(5):

@@ -538,6 +538,39 @@ def test_a_batch_transition_moves_what_it_may_in_one_go(store, elect, clock):  #
     assert store.jobs.get(fresh).state is JobState.SUBMITTED and len(store.jobs.events(fresh)) == 1
 
 
+def test_a_large_mixed_batch_moves_every_job_with_one_event_each(store, clock):  # type: ignore[no-untyped-def]
+    """A batch whose jobs change different columns (held or not, a budget or none) is
+    written in one statement per kind of change (PostgreSQL: ``UPDATE ... FROM unnest``):
+    every job moves once, with its own values, and has exactly one new event, in order."""
+    submitted_at = clock.now()
+    specs = [JobSpec(gpus=1, user="ann", name=f"b{n}") for n in range(60)]
+    ids = [s.job.id for s in store.submissions.submit_many(specs)]
+    store.lifecycle.hold({job_id: "waits for another job" for job_id in ids[::3]})
+    feed = store.jobs.last_event_id()
+    clock.advance(7)
+
+    def budget(n: int) -> float | None:
+        return None if n % 4 == 0 else 10.0 * n
+
+    moves = [Move(job_id, f"queued {n}", wait_budget=budget(n)) for n, job_id in enumerate(ids)]
+    result = store.lifecycle.transition_many(moves, JobState.QUEUED, actor="controller")
+    assert [m.job.id for m in result.moved] == ids and result.skipped == []
+    for n, job_id in enumerate(ids):
+        got = store.jobs.get(job_id)
+        assert got == result.moved[n]
+        assert (got.state, got.version, got.held, got.wait_budget) == (
+            JobState.QUEUED,
+            2,
+            None,
+            budget(n),
+        )
+        assert got.queued_at == (clock.now() if n % 3 == 0 else submitted_at)  # a hold's end
+        events = [(e.from_state, e.to_state, e.reason, e.at) for e in store.jobs.events(job_id)]
+        assert events[1:] == [(JobState.SUBMITTED, JobState.QUEUED, f"queued {n}", clock.now())]
+    changes, _ = store.jobs.state_changes(feed)
+    assert changes == [(job_id, JobState.QUEUED) for job_id in ids]
+
+
 def test_estimates_are_stored_without_a_state_change(store):  # type: ignore[no-untyped-def]
     [job_id] = queued(store, 1)
     store.lifecycle.set_estimates(job_id, predicted_runtime=600.0, wait_budget=90.0)

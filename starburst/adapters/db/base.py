@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -149,6 +149,28 @@ def unnest_insert(
     return [r[0] for r in result] if returning is not None else []
 
 
+def unnest_update(
+    conn: sa.Connection,
+    target: sa.Table,
+    rows: Sequence[dict[str, Any]],
+    *,
+    keys: Mapping[str, str],
+) -> int:
+    """PostgreSQL only: update ``rows`` (dicts with the same keys) as one short statement,
+    ``UPDATE ... FROM unnest(<one array per key>)``; the number of rows updated. ``keys``
+    maps the keys that find a row to their columns (``{"b_id": "id", "b_version":
+    "version"}``: the job, only at the version read); every other key is a column set to
+    the row's value. A row that finds nothing is not written (as ``WHERE`` does).
+
+    The ``executemany`` of one ``UPDATE`` per row costs psycopg a conversion and a pipelined
+    statement per row and the server an execution per row; here, as in ``unnest_insert``,
+    the values travel as one array per column."""
+    columns = tuple(rows[0])
+    sql, nulls = _unnest_update_statement(conn.dialect, target, columns, tuple(keys.items()))
+    result = conn.exec_driver_sql(sql, tuple(_arrays(rows, columns, nulls)))
+    return int(result.rowcount)
+
+
 def unnest_parts(
     dialect: sa.Dialect,
     target: sa.Table,
@@ -161,13 +183,44 @@ def unnest_parts(
     parameters, one array per column, for a caller that makes it part of a larger one."""
     columns = tuple(rows[0])
     sql, nulls = _unnest_statement(dialect, target, columns, conflict, returning)
+    return sql, _arrays(rows, columns, nulls)
+
+
+def _arrays(
+    rows: Sequence[dict[str, Any]], columns: tuple[str, ...], nulls: tuple[bool | None, ...]
+) -> list[list[Any]]:
+    """One array per column of ``rows``; a JSON column's values as text (``_unnested``)."""
     arrays: list[list[Any]] = []
     for name, keep_null in zip(columns, nulls, strict=True):
         values = [row[name] for row in rows]
         if keep_null is not None:  # a JSON column
             values = [None if v is None and keep_null else json.dumps(v) for v in values]
         arrays.append(values)
-    return sql, arrays
+    return arrays
+
+
+def _unnested(
+    dialect: sa.Dialect, columns: Sequence[sa.Column[Any]]
+) -> tuple[str, list[str], tuple[bool | None, ...]]:
+    """``unnest(%s::<type>[], ...) AS u(c0, ...)`` for values of ``columns``, each value as
+    its column takes it (``u.c0``; a JSON one sent as text, then ``u.c0::json``), and for each
+    whether a Python None is SQL NULL (JSON columns) or None (not JSON)."""
+    kinds: list[str] = []
+    values: list[str] = []
+    nulls: list[bool | None] = []
+    for i, column in enumerate(columns):
+        kind = column.type
+        if isinstance(kind, sa.JSON):
+            kinds.append("text[]")
+            values.append(f"u.c{i}::json")
+            nulls.append(kind.none_as_null)
+        else:
+            kinds.append(f"{kind.compile(dialect)}[]")
+            values.append(f"u.c{i}")
+            nulls.append(None)
+    params = ", ".join(f"%s::{kind}" for kind in kinds)
+    names = ", ".join(f"c{i}" for i in range(len(columns)))
+    return f"unnest({params}) AS u({names})", values, tuple(nulls)
 
 
 @functools.lru_cache(maxsize=32)
@@ -180,27 +233,38 @@ def _unnest_statement(
 ) -> tuple[str, tuple[bool | None, ...]]:
     """``unnest_insert``'s statement for these columns (built once, then reused), and for
     each column whether a Python None is SQL NULL (JSON columns) or None (not JSON)."""
-    kinds: list[str] = []
-    selects: list[str] = []
-    nulls: list[bool | None] = []
-    for i, name in enumerate(columns):
-        kind = target.c[name].type
-        if isinstance(kind, sa.JSON):
-            kinds.append("text[]")
-            selects.append(f"u.c{i}::json")
-            nulls.append(kind.none_as_null)
-        else:
-            kinds.append(f"{kind.compile(dialect)}[]")
-            selects.append(f"u.c{i}")
-            nulls.append(None)
-    params = ", ".join(f"%s::{kind}" for kind in kinds)
-    names = ", ".join(f"c{i}" for i in range(len(columns)))
+    source, values, nulls = _unnested(dialect, [target.c[name] for name in columns])
     sql = (
-        f"INSERT INTO {target.name} ({', '.join(columns)}) SELECT {', '.join(selects)} "
-        f"FROM unnest({params}) AS u({names})"
+        f"INSERT INTO {target.name} ({', '.join(columns)}) SELECT {', '.join(values)} FROM {source}"
     )
     if conflict is not None:
         sql += f" ON CONFLICT ({conflict}) DO NOTHING"
     if returning is not None:
         sql += f" RETURNING {returning}"
-    return sql, tuple(nulls)
+    return sql, nulls
+
+
+@functools.lru_cache(maxsize=32)
+def _unnest_update_statement(
+    dialect: sa.Dialect,
+    target: sa.Table,
+    columns: tuple[str, ...],
+    keys: tuple[tuple[str, str], ...],
+) -> tuple[str, tuple[bool | None, ...]]:
+    """``unnest_update``'s statement for these keys (built once, then reused), and the
+    JSON nulls as ``_unnest_statement`` gives them."""
+    found_by = dict(keys)
+    names = [found_by.get(name, name) for name in columns]
+    source, values, nulls = _unnested(dialect, [target.c[name] for name in names])
+    sets = [
+        f"{n} = {v}"
+        for key, n, v in zip(columns, names, values, strict=True)
+        if key not in found_by
+    ]
+    where = [
+        f"{target.name}.{n} = {v}"
+        for key, n, v in zip(columns, names, values, strict=True)
+        if key in found_by
+    ]
+    sql = f"UPDATE {target.name} SET {', '.join(sets)} FROM {source} WHERE {' AND '.join(where)}"
+    return sql, nulls

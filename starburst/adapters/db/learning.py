@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from starburst.core.lifecycle import JobState
 from starburst.core.records import HistoryJob, JobNotFound, ModelVersion, Prediction
 
-from .base import Database, chunks, in_chunks, new_id
+from .base import Database, chunks, in_chunks, new_id, unnest_insert, unnest_update
 from .convert import to_history, to_model_version, to_prediction, to_time
 from .engine import run
 from .models import JobRow, ModelVersionRow, PredictionRow, table
@@ -72,14 +72,18 @@ class SqlModels:
 
         def write(conn: sa.Connection) -> None:
             latest = {p.job_id: p.value for p in predictions}
-            if latest:  # one statement for all (psycopg pipelines them), not one per job
-                values = [{"b_id": job_id, "predicted_runtime": v} for job_id, v in latest.items()]
-                done = conn.execute(_SET_PREDICTED, values)
-                if done.rowcount != len(values):
-                    known: set[str] = set()
-                    for clause in in_chunks(JOBS.c.id, latest):
-                        known.update(conn.execute(sa.select(JOBS.c.id).where(clause)).scalars())
-                    raise JobNotFound(next(j for j in latest if j not in known))
+            if not latest:
+                return
+            values = [{"b_id": job_id, "predicted_runtime": v} for job_id, v in latest.items()]
+            if conn.dialect.name == "postgresql":  # one statement each (``unnest_update``)
+                done = unnest_update(conn, JOBS, values, keys={"b_id": "id"})
+            else:  # one statement executed for all
+                done = conn.execute(_SET_PREDICTED, values).rowcount
+            if done != len(values):
+                known: set[str] = set()
+                for clause in in_chunks(JOBS.c.id, latest):
+                    known.update(conn.execute(sa.select(JOBS.c.id).where(clause)).scalars())
+                raise JobNotFound(next(j for j in latest if j not in known))
             rows = [
                 {
                     "job_id": p.job_id,
@@ -93,6 +97,9 @@ class SqlModels:
                 }
                 for p in predictions
             ]
+            if conn.dialect.name == "postgresql":
+                unnest_insert(conn, PREDICTIONS, rows)
+                return
             for part in chunks(rows):
                 conn.execute(sa.insert(PREDICTIONS), list(part))
 

@@ -37,7 +37,7 @@ from starburst.core.records import (
     StoredJob,
 )
 
-from .base import Database, chunks, fk_guard, in_chunks
+from .base import Database, chunks, fk_guard, in_chunks, unnest_insert, unnest_update
 from .convert import to_epoch, to_stored_job, to_time
 from .costs import onprem_rows
 from .engine import run
@@ -176,8 +176,7 @@ class SqlTransitions:
                 ended.append(row)
             for changes in updates.values():
                 _update_at_versions(conn, changes)
-            for part in chunks(events):
-                conn.execute(sa.insert(EVENTS), list(part))
+            _insert_events(conn, events)
             self._enter_onprem_run(conn, ended, to_state, now)
             return Moved(moved, skipped)
 
@@ -337,16 +336,21 @@ class SqlTransitions:
 _AT_VERSION = sa.update(JOBS).where(
     JOBS.c.id == sa.bindparam("b_id"), JOBS.c.version == sa.bindparam("b_version")
 )
+#: the same check in ``unnest_update``'s terms: the keys that find a job, and their columns
+_AT_VERSION_KEYS = {"b_id": "id", "b_version": "version"}
 
 
 def _update_at_versions(conn: sa.Connection, changes: Sequence[dict[str, Any]]) -> None:
     """Each job's new values, written only at the version read (``b_id``, ``b_version``; the
-    other keys are the columns set, the same in every item): one statement executed for
-    all (psycopg pipelines them in one round trip), not one statement per job. A job found
-    at another version raises ``StaleVersion`` (it cannot happen under the row lock taken
-    with the read: never write blindly)."""
-    done = conn.execute(_AT_VERSION, list(changes))
-    if done.rowcount == len(changes):
+    other keys are the columns set, the same in every item), all in one statement: on
+    PostgreSQL one ``UPDATE ... FROM unnest(...)``, elsewhere one statement executed for
+    each. A job found at another version raises ``StaleVersion`` (it cannot happen under the
+    row lock taken with the read: never write blindly)."""
+    if conn.dialect.name == "postgresql":
+        done = unnest_update(conn, JOBS, changes, keys=_AT_VERSION_KEYS)
+    else:
+        done = conn.execute(_AT_VERSION, list(changes)).rowcount
+    if done == len(changes):
         return
     ids = [c["b_id"] for c in changes]
     found: dict[str, int] = {}
@@ -357,6 +361,18 @@ def _update_at_versions(conn: sa.Connection, changes: Sequence[dict[str, Any]]) 
         if found.get(c["b_id"]) != c["version"]:
             raise StaleVersion(c["b_id"], c["b_version"], found.get(c["b_id"]))
     raise StaleVersion(ids[0], changes[0]["b_version"], None)
+
+
+def _insert_events(conn: sa.Connection, events: Sequence[dict[str, Any]]) -> None:
+    """The events of a batch, in its order: on PostgreSQL one ``INSERT ... SELECT FROM
+    unnest(...)``, elsewhere in chunks of multi-row ``INSERT`` statements."""
+    if not events:
+        return
+    if conn.dialect.name == "postgresql":
+        unnest_insert(conn, EVENTS, events)
+        return
+    for part in chunks(events):
+        conn.execute(sa.insert(EVENTS), list(part))
 
 
 def _changes(row: Any, to_state: JobState, now: datetime) -> dict[str, Any]:
