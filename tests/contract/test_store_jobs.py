@@ -120,6 +120,17 @@ def test_batch_submission_dedupes_keys_within_and_across_batches(store):  # type
     assert store.jobs.count(JobState.SUBMITTED) == 3
 
 
+def test_a_batch_may_mix_whole_and_fractional_numbers(store):  # type: ignore[no-untyped-def]
+    """A float column given ints and floats in one batch (a script's ``600`` and ``600.5``)
+    stores each as given: PostgreSQL's batch writes send one array per column."""
+    specs = [JobSpec(gpus=1, declared_runtime=600), JobSpec(gpus=1, declared_runtime=600.5)]
+    ids = [s.job.id for s in store.submissions.submit_many(specs)]
+    assert [store.jobs.get(i).declared_runtime for i in ids] == [600.0, 600.5]
+    moves = [Move(ids[0], "queued", wait_budget=60), Move(ids[1], "queued", wait_budget=0.5)]
+    store.lifecycle.transition_many(moves, JobState.QUEUED, actor="controller")
+    assert [store.jobs.get(i).wait_budget for i in ids] == [60.0, 0.5]
+
+
 def test_a_batch_names_each_submitter_and_creates_their_user(store):  # type: ignore[no-untyped-def]
     subs = store.submissions.submit_many(
         [

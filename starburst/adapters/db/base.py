@@ -166,8 +166,8 @@ def unnest_update(
     statement per row and the server an execution per row; here, as in ``unnest_insert``,
     the values travel as one array per column."""
     columns = tuple(rows[0])
-    sql, nulls = _unnest_update_statement(conn.dialect, target, columns, tuple(keys.items()))
-    result = conn.exec_driver_sql(sql, tuple(_arrays(rows, columns, nulls)))
+    sql, sends = _unnest_update_statement(conn.dialect, target, columns, tuple(keys.items()))
+    result = conn.exec_driver_sql(sql, tuple(_arrays(rows, columns, sends)))
     return int(result.rowcount)
 
 
@@ -182,45 +182,64 @@ def unnest_parts(
     """``unnest_insert``'s statement (its placeholders are ``%s``, one per column) and its
     parameters, one array per column, for a caller that makes it part of a larger one."""
     columns = tuple(rows[0])
-    sql, nulls = _unnest_statement(dialect, target, columns, conflict, returning)
-    return sql, _arrays(rows, columns, nulls)
+    sql, sends = _unnest_statement(dialect, target, columns, conflict, returning)
+    return sql, _arrays(rows, columns, sends)
+
+
+#: how a column's values are sent in an array (None: as they are)
+Send = Callable[[list[Any]], list[Any]]
 
 
 def _arrays(
-    rows: Sequence[dict[str, Any]], columns: tuple[str, ...], nulls: tuple[bool | None, ...]
+    rows: Sequence[dict[str, Any]], columns: tuple[str, ...], sends: tuple[Send | None, ...]
 ) -> list[list[Any]]:
-    """One array per column of ``rows``; a JSON column's values as text (``_unnested``)."""
+    """One array per column of ``rows``, each value as its column's array takes it
+    (``_unnested``)."""
     arrays: list[list[Any]] = []
-    for name, keep_null in zip(columns, nulls, strict=True):
+    for name, send in zip(columns, sends, strict=True):
         values = [row[name] for row in rows]
-        if keep_null is not None:  # a JSON column
-            values = [None if v is None and keep_null else json.dumps(v) for v in values]
-        arrays.append(values)
+        arrays.append(values if send is None else send(values))
     return arrays
+
+
+def _as_json(values: list[Any]) -> list[Any]:
+    """A JSON column's values as text, a Python None as JSON ``null``."""
+    return [json.dumps(v) for v in values]
+
+
+def _as_json_or_null(values: list[Any]) -> list[Any]:
+    """A JSON column's values as text, a Python None as SQL NULL (``none_as_null``)."""
+    return [None if v is None else json.dumps(v) for v in values]
+
+
+def _as_float(values: list[Any]) -> list[Any]:
+    """A float column's values as floats: an array holds one type, and a batch may give
+    ``600`` for one row and ``600.5`` for the next."""
+    return [None if v is None else float(v) for v in values]
 
 
 def _unnested(
     dialect: sa.Dialect, columns: Sequence[sa.Column[Any]]
-) -> tuple[str, list[str], tuple[bool | None, ...]]:
+) -> tuple[str, list[str], tuple[Send | None, ...]]:
     """``unnest(%s::<type>[], ...) AS u(c0, ...)`` for values of ``columns``, each value as
-    its column takes it (``u.c0``; a JSON one sent as text, then ``u.c0::json``), and for each
-    whether a Python None is SQL NULL (JSON columns) or None (not JSON)."""
+    its column takes it (``u.c0``; a JSON one sent as text, then ``u.c0::json``), and how
+    each column's values are sent (``Send``)."""
     kinds: list[str] = []
     values: list[str] = []
-    nulls: list[bool | None] = []
+    sends: list[Send | None] = []
     for i, column in enumerate(columns):
         kind = column.type
         if isinstance(kind, sa.JSON):
             kinds.append("text[]")
             values.append(f"u.c{i}::json")
-            nulls.append(kind.none_as_null)
+            sends.append(_as_json_or_null if kind.none_as_null else _as_json)
         else:
             kinds.append(f"{kind.compile(dialect)}[]")
             values.append(f"u.c{i}")
-            nulls.append(None)
+            sends.append(_as_float if isinstance(kind, sa.Float) else None)
     params = ", ".join(f"%s::{kind}" for kind in kinds)
     names = ", ".join(f"c{i}" for i in range(len(columns)))
-    return f"unnest({params}) AS u({names})", values, tuple(nulls)
+    return f"unnest({params}) AS u({names})", values, tuple(sends)
 
 
 @functools.lru_cache(maxsize=32)
@@ -230,10 +249,10 @@ def _unnest_statement(
     columns: tuple[str, ...],
     conflict: str | None,
     returning: str | None,
-) -> tuple[str, tuple[bool | None, ...]]:
-    """``unnest_insert``'s statement for these columns (built once, then reused), and for
-    each column whether a Python None is SQL NULL (JSON columns) or None (not JSON)."""
-    source, values, nulls = _unnested(dialect, [target.c[name] for name in columns])
+) -> tuple[str, tuple[Send | None, ...]]:
+    """``unnest_insert``'s statement for these columns (built once, then reused), and how
+    each column's values are sent."""
+    source, values, sends = _unnested(dialect, [target.c[name] for name in columns])
     sql = (
         f"INSERT INTO {target.name} ({', '.join(columns)}) SELECT {', '.join(values)} FROM {source}"
     )
@@ -241,7 +260,7 @@ def _unnest_statement(
         sql += f" ON CONFLICT ({conflict}) DO NOTHING"
     if returning is not None:
         sql += f" RETURNING {returning}"
-    return sql, nulls
+    return sql, sends
 
 
 @functools.lru_cache(maxsize=32)
@@ -250,12 +269,12 @@ def _unnest_update_statement(
     target: sa.Table,
     columns: tuple[str, ...],
     keys: tuple[tuple[str, str], ...],
-) -> tuple[str, tuple[bool | None, ...]]:
-    """``unnest_update``'s statement for these keys (built once, then reused), and the
-    JSON nulls as ``_unnest_statement`` gives them."""
+) -> tuple[str, tuple[Send | None, ...]]:
+    """``unnest_update``'s statement for these keys (built once, then reused), and how each
+    column's values are sent."""
     found_by = dict(keys)
     names = [found_by.get(name, name) for name in columns]
-    source, values, nulls = _unnested(dialect, [target.c[name] for name in names])
+    source, values, sends = _unnested(dialect, [target.c[name] for name in names])
     sets = [
         f"{n} = {v}"
         for key, n, v in zip(columns, names, values, strict=True)
@@ -267,4 +286,4 @@ def _unnest_update_statement(
         if key in found_by
     ]
     sql = f"UPDATE {target.name} SET {', '.join(sets)} FROM {source} WHERE {' AND '.join(where)}"
-    return sql, nulls
+    return sql, sends
