@@ -337,13 +337,13 @@ def read_backlog(
 _WAITING_SQL = ", ".join(f"'{s.value}'" for s in _WAITING)  # literals: see ``literal_in``
 _BACKLOG_SQL = (
     f"SELECT 'key', idempotency_key, 1 FROM {JOBS.name} "
-    "WHERE idempotency_key = ANY(%s::varchar[]) "
+    "WHERE idempotency_key = ANY(%b::varchar[]) "
     f"UNION ALL SELECT 'user', user_name, count(*) FROM {JOBS.name} "
-    f"WHERE user_name = ANY(%s::varchar[]) AND state IN ({_WAITING_SQL}) GROUP BY user_name "
+    f"WHERE user_name = ANY(%b::varchar[]) AND state IN ({_WAITING_SQL}) GROUP BY user_name "
     f"UNION ALL SELECT 'team', team_name, count(*) FROM {JOBS.name} "
-    f"WHERE team_name = ANY(%s::varchar[]) AND state IN ({_WAITING_SQL}) GROUP BY team_name "
+    f"WHERE team_name = ANY(%b::varchar[]) AND state IN ({_WAITING_SQL}) GROUP BY team_name "
     f"UNION ALL SELECT 'array', array_id, count(*) FROM {JOBS.name} "
-    "WHERE array_id = ANY(%s::varchar[]) GROUP BY array_id"
+    "WHERE array_id = ANY(%b::varchar[]) GROUP BY array_id"
 )
 
 

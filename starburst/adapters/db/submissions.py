@@ -331,16 +331,16 @@ def _at_once_sql(dialect: sa.Dialect, jobs_sql: str) -> str:
     at = EVENTS.c.at.type.compile(dialect)
     return (
         f"WITH new_teams AS (INSERT INTO {TEAMS.name} (name, created_at) "
-        f"SELECT t.name, %s::{at} FROM unnest(%s::varchar[]) AS t(name) "
+        f"SELECT t.name, %s::{at} FROM unnest(%b::varchar[]) AS t(name) "
         "ON CONFLICT DO NOTHING), "
         f"new_users AS (INSERT INTO {USERS.name} (name, team_name, email, created_at) "
-        f"SELECT u.name, u.team, NULL, %s::{at} FROM unnest(%s::varchar[], %s::varchar[]) "
+        f"SELECT u.name, u.team, NULL, %s::{at} FROM unnest(%b::varchar[], %b::varchar[]) "
         "AS u(name, team) ON CONFLICT DO NOTHING), "
         f"new_jobs AS ({jobs_sql}), "
         f"new_events AS (INSERT INTO {EVENTS.name} "
         "(job_id, at, from_state, to_state, reason, actor, fencing_token) "
         f"SELECT e.id, %s::{at}, NULL, '{JobState.SUBMITTED.value}', 'submitted', e.actor, NULL "
-        "FROM unnest(%s::varchar[], %s::varchar[]) WITH ORDINALITY AS e(id, actor, n) "
+        "FROM unnest(%b::varchar[], %b::varchar[]) WITH ORDINALITY AS e(id, actor, n) "
         "JOIN new_jobs ON new_jobs.id = e.id ORDER BY e.n) "
         "SELECT id FROM new_jobs"
     )
