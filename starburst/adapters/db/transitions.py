@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from starburst.core.capacity import Placement
 from starburst.core.lifecycle import ALLOWED, JobState, check_transition
@@ -139,12 +140,7 @@ class SqlTransitions:
 
         def move_all(conn: sa.Connection) -> Moved:
             self._db.check_fence(conn, fencing_token)
-            rows: dict[str, Any] = {}
-            for clause in in_chunks(JOBS.c.id, [m.job_id for m in moves]):
-                query = sa.select(JOBS).where(clause)
-                if self._db.is_postgres:
-                    query = query.with_for_update()
-                rows.update((r["id"], r) for r in conn.execute(query).mappings())
+            rows = self._locked_rows(conn, [m.job_id for m in moves])
             moved: list[StoredJob] = []
             skipped: list[str] = []
             events: list[dict[str, Any]] = []
@@ -181,6 +177,22 @@ class SqlTransitions:
             return Moved(moved, skipped)
 
         return run(self._engine, move_all)
+
+    def _locked_rows(self, conn: sa.Connection, ids: list[str]) -> dict[str, Any]:
+        """The rows of these jobs by id, locked ``FOR UPDATE`` on PostgreSQL. There the ids
+        go as one array (``= ANY``): the statement's text is the same for every batch, so
+        psycopg converts it once and prepares it, where an ``IN`` list is a new statement
+        of one placeholder per id each time. SQLite reads them in chunks of ``IN`` lists."""
+        if self._db.is_postgres:
+            query = sa.select(JOBS).where(JOBS.c.id == sa.any_(_IDS)).with_for_update()
+            found = conn.execute(query, {"ids": ids}).mappings()
+            return {r["id"]: r for r in found}
+        rows: dict[str, Any] = {}
+        for clause in in_chunks(JOBS.c.id, ids):
+            rows.update(
+                (r["id"], r) for r in conn.execute(sa.select(JOBS).where(clause)).mappings()
+            )
+        return rows
 
     def claim(
         self,
@@ -332,6 +344,8 @@ class SqlTransitions:
         return run(self._engine, fk_guard(job_id, write))
 
 
+#: jobs' ids as one array parameter (PostgreSQL)
+_IDS = sa.bindparam("ids", type_=postgresql.ARRAY(JOBS.c.id.type))
 #: one row's version check and its new values, for ``_update_at_versions``
 _AT_VERSION = sa.update(JOBS).where(
     JOBS.c.id == sa.bindparam("b_id"), JOBS.c.version == sa.bindparam("b_version")
