@@ -39,6 +39,10 @@ no longer share the API's interpreter lock (the CPU column counts both processes
    store (measured before the server starts), in pages of 500 (``submit_many``) and in the
    group commit's batches of 32 keyed submissions (``submit_many`` with an actor per item).
 
+At the end every job of the run still waiting or running is cancelled and the controller
+stops the one running (its ``sleep 600`` would outlive the server, by design); a job process
+still alive once the servers stopped is killed by the pid its state directory records.
+
 Needs ``wrk`` (Debian package ``wrk``). Prints figures, never pass/fail.
 """
 
@@ -51,6 +55,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -445,6 +450,7 @@ def main() -> None:
         url = fresh_database(server, prefix="sb_api_bench")
         state = Path(tempfile.mkdtemp(prefix="sb-api-bench-"))
         procs: list[subprocess.Popen[bytes]] = []
+        store = None
         try:
             migrate.upgrade(url)
             store = SqlStore.open(url)
@@ -461,12 +467,64 @@ def main() -> None:
                     print((state / f"{mode}.log").read_text()[-3000:])
                     raise
             run(port, token, url, store, args, [p.pid for p in procs], ceiling)
-            store.close()
         finally:
+            if store is not None and procs:
+                cancel_running(store, state)
             for proc in procs:
                 stop(proc)
+            end_local_jobs(state)
+            if store is not None:
+                store.close()
             drop_database(url)
             shutil.rmtree(state, ignore_errors=True)
+
+
+def cancel_running(store: SqlStore, state: Path, timeout: float = 30.0) -> None:
+    """Cancel every job of the run still waiting or running, as a user would, and wait
+    until the controller has stopped the running ones: the first job holds the GPU slot
+    with ``sleep 600`` in its own session, which outlives the server by design, and a
+    waiting job left behind would start in its place."""
+    import sqlalchemy as sa
+
+    ended = ", ".join(f"'{s.value}'" for s in JobState if s.terminal)
+    with store.engine.connect() as conn:
+        ids = [
+            str(r[0])
+            for r in conn.execute(sa.text(f"SELECT id FROM jobs WHERE state NOT IN ({ended})"))
+        ]
+    for start in range(0, len(ids), 1000):
+        moves = [Move(i, "cancelled by bench (the run is over)") for i in ids[start : start + 1000]]
+        store.lifecycle.transition_many(moves, JobState.CANCELLED, actor="bench")
+    deadline = time.monotonic() + timeout
+    while _spawned(state) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def end_local_jobs(state: Path) -> None:
+    """With the servers stopped: any job process the bench's servers spawned (under its
+    private state directory) that still runs is killed, its process group by the pid and
+    spawn token its directory records (``starburst.adapters.local.statedir``)."""
+    from starburst.adapters.local import procfs
+
+    for pid, token in _spawned(state):
+        procfs.signal_group(pid, token, signal.SIGKILL)
+        print(f"   a job process the bench started was still running: killed group {pid}")
+
+
+def _spawned(state: Path) -> list[tuple[int, str]]:
+    """The (pid, spawn token) of each job process under ``state`` whose group still runs."""
+    from starburst.adapters.local import procfs
+
+    found = []
+    for pid_file in state.glob("cluster/*/pid"):
+        try:
+            pid = int(pid_file.read_text().strip())
+            token = str(json.loads((pid_file.parent / "spawn.json").read_text())["token"])
+        except (OSError, ValueError, KeyError):
+            continue
+        if procfs.group_is_ours(pid, token):
+            found.append((pid, token))
+    return found
 
 
 def _load() -> str:
