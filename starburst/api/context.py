@@ -21,6 +21,8 @@ Terms:
   ``kubernetes_auth`` setting is on, else None.
 - *quote*: a callable returning the cloud port's ``quote`` (the burst's own price rule,
   which the savings counterfactual must reuse), or None when no cloud is configured.
+- *wake*: what a successful write calls (``starburst server``: the controller's ``poke``,
+  ``starburst.api.wake``), or None.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class ApiContext:
     tokens: TokenCache = field(default_factory=TokenCache)
     #: Kubernetes bearer tokens, when ``kubernetes_auth`` is on (``starburst.api.kubeauth``)
     kube: KubernetesTokens | None = None
+    #: called after a successful write (``starburst.api.wake``)
+    wake: Callable[[], None] | None = None
     anonymous: Principal = field(
         default_factory=lambda: Principal(token_id=0, user="local", team=None, role=Role.ADMIN)
     )

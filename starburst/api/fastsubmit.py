@@ -1,12 +1,16 @@
 """The fast path of ``POST /v1/jobs``: a well-formed submission skips FastAPI's machinery.
 
 A sweep script's submissions are all alike: a JSON body, a bearer token, maybe an
-``Idempotency-Key``. For each, FastAPI matches the route among all the others, resolves the
-dependency graph, validates the body, then validates and serialises the response again; on
-two cores that was most of a submission's server time. ``SubmitFastPath`` (plain ASGI, the
-innermost middleware) answers such a request itself with the route's own steps —
+``Idempotency-Key``. For each, FastAPI and Starlette pass the request through their
+middleware, match the route among all the others, resolve the dependency graph, validate
+the body, then validate and serialise the response again; on two cores that was most of a
+submission's server time. ``SubmitFastPath`` (plain ASGI, in front of the whole app:
+``StarburstApi.front``) answers such a request itself with the route's own steps —
 ``caller_of`` (the same authentication), ``JobSubmit`` (the same validation), ``accept`` (the
-same submission), ``answer`` and ``JobDetail`` (the same response, as FastAPI serialises it).
+same submission), ``answer`` and ``JobDetail`` (the same response, as FastAPI serialises it)
+— and what the layers it skips gave it: the body limit (``RequestLimits``: a body over it
+is the app's 413), the wake after a write (``ApiContext.wake``), and, around it in
+``create_app``, the 500 of an unexpected error (``errors.CatchUnexpected``).
 
 Invariant: the fast path answers only what the route would answer the same way. It takes
 ``POST /v1/jobs`` with no query string, ``Content-Type: application/json``, a JSON object
@@ -15,7 +19,7 @@ that ``JobSubmit`` accepts, at most one ``Idempotency-Key`` of 1–128 character
 401/403/409/422 to word, a database error), it hands the request, body replayed, to the app,
 which repeats the steps and answers as it always did. Repeating is safe: ``accept`` raises
 only before anything is stored. Once a job is stored, nothing is repeated: an error while
-answering is the app's 500, as on the route.
+answering is the 500 the app would give.
 ``tests/api/test_fast_submit.py`` compares both paths' answers.
 """
 
@@ -29,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from starburst.api.context import ApiContext
 from starburst.api.deps import caller_of
+from starburst.api.limits import MAX_BODY_BYTES
 from starburst.api.routes.jobs import accept, answer
 from starburst.api.schemas.jobs import JobSubmit
 from starburst.core.records import Submission
@@ -37,18 +42,20 @@ MAX_KEY = 128  # as the route's ``Header(max_length=128)``
 
 
 class SubmitFastPath:
-    """ASGI middleware: answers well-formed ``POST /v1/jobs`` requests directly."""
+    """ASGI middleware: answers well-formed ``POST /v1/jobs`` requests directly; ``app``
+    answers the rest."""
 
-    def __init__(self, app: ASGIApp, context: ApiContext) -> None:
+    def __init__(self, app: ASGIApp, context: ApiContext, max_body: int = MAX_BODY_BYTES) -> None:
         self.app = app
         self.ctx = context
+        self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not _candidate(scope):
+        if not candidate(scope):
             await self.app(scope, receive, send)
             return
-        messages = await _read(receive)
-        result = await self._accept(scope, messages)
+        messages, whole = await _read(scope, receive, self.max_body)
+        result = await self._accept(scope, messages) if whole else None
         if result is None:
             await self.app(scope, _replay(messages, receive), send)
             return
@@ -56,6 +63,8 @@ class SubmitFastPath:
         payload = out.model_dump_json(by_alias=True).encode()
         response = Response(payload, status_code=status, media_type="application/json")
         await response(scope, receive, send)
+        if self.ctx.wake is not None:
+            self.ctx.wake()
 
     async def _accept(self, scope: Scope, messages: list[Message]) -> Submission | None:
         """The stored submission, or None: leave this request to the app."""
@@ -74,7 +83,8 @@ class SubmitFastPath:
             return None
 
 
-def _candidate(scope: Scope) -> bool:
+def candidate(scope: Scope) -> bool:
+    """A request the fast path may answer: ``POST /v1/jobs`` without a query string."""
     return (
         scope["type"] == "http"
         and scope["method"] == "POST"
@@ -103,14 +113,25 @@ def _headers(scope: Scope) -> dict[str, str] | None:
     return found
 
 
-async def _read(receive: Receive) -> list[Message]:
-    """Every message of the request body (``RequestLimits`` outside has bounded its size)."""
+async def _read(scope: Scope, receive: Receive, limit: int) -> tuple[list[Message], bool]:
+    """The messages of the request body, and whether they are all of it within ``limit``
+    bytes. Reading stops at the first sign of a larger body (its ``Content-Length``, or
+    what came in so far): the app's ``RequestLimits`` then reads the rest and answers 413."""
+    for name, value in scope["headers"]:
+        if name == b"content-length" and value.isdigit() and int(value) > limit:
+            return [], False
     messages = []
+    seen = 0
     while True:
         message = await receive()
         messages.append(message)
-        if message["type"] != "http.request" or not message.get("more_body", False):
-            return messages
+        if message["type"] != "http.request":
+            return messages, False  # a disconnect: the app sees it as it would have
+        seen += len(message.get("body", b""))
+        if seen > limit:
+            return messages, False
+        if not message.get("more_body", False):
+            return messages, True
 
 
 def _replay(messages: list[Message], receive: Receive) -> Any:

@@ -74,37 +74,9 @@ def server_app(settings: Settings, controller: Controller) -> Any:
         clock=controller.clock,
         job_logs=lambda: reader,
         degraded=lambda: controller.health().degraded,
+        wake=controller.poke,
     )
-
-    app.add_middleware(WakeOnWrite, wake=controller.poke)
     return app
-
-
-class WakeOnWrite:
-    """ASGI middleware: a successful POST (a submission or a cancellation) wakes the
-    scheduler, so it decides now rather than at the next tick. Plain ASGI, not
-    ``@app.middleware("http")``, whose per-request task and stream wrapping cost every
-    request (``/healthz`` included) a large share of its time."""
-
-    def __init__(self, app: Any, wake: Any) -> None:
-        self.app = app
-        self.wake = wake
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self.app(scope, receive, send)
-            return
-        status = 500
-
-        async def watch(message: Any) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        await self.app(scope, receive, watch)
-        if status < 300:
-            self.wake()
 
 
 def probes_app(controller: Controller) -> Any:

@@ -11,8 +11,11 @@ from typing import Any
 import pytest
 
 from starburst.api import fastsubmit
+from starburst.api.limits import MAX_BODY_BYTES
+from starburst.api.routes import jobs as job_routes
 from starburst.core.lifecycle import JobState
 from starburst.core.records import CloudLaunch
+from tests.api.conftest import build_api
 
 JOB = {"image": "img:1", "command": "python train.py", "gpus": 2}
 JSON = {"Content-Type": "application/json"}
@@ -57,6 +60,16 @@ def _both(
     return fast, slow, spy.answered
 
 
+class Chunks:
+    """A body sent in chunks, without a ``Content-Length`` (anew for each request)."""
+
+    def __init__(self, *parts: bytes) -> None:
+        self.parts = parts
+
+    def __iter__(self) -> Any:
+        return iter(self.parts)
+
+
 GOOD = [
     ("alice", {"json": JOB}),
     ("alice", {"json": {**JOB, "name": "sweep-1", "team": "ml", "env": {"LR": "0.1"}}}),
@@ -79,6 +92,12 @@ BAD = [
     ("alice", {"content": json.dumps(JOB), "headers": {"Content-Type": "text/plain"}}),
     ("alice", {"content": json.dumps(JOB), "headers": {"Content-Type": "application/json; x=1"}}),
     ("alice", {"json": JOB, "params": {"dry": "1"}}),
+    # a job padded past the body limit: by its Content-Length, and streamed without one
+    ("alice", {"content": json.dumps(JOB) + " " * MAX_BODY_BYTES, "headers": JSON}),
+    (
+        "alice",
+        {"content": Chunks(json.dumps(JOB).encode(), b" " * MAX_BODY_BYTES), "headers": JSON},
+    ),
 ]
 
 
@@ -180,3 +199,38 @@ def test_a_repeat_reads_the_ledger_only_for_a_job_that_moved(
     moved = alice.post("/v1/jobs", **keyed).json()
     assert reads and [run["provider"] for run in moved["cloud"]] == ["aws"]
     assert moved == alice.get(f"/v1/jobs/{job_id}").json()
+
+
+def test_a_fast_submission_wakes_the_scheduler_as_the_route_does(  # type: ignore[no-untyped-def]
+    db_url, clock, resources, open_store, serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast path answers in front of ``WakeOnWrite``: it wakes the scheduler itself
+    after a submission, and not after a refusal it leaves to the route."""
+    woken: list[str] = []
+    api = build_api(
+        db_url, open_store(db_url), clock, resources, serve, wake=lambda: woken.append("x")
+    )
+    alice = api.client("alice")
+    with monkeypatch.context() as m:
+        spy = Spy(m, enabled=True)
+        assert alice.post("/v1/jobs", json=JOB).status_code == 201
+        assert alice.post("/v1/jobs", json={**JOB, "gpus": -1}).status_code == 422
+        assert spy.answered == 1 and woken == ["x"]
+    with monkeypatch.context() as m:
+        Spy(m, enabled=False)
+        assert alice.post("/v1/jobs", json=JOB).status_code == 201
+    assert woken == ["x", "x"]
+
+
+def test_an_error_once_the_job_is_stored_is_the_same_500_on_either_path(
+    api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(ctx: Any, result: Any) -> Any:
+        raise RuntimeError("the answer broke")
+
+    monkeypatch.setattr(fastsubmit, "answer", broken)
+    monkeypatch.setattr(job_routes, "answer", broken)
+    fast, slow, answered = _both(api, monkeypatch, "alice", {"json": JOB})
+    assert answered == 1
+    assert fast == slow
+    assert fast[0] == 500 and "RuntimeError" in fast[2]["detail"]

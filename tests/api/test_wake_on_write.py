@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException
 
-from starburst.api.serve import WakeOnWrite
+from starburst.api.wake import WakeOnWrite
 from tests.support import http
 
 
