@@ -7,7 +7,8 @@ the body, then validate and serialise the response again; on two cores that was 
 submission's server time. ``SubmitFastPath`` (plain ASGI, in front of the whole app:
 ``StarburstApi.front``) answers such a request itself with the route's own steps —
 ``caller_of`` (the same authentication), ``JobSubmit`` (the same validation), ``accept`` (the
-same submission), ``answer`` and ``JobDetail`` (the same response, as FastAPI serialises it)
+same submission), ``answer`` and ``JobDetail`` (the same response, as FastAPI serialises it;
+for a job that never moved built as bytes directly, ``starburst.api.replies``)
 — and what the layers it skips gave it: the body limit (``RequestLimits``: a body over it
 is the app's 413), the wake after a write (``ApiContext.wake``), and, around it in
 ``create_app``, the 500 of an unexpected error (``errors.CatchUnexpected``).
@@ -28,13 +29,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from starburst.api.context import ApiContext
 from starburst.api.deps import caller_of
 from starburst.api.limits import MAX_BODY_BYTES
-from starburst.api.routes.jobs import accept, answer
+from starburst.api.replies import reply, send_json
+from starburst.api.routes.jobs import accept
 from starburst.api.schemas.jobs import JobSubmit
 from starburst.core.records import Submission
 
@@ -59,10 +60,8 @@ class SubmitFastPath:
         if result is None:
             await self.app(scope, _replay(messages, receive), send)
             return
-        status, out = await answer(self.ctx, result)
-        payload = out.model_dump_json(by_alias=True).encode()
-        response = Response(payload, status_code=status, media_type="application/json")
-        await response(scope, receive, send)
+        status, payload = await reply(self.ctx, result)
+        await send_json(send, status, payload)
         if self.ctx.wake is not None:
             self.ctx.wake()
 

@@ -5,6 +5,7 @@ path answers itself, and for every other request, which it leaves to the route."
 from __future__ import annotations
 
 import json
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -36,15 +37,19 @@ class Spy:
         monkeypatch.setattr(fastsubmit.SubmitFastPath, "_accept", accept)
 
 
-def _send(api: Any, who: str | None, request: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+def _send(
+    api: Any, who: str | None, request: dict[str, Any]
+) -> tuple[int, dict[str, str], Any, bytes]:
+    """Status, headers, the body read as JSON and as the bytes sent (ids masked)."""
     client = api.client(who) if who else api.client(None)
     answer = client.post("/v1/jobs", **request)
     headers = {k: v for k, v in answer.headers.items() if k not in ("date", "server")}
-    body = answer.json()
+    body, raw = answer.json(), answer.content
     if isinstance(body, dict) and "id" in body:
+        raw = raw.replace(body["id"].encode(), b"<id>")
         body["id"] = "<id>"  # each path stores its own job
         headers["content-length"] = "<n>"  # the ids' lengths may differ
-    return answer.status_code, headers, body
+    return answer.status_code, headers, body, raw
 
 
 def _both(
@@ -228,9 +233,60 @@ def test_an_error_once_the_job_is_stored_is_the_same_500_on_either_path(
     async def broken(ctx: Any, result: Any) -> Any:
         raise RuntimeError("the answer broke")
 
-    monkeypatch.setattr(fastsubmit, "answer", broken)
+    monkeypatch.setattr(fastsubmit, "reply", broken)
     monkeypatch.setattr(job_routes, "answer", broken)
     fast, slow, answered = _both(api, monkeypatch, "alice", {"json": JOB})
     assert answered == 1
     assert fast == slow
     assert fast[0] == 500 and "RuntimeError" in fast[2]["detail"]
+
+
+def test_a_fresh_jobs_reply_is_the_bytes_the_route_serialises(  # type: ignore[no-untyped-def]
+    db_url, clock, open_store
+) -> None:
+    """``replies.fresh_reply`` builds a job's ``JobDetail`` JSON without the model: for jobs
+    that never moved, of every kind of field (floats given as ints, tiny and huge numbers,
+    text beyond ASCII, newlines, dependencies, arrays, holds, budgets set before admission),
+    it must be byte for byte what the route's ``detail`` serialises."""
+    from starburst.api import create_app, replies
+    from starburst.api.routes.jobs import detail
+    from starburst.core.dependencies import AfterKind, Dependency
+    from starburst.core.records import JobSpec
+    from starburst.settings import Settings
+
+    store = open_store(db_url)
+    ctx = create_app(Settings(database_url=db_url), store, clock=clock).state.starburst
+    first = store.submissions.submit(JobSpec(gpus=1, user="alice", team="ml")).job.id
+    specs = [
+        JobSpec(
+            gpus=1,
+            user="alice",
+            team="ml",
+            name="é ☃ \u2028",
+            image="img:1",
+            command="python -c 'print(\"x\")'\n\tdone",
+            cpus=2,
+            memory_mb=1024,
+            declared_runtime=600,
+        ),
+        JobSpec(gpus=0, cpus=0.5, memory_mb=0.25, declared_runtime=1e-05),
+        JobSpec(
+            gpus=8,
+            pods=2,
+            user="bob",
+            array="sweep",
+            array_limit=4,
+            declared_runtime=3e16,
+            after=(Dependency(first, AfterKind.OK), Dependency(first)),
+        ),
+    ]
+    made = [store.submissions.submit(spec).job for spec in specs]  # as the fast path sees them
+    ids = [stored.id for stored in made]
+    store.lifecycle.hold({ids[2]: "waits for 1 job"})
+    store.lifecycle.set_estimates(ids[0], predicted_runtime=600, wait_budget=3600)
+    store.lifecycle.set_estimates(ids[1], predicted_runtime=0.1, wait_budget=math.inf)
+    clock.advance(30.25)
+    for stored in [*made, *(store.jobs.get(job_id) for job_id in [first, *ids])]:
+        assert stored.version == 1  # fresh
+        expected = detail(ctx, stored, fresh=True).model_dump_json(by_alias=True).encode()
+        assert replies.fresh_reply(ctx, stored) == expected
