@@ -30,7 +30,7 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from starburst.core.ports import SubmissionWriter
 from starburst.core.records import JobSpec, Submission
@@ -47,14 +47,13 @@ class _Pending:
     spec: JobSpec
     key: str | None
     actor: str | None
-    done: threading.Event = field(default_factory=threading.Event)
     result: Submission | None = None
     error: BaseException | None = None
-    #: called by the committer once ``result`` or ``error`` is set (wakes a coroutine)
+    #: called by the committer once ``result`` or ``error`` is set: wakes a coroutine, or
+    #: sets the event a request thread waits on (``submit``)
     on_done: Callable[[], None] | None = None
 
     def finish(self) -> None:
-        self.done.set()
         if self.on_done is not None:
             self.on_done()
 
@@ -86,10 +85,11 @@ class SubmissionBatcher:
 
     def submit(self, spec: JobSpec, key: str | None, actor: str | None) -> Submission:
         """Store one submission (blocking until its batch committed)."""
-        pending = _Pending(spec, key, actor)
+        done = threading.Event()  # (a coroutine waits on a future instead: no event each)
+        pending = _Pending(spec, key, actor, on_done=done.set)
         self._queue.put(pending)  # first: a committer ending now sees it and stays
         self._ensure_running()
-        pending.done.wait()
+        done.wait()
         return pending.outcome()
 
     async def submit_async(self, spec: JobSpec, key: str | None, actor: str | None) -> Submission:
