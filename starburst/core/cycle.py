@@ -132,7 +132,7 @@ def schedule_pass(
     if _all_keep_waiting(now, facts, capacity):
         kept, floor = list(queue), facts.deadline_floor
     else:
-        kept, floor = _expire(now, queue, capacity, result, held)
+        kept, floor = _expire(now, queue, capacity, result, held, facts.fit_on is capacity)
     if arrivals:
         arrivals = _burst_never_fitting(arrivals, capacity, result, held)
     ordered = merge(kept, arrivals, config.order) if arrivals else kept
@@ -210,14 +210,16 @@ def _expire(
     capacity: CapacityIndex,
     result: PassResult,
     held: _Holds,
+    all_fit: bool,
 ) -> tuple[list[QueuedJob], float]:
     """Burst the queued jobs whose budget ran out, and those that could never fit (step 1);
-    the jobs kept, and their earliest deadline."""
+    the jobs kept, and their earliest deadline. ``all_fit``: the carried facts tell that
+    every one of them could fit (``QueueFacts.fit_on``), so none is asked again."""
     kept: list[QueuedJob] = []
     floor = _INF
     bursts = result.bursts
     # a cluster with no schedulable node (none seen yet, or all cordoned) proves nothing
-    fits = capacity.could_ever_fit if capacity.has_schedulable_nodes else None
+    fits = capacity.could_ever_fit if capacity.has_schedulable_nodes and not all_fit else None
     for entry in queue:
         deadline = entry.deadline
         if deadline > now and (deadline == _INF or fits is None or fits(entry.job)):
