@@ -91,12 +91,13 @@ class CapacityIndex:
         "_free_cpus",
         "_free_gpus",
         "_free_mem",
-        "_free_total",
-        "_largest_any",
         "_max_level",
         "_parts",
         "_shape_fits",
+        "free_gpus",
         "gpus_only",
+        "has_schedulable_nodes",
+        "largest_any",
         "nodes",
         "releases",
     )
@@ -124,8 +125,13 @@ class CapacityIndex:
             levels[node.gpus].append(i)
             self._max_level[node.gpu_type] = max(self._max_level.get(node.gpu_type, 0), node.gpus)
         self._all_types = tuple(self._buckets)
-        self._free_total = sum(n.gpus for n in self.nodes if n.schedulable)
-        self._largest_any = max(self._max_level.values(), default=0)
+        # Read by every pass, so plain attributes rather than properties (read-only outside):
+        #: free GPUs on schedulable nodes, kept as a running total
+        self.free_gpus = sum(n.gpus for n in self.nodes if n.schedulable)
+        #: False while no node takes work (none seen yet, or all cordoned)
+        self.has_schedulable_nodes = bool(self._all_types)
+        #: GPUs of the largest schedulable node (0 if none)
+        self.largest_any = max(self._max_level.values(), default=0)
         #: no node tracks CPUs or memory: GPUs alone decide where a job fits, so a job that
         #: does not fit keeps not fitting while nothing is released, and a job of the same
         #: request with more GPUs does not fit either
@@ -139,16 +145,6 @@ class CapacityIndex:
     def total_gpus(self) -> int:
         return sum(n.gpus for n in self.nodes if n.schedulable)
 
-    @property
-    def has_schedulable_nodes(self) -> bool:
-        """False while no node takes work (none seen yet, or all cordoned)."""
-        return bool(self._all_types)
-
-    @property
-    def free_gpus(self) -> int:
-        """Free GPUs on schedulable nodes, kept as a running total."""
-        return self._free_total
-
     def free_on(self, node: int) -> int:
         return self._free_gpus[node]
 
@@ -160,7 +156,7 @@ class CapacityIndex:
     def largest_node(self, job: Job) -> int:
         """GPUs of the largest node the job may use (0 if none)."""
         if job.gpu_type is None:
-            return self._largest_any
+            return self.largest_any
         return self._max_level.get(job.gpu_type, 0)
 
     def could_ever_fit(self, job: Job) -> bool:
@@ -222,11 +218,6 @@ class CapacityIndex:
                     best = level
                     break
         return best
-
-    @property
-    def largest_any(self) -> int:
-        """GPUs of the largest schedulable node (0 if none)."""
-        return self._largest_any
 
     def max_free(self, job: Job) -> int:
         """The most free GPUs on any node the job may use."""
@@ -360,7 +351,7 @@ class CapacityIndex:
         node = self.nodes[i]
         if not node.schedulable or old == new:
             return
-        self._free_total += new - old
+        self.free_gpus += new - old
         levels = self._buckets[node.gpu_type]
         bucket = levels[old]
         del bucket[bisect.bisect_left(bucket, i)]
