@@ -203,15 +203,16 @@ class Simulation:
         self.passes += 1
         waiting_ids = self._waiting_ids
         for entry in fresh:
-            self._tracks[entry.id].budget = entry.budget
-            waiting_ids.add(entry.id)
+            job_id = entry.job.id
+            self._tracks[job_id].budget = entry.budget
+            waiting_ids.add(job_id)
             if math.isfinite(entry.deadline) and entry.deadline > t:
-                heapq.heappush(self._deadlines, (entry.deadline, entry.id))
+                heapq.heappush(self._deadlines, (entry.deadline, job_id))
         capacity = self.cluster.capacity
         result = schedule_pass(t, self._queue, fresh, capacity, self.config, facts=self._facts)
         for start in result.starts:
             waiting_ids.discard(start.job_id)
-            self._start(start)
+            self._start(start, t)
         for burst in result.bursts:
             waiting_ids.discard(burst.job_id)
             self._burst(burst, t)
@@ -219,12 +220,12 @@ class Simulation:
         self.queued_seen += len(result.waiting)
 
     # -- applying decisions ----------------------------------------------------------------
-    def _start(self, start: Start) -> None:
+    def _start(self, start: Start, t: float) -> None:
         track = self._tracks[start.job_id]
         track.reasons.append(start.reason)
         self.cluster.start(start.job, start.placement, start.reason)
         track.placement = describe_placement(start.placement)
-        track.started_at = self.clock.now()
+        track.started_at = t
 
     def _burst(self, burst: Burst, t: float) -> None:
         track = self._tracks[burst.job_id]
