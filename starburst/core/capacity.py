@@ -256,9 +256,9 @@ class CapacityIndex:
             if part is None:
                 break
             parts.append(part)
-            self._take(part)  # later parts must land on other nodes
+            self.allocate((part,))  # later parts must land on other nodes
         for part in parts:
-            self._give(part)
+            self.release((part,))
         return tuple(parts) if len(parts) == len(sizes) else None
 
     def _find(
@@ -319,32 +319,28 @@ class CapacityIndex:
         yield from _merged(lists)
 
     # -- changes ---------------------------------------------------------------------------
+    # (each part's change in the loop itself, not in a call per part: a pass and the
+    # simulated cluster allocate and release every start's placement)
     def allocate(self, placement: Placement) -> None:
         for part in placement:
-            self._take(part)
+            i = part.node
+            free = self._free_gpus[i]
+            if part.gpus > free:
+                raise ConfigError(f"node {part.node_name} has {free} free GPUs, {part.gpus} asked")
+            self._move(i, free, free - part.gpus)
+            self._free_cpus[i] -= part.cpus
+            self._free_mem[i] -= part.memory_mb
 
     def release(self, placement: Placement) -> None:
         for part in placement:
-            self._give(part)
-
-    def _take(self, part: Part) -> None:
-        i = part.node
-        free = self._free_gpus[i]
-        if part.gpus > free:
-            raise ConfigError(f"node {part.node_name} has {free} free GPUs, {part.gpus} asked")
-        self._move(i, free, free - part.gpus)
-        self._free_cpus[i] -= part.cpus
-        self._free_mem[i] -= part.memory_mb
-
-    def _give(self, part: Part) -> None:
-        i = part.node
-        free = self._free_gpus[i]
-        if free + part.gpus > self.nodes[i].gpus:
-            raise ConfigError(f"node {part.node_name} would have more free GPUs than it owns")
-        self.releases += 1
-        self._move(i, free, free + part.gpus)
-        self._free_cpus[i] += part.cpus
-        self._free_mem[i] += part.memory_mb
+            i = part.node
+            free = self._free_gpus[i]
+            if free + part.gpus > self.nodes[i].gpus:
+                raise ConfigError(f"node {part.node_name} would have more free GPUs than it owns")
+            self.releases += 1
+            self._move(i, free, free + part.gpus)
+            self._free_cpus[i] += part.cpus
+            self._free_mem[i] += part.memory_mb
 
     def _move(self, i: int, old: int, new: int) -> None:
         self._free_gpus[i] = new
