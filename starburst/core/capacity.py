@@ -92,6 +92,7 @@ class CapacityIndex:
         "_free_gpus",
         "_free_mem",
         "_max_level",
+        "_most_free",
         "_parts",
         "_shape_fits",
         "free_gpus",
@@ -125,6 +126,7 @@ class CapacityIndex:
             levels[node.gpus].append(i)
             self._max_level[node.gpu_type] = max(self._max_level.get(node.gpu_type, 0), node.gpus)
         self._all_types = tuple(self._buckets)
+        self._most_free: int | None = None  # (``most_free``: None until asked)
         # Read by every pass, so plain attributes rather than properties (read-only outside):
         #: free GPUs on schedulable nodes, kept as a running total
         self.free_gpus = sum(n.gpus for n in self.nodes if n.schedulable)
@@ -210,7 +212,14 @@ class CapacityIndex:
         return f"needs {job.gpus}{kind} GPUs and {why}"
 
     def most_free(self) -> int:
-        """The most free GPUs on any schedulable node (``max_free`` of a job of no type)."""
+        """The most free GPUs on any schedulable node (``max_free`` of a job of no type):
+        kept as GPUs come back (``_move``), looked for again after the node or one of the
+        nodes that had that many took some."""
+        if self._most_free is None:
+            self._most_free = self._look_for_most_free()
+        return self._most_free
+
+    def _look_for_most_free(self) -> int:
         best = 0
         for levels in self._buckets.values():
             for level in range(len(levels) - 1, best, -1):
@@ -221,6 +230,8 @@ class CapacityIndex:
 
     def max_free(self, job: Job) -> int:
         """The most free GPUs on any node the job may use."""
+        if job.gpu_type is None:
+            return self.most_free()
         best = 0
         for t in self._types_for(job):
             levels = self._buckets[t]
@@ -348,6 +359,11 @@ class CapacityIndex:
         if not node.schedulable or old == new:
             return
         self.free_gpus += new - old
+        most = self._most_free
+        if most is not None and (new > most or old == most):
+            # more room than the most: the new most; less on a node that had the most:
+            # perhaps others still have it, told when next asked
+            self._most_free = new if new > most else None
         levels = self._buckets[node.gpu_type]
         bucket = levels[old]
         del bucket[bisect.bisect_left(bucket, i)]

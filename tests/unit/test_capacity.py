@@ -1,5 +1,7 @@
 """Placement rules: first-fit vs best-fit, the multi-node split, CPUs, GPU types, all-or-nothing."""
 
+import random
+
 import pytest
 
 from starburst.core.capacity import CapacityIndex, Node, Part, PlacementStrategy
@@ -153,3 +155,35 @@ def test_could_ever_fit_answers_a_new_request_under_a_known_id_afresh() -> None:
     assert not index.could_ever_fit(make_job("ns/train", gpus=64))
     assert not index.could_ever_fit(make_job("ns/train", gpus=16, pods=1))
     assert index.could_ever_fit(make_job("ns/train", gpus=16))
+
+
+def test_the_most_free_gpus_kept_as_nodes_change_are_those_a_fresh_index_finds() -> None:
+    # ``most_free`` is kept as parts are taken and given back (and looked for again when a
+    # node that had the most takes some): after every change it must be what an index of
+    # the same free GPUs, built afresh, finds — for typed nodes and cordoned ones too.
+    shape = [
+        Node("a", 8),
+        Node("b", 8, gpu_type="h100"),
+        Node("c", 4),
+        Node("d", 8, schedulable=False),
+    ]
+    rng = random.Random(7)
+    index = CapacityIndex(shape)
+    taken: list[tuple[Part, ...]] = []
+    for _ in range(400):
+        if taken and rng.random() < 0.45:
+            index.release(taken.pop(rng.randrange(len(taken))))
+        else:
+            node = rng.randrange(len(shape))
+            free = index.free_on(node)
+            if free:
+                part = (Part(node, shape[node].name, rng.randint(1, free), 0.0, 0.0),)
+                index.allocate(part)
+                taken.append(part)
+        fresh = CapacityIndex(shape)
+        for placement in taken:
+            fresh.allocate(placement)
+        assert index.most_free() == fresh.most_free()
+        assert index.max_free(make_job(gpus=1)) == fresh.max_free(make_job(gpus=1))
+        h100 = make_job(gpus=1, gpu_type="h100")
+        assert index.max_free(h100) == fresh.max_free(h100)
