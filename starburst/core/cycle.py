@@ -227,7 +227,8 @@ def _expire(
             if deadline < floor:
                 floor = deadline
         elif deadline <= now and not _held(entry, held, result):
-            bursts.append(Burst(entry.job, _expired_reason(entry, now)))
+            reason = _expired_reason(entry, now)
+            bursts.append(Burst(entry.job, reason, entry.job.id))  # (id given: set once)
         elif (
             fits is not None
             and deadline != _INF  # a job that never bursts: ``_schedule`` says why
@@ -360,7 +361,8 @@ def _schedule(
             if placement is not None:
                 capacity.allocate(placement)
                 top = capacity.most_free()
-                starts.append(Start(job, placement, _start_reason(placement, waiting)))
+                # (the id given, so the frozen value is not set a second time)
+                starts.append(Start(job, placement, _start_reason(placement, waiting), job.id))
                 continue
             shape = _shape(job)
             if gpus < smallest_failure.get(shape, _NO_FAILURE):
