@@ -87,7 +87,6 @@ class CapacityIndex:
         "_all_types",
         "_buckets",
         "_ever_fits",
-        "_fits_of",
         "_free_cpus",
         "_free_gpus",
         "_free_mem",
@@ -111,8 +110,7 @@ class CapacityIndex:
         self._buckets: dict[str, list[list[int]]] = {}
         self._max_level: dict[str, int] = {}
         self._ever_fits: dict[tuple[int, int, str | None, float, float], bool] = {}
-        self._fits_of: dict[str, tuple[Job, bool]] = {}  # job id → (that job, its answer)
-        self._shape_fits: dict[JobShape, bool] = {}  # ``could_all_ever_fit``'s answers
+        self._shape_fits: dict[JobShape, bool] = {}  # ``could_ever_fit``'s answers
         #: the GPU-only parts handed out, by (node, GPUs): a value, so one of each will do
         self._parts: dict[tuple[int, int], Part] = {}
         for i, node in enumerate(self.nodes):
@@ -163,13 +161,12 @@ class CapacityIndex:
 
     def could_ever_fit(self, job: Job) -> bool:
         """Whether the job fits the empty cluster (GPUs, type, CPUs and memory). Asked of
-        every queued job on every pass: the answer is kept per job object (the same object
-        is the same request) and per shape of request."""
-        seen = self._fits_of.get(job.id)
-        if seen is not None and seen[0] is job:
-            return seen[1]
-        known = self._fits_empty(job)
-        self._fits_of[job.id] = (job, known)
+        every arrival and of queued jobs: the answer is kept per shape of request
+        (``JobShape``, read straight from the job's fields)."""
+        shape = (job.gpus, job.pods, job.gpu_type, job.cpus, job.memory_mb)
+        known = self._shape_fits.get(shape)
+        if known is None:
+            known = self._shape_fits[shape] = self._fits_empty(job)
         return known
 
     def _fits_empty(self, job: Job) -> bool:
