@@ -148,7 +148,10 @@ def schedule_pass(
         if a.deadline <= now:
             waiting = _burst_spent(now, waiting, result, held)
             break
-    result.waiting = _apply_cap(waiting, config.queue_cap, result, held)
+    cap = config.queue_cap
+    result.waiting = (
+        waiting if cap is None or len(waiting) <= cap else _apply_cap(waiting, cap, result, held)
+    )
     result.facts = _pass_on(result, facts, floor, arrivals, capacity, held, stuck)
     return result
 
@@ -397,10 +400,9 @@ def _burst_spent(
 
 
 def _apply_cap(
-    waiting: list[QueuedJob], cap: int | None, result: PassResult, held: _Holds
+    waiting: list[QueuedJob], cap: int, result: PassResult, held: _Holds
 ) -> list[QueuedJob]:
-    if cap is None or len(waiting) <= cap:
-        return waiting
+    """Jobs beyond position ``cap`` burst (step 5; a held team's wait instead)."""
     kept = waiting[:cap]
     for pos, entry in enumerate(waiting[cap:], start=cap + 1):
         if _held(entry, held, result):
