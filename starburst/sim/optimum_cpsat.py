@@ -14,9 +14,11 @@ exactly, in continuous time, instead of on check points:
   instant.
 
 *Whole seconds*: CP-SAT works on integers, so each time is rounded, in one of two ways:
-- the *restricted* model rounds submit times and runtimes **up** and the budget down: every
-  solution is a real schedule of the original jobs (its starts are no earlier than their
-  submits, each occupies at least its true runtime, the true waits total at most the budget),
+- the *restricted* model rounds submit times and runtimes **up** and the budget down, less
+  the fractions of a second the submits were rounded up by (it counts each wait from the
+  rounded submit, up to a second short of the true one): every solution is a real schedule of
+  the original jobs (its starts are no earlier than their submits, each occupies at least its
+  true runtime, the true waits total at most the budget),
   so its best solution is an **upper** bound on the optimum;
 - the *relaxed* model rounds submit times up, runtimes **down**, charges cloud jobs their
   whole seconds only, and grants the budget n − 1 seconds more (ceil(B + n) − 1): a real
@@ -60,6 +62,8 @@ class ProvenOptimum:
     status: str
     solve_seconds: float
     price_per_gpu_hour: float = 2.5
+    #: the best schedule: each job's on-prem start, None for the cloud (empty: not kept)
+    starts: tuple[float | None, ...] = ()
 
     @property
     def gap(self) -> float:
@@ -91,6 +95,7 @@ class _Solved:
     wait_s: int
     on_prem: int
     closed: bool  # the search proved this model's optimum (bound = best)
+    starts: tuple[float | None, ...]  # per job: the start, None for the cloud
 
 
 def prove_optimum(
@@ -121,7 +126,10 @@ def prove_optimum(
     began = time.perf_counter()
     share = time_limit if whole else time_limit / 2
     solve = _Solver(cluster_gpus, share, relative_gap, workers)
-    upper = solve(jobs, math.floor(budget), math.ceil, hint)
+    # the restricted model counts each wait from the submit rounded up: the fractions it
+    # leaves out come off its budget, so its schedules keep the real waits within the bound
+    fractions = math.fsum(math.ceil(j.submit_time) - j.submit_time for j in jobs)
+    upper = solve(jobs, math.floor(budget - fractions + 1e-7), math.ceil, hint)
     lower = upper if whole else solve(jobs, math.ceil(budget + len(jobs)) - 1, math.floor, None)
     best_h, bound_h = upper.best / 3600.0, min(lower.bound / 3600.0, upper.best / 3600.0)
     proven = bound_h >= best_h
@@ -134,7 +142,25 @@ def prove_optimum(
         status=status,
         solve_seconds=time.perf_counter() - began,
         price_per_gpu_hour=price_per_gpu_hour,
+        starts=upper.starts,
     )
+
+
+def search_schedule(
+    jobs: Sequence[Job],
+    cluster_gpus: int,
+    mean_wait_bound: float,
+    *,
+    time_limit: float,
+    workers: int = 1,
+    hint: Sequence[float | None] | None = None,
+) -> tuple[float | None, ...]:
+    """The best schedule the restricted model reaches in ``time_limit`` seconds (no bound is
+    sought): a start per job, None for the cloud."""
+    budget = mean_wait_bound * len(jobs)
+    fractions = math.fsum(math.ceil(j.submit_time) - j.submit_time for j in jobs)
+    solve = _Solver(cluster_gpus, time_limit, 0.0, workers)
+    return solve(jobs, math.floor(budget - fractions + 1e-7), math.ceil, hint).starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +183,7 @@ class _Solver:
 
         model = cp_model.CpModel()
         intervals, demands, present, waits, value = [], [], [], [], []
+        placed: dict[int, tuple[Any, Any]] = {}
         fixed_cloud = 0
         for j, job in enumerate(jobs):
             runtime = int(length(job.runtime or 0.0))
@@ -175,6 +202,7 @@ class _Solver:
             )
             demands.append(job.gpus)
             present.append(on)
+            placed[j] = (on, start)
             waits.append(start - submit)
             value.append(work)
             if hint is not None:
@@ -201,4 +229,14 @@ class _Solver:
             on_prem=sum(solver.value(p) for p in present),
             closed=status == cp_model.OPTIMAL
             and solver.best_objective_bound >= solver.objective_value,
+            starts=tuple(_start(solver, placed.get(j), job) for j, job in enumerate(jobs)),
         )
+
+
+def _start(solver: Any, placed: tuple[Any, Any] | None, job: Job) -> float | None:
+    """The job's start in the solution; a free job (no GPUs or no runtime) runs at its submit,
+    a job wider than the cluster in the cloud."""
+    if placed is None:
+        return job.submit_time if job.gpus == 0 or not job.runtime else None
+    on, start = placed
+    return float(solver.value(start)) if solver.value(on) else None

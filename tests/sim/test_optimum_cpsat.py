@@ -57,3 +57,13 @@ def test_the_bound_stays_below_the_optimum_when_times_have_fractions_of_a_second
     result = prove_optimum(jobs, 1, 3600.5 / 2, time_limit=30, relative_gap=0.0)
     assert result.bound_gpu_hours == 0.0 < result.cloud_gpu_hours
     assert result.status == "rounding" and not result.proven
+
+
+def test_the_schedule_counts_the_fraction_of_a_second_its_submit_was_rounded_up() -> None:
+    """b, submitted at 0.5 s, must wait 3599.5 s for a; the budget is 3599.1 s, so b bursts.
+    Counting b's wait from its submit rounded up (3599 s ≤ ⌊3599.1⌋) would keep it on-prem
+    and report 0 GPU-h, below the optimum."""
+    jobs = [make_job("a", runtime=H), make_job("b", runtime=H, submit=0.5)]
+    result = prove_optimum(jobs, 1, (H - 0.9) / 2, time_limit=30, relative_gap=0.0)
+    assert result.cloud_gpu_hours == 1.0
+    assert result.starts == (0.0, None)
