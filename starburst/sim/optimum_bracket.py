@@ -7,8 +7,8 @@ searches run side by side, one per core:
   check points (``slot`` seconds apart, every submit time among them) and rungs that grow by
   ``growth``. Its dual bound, even where the time limit stops the search, is a lower bound on
   the optimum: every real schedule maps to a solution of the relaxation counting no more wait
-  (see ``sim.optimum``). Finer is tighter (on Table 4's 500 jobs: 300 s → $143, 60 s → $190,
-  30 s → $193) but larger;
+  (see ``sim.optimum``). Finer is tighter (on Table 4's 500 jobs, in 60–240 s: 300 s → $143,
+  60 s → $190, 30 s → $193) but larger;
 - the *schedule*: the cheapest of the exact zero-wait schedule (``sim.optimum_lns``), HiGHS's
   SCHEDULE mode (a tenth of the time) and ``hint`` seeds CP-SAT's restricted whole-second
   model on the whole trace (``sim.optimum_cpsat.search_schedule``, half the time), whose best
