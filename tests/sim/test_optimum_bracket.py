@@ -54,7 +54,7 @@ def test_the_window_search_spends_the_budget_where_it_saves_most() -> None:
     assert found.cloud_gpu_hours == 0.0 and found.wait_s == H
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("seed", [2, 3, 4])  # seed 1: a bound of 0, 30 s to solve exactly
 def test_bound_le_optimum_le_schedule_on_small_traces(seed: int) -> None:
     """A coarse grid (300 s) against waits of minutes: the relaxation's slack is large, and a
     bound above the exact optimum would show here."""
