@@ -29,6 +29,20 @@ def test_backlog_counts_waiting_jobs_array_elements_and_known_keys(store):  # ty
     assert set(found.known_keys) == {"k1"}
 
 
+def test_backlog_counts_users_and_teams_apart_when_they_cross(store):  # type: ignore[no-untyped-def]
+    """A user in two teams, a team with a user nobody asked about, jobs with no team: each
+    asked-for user and team counts all of its waiting jobs, and nothing else."""
+    for user, team in [("ann", "ml"), ("ann", "ml"), ("ann", "cv"), ("bob", "cv"), ("ann", None)]:
+        store.submissions.submit(JobSpec(gpus=1, user=user, team=team))
+    store.submissions.submit(JobSpec(gpus=1, user="cid", team="ml"))
+    found = store.jobs.backlog(users={"ann"}, teams={"cv"}, arrays=(), keys=())
+    assert dict(found.waiting_by_user) == {"ann": 4}
+    assert dict(found.waiting_by_team) == {"cv": 2}
+    found = store.jobs.backlog(users={"bob", "cid"}, teams={"ml"}, arrays=(), keys=())
+    assert dict(found.waiting_by_user) == {"bob": 1, "cid": 1}
+    assert dict(found.waiting_by_team) == {"ml": 3}
+
+
 def test_waits_of_gives_what_unfinished_jobs_wait_for(store):  # type: ignore[no-untyped-def]
     first = store.submissions.submit(JobSpec(gpus=1, user="ann")).job.id
     second = store.submissions.submit(

@@ -14,7 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import base64
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -317,11 +317,13 @@ def read_backlog(
     """``JobReads.backlog`` in one query on ``conn``. On PostgreSQL the query's text is
     always the same (one array per kind of name): the driver prepares it once, and no
     statement is built and compiled per batch, where the group commit spent more of its
-    time than in its write."""
+    time than in its write. There the users' and the teams' waiting jobs are counted in
+    one pass over the waiting jobs (``_owners_counted``), not one pass each: the count
+    grows with the backlog, and a group commit reads it before every batch."""
     found: dict[str, dict[str, int]] = {"key": {}, "user": {}, "team": {}, "array": {}}
     if conn.dialect.name == "postgresql":
         params = tuple(list(names) for names in (keys, users, teams, arrays))
-        rows: Any = conn.exec_driver_sql(_BACKLOG_SQL, params)
+        rows: Any = _owners_counted(conn.exec_driver_sql(_BACKLOG_SQL, params), users, teams)
     else:
         rows = conn.execute(_backlog_query(users=users, teams=teams, arrays=arrays, keys=keys))
     for what, name, count in rows:
@@ -335,16 +337,36 @@ def read_backlog(
 
 
 _WAITING_SQL = ", ".join(f"'{s.value}'" for s in _WAITING)  # literals: see ``literal_in``
+#: rows (kind, name, team, count): a known key, an array's size, and ('owner', user, team,
+#: count) for the waiting jobs of each (user, team) pair where the user or the team is asked
+#: for (``_owners_counted`` sums them per user and per team)
 _BACKLOG_SQL = (
-    f"SELECT 'key', idempotency_key, 1 FROM {JOBS.name} "
+    f"SELECT 'key', idempotency_key, NULL, 1 FROM {JOBS.name} "
     "WHERE idempotency_key = ANY(%b::varchar[]) "
-    f"UNION ALL SELECT 'user', user_name, count(*) FROM {JOBS.name} "
-    f"WHERE user_name = ANY(%b::varchar[]) AND state IN ({_WAITING_SQL}) GROUP BY user_name "
-    f"UNION ALL SELECT 'team', team_name, count(*) FROM {JOBS.name} "
-    f"WHERE team_name = ANY(%b::varchar[]) AND state IN ({_WAITING_SQL}) GROUP BY team_name "
-    f"UNION ALL SELECT 'array', array_id, count(*) FROM {JOBS.name} "
+    f"UNION ALL SELECT 'owner', user_name, team_name, count(*) FROM {JOBS.name} "
+    f"WHERE (user_name = ANY(%b::varchar[]) OR team_name = ANY(%b::varchar[])) "
+    f"AND state IN ({_WAITING_SQL}) GROUP BY user_name, team_name "
+    f"UNION ALL SELECT 'array', array_id, NULL, count(*) FROM {JOBS.name} "
     "WHERE array_id = ANY(%b::varchar[]) GROUP BY array_id"
 )
+
+
+def _owners_counted(
+    rows: Iterable[Any], users: Collection[str], teams: Collection[str]
+) -> Iterator[tuple[str, str, int]]:
+    """``_BACKLOG_SQL``'s rows as (kind, name, count): the ('owner', user, team, count) rows
+    summed into one row per asked-for user and one per asked-for team."""
+    waiting: dict[tuple[str, str], int] = {}
+    for what, name, team, count in rows:
+        if what != "owner":
+            yield what, name, count
+            continue
+        if name is not None and name in users:
+            waiting[("user", name)] = waiting.get(("user", name), 0) + count
+        if team is not None and team in teams:
+            waiting[("team", team)] = waiting.get(("team", team), 0) + count
+    for (what, name), count in waiting.items():
+        yield what, name, count
 
 
 def _backlog_query(
