@@ -7,7 +7,9 @@
 What it measures, against ``starburst server`` (controller + API in one process, as a lab runs
 it) on PostgreSQL with auth on, a local cluster of one GPU slot and policy ``infinite``: the
 first job holds the slot, every other one is admitted and waits, so the controller's passes run
-beside the API the whole time. With ``--split``, ``starburst api`` and ``starburst controller``
+beside the API the whole time (the waiting-jobs limits are raised to ``WAITING_LIMIT``, so a
+fast row is not refused at the default 10,000 per user; they are still counted before every
+batch). With ``--split``, ``starburst api`` and ``starburst controller``
 run as two processes on the same database, as the Helm chart deploys them: the passes then
 no longer share the API's interpreter lock (the CPU column counts both processes):
 
@@ -79,6 +81,8 @@ from tests.support.postgres import drop_database, fresh_database, server_url  # 
 
 #: the server's pass interval (STARBURST_PASS_INTERVAL_S's default)
 PASS_INTERVAL_S = 2.0
+#: the servers' waiting-jobs limits, per user and per team (see ``start_server``)
+WAITING_LIMIT = 1_000_000
 
 BODY = {"image": "bench:1", "command": "sleep 600", "gpus": 1, "team": "lab"}
 
@@ -400,6 +404,11 @@ def start_server(url: str, state: Path, port: int, mode: str = "server") -> subp
         "STARBURST_LOCAL_GPUS": "1",
         "STARBURST_API_PORT": str(port),
         "STARBURST_LOG_FORMAT": "json",
+        # limits far above what a row submits: a row at 2,500/s would reach the defaults
+        # (10,000 waiting per user) within its seconds and measure 429s; the limits' count
+        # still runs before every batch, as it does with the defaults
+        "STARBURST_MAX_WAITING_JOBS_PER_USER": str(WAITING_LIMIT),
+        "STARBURST_MAX_WAITING_JOBS_PER_TEAM": str(WAITING_LIMIT),
     }
     log = open(state / f"{mode}.log", "wb")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
