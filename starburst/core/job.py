@@ -37,6 +37,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from starburst.core.columns import slot_setters
 from starburst.core.dependencies import Dependency
 from starburst.core.errors import PermanentError
 
@@ -131,12 +132,14 @@ def job_env(job: Job) -> dict[str, str]:
     return env
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class QueuedJob:
     """A job in the queue: when it (re-)entered it and when its wait budget runs out.
 
     ``queued_at`` is the submit time, or the re-arrival time of a Star-Wait job that was pulled
-    back from the cloud; FIFO order uses it.
+    back from the cloud; FIFO order uses it. One is made per arrival: its ``__init__`` stores
+    the fields through their slots' setters (``slot_setters``), not the generated frozen
+    ``__init__`` and a ``__post_init__`` (``object.__setattr__`` per field).
     """
 
     job: Job
@@ -144,10 +147,17 @@ class QueuedJob:
     budget: float
     deadline: float = field(init=False, compare=False)
 
-    def __post_init__(self) -> None:
-        deadline = self.queued_at + self.budget if math.isfinite(self.budget) else math.inf
-        object.__setattr__(self, "deadline", deadline)
+    def __init__(self, job: Job, queued_at: float, budget: float) -> None:
+        _set_job(self, job)
+        _set_queued_at(self, queued_at)
+        _set_budget(self, budget)
+        _set_deadline(self, queued_at + budget if math.isfinite(budget) else math.inf)
 
     @property
     def id(self) -> str:
         return self.job.id
+
+
+_set_job, _set_queued_at, _set_budget, _set_deadline = slot_setters(
+    QueuedJob, "job", "queued_at", "budget", "deadline"
+)

@@ -12,14 +12,28 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from starburst.core.capacity import CapacityIndex, Placement
+from starburst.core.columns import slot_setters
 from starburst.core.job import Job
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class RunningJob:
+    """A job running on-prem, where and since when (one per start: ``__init__`` stores the
+    fields through their slots' setters, ``slot_setters``)."""
+
     job: Job
     placement: Placement
     started_at: float
+
+    def __init__(self, job: Job, placement: Placement, started_at: float) -> None:
+        _set_job(self, job)
+        _set_placement(self, placement)
+        _set_started_at(self, started_at)
+
+
+_set_job, _set_placement, _set_started_at = slot_setters(
+    RunningJob, "job", "placement", "started_at"
+)
 
 
 @dataclass(frozen=True, slots=True)
