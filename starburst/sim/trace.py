@@ -105,8 +105,10 @@ def _by_column(rows: Sequence[list[str]], c: _Columns) -> list[Job] | None:
     except ValueError:
         return None
     for column, limit in zip(c.present, c.limits, strict=True):
-        found = values[column]  # a NaN fails both comparisons, an infinity the second
-        if not (all(map((0.0).__le__, found)) and all(map(limit.__ge__, found))):
+        found = values[column]  # (min and max pass a NaN over: it is looked for apart)
+        if found and not (
+            min(found) >= 0.0 and max(found) <= limit and not any(map(math.isnan, found))
+        ):
             return None
     gpus, pods = values["gpus"], values.get("pods")
     if not all(map(float.is_integer, gpus)):
