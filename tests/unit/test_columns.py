@@ -1,12 +1,15 @@
-"""``from_columns``: the very values ``cls(**row)`` builds, a column at a time."""
+"""``from_columns``: the very values ``cls(**row)`` builds, a column at a time; and the
+values whose ``__init__`` stores through ``slot_setters``."""
 
-from dataclasses import dataclass, fields
+from dataclasses import FrozenInstanceError, dataclass, fields, replace
 
 import pytest
 
 from starburst.core.columns import from_columns
+from starburst.core.decisions import Burst, Start
 from starburst.core.dependencies import Dependency
-from starburst.core.job import Job
+from starburst.core.job import Job, QueuedJob
+from starburst.core.port_values import RunningJob
 from starburst.sim.report import JobOutcome
 
 
@@ -94,3 +97,18 @@ def test_a_value_that_checks_itself_at_construction_is_refused() -> None:
 
     with pytest.raises(TypeError, match="checks nothing"):
         from_columns(Checked, 1, {"n": [-1]})
+
+
+def test_values_built_through_slot_setters_are_frozen_and_complete() -> None:
+    """QueuedJob, Start, Burst and RunningJob store their fields through ``slot_setters``:
+    each field set (a derived one too), the id taken from the job when not given, frozen."""
+    job = Job("a", 0.0, 1)
+    entry = QueuedJob(job, 5.0, 10.0)
+    assert (entry.job, entry.queued_at, entry.budget, entry.deadline) == (job, 5.0, 10.0, 15.0)
+    assert QueuedJob(job, 5.0, float("inf")).deadline == float("inf")
+    assert replace(entry, budget=20.0).deadline == 25.0
+    assert Start(job, (), "fits").job_id == "a" and Start(job, (), "r", "x").job_id == "x"
+    assert Burst(job, "spent") == Burst(job, "spent", "a")
+    assert RunningJob(job, (), 2.0).started_at == 2.0
+    with pytest.raises(FrozenInstanceError):
+        entry.budget = 1.0  # type: ignore[misc]
