@@ -130,6 +130,12 @@ def test_finance_sees_the_rest_figures_and_downloads_the_csv(  # type: ignore[no
     page = context.new_page()
     outside: list[str] = []
     page.on("request", lambda r: None if r.url.startswith(api.url) else outside.append(r.url))
+    # what the page asked for and did not get (it shows "–" for a job name it could not read)
+    failed: list[str] = []
+    page.on("requestfailed", lambda r: failed.append(f"{r.url}: {r.failure}"))
+    page.on(
+        "response", lambda r: failed.append(f"{r.url}: {r.status}") if r.status >= 400 else None
+    )
     page.goto(f"{api.url}/ui#token={api.tokens['fin']}")
     page.wait_for_selector("body[data-loaded='true']", timeout=30_000)
     text = page.inner_text
@@ -144,7 +150,7 @@ def test_finance_sees_the_rest_figures_and_downloads_the_csv(  # type: ignore[no
     budgets = page.locator("#budgets tbody tr")
     assert budgets.count() == 2
     assert budgets.nth(1).inner_text().split("\t")[:3] == ["vision", "50.00 USD", "5.25 USD"]
-    _top_jobs_are_the_rest_rows_with_names(page, fin, top)
+    _top_jobs_are_the_rest_rows_with_names(page, fin, top, failed)
     assert set(_charts(page)) == {"by-team", "by-location", "savings-chart", "budget-chart"}
     _charts_draw_the_rest_figures(page, fin, "USD", savings)
     by_team = _charts(page)["by-team"]["datasets"]
@@ -229,9 +235,12 @@ def _charts_draw_the_rest_figures(page: Any, fin: Any, currency: str, savings: A
     }
 
 
-def _top_jobs_are_the_rest_rows_with_names(page: Any, fin: Any, top: list[Any]) -> None:
+def _top_jobs_are_the_rest_rows_with_names(
+    page: Any, fin: Any, top: list[Any], failed: list[str]
+) -> None:
     """The table lists the REST top jobs (the top ten of each currency) in order, each with
-    its name, id and cost in its own currency."""
+    its name, id and cost in its own currency (``failed``: the page's requests that failed,
+    told when the names are wrong)."""
     shown = [
         page.locator("#top-jobs tbody tr").nth(i).inner_text().split("\t")[:3]
         for i in range(page.locator("#top-jobs tbody tr").count())
@@ -240,7 +249,7 @@ def _top_jobs_are_the_rest_rows_with_names(page: Any, fin: Any, top: list[Any]) 
     assert shown == [
         [names[r["key"]["job"]] or "–", r["key"]["job"], f"{r['amount']} {r['currency']}"]
         for r in top
-    ]
+    ], f"the page's failed requests: {failed}"
     assert [r["currency"] for r in top].count("EUR") == 1 and len(top) == 11
     assert shown[0][0] == "eu-run" and shown[1][0] == "train-5"  # by hand: 12 EUR; 82 USD
 
