@@ -38,6 +38,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -257,3 +258,27 @@ def postgres_database(postgres_url: str) -> Iterator[str]:
         yield url
     finally:
         drop_database(url)
+
+
+def prepared_plan(
+    engine: Any, statement: str, values: Any, *, cache_mode: str, last_resort: str
+) -> str:
+    """The plan of ``statement`` (its parameters as ``$n``) prepared with ``PREPARE``, as psycopg
+    prepares a statement it has run five times, and planned for ``values`` (a psycopg
+    ``sql.Composable`` list of literals) as ``cache_mode`` says (``plan_cache_mode``:
+    ``force_custom_plan`` or ``force_generic_plan``). ``last_resort`` names a planner method
+    made a last resort (``seqscan``, ``sort``), so that on a few rows the plan shows which
+    index the statement can use rather than the scan or sort that would be as cheap there."""
+    import psycopg.sql
+
+    with engine.connect() as conn:
+        cursor = conn.connection.dbapi_connection.cursor()
+        cursor.execute(f"SET enable_{last_resort} = off")
+        cursor.execute(f"SET plan_cache_mode = {cache_mode}")
+        cursor.execute(f"PREPARE checked AS {statement}")
+        cursor.execute(psycopg.sql.SQL("EXPLAIN EXECUTE checked({})").format(values))
+        rows = [" ".join(str(c) for c in row) for row in cursor.fetchall()]
+        cursor.execute("DEALLOCATE checked")
+        cursor.close()
+        conn.rollback()
+    return "\n".join(rows)

@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from starburst.adapters.db.store import SqlStore
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec, Move
+from tests.support.postgres import prepared_plan
 
 ACTIVE = tuple(s for s in JobState if not s.terminal)
 
@@ -58,18 +59,8 @@ def plan(store: Any, statement: str, params: Any, cache_mode: str) -> str:
         return f"${names.index(found.group(1)) + 1}"
 
     prepared = re.sub(r"%\((\w+)\)s", number, statement)
-    with store.engine.connect() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()
-        cursor.execute("SET enable_sort = off")
-        cursor.execute(f"SET plan_cache_mode = {cache_mode}")
-        cursor.execute(f"PREPARE listing AS {prepared}")
-        values = psycopg.sql.SQL(", ").join(psycopg.sql.Literal(params[n]) for n in names)
-        cursor.execute(psycopg.sql.SQL("EXPLAIN EXECUTE listing({})").format(values))
-        rows = [" ".join(str(c) for c in row) for row in cursor.fetchall()]
-        cursor.execute("DEALLOCATE listing")
-        cursor.close()
-        conn.rollback()
-    return "\n".join(rows)
+    values = psycopg.sql.SQL(", ").join(psycopg.sql.Literal(params[n]) for n in names)
+    return prepared_plan(store.engine, prepared, values, cache_mode=cache_mode, last_resort="sort")
 
 
 @pytest.mark.postgres

@@ -18,6 +18,7 @@ from starburst.adapters.db.jobs import _BACKLOG_SQL
 from starburst.adapters.db.store import SqlStore
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec, Move
+from tests.support.postgres import prepared_plan
 
 
 def backlog_plan(store: SqlStore, cache_mode: str) -> str:
@@ -27,20 +28,12 @@ def backlog_plan(store: SqlStore, cache_mode: str) -> str:
     for n in range(1, 5):
         prepared = prepared.replace("%b", f"${n}", 1)
     args = (["k1"], ["ann"], ["vision"], [])
-    with store.engine.connect() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()
-        cursor.execute("SET enable_seqscan = off")
-        cursor.execute(f"SET plan_cache_mode = {cache_mode}")
-        cursor.execute(f"PREPARE backlog AS {prepared}")
-        values = psycopg.sql.SQL(", ").join(
-            psycopg.sql.SQL("{}::varchar[]").format(psycopg.sql.Literal(a)) for a in args
-        )
-        cursor.execute(psycopg.sql.SQL("EXPLAIN EXECUTE backlog({})").format(values))
-        rows = [" ".join(str(c) for c in row) for row in cursor.fetchall()]
-        cursor.execute("DEALLOCATE backlog")
-        cursor.close()
-        conn.rollback()
-    return "\n".join(rows)
+    values = psycopg.sql.SQL(", ").join(
+        psycopg.sql.SQL("{}::varchar[]").format(psycopg.sql.Literal(a)) for a in args
+    )
+    return prepared_plan(
+        store.engine, prepared, values, cache_mode=cache_mode, last_resort="seqscan"
+    )
 
 
 @pytest.mark.postgres
