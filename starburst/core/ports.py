@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
     from starburst.core.billing import BilledLaunch
     from starburst.core.records import (
+        Admitted,
         Amendment,
         AppliedSetting,
         CloudLaunch,
@@ -496,6 +497,21 @@ class Lifecycle(Protocol):
         """Move a batch at once; a job that is unknown, named twice or whose state no longer
         allows the move is skipped and named, the others move. Raises only ``StaleLeader``
         (then nothing changes), never ``IllegalTransition``."""
+        ...
+
+    def admit(
+        self,
+        moves: Sequence[Move],
+        *,
+        actor: str,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> Admitted:
+        """``transition_many(moves, QUEUED, ...)`` for jobs still ``submitted``, without
+        reading them back (the controller's admission has just read them): the same version
+        bump, wait budget, held reason cleared (``queued_at`` re-stamped after a hold) and one
+        event per job, in one transaction. A job that is unknown, named twice or no longer
+        submitted is skipped and named. Raises only ``StaleLeader`` (then nothing changes)."""
         ...
 
     def claim(

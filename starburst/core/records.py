@@ -167,6 +167,15 @@ class Moved:
     skipped: list[str]
 
 
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """What an admission did (``Lifecycle.admit``): the ids of the jobs it queued, in the
+    order given, and those it could not (unknown, named twice, or no longer submitted)."""
+
+    admitted: list[str]
+    skipped: list[str]
+
+
 #: a stored job's ``version`` when created; every state change or amendment adds one
 FIRST_VERSION = 1
 

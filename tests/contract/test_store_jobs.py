@@ -549,6 +549,77 @@ def test_a_batch_transition_moves_what_it_may_in_one_go(store, elect, clock):  #
     assert store.jobs.get(fresh).state is JobState.SUBMITTED and len(store.jobs.events(fresh)) == 1
 
 
+def test_an_admission_queues_the_jobs_still_submitted_as_a_batch_transition_does(  # type: ignore[no-untyped-def]
+    store, elect, clock
+):
+    """``admit`` writes what ``transition_many`` to ``queued`` writes (version, budget, a
+    hold's end, one event each, in order), for the jobs still submitted only: a job burst
+    meanwhile is not re-queued, as ``transition_many`` would re-queue it."""
+    submitted_at = clock.now()
+    specs = [JobSpec(gpus=1, user="ann", name=f"a{n}") for n in range(10)]
+    ids = [s.job.id for s in store.submissions.submit_many(specs)]
+    twins = dict(zip(ids[:5], ids[5:], strict=True))  # each moved by transition_many
+    store.lifecycle.hold({ids[3]: "waits for another job", twins[ids[3]]: "waits"})
+    store.lifecycle.transition(ids[2], JobState.CANCELLED, reason="user", actor="ann")
+    store.lifecycle.transition(ids[4], JobState.QUEUED, reason="admitted", actor="controller")
+    store.lifecycle.transition(ids[4], JobState.BURSTING, reason="burst", actor="controller")
+    feed = store.jobs.last_event_id()
+    clock.advance(5)
+    token = elect()
+
+    def budget(n: int) -> float | None:
+        return None if n == 1 else float("inf") if n == 3 else 60.0 * n
+
+    moves = [Move(i, f"queued {n}", wait_budget=budget(n)) for n, i in enumerate(ids[:5])]
+    moves += [Move("no-such-job", "ghost"), Move(ids[0], "named twice")]
+    result = store.lifecycle.admit(moves, actor="controller", fencing_token=token)
+    assert result.admitted == [ids[0], ids[1], ids[3]]
+    assert result.skipped == [ids[2], ids[4], "no-such-job", ids[0]]
+    store.lifecycle.transition_many(
+        [Move(twins[i], f"queued {n}", wait_budget=budget(n)) for n, i in enumerate(ids[:2])]
+        + [Move(twins[ids[3]], "queued 3", wait_budget=budget(3))],
+        JobState.QUEUED,
+        actor="controller",
+        fencing_token=token,
+    )
+    for n in (0, 1, 3):
+        got, twin = store.jobs.get(ids[n]), store.jobs.get(twins[ids[n]])
+        assert (got.state, got.version, got.held, got.wait_budget, got.queued_at) == (
+            twin.state,
+            twin.version,
+            twin.held,
+            twin.wait_budget,
+            twin.queued_at,
+        )
+        assert (got.state, got.version, got.held, got.wait_budget) == (
+            JobState.QUEUED,
+            2,
+            None,
+            budget(n),
+        )
+        assert got.queued_at == (clock.now() if n == 3 else submitted_at)  # a hold's end
+        last = store.jobs.events(ids[n])[-1]
+        assert (last.from_state, last.to_state, last.reason, last.at, last.actor) == (
+            JobState.SUBMITTED,
+            JobState.QUEUED,
+            f"queued {n}",
+            clock.now(),
+            "controller",
+        )
+        assert last.fencing_token == token
+    assert store.jobs.get(ids[2]).state is JobState.CANCELLED  # skipped, untouched
+    assert store.jobs.get(ids[4]).state is JobState.BURSTING
+    changes, _ = store.jobs.state_changes(feed)
+    assert changes[:3] == [(ids[n], JobState.QUEUED) for n in (0, 1, 3)]  # in the moves' order
+
+    # a deposed leader's admission changes nothing at all
+    elect()
+    fresh = store.submissions.submit(JobSpec(gpus=1, user="ann")).job.id
+    with pytest.raises(StaleLeader):
+        store.lifecycle.admit([Move(fresh, "late")], actor="controller", fencing_token=token)
+    assert store.jobs.get(fresh).state is JobState.SUBMITTED and len(store.jobs.events(fresh)) == 1
+
+
 def test_a_large_mixed_batch_moves_every_job_with_one_event_each(store, clock):  # type: ignore[no-untyped-def]
     """A batch whose jobs change different columns (held or not, a budget or none) is
     written in one statement per kind of change (PostgreSQL: ``UPDATE ... FROM unnest``):

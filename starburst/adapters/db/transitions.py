@@ -10,6 +10,8 @@ Invariants:
 - ``transition_many`` moves a batch in one transaction (rows locked ``FOR UPDATE`` on
   PostgreSQL): the same rule, version bump and event per job; a job whose state no longer
   allows the move (e.g. cancelled meanwhile) is skipped and named, the others move.
+  ``admit`` is the same for the controller's admissions (to ``queued``, from ``submitted``
+  only), without reading the rows it moves.
 - A job leaving ``running_onprem`` has its run entered in the ledger (``costs``) in the same
   transaction as the state change.
 - A placement is recorded as one row per node part under a new ``attempt`` number; the
@@ -20,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -30,6 +33,7 @@ from sqlalchemy.dialects import postgresql
 from starburst.core.capacity import Placement
 from starburst.core.lifecycle import ALLOWED, JobState, check_transition
 from starburst.core.records import (
+    Admitted,
     Amendment,
     JobNotFound,
     Move,
@@ -141,42 +145,84 @@ class SqlTransitions:
         def move_all(conn: sa.Connection) -> Moved:
             self._db.check_fence(conn, fencing_token)
             rows = self._locked_rows(conn, [m.job_id for m in moves])
-            moved: list[StoredJob] = []
-            skipped: list[str] = []
-            events: list[dict[str, Any]] = []
-            ended: list[Any] = []
-            updates: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-            for m in moves:
-                row = rows.pop(m.job_id, None)  # a job named twice moves once
-                if row is None or to_state not in ALLOWED[JobState(row["state"])]:
-                    skipped.append(m.job_id)
-                    continue
-                values = _changes(row, to_state, now)
-                if m.wait_budget is not None:
-                    values["wait_budget"] = m.wait_budget
-                updates.setdefault(tuple(sorted(values)), []).append(
-                    {"b_id": m.job_id, "b_version": row["version"], **values}
-                )
-                events.append(
-                    {
-                        "job_id": m.job_id,
-                        "at": now,
-                        "from_state": row["state"],
-                        "to_state": to_state.value,
-                        "reason": m.reason,
-                        "actor": actor,
-                        "fencing_token": fencing_token,
-                    }
-                )
-                moved.append(to_stored_job({**row, **values}))
-                ended.append(row)
-            for changes in updates.values():
-                _update_at_versions(conn, changes)
-            _insert_events(conn, events)
-            self._enter_onprem_run(conn, ended, to_state, now)
-            return Moved(moved, skipped)
+            return self._write_moves(conn, moves, rows, to_state, now, actor, fencing_token)
 
         return run(self._engine, move_all)
+
+    def _write_moves(
+        self,
+        conn: sa.Connection,
+        moves: Sequence[Move],
+        rows: dict[str, Any],
+        to_state: JobState,
+        now: datetime,
+        actor: str,
+        fencing_token: int | None,
+    ) -> Moved:
+        """``transition_many``'s writes, given the jobs' ``rows`` by id (locked; taken from
+        as they are used): a job without one, or whose state does not allow the move, is
+        skipped."""
+        moved: list[StoredJob] = []
+        skipped: list[str] = []
+        events: list[dict[str, Any]] = []
+        ended: list[Any] = []
+        updates: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for m in moves:
+            row = rows.pop(m.job_id, None)  # a job named twice moves once
+            if row is None or to_state not in ALLOWED[JobState(row["state"])]:
+                skipped.append(m.job_id)
+                continue
+            values = _changes(row, to_state, now)
+            if m.wait_budget is not None:
+                values["wait_budget"] = m.wait_budget
+            updates.setdefault(tuple(sorted(values)), []).append(
+                {"b_id": m.job_id, "b_version": row["version"], **values}
+            )
+            events.append(
+                {
+                    "job_id": m.job_id,
+                    "at": now,
+                    "from_state": row["state"],
+                    "to_state": to_state.value,
+                    "reason": m.reason,
+                    "actor": actor,
+                    "fencing_token": fencing_token,
+                }
+            )
+            moved.append(to_stored_job({**row, **values}))
+            ended.append(row)
+        for changes in updates.values():
+            _update_at_versions(conn, changes)
+        _insert_events(conn, events)
+        self._enter_onprem_run(conn, ended, to_state, now)
+        return Moved(moved, skipped)
+
+    def admit(
+        self,
+        moves: Sequence[Move],
+        *,
+        actor: str,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> Admitted:
+        """``Lifecycle.admit``: on PostgreSQL the jobs still submitted are queued and their
+        events written in one statement (``_admit_at_once``) that reads nothing back, where
+        ``transition_many`` reads and locks each row, then writes it and its event; elsewhere
+        ``transition_many``'s own steps for the jobs still submitted."""
+        now = to_time(self._db.now(at))
+
+        def admit_all(conn: sa.Connection) -> Admitted:
+            self._db.check_fence(conn, fencing_token)
+            if self._db.is_postgres:
+                return _admit_at_once(conn, moves, actor, fencing_token, now)
+            rows = self._locked_rows(conn, [m.job_id for m in moves])
+            submitted = {i: r for i, r in rows.items() if r["state"] == JobState.SUBMITTED.value}
+            moved = self._write_moves(
+                conn, moves, submitted, JobState.QUEUED, now, actor, fencing_token
+            )
+            return Admitted([m.job.id for m in moved.moved], moved.skipped)
+
+        return run(self._engine, admit_all)
 
     def _locked_rows(self, conn: sa.Connection, ids: list[str]) -> dict[str, Any]:
         """The rows of these jobs by id, locked ``FOR UPDATE`` on PostgreSQL. There the ids
@@ -375,6 +421,62 @@ def _update_at_versions(conn: sa.Connection, changes: Sequence[dict[str, Any]]) 
         if found.get(c["b_id"]) != c["version"]:
             raise StaleVersion(c["b_id"], c["b_version"], found.get(c["b_id"]))
     raise StaleVersion(ids[0], changes[0]["b_version"], None)
+
+
+def _admit_at_once(
+    conn: sa.Connection,
+    moves: Sequence[Move],
+    actor: str,
+    fencing_token: int | None,
+    now: datetime,
+) -> Admitted:
+    """PostgreSQL: ``Lifecycle.admit`` in one statement (``_ADMIT_SQL``). The moves go as
+    arrays, a job named twice only once (its first move: an ``UPDATE ... FROM`` would take
+    either); the row lock the ``UPDATE`` takes, and its re-check of the state on a row
+    another transaction changed meanwhile, stand for ``transition_many``'s locked read."""
+    first: dict[str, Move] = {}
+    for m in moves:
+        first.setdefault(m.job_id, m)
+    params = (
+        [m.job_id for m in first.values()],
+        [m.reason for m in first.values()],
+        [m.wait_budget for m in first.values()],
+        now,
+        now,
+        actor,
+        fencing_token,
+    )
+    done = set(conn.exec_driver_sql(_admit_sql(conn.dialect), params).scalars())
+    admitted, skipped = [], []
+    for m in moves:
+        if m.job_id in done and first.get(m.job_id) is m:
+            admitted.append(m.job_id)
+        else:
+            skipped.append(m.job_id)
+    return Admitted(admitted, skipped)
+
+
+@functools.lru_cache(maxsize=4)
+def _admit_sql(dialect: sa.Dialect) -> str:
+    """``_admit_at_once``'s statement: each job still submitted queued with ``_changes``'s
+    values (the version bumped, the held reason cleared and ``queued_at`` re-stamped after a
+    hold, the wait budget when given), and its event, in the order of the moves."""
+    at = EVENTS.c.at.type.compile(dialect)
+    submitted, queued = JobState.SUBMITTED.value, JobState.QUEUED.value
+    return (
+        "WITH m AS (SELECT * FROM unnest(%b::varchar[], %b::text[], %b::float8[]) "
+        "WITH ORDINALITY AS m(id, reason, budget, n)), "
+        f"moved AS (UPDATE {JOBS.name} AS j SET state = '{queued}', version = j.version + 1, "
+        "held_reason = NULL, "
+        f"queued_at = CASE WHEN j.held_reason IS NULL THEN j.queued_at ELSE %s::{at} END, "
+        "wait_budget = COALESCE(m.budget, j.wait_budget) "
+        f"FROM m WHERE j.id = m.id AND j.state = '{submitted}' RETURNING j.id, m.reason, m.n), "
+        f"events AS (INSERT INTO {EVENTS.name} "
+        "(job_id, at, from_state, to_state, reason, actor, fencing_token) "
+        f"SELECT id, %s::{at}, '{submitted}', '{queued}', reason, %s, %s::bigint FROM moved "
+        "ORDER BY n) "
+        "SELECT id FROM moved"
+    )
 
 
 def _insert_events(conn: sa.Connection, events: Sequence[dict[str, Any]]) -> None:

@@ -12,7 +12,15 @@ from collections.abc import Mapping, Sequence
 
 from starburst.core.capacity import Placement
 from starburst.core.lifecycle import ALLOWED, JobState, check_transition
-from starburst.core.records import Amendment, JobEvent, Move, Moved, StaleVersion, StoredJob
+from starburst.core.records import (
+    Admitted,
+    Amendment,
+    JobEvent,
+    Move,
+    Moved,
+    StaleVersion,
+    StoredJob,
+)
 
 from .ledger import onprem_rows
 from .tables import JobRow, MemoryDatabase
@@ -113,6 +121,28 @@ class MemoryTransitions:
                 self._move(row, to_state, now, m.reason, actor, fencing_token, m.wait_budget)
                 moved.append(row.stored())
             return Moved(moved, skipped)
+
+    def admit(
+        self,
+        moves: Sequence[Move],
+        *,
+        actor: str,
+        fencing_token: int | None = None,
+        at: float | None = None,
+    ) -> Admitted:
+        with self._lock:
+            now = self._db.now(at)
+            self._db.check_fence(fencing_token)
+            admitted: list[str] = []
+            skipped: list[str] = []
+            for m in moves:
+                row = self._t.jobs.get(m.job_id)
+                if row is None or row.state is not JobState.SUBMITTED:  # (then a repeat too)
+                    skipped.append(m.job_id)
+                    continue
+                self._move(row, JobState.QUEUED, now, m.reason, actor, fencing_token, m.wait_budget)
+                admitted.append(m.job_id)
+            return Admitted(admitted, skipped)
 
     def claim(
         self,

@@ -375,20 +375,17 @@ class SchedulingLoop:
             # a job let in after a hold is queued now (the store re-stamps it too)
             queued_at = now if stored.held is not None else stored.queued_at
             admitted[job.id] = (QueuedJob(job, queued_at, budget), move, estimate)
-        # one transaction for the whole page; a job cancelled meanwhile is skipped
-        result = self.store.lifecycle.transition_many(
-            [m for _, m, _ in admitted.values()],
-            JobState.QUEUED,
-            actor=ACTOR,
-            fencing_token=token,
-            at=now,
+        # one transaction for the whole page, which reads none of it again; a job cancelled
+        # meanwhile is skipped
+        result = self.store.lifecycle.admit(
+            [m for _, m, _ in admitted.values()], actor=ACTOR, fencing_token=token, at=now
         )
         for job_id in result.skipped:
             log.info("skipped admitting %s: it is no longer submitted", job_id)
         annotator = self._annotator
         arrivals = []
-        for moved in result.moved:
-            queued, move, estimate = admitted[moved.job.id]
+        for job_id in result.admitted:
+            queued, move, estimate = admitted[job_id]
             arrivals.append(queued)
             report.budgets.append(queued.budget)
             if annotator is not None:  # the budget and the estimate, on the Kubernetes Job
