@@ -14,7 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import base64
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,12 +36,12 @@ from starburst.core.submit_limits import Backlog
 from .base import Database, in_chunks, literal_in
 from .convert import to_event, to_stored_job
 from .engine import run, run_statements
-from .models import JobEventRow, JobRow, PlacementRow, table
+from .models import JobEventRow, JobRow, PlacementRow, WaitingCountRow, table
 
 JOBS = table(JobRow)
 EVENTS = table(JobEventRow)
 PLACEMENTS = table(PlacementRow)
-_WAITING = (JobState.SUBMITTED, JobState.QUEUED)
+WAITING = table(WaitingCountRow)
 #: the states in which an array element takes one of its array's slots
 _IN_FLIGHT = (
     JobState.QUEUED,
@@ -314,16 +314,16 @@ def read_backlog(
     arrays: Collection[str],
     keys: Collection[str],
 ) -> Backlog:
-    """``JobReads.backlog`` in one query on ``conn``. On PostgreSQL the query's text is
+    """``JobReads.backlog`` in one query on ``conn``. The waiting jobs of the users and teams
+    asked for are read from ``waiting_counts`` (the triggers of migration 0015 keep it with
+    every change of the jobs), not counted: a count reads every waiting job of the user, and
+    a group commit reads the backlog before every batch. On PostgreSQL the query's text is
     always the same (one array per kind of name): the driver prepares it once, and no
-    statement is built and compiled per batch, where the group commit spent more of its
-    time than in its write. There the users' and the teams' waiting jobs are counted in
-    one pass over the waiting jobs (``_owners_counted``), not one pass each: the count
-    grows with the backlog, and a group commit reads it before every batch."""
+    statement is built and compiled per batch."""
     found: dict[str, dict[str, int]] = {"key": {}, "user": {}, "team": {}, "array": {}}
     if conn.dialect.name == "postgresql":
         params = tuple(list(names) for names in (keys, users, teams, arrays))
-        rows: Any = _owners_counted(conn.exec_driver_sql(_BACKLOG_SQL, params), users, teams)
+        rows: Any = conn.exec_driver_sql(_BACKLOG_SQL, params)
     else:
         rows = conn.execute(_backlog_query(users=users, teams=teams, arrays=arrays, keys=keys))
     for what, name, count in rows:
@@ -336,37 +336,17 @@ def read_backlog(
     )
 
 
-_WAITING_SQL = ", ".join(f"'{s.value}'" for s in _WAITING)  # literals: see ``literal_in``
-#: rows (kind, name, team, count): a known key, an array's size, and ('owner', user, team,
-#: count) for the waiting jobs of each (user, team) pair where the user or the team is asked
-#: for (``_owners_counted`` sums them per user and per team)
+#: rows (kind, name, count): a known key, the waiting jobs of an asked-for user or team, an
+#: array's size
 _BACKLOG_SQL = (
-    f"SELECT 'key', idempotency_key, NULL, 1 FROM {JOBS.name} "
+    f"SELECT 'key', idempotency_key, 1 FROM {JOBS.name} "
     "WHERE idempotency_key = ANY(%b::varchar[]) "
-    f"UNION ALL SELECT 'owner', user_name, team_name, count(*) FROM {JOBS.name} "
-    f"WHERE (user_name = ANY(%b::varchar[]) OR team_name = ANY(%b::varchar[])) "
-    f"AND state IN ({_WAITING_SQL}) GROUP BY user_name, team_name "
-    f"UNION ALL SELECT 'array', array_id, NULL, count(*) FROM {JOBS.name} "
+    f"UNION ALL SELECT kind, name, jobs FROM {WAITING.name} "
+    "WHERE jobs > 0 AND (kind = 'user' AND name = ANY(%b::varchar[]) "
+    "OR kind = 'team' AND name = ANY(%b::varchar[])) "
+    f"UNION ALL SELECT 'array', array_id, count(*) FROM {JOBS.name} "
     "WHERE array_id = ANY(%b::varchar[]) GROUP BY array_id"
 )
-
-
-def _owners_counted(
-    rows: Iterable[Any], users: Collection[str], teams: Collection[str]
-) -> Iterator[tuple[str, str, int]]:
-    """``_BACKLOG_SQL``'s rows as (kind, name, count): the ('owner', user, team, count) rows
-    summed into one row per asked-for user and one per asked-for team."""
-    waiting: dict[tuple[str, str], int] = {}
-    for what, name, team, count in rows:
-        if what != "owner":
-            yield what, name, count
-            continue
-        if name is not None and name in users:
-            waiting[("user", name)] = waiting.get(("user", name), 0) + count
-        if team is not None and team in teams:
-            waiting[("team", team)] = waiting.get(("team", team), 0) + count
-    for (what, name), count in waiting.items():
-        yield what, name, count
 
 
 def _backlog_query(
@@ -377,20 +357,21 @@ def _backlog_query(
     keys: Collection[str],
 ) -> Any:
     """``read_backlog``'s query elsewhere (SQLite: ``IN`` lists in chunks)."""
-    waiting = literal_in(JOBS.c.state, [s.value for s in _WAITING])
     kind: Any = sa.literal_column("'key'").label("kind")
     parts: list[Any] = [
         sa.select(kind, JOBS.c.idempotency_key, sa.literal(1)).where(clause)
         for clause in in_chunks(JOBS.c.idempotency_key, keys)
     ]
-    for name, column, names, where in (
-        ("user", JOBS.c.user_name, users, (waiting,)),
-        ("team", JOBS.c.team_name, teams, (waiting,)),
-        ("array", JOBS.c.array_id, arrays, ()),
-    ):
-        label: Any = sa.literal_column(f"'{name}'")
+    for name, names in (("user", users), ("team", teams)):
         parts += [
-            sa.select(label, column, sa.func.count()).where(clause, *where).group_by(column)
-            for clause in in_chunks(column, names)
+            sa.select(WAITING.c.kind, WAITING.c.name, WAITING.c.jobs).where(
+                WAITING.c.kind == name, WAITING.c.jobs > 0, clause
+            )
+            for clause in in_chunks(WAITING.c.name, names)
         ]
+    label: Any = sa.literal_column("'array'")
+    parts += [
+        sa.select(label, JOBS.c.array_id, sa.func.count()).where(clause).group_by(JOBS.c.array_id)
+        for clause in in_chunks(JOBS.c.array_id, arrays)
+    ]
     return sa.union_all(*parts)

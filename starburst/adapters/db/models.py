@@ -10,6 +10,9 @@ Tables and their invariants:
   ``ID:ok``), ``array_id``/``array_limit`` its array and how many of its elements may be
   queued or running at once; ``held_reason`` says why a ``submitted`` job is held out of
   the queue (``core.dependencies``), NULL when it is not.
+- ``waiting_counts``: how many jobs (``submitted`` or ``queued``) each user and each team
+  has waiting, as the submission limits read them; kept by triggers on ``jobs`` (migration
+  0015) in the transaction of every change, so they are exact whatever writes the jobs.
 - ``job_events``: append-only history of every state change (from → to, when, why, by whom,
   and the leader's fencing token). The store never updates or deletes an event.
 - ``placements``: the on-prem nodes a job was started on, one row per node part, grouped by
@@ -209,6 +212,16 @@ class JobRow(Base):
     array_id: Mapped[str | None] = mapped_column(String(256), index=True)
     array_limit: Mapped[int | None] = mapped_column(Integer)
     held_reason: Mapped[str | None] = mapped_column(Text)
+
+
+class WaitingCountRow(Base):
+    """The waiting jobs of one user (``kind`` 'user') or team ('team'); migration 0015."""
+
+    __tablename__ = "waiting_counts"
+
+    kind: Mapped[str] = mapped_column(String(8), primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    jobs: Mapped[int] = mapped_column(BigInteger)
 
 
 class JobEventRow(Base):

@@ -82,3 +82,11 @@ def store(engine, clock: ManualClock):  # type: ignore[no-untyped-def]
 def pg_db_url(postgres_session_db: str) -> str:
     """An empty, migrated PostgreSQL database (for PostgreSQL-only behaviour)."""
     return emptied(postgres_session_db)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database with no tables yet (for migration tests), on each dialect."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/empty.db"
+    return str(request.getfixturevalue("postgres_database"))

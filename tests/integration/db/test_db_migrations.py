@@ -141,13 +141,6 @@ def _rollups(engine) -> list[tuple[object, ...]]:  # type: ignore[no-untyped-def
         ]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def empty_url(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[no-untyped-def]
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/rollups.db"
-    return str(request.getfixturevalue("postgres_database"))
-
-
 def test_0006_backfills_the_rollups_the_store_keeps_and_downgrades_cleanly(empty_url) -> None:  # type: ignore[no-untyped-def]
     """Rollups written entry by entry equal those the migration computes from the entries;
     downgrading drops only the rollups."""

@@ -1,54 +1,117 @@
 """The submission limits' count of waiting jobs (``read_backlog``, before every group-commit
-batch) reads ``ix_jobs_waiting_owner`` (migration 0014), the waiting jobs only, instead of
-walking every job of the user or team, or the whole table, and reading each row's state.
-
-PostgreSQL is told to scan the table only as a last resort (``enable_seqscan = off``: on a
-few rows a scan would otherwise win, which is as cheap there), so the plan shows which index
-the count can use. Checked as a custom and as a generic plan: psycopg prepares the statement
-(it is the same text for every batch) once it has run five times, and a generic plan must
-still prove the partial index's predicate (the states are literals in the statement).
+batch) reads ``waiting_counts``, which the triggers of migration 0015 keep with every write
+of the jobs: the counts must equal a count of the jobs themselves after any mix of writes,
+the store's and anyone's SQL, on SQLite and PostgreSQL, and the migration must backfill
+them from the jobs already there and downgrade cleanly.
 """
 
 from __future__ import annotations
 
-import psycopg.sql
-import pytest
+from datetime import UTC, datetime
 
-from starburst.adapters.db.jobs import _BACKLOG_SQL
+import sqlalchemy as sa
+
+from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.core.lifecycle import JobState
-from starburst.core.records import JobSpec, Move
-from tests.support.postgres import prepared_plan
+from starburst.core.records import Amendment, JobSpec, Move
+
+OWNERS = [("ann", "ml"), ("ann", "cv"), ("bob", "cv"), ("cid", None), (None, "ml"), (None, None)]
+USERS, TEAMS = {"ann", "bob", "cid", "dan"}, {"ml", "cv", "nlp"}
 
 
-def backlog_plan(store: SqlStore, cache_mode: str) -> str:
-    """The plan of the backlog query for user ann and team vision, prepared as psycopg
-    prepares it (its ``%b`` parameters as ``$n``) and planned as ``cache_mode`` says."""
-    prepared = _BACKLOG_SQL
-    for n in range(1, 5):
-        prepared = prepared.replace("%b", f"${n}", 1)
-    args = (["k1"], ["ann"], ["vision"], [])
-    values = psycopg.sql.SQL(", ").join(
-        psycopg.sql.SQL("{}::varchar[]").format(psycopg.sql.Literal(a)) for a in args
+def counted(engine: sa.Engine) -> tuple[dict[str, int], dict[str, int]]:
+    """The waiting jobs per user and per team, counted from the jobs."""
+    waiting = "state IN ('submitted', 'queued')"
+    with engine.connect() as conn:
+        users = conn.execute(
+            sa.text(f"SELECT user_name, count(*) FROM jobs WHERE {waiting} GROUP BY user_name")
+        )
+        by_user = {str(u): int(n) for u, n in users if u is not None}
+        teams = conn.execute(
+            sa.text(f"SELECT team_name, count(*) FROM jobs WHERE {waiting} GROUP BY team_name")
+        )
+        by_team = {str(t): int(n) for t, n in teams if t is not None}
+    return by_user, by_team
+
+
+def read(store: SqlStore) -> tuple[dict[str, int], dict[str, int]]:
+    found = store.jobs.backlog(users=USERS, teams=TEAMS, arrays=(), keys=())
+    return dict(found.waiting_by_user), dict(found.waiting_by_team)
+
+
+def submit_some(store: SqlStore, rounds: int = 3) -> list[str]:
+    specs = [JobSpec(gpus=1, user=u, team=t) for _ in range(rounds) for u, t in OWNERS]
+    return [s.job.id for s in store.submissions.submit_many(specs)]
+
+
+def test_the_counts_follow_every_write_of_the_jobs(store: SqlStore, engine: sa.Engine) -> None:
+    ids = submit_some(store)
+    ids.append(store.submissions.submit(JobSpec(gpus=1, user="ann", team="ml")).job.id)
+
+    def queued() -> str:
+        return next(i for i in ids if store.jobs.get(i).state is JobState.QUEUED)
+
+    def bursting() -> str:
+        return next(i for i in ids if store.jobs.get(i).state is JobState.BURSTING)
+
+    steps = [
+        lambda: store.lifecycle.admit([Move(i, "in") for i in ids[:8]], actor="c"),
+        lambda: store.lifecycle.transition_many(
+            [Move(i, "go") for i in ids[:5]], JobState.RUNNING_ONPREM, actor="c"
+        ),
+        lambda: store.lifecycle.claim(JobState.RUNNING_ONPREM, limit=2, reason="r", actor="c"),
+        lambda: store.lifecycle.transition(ids[0], JobState.SUCCEEDED, reason="done", actor="c"),
+        lambda: store.lifecycle.transition_many(
+            [Move(i, "x") for i in ids[8:12]], JobState.CANCELLED, actor="ann"
+        ),
+        lambda: store.lifecycle.amend(
+            ids[13], Amendment(to_state=JobState.CANCELLED), reason="x", actor="ann"
+        ),
+        lambda: store.lifecycle.hold({ids[14]: "waits"}),
+        lambda: store.lifecycle.transition(queued(), JobState.BURSTING, reason="b", actor="c"),
+        lambda: store.lifecycle.transition(bursting(), JobState.QUEUED, reason="back", actor="c"),
+        lambda: submit_some(store, rounds=1),
+    ]
+    for step in steps:
+        step()
+        assert read(store) == counted(engine)
+    # anyone's SQL, too: an admin's bulk change, a new owner, a row written and deleted
+    store.accounts.save_user("dan", team="nlp")
+    raw = (
+        "INSERT INTO jobs (id, user_name, team_name, gpus, cpus, memory_mb, extra, state, "
+        "version, submitted_at, queued_at) VALUES ('raw', 'ann', 'ml', 1, 1, 1, '{}', 'queued', "
+        "1, :at, :at)"
     )
-    return prepared_plan(
-        store.engine, prepared, values, cache_mode=cache_mode, last_resort="seqscan"
-    )
+    changes = [
+        "UPDATE jobs SET state = 'failed' WHERE user_name = 'bob'",
+        "UPDATE jobs SET user_name = 'dan' WHERE user_name = 'cid'",
+        "UPDATE jobs SET team_name = 'nlp' WHERE team_name = 'cv'",
+        raw,
+        "DELETE FROM jobs WHERE id = 'raw'",
+    ]
+    for change in changes:
+        with engine.begin() as conn:
+            conn.execute(sa.text(change), {"at": datetime(2026, 1, 1, tzinfo=UTC)})
+        assert read(store) == counted(engine), change
+    assert read(store)[0]["dan"] > 0 and "bob" not in read(store)[0]  # none left: not named
 
 
-@pytest.mark.postgres
-@pytest.mark.parametrize("cache_mode", ["force_custom_plan", "force_generic_plan"])
-def test_the_waiting_count_reads_the_partial_index(pg_db_url: str, cache_mode: str) -> None:
-    store = SqlStore.open(pg_db_url)
-    specs = [JobSpec(user=u, team="vision", gpus=1) for _ in range(30) for u in ("ann", "bob")]
-    submitted = store.submissions.submit_many(specs)
-    ended = [Move(s.job.id, "done") for s in submitted[:40]]
-    store.lifecycle.transition_many(ended, JobState.CANCELLED, actor="ann")  # ended: not indexed
+def test_0015_counts_the_jobs_already_there_and_downgrades_cleanly(empty_url: str) -> None:
+    migrate.upgrade(empty_url, "0014")
+    store = SqlStore.open(empty_url)
     try:
-        text = backlog_plan(store, cache_mode)
-        counts = store.jobs.backlog(users={"ann"}, teams={"vision"}, arrays=(), keys=())
+        ids = submit_some(store)
+        store.lifecycle.transition_many(
+            [Move(i, "x") for i in ids[:4]], JobState.CANCELLED, actor="ann"
+        )
+        migrate.upgrade(store.engine, "0015")
+        before = read(store)
+        assert before == counted(store.engine) and before[0]["ann"] > 0
+        migrate.downgrade(store.engine, "0014")
+        assert "waiting_counts" not in sa.inspect(store.engine).get_table_names()
+        submit_some(store, rounds=1)  # no trigger left behind writes to a table now gone
+        migrate.upgrade(store.engine)
+        assert read(store) == counted(store.engine) != before
     finally:
         store.close()
-    assert "ix_jobs_waiting_owner" in text, text
-    assert dict(counts.waiting_by_user) == {"ann": 10}
-    assert dict(counts.waiting_by_team) == {"vision": 20}
