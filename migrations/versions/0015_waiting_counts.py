@@ -12,9 +12,11 @@ counts themselves, one row per user (``kind`` 'user') and per team ('team'), kep
 on ``jobs`` in the transaction of each insert, update or delete, so they are exact whatever
 writes the jobs (the store, an admin's SQL): PostgreSQL adds each statement's changes at once
 (statement triggers over its transition tables), SQLite one row at a time. A row whose count
-fell to 0 stays; the read skips it.
+fell to 0 stays; the read skips it. The partial index of migration 0014, which only that
+count read, is dropped: every insert and state change of a job paid for it.
 
-Downgrade drops the triggers and the table (the count reads the jobs again).
+Downgrade drops the triggers and the table and builds the index again (the count reads the
+jobs again).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 WAITING = "('submitted', 'queued')"
+OWNER_INDEX = "ix_jobs_waiting_owner"  # migration 0014's
 #: each of a statement's changed rows as +1 (``new_rows``) or -1 (``old_rows``) for its user
 #: and its team while waiting, summed per user and team; in key order, so concurrent
 #: statements lock the counts' rows in one order
@@ -113,6 +116,7 @@ def upgrade() -> None:
         f"UNION ALL SELECT 'team', team_name, count(*) FROM jobs WHERE team_name IS NOT NULL "
         f"AND state IN {WAITING} GROUP BY team_name"
     )
+    op.drop_index(OWNER_INDEX, table_name="jobs")
 
 
 def downgrade() -> None:
@@ -122,3 +126,11 @@ def downgrade() -> None:
         if postgres:
             op.execute(f"DROP FUNCTION waiting_counts_{event}()")
     op.drop_table("waiting_counts")
+    waiting = sa.text(f"state IN {WAITING}")
+    op.create_index(
+        OWNER_INDEX,
+        "jobs",
+        ["user_name", "team_name"],
+        postgresql_where=waiting,
+        sqlite_where=waiting,
+    )

@@ -82,7 +82,6 @@ UtcTime = DateTime(timezone=True)
 
 _STATES = ", ".join(f"'{s.value}'" for s in JobState)
 _ACTIVE = text("state IN (" + ", ".join(f"'{s.value}'" for s in JobState if not s.terminal) + ")")
-_WAITING = text("state IN ('submitted', 'queued')")  # what the submission limits count
 
 
 class Base(DeclarativeBase):
@@ -172,14 +171,6 @@ class JobRow(Base):
             "id",
             postgresql_where=_ACTIVE,
             sqlite_where=_ACTIVE,
-        ),
-        # the waiting jobs of a user or team: the submission limits' count (migration 0014)
-        Index(
-            "ix_jobs_waiting_owner",
-            "user_name",
-            "team_name",
-            postgresql_where=_WAITING,
-            sqlite_where=_WAITING,
         ),
     )
 

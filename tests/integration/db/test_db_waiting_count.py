@@ -97,6 +97,13 @@ def test_the_counts_follow_every_write_of_the_jobs(store: SqlStore, engine: sa.E
     assert read(store)[0]["dan"] > 0 and "bob" not in read(store)[0]  # none left: not named
 
 
+OWNER_INDEX = "ix_jobs_waiting_owner"  # migration 0014's partial index, for the count
+
+
+def job_indexes(engine: sa.Engine) -> set[str]:
+    return {index["name"] or "" for index in sa.inspect(engine).get_indexes("jobs")}
+
+
 def test_0015_counts_the_jobs_already_there_and_downgrades_cleanly(empty_url: str) -> None:
     migrate.upgrade(empty_url, "0014")
     store = SqlStore.open(empty_url)
@@ -105,11 +112,14 @@ def test_0015_counts_the_jobs_already_there_and_downgrades_cleanly(empty_url: st
         store.lifecycle.transition_many(
             [Move(i, "x") for i in ids[:4]], JobState.CANCELLED, actor="ann"
         )
+        assert OWNER_INDEX in job_indexes(store.engine)
         migrate.upgrade(store.engine, "0015")
         before = read(store)
         assert before == counted(store.engine) and before[0]["ann"] > 0
+        assert OWNER_INDEX not in job_indexes(store.engine)  # nothing reads it any more
         migrate.downgrade(store.engine, "0014")
         assert "waiting_counts" not in sa.inspect(store.engine).get_table_names()
+        assert OWNER_INDEX in job_indexes(store.engine)
         submit_some(store, rounds=1)  # no trigger left behind writes to a table now gone
         migrate.upgrade(store.engine)
         assert read(store) == counted(store.engine) != before
