@@ -17,7 +17,6 @@ from __future__ import annotations
 import gc
 import heapq
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -63,6 +62,8 @@ def perturb_estimates(jobs: Sequence[Job], error: float, seed: int) -> list[Job]
     """
     if error == 0:
         return list(jobs)
+    import random  # (here: a run without estimate errors does not pay for its import)
+
     out = []
     for job in jobs:
         factor = 1.0 + random.Random(f"{seed}:{job.id}").uniform(-error, error)

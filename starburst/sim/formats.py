@@ -27,14 +27,12 @@ reason in ``LoadedTrace.skipped``, because the real traces are full of them.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
 import math
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -117,6 +115,9 @@ def load_helios(path: str | Path, states: Collection[str] | None = None) -> Load
 
 # -- Philly ------------------------------------------------------------------------------------
 def _read_json(path: Path) -> list[Any]:
+    import gzip  # (the imports of gzip and datetime are left to the Philly and Helios readers:
+    # the project's own CSV, read through ``loading``, needs neither)
+
     try:
         with _open_text(path) as fh:
             data = json.load(fh)
@@ -202,6 +203,8 @@ def _check_columns(path: Path, names: Sequence[str] | None) -> None:
 
 
 def _rows(path: Path, reader: csv.DictReader[str]) -> Iterator[dict[str, str]]:
+    import gzip
+
     try:
         for row in reader:
             if None in row or any(v is None for v in row.values()):
@@ -282,6 +285,8 @@ def _timestamp(
 ) -> float:
     """Seconds since the epoch of a naive ``YYYY-MM-DD HH:MM:SS`` (as UTC: only differences
     matter, and UTC has no daylight-saving jumps)."""
+    from datetime import datetime
+
     try:
         moment = datetime.strptime(str(value).strip(), TIME_FORMAT)
     except ValueError:
@@ -310,6 +315,8 @@ def _loaded(path: Path, jobs: list[Job], skipped: Counter[str]) -> LoadedTrace:
 
 
 def _open_text(path: Path) -> IO[str]:
+    import gzip
+
     try:
         if path.suffix == ".gz":
             return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")

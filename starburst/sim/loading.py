@@ -18,7 +18,6 @@ and says so.
 
 from __future__ import annotations
 
-import gzip
 from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
@@ -38,6 +37,8 @@ def _peek(path: Path) -> str:
     """The first few KiB of the file as text (decompressed for ``.gz``)."""
     try:
         if path.suffix.lower() == ".gz":
+            import gzip  # (here: a plain trace does not pay for its import)
+
             with gzip.open(path, "rb") as packed:
                 head = packed.read(_PEEK)
         else:

@@ -213,3 +213,19 @@ def test_the_fast_path_imports_the_port_values_but_not_the_ports(trace: Path) ->
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "LOADED ['starburst.core.port_values']" in done.stderr
+
+
+def test_simulating_a_plain_csv_trace_imports_no_decompression_dates_or_random(
+    trace: Path,
+) -> None:
+    # gzip and datetime serve the compressed and the Philly/Helios traces, random the estimate
+    # errors: a plain run of the project's CSV pays for none of their imports
+    probe = (
+        "import sys; from starburst.cli.main import main\n"
+        f"main(['simulate', {str(trace)!r}, '--nodes', '4', '--gpus-per-node', '8'])\n"
+        "names = ('gzip', 'datetime', 'random')\n"
+        "print('LOADED', [m for m in names if m in sys.modules], file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "LOADED []" in done.stderr
