@@ -246,14 +246,19 @@ def _expire(
     return kept, floor
 
 
-@dataclass(frozen=True, slots=True)
 class _Holds:
     """Who may not burst now: teams (or ``HOLD_ALL``) and single jobs, with the reason;
-    ``recorded``: the ids already in this pass's ``PassResult.held``."""
+    ``recorded``: the ids already in this pass's ``PassResult.held``.
 
-    teams: Mapping[str, str]
-    jobs: Mapping[str, str]
-    recorded: set[str] = field(default_factory=set)
+    (A plain class, not a dataclass: private and never compared or printed, and generating
+    a dataclass's methods is a measurable part of ``starburst simulate``'s start-up.)"""
+
+    __slots__ = ("jobs", "recorded", "teams")
+
+    def __init__(self, teams: Mapping[str, str], jobs: Mapping[str, str]) -> None:
+        self.teams = teams
+        self.jobs = jobs
+        self.recorded: set[str] = set()
 
     def reason(self, entry: QueuedJob) -> str | None:
         team = self.teams.get(NO_TEAM if entry.job.team is None else entry.job.team)
