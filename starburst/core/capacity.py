@@ -43,6 +43,8 @@ def parse_placement(name: str) -> PlacementStrategy:
 
 @dataclass(frozen=True, slots=True)
 class Node:
+    """A node of the cluster as placement sees it; ``cpus``/``memory_mb`` of 0: not tracked."""
+
     name: str
     gpus: int
     cpus: float = 0.0

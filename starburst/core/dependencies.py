@@ -67,6 +67,8 @@ class AfterKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Dependency:
+    """One ``--after``: the job waited for, and whether for its end or its success."""
+
     job_id: str
     kind: AfterKind = AfterKind.ANY
 

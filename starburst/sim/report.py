@@ -24,6 +24,8 @@ from starburst.spreadsheet import writer as csv_writer
 
 @dataclass(frozen=True, slots=True)
 class JobOutcome:
+    """Where and when one job ran in a simulation, its wait budget, and why (the reasons)."""
+
     job: Job
     where: str  # "onprem", "cloud", or "cloud+onprem"/"cloud+cloud" after a pull-back
     start: float
@@ -63,6 +65,8 @@ def _percentile_of_sorted(ordered: Sequence[float], q: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class SimResult:
+    """A simulation's outcomes, one per job, with what the summary needs to price them."""
+
     outcomes: Sequence[JobOutcome]
     cluster_gpus: int
     price_per_gpu_hour: float

@@ -229,3 +229,20 @@ def test_simulating_a_plain_csv_trace_imports_no_decompression_dates_or_random(
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "LOADED []" in done.stderr
+
+
+def test_the_dataclasses_simulate_imports_all_have_docstrings(trace: Path) -> None:
+    # a dataclass without a docstring gets one made from inspect.signature at import, on
+    # every start of the command; a written one is better reading and costs nothing
+    probe = (
+        "import dataclasses, sys; from starburst.cli.main import main\n"
+        f"main(['simulate', {str(trace)!r}, '--nodes', '4', '--gpus-per-node', '8'])\n"
+        "made = sorted(f'{m}.{k}' for m, mod in list(sys.modules.items())\n"
+        "    if m.startswith('starburst') for k, v in vars(mod).items()\n"
+        "    if dataclasses.is_dataclass(v) and isinstance(v, type) and v.__module__ == m\n"
+        "    and (v.__doc__ or '').startswith(k + '('))\n"
+        "print('UNDOCUMENTED', made, file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "UNDOCUMENTED []" in done.stderr
