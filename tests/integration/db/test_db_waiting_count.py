@@ -7,8 +7,11 @@ them from the jobs already there and downgrade cleanly.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 
+import pytest
 import sqlalchemy as sa
 
 from starburst.adapters.db import migrate
@@ -125,3 +128,49 @@ def test_0015_counts_the_jobs_already_there_and_downgrades_cleanly(empty_url: st
         assert read(store) == counted(store.engine) != before
     finally:
         store.close()
+
+
+@pytest.mark.postgres
+def test_concurrent_writers_of_several_owners_keep_exact_counts(pg_db_url: str) -> None:
+    """The group commit's inserts and the controller's batch moves, in two threads at once,
+    each touching both users' and both teams' counts (in opposite orders of the owners'
+    jobs): no write fails (a deadlock would end one as the database unavailable) and the
+    counts equal a count of the jobs at the end. Each trigger locks its counts' rows in key
+    order; with that order made random, about one run in four ended in a deadlock here."""
+    stores = [SqlStore.open(pg_db_url) for _ in range(2)]
+    failures: list[BaseException] = []
+    owners = [("ann", "ml"), ("bob", "cv")]
+
+    def submitting(store: SqlStore) -> None:
+        for n in range(120):
+            order = owners if n % 2 else owners[::-1]
+            store.submissions.submit_many([JobSpec(gpus=1, user=u, team=t) for u, t in order * 3])
+
+    def moving(store: SqlStore) -> None:
+        for n in range(120):
+            waiting = store.jobs.queue(states=[JobState.SUBMITTED], limit=4).jobs
+            ids = sorted((s.job.id for s in waiting), reverse=bool(n % 2))
+            to = JobState.CANCELLED if n % 3 else JobState.RUNNING_ONPREM
+            store.lifecycle.transition_many([Move(i, "go") for i in ids], to, actor="c")
+
+    def run(work: Callable[[SqlStore], None], store: SqlStore) -> None:
+        try:
+            work(store)
+        except BaseException as exc:  # reported below, in the test's thread
+            failures.append(exc)
+
+    try:
+        threads = [
+            threading.Thread(target=run, args=(work, store))
+            for work, store in zip((submitting, moving), stores, strict=True)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+        assert read(stores[0]) == counted(stores[0].engine)
+        assert sum(read(stores[0])[0].values()) > 0  # some jobs still waiting: counts compared
+    finally:
+        for store in stores:
+            store.close()
