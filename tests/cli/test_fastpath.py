@@ -188,31 +188,31 @@ def test_a_missing_trace_reads_the_same_on_both_paths(
     assert fast[0] == 2 and "nope.csv" in fast[2] and "no such trace file" in fast[2]
 
 
-def test_the_fast_path_imports_neither_typer_nor_pydantic(trace: Path) -> None:
+def loaded_by_simulate(trace: Path, names: tuple[str, ...]) -> list[str]:
+    """Which of the modules ``names`` a fresh interpreter has loaded after ``starburst
+    simulate`` of ``trace`` through the fast path (which must print the summary)."""
     probe = (
-        "import sys; from starburst.cli.main import main\n"
+        "import json, sys; from starburst.cli.main import main\n"
         f"main(['simulate', {str(trace)!r}, '--nodes', '4', '--gpus-per-node', '8'])\n"
-        "heavy = ('typer', 'click', 'pydantic', 'numpy', 'sqlalchemy')\n"
-        "print('LOADED', sorted(m for m in heavy if m in sys.modules), file=sys.stderr)"
+        f"print('LOADED', json.dumps([m for m in {names!r} if m in sys.modules]), file=sys.stderr)"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "LOADED []" in done.stderr
     assert "burst to the cloud" in done.stdout
+    line = next(x for x in done.stderr.splitlines() if x.startswith("LOADED "))
+    return list(json.loads(line.removeprefix("LOADED ")))
+
+
+def test_the_fast_path_imports_neither_typer_nor_pydantic(trace: Path) -> None:
+    heavy = ("typer", "click", "pydantic", "numpy", "sqlalchemy")
+    assert loaded_by_simulate(trace, heavy) == []
 
 
 def test_the_fast_path_imports_the_port_values_but_not_the_ports(trace: Path) -> None:
     # the simulator builds the values the cluster and cloud ports carry (core.port_values);
     # the ports' protocols and the store's records are the live controller's
-    probe = (
-        "import sys; from starburst.cli.main import main\n"
-        f"main(['simulate', {str(trace)!r}, '--nodes', '4', '--gpus-per-node', '8'])\n"
-        "names = ('starburst.core.ports', 'starburst.core.records', 'starburst.core.port_values')\n"
-        "print('LOADED', [m for m in names if m in sys.modules], file=sys.stderr)"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "LOADED ['starburst.core.port_values']" in done.stderr
+    names = ("starburst.core.ports", "starburst.core.records", "starburst.core.port_values")
+    assert loaded_by_simulate(trace, names) == ["starburst.core.port_values"]
 
 
 def test_simulating_a_plain_csv_trace_imports_no_decompression_dates_or_random(
@@ -220,15 +220,7 @@ def test_simulating_a_plain_csv_trace_imports_no_decompression_dates_or_random(
 ) -> None:
     # gzip and datetime serve the compressed and the Philly/Helios traces, random the estimate
     # errors: a plain run of the project's CSV pays for none of their imports
-    probe = (
-        "import sys; from starburst.cli.main import main\n"
-        f"main(['simulate', {str(trace)!r}, '--nodes', '4', '--gpus-per-node', '8'])\n"
-        "names = ('gzip', 'datetime', 'random')\n"
-        "print('LOADED', [m for m in names if m in sys.modules], file=sys.stderr)"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "LOADED []" in done.stderr
+    assert loaded_by_simulate(trace, ("gzip", "datetime", "random")) == []
 
 
 def test_the_dataclasses_simulate_imports_all_have_docstrings(trace: Path) -> None:
