@@ -39,6 +39,10 @@ from typing import IO, Any
 from starburst.core.job import Job
 from starburst.sim.trace_errors import TraceError
 
+# ``gzip`` and ``datetime`` are imported in the functions that use them, for the Philly and
+# Helios readers: the project's own CSV, which ``loading`` reads through this module, needs
+# neither, and ``starburst simulate`` would pay for their imports on every run.
+
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 NO_GPUS = "no GPUs"
@@ -115,8 +119,7 @@ def load_helios(path: str | Path, states: Collection[str] | None = None) -> Load
 
 # -- Philly ------------------------------------------------------------------------------------
 def _read_json(path: Path) -> list[Any]:
-    import gzip  # (the imports of gzip and datetime are left to the Philly and Helios readers:
-    # the project's own CSV, read through ``loading``, needs neither)
+    import gzip
 
     try:
         with _open_text(path) as fh:
