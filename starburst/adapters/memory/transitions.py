@@ -8,7 +8,7 @@ entered in the ledger in the same step; a stale fencing token changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from starburst.core.capacity import Placement
 from starburst.core.lifecycle import ALLOWED, JobState, check_transition
@@ -107,20 +107,10 @@ class MemoryTransitions:
         at: float | None = None,
     ) -> Moved:
         with self._lock:
-            now = self._db.now(at)
-            self._db.check_fence(fencing_token)
-            seen: set[str] = set()
-            moved: list[StoredJob] = []
-            skipped: list[str] = []
-            for m in moves:
-                row = self._t.jobs.get(m.job_id) if m.job_id not in seen else None
-                seen.add(m.job_id)  # a job named twice moves once
-                if row is None or to_state not in ALLOWED[row.state]:
-                    skipped.append(m.job_id)
-                    continue
-                self._move(row, to_state, now, m.reason, actor, fencing_token, m.wait_budget)
-                moved.append(row.stored())
-            return Moved(moved, skipped)
+            moved, skipped = self._move_each(
+                moves, to_state, lambda state: to_state in ALLOWED[state], actor, fencing_token, at
+            )
+            return Moved([row.stored() for row in moved], skipped)
 
     def admit(
         self,
@@ -131,18 +121,41 @@ class MemoryTransitions:
         at: float | None = None,
     ) -> Admitted:
         with self._lock:
-            now = self._db.now(at)
-            self._db.check_fence(fencing_token)
-            admitted: list[str] = []
-            skipped: list[str] = []
-            for m in moves:
-                row = self._t.jobs.get(m.job_id)
-                if row is None or row.state is not JobState.SUBMITTED:  # (then a repeat too)
-                    skipped.append(m.job_id)
-                    continue
-                self._move(row, JobState.QUEUED, now, m.reason, actor, fencing_token, m.wait_budget)
-                admitted.append(m.job_id)
-            return Admitted(admitted, skipped)
+            moved, skipped = self._move_each(
+                moves,
+                JobState.QUEUED,
+                lambda state: state is JobState.SUBMITTED,
+                actor,
+                fencing_token,
+                at,
+            )
+            return Admitted([row.id for row in moved], skipped)
+
+    def _move_each(
+        self,
+        moves: Sequence[Move],
+        to_state: JobState,
+        may_move: Callable[[JobState], bool],
+        actor: str,
+        fencing_token: int | None,
+        at: float | None,
+    ) -> tuple[list[JobRow], list[str]]:
+        """``transition_many``'s and ``admit``'s moves (under the lock): each job whose state
+        ``may_move`` moves to ``to_state``; an unknown job, or one named again, is skipped."""
+        now = self._db.now(at)
+        self._db.check_fence(fencing_token)
+        seen: set[str] = set()
+        moved: list[JobRow] = []
+        skipped: list[str] = []
+        for m in moves:
+            row = self._t.jobs.get(m.job_id) if m.job_id not in seen else None
+            seen.add(m.job_id)  # a job named twice moves once
+            if row is None or not may_move(row.state):
+                skipped.append(m.job_id)
+                continue
+            self._move(row, to_state, now, m.reason, actor, fencing_token, m.wait_budget)
+            moved.append(row)
+        return moved, skipped
 
     def claim(
         self,
