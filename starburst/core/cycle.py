@@ -113,6 +113,7 @@ def schedule_pass(
     hold: Mapping[str, str] | None = None,
     held_jobs: Mapping[str, str] | None = None,
     facts: QueueFacts | None = None,
+    keep_starts: bool = False,
 ) -> PassResult:
     """Decide, at ``now``, what starts on-prem, what bursts and what keeps waiting.
 
@@ -123,6 +124,8 @@ def schedule_pass(
     cloud side itself cannot burst). ``held_jobs`` holds single jobs the same way (job id →
     reason: a burst above a $/h ceiling). ``facts``: the kept ``QueueFacts`` of ``queue``
     (used only if they are of that very object; else they are told afresh).
+    ``keep_starts``: the starts stay allocated on ``capacity`` (the caller runs them there and
+    allocates nothing again); else the pass leaves ``capacity`` as it found it.
     """
     result = PassResult([], [], [], [])  # (the lists given: quicker than four factories)
     held = _Holds(hold or {}, held_jobs or {}) if hold or held_jobs else _NO_HOLDS
@@ -142,7 +145,7 @@ def schedule_pass(
     elif kept and facts.stuck(capacity):  # (kept from the queue: none of them fits either)
         waiting, stuck = _schedule_arrivals(ordered, kept, capacity, config, result)
     else:
-        waiting = _schedule(ordered, capacity, config, result)
+        waiting = _schedule(ordered, capacity, config, result, 0)
         stuck = config.out_of_order  # (in order, the jobs behind the first were not tried)
     for a in arrivals:
         if a.deadline <= now:
@@ -153,6 +156,10 @@ def schedule_pass(
         waiting if cap is None or len(waiting) <= cap else _apply_cap(waiting, cap, result, held)
     )
     result.facts = _pass_on(result, facts, floor, arrivals, capacity, held, stuck)
+    if not keep_starts and result.starts:
+        for start in result.starts:  # (each was allocated to try the jobs behind it)
+            capacity.release(start.placement)
+        result.facts.stuck_releases = capacity.releases  # (these give no room to the queue)
     return result
 
 
@@ -180,11 +187,7 @@ def _pass_on(
     if stuck and capacity.gpus_only:
         facts.stuck_on = capacity
         facts.stuck_releases = capacity.releases
-        free = capacity.free_gpus
-        for start in result.starts:
-            for part in start.placement:
-                free -= part.gpus
-        facts.stuck_free = free
+        facts.stuck_free = capacity.free_gpus  # (the pass's starts allocated)
     if told.none_need_a_look() and not (arrivals and may_need_a_look(arrivals)):
         facts.told_none_need_a_look()
     return facts
@@ -335,7 +338,7 @@ def _schedule_arrivals(
             return ordered, False  # the first job does not fit: it blocks the rest
     elif ordered[len(kept) - 1] is kept[-1]:  # every arrival goes after the kept jobs
         return _schedule(ordered, capacity, config, result, len(kept)), True
-    return _schedule(ordered, capacity, config, result), config.out_of_order
+    return _schedule(ordered, capacity, config, result, 0), config.out_of_order
 
 
 def _schedule(
@@ -343,10 +346,11 @@ def _schedule(
     capacity: CapacityIndex,
     config: SchedulerConfig,
     result: PassResult,
-    stuck: int = 0,
+    stuck: int,
 ) -> list[QueuedJob]:
     """Start what fits, in queue order; the jobs left waiting. The first ``stuck`` jobs are
-    known not to fit (out of order only): they wait untried."""
+    known not to fit (out of order only): they wait untried. Each start stays allocated on
+    ``capacity`` (``schedule_pass`` gives them back unless told to keep them)."""
     waiting = ordered[:stuck]
     strategy, out_of_order = config.placement, config.out_of_order
     starts, place = result.starts, capacity.place
@@ -382,8 +386,6 @@ def _schedule(
         if not out_of_order:  # in order: the first job that does not fit blocks the rest
             waiting.extend(ordered[i + 1 :])
             break
-    for start in starts:
-        capacity.release(start.placement)
     return waiting
 
 

@@ -41,7 +41,11 @@ class SimCluster:
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(self.capacity, self._running.values(), self._clock.now())
 
-    def start(self, job: Job, placement: Placement, reason: str = "") -> None:
+    def start(
+        self, job: Job, placement: Placement, reason: str = "", *, allocated: bool = False
+    ) -> None:
+        """Run the job on the placement. ``allocated``: the placement is taken on
+        ``capacity`` already (a pass that kept its starts, ``schedule_pass(keep_starts=True)``)."""
         if job.id in self._running:
             return
         runtime = job.runtime
@@ -51,7 +55,8 @@ class SimCluster:
                 raise ConfigError(f"job {job.id} has no runtime; the simulator needs one")
             job = replace(job, runtime=runtime)
         now = self._clock.now()
-        self.capacity.allocate(placement)
+        if not allocated:
+            self.capacity.allocate(placement)
         self._running[job.id] = RunningJob(job, placement, now)
         heapq.heappush(self._ends, (now + runtime, job.id))
 

@@ -224,7 +224,9 @@ class Simulation:
             if math.isfinite(entry.deadline) and entry.deadline > t:
                 heapq.heappush(self._deadlines, (entry.deadline, job_id))
         capacity = self.cluster.capacity
-        result = schedule_pass(t, self._queue, fresh, capacity, self.config, facts=self._facts)
+        result = schedule_pass(
+            t, self._queue, fresh, capacity, self.config, facts=self._facts, keep_starts=True
+        )
         for start in result.starts:
             waiting_ids.discard(start.job_id)
             self._start(start, t)
@@ -238,7 +240,7 @@ class Simulation:
     def _start(self, start: Start, t: float) -> None:
         track = self._tracks[start.job_id]
         track.reasons.append(start.reason)
-        self.cluster.start(start.job, start.placement, start.reason)
+        self.cluster.start(start.job, start.placement, start.reason, allocated=True)
         track.placement = describe_placement(start.placement)
         track.started_at = t
 

@@ -59,9 +59,14 @@ def both(
     cfg: SchedulerConfig,
     facts: QueueFacts | None,
     hold: dict[str, str] | None = None,
+    keep_starts: bool = False,
 ) -> PassResult:
-    """The pass with the carried facts, checked against the same pass told afresh."""
-    carried = schedule_pass(now, queue, arrivals, cluster.index, cfg, hold, facts=facts)
+    """The pass with the carried facts, checked against the same pass told afresh.
+    ``keep_starts``: the carried pass leaves its starts allocated on ``cluster.index`` (as the
+    simulator's do); the twin's pass leaves its index as it found it."""
+    carried = schedule_pass(
+        now, queue, arrivals, cluster.index, cfg, hold, facts=facts, keep_starts=keep_starts
+    )
     fresh = schedule_pass(now, queue, arrivals, cluster.twin, cfg, hold)
     assert decided(carried) == decided(fresh)
     return carried
@@ -125,6 +130,21 @@ def test_starts_not_carried_out_leave_the_room_they_would_have_taken() -> None:
     # "a" never started (its start was refused): "b" fits now
     second = both(10, first.waiting, [], cluster, config(out_of_order=True), first.facts)
     assert [s.job_id for s in second.starts] == ["b"]
+
+
+def test_a_pass_told_to_keep_its_starts_leaves_them_allocated() -> None:
+    cluster = Cluster(nodes(2, 8))
+    queue = [queued(make_job("a", gpus=8), H), queued(make_job("b", gpus=4, submit=1), H)]
+    kept = both(0, queue, [], cluster, config(out_of_order=True), None, keep_starts=True)
+    assert [s.job_id for s in kept.starts] == ["a", "b"]
+    assert (cluster.index.free_gpus, cluster.twin.free_gpus) == (4, 16)
+    assert [cluster.index.free_on(i) for i in (0, 1)] == [0, 4]
+    # the carried facts are of the cluster with the starts taken: "c" (8 GPUs) is stuck
+    c = queued(make_job("c", gpus=8, submit=2), H, at=2)
+    for start in kept.starts:
+        cluster.twin.allocate(start.placement)
+    stuck = both(5, kept.waiting, [c], cluster, config(out_of_order=True), kept.facts)
+    assert not stuck.starts and stuck.facts is not None and stuck.facts.stuck(cluster.index)
 
 
 def test_a_deadline_passed_since_bursts_the_job() -> None:
@@ -224,6 +244,7 @@ ORDERS = list(QueueOrder)
     cap=st.sampled_from([None, 1, 3]),
     cpus=st.booleans(),
     best_fit=st.booleans(),
+    keep_starts=st.booleans(),
 )
 def test_passes_with_carried_facts_decide_as_passes_told_afresh(
     seed: int,
@@ -232,10 +253,12 @@ def test_passes_with_carried_facts_decide_as_passes_told_afresh(
     cap: int | None,
     cpus: bool,
     best_fit: bool,
+    keep_starts: bool,
 ) -> None:
     # A run of passes as the simulator makes them (starts carried out, the facts handed on),
     # with changes between passes: jobs end or never start, arrivals, time past deadlines,
-    # holds that come and go, a queue changed behind the facts' back, another cluster.
+    # holds that come and go, a queue changed behind the facts' back, another cluster; the
+    # starts allocated by the caller or kept allocated by the pass.
     rng = random.Random(seed)
     shape = [Node(f"n{i}", 4, cpus=8.0 if cpus else 0.0) for i in range(3)]
     cluster = Cluster(shape)
@@ -265,9 +288,15 @@ def test_passes_with_carried_facts_decide_as_passes_told_afresh(
             cluster = Cluster([*shape, Node("extra", 8)])
             running = []
         hold = {"*": "cloud down"} if rng.random() < 0.15 else None
-        result = both(now, queue, arrivals, cluster, cfg, facts, hold)
-        if rng.random() < 0.9:  # the starts carried out (else refused, as a live store may)
-            for start in result.starts:
+        result = both(now, queue, arrivals, cluster, cfg, facts, hold, keep_starts)
+        carried_out = rng.random() < 0.9  # (else refused, as a live store may)
+        for start in result.starts:
+            if keep_starts and carried_out:  # (taken on the index by the pass already)
+                cluster.twin.allocate(start.placement)
+            elif keep_starts:
+                cluster.index.release(start.placement)
+            else:
                 cluster.allocate(start.placement)
+            if carried_out:
                 running.append(start.placement)
         queue, facts = result.waiting, result.facts
