@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from starburst.core.capacity import Node, describe_placement
-from starburst.core.columns import from_columns
 from starburst.core.cycle import SchedulerConfig, admit, schedule_pass
 from starburst.core.decisions import Burst, Start
 from starburst.core.dependencies import is_gated
@@ -33,7 +32,7 @@ from starburst.sim.clock import SimClock
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
 from starburst.sim.gating import Gatekeeper
-from starburst.sim.report import JobOutcome, SimResult
+from starburst.sim.report import OutcomeColumns, SimResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,11 +178,11 @@ class Simulation:
                 f"job(s), e.g. {lost}: a scheduling bug"
             )
         rows = self._outcomes
-        columns = {}  # each column: one field of every outcome
-        if rows:
+        columns: dict[str, Sequence[object]] = {name: () for name in _OUTCOME_COLUMNS}
+        if rows:  # each column: one field of every outcome
             columns = dict(zip(_OUTCOME_COLUMNS, zip(*rows, strict=True), strict=True))
         return SimResult(
-            from_columns(JobOutcome, n, columns),
+            OutcomeColumns(n, columns),
             self.cluster.total_gpus,
             self.options.price_per_gpu_hour,
             self.config.describe(),
