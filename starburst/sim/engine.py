@@ -17,10 +17,11 @@ from __future__ import annotations
 import gc
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from starburst.core.capacity import Node, describe_placement
+from starburst.core.capacity import Node, Placement, describe_placement
 from starburst.core.cycle import SchedulerConfig, admit, schedule_pass
 from starburst.core.decisions import Burst, Start
 from starburst.core.dependencies import is_gated
@@ -95,7 +96,7 @@ class _Track:
         self.pulled_back = False
         self.cloud_gpu_seconds = 0.0
         self.first_burst: float | None = None
-        self.placement = ""
+        self.placement: Placement = ()  # (described when the outcomes are built)
         self.started_at = 0.0
         self.reasons: list[str] = []
 
@@ -182,7 +183,7 @@ class Simulation:
         if rows:  # each column: one field of every outcome
             columns = dict(zip(_OUTCOME_COLUMNS, zip(*rows, strict=True), strict=True))
         return SimResult(
-            OutcomeColumns(n, columns),
+            OutcomeColumns(n, columns, _FINISH),
             self.cluster.total_gpus,
             self.options.price_per_gpu_hour,
             self.config.describe(),
@@ -240,7 +241,7 @@ class Simulation:
         track = self._tracks[start.job_id]
         track.reasons.append(start.reason)
         self.cluster.start(start.job, start.placement, start.reason, allocated=True)
-        track.placement = describe_placement(start.placement)
+        track.placement = start.placement
         track.started_at = t
 
     def _burst(self, burst: Burst, t: float) -> None:
@@ -283,7 +284,7 @@ class Simulation:
                 track.budget,
                 track.cloud_gpu_seconds,
                 track.placement,
-                "; ".join(track.reasons),
+                track.reasons,
                 track.first_burst,
             )
         )
@@ -302,6 +303,12 @@ _OUTCOME_COLUMNS = (
     "reason",
     "first_burst",
 )
+#: the columns recorded raw, each made the outcome's field when the outcomes are built (a
+#: summary reads neither): the placement described, the reasons joined
+_FINISH: dict[str, Callable[[Any], object]] = {
+    "placement": describe_placement,
+    "reason": "; ".join,
+}
 
 
 def simulate(

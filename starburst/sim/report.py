@@ -14,7 +14,7 @@ Terms (docs/scheduling.md, "Cost and metrics"):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter, sub
@@ -57,20 +57,31 @@ class OutcomeColumns(Sequence[JobOutcome]):
     """A run's outcomes as the engine records them: columns (``JobOutcome``'s field → one
     value per job). ``SimResult.summary`` reads the columns as they are; the ``JobOutcome``
     values are built when first asked for (``from_columns``), which a summary alone (a whole
-    ``starburst simulate``) never does. Equal to any sequence of the same outcomes.
+    ``starburst simulate``) never does. ``finish``: columns held raw, each turned into the
+    field's values by its function only then (never one the summary reads). Equal to any
+    sequence of the same outcomes.
 
     Invariant: the columns are not changed once given."""
 
-    __slots__ = ("_built", "columns", "size")
+    __slots__ = ("_built", "_finish", "columns", "size")
 
-    def __init__(self, size: int, columns: Mapping[str, Sequence[Any]]) -> None:
+    def __init__(
+        self,
+        size: int,
+        columns: Mapping[str, Sequence[Any]],
+        finish: Mapping[str, Callable[[Any], object]] | None = None,
+    ) -> None:
         self.size = size
         self.columns = columns
+        self._finish = finish or {}
         self._built: list[JobOutcome] | None = None
 
     def _values(self) -> list[JobOutcome]:
         if self._built is None:
-            self._built = from_columns(JobOutcome, self.size, self.columns)
+            columns = dict(self.columns)
+            for name, make in self._finish.items():
+                columns[name] = list(map(make, columns[name]))
+            self._built = from_columns(JobOutcome, self.size, columns)
         return self._built
 
     def __len__(self) -> int:

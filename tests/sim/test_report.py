@@ -65,6 +65,8 @@ def test_the_summary_of_the_columns_is_the_summary_of_the_outcomes(kind: PolicyK
     assert as_list.summary() == summary
     if kind is PolicyKind.STAR:
         assert summary["pulled_back"] > 0  # (the case is covered)
+        pulled = [o for o in result.outcomes if o.where.startswith("cloud+")]
+        assert all(o.reason.count("; ") >= 2 for o in pulled)  # (its reasons, joined)
     if kind is PolicyKind.NO_WAIT:
         assert summary["burst_jobs"] > 0
 
@@ -87,6 +89,10 @@ def test_outcome_columns_read_as_the_outcomes_they_hold() -> None:
     assert len(outcomes) == 50 and all(isinstance(o, JobOutcome) for o in values)
     assert outcomes[0] is values[0] and list(outcomes[1:3]) == list(values[1:3])
     assert outcomes == values and values == outcomes and outcomes != values[1:]
+    # the fields recorded raw (a placement, the list of reasons) are built as their text
+    onprem = [o for o in values if o.where == "onprem"]
+    assert onprem and all(o.placement.endswith(f"×{o.job.gpus}") for o in onprem)
+    assert all(isinstance(o.reason, str) and o.reason for o in values)
     # two runs alike are equal results; another run is not
     again = simulate(jobs, uniform_nodes(1, 8), SchedulerConfig(policy, True))
     assert again == result
