@@ -8,7 +8,7 @@ GPUs. The capacity index is maintained incrementally, so no operation scans ever
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,9 @@ class SimCluster:
         self.capacity = CapacityIndex(nodes)
         self._runtimes = runtimes if runtimes is not None else {}
         self._clock = clock
-        self._running: dict[str, RunningJob] = {}
+        #: job id → (job, placement, started at): a ``RunningJob``'s fields, made one only
+        #: for a snapshot (a tuple per start, not a frozen value the engine never reads)
+        self._running: dict[str, tuple[Job, Placement, float]] = {}
         self._ends: list[tuple[float, str]] = []
         self.gpu_seconds = 0.0
 
@@ -39,7 +41,7 @@ class SimCluster:
         return self.capacity.total_gpus
 
     def snapshot(self) -> ClusterSnapshot:
-        return ClusterSnapshot(self.capacity, self._running.values(), self._clock.now())
+        return ClusterSnapshot(self.capacity, _RunningView(self._running), self._clock.now())
 
     def start(
         self, job: Job, placement: Placement, reason: str = "", *, allocated: bool = False
@@ -57,13 +59,13 @@ class SimCluster:
         now = self._clock.now()
         if not allocated:
             self.capacity.allocate(placement)
-        self._running[job.id] = RunningJob(job, placement, now)
+        self._running[job.id] = (job, placement, now)
         heapq.heappush(self._ends, (now + runtime, job.id))
 
     def cancel(self, job_id: str) -> None:
         running = self._running.pop(job_id, None)
         if running is not None:
-            self.capacity.release(running.placement)
+            self.capacity.release(running[1])
 
     def next_end(self) -> float | None:
         while self._ends and self._ends[0][1] not in self._running:
@@ -83,10 +85,32 @@ class SimCluster:
             running = self._running.pop(job_id, None)
             if running is None:
                 continue  # cancelled earlier
-            self.capacity.release(running.placement)
-            self.gpu_seconds += running.job.gpus * (at - running.started_at)
+            job, placement, started_at = running
+            self.capacity.release(placement)
+            self.gpu_seconds += job.gpus * (at - started_at)
             done.append((job_id, at))
         return done
 
     def running_count(self) -> int:
         return len(self._running)
+
+
+class _RunningView(Collection[RunningJob]):
+    """The running jobs as ``RunningJob`` values, each made as it is read (the cluster keeps
+    their fields as tuples); live, as the dict's values view it stands for."""
+
+    __slots__ = ("_running",)
+
+    def __init__(self, running: Mapping[str, tuple[Job, Placement, float]]) -> None:
+        self._running = running
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    def __iter__(self) -> Iterator[RunningJob]:
+        return (RunningJob(*fields) for fields in self._running.values())
+
+    def __contains__(self, item: object) -> bool:
+        if not isinstance(item, RunningJob):
+            return False
+        return self._running.get(item.job.id) == (item.job, item.placement, item.started_at)
