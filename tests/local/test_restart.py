@@ -93,7 +93,11 @@ def test_a_job_that_ended_unwatched_reports_its_outcome_once(tmp_path: Path) -> 
 
 def test_jobs_of_a_killed_controller_are_adopted(tmp_path: Path) -> None:
     runs, state = tmp_path / "runs.txt", tmp_path / "state"
-    jobs = [("slow", appends(runs, "sleep 0.5; exit 4")), ("quick", appends(runs))]
+    # "slow" runs until the test lets it end (a sleep of its own once ended before the new
+    # life looked, on a loaded machine)
+    release = tmp_path / "release"
+    slow = f"while [ ! -e {release} ]; do sleep 0.05; done; exit 4"
+    jobs = [("slow", appends(runs, slow)), ("quick", appends(runs))]
     life = earlier_life(FIRST_LIFE, state=str(state), jobs=jobs)
     wait_for(lambda: (state / "quick" / "exit_code").exists())
 
@@ -103,6 +107,7 @@ def test_jobs_of_a_killed_controller_are_adopted(tmp_path: Path) -> None:
     assert list(cluster.slots_of("slow")) == life["started"]["slow"][1]
     for job_id, command in jobs:
         cluster.start(job(job_id, command), on_local(1), "resumed by a new leader")
+    release.touch()
     done = {e.job_id: e for e in ends(cluster, 2)}
     assert done["quick"].succeeded
     assert not done["slow"].succeeded and exit_code_in(done["slow"].reason) == 4
