@@ -509,9 +509,10 @@ class Lifecycle(Protocol):
     ) -> Admitted:
         """``transition_many(moves, QUEUED, ...)`` for jobs still ``submitted``, without
         reading them back (the controller's admission has just read them): the same version
-        bump, wait budget, held reason cleared (``queued_at`` re-stamped after a hold) and one
-        event per job, in one transaction. A job that is unknown, named twice or no longer
-        submitted is skipped and named. Raises only ``StaleLeader`` (then nothing changes)."""
+        bump, wait budget (and predicted runtime, when a move has one), held reason cleared
+        (``queued_at`` re-stamped after a hold) and one event per job, in one transaction.
+        A job that is unknown, named twice or no longer submitted is skipped and named.
+        Raises only ``StaleLeader`` (then nothing changes)."""
         ...
 
     def claim(
@@ -759,9 +760,12 @@ class ModelRegistry(Protocol):
         keeps the most recent), oldest end first."""
         ...
 
-    def record_predictions(self, predictions: Sequence[Prediction]) -> None:
+    def record_predictions(
+        self, predictions: Sequence[Prediction], *, set_runtime: bool = True
+    ) -> None:
         """Store predictions (``JobNotFound`` for an unknown job; the last one per job sets
-        its ``predicted_runtime``)."""
+        its ``predicted_runtime``, unless not ``set_runtime``: the caller writes it with
+        another change of the job, as the admission does with its ``Move``)."""
         ...
 
     def predictions(self, job_id: str) -> list[Prediction]:

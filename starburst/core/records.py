@@ -134,11 +134,14 @@ class JobSpec:
 
 @dataclass(frozen=True, slots=True)
 class Move:
-    """One job of a batch transition: why it moves, and its wait budget if it gets one."""
+    """One job of a batch transition: why it moves, and its wait budget and predicted
+    runtime if it gets them (written with the move: the admission's estimate costs no
+    write of its own)."""
 
     job_id: str
     reason: str
     wait_budget: float | None = None
+    predicted_runtime: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

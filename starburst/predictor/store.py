@@ -110,8 +110,11 @@ def record_estimates(
     estimates: Sequence[Estimate],
     at: float,
     model_version_id: int | None = None,
+    *,
+    set_runtime: bool = True,
 ) -> None:
-    """Record each estimate with its source (and the model version it came from)."""
+    """Record each estimate with its source (and the model version it came from);
+    ``set_runtime``: ``ModelRegistry.record_predictions``'s."""
     store.record_predictions(
         [
             Prediction(
@@ -125,14 +128,22 @@ def record_estimates(
                 quantiles={"p10": e.low, "p50": e.value, "p90": e.high},
             )
             for j, e in zip(jobs, estimates, strict=True)
-        ]
+        ],
+        set_runtime=set_runtime,
     )
 
 
 def record_as_active(
-    store: ModelRegistry, jobs: Sequence[Job], estimates: Sequence[Estimate], at: float
+    store: ModelRegistry,
+    jobs: Sequence[Job],
+    estimates: Sequence[Estimate],
+    at: float,
+    *,
+    set_runtime: bool = True,
 ) -> None:
     """``record_estimates`` with the active model's version: how every controller pass
     that predicts (the scheduling pass, Kueue's) records what it predicted."""
     model = store.active_model(MODEL_NAME)
-    record_estimates(store, jobs, estimates, at, model.id if model else None)
+    record_estimates(
+        store, jobs, estimates, at, model.id if model else None, set_runtime=set_runtime
+    )

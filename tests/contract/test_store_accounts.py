@@ -197,6 +197,15 @@ def test_predictions_set_the_estimate_and_models_have_one_active_version(store, 
         store.models.record_predictions(mixed)
     assert store.jobs.get(job_id).predicted_runtime == 1800.0
     assert len(store.models.predictions(job_id)) == 2
+    # kept without setting the job's estimate (the admission's move writes it)
+    store.models.record_predictions(
+        [Prediction(job_id, 60.0, 30.0, 90.0, "prior", clock.now())], set_runtime=False
+    )
+    assert store.jobs.get(job_id).predicted_runtime == 1800.0
+    assert [p.value for p in store.models.predictions(job_id)] == [900.0, 1800.0, 60.0]
+    with pytest.raises(JobNotFound, match="ghost"):  # an unknown job refused all the same
+        store.models.record_predictions(mixed, set_runtime=False)
+    assert len(store.models.predictions(job_id)) == 3
 
 
 def test_a_batch_of_predictions_sets_every_jobs_estimate_and_keeps_every_prediction(  # type: ignore[no-untyped-def]

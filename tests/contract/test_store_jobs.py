@@ -552,8 +552,9 @@ def test_a_batch_transition_moves_what_it_may_in_one_go(store, elect, clock):  #
 def test_an_admission_queues_the_jobs_still_submitted_as_a_batch_transition_does(  # type: ignore[no-untyped-def]
     store, elect, clock
 ):
-    """``admit`` writes what ``transition_many`` to ``queued`` writes (version, budget, a
-    hold's end, one event each, in order), for the jobs still submitted only: a job burst
+    """``admit`` writes what ``transition_many`` to ``queued`` writes (version, budget,
+    predicted runtime, a hold's end, one event each, in order), for the jobs still submitted
+    only: a job burst
     meanwhile is not re-queued, as ``transition_many`` would re-queue it."""
     submitted_at = clock.now()
     specs = [JobSpec(gpus=1, user="ann", name=f"a{n}") for n in range(10)]
@@ -570,32 +571,46 @@ def test_an_admission_queues_the_jobs_still_submitted_as_a_batch_transition_does
     def budget(n: int) -> float | None:
         return None if n == 1 else float("inf") if n == 3 else 60.0 * n
 
-    moves = [Move(i, f"queued {n}", wait_budget=budget(n)) for n, i in enumerate(ids[:5])]
-    moves += [Move("no-such-job", "ghost"), Move(ids[0], "named twice")]
+    def runtime(n: int) -> float | None:  # (the admission's estimate, written with the move)
+        return None if n == 0 else 100.0 * n
+
+    def move(job_id: str, n: int) -> Move:
+        return Move(job_id, f"queued {n}", wait_budget=budget(n), predicted_runtime=runtime(n))
+
+    moves = [move(i, n) for n, i in enumerate(ids[:5])]
+    moves += [Move("no-such-job", "ghost"), Move(ids[0], "named twice", predicted_runtime=9.0)]
     result = store.lifecycle.admit(moves, actor="controller", fencing_token=token)
     assert result.admitted == [ids[0], ids[1], ids[3]]
     assert result.skipped == [ids[2], ids[4], "no-such-job", ids[0]]
     store.lifecycle.transition_many(
-        [Move(twins[i], f"queued {n}", wait_budget=budget(n)) for n, i in enumerate(ids[:2])]
-        + [Move(twins[ids[3]], "queued 3", wait_budget=budget(3))],
+        [move(twins[i], n) for n, i in enumerate(ids[:2])] + [move(twins[ids[3]], 3)],
         JobState.QUEUED,
         actor="controller",
         fencing_token=token,
     )
     for n in (0, 1, 3):
         got, twin = store.jobs.get(ids[n]), store.jobs.get(twins[ids[n]])
-        assert (got.state, got.version, got.held, got.wait_budget, got.queued_at) == (
+        assert (
+            got.state,
+            got.version,
+            got.held,
+            got.wait_budget,
+            got.predicted_runtime,
+            got.queued_at,
+        ) == (
             twin.state,
             twin.version,
             twin.held,
             twin.wait_budget,
+            twin.predicted_runtime,
             twin.queued_at,
         )
-        assert (got.state, got.version, got.held, got.wait_budget) == (
+        assert (got.state, got.version, got.held, got.wait_budget, got.predicted_runtime) == (
             JobState.QUEUED,
             2,
             None,
             budget(n),
+            runtime(n),
         )
         assert got.queued_at == (clock.now() if n == 3 else submitted_at)  # a hold's end
         last = store.jobs.events(ids[n])[-1]

@@ -193,3 +193,24 @@ def test_a_steady_queue_is_kept_in_order_with_its_facts_until_it_changes(tmp_pat
     now = view.ordered(clock.now(), policy, order)
     assert [q.id for q in now] == ["j2"] and view.facts is not None and view.facts.queue is now
     store.close()
+
+
+def test_an_admitted_job_keeps_its_estimate_and_its_recorded_prediction(tmp_path: Path) -> None:
+    """The admission writes each job's predicted runtime with its move to ``queued`` (one
+    write of the job, not two) and records the prediction it came from."""
+    from starburst.predictor.estimator import FallbackEstimator
+
+    store, cluster, _, clock = setup(tmp_path, gpus=1)
+    config = SchedulerConfig(WaitPolicy(PolicyKind.COMPUTE, 1.0), out_of_order=True)
+    loop = SchedulingLoop(store, cluster, None, clock, config, estimator=FallbackEstimator())
+    store.submissions.submit(JobSpec(id="j0", gpus=1, declared_runtime=1200.0), at=T0)
+    store.submissions.submit(JobSpec(id="j1", gpus=1, declared_runtime=600.0), at=T0 + 1)
+    clock.set(T0 + 10)
+    loop.run_pass()
+    for job_id, declared in (("j0", 1200.0), ("j1", 600.0)):
+        stored = store.jobs.get(job_id)
+        assert stored.state in (JobState.QUEUED, JobState.RUNNING_ONPREM)
+        assert stored.version >= 2 and stored.predicted_runtime == declared
+        (prediction,) = store.models.predictions(job_id)
+        assert (prediction.value, prediction.source) == (declared, "declared")
+        assert stored.wait_budget == pytest.approx(declared)  # compute: c × GPUs × estimate

@@ -31,6 +31,16 @@ _SET_PREDICTED = sa.update(JOBS).where(JOBS.c.id == sa.bindparam("b_id"))
 MODELS = table(ModelVersionRow)
 
 
+def _count_known(conn: sa.Connection, ids: Mapping[str, object]) -> int:
+    """How many of these jobs the store has (a read: nothing of theirs written)."""
+    found = 0
+    for clause in in_chunks(JOBS.c.id, ids):
+        found += conn.execute(
+            sa.select(sa.func.count()).select_from(JOBS).where(clause)
+        ).scalar_one()
+    return found
+
+
 class SqlModels:
     """The ``ModelRegistry`` port: training history, predictions and model versions over
     the shared ``Database``."""
@@ -67,15 +77,20 @@ class SqlModels:
             query = query.order_by(JOBS.c.ended_at, JOBS.c.id)
         return run(self._engine, lambda c: [to_history(r) for r in c.execute(query).mappings()])
 
-    def record_predictions(self, predictions: Sequence[Prediction]) -> None:
-        """Store predictions and set each job's ``predicted_runtime`` (last one wins)."""
+    def record_predictions(
+        self, predictions: Sequence[Prediction], *, set_runtime: bool = True
+    ) -> None:
+        """Store predictions and set each job's ``predicted_runtime`` (last one wins; not
+        when not ``set_runtime``: the port's)."""
 
         def write(conn: sa.Connection) -> None:
             latest = {p.job_id: p.value for p in predictions}
             if not latest:
                 return
             values = [{"b_id": job_id, "predicted_runtime": v} for job_id, v in latest.items()]
-            if conn.dialect.name == "postgresql":  # one statement each (``unnest_update``)
+            if not set_runtime:  # (an unknown job still refused: the rows name it)
+                done = _count_known(conn, latest)
+            elif conn.dialect.name == "postgresql":  # one statement each (``unnest_update``)
                 done = unnest_update(conn, JOBS, values, keys={"b_id": "id"})
             else:  # one statement executed for all
                 done = conn.execute(_SET_PREDICTED, values).rowcount

@@ -175,6 +175,8 @@ class SqlTransitions:
             values = _changes(row, to_state, now)
             if m.wait_budget is not None:
                 values["wait_budget"] = m.wait_budget
+            if m.predicted_runtime is not None:
+                values["predicted_runtime"] = m.predicted_runtime
             updates.setdefault(tuple(sorted(values)), []).append(
                 {"b_id": m.job_id, "b_version": row["version"], **values}
             )
@@ -441,6 +443,7 @@ def _admit_at_once(
         [m.job_id for m in first.values()],
         [m.reason for m in first.values()],
         [m.wait_budget for m in first.values()],
+        [m.predicted_runtime for m in first.values()],
         now,
         now,
         actor,
@@ -460,16 +463,18 @@ def _admit_at_once(
 def _admit_sql(dialect: sa.Dialect) -> str:
     """``_admit_at_once``'s statement: each job still submitted queued with ``_changes``'s
     values (the version bumped, the held reason cleared and ``queued_at`` re-stamped after a
-    hold, the wait budget when given), and its event, in the order of the moves."""
+    hold, the wait budget and predicted runtime when given), and its event, in the order of
+    the moves."""
     at = EVENTS.c.at.type.compile(dialect)
     submitted, queued = JobState.SUBMITTED.value, JobState.QUEUED.value
     return (
-        "WITH m AS (SELECT * FROM unnest(%b::varchar[], %b::text[], %b::float8[]) "
-        "WITH ORDINALITY AS m(id, reason, budget, n)), "
+        "WITH m AS (SELECT * FROM unnest(%b::varchar[], %b::text[], %b::float8[], "
+        "%b::float8[]) WITH ORDINALITY AS m(id, reason, budget, runtime, n)), "
         f"moved AS (UPDATE {JOBS.name} AS j SET state = '{queued}', version = j.version + 1, "
         "held_reason = NULL, "
         f"queued_at = CASE WHEN j.held_reason IS NULL THEN j.queued_at ELSE %s::{at} END, "
-        "wait_budget = COALESCE(m.budget, j.wait_budget) "
+        "wait_budget = COALESCE(m.budget, j.wait_budget), "
+        "predicted_runtime = COALESCE(m.runtime, j.predicted_runtime) "
         f"FROM m WHERE j.id = m.id AND j.state = '{submitted}' RETURNING j.id, m.reason, m.n), "
         f"events AS (INSERT INTO {EVENTS.name} "
         "(job_id, at, from_state, to_state, reason, actor, fencing_token) "

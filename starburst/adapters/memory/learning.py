@@ -51,12 +51,15 @@ class MemoryModels:
                 rows = rows[len(rows) - limit :] if limit > 0 else []
             return [_history(r) for r in rows]
 
-    def record_predictions(self, predictions: Sequence[Prediction]) -> None:
+    def record_predictions(
+        self, predictions: Sequence[Prediction], *, set_runtime: bool = True
+    ) -> None:
         with self._lock:
             for p in predictions:
                 self._t.row(p.job_id)
             for p in predictions:
-                self._t.jobs[p.job_id].predicted_runtime = p.value
+                if set_runtime:
+                    self._t.jobs[p.job_id].predicted_runtime = p.value
                 self._t.predictions.setdefault(p.job_id, []).append(
                     replace(p, quantiles=dict(p.quantiles))
                 )

@@ -154,6 +154,8 @@ class MemoryTransitions:
                 skipped.append(m.job_id)
                 continue
             self._move(row, to_state, now, m.reason, actor, fencing_token, m.wait_budget)
+            if m.predicted_runtime is not None:
+                row.predicted_runtime = m.predicted_runtime
             moved.append(row)
         return moved, skipped
 

@@ -357,9 +357,8 @@ class SchedulingLoop:
             return []
         jobs = [_with_declaration(s) for s in submitted]
         estimates = self.estimator.estimate(jobs) if self.estimator is not None else None
-        if estimates is not None:
+        if estimates is not None:  # (each job's predicted runtime is written as it is queued)
             self._record_predictions(jobs, estimates, now)
-        # (the predictions, recorded above, already set each job's predicted runtime)
         admitted: dict[str, tuple[QueuedJob, Move, float | None]] = {}
         for i, stored in enumerate(submitted):
             job = stored.job
@@ -371,7 +370,7 @@ class SchedulingLoop:
             reason = f"queued with a {_budget_text(budget)} wait budget: {formula}"
             if (blocker := cloud_blocker(job)) is not None:
                 budget, reason = math.inf, f"queued to run on-prem only: {blocker}"
-            move = Move(job.id, reason, wait_budget=budget)
+            move = Move(job.id, reason, wait_budget=budget, predicted_runtime=estimate)
             # a job let in after a hold is queued now (the store re-stamps it too)
             queued_at = now if stored.held is not None else stored.queued_at
             admitted[job.id] = (QueuedJob(job, queued_at, budget), move, estimate)
@@ -552,10 +551,11 @@ class SchedulingLoop:
         return False
 
     def _record_predictions(self, jobs: list[Job], estimates: list[Estimate], now: float) -> None:
-        """Every prediction is stored with its source and the model version it came from."""
+        """Every prediction is stored with its source and the model version it came from
+        (the job's predicted runtime is not set here: the admission's move sets it)."""
         from starburst.predictor.store import record_as_active
 
-        record_as_active(self.store.models, jobs, estimates, now)
+        record_as_active(self.store.models, jobs, estimates, now, set_runtime=False)
 
     @staticmethod
     def _quietly(call: Callable[..., object], *args: object) -> None:
