@@ -31,14 +31,12 @@ _SET_PREDICTED = sa.update(JOBS).where(JOBS.c.id == sa.bindparam("b_id"))
 MODELS = table(ModelVersionRow)
 
 
-def _count_known(conn: sa.Connection, ids: Mapping[str, object]) -> int:
-    """How many of these jobs the store has (a read: nothing of theirs written)."""
-    found = 0
+def _first_unknown(conn: sa.Connection, ids: Mapping[str, object]) -> str | None:
+    """The first of these jobs the store does not have, or None."""
+    known: set[str] = set()
     for clause in in_chunks(JOBS.c.id, ids):
-        found += conn.execute(
-            sa.select(sa.func.count()).select_from(JOBS).where(clause)
-        ).scalar_one()
-    return found
+        known.update(conn.execute(sa.select(JOBS.c.id).where(clause)).scalars())
+    return next((j for j in ids if j not in known), None)
 
 
 class SqlModels:
@@ -88,17 +86,16 @@ class SqlModels:
             if not latest:
                 return
             values = [{"b_id": job_id, "predicted_runtime": v} for job_id, v in latest.items()]
-            if not set_runtime:  # (an unknown job still refused: the rows name it)
-                done = _count_known(conn, latest)
-            elif conn.dialect.name == "postgresql":  # one statement each (``unnest_update``)
-                done = unnest_update(conn, JOBS, values, keys={"b_id": "id"})
-            else:  # one statement executed for all
-                done = conn.execute(_SET_PREDICTED, values).rowcount
-            if done != len(values):
-                known: set[str] = set()
-                for clause in in_chunks(JOBS.c.id, latest):
-                    known.update(conn.execute(sa.select(JOBS.c.id).where(clause)).scalars())
-                raise JobNotFound(next(j for j in latest if j not in known))
+            if not set_runtime:  # (an unknown job is refused all the same)
+                missing = _first_unknown(conn, latest)
+            else:
+                if conn.dialect.name == "postgresql":  # one statement (``unnest_update``)
+                    done = unnest_update(conn, JOBS, values, keys={"b_id": "id"})
+                else:  # one statement executed for all
+                    done = conn.execute(_SET_PREDICTED, values).rowcount
+                missing = None if done == len(values) else _first_unknown(conn, latest)
+            if missing is not None:
+                raise JobNotFound(missing)
             rows = [
                 {
                     "job_id": p.job_id,
