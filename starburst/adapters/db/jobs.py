@@ -318,12 +318,13 @@ def read_backlog(
     asked for are read from ``waiting_counts`` (the triggers of migration 0015 keep it with
     every change of the jobs), not counted: a count reads every waiting job of the user, and
     a group commit reads the backlog before every batch. On PostgreSQL the query's text is
-    always the same (one array per kind of name): the driver prepares it once, and no
-    statement is built and compiled per batch."""
+    always the same (one array per kind of name), so no statement is built and compiled per
+    batch, and it is never prepared: PostgreSQL plans it afresh for the keys of each batch
+    (``_unprepared``)."""
     found: dict[str, dict[str, int]] = {"key": {}, "user": {}, "team": {}, "array": {}}
     if conn.dialect.name == "postgresql":
         params = tuple(list(names) for names in (keys, users, teams, arrays))
-        rows: Any = conn.exec_driver_sql(_BACKLOG_SQL, params)
+        rows: Any = _unprepared(conn, _BACKLOG_SQL, params)
     else:
         rows = conn.execute(_backlog_query(users=users, teams=teams, arrays=arrays, keys=keys))
     for what, name, count in rows:
@@ -347,6 +348,24 @@ _BACKLOG_SQL = (
     f"UNION ALL SELECT 'array', array_id, count(*) FROM {JOBS.name} "
     "WHERE array_id = ANY(%b::varchar[]) GROUP BY array_id"
 )
+
+
+def _unprepared(conn: sa.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+    """The rows of ``sql`` run on ``conn``'s transaction without psycopg preparing it.
+
+    psycopg prepares a statement run five times on a connection, and PostgreSQL then keeps
+    one generic plan for it if that plan looked no dearer than the first five custom ones.
+    The backlog's lookups by key (``= ANY``) are planned while the jobs table is still small
+    on a new install (or after a purge): the generic plan reads the whole table, and the
+    connection keeps it as the table grows, so a group commit's read took 10 ms and more at
+    10,000 jobs (``tests/integration/db/test_db_backlog_plan.py``). Unprepared, each read is
+    planned for its own keys, as an index lookup, at a fraction of a millisecond."""
+    driver: Any = conn.connection.driver_connection
+    kept, driver.prepare_threshold = driver.prepare_threshold, None  # None: never prepare
+    try:
+        return list(conn.exec_driver_sql(sql, params))
+    finally:
+        driver.prepare_threshold = kept
 
 
 def _backlog_query(
