@@ -81,6 +81,7 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 UtcTime = DateTime(timezone=True)
 
 _STATES = ", ".join(f"'{s.value}'" for s in JobState)
+_IN_ARRAY = text("array_id IS NOT NULL")
 _ACTIVE = text("state IN (" + ", ".join(f"'{s.value}'" for s in JobState if not s.terminal) + ")")
 
 
@@ -172,12 +173,20 @@ class JobRow(Base):
             postgresql_where=_ACTIVE,
             sqlite_where=_ACTIVE,
         ),
+        # the jobs of arrays only: every query asks for given arrays (migration 0016)
+        Index(
+            "ix_jobs_array_id",
+            "array_id",
+            postgresql_where=_IN_ARRAY,
+            sqlite_where=_IN_ARRAY,
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
     name: Mapped[str | None] = mapped_column(String(256))
-    user_name: Mapped[str | None] = mapped_column(ForeignKey("users.name"), index=True)
+    # found by ix_jobs_user_queue, whose first column it is (migration 0016)
+    user_name: Mapped[str | None] = mapped_column(ForeignKey("users.name"))
     team_name: Mapped[str | None] = mapped_column(ForeignKey("teams.name"), index=True)
     image: Mapped[str | None] = mapped_column(String(512))
     command: Mapped[str | None] = mapped_column(Text)
@@ -200,7 +209,7 @@ class JobRow(Base):
     wait_budget: Mapped[float | None] = mapped_column(Float)
     ran_on: Mapped[str | None] = mapped_column(String(16))
     depends_on: Mapped[list[str] | None] = mapped_column(JSON)
-    array_id: Mapped[str | None] = mapped_column(String(256), index=True)
+    array_id: Mapped[str | None] = mapped_column(String(256))
     array_limit: Mapped[int | None] = mapped_column(Integer)
     held_reason: Mapped[str | None] = mapped_column(Text)
 
