@@ -151,6 +151,26 @@ def unnest_insert(
     return [r[0] for r in result] if returning is not None else []
 
 
+def unprepared(conn: sa.Connection, sql: str, params: Sequence[Any]) -> sa.CursorResult[Any]:
+    """``conn.exec_driver_sql(sql, params)`` without psycopg preparing the statement
+    (PostgreSQL), so PostgreSQL plans it for these parameters and the table as it is now.
+
+    psycopg prepares a statement a connection has run five times, and PostgreSQL then keeps
+    one generic plan for it if that plan looked no dearer than the custom ones. For the
+    statements that find jobs by an array of keys or ids (the group commit's backlog,
+    ``unnest_update``), the generic plan made while the jobs table of a new install was
+    small reads the whole table, and the connections of the pool keep it as the table grows:
+    the backlog's read took 10 ms a batch at 10,000 jobs, and a pass's update of two jobs
+    read all 3,000 (``tests/integration/db/test_db_plans.py``). Planned each time, they are
+    index lookups of their own rows."""
+    driver: Any = conn.connection.driver_connection
+    kept, driver.prepare_threshold = driver.prepare_threshold, None  # None: never prepare
+    try:
+        return conn.exec_driver_sql(sql, tuple(params))
+    finally:
+        driver.prepare_threshold = kept
+
+
 def unnest_update(
     conn: sa.Connection,
     target: sa.Table,
@@ -169,7 +189,7 @@ def unnest_update(
     the values travel as one array per column."""
     columns = tuple(rows[0])
     sql, sends = _unnest_update_statement(conn.dialect, target, columns, tuple(keys.items()))
-    result = conn.exec_driver_sql(sql, tuple(_arrays(rows, columns, sends)))
+    result = unprepared(conn, sql, _arrays(rows, columns, sends))
     return int(result.rowcount)
 
 

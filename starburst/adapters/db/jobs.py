@@ -33,7 +33,7 @@ from starburst.core.records import (
 )
 from starburst.core.submit_limits import Backlog
 
-from .base import Database, in_chunks, literal_in
+from .base import Database, in_chunks, literal_in, unprepared
 from .convert import to_event, to_stored_job
 from .engine import run, run_statements
 from .models import JobEventRow, JobRow, PlacementRow, WaitingCountRow, table
@@ -320,11 +320,11 @@ def read_backlog(
     a group commit reads the backlog before every batch. On PostgreSQL the query's text is
     always the same (one array per kind of name), so no statement is built and compiled per
     batch, and it is never prepared: PostgreSQL plans it afresh for the keys of each batch
-    (``_unprepared``)."""
+    (``base.unprepared``)."""
     found: dict[str, dict[str, int]] = {"key": {}, "user": {}, "team": {}, "array": {}}
     if conn.dialect.name == "postgresql":
         params = tuple(list(names) for names in (keys, users, teams, arrays))
-        rows: Any = _unprepared(conn, _BACKLOG_SQL, params)
+        rows: Any = unprepared(conn, _BACKLOG_SQL, params)
     else:
         rows = conn.execute(_backlog_query(users=users, teams=teams, arrays=arrays, keys=keys))
     for what, name, count in rows:
@@ -348,24 +348,6 @@ _BACKLOG_SQL = (
     f"UNION ALL SELECT 'array', array_id, count(*) FROM {JOBS.name} "
     "WHERE array_id = ANY(%b::varchar[]) GROUP BY array_id"
 )
-
-
-def _unprepared(conn: sa.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
-    """The rows of ``sql`` run on ``conn``'s transaction without psycopg preparing it.
-
-    psycopg prepares a statement run five times on a connection, and PostgreSQL then keeps
-    one generic plan for it if that plan looked no dearer than the first five custom ones.
-    The backlog's lookups by key (``= ANY``) are planned while the jobs table is still small
-    on a new install (or after a purge): the generic plan reads the whole table, and the
-    connection keeps it as the table grows, so a group commit's read took 10 ms and more at
-    10,000 jobs (``tests/integration/db/test_db_backlog_plan.py``). Unprepared, each read is
-    planned for its own keys, as an index lookup, at a fraction of a millisecond."""
-    driver: Any = conn.connection.driver_connection
-    kept, driver.prepare_threshold = driver.prepare_threshold, None  # None: never prepare
-    try:
-        return list(conn.exec_driver_sql(sql, params))
-    finally:
-        driver.prepare_threshold = kept
 
 
 def _backlog_query(
