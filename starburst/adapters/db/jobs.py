@@ -149,24 +149,9 @@ class SqlJobs:
         out of the queue (True) or only the others (False)."""
         if limit < 1:
             raise ConfigError(f"page limit must be at least 1, got {limit}")
-        query = (
-            sa.select(JOBS)
-            .where(literal_in(JOBS.c.state, [s.value for s in states]))
-            .order_by(JOBS.c.queued_at, JOBS.c.id)
-            .limit(limit + 1)
+        query = queue_query(
+            limit=limit, cursor=cursor, states=states, user=user, team=team, name=name, held=held
         )
-        if user is not None:
-            query = query.where(JOBS.c.user_name == user)
-        if team is not None:
-            query = query.where(JOBS.c.team_name == team)
-        if name is not None:
-            query = query.where(JOBS.c.name.ilike(glob_to_like(name), escape="\\"))
-        if held is not None:
-            is_held = JOBS.c.held_reason.is_not(None)
-            query = query.where(is_held if held else sa.not_(is_held))
-        if cursor is not None:
-            when, job_id = decode_cursor(cursor)
-            query = query.where(sa.tuple_(JOBS.c.queued_at, JOBS.c.id) > sa.tuple_(when, job_id))
 
         def read(conn: sa.Connection) -> QueuePage:
             rows = conn.execute(query).mappings().all()
@@ -304,6 +289,38 @@ class SqlJobs:
             Part(r["node_index"], r["node_name"], r["gpus"], r["cpus"], r["memory_mb"])
             for r in rows
         )
+
+
+def queue_query(
+    *,
+    limit: int,
+    cursor: str | None,
+    states: Sequence[JobState],
+    user: str | None,
+    team: str | None,
+    name: str | None,
+    held: bool | None,
+) -> Any:
+    """``SqlJobs.queue``'s query: the page's rows and one more (is there a next page)."""
+    query = (
+        sa.select(JOBS)
+        .where(literal_in(JOBS.c.state, [s.value for s in states]))
+        .order_by(JOBS.c.queued_at, JOBS.c.id)
+        .limit(limit + 1)
+    )
+    if user is not None:
+        query = query.where(JOBS.c.user_name == user)
+    if team is not None:
+        query = query.where(JOBS.c.team_name == team)
+    if name is not None:
+        query = query.where(JOBS.c.name.ilike(glob_to_like(name), escape="\\"))
+    if held is not None:
+        is_held = JOBS.c.held_reason.is_not(None)
+        query = query.where(is_held if held else sa.not_(is_held))
+    if cursor is not None:
+        when, job_id = decode_cursor(cursor)
+        query = query.where(sa.tuple_(JOBS.c.queued_at, JOBS.c.id) > sa.tuple_(when, job_id))
+    return query
 
 
 def read_backlog(

@@ -82,6 +82,7 @@ UtcTime = DateTime(timezone=True)
 
 _STATES = ", ".join(f"'{s.value}'" for s in JobState)
 _IN_ARRAY = text("array_id IS NOT NULL")
+_HELD = text("held_reason IS NOT NULL")
 _ACTIVE = text("state IN (" + ", ".join(f"'{s.value}'" for s in JobState if not s.terminal) + ")")
 
 
@@ -172,6 +173,14 @@ class JobRow(Base):
             "id",
             postgresql_where=_ACTIVE,
             sqlite_where=_ACTIVE,
+        ),
+        # the held jobs in queue order, which every pass reads (migration 0017)
+        Index(
+            "ix_jobs_held_queue",
+            "queued_at",
+            "id",
+            postgresql_where=_HELD,
+            sqlite_where=_HELD,
         ),
         # the jobs of arrays only: every query asks for given arrays (migration 0016)
         Index(

@@ -10,8 +10,10 @@ now never prepared (``base.unprepared``). Each statement that finds jobs by arra
 the admission (``_admit_at_once``, still prepared) too, must read only its own rows,
 whatever the table held when the connection first ran it.
 
-The index of arrays holds the jobs of arrays only (migration 0016): SQLite must still find
-an array's jobs through it.
+Every pass reads the held jobs, oldest first (``controller.loop.gating``): under a burst of
+submissions not yet admitted, that read must not go through every submitted job (the index
+of held jobs, migration 0017). The index of arrays holds the jobs of arrays only (migration
+0016): SQLite must still find an array's jobs through it.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ import sqlalchemy as sa
 from starburst.adapters.db import migrate
 from starburst.adapters.db.base import unnest_update
 from starburst.adapters.db.engine import create_engine
-from starburst.adapters.db.jobs import _backlog_query, read_backlog
+from starburst.adapters.db.jobs import _backlog_query, queue_query, read_backlog
 from starburst.adapters.db.models import JobRow, table
 from starburst.adapters.db.store import SqlStore
 from starburst.adapters.db.transitions import _admit_at_once
+from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec, Move
 from tests.support.databases import MigratedTemplates
 
@@ -123,6 +126,38 @@ def test_a_statement_planned_on_an_empty_table_reads_only_its_rows_once_grown(
         grown(measure)
     finally:
         engine.dispose()
+
+
+@pytest.mark.postgres
+def test_the_held_jobs_are_read_without_the_other_submitted_ones(postgres_database: str) -> None:
+    migrate.upgrade(postgres_database)
+    store = SqlStore.open(postgres_database)
+    engine = create_engine(postgres_database)
+    try:
+        spec = JobSpec(gpus=1, user="ann", team="ml")
+        made = store.submissions.submit_many([spec] * GROWN)
+        held = [made[5].job.id, made[2000].job.id]
+        store.lifecycle.hold({job_id: "waits for an array slot" for job_id in held})
+        with engine.begin() as conn:
+            conn.exec_driver_sql("ANALYZE jobs")
+        with engine.begin() as conn:
+            before = rows_read(conn)
+            query = queue_query(
+                limit=500,
+                cursor=None,
+                states=(JobState.SUBMITTED,),
+                user=None,
+                team=None,
+                name=None,
+                held=True,
+            )
+            found = list(conn.execute(query).mappings())
+            read = rows_read(conn) - before
+        assert sorted(r["id"] for r in found) == sorted(held)
+        assert read <= 4, f"{read} rows of jobs read to find the {len(held)} held of {GROWN}"
+    finally:
+        engine.dispose()
+        store.close()
 
 
 def test_sqlite_counts_an_array_through_its_partial_index(
