@@ -168,12 +168,13 @@ def test_a_repeated_key_answers_the_jobs_full_view_before_and_after_admission(
     assert moved_on.json() == alice.get(f"/v1/jobs/{job_id}").json()
 
 
-def test_a_repeat_reads_the_ledger_only_for_a_job_that_moved(
+def test_a_repeat_reads_the_ledger_only_for_a_job_that_may_have_run(
     api: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A sweep resent after a timeout repeats keys of jobs not admitted yet: those are
-    answered from the stored row alone (no launches, placement or costs to read), as a
-    new job is; a job that moved since, even back to ``submitted``, is read in full."""
+    """A sweep resent after a timeout, or after its script died, repeats keys of jobs not
+    admitted yet or waiting since their admission: those are answered without reading
+    launches, placement or costs (they can have none), as a new job is, and the same as
+    their ``GET``; a job that moved on since, even back to the queue, is read in full."""
     reads: list[str] = []
     launches = api.store.ledger.launches
     monkeypatch.setattr(
@@ -188,6 +189,11 @@ def test_a_repeat_reads_the_ledger_only_for_a_job_that_moved(
 
     store = api.store
     store.lifecycle.transition(job_id, JobState.QUEUED, reason="admitted", actor="controller")
+    reads.clear()  # (the GET read them)
+    admitted = alice.post("/v1/jobs", **keyed)
+    assert admitted.json()["state"] == "queued" and reads == []
+    assert admitted.json() == alice.get(f"/v1/jobs/{job_id}").json()
+    reads.clear()  # (the GET read them)
     store.lifecycle.transition(job_id, JobState.BURSTING, reason="burst", actor="controller")
     store.ledger.record_launch(
         CloudLaunch(

@@ -139,14 +139,22 @@ def _cloud_runs(
     return runs, totals, currency
 
 
+def never_ran(stored: StoredJob) -> bool:
+    """Whether the job cannot have been placed, launched or metered: at its first version
+    (as submitted), or one change later and still waiting (admitted into the queue, held or
+    updated). Running takes two changes from a submission, and coming back to the queue a
+    third, so a job at a later version in ``queued`` or ``submitted`` may have run before."""
+    return stored.version == FIRST_VERSION or (
+        stored.version == FIRST_VERSION + 1 and stored.state in _WAITING
+    )
+
+
 def detail(
     ctx: ApiContext, stored: StoredJob, *, fresh: bool = False, redacted: bool = False
 ) -> JobDetail:
-    """The job's full view; ``fresh``: never moved since it was created (its first
-    ``version``), so it has no launch, placement or cost to read (three queries saved on
-    every submission and on every repeat of one not admitted yet; a job back in
-    ``submitted``, held or updated, has a later version and may have run before).
-    ``redacted``: without its command and output (for finance)."""
+    """The job's full view; ``fresh``: it ``never_ran``, so it has no launch, placement or
+    cost to read (three queries saved on every submission, and on every repeat of one that
+    has not run). ``redacted``: without its command and output (for finance)."""
     runs, totals, currency = ([], {}, "USD") if fresh else _cloud_runs(ctx, stored)
     placement = [] if fresh else ctx.store.jobs.placement(stored.id)
     parts = [
@@ -345,9 +353,11 @@ async def checked(
 async def answer(ctx: ApiContext, result: Submission) -> tuple[int, JobDetail]:
     """201 and the new job, or 200 and the job the submission's key already made."""
     status = 201 if result.created else 200
-    if result.created or result.job.version == FIRST_VERSION:  # never moved: nothing to read
+    if result.created or result.job.version == FIRST_VERSION:  # nothing to read: at once
         return status, detail(ctx, result.job, fresh=True)
-    return status, await run_in_threadpool(detail, ctx, result.job)
+    # a sweep resent after its script died repeats the keys of jobs admitted since
+    fresh = never_ran(result.job)
+    return status, await run_in_threadpool(lambda: detail(ctx, result.job, fresh=fresh))
 
 
 @dataclass(frozen=True, slots=True)
