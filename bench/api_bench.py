@@ -3,6 +3,8 @@
     .venv/bin/python bench/api_bench.py                      # throwaway PostgreSQL
     .venv/bin/python bench/api_bench.py --seconds 4 --history 20000   # a shorter run
     .venv/bin/python bench/api_bench.py --split    # api and controller as two processes
+    .venv/bin/python bench/api_bench.py --split --in-flight 32 --repeat 5 --submits-only
+                                      # one row five times, each beside its hello: the median
 
 What it measures, against ``starburst server`` (controller + API in one process, as a lab runs
 it) on PostgreSQL with auth on, a local cluster of one GPU slot and policy ``infinite``: the
@@ -442,7 +444,28 @@ def main() -> None:
         help="starburst api and starburst controller as two processes (as the Helm chart "
         "deploys them), not starburst server",
     )
+    parser.add_argument(
+        "--in-flight",
+        default="1,8,32,64",
+        help="section 1's rows: connections, comma-separated (default 1,8,32,64)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each row of section 1 this many times, each beside its own hello, and "
+        "print the median ratio (the machine's noise shows in the spread)",
+    )
+    parser.add_argument(
+        "--submits-only", action="store_true", help="section 1 only (no exactness or reads)"
+    )
     args = parser.parse_args()
+    try:
+        args.in_flight = [int(n) for n in args.in_flight.split(",")]
+    except ValueError:
+        parser.error(f"--in-flight takes numbers separated by commas, not {args.in_flight!r}")
+    if min(args.in_flight) < 1 or args.repeat < 1:
+        parser.error("--in-flight and --repeat must be at least 1")
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is missing: apt-get install wrk")
     topology = "api + controller processes" if args.split else "starburst server, one process"
@@ -588,6 +611,9 @@ def run(
         submit_rows(port, bare_port, auth, url, store, args, pids)
         drain(store)
         reset_queue(store, url)
+        if args.submits_only:
+            print(f"\nload average at end: {_load()}")
+            return
         rest(port, bare_port, token, url, store, args, ceiling)
 
 
@@ -601,40 +627,65 @@ def submit_rows(
     pids: list[int],
 ) -> None:
     """Section 1: each row beside the bare app's hello, measured right after it (same
-    connections, same seconds), and the ratio submits ÷ hello of that row."""
-    body = json.dumps(BODY)
+    connections, same seconds), and the ratio submits ÷ hello of that row; with
+    ``--repeat``, each row that many times and the median of its ratios."""
     print("\n1. POST /v1/jobs through HTTP (wrk, one job per request; each row on an empty queue)")
     print(
         "   in flight   submits/s   p50 ms   p99 ms   201s    200s  other  no id  sock err"
         "  timeouts  CPU ms/submit  queue end   bare hello/s  ratio  load"
     )
-    for connections in (1, 8, 32, 64):
+    for connections in args.in_flight:
         for retry in (False, True):
-            drain(store)
-            reset_queue(store, url)
-            script = SUBMIT_LUA % {
-                "retry": "true" if retry else "false",
-                "prefix": uuid.uuid4().hex[:6],
-                "body": body,
-            }
-            cpu_before = sum(cpu_seconds(pid) for pid in pids)
-            r = wrk(port, connections, args.seconds, "/v1/jobs", auth, script)
-            depth = backlog(store)
-            drain(store)  # the controller's admission of this row's jobs counts too
-            cpu_ms = (
-                (sum(cpu_seconds(pid) for pid in pids) - cpu_before) * 1e3 / max(r["requests"], 1)
-            )
-            hello = wrk(bare_port, connections, args.seconds, "/healthz", {})
-            label = f"{connections}{' +retries' if retry else ''}"
-            print(
-                f"   {label:>11} {r['rate']:>9,.0f} {r['p50']:>8.1f} {r['p99']:>8.1f}"
-                f" {r.get('created', 0):>6.0f} {r.get('repeated', 0):>7.0f}"
-                f" {r.get('other', 0):>6.0f} {r.get('no_id', 0):>6.0f}"
-                f" {r['socket_errors']:>9.0f} {r['timeouts']:>9.0f} {cpu_ms:>14.2f}"
-                f" {depth:>10,} {hello['rate']:>14,.0f} {r['rate'] / hello['rate']:>5.2f}×"
-                f" {os.getloadavg()[0]:>5.1f}",
-                flush=True,
-            )
+            ratios = [
+                submit_row(port, bare_port, auth, url, store, args, pids, connections, retry)
+                for _ in range(args.repeat)
+            ]
+            if args.repeat > 1:
+                label = f"{connections}{' +retries' if retry else ''}"
+                print(
+                    f"   {label:>11}: median ratio {statistics.median(ratios):.2f}× of "
+                    f"{args.repeat} ({min(ratios):.2f}–{max(ratios):.2f}×)",
+                    flush=True,
+                )
+
+
+def submit_row(
+    port: int,
+    bare_port: int,
+    auth: dict[str, str],
+    url: str,
+    store: SqlStore,
+    args: argparse.Namespace,
+    pids: list[int],
+    connections: int,
+    retry: bool,
+) -> float:
+    """One row of section 1 on an empty queue, printed; its ratio submits ÷ hello."""
+    body = json.dumps(BODY)
+    drain(store)
+    reset_queue(store, url)
+    script = SUBMIT_LUA % {
+        "retry": "true" if retry else "false",
+        "prefix": uuid.uuid4().hex[:6],
+        "body": body,
+    }
+    cpu_before = sum(cpu_seconds(pid) for pid in pids)
+    r = wrk(port, connections, args.seconds, "/v1/jobs", auth, script)
+    depth = backlog(store)
+    drain(store)  # the controller's admission of this row's jobs counts too
+    cpu_ms = (sum(cpu_seconds(pid) for pid in pids) - cpu_before) * 1e3 / max(r["requests"], 1)
+    hello = wrk(bare_port, connections, args.seconds, "/healthz", {})
+    label = f"{connections}{' +retries' if retry else ''}"
+    print(
+        f"   {label:>11} {r['rate']:>9,.0f} {r['p50']:>8.1f} {r['p99']:>8.1f}"
+        f" {r.get('created', 0):>6.0f} {r.get('repeated', 0):>7.0f}"
+        f" {r.get('other', 0):>6.0f} {r.get('no_id', 0):>6.0f}"
+        f" {r['socket_errors']:>9.0f} {r['timeouts']:>9.0f} {cpu_ms:>14.2f}"
+        f" {depth:>10,} {hello['rate']:>14,.0f} {r['rate'] / hello['rate']:>5.2f}×"
+        f" {os.getloadavg()[0]:>5.1f}",
+        flush=True,
+    )
+    return float(r["rate"] / hello["rate"])
 
 
 def rest(
