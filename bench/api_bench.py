@@ -629,6 +629,34 @@ def submit_rows(
     """Section 1: each row beside the bare app's hello, measured right after it (same
     connections, same seconds), and the ratio submits ÷ hello of that row; with
     ``--repeat``, each row that many times and the median of its ratios."""
+    body = json.dumps(BODY)
+
+    def row(connections: int, retry: bool) -> float:
+        """One row on an empty queue, printed; its ratio submits ÷ hello."""
+        drain(store)
+        reset_queue(store, url)
+        script = SUBMIT_LUA % {
+            "retry": "true" if retry else "false",
+            "prefix": uuid.uuid4().hex[:6],
+            "body": body,
+        }
+        cpu_before = sum(cpu_seconds(pid) for pid in pids)
+        r = wrk(port, connections, args.seconds, "/v1/jobs", auth, script)
+        depth = backlog(store)
+        drain(store)  # the controller's admission of this row's jobs counts too
+        cpu_ms = (sum(cpu_seconds(pid) for pid in pids) - cpu_before) * 1e3 / max(r["requests"], 1)
+        hello = wrk(bare_port, connections, args.seconds, "/healthz", {})
+        print(
+            f"   {_label(connections, retry):>11} {r['rate']:>9,.0f} {r['p50']:>8.1f}"
+            f" {r['p99']:>8.1f} {r.get('created', 0):>6.0f} {r.get('repeated', 0):>7.0f}"
+            f" {r.get('other', 0):>6.0f} {r.get('no_id', 0):>6.0f}"
+            f" {r['socket_errors']:>9.0f} {r['timeouts']:>9.0f} {cpu_ms:>14.2f}"
+            f" {depth:>10,} {hello['rate']:>14,.0f} {r['rate'] / hello['rate']:>5.2f}×"
+            f" {os.getloadavg()[0]:>5.1f}",
+            flush=True,
+        )
+        return float(r["rate"] / hello["rate"])
+
     print("\n1. POST /v1/jobs through HTTP (wrk, one job per request; each row on an empty queue)")
     print(
         "   in flight   submits/s   p50 ms   p99 ms   201s    200s  other  no id  sock err"
@@ -636,56 +664,18 @@ def submit_rows(
     )
     for connections in args.in_flight:
         for retry in (False, True):
-            ratios = [
-                submit_row(port, bare_port, auth, url, store, args, pids, connections, retry)
-                for _ in range(args.repeat)
-            ]
+            ratios = [row(connections, retry) for _ in range(args.repeat)]
             if args.repeat > 1:
-                label = f"{connections}{' +retries' if retry else ''}"
                 print(
-                    f"   {label:>11}: median ratio {statistics.median(ratios):.2f}× of "
-                    f"{args.repeat} ({min(ratios):.2f}–{max(ratios):.2f}×)",
+                    f"   {_label(connections, retry):>11}: median ratio "
+                    f"{statistics.median(ratios):.2f}× of {args.repeat} "
+                    f"({min(ratios):.2f}–{max(ratios):.2f}×)",
                     flush=True,
                 )
 
 
-def submit_row(
-    port: int,
-    bare_port: int,
-    auth: dict[str, str],
-    url: str,
-    store: SqlStore,
-    args: argparse.Namespace,
-    pids: list[int],
-    connections: int,
-    retry: bool,
-) -> float:
-    """One row of section 1 on an empty queue, printed; its ratio submits ÷ hello."""
-    body = json.dumps(BODY)
-    drain(store)
-    reset_queue(store, url)
-    script = SUBMIT_LUA % {
-        "retry": "true" if retry else "false",
-        "prefix": uuid.uuid4().hex[:6],
-        "body": body,
-    }
-    cpu_before = sum(cpu_seconds(pid) for pid in pids)
-    r = wrk(port, connections, args.seconds, "/v1/jobs", auth, script)
-    depth = backlog(store)
-    drain(store)  # the controller's admission of this row's jobs counts too
-    cpu_ms = (sum(cpu_seconds(pid) for pid in pids) - cpu_before) * 1e3 / max(r["requests"], 1)
-    hello = wrk(bare_port, connections, args.seconds, "/healthz", {})
-    label = f"{connections}{' +retries' if retry else ''}"
-    print(
-        f"   {label:>11} {r['rate']:>9,.0f} {r['p50']:>8.1f} {r['p99']:>8.1f}"
-        f" {r.get('created', 0):>6.0f} {r.get('repeated', 0):>7.0f}"
-        f" {r.get('other', 0):>6.0f} {r.get('no_id', 0):>6.0f}"
-        f" {r['socket_errors']:>9.0f} {r['timeouts']:>9.0f} {cpu_ms:>14.2f}"
-        f" {depth:>10,} {hello['rate']:>14,.0f} {r['rate'] / hello['rate']:>5.2f}×"
-        f" {os.getloadavg()[0]:>5.1f}",
-        flush=True,
-    )
-    return float(r["rate"] / hello["rate"])
+def _label(connections: int, retry: bool) -> str:
+    return f"{connections}{' +retries' if retry else ''}"
 
 
 def rest(
