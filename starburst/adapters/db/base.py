@@ -159,10 +159,12 @@ def unprepared(conn: sa.Connection, sql: str, params: Sequence[Any]) -> sa.Curso
     one generic plan for it if that plan looked no dearer than the custom ones. For the
     statements that find jobs by an array of keys or ids (the group commit's backlog,
     ``unnest_update``), the generic plan made while the jobs table of a new install was
-    small reads the whole table, and the connections of the pool keep it as the table grows:
-    the backlog's read took 10 ms a batch at 10,000 jobs, and a pass's update of two jobs
-    read all 3,000 (``tests/integration/db/test_db_plans.py``). Planned each time, they are
-    index lookups of their own rows."""
+    small reads the whole table, and the connections of the pool keep it as the table grows,
+    until an ``ANALYZE`` of the table (autovacuum's, a minute or so later) replaces it: the
+    backlog's read took 10 ms a batch at 10,000 jobs, and a pass's update of two jobs read
+    all 3,000 (``tests/integration/db/test_db_plans.py``). Planned each time, they are index
+    lookups of their own rows, for about 0.5 ms of the server's time a statement
+    (``docs/benchmarks.md``)."""
     driver: Any = conn.connection.driver_connection
     kept, driver.prepare_threshold = driver.prepare_threshold, None  # None: never prepare
     try:
