@@ -118,8 +118,11 @@ def _narrate(
         done = 0
         lines = []
         for job_id in ids:
-            events = jobs.events(job_id)
+            # the state before the events: a job seen finished then has its last event read
+            # (a state and its event are written together; read the other way round, a job
+            # finishing between the reads ended the story without its last line)
             job = jobs.get(job_id)
+            events = jobs.events(job_id)
             lines += [
                 (e.at, job.job.name, e.to_state.value, e.reason)
                 for e in events[seen.get(job_id, 0) :]
