@@ -70,21 +70,15 @@ def rows_read(conn: sa.Connection) -> int:
 
 
 @pytest.fixture
-def grown(postgres_database: str) -> Iterator[Callable[[Callable[[], None]], None]]:
-    """``grow(then)``: ``GROWN`` jobs submitted, then ``then()`` (the statements run first,
-    on the empty table, before)."""
+def pg_store(postgres_database: str) -> Iterator[SqlStore]:
+    """A store on a database of its own, migrated and never analyzed (the shared one,
+    truncated between tests, keeps the statistics of the tests before)."""
     migrate.upgrade(postgres_database)
-    store = SqlStore.open(postgres_database)
-
-    def grow(then: Callable[[], None]) -> None:
-        spec = JobSpec(gpus=1, user="ann", team="ml")
-        store.submissions.submit_many([(spec, f"ann/k{i}", None) for i in range(GROWN)])
-        then()
-
+    opened = SqlStore.open(postgres_database)
     try:
-        yield grow
+        yield opened
     finally:
-        store.close()
+        opened.close()
 
 
 @pytest.mark.postgres
@@ -98,7 +92,7 @@ def grown(postgres_database: str) -> Iterator[Callable[[Callable[[], None]], Non
 )
 def test_a_statement_planned_on_an_empty_table_reads_only_its_rows_once_grown(
     postgres_database: str,
-    grown: Callable[[Callable[[], None]], None],
+    pg_store: SqlStore,
     statement: Callable[[sa.Connection, list[str]], int],
 ) -> None:
     # one connection, kept: the one the plans would be cached on
@@ -107,37 +101,33 @@ def test_a_statement_planned_on_an_empty_table_reads_only_its_rows_once_grown(
         for round_ in range(12):  # past psycopg's five runs, and PostgreSQL's five custom plans
             with engine.begin() as conn:
                 assert statement(conn, [f"none-{round_}-{i}" for i in range(32)]) == 0
-
-        def measure() -> None:
-            with engine.begin() as conn:
-                keys = ["ann/k7", "ann/k2999"]
-                ids = list(
-                    conn.execute(
-                        sa.select(JOBS.c.id).where(JOBS.c.idempotency_key.in_(keys))
-                    ).scalars()
-                )
-                before = rows_read(conn)
-                found = statement(conn, [*(keys if statement is backlog else ids), "none"])
-                read = rows_read(conn) - before
-            assert found == 2
-            # its own two rows (and their versions a write leaves), never the table's
-            assert read <= 8, f"{read} rows of jobs read to find 2 of {GROWN}"
-
-        grown(measure)
+        spec = JobSpec(gpus=1, user="ann", team="ml")
+        pg_store.submissions.submit_many([(spec, f"ann/k{i}", None) for i in range(GROWN)])
+        with engine.begin() as conn:
+            keys = ["ann/k7", "ann/k2999"]
+            ids = list(
+                conn.execute(sa.select(JOBS.c.id).where(JOBS.c.idempotency_key.in_(keys))).scalars()
+            )
+            before = rows_read(conn)
+            found = statement(conn, [*(keys if statement is backlog else ids), "none"])
+            read = rows_read(conn) - before
+        assert found == 2
+        # its own two rows (and their versions a write leaves), never the table's
+        assert read <= 8, f"{read} rows of jobs read to find 2 of {GROWN}"
     finally:
         engine.dispose()
 
 
 @pytest.mark.postgres
-def test_the_held_jobs_are_read_without_the_other_submitted_ones(postgres_database: str) -> None:
-    migrate.upgrade(postgres_database)
-    store = SqlStore.open(postgres_database)
+def test_the_held_jobs_are_read_without_the_other_submitted_ones(
+    postgres_database: str, pg_store: SqlStore
+) -> None:
     engine = create_engine(postgres_database)
     try:
         spec = JobSpec(gpus=1, user="ann", team="ml")
-        made = store.submissions.submit_many([spec] * GROWN)
+        made = pg_store.submissions.submit_many([spec] * GROWN)
         held = [made[5].job.id, made[2000].job.id]
-        store.lifecycle.hold({job_id: "waits for an array slot" for job_id in held})
+        pg_store.lifecycle.hold({job_id: "waits for an array slot" for job_id in held})
         with engine.begin() as conn:
             conn.exec_driver_sql("ANALYZE jobs")
         with engine.begin() as conn:
@@ -157,7 +147,6 @@ def test_the_held_jobs_are_read_without_the_other_submitted_ones(postgres_databa
         assert read <= 4, f"{read} rows of jobs read to find the {len(held)} held of {GROWN}"
     finally:
         engine.dispose()
-        store.close()
 
 
 def test_sqlite_counts_an_array_through_its_partial_index(
