@@ -357,7 +357,7 @@ async def answer(ctx: ApiContext, result: Submission) -> tuple[int, JobDetail]:
         return status, detail(ctx, result.job, fresh=True)
     # a sweep resent after its script died repeats the keys of jobs admitted since
     fresh = never_ran(result.job)
-    return status, await run_in_threadpool(lambda: detail(ctx, result.job, fresh=fresh))
+    return status, await run_in_threadpool(detail, ctx, result.job, fresh=fresh)
 
 
 @dataclass(frozen=True, slots=True)
