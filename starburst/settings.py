@@ -368,6 +368,13 @@ class ApiSettings(BaseModel):
 
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8080, ge=0, le=65535)
+    api_reuse_port: bool = Field(
+        default=False,
+        description="Let several processes of this user on one machine listen on api_port "
+        "together (SO_REUSEPORT: the kernel spreads new connections over them), so "
+        "`starburst api` run twice serves on both cores, and a new process can start "
+        "before the old one stops.",
+    )
     auth: bool = Field(
         default=False,
         description="Require bearer tokens (off for the "

@@ -9,6 +9,7 @@ import gc
 import logging
 import os
 import signal
+import socket
 from typing import Any
 
 from starburst.controller.daemon import Controller
@@ -57,6 +58,38 @@ def _uvicorn(app: Any, settings: Settings) -> Any:
         lifespan="off",
     )
     return uvicorn.Server(config)
+
+
+def shared_port(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` that other processes of this user may bind too
+    (``SO_REUSEPORT``; the kernel gives each new connection to one of them, and refuses the
+    port to another user's process). Not yet listening: the server listens on it."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise SystemExit(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise SystemExit(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (with api_reuse_port, "
+            "only processes of the same user that also set it can share a port)"
+        ) from None
+    return sock
+
+
+def listening_sockets(settings: Settings) -> list[socket.socket] | None:
+    """The sockets the server is handed (``api_reuse_port``), else None: uvicorn binds
+    ``api_host:api_port`` itself, and a port in use stops the process."""
+    if not settings.api_reuse_port:
+        return None
+    return [shared_port(settings.api_host, settings.api_port)]
 
 
 def server_app(settings: Settings, controller: Controller) -> Any:
@@ -113,14 +146,18 @@ class StopSignals:
         if self._server is not None:
             self._server.should_exit = True
 
-    def serve(self, server: Any) -> None:
-        """Run ``server`` (a ``uvicorn.Server``) unless a stop came first."""
+    def serve(self, server: Any, sockets: list[socket.socket] | None = None) -> None:
+        """Run ``server`` (a ``uvicorn.Server``) unless a stop came first; on ``sockets``
+        when given (``listening_sockets``), else on the port it binds."""
         self._server = server
         if self.requested:
             log.info("stopping before serving: a stop signal came first")
             return
         settle_heap()
-        server.run()
+        if sockets is None:
+            server.run()
+        else:
+            server.run(sockets=sockets)
 
 
 def warn_if_insecure(settings: Settings) -> None:
@@ -146,6 +183,7 @@ def run(settings: Settings, mode: str) -> None:
 
     require_schema(settings.database_url)
     stops = StopSignals().install()
+    sockets = listening_sockets(settings)  # before anything starts: a clash stops us here
     if mode == "api":
         from starburst.adapters.db.store import SqlStore
         from starburst.api import create_app
@@ -153,7 +191,7 @@ def run(settings: Settings, mode: str) -> None:
 
         store = SqlStore.open(settings.database_url)
         app = create_app(settings, store, auth=settings.auth, job_logs=job_logs_from(settings))
-        stops.serve(_uvicorn(app, settings))
+        stops.serve(_uvicorn(app, settings), sockets)
         store.close()
         return
     controller = build_controller(settings)
@@ -161,7 +199,7 @@ def run(settings: Settings, mode: str) -> None:
     controller.start()
     log.info("serving", extra={"mode": mode, "host": settings.api_host, "port": settings.api_port})
     try:
-        stops.serve(_uvicorn(app, settings))
+        stops.serve(_uvicorn(app, settings), sockets)
     finally:
         controller.stop()
         controller.store.close()
