@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/api_bench.py                      # throwaway PostgreSQL
     .venv/bin/python bench/api_bench.py --seconds 4 --history 20000   # a shorter run
-    .venv/bin/python bench/api_bench.py --split    # api and controller as two processes
+    .venv/bin/python bench/api_bench.py --split    # 2 api processes and a controller
     .venv/bin/python bench/api_bench.py --split --in-flight 32 --repeat 5 --submits-only
                                       # one row five times, each beside its hello: the median
 
@@ -11,9 +11,12 @@ it) on PostgreSQL with auth on, a local cluster of one GPU slot and policy ``inf
 first job holds the slot, every other one is admitted and waits, so the controller's passes run
 beside the API the whole time (the waiting-jobs limits are raised to ``WAITING_LIMIT``, so a
 fast row is not refused at the default 10,000 per user; they are still counted before every
-batch). With ``--split``, ``starburst api`` and ``starburst controller``
-run as two processes on the same database, as the Helm chart deploys them: the passes then
-no longer share the API's interpreter lock (the CPU column counts both processes):
+batch). With ``--split``, ``starburst api`` and ``starburst controller`` run as separate
+processes on the same database, as the Helm chart deploys them: ``--api-replicas`` API
+processes (default 2, the chart's ``api.replicas``) share the port (``api_reuse_port``: the
+kernel spreads wrk's connections over them as the chart's Service spreads them over its pods)
+and one controller; the passes then no longer share an API's interpreter lock (the CPU column
+counts every process):
 
 1. ``POST /v1/jobs`` with ``wrk`` at 1, 8, 32 and 64 connections (one job per request, each
    with its own ``Idempotency-Key``), each without and with retries (every other request
@@ -166,6 +169,24 @@ def wait_ready(port: int, path: str = "/healthz", timeout: float = 60.0) -> None
             pass
         time.sleep(0.2)
     raise SystemExit(f"server on port {port} did not answer {path} within {timeout:.0f} s")
+
+
+def wait_listening(pid: int, port: int, timeout: float = 60.0) -> None:
+    """Until process ``pid`` listens on ``port`` (its socket among /proc/net/tcp's listeners)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        inodes = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with contextlib.suppress(OSError):
+                for line in Path(table).read_text().splitlines()[1:]:
+                    fields = line.split()
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(f"socket:[{fields[9]}]")
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) in inodes for fd in Path(f"/proc/{pid}/fd").iterdir()):
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"process {pid} did not listen on port {port} within {timeout:.0f} s")
 
 
 def wrk(
@@ -393,9 +414,12 @@ def batched_ceiling(url: str, jobs: int = 5000) -> tuple[float, float]:
     return pages, batches
 
 
-def start_server(url: str, state: Path, port: int, mode: str = "server") -> subprocess.Popen[bytes]:
+def start_server(
+    url: str, state: Path, port: int, mode: str = "server", name: str | None = None
+) -> subprocess.Popen[bytes]:
     """``starburst <mode>`` (server: controller and API in one process; api; controller) on
-    ``port``, logging to ``<state>/<mode>.log``."""
+    ``port``, logging to ``<state>/<name or mode>.log``; API processes may share ``port``
+    (``api_reuse_port``: each replica of the chart takes some of the connections)."""
     env = {
         **os.environ,
         "STARBURST_DATABASE_URL": url,
@@ -405,6 +429,7 @@ def start_server(url: str, state: Path, port: int, mode: str = "server") -> subp
         "STARBURST_CLOUD": "none",
         "STARBURST_LOCAL_GPUS": "1",
         "STARBURST_API_PORT": str(port),
+        "STARBURST_API_REUSE_PORT": "true" if mode == "api" else "false",
         "STARBURST_LOG_FORMAT": "json",
         # limits far above what a row submits: a row at 2,500/s would reach the defaults
         # (10,000 waiting per user) within its seconds and measure 429s; the limits' count
@@ -412,7 +437,7 @@ def start_server(url: str, state: Path, port: int, mode: str = "server") -> subp
         "STARBURST_MAX_WAITING_JOBS_PER_USER": str(WAITING_LIMIT),
         "STARBURST_MAX_WAITING_JOBS_PER_TEAM": str(WAITING_LIMIT),
     }
-    log = open(state / f"{mode}.log", "wb")  # noqa: SIM115 - closed with the process
+    log = open(state / f"{name or mode}.log", "wb")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
         [str(Path(sys.executable).parent / "starburst"), mode],
         env=env,
@@ -445,6 +470,13 @@ def main() -> None:
         "deploys them), not starburst server",
     )
     parser.add_argument(
+        "--api-replicas",
+        type=int,
+        default=2,
+        help="with --split: starburst api processes sharing the port, as the chart's "
+        "api.replicas (default 2) behind its Service",
+    )
+    parser.add_argument(
         "--in-flight",
         default="1,8,32,64",
         help="section 1's rows: connections, comma-separated (default 1,8,32,64)",
@@ -464,11 +496,15 @@ def main() -> None:
         args.in_flight = [int(n) for n in args.in_flight.split(",")]
     except ValueError:
         parser.error(f"--in-flight takes numbers separated by commas, not {args.in_flight!r}")
-    if min(args.in_flight) < 1 or args.repeat < 1:
-        parser.error("--in-flight and --repeat must be at least 1")
+    if min(args.in_flight) < 1 or args.repeat < 1 or args.api_replicas < 1:
+        parser.error("--in-flight, --repeat and --api-replicas must be at least 1")
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is missing: apt-get install wrk")
-    topology = "api + controller processes" if args.split else "starburst server, one process"
+    topology = (
+        f"{args.api_replicas} api + 1 controller processes"
+        if args.split
+        else "starburst server, one process"
+    )
     print(f"load average at start: {_load()} (2 cores); {topology}")
     with server_url() as server:
         if server is None:
@@ -490,13 +526,18 @@ def main() -> None:
             token = store.accounts.issue_token("bench", Role.USER).secret
             seed_history(store, args.history)
             port = free_port()
-            modes = {"api": port, "controller": free_port()} if args.split else {"server": port}
-            procs = [start_server(url, state, at, mode) for mode, at in modes.items()]
-            for mode, at in modes.items():
+            if args.split:
+                apis = {f"api-{i}": ("api", port) for i in range(args.api_replicas)}
+                starts = {**apis, "controller": ("controller", free_port())}
+            else:
+                starts = {"server": ("server", port)}
+            for name, (mode, at) in starts.items():
+                procs.append(start_server(url, state, at, mode, name))
                 try:
                     wait_ready(at)
+                    wait_listening(procs[-1].pid, at)  # a replica's port answers from the first
                 except SystemExit:
-                    print((state / f"{mode}.log").read_text()[-3000:])
+                    print((state / f"{name}.log").read_text()[-3000:])
                     raise
             run(port, token, url, store, args, [p.pid for p in procs], ceiling)
         finally:
