@@ -302,10 +302,20 @@ def _insert_at_once(
 ) -> set[str]:
     """PostgreSQL: owners, jobs and the new jobs' events in one statement (one round trip,
     whole or not at all, also outside a transaction); the ids of the jobs inserted. The
-    events are written in the batch's order, as one statement per table writes them."""
+    events are written in the batch's order, as one statement per table writes them.
+
+    Every statement takes the keys it inserts in one order, the keys' own (teams and users
+    by name, jobs by idempotency key): two writers whose batches share keys (two API
+    replicas, a client that retried on another connection) then wait for each other at the
+    first shared key instead of each holding one the other needs, which PostgreSQL ends only
+    after ``deadlock_timeout`` (a second) by failing one statement."""
     teams, users = _owners(specs)
     jobs_sql, job_arrays = unnest_parts(
-        conn.dialect, JOBS, fresh, conflict="idempotency_key", returning="id"
+        conn.dialect,
+        JOBS,
+        sorted(fresh, key=_key_order),
+        conflict="idempotency_key",
+        returning="id",
     )
     params: list[Any] = [
         now,
@@ -324,6 +334,12 @@ def _insert_at_once(
             _at_once_sql(conn.dialect, jobs_sql), tuple(params)
         ).scalars()
     }
+
+
+def _key_order(row: dict[str, Any]) -> tuple[bool, str]:
+    """Rows by idempotency key, those without one last (they cannot clash)."""
+    key = row["idempotency_key"]
+    return key is None, key or ""
 
 
 @functools.lru_cache(maxsize=8)
