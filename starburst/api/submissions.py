@@ -49,13 +49,11 @@ class _Pending:
     actor: str | None
     result: Submission | None = None
     error: BaseException | None = None
-    #: called by the committer once ``result`` or ``error`` is set: wakes a coroutine, or
-    #: sets the event a request thread waits on (``submit``)
-    on_done: Callable[[], None] | None = None
-
-    def finish(self) -> None:
-        if self.on_done is not None:
-            self.on_done()
+    #: what the committer wakes once ``result`` or ``error`` is set (``_answer``): the
+    #: event a request thread waits on (``submit``), or a coroutine's future and its loop
+    done: threading.Event | None = None
+    committed: asyncio.Future[None] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
 
     def outcome(self) -> Submission:
         if self.error is not None:
@@ -86,7 +84,7 @@ class SubmissionBatcher:
     def submit(self, spec: JobSpec, key: str | None, actor: str | None) -> Submission:
         """Store one submission (blocking until its batch committed)."""
         done = threading.Event()  # (a coroutine waits on a future instead: no event each)
-        pending = _Pending(spec, key, actor, on_done=done.set)
+        pending = _Pending(spec, key, actor, done=done)
         self._queue.put(pending)  # first: a committer ending now sees it and stays
         self._ensure_running()
         done.wait()
@@ -96,12 +94,7 @@ class SubmissionBatcher:
         """``submit`` for a coroutine: the event loop serves other requests meanwhile."""
         loop = asyncio.get_running_loop()
         committed: asyncio.Future[None] = loop.create_future()
-
-        def wake() -> None:  # on the committer thread
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                loop.call_soon_threadsafe(_settle, committed)
-
-        pending = _Pending(spec, key, actor, on_done=wake)
+        pending = _Pending(spec, key, actor, committed=committed, loop=loop)
         self._queue.put(pending)
         self._ensure_running()
         await committed
@@ -167,8 +160,7 @@ class SubmissionBatcher:
         self._write(writer, batch)
         if self._queue.empty():  # a pause: what the writer holds goes back before answering
             writer.close()
-        for pending in batch:
-            pending.finish()
+        _answer(batch)
 
     def _write(self, writer: SubmissionWriter, batch: list[_Pending]) -> None:
         """Set each submission's result or error (``_commit`` answers them)."""
@@ -212,6 +204,22 @@ class SubmissionBatcher:
         return kept
 
 
-def _settle(committed: asyncio.Future[None]) -> None:
-    if not committed.done():  # a cancelled request (its client left) is not woken
-        committed.set_result(None)
+def _answer(batch: list[_Pending]) -> None:
+    """Wake the requests of a committed ``batch``: each waiting thread, and each event loop
+    once for all its coroutines (one wake-up of the loop per batch, where one per request
+    was a twentieth of the API's interpreter time at 32 submissions in flight)."""
+    waiting: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for pending in batch:
+        if pending.done is not None:
+            pending.done.set()
+        elif pending.loop is not None and pending.committed is not None:
+            waiting.setdefault(pending.loop, []).append(pending.committed)
+    for loop, futures in waiting.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(_settle, futures)
+
+
+def _settle(futures: list[asyncio.Future[None]]) -> None:
+    for committed in futures:
+        if not committed.done():  # a cancelled request (its client left) is not woken
+            committed.set_result(None)

@@ -182,3 +182,42 @@ def test_coroutines_share_a_batch_and_each_gets_its_own_answer_or_error(
     assert isinstance(dup, DuplicateJob)
     assert all(isinstance(r, Submission) and r.created for r in ok)
     assert [r.job.job.name for r in ok[1:]] == [f"j{i}" for i in range(1, 6)]  # type: ignore[union-attr]
+
+
+def test_a_batch_wakes_the_event_loop_once_for_all_its_coroutines(
+    db_url: str, open_store: Callable[[str], Any]
+) -> None:
+    """Each wake-up from the committer thread is a write to the loop's self-pipe and a turn
+    of the loop: one per batch, not one per request."""
+    import asyncio
+
+    gated = GatedStore(open_store(db_url))
+    batcher = SubmissionBatcher(gated.writer)
+    wakes: list[str] = []
+
+    async def scenario() -> list[object]:
+        loop = asyncio.get_running_loop()
+        original = loop.call_soon_threadsafe
+
+        def counting(*args: Any, **kw: Any) -> Any:
+            wakes.append(threading.current_thread().name)
+            return original(*args, **kw)
+
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        first = asyncio.ensure_future(batcher.submit_async(spec(), "k0", "a"))
+        while gated.sizes != [1]:  # the committer holds the first batch in submit_many
+            await asyncio.sleep(0.001)
+        rest = [
+            asyncio.ensure_future(batcher.submit_async(spec(name=f"j{i}"), f"k{i}", "a"))
+            for i in range(1, 9)
+        ]
+        while batcher._queue.qsize() < 8:
+            await asyncio.sleep(0.001)
+        gated.gate.set()
+        return await asyncio.gather(first, *rest)
+
+    answers = asyncio.run(scenario())
+    batcher.close()
+    assert gated.sizes[:2] == [1, 8]
+    assert all(isinstance(a, Submission) and a.created for a in answers)
+    assert wakes.count("starburst-submissions") == 2  # two batches (one wake each), not nine
