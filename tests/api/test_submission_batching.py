@@ -74,6 +74,23 @@ def spec(**kw: Any) -> JobSpec:
     return JobSpec(**{"gpus": 1, "command": "true", **kw})
 
 
+async def two_batches(
+    batcher: SubmissionBatcher, gated: GatedStore, later: list[tuple[JobSpec, str | None, str]]
+) -> list[object]:
+    """A first submission, then ``later``'s while the committer holds the first batch: they
+    form the second. The answers in that order (a raised error as its value)."""
+    import asyncio
+
+    first = asyncio.ensure_future(batcher.submit_async(spec(), "k0", "a"))
+    while gated.sizes != [1]:  # the committer holds the first batch in submit_many
+        await asyncio.sleep(0.001)
+    rest = [asyncio.ensure_future(batcher.submit_async(*item)) for item in later]
+    while batcher._queue.qsize() < len(later):
+        await asyncio.sleep(0.001)
+    gated.gate.set()  # released from the loop, which no waiting request blocks
+    return await asyncio.gather(first, *rest, return_exceptions=True)
+
+
 @pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
 def test_concurrent_submissions_share_a_transaction_and_each_gets_its_own_job(
     db_url: str, open_store: Callable[[str], Any]
@@ -162,21 +179,8 @@ def test_coroutines_share_a_batch_and_each_gets_its_own_answer_or_error(
     gated.store.submissions.submit(spec(id="taken"))
     batcher = SubmissionBatcher(gated.writer)
 
-    async def scenario() -> list[object]:
-        first = asyncio.ensure_future(batcher.submit_async(spec(), "k0", "a"))
-        while gated.sizes != [1]:  # the committer holds the first batch in submit_many
-            await asyncio.sleep(0.001)
-        rest = [
-            asyncio.ensure_future(batcher.submit_async(spec(name=f"j{i}"), f"k{i}", "a"))
-            for i in range(1, 6)
-        ]
-        bad = asyncio.ensure_future(batcher.submit_async(spec(id="taken"), None, "b"))
-        while batcher._queue.qsize() < 6:
-            await asyncio.sleep(0.001)
-        gated.gate.set()  # released from the loop, which no waiting request blocks
-        return await asyncio.gather(first, *rest, bad, return_exceptions=True)
-
-    *ok, dup = asyncio.run(scenario())
+    good = [(spec(name=f"j{i}"), f"k{i}", "a") for i in range(1, 6)]
+    *ok, dup = asyncio.run(two_batches(batcher, gated, [*good, (spec(id="taken"), None, "b")]))
     batcher.close()
     assert gated.sizes[:2] == [1, 6]  # five good ones and the bad one formed one batch
     assert isinstance(dup, DuplicateJob)
@@ -204,17 +208,8 @@ def test_a_batch_wakes_the_event_loop_once_for_all_its_coroutines(
             return original(*args, **kw)
 
         loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
-        first = asyncio.ensure_future(batcher.submit_async(spec(), "k0", "a"))
-        while gated.sizes != [1]:  # the committer holds the first batch in submit_many
-            await asyncio.sleep(0.001)
-        rest = [
-            asyncio.ensure_future(batcher.submit_async(spec(name=f"j{i}"), f"k{i}", "a"))
-            for i in range(1, 9)
-        ]
-        while batcher._queue.qsize() < 8:
-            await asyncio.sleep(0.001)
-        gated.gate.set()
-        return await asyncio.gather(first, *rest)
+        later = [(spec(name=f"j{i}"), f"k{i}", "a") for i in range(1, 9)]
+        return await two_batches(batcher, gated, later)
 
     answers = asyncio.run(scenario())
     batcher.close()
