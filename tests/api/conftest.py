@@ -19,6 +19,7 @@ closed, so no request of one test can reach the next test's app.
 
 from __future__ import annotations
 
+import socket
 import sys
 import threading
 import time
@@ -44,9 +45,10 @@ postgres_url = _postgres.postgres_url
 
 
 class LiveServer:
-    """uvicorn serving ``app`` on 127.0.0.1 in a thread; ``url`` once started."""
+    """uvicorn serving ``app`` on 127.0.0.1 in a thread (on ``sockets`` when given, bound
+    already); ``url`` once started."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, sockets: list[socket.socket] | None = None) -> None:
         import uvicorn
 
         config = uvicorn.Config(
@@ -59,7 +61,9 @@ class LiveServer:
             access_log=False,
         )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": sockets}, daemon=True
+        )
         self.url = ""
 
     def start(self) -> LiveServer:

@@ -6,21 +6,14 @@ from __future__ import annotations
 
 import http.client
 import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 
 from starburst.api.serve import listening_sockets, shared_port
 from starburst.settings import load_settings
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.api.conftest import LiveServer
+from tests.support.controlplane_process import free_port
 
 
 def _named(name: bytes):  # type: ignore[no-untyped-def]
@@ -33,29 +26,11 @@ def _named(name: bytes):  # type: ignore[no-untyped-def]
     return app
 
 
-class _Serving:
-    """A real uvicorn server on ``sock`` in a thread (no signal handlers off the main one)."""
-
-    def __init__(self, name: bytes, sock: socket.socket) -> None:
-        config = uvicorn.Config(_named(name), log_level="warning", lifespan="off", ws="none")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]})
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-
-
 @pytest.fixture
 def two_on_one_port() -> Iterator[int]:
-    port = _free_port()
-    first = _Serving(b"first", shared_port("127.0.0.1", port))
-    second = _Serving(b"second", shared_port("127.0.0.1", port))
+    port = free_port()
+    first = LiveServer(_named(b"first"), [shared_port("127.0.0.1", port)]).start()
+    second = LiveServer(_named(b"second"), [shared_port("127.0.0.1", port)]).start()
     yield port
     first.stop()
     second.stop()
@@ -92,7 +67,7 @@ def test_an_unknown_host_is_a_clear_error() -> None:
 
 
 def test_the_setting_decides_who_binds() -> None:
-    port = _free_port()
+    port = free_port()
     assert listening_sockets(load_settings(api_port=port)) is None  # uvicorn binds, as before
     sockets = listening_sockets(load_settings(api_port=port, api_reuse_port=True))
     assert sockets is not None
