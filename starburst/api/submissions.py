@@ -50,10 +50,9 @@ class _Pending:
     result: Submission | None = None
     error: BaseException | None = None
     #: what the committer wakes once ``result`` or ``error`` is set (``_answer``): the
-    #: event a request thread waits on (``submit``), or a coroutine's future and its loop
+    #: event a request thread waits on (``submit``), or a coroutine's future (its loop's)
     done: threading.Event | None = None
     committed: asyncio.Future[None] | None = None
-    loop: asyncio.AbstractEventLoop | None = None
 
     def outcome(self) -> Submission:
         if self.error is not None:
@@ -92,9 +91,8 @@ class SubmissionBatcher:
 
     async def submit_async(self, spec: JobSpec, key: str | None, actor: str | None) -> Submission:
         """``submit`` for a coroutine: the event loop serves other requests meanwhile."""
-        loop = asyncio.get_running_loop()
-        committed: asyncio.Future[None] = loop.create_future()
-        pending = _Pending(spec, key, actor, committed=committed, loop=loop)
+        committed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        pending = _Pending(spec, key, actor, committed=committed)
         self._queue.put(pending)
         self._ensure_running()
         await committed
@@ -212,8 +210,8 @@ def _answer(batch: list[_Pending]) -> None:
     for pending in batch:
         if pending.done is not None:
             pending.done.set()
-        elif pending.loop is not None and pending.committed is not None:
-            waiting.setdefault(pending.loop, []).append(pending.committed)
+        elif pending.committed is not None:
+            waiting.setdefault(pending.committed.get_loop(), []).append(pending.committed)
     for loop, futures in waiting.items():
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
             loop.call_soon_threadsafe(_settle, futures)
