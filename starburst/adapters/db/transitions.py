@@ -230,9 +230,16 @@ class SqlTransitions:
         """The rows of these jobs by id, locked ``FOR UPDATE`` on PostgreSQL. There the ids
         go as one array (``= ANY``): the statement's text is the same for every batch, so
         psycopg converts it once and prepares it, where an ``IN`` list is a new statement
-        of one placeholder per id each time. SQLite reads them in chunks of ``IN`` lists."""
+        of one placeholder per id each time, and the rows are locked in id order whatever
+        the plan (the admission's order: ``_admit_at_once``). SQLite reads them in chunks of
+        ``IN`` lists."""
         if self._db.is_postgres:
-            query = sa.select(JOBS).where(JOBS.c.id == sa.any_(_IDS)).with_for_update()
+            query = (
+                sa.select(JOBS)
+                .where(JOBS.c.id == sa.any_(_IDS))
+                .order_by(JOBS.c.id)  # locked in id order, as the admission locks them
+                .with_for_update()
+            )
             found = conn.execute(query, {"ids": ids}).mappings()
             return {r["id"]: r for r in found}
         rows: dict[str, Any] = {}
@@ -434,8 +441,10 @@ def _admit_at_once(
 ) -> Admitted:
     """PostgreSQL: ``Lifecycle.admit`` in one statement (``_ADMIT_SQL``). The moves go as
     arrays, a job named twice only once (its first move: an ``UPDATE ... FROM`` would take
-    either); the row lock the ``UPDATE`` takes, and its re-check of the state on a row
-    another transaction changed meanwhile, stand for ``transition_many``'s locked read."""
+    either); the statement first locks the jobs still submitted in id order, as
+    ``transition_many``'s locked read does (two statements taking the same jobs in opposite
+    orders deadlock: ``tests/integration/db/test_db_lock_order.py``), and the lock's re-check
+    of the state on a row another transaction changed meanwhile stands for that read."""
     first: dict[str, Move] = {}
     for m in moves:
         first.setdefault(m.job_id, m)
@@ -470,12 +479,15 @@ def _admit_sql(dialect: sa.Dialect) -> str:
     return (
         "WITH m AS (SELECT * FROM unnest(%b::varchar[], %b::text[], %b::float8[], "
         "%b::float8[]) WITH ORDINALITY AS m(id, reason, budget, runtime, n)), "
+        f"locked AS MATERIALIZED (SELECT j.id FROM {JOBS.name} AS j JOIN m ON j.id = m.id "
+        f"WHERE j.state = '{submitted}' ORDER BY j.id FOR UPDATE OF j), "
         f"moved AS (UPDATE {JOBS.name} AS j SET state = '{queued}', version = j.version + 1, "
         "held_reason = NULL, "
         f"queued_at = CASE WHEN j.held_reason IS NULL THEN j.queued_at ELSE %s::{at} END, "
         "wait_budget = COALESCE(m.budget, j.wait_budget), "
         "predicted_runtime = COALESCE(m.runtime, j.predicted_runtime) "
-        f"FROM m WHERE j.id = m.id AND j.state = '{submitted}' RETURNING j.id, m.reason, m.n), "
+        f"FROM m, locked WHERE j.id = m.id AND j.id = locked.id AND j.state = '{submitted}' "
+        "RETURNING j.id, m.reason, m.n), "
         f"events AS (INSERT INTO {EVENTS.name} "
         "(job_id, at, from_state, to_state, reason, actor, fencing_token) "
         f"SELECT id, %s::{at}, '{submitted}', '{queued}', reason, %s, %s::bigint FROM moved "

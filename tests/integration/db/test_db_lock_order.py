@@ -1,0 +1,103 @@
+"""The admission and a multi-job move lock the same jobs in one order: neither deadlocks.
+
+The controller's admission queues the submitted jobs in the queue's order with one
+``UPDATE ... FROM unnest(...)`` (``transitions._admit_at_once``), which locked each row as its
+join reached it; a user's cancel of several jobs (``transition_many``) locks them first with
+``SELECT ... FOR UPDATE``, in the order its scan found them. Racing each other over the same
+jobs in opposite orders, each held a job the other wanted, until PostgreSQL's deadlock
+detector (``deadlock_timeout``, a second) failed one: a pass that failed (and a leader that
+stepped down) or a cancel answered 503. Both now lock the jobs in id order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from starburst.adapters.db import migrate
+from starburst.adapters.db.store import SqlStore
+from starburst.core.lifecycle import JobState
+from starburst.core.records import JobSpec, Move
+
+#: each job row's update first sleeps this long (a trigger), so the two statements interleave
+ROW_S = 0.3
+#: the plans of a large jobs table, where both statements find the jobs by their index
+LARGE_TABLE_PLANS = (
+    "enable_seqscan",
+    "enable_bitmapscan",
+    "enable_hashjoin",
+    "enable_mergejoin",
+)
+
+
+@pytest.mark.postgres
+def test_admission_and_a_multi_job_cancel_of_the_same_jobs_both_complete(
+    postgres_database: str,
+) -> None:
+    migrate.upgrade(postgres_database)
+    url = sa.make_url(postgres_database)
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        for setting in LARGE_TABLE_PLANS:
+            conn.exec_driver_sql(f'ALTER DATABASE "{url.database}" SET {setting} = off')
+    engine.dispose()
+    controller, user = SqlStore.open(postgres_database), SqlStore.open(postgres_database)
+    try:
+        spec = JobSpec(gpus=1, user="ann", team="ml", image="x:1", command="true")
+        # stored b first: the queue's order (and the table's) is the reverse of the ids'
+        for job_id in ("job-b", "job-a"):
+            controller.submissions.submit(dataclasses.replace(spec, id=job_id))
+        with controller.engine.begin() as conn:
+            conn.exec_driver_sql(
+                "CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql AS "
+                f"$$ BEGIN IF OLD.id IN ('job-a', 'job-b') THEN PERFORM pg_sleep({ROW_S}); "
+                "END IF; RETURN NEW; END $$"
+            )
+            conn.exec_driver_sql(
+                "CREATE TRIGGER slow_row BEFORE UPDATE ON jobs "
+                "FOR EACH ROW EXECUTE FUNCTION slow_row()"
+            )
+        for store in (controller, user):  # connected already: the race starts at once
+            store.jobs.count(JobState.SUBMITTED)
+        errors: list[BaseException] = []
+
+        def admit() -> None:
+            try:  # the queue's order: b, then a
+                controller.lifecycle.admit(
+                    [Move("job-b", "admitted"), Move("job-a", "admitted")], actor="controller"
+                )
+            except BaseException as exc:  # reported by the assertion below
+                errors.append(exc)
+
+        def cancel() -> None:
+            time.sleep(ROW_S / 2)  # while the admission holds its first job
+            try:
+                user.lifecycle.transition_many(
+                    [Move("job-a", "cancelled by ann"), Move("job-b", "cancelled by ann")],
+                    JobState.CANCELLED,
+                    actor="ann",
+                )
+            except BaseException as exc:
+                errors.append(exc)
+
+        racers = [threading.Thread(target=admit), threading.Thread(target=cancel)]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join()
+
+        assert not errors, f"a statement failed: {errors[0]!r}"
+        with controller.engine.connect() as conn:
+            states = dict(
+                conn.execute(
+                    sa.text("SELECT id, state FROM jobs WHERE id IN ('job-a', 'job-b')")
+                ).all()
+            )
+        assert states == {"job-a": "cancelled", "job-b": "cancelled"}
+    finally:
+        controller.close()
+        user.close()
