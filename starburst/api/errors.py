@@ -6,7 +6,7 @@ Mapping (first match wins, most specific first):
 |-----------------------------------------|--------|
 | ``JobNotFound``                         | 404    |
 | ``IllegalTransition``, ``StaleVersion``, ``DuplicateJob`` | 409 |
-| ``DatabaseUnavailable``, ``StaleLeader``, other ``TransientError`` | 503 |
+| ``DatabaseUnavailable``, ``StaleLeader``, ``WriteConflict``, other ``TransientError`` | 503 |
 | ``BacklogFull`` (too many waiting jobs)  | 429    |
 | ``InvalidPage`` (a page cursor the store never handed out) | 422 |
 | ``ConfigError`` (bad values, groupings, ``LimitExceeded``) | 422 |

@@ -58,6 +58,16 @@ class DatabaseUnavailable(TransientError):
     """The database cannot be reached, or the connection died during a statement."""
 
 
+class WriteConflict(TransientError):
+    """PostgreSQL rolled the transaction back to end a conflict with a concurrent one (a
+    deadlock, a serialization failure): nothing of it was written, and running it again
+    may succeed. The database itself is up."""
+
+
+#: the SQLSTATEs of ``WriteConflict``: deadlock detected, serialization failure
+CONFLICT_STATES = frozenset({"40P01", "40001"})
+
+
 class DatabaseConfigError(ConfigError):
     """A database URL that cannot work (unknown driver, malformed)."""
 
@@ -157,7 +167,8 @@ def _first_line(exc: BaseException) -> str:
 
 @contextmanager
 def translate_errors(engine: Engine) -> Iterator[None]:
-    """Turn lost connections and unreachable servers into ``DatabaseUnavailable``.
+    """Turn lost connections and unreachable servers into ``DatabaseUnavailable``, and a
+    transaction PostgreSQL rolled back to end a conflict into ``WriteConflict``.
 
     Constraint violations and programming errors pass through unchanged: they are bugs or
     are handled by the caller.
@@ -165,6 +176,12 @@ def translate_errors(engine: Engine) -> Iterator[None]:
     try:
         yield
     except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) in CONFLICT_STATES:
+            raise WriteConflict(
+                f"database {redact(engine.url)}: the transaction was rolled back to end a "
+                f"conflict with a concurrent one ({_first_line(exc)}); nothing of it was "
+                "written, and it may be retried"
+            ) from exc
         lost = exc.connection_invalidated or isinstance(exc, sa.exc.OperationalError)
         if lost and not _is_lock_timeout(exc):
             raise DatabaseUnavailable(

@@ -1,4 +1,5 @@
-"""The admission and a multi-job move lock the same jobs in one order: neither deadlocks.
+"""The admission and a multi-job move lock the same jobs in one order: neither deadlocks;
+a deadlock elsewhere is worded as the conflict it is.
 
 The controller's admission queues the submitted jobs in the queue's order with one
 ``UPDATE ... FROM unnest(...)`` (``transitions._admit_at_once``), which locked each row as its
@@ -19,7 +20,14 @@ import pytest
 import sqlalchemy as sa
 
 from starburst.adapters.db import migrate
+from starburst.adapters.db.engine import (
+    DatabaseUnavailable,
+    WriteConflict,
+    create_engine,
+    translate_errors,
+)
 from starburst.adapters.db.store import SqlStore
+from starburst.core.errors import TransientError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec, Move
 
@@ -101,3 +109,41 @@ def test_admission_and_a_multi_job_cancel_of_the_same_jobs_both_complete(
     finally:
         controller.close()
         user.close()
+
+
+@pytest.mark.postgres
+def test_a_deadlock_is_a_write_conflict_not_an_outage(postgres_database: str) -> None:
+    """Two transactions that take two rows in opposite orders: PostgreSQL rolls one back,
+    which ``translate_errors`` words as the conflict it is, not as the database down."""
+    engine = create_engine(postgres_database)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE pair (id int PRIMARY KEY)")
+            conn.exec_driver_sql("INSERT INTO pair VALUES (1), (2)")
+        both = threading.Barrier(2)
+        outcomes: list[BaseException | None] = []
+
+        def take(first: int, second: int) -> None:
+            try:
+                with translate_errors(engine), engine.begin() as conn:
+                    conn.exec_driver_sql(f"SELECT 1 FROM pair WHERE id = {first} FOR UPDATE")
+                    both.wait()  # each holds its first row: the second waits for the other
+                    conn.exec_driver_sql(f"SELECT 1 FROM pair WHERE id = {second} FOR UPDATE")
+                outcomes.append(None)
+            except BaseException as exc:  # reported by the assertions below
+                outcomes.append(exc)
+
+        racers = [threading.Thread(target=take, args=pair) for pair in ((1, 2), (2, 1))]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join()
+
+        failed = [exc for exc in outcomes if exc is not None]
+        assert len(outcomes) == 2 and len(failed) == 1, outcomes  # one lost, one went on
+        assert isinstance(failed[0], WriteConflict) and isinstance(failed[0], TransientError)
+        assert not isinstance(failed[0], DatabaseUnavailable)
+        assert "deadlock detected" in str(failed[0]) and "may be retried" in str(failed[0])
+        assert "unavailable" not in str(failed[0])
+    finally:
+        engine.dispose()
