@@ -10,6 +10,8 @@ What it measures (targets are for 2 cores):
    ``--batch``: submissions per second (target ≥ 2,000/s on PostgreSQL).
 2. ``--queued`` of them are admitted to the queue, which is then read page by page
    (``--page`` jobs per page, keyset pagination): per-page latency p50 / p99 (target < 20 ms).
+   Then the controller's admission: 500 new submissions queued by one ``Lifecycle.admit``,
+   20 times: p50 / p99 per pass.
 3. The ledger: the store's ``record_costs`` (entries and their daily rollups) timed on a
    slice, then ``--costs`` entries loaded with one ``INSERT ... SELECT`` and the rollups
    rebuilt from them (what migration 0006 does to an existing ledger). Each job is billed
@@ -41,7 +43,7 @@ from starburst.adapters.db import migrate  # noqa: E402
 from starburst.adapters.db.engine import create_engine, redact  # noqa: E402
 from starburst.adapters.db.store import SqlStore  # noqa: E402
 from starburst.core.lifecycle import JobState  # noqa: E402
-from starburst.core.records import CostEntry, CostTotal, JobSpec  # noqa: E402
+from starburst.core.records import CostEntry, CostTotal, JobSpec, Move  # noqa: E402
 from tests.support.cost_reference import report_from_entries  # noqa: E402
 from tests.support.postgres import drop_database, fresh_database, server_url  # noqa: E402
 
@@ -141,6 +143,7 @@ def bench_submit(store: SqlStore, jobs: int, batch: int) -> list[str]:
                     name=f"job-{i}",
                 ),
                 f"key-{i}",
+                None,  # the actor: the job's user
             )
             for i in range(first, min(first + batch, jobs))
         ]
@@ -277,12 +280,32 @@ def bench_reports(store: SqlStore, total: int, only: list[str] | None = None) ->
         )
 
 
+def bench_admit(store: SqlStore, rounds: int = 20, batch: int = 500) -> None:
+    """The controller's admission as a pass makes it: ``batch`` new submissions queued in
+    one ``Lifecycle.admit`` (locking them in id order), ``rounds`` times; p50 per batch."""
+    spec = JobSpec(gpus=1, user="user-000", team="team-00", image="pytorch:2", command="true")
+    times = []
+    for _ in range(rounds):
+        moves = [
+            Move(s.job.id, "admitted", 600.0, 3600.0)
+            for s in store.submissions.submit_many([spec] * batch)
+        ]
+        started = time.perf_counter()
+        store.lifecycle.admit(moves, actor="bench")
+        times.append((time.perf_counter() - started) * 1000)
+    print(
+        f"admission   {rounds:>9,} passes of {batch} new jobs: "
+        f"p50 {statistics.median(times):5.2f} ms  p99 {percentile(times, 0.99):5.2f} ms"
+    )
+
+
 def run(url: str, args: argparse.Namespace) -> None:
     migrate.upgrade(url)
     store = SqlStore(create_engine(url))
     print(f"database: {redact(url)}")
     ids = bench_submit(store, args.jobs, args.batch)
     bench_queue(store, args.queued, args.page)
+    bench_admit(store)
     bench_record(store, ids)
     bench_reports(store, load_costs(store, ids, args.costs), args.only)
     store.close()
