@@ -50,7 +50,7 @@ from starburst.controller.loop.scheduling import SchedulingLoop
 from starburst.controller.metrics import ControllerMetrics
 from starburst.controller.tuning import TuningHooks
 from starburst.core.cycle import SchedulerConfig
-from starburst.core.errors import StarburstError, TransientError
+from starburst.core.errors import ConflictError, StarburstError, TransientError
 from starburst.core.job import Job
 from starburst.core.leadership import LeaderLock
 from starburst.core.ports import Clock, Cloud, Cluster, RuntimeEstimator, Store
@@ -278,6 +278,11 @@ class Controller:
                 if self.kueue is not None:
                     self.kueue.run_pass(self.clock.now(), self._lock.token)
                 report = self.loop.run_pass()
+            except ConflictError as exc:  # undone whole, the database up: lead on, pass again
+                self.metrics.pass_errors.inc()
+                log.warning("pass lost a write conflict, will retry: %s", exc)
+                self._run_soon(self._coalesced())
+                return None
             except TransientError as exc:
                 self.metrics.pass_errors.inc()
                 self._step_down(f"pass failed, will retry: {exc}")

@@ -13,5 +13,11 @@ class TransientError(StarburstError):
     """An adapter failure worth retrying with backoff (timeouts, 5xx, lost connections)."""
 
 
+class ConflictError(TransientError):
+    """A write lost a conflict with a concurrent one (a deadlock, a serialization failure)
+    and was undone whole: nothing of it was written, and trying again may succeed. The
+    backend itself is up: not an outage."""
+
+
 class PermanentError(StarburstError):
     """An adapter failure that retrying cannot fix; recorded and shown to the user."""

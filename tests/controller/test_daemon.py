@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from starburst.adapters.db.engine import WriteConflict
 from starburst.adapters.db.store import SqlStore
 from starburst.controller.daemon import Controller
 from starburst.controller.wiring import build_cloud, build_cluster, wire_controller
@@ -167,3 +168,36 @@ def test_a_local_job_ending_wakes_the_controller_at_once(tmp_path: Path) -> None
     finally:
         controller.stop()
         store.close()
+
+
+def test_a_pass_that_loses_a_write_conflict_keeps_the_lead_and_passes_again(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A deadlock with a user's statement undoes one transaction of the pass; the database is
+    up and the replica still leads, so it passes again without stepping down (stepping down
+    would release the lock, turn the replica unready and take a new fencing token)."""
+    controller = make_controller(pg_url, tmp_path, "c")
+    conflicts = []
+    run_pass = controller.loop.run_pass
+
+    def losing_once():  # type: ignore[no-untyped-def]
+        if not conflicts:
+            conflicts.append(1)
+            raise WriteConflict("the transaction was rolled back (deadlock detected)")
+        return run_pass()
+
+    controller.start(BackgroundScheduler(timezone="UTC"))
+    try:
+        assert wait_for(lambda: controller.health().detail == "leading")
+        token = controller._lock.token
+        failed = _failed_passes(controller)
+        controller.loop.run_pass = losing_once  # type: ignore[method-assign]
+        job = submit(controller.store, "after the conflict")
+        assert wait_for(lambda: controller.store.jobs.get(job).state is JobState.SUCCEEDED)
+        assert conflicts == [1]
+        assert _failed_passes(controller) == failed + 1  # counted as a failed pass
+        assert controller._lock.token == token  # never stepped down
+        assert controller.health().detail == "leading"
+    finally:
+        controller.stop()
+        controller.store.close()

@@ -27,7 +27,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
-from starburst.core.errors import ConfigError, TransientError
+from starburst.core.errors import ConfigError, ConflictError, TransientError
 
 ENV_URL = "STARBURST_DATABASE_URL"
 DEFAULT_SQLITE = Path.home() / ".local" / "share" / "starburst" / "starburst.db"
@@ -58,7 +58,7 @@ class DatabaseUnavailable(TransientError):
     """The database cannot be reached, or the connection died during a statement."""
 
 
-class WriteConflict(TransientError):
+class WriteConflict(ConflictError):
     """PostgreSQL rolled the transaction back to end a conflict with a concurrent one (a
     deadlock, a serialization failure): nothing of it was written, and running it again
     may succeed. The database itself is up."""
