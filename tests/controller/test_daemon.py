@@ -17,7 +17,12 @@ from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec, StaleLeader
 from starburst.settings import Settings
 from tests.support.databases import upgrade
-from tests.support.postgres import ThrowawayPostgres, find_bindir, fresh_database
+from tests.support.postgres import (
+    ThrowawayPostgres,
+    drop_database,
+    find_bindir,
+    fresh_database,
+)
 from tests.support.waiting import wait_for
 
 
@@ -47,6 +52,7 @@ def pg_url(postgres_url: str) -> Iterator[str]:
     url = fresh_database(postgres_url, "daemon")
     upgrade(url)
     yield url
+    drop_database(url)  # a server of one's own (STARBURST_TEST_DATABASE_URL) keeps none
 
 
 def submit(store: SqlStore, name: str, seconds: float = 0.2) -> str:
