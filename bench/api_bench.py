@@ -85,7 +85,12 @@ from starburst.adapters.db import migrate  # noqa: E402
 from starburst.adapters.db.store import SqlStore  # noqa: E402
 from starburst.core.lifecycle import JobState  # noqa: E402
 from starburst.core.records import JobSpec, Move, Role  # noqa: E402
-from tests.support.postgres import drop_database, fresh_database, server_url  # noqa: E402
+from tests.support.postgres import (  # noqa: E402
+    drop_database,
+    fresh_database,
+    scratch_database,
+    server_url,
+)
 
 #: the server's pass interval (STARBURST_PASS_INTERVAL_S's default)
 PASS_INTERVAL_S = 2.0
@@ -519,12 +524,9 @@ def main() -> None:
     with server_url() as server:
         if server is None:
             raise SystemExit("no PostgreSQL server available")
-        quiet = fresh_database(server, prefix="sb_api_ceiling")
-        try:
+        with scratch_database(server, "sb_api_ceiling") as quiet:
             migrate.upgrade(quiet)
             ceiling = batched_ceiling(quiet)
-        finally:
-            drop_database(quiet)
         url = fresh_database(server, prefix="sb_api_bench")
         state = Path(tempfile.mkdtemp(prefix="sb-api-bench-"))
         procs: list[subprocess.Popen[bytes]] = []

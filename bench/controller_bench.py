@@ -380,7 +380,7 @@ def scale_one(url: str, queued: int, nodes: int, passes: int, profile: str | Non
 
 def scale(sizes: list[int], passes: int, profile: str | None) -> None:
     """The pass from 1k to 100k queued jobs, one child process per size (see 4.)."""
-    from tests.support.postgres import drop_database, fresh_database, server_url
+    from tests.support.postgres import scratch_database, server_url
 
     print("4. how the pass grows (PostgreSQL; nodes = queued / 10, all full; one child each)")
     print(
@@ -392,15 +392,13 @@ def scale(sizes: list[int], passes: int, profile: str | None) -> None:
             sys.exit("no PostgreSQL server (see tests/support/postgres.py)")
         for queued in sizes:
             nodes = max(1, queued // 10)
-            url = fresh_database(server, "scale")
-            argv = [sys.executable, __file__, "--scale-one", url]
-            argv += ["--queued", str(queued), "--nodes", str(nodes), "--passes", str(passes)]
-            if profile and queued == max(sizes):
-                argv += ["--profile-out", profile]
-            try:
+            with scratch_database(server, "scale") as url:
+                argv = [sys.executable, __file__, "--scale-one", url]
+                argv += ["--queued", str(queued), "--nodes", str(nodes)]
+                argv += ["--passes", str(passes)]
+                if profile and queued == max(sizes):
+                    argv += ["--profile-out", profile]
                 out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-            finally:  # a server of one's own (STARBURST_TEST_DATABASE_URL) keeps no leftovers
-                drop_database(url)
             f = json.loads(out.strip().splitlines()[-1])
             print(
                 f"   {queued:>8,} {nodes:>7,} {f['admit_s']:>6.1f} s {f['p50_ms']:>6.1f} ms "
@@ -453,23 +451,17 @@ def main() -> None:
 
 def passes_and_admission(queued: int, nodes: int, passes: int) -> None:
     print(f"1. one controller pass (load average {os.getloadavg()[0]:.1f})")
-    from tests.support.postgres import drop_database, fresh_database, server_url
+    from tests.support.postgres import scratch_database, server_url
 
     with server_url() as server, tempfile.TemporaryDirectory() as tmp:
         if server is not None:
-            url = fresh_database(server, "bench")
-            try:
+            with scratch_database(server, "bench") as url:
                 pass_bench(url, "PostgreSQL", queued, nodes, passes)
-            finally:
-                drop_database(url)
         pass_bench(f"sqlite:///{tmp}/bench.db", "SQLite", queued, nodes, passes)
         print("   admission writes (500 = the most one pass admits)")
         if server is not None:
-            url = fresh_database(server, "admit")
-            try:
+            with scratch_database(server, "admit") as url:
                 admission_bench(url, "PostgreSQL", 500)
-            finally:
-                drop_database(url)
         admission_bench(f"sqlite:///{tmp}/admit.db", "SQLite", 500)
 
 

@@ -45,7 +45,7 @@ from starburst.adapters.db.store import SqlStore  # noqa: E402
 from starburst.core.lifecycle import JobState  # noqa: E402
 from starburst.core.records import CostEntry, CostTotal, JobSpec, Move  # noqa: E402
 from tests.support.cost_reference import report_from_entries  # noqa: E402
-from tests.support.postgres import drop_database, fresh_database, server_url  # noqa: E402
+from tests.support.postgres import scratch_database, server_url  # noqa: E402
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00Z
 HOUR = 3600.0
@@ -331,11 +331,8 @@ def main() -> None:
         with server_url() as server:
             if server is None:
                 raise SystemExit("no PostgreSQL: install it or pass --url")
-            url = fresh_database(server, prefix="sb_bench")
-            try:
+            with scratch_database(server, "sb_bench") as url:
                 run(url, args)
-            finally:
-                drop_database(url)
     if args.db in ("both", "sqlite"):
         with tempfile.TemporaryDirectory(prefix="sb_bench") as directory:
             run(f"sqlite:///{directory}/bench.db", args)

@@ -236,6 +236,17 @@ def drop_database(url: str) -> None:
     _admin_execute(admin, f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)')
 
 
+@contextlib.contextmanager
+def scratch_database(server: str, prefix: str = "sb") -> Iterator[str]:
+    """A ``fresh_database`` on ``server`` for the block, dropped after it (on a server of
+    one's own, ``STARBURST_TEST_DATABASE_URL``, nothing is left behind)."""
+    url = fresh_database(server, prefix)
+    try:
+        yield url
+    finally:
+        drop_database(url)
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """URL of a PostgreSQL server for this test session (skips if none is available)."""
@@ -253,11 +264,8 @@ def postgres_url() -> Iterator[str]:
 @pytest.fixture
 def postgres_database(postgres_url: str) -> Iterator[str]:
     """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
-    url = fresh_database(postgres_url)
-    try:
+    with scratch_database(postgres_url) as url:
         yield url
-    finally:
-        drop_database(url)
 
 
 def prepared_plan(
