@@ -11,7 +11,6 @@ batch's jobs are now inserted in key order (``submissions._insert_at_once``).
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from starburst.adapters.db import migrate
 from starburst.adapters.db.store import SqlStore
 from starburst.core.records import JobSpec, Submission
+from tests.support.racing import race, slow_rows
 
 #: each job row's insert first sleeps this long (a trigger), so the two statements interleave
 ROW_S = 0.3
@@ -30,36 +30,25 @@ def test_batches_sharing_keys_in_opposite_orders_both_complete(postgres_database
     first, second = SqlStore.open(postgres_database), SqlStore.open(postgres_database)
     try:
         with first.engine.begin() as conn:
-            conn.exec_driver_sql(
-                "CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql AS "
-                f"$$ BEGIN PERFORM pg_sleep({ROW_S}); RETURN NEW; END $$"
-            )
-            conn.exec_driver_sql(
-                "CREATE TRIGGER slow_row BEFORE INSERT ON jobs "
-                "FOR EACH ROW EXECUTE FUNCTION slow_row()"
-            )
+            slow_rows(conn, "INSERT", ROW_S)
         spec = JobSpec(gpus=1, user="ann", team="ml", image="x:1", command="true")
         keys = ["ann/a", "ann/b"]
         answers: dict[str, list[Submission]] = {}
-        errors: list[BaseException] = []
 
         def submit(name: str, store: SqlStore, order: list[str], after: float) -> None:
             time.sleep(after)
-            try:
-                answers[name] = store.submissions.submit_many([(spec, k, None) for k in order])
-            except BaseException as exc:  # reported by the assertion below
-                errors.append(exc)
+            answers[name] = store.submissions.submit_many([(spec, k, None) for k in order])
 
         # the second starts half a row later: in batch order, the first holds "a" and wants
         # "b" while the second holds "b" and wants "a"
-        writers = [
-            threading.Thread(target=submit, args=("first", first, keys, 0.0)),
-            threading.Thread(target=submit, args=("second", second, keys[::-1], ROW_S / 2)),
+        errors = [
+            exc
+            for exc in race(
+                lambda: submit("first", first, keys, 0.0),
+                lambda: submit("second", second, keys[::-1], ROW_S / 2),
+            )
+            if exc is not None
         ]
-        for writer in writers:
-            writer.start()
-        for writer in writers:
-            writer.join()
 
         assert not errors, f"a batch failed: {errors[0]!r}"
         by_key = {sub.job.idempotency_key: sub for batch in answers.values() for sub in batch}

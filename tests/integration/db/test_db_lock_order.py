@@ -30,6 +30,7 @@ from starburst.adapters.db.store import SqlStore
 from starburst.core.errors import TransientError
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec, Move
+from tests.support.racing import race, slow_rows
 
 #: each job row's update first sleeps this long (a trigger), so the two statements interleave
 ROW_S = 0.3
@@ -60,44 +61,24 @@ def test_admission_and_a_multi_job_cancel_of_the_same_jobs_both_complete(
         for job_id in ("job-b", "job-a"):
             controller.submissions.submit(dataclasses.replace(spec, id=job_id))
         with controller.engine.begin() as conn:
-            conn.exec_driver_sql(
-                "CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql AS "
-                f"$$ BEGIN IF OLD.id IN ('job-a', 'job-b') THEN PERFORM pg_sleep({ROW_S}); "
-                "END IF; RETURN NEW; END $$"
-            )
-            conn.exec_driver_sql(
-                "CREATE TRIGGER slow_row BEFORE UPDATE ON jobs "
-                "FOR EACH ROW EXECUTE FUNCTION slow_row()"
-            )
+            slow_rows(conn, "UPDATE", ROW_S, only="OLD.id IN ('job-a', 'job-b')")
         for store in (controller, user):  # connected already: the race starts at once
             store.jobs.count(JobState.SUBMITTED)
-        errors: list[BaseException] = []
 
-        def admit() -> None:
-            try:  # the queue's order: b, then a
-                controller.lifecycle.admit(
-                    [Move("job-b", "admitted"), Move("job-a", "admitted")], actor="controller"
-                )
-            except BaseException as exc:  # reported by the assertion below
-                errors.append(exc)
+        def admit() -> None:  # the queue's order: b, then a
+            controller.lifecycle.admit(
+                [Move("job-b", "admitted"), Move("job-a", "admitted")], actor="controller"
+            )
 
         def cancel() -> None:
             time.sleep(ROW_S / 2)  # while the admission holds its first job
-            try:
-                user.lifecycle.transition_many(
-                    [Move("job-a", "cancelled by ann"), Move("job-b", "cancelled by ann")],
-                    JobState.CANCELLED,
-                    actor="ann",
-                )
-            except BaseException as exc:
-                errors.append(exc)
+            user.lifecycle.transition_many(
+                [Move("job-a", "cancelled by ann"), Move("job-b", "cancelled by ann")],
+                JobState.CANCELLED,
+                actor="ann",
+            )
 
-        racers = [threading.Thread(target=admit), threading.Thread(target=cancel)]
-        for racer in racers:
-            racer.start()
-        for racer in racers:
-            racer.join()
-
+        errors = [exc for exc in race(admit, cancel) if exc is not None]
         assert not errors, f"a statement failed: {errors[0]!r}"
         with controller.engine.connect() as conn:
             states = dict(
@@ -121,24 +102,14 @@ def test_a_deadlock_is_a_write_conflict_not_an_outage(postgres_database: str) ->
             conn.exec_driver_sql("CREATE TABLE pair (id int PRIMARY KEY)")
             conn.exec_driver_sql("INSERT INTO pair VALUES (1), (2)")
         both = threading.Barrier(2)
-        outcomes: list[BaseException | None] = []
 
         def take(first: int, second: int) -> None:
-            try:
-                with translate_errors(engine), engine.begin() as conn:
-                    conn.exec_driver_sql(f"SELECT 1 FROM pair WHERE id = {first} FOR UPDATE")
-                    both.wait()  # each holds its first row: the second waits for the other
-                    conn.exec_driver_sql(f"SELECT 1 FROM pair WHERE id = {second} FOR UPDATE")
-                outcomes.append(None)
-            except BaseException as exc:  # reported by the assertions below
-                outcomes.append(exc)
+            with translate_errors(engine), engine.begin() as conn:
+                conn.exec_driver_sql(f"SELECT 1 FROM pair WHERE id = {first} FOR UPDATE")
+                both.wait()  # each holds its first row: the second waits for the other
+                conn.exec_driver_sql(f"SELECT 1 FROM pair WHERE id = {second} FOR UPDATE")
 
-        racers = [threading.Thread(target=take, args=pair) for pair in ((1, 2), (2, 1))]
-        for racer in racers:
-            racer.start()
-        for racer in racers:
-            racer.join()
-
+        outcomes = race(lambda: take(1, 2), lambda: take(2, 1))
         failed = [exc for exc in outcomes if exc is not None]
         assert len(outcomes) == 2 and len(failed) == 1, outcomes  # one lost, one went on
         assert isinstance(failed[0], WriteConflict) and isinstance(failed[0], TransientError)
