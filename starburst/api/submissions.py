@@ -14,9 +14,12 @@ Invariants:
   submission at a time, so each request gets its own result or its own error.
 - Idempotency holds inside a batch as across batches (``submit_many``: the first request
   with a key creates the job, a repeat gets it with ``created`` false).
-- Submission limits (``core.submit_limits``) are counted in the store once per batch, just
-  before it is written, and the batch's own earlier submissions count too: one process never
-  lets a user, team or array past its limit, however many requests arrive at once.
+- Submission limits (``core.submit_limits``) are counted in the store once per batch, and
+  the batch's own earlier submissions count too: one process never lets a user, team or
+  array past its limit, however many requests arrive at once. Where the waiting jobs leave
+  every user and team of a batch room for all of it (``room``), the store counts them in
+  the statement that writes the batch (one round trip); otherwise the batch is screened
+  against the backlog read just before it is written.
 - The committer writes through one ``SubmissionWriter`` while batches follow each other
   (the store may hold one connection for it: no pool checkout and ping per statement); when
   a batch leaves nothing waiting, the writer lets go of it before the batch is answered, so
@@ -32,9 +35,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from starburst.core.errors import StarburstError
 from starburst.core.ports import SubmissionWriter
 from starburst.core.records import JobSpec, Submission
-from starburst.core.submit_limits import SubmitLimits, screen
+from starburst.core.submit_limits import SubmitLimits, room, screen
 
 #: The most submissions one transaction carries.
 MAX_BATCH = 500
@@ -161,7 +165,11 @@ class SubmissionBatcher:
         _answer(batch)
 
     def _write(self, writer: SubmissionWriter, batch: list[_Pending]) -> None:
-        """Set each submission's result or error (``_commit`` answers them)."""
+        """Set each submission's result or error (``_commit`` answers them): the batch
+        written at once if the store leaves its users and teams room for all of it (the
+        common case, one round trip), else screened against the backlog first."""
+        if self._write_if_room(writer, batch):
+            return
         try:
             batch = self._within_limits(writer, batch)
         except BaseException as exc:  # the counts could not be read: nobody is stored
@@ -181,6 +189,29 @@ class SubmissionBatcher:
             return
         for pending, result in zip(batch, results, strict=True):
             pending.result = result
+
+    def _write_if_room(self, writer: SubmissionWriter, batch: list[_Pending]) -> bool:
+        """Whether the batch is settled by one write (``submit_if_room``): each result set,
+        or, on an error that is not the store's, that error for each. A batch a limit could
+        refuse part of (``room``), or whose write the store refused (a dropped connection, an
+        id taken), is left to ``_write`` to screen and write again, as a batch that failed is
+        written again one submission at a time."""
+        need = room([(p.spec, p.key) for p in batch], self._limits)
+        if need is None:
+            return False
+        try:
+            results = writer.submit_if_room([(p.spec, p.key, p.actor) for p in batch], need)
+        except StarburstError:
+            return False
+        except BaseException as exc:  # handed to the waiting requests, never lost here
+            for pending in batch:
+                pending.error = exc
+            return True
+        if results is None:
+            return False
+        for pending, result in zip(batch, results, strict=True):
+            pending.result = result
+        return True
 
     def _within_limits(self, writer: SubmissionWriter, batch: list[_Pending]) -> list[_Pending]:
         """The batch without the submissions over a limit (their errors set)."""

@@ -76,7 +76,7 @@ if TYPE_CHECKING:
         User,
     )
     from starburst.core.setting import PolicySetting
-    from starburst.core.submit_limits import Backlog
+    from starburst.core.submit_limits import Backlog, Room
 
 
 class Clock(Protocol):
@@ -338,6 +338,13 @@ class SubmissionWriter(Protocol):
     ) -> Backlog: ...
 
     def submit_many(self, items: Sequence[Keyed]) -> list[Submission]: ...
+
+    def submit_if_room(self, items: Sequence[Keyed], room: Room) -> list[Submission] | None:
+        """``submit_many(items)`` if the store's waiting jobs leave every user and team of
+        ``room`` its room (``core.submit_limits.fits``), else None, writing nothing: the
+        backlog and the batch in one step where the store can (one statement on PostgreSQL,
+        one round trip a batch instead of two)."""
+        ...
 
     def close(self) -> None:
         """Release what the writer holds (a later call takes what it needs again)."""

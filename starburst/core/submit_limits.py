@@ -57,6 +57,46 @@ class Backlog:
     known_keys: Collection[str] = frozenset()
 
 
+@dataclass(frozen=True, slots=True)
+class Room:
+    """The most waiting jobs each user and each team of a batch may already have for no
+    submission of the batch to be refused: the limit less the batch's own submissions of that
+    user or team (``room``). Users and teams under no limit are left out."""
+
+    users: Mapping[str, int] = field(default_factory=dict)
+    teams: Mapping[str, int] = field(default_factory=dict)
+
+
+def room(items: Sequence[tuple[JobSpec, str | None]], limits: SubmitLimits) -> Room | None:
+    """The ``Room`` within which ``screen`` refuses none of ``items``, whatever the store holds
+    of their keys; None where the room does not decide it (an array's element: arrays count
+    every job of theirs, not the waiting ones), or where the batch alone is over a limit.
+
+    Why it suffices: the k-th submission of a user finds at most ``waiting + k − 1`` jobs of
+    the user counted before it (fewer if a repeat or a refusal came first), and is refused
+    only at ``limit`` or more; with ``waiting ≤ limit − n`` (the user's n submissions in the
+    batch) no k reaches it. Teams alike."""
+    users: dict[str, int] = {}
+    teams: dict[str, int] = {}
+    for spec, _ in items:
+        if spec.array is not None:
+            return None
+        if limits.waiting_per_user and spec.user is not None:
+            users[spec.user] = users.get(spec.user, limits.waiting_per_user) - 1
+        if limits.waiting_per_team and spec.team is not None:
+            teams[spec.team] = teams.get(spec.team, limits.waiting_per_team) - 1
+    if any(left < 0 for left in (*users.values(), *teams.values())):
+        return None
+    return Room(users, teams)
+
+
+def fits(backlog: Backlog, need: Room) -> bool:
+    """Whether the store's waiting jobs (``backlog``) leave each user and team its room."""
+    return all(backlog.waiting_by_user.get(u, 0) <= n for u, n in need.users.items()) and all(
+        backlog.waiting_by_team.get(t, 0) <= n for t, n in need.teams.items()
+    )
+
+
 def screen(
     items: Sequence[tuple[JobSpec, str | None]], backlog: Backlog, limits: SubmitLimits
 ) -> list[StarburstError | None]:

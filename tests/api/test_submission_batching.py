@@ -19,8 +19,9 @@ from tests.support.waiting import wait_for
 
 
 class GatedStore:
-    """The store's own ``SubmissionWriter``, holding the first batch until ``gate`` opens;
-    ``opened``/``closed`` count the writers the committers took and released."""
+    """The store's own ``SubmissionWriter``, holding the first batch written (either way)
+    until ``gate`` opens; ``sizes`` are the batches written, ``opened``/``closed`` count the
+    writers the committers took and released."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -37,10 +38,17 @@ class GatedStore:
         return self.inner.backlog(**kw)
 
     def submit_many(self, items: list[Any]) -> list[Submission]:
+        self._hold(items)
+        return self.inner.submit_many(items)  # type: ignore[no-any-return]
+
+    def submit_if_room(self, items: list[Any], room: Any) -> list[Submission] | None:
+        self._hold(items)
+        return self.inner.submit_if_room(items, room)  # type: ignore[no-any-return]
+
+    def _hold(self, items: list[Any]) -> None:
         self.sizes.append(len(items))
         if len(self.sizes) == 1:
             assert self.gate.wait(20), "the test never released the first batch"
-        return self.inner.submit_many(items)  # type: ignore[no-any-return]
 
     def close(self) -> None:
         self.inner.close()
@@ -216,3 +224,54 @@ def test_a_batch_wakes_the_event_loop_once_for_all_its_coroutines(
     assert gated.sizes[:2] == [1, 8]
     assert all(isinstance(a, Submission) and a.created for a in answers)
     assert wakes.count("starburst-submissions") == 2  # two batches (one wake each), not nine
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
+def test_a_batch_whose_one_step_write_failed_is_screened_and_written_again(
+    db_url: str, open_store: Callable[[str], Any]
+) -> None:
+    """The one-step write (``submit_if_room``) fails as on a connection the server dropped:
+    the batch is screened against the backlog (a fresh connection) and written; the write
+    it tried left nothing behind, so each request gets one job."""
+    from starburst.adapters.db.engine import DatabaseUnavailable
+
+    class Dropped(GatedStore):
+        def submit_if_room(self, items: list[Any], room: Any) -> list[Submission] | None:
+            self.sizes.append(len(items))
+            raise DatabaseUnavailable("the connection died during a statement")
+
+    gated = Dropped(open_store(db_url))
+    gated.gate.set()
+    batcher = SubmissionBatcher(gated.writer)
+    made = batcher.submit(spec(user="ann"), "k1", "ann")
+    batcher.close()
+    assert gated.sizes == [1, 1]  # the one-step write, then the screened one
+    assert made.created and gated.store.jobs.find_by_key("k1").id == made.job.id
+    waiting = gated.store.jobs.backlog(users={"ann"}, teams=(), arrays=(), keys=())
+    assert waiting.waiting_by_user == {"ann": 1}
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
+def test_a_batch_a_limit_could_refuse_is_screened_first(
+    db_url: str, open_store: Callable[[str], Any]
+) -> None:
+    """Under its limits a batch is written in one step; where a submission could pass one
+    (here the user's third against a limit of 2), the batch is screened: whether the two
+    late ones form one batch or two, two jobs are stored and one is refused."""
+    from starburst.core.submit_limits import SubmitLimits
+
+    gated = GatedStore(open_store(db_url))
+    gated.gate.set()
+    steps: list[str] = []
+    one_step, screened = gated.submit_if_room, gated.submit_many
+    gated.submit_if_room = lambda *a: (steps.append("one step"), one_step(*a))[1]  # type: ignore[method-assign]
+    gated.submit_many = lambda *a: (steps.append("screened"), screened(*a))[1]  # type: ignore[method-assign]
+    batcher = SubmissionBatcher(gated.writer, limits=SubmitLimits(waiting_per_user=2))
+    assert batcher.submit(spec(user="ann"), None, "ann").created
+    assert steps == ["one step"]
+    answers = Calls([lambda: batcher.submit(spec(user="ann"), None, "ann") for _ in range(2)])
+    outcomes = answers.results()
+    batcher.close()
+    assert sorted(type(o).__name__ for o in outcomes) == ["BacklogFull", "Submission"]
+    waiting = gated.store.jobs.backlog(users={"ann"}, teams=(), arrays=(), keys=())
+    assert waiting.waiting_by_user == {"ann": 2}

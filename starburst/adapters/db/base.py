@@ -202,11 +202,13 @@ def unnest_parts(
     *,
     conflict: str | None = None,
     returning: str | None = None,
+    where: str | None = None,
 ) -> tuple[str, list[list[Any]]]:
     """``unnest_insert``'s statement (its placeholders are ``%b``, one per column) and its
-    parameters, one array per column, for a caller that makes it part of a larger one."""
+    parameters, one array per column, for a caller that makes it part of a larger one;
+    ``where``: a condition (SQL) without which no row is inserted."""
     columns = tuple(rows[0])
-    sql, sends = _unnest_statement(dialect, target, columns, conflict, returning)
+    sql, sends = _unnest_statement(dialect, target, columns, conflict, returning, where)
     return sql, _arrays(rows, columns, sends)
 
 
@@ -273,6 +275,7 @@ def _unnest_statement(
     columns: tuple[str, ...],
     conflict: str | None,
     returning: str | None,
+    where: str | None = None,
 ) -> tuple[str, tuple[Send | None, ...]]:
     """``unnest_insert``'s statement for these columns (built once, then reused), and how
     each column's values are sent."""
@@ -280,6 +283,8 @@ def _unnest_statement(
     sql = (
         f"INSERT INTO {target.name} ({', '.join(columns)}) SELECT {', '.join(values)} FROM {source}"
     )
+    if where is not None:
+        sql += f" WHERE {where}"
     if conflict is not None:
         sql += f" ON CONFLICT ({conflict}) DO NOTHING"
     if returning is not None:

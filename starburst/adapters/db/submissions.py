@@ -9,10 +9,12 @@ Invariants:
 - An idempotency key already known returns the job it made (the database skips the row on
   the key's unique index); a key repeated inside a batch makes one job.
 - A group commit's writer (``SqlSubmissionWriter``) holds one PostgreSQL connection across
-  its batches instead of taking one from the pool (and pinging it) for each statement: a
-  batch is then two round trips, its backlog and its write. The backlog comes first, so it
-  is the ping: when it finds the held connection dropped, it takes a fresh one and asks
-  again, as the pool's ping would have; any error releases the held connection.
+  its batches instead of taking one from the pool (and pinging it) for each statement. A
+  batch the store leaves room for is one round trip (``submit_if_room``: the statement
+  reads the waiting jobs of its users and teams, then writes, or writes nothing); any
+  other is two, its backlog and its write. Any error releases the held connection, so
+  when a write finds it dropped, the group commit screens the batch again and the backlog
+  read takes a fresh one (it asks again on a fresh one itself, as the pool's ping would).
 """
 
 from __future__ import annotations
@@ -34,12 +36,12 @@ from starburst.core.records import (
     Submission,
     keyed,
 )
-from starburst.core.submit_limits import Backlog
+from starburst.core.submit_limits import Backlog, Room, fits
 
 from .base import Database, chunks, in_chunks, unnest_parts
 from .convert import spec_columns, to_stored_job, to_time
 from .engine import DatabaseUnavailable, run_statements, translate_errors
-from .jobs import read_backlog
+from .jobs import WAITING, read_backlog
 from .models import JobEventRow, JobRow, TeamRow, UserRow, table
 
 JOBS = table(JobRow)
@@ -88,7 +90,16 @@ class SqlSubmissions:
         """The write of ``submit_many``, to run on a connection (its own or a writer's)."""
         triples = keyed(items, actor)
         now = to_time(self._db.now(at))
-        return lambda conn: self._submit(conn, triples, now)
+        return lambda conn: _written(self._submit(conn, triples, now, None))
+
+    def _batch_if_room(
+        self, items: Sequence[Keyed], room: Room
+    ) -> Callable[[sa.Connection], list[Submission] | None]:
+        """PostgreSQL: the write of ``SqlSubmissionWriter.submit_if_room``, to run on a
+        connection (the backlog's check is part of the batch's one statement)."""
+        triples = keyed(items, None)
+        now = to_time(self._db.now(None))
+        return lambda conn: self._submit(conn, triples, now, room)
 
     def writer(self) -> SqlSubmissionWriter:
         """A group commit's writer (``Submissions.writer``; module docstring)."""
@@ -99,7 +110,10 @@ class SqlSubmissions:
         conn: sa.Connection,
         triples: list[tuple[JobSpec, str | None, str | None]],
         now: datetime,
-    ) -> list[Submission]:
+        room: Room | None,
+    ) -> list[Submission] | None:
+        """The batch written; with a ``room`` (PostgreSQL), None instead, writing nothing, if
+        the waiting jobs the store holds do not leave every user and team its room."""
         rows: list[dict[str, Any]] = []
         by_key: dict[str, dict[str, Any]] = {}
         actor_of: dict[int, str] = {}  # id(row) → who its event names
@@ -134,11 +148,13 @@ class SqlSubmissions:
         specs = [spec for spec, _, _ in triples]
         try:
             if self._db.is_postgres:
-                inserted = _insert_at_once(conn, specs, fresh, actor_of, now)
+                inserted = _insert_at_once(conn, specs, fresh, actor_of, now, room)
             else:
                 inserted = self._insert(conn, specs, fresh, actor_of, now)
         except sa.exc.IntegrityError:  # an id taken by a concurrent submission
             raise DuplicateJob(", ".join(given)) from None
+        if inserted is None:
+            return None
         created = [r for r in fresh if r["id"] in inserted]
         existing = self._rows_by_key(
             conn, {r["idempotency_key"]: r for r in fresh if r["id"] not in inserted}
@@ -253,6 +269,12 @@ class SqlSubmissionWriter:
     def submit_many(self, items: Sequence[Keyed]) -> list[Submission]:
         return self._run(self._submissions._batch(items, None, None))
 
+    def submit_if_room(self, items: Sequence[Keyed], room: Room) -> list[Submission] | None:
+        if self._db.is_postgres:
+            return self._run(self._submissions._batch_if_room(items, room))
+        found = self.backlog(users=room.users, teams=room.teams, arrays=(), keys=())
+        return self.submit_many(items) if fits(found, room) else None
+
     def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -299,10 +321,17 @@ def _insert_at_once(
     fresh: list[dict[str, Any]],
     actor_of: dict[int, str],
     now: datetime,
-) -> set[str]:
+    room: Room | None,
+) -> set[str] | None:
     """PostgreSQL: owners, jobs and the new jobs' events in one statement (one round trip,
     whole or not at all, also outside a transaction); the ids of the jobs inserted. The
     events are written in the batch's order, as one statement per table writes them.
+
+    With a ``room``, the statement first reads the waiting jobs of its users and teams
+    (``waiting_counts``) and writes nothing, answering None, unless each is within its room:
+    the group commit's backlog check and its write in one round trip, on one snapshot. The
+    statement is prepared, so its plan may read ``waiting_counts`` whole (a hash join made
+    while the table was small): a row per user and team with jobs, not per job.
 
     Every statement takes the keys it inserts in one order, the keys' own (teams and users
     by name, jobs by idempotency key): two writers whose batches share keys (two API
@@ -316,8 +345,15 @@ def _insert_at_once(
         sorted(fresh, key=_key_order),
         conflict="idempotency_key",
         returning="id",
+        where=None if room is None else _IF_ROOM,
     )
+    guard: list[list[Any]] = []
+    if room is not None:  # (kind, name, room) of each user and team, an array for each
+        rooms = [("user", name, left) for name, left in room.users.items()]
+        rooms += [("team", name, left) for name, left in room.teams.items()]
+        guard = [[r[i] for r in rooms] for i in range(3)]
     params: list[Any] = [
+        *guard,
         now,
         teams,
         now,
@@ -328,12 +364,17 @@ def _insert_at_once(
         [r["id"] for r in fresh],
         [actor_of[id(r)] for r in fresh],
     ]
-    return {
-        str(job_id)
-        for job_id in conn.exec_driver_sql(
-            _at_once_sql(conn.dialect, jobs_sql), tuple(params)
-        ).scalars()
-    }
+    sql = _at_once_sql(conn.dialect, jobs_sql, room is not None)
+    if room is None:
+        return {str(job_id) for job_id in conn.exec_driver_sql(sql, tuple(params)).scalars()}
+    ok, ids = conn.exec_driver_sql(sql, tuple(params)).one()
+    return {str(job_id) for job_id in ids} if ok else None
+
+
+def _written(found: list[Submission] | None) -> list[Submission]:
+    """A batch ``_submit`` wrote without a room to check: never None."""
+    assert found is not None
+    return found
 
 
 def _key_order(row: dict[str, Any]) -> tuple[bool, str]:
@@ -342,21 +383,41 @@ def _key_order(row: dict[str, Any]) -> tuple[bool, str]:
     return key is None, key or ""
 
 
+#: the condition each insert of a batch written only if there is room adds (``_at_once_sql``)
+_IF_ROOM = "(SELECT ok FROM room)"
+
+
 @functools.lru_cache(maxsize=8)
-def _at_once_sql(dialect: sa.Dialect, jobs_sql: str) -> str:
+def _at_once_sql(dialect: sa.Dialect, jobs_sql: str, if_room: bool) -> str:
+    """``_insert_at_once``'s statement; ``if_room``: it first reads, as ``room``, whether no
+    user or team given (kind, name, room) has more waiting jobs than its room, inserts only
+    then, and answers one row (that, the ids inserted) instead of a row per id."""
     at = EVENTS.c.at.type.compile(dialect)
+    where = f" WHERE {_IF_ROOM}" if if_room else ""
+    guard = (
+        "room AS (SELECT NOT EXISTS (SELECT FROM unnest(%b::varchar[], %b::varchar[], "
+        f"%b::bigint[]) AS r(kind, name, room) JOIN {WAITING.name} AS w "
+        "ON w.kind = r.kind AND w.name = r.name WHERE w.jobs > r.room) AS ok), "
+        if if_room
+        else ""
+    )
+    answer = (
+        f"SELECT {_IF_ROOM}, ARRAY(SELECT id FROM new_jobs)"
+        if if_room
+        else "SELECT id FROM new_jobs"
+    )
     return (
-        f"WITH new_teams AS (INSERT INTO {TEAMS.name} (name, created_at) "
-        f"SELECT t.name, %s::{at} FROM unnest(%b::varchar[]) AS t(name) "
+        f"WITH {guard}new_teams AS (INSERT INTO {TEAMS.name} (name, created_at) "
+        f"SELECT t.name, %s::{at} FROM unnest(%b::varchar[]) AS t(name){where} "
         "ON CONFLICT DO NOTHING), "
         f"new_users AS (INSERT INTO {USERS.name} (name, team_name, email, created_at) "
         f"SELECT u.name, u.team, NULL, %s::{at} FROM unnest(%b::varchar[], %b::varchar[]) "
-        "AS u(name, team) ON CONFLICT DO NOTHING), "
+        f"AS u(name, team){where} ON CONFLICT DO NOTHING), "
         f"new_jobs AS ({jobs_sql}), "
         f"new_events AS (INSERT INTO {EVENTS.name} "
         "(job_id, at, from_state, to_state, reason, actor, fencing_token) "
         f"SELECT e.id, %s::{at}, NULL, '{JobState.SUBMITTED.value}', 'submitted', e.actor, NULL "
         "FROM unnest(%b::varchar[], %b::varchar[]) WITH ORDINALITY AS e(id, actor, n) "
         "JOIN new_jobs ON new_jobs.id = e.id ORDER BY e.n) "
-        "SELECT id FROM new_jobs"
+        f"{answer}"
     )

@@ -20,7 +20,7 @@ from starburst.core.records import (
     User,
     keyed,
 )
-from starburst.core.submit_limits import Backlog
+from starburst.core.submit_limits import Backlog, Room, fits
 
 from .jobs import MemoryJobs
 from .tables import JobRow, MemoryDatabase
@@ -142,6 +142,10 @@ class MemorySubmissionWriter:
 
     def submit_many(self, items: Sequence[Keyed]) -> list[Submission]:
         return self._submissions.submit_many(items)
+
+    def submit_if_room(self, items: Sequence[Keyed], room: Room) -> list[Submission] | None:
+        found = self.backlog(users=room.users, teams=room.teams, arrays=(), keys=())
+        return self.submit_many(items) if fits(found, room) else None
 
     def close(self) -> None:
         """Nothing to release."""

@@ -1,6 +1,7 @@
 """Round trips of the group commit's writes on PostgreSQL: a batch of submissions is one
-statement (owners, jobs and events together, no ``BEGIN``/``COMMIT`` around it) and the
-limits' backlog one more, whatever the batch's size. On a busy machine each round trip
+statement (owners, jobs and events together, no ``BEGIN``/``COMMIT`` around it), the limits'
+check of the waiting jobs included where the store leaves the batch room (else the backlog is
+one query more), whatever the batch's size. On a busy machine each round trip
 waits for the server to be scheduled, so their count, not the rows, sets a batch's time."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from starburst.adapters.db.engine import create_engine
 from starburst.adapters.db.store import SqlStore
 from starburst.core.lifecycle import JobState
 from starburst.core.records import JobSpec
+from starburst.core.submit_limits import Room
 
 pytestmark = pytest.mark.postgres
 
@@ -104,3 +106,33 @@ def test_a_writer_replaces_a_connection_the_server_dropped(engine, clock) -> Non
     (made,) = writer.submit_many([(JobSpec(gpus=1, user="ann"), "ann/k", "ann")])
     writer.close()
     assert made.created and store.jobs.get(made.job.id).job.user == "ann"
+
+
+def test_a_batch_with_room_is_one_statement_with_its_check(engine, clock) -> None:  # type: ignore[no-untyped-def]
+    """``submit_if_room``: the waiting jobs are read in the write's own statement; where a
+    user or team has less room than it holds, nothing at all is written, not even the
+    owners the batch would have created."""
+    store = SqlStore(engine, clock=clock)
+    store.submissions.submit_many([(JobSpec(gpus=1, user="ann", team="ml"), "ann/k0", "ann")])
+    seen = _statements(engine)
+    writer = store.submissions.writer()
+    items = [(JobSpec(gpus=1, user="ann", team="ml"), f"ann/k{i}", "ann") for i in range(3)]
+    made = writer.submit_if_room(items, Room(users={"ann": 1}, teams={"ml": 1}))
+    assert seen == ["WITH", "SELECT"]  # the write and its check, then the known key's job
+    assert made is not None and [m.created for m in made] == [False, True, True]
+    assert store.jobs.backlog(users={"ann"}, teams=(), arrays=(), keys=()).waiting_by_user == {
+        "ann": 3
+    }
+
+    seen.clear()
+    newcomer = [(JobSpec(gpus=1, user="zed", team="new"), "zed/k", "zed")]
+    assert writer.submit_if_room([*newcomer, *items], Room(users={"ann": 2})) is None
+    assert writer.submit_if_room(newcomer, Room(teams={"ml": 3, "new": 0})) is not None
+    assert writer.submit_if_room(items, Room(teams={"ml": 2})) is None
+    writer.close()
+    assert seen == ["WITH"] * 3
+    assert store.jobs.find_by_key("zed/k").job.user == "zed"
+    assert {u.name for u in store.accounts.users()} == {"ann", "zed"}
+    waiting = store.jobs.backlog(users={"ann", "zed"}, teams={"ml", "new"}, arrays=(), keys=())
+    assert waiting.waiting_by_user == {"ann": 3, "zed": 1}
+    assert waiting.waiting_by_team == {"ml": 3, "new": 1}
