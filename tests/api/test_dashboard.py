@@ -255,6 +255,35 @@ def _top_jobs_are_the_rest_rows_with_names(
 
 
 @PG
+def test_a_read_the_network_dropped_is_asked_again(  # type: ignore[no-untyped-def]
+    api, browser
+) -> None:
+    """The first request for each job's name gets no answer at all (as Chromium's
+    ``ERR_NETWORK_CHANGED`` when an interface came up mid-request, seen in CI): the page
+    asks again and shows every name, not "–"."""
+    _month_of_spending(api.store, api.clock)
+    context = browser.new_context()
+    page = context.new_page()
+    dropped: list[str] = []
+
+    def drop_first(route: Any) -> None:
+        if route.request.url in dropped:
+            route.continue_()
+        else:
+            dropped.append(route.request.url)
+            route.abort("internetdisconnected")
+
+    page.route("**/v1/jobs/*", drop_first)
+    page.goto(f"{api.url}/ui#token={api.tokens['bob']}")
+    page.wait_for_selector("body[data-loaded='true']", timeout=30_000)
+    rows = page.locator("#top-jobs tbody tr")
+    names = [rows.nth(i).inner_text().split("\t")[0] for i in range(rows.count())]
+    assert dropped and len(names) == 6  # bob's five evals and the euro run, each dropped once
+    assert "–" not in names and "eu-run" in names
+    context.close()
+
+
+@PG
 def test_a_user_sees_their_own_costs_and_a_bad_token_is_told(  # type: ignore[no-untyped-def]
     api, browser
 ) -> None:

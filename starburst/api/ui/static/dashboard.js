@@ -27,7 +27,14 @@ async function api(path, params, accept) {
   }
   const headers = { Accept: accept || "application/json" };
   if (token()) headers.Authorization = "Bearer " + token();
-  const response = await fetch(url, { headers });
+  let response;
+  try {
+    response = await fetch(url, { headers });
+  } catch (e) {
+    // no answer at all (the browser changed networks, the connection dropped): every call
+    // here is a GET, so it is asked once more before the page says it could not read it
+    response = await fetch(url, { headers });
+  }
   if (!response.ok) {
     let detail = response.statusText;
     try { detail = (await response.json()).detail || detail; } catch (e) { /* not JSON */ }
