@@ -23,9 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from starburst.core.errors import ConfigError, StarburstError
-from starburst.core.records import JobSpec
+from starburst.core.records import JobSpec, Keyed, Submission
+
+if TYPE_CHECKING:
+    from starburst.core.ports import SubmissionWriter
 
 
 class LimitExceeded(ConfigError):
@@ -95,6 +99,15 @@ def fits(backlog: Backlog, need: Room) -> bool:
     return all(backlog.waiting_by_user.get(u, 0) <= n for u, n in need.users.items()) and all(
         backlog.waiting_by_team.get(t, 0) <= n for t, n in need.teams.items()
     )
+
+
+def write_if_room(
+    writer: SubmissionWriter, items: Sequence[Keyed], need: Room
+) -> list[Submission] | None:
+    """``SubmissionWriter.submit_if_room`` for a store that cannot check the room in the
+    write itself: the backlog of the room's users and teams, then the batch if it fits."""
+    found = writer.backlog(users=need.users, teams=need.teams, arrays=(), keys=())
+    return writer.submit_many(items) if fits(found, need) else None
 
 
 def screen(

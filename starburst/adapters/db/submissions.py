@@ -36,7 +36,7 @@ from starburst.core.records import (
     Submission,
     keyed,
 )
-from starburst.core.submit_limits import Backlog, Room, fits
+from starburst.core.submit_limits import Backlog, Room, write_if_room
 
 from .base import Database, chunks, in_chunks, unnest_parts
 from .convert import spec_columns, to_stored_job, to_time
@@ -272,8 +272,7 @@ class SqlSubmissionWriter:
     def submit_if_room(self, items: Sequence[Keyed], room: Room) -> list[Submission] | None:
         if self._db.is_postgres:
             return self._run(self._submissions._batch_if_room(items, room))
-        found = self.backlog(users=room.users, teams=room.teams, arrays=(), keys=())
-        return self.submit_many(items) if fits(found, room) else None
+        return write_if_room(self, items, room)
 
     def close(self) -> None:
         conn, self._conn = self._conn, None

@@ -20,7 +20,7 @@ from starburst.core.records import (
     User,
     keyed,
 )
-from starburst.core.submit_limits import Backlog, Room, fits
+from starburst.core.submit_limits import Backlog, Room, write_if_room
 
 from .jobs import MemoryJobs
 from .tables import JobRow, MemoryDatabase
@@ -144,8 +144,7 @@ class MemorySubmissionWriter:
         return self._submissions.submit_many(items)
 
     def submit_if_room(self, items: Sequence[Keyed], room: Room) -> list[Submission] | None:
-        found = self.backlog(users=room.users, teams=room.teams, arrays=(), keys=())
-        return self.submit_many(items) if fits(found, room) else None
+        return write_if_room(self, items, room)
 
     def close(self) -> None:
         """Nothing to release."""
