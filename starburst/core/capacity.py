@@ -22,11 +22,13 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 
 from starburst.core.errors import ConfigError
 from starburst.core.job import Job
+from starburst.core.nodes import Node as Node
+from starburst.core.nodes import Part as Part
+from starburst.core.nodes import Placement as Placement
 
 
 class PlacementStrategy(StrEnum):
@@ -39,32 +41,6 @@ def parse_placement(name: str) -> PlacementStrategy:
         return PlacementStrategy(name.strip().lower())
     except ValueError:
         raise ConfigError(f"unknown placement {name!r}; choose first-fit or best-fit") from None
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A node of the cluster as placement sees it; ``cpus``/``memory_mb`` of 0: not tracked."""
-
-    name: str
-    gpus: int
-    cpus: float = 0.0
-    memory_mb: float = 0.0
-    gpu_type: str = "gpu"
-    schedulable: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Part:
-    """One node's share of a placement."""
-
-    node: int
-    node_name: str
-    gpus: int
-    cpus: float
-    memory_mb: float
-
-
-Placement = tuple[Part, ...]
 
 
 def describe_placement(placement: Placement) -> str:

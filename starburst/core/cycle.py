@@ -37,16 +37,15 @@ from dataclasses import dataclass, field
 from starburst.core.capacity import (
     CapacityIndex,
     Placement,
-    PlacementStrategy,
     describe_placement,
 )
 from starburst.core.decisions import Burst, Start, Wait
 from starburst.core.duration import human
-from starburst.core.errors import ConfigError
 from starburst.core.job import Job, QueuedJob
-from starburst.core.ordering import QueueOrder, merge
+from starburst.core.ordering import merge
 from starburst.core.policy import WaitPolicy
 from starburst.core.queue_facts import QueueFacts, may_need_a_look
+from starburst.core.scheduler_config import SchedulerConfig as SchedulerConfig
 
 # A ``hold`` key that holds every job, whatever its team (no team is named "*").
 HOLD_ALL = "*"
@@ -54,26 +53,6 @@ HOLD_ALL = "*"
 NO_CLOUD = "no cloud is configured, so nothing bursts; waiting on-prem"
 # A ``hold`` key that holds the jobs of users with no team (no team is named "").
 NO_TEAM = ""
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerConfig:
-    """How the pass orders and places work; the waiting policy sets each job's budget."""
-
-    policy: WaitPolicy
-    out_of_order: bool = False
-    queue_cap: int | None = None
-    order: QueueOrder = QueueOrder.FIFO
-    placement: PlacementStrategy = PlacementStrategy.FIRST_FIT
-
-    def __post_init__(self) -> None:
-        if self.queue_cap is not None and self.queue_cap < 0:
-            raise ConfigError(f"queue cap must be ≥ 0, got {self.queue_cap}")
-
-    def describe(self) -> str:
-        mode = "out-of-order" if self.out_of_order else "in-order"
-        cap = f", queue cap {self.queue_cap}" if self.queue_cap is not None else ""
-        return f"{self.policy.describe()}, {mode}, {self.order.value}, {self.placement.value}{cap}"
 
 
 @dataclass(slots=True)

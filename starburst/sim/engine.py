@@ -18,7 +18,6 @@ import gc
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from starburst.core.capacity import Node, Placement, describe_placement
@@ -33,25 +32,8 @@ from starburst.sim.clock import SimClock
 from starburst.sim.cloud import SimCloud
 from starburst.sim.cluster import SimCluster
 from starburst.sim.gating import Gatekeeper
+from starburst.sim.options import SimOptions as SimOptions
 from starburst.sim.report import OutcomeColumns, SimResult
-
-
-@dataclass(frozen=True, slots=True)
-class SimOptions:
-    """Knobs of a simulation run that are not scheduling policy."""
-
-    price_per_gpu_hour: float = 2.5
-    cloud_startup_delay: float = 0.0
-    estimate_error: float = 0.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.price_per_gpu_hour < 0:
-            raise ConfigError("price per GPU-hour must be ≥ 0")
-        if self.cloud_startup_delay < 0:
-            raise ConfigError("cloud start-up delay must be ≥ 0")
-        if not 0 <= self.estimate_error < 10:
-            raise ConfigError("relative estimate error must be in [0, 10)")
 
 
 def perturb_estimates(jobs: Sequence[Job], error: float, seed: int) -> list[Job]:
