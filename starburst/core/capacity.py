@@ -32,6 +32,8 @@ from starburst.core.nodes import Placement as Placement
 
 
 class PlacementStrategy(StrEnum):
+    """Which node a job takes: the first with room, or the one its start leaves fullest."""
+
     FIRST_FIT = "first-fit"
     BEST_FIT = "best-fit"
 

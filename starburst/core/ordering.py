@@ -22,6 +22,8 @@ from starburst.core.job import QueuedJob
 
 
 class QueueOrder(StrEnum):
+    """The order of the queue: first in first out, shortest job first, earliest deadline first."""
+
     FIFO = "fifo"
     SJF = "sjf"
     EDF = "edf"

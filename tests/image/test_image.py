@@ -58,6 +58,24 @@ def test_the_quickstart_runs_end_to_end_in_the_image(container: Container) -> No
     assert "saved $" in done.stdout
 
 
+def test_the_image_runs_the_compiled_pass_and_loop(container: Container) -> None:
+    """The image's wheel is built as a user's install builds it (``setup.py``): the pass and
+    the simulator's loop are the compiled modules, and they run."""
+    code = (
+        "import starburst.core.cycle as c, starburst.sim.engine as e; print(c.__file__, e.__file__)"
+    )
+    done = container.run("python", "-c", code, entrypoint=False)
+    assert done.returncode == 0, done.stderr
+    assert all(path.endswith(".so") for path in done.stdout.split()), done.stdout
+    script = (
+        "starburst synth /tmp/t.csv --jobs 300 --cluster-gpus 16 --seed 3 >/dev/null && "
+        "starburst simulate /tmp/t.csv --nodes 2 --gpus-per-node 8 --json"
+    )
+    done = container.run("sh", "-c", script, entrypoint=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["jobs"] == 300
+
+
 def test_the_container_runs_as_the_unprivileged_user(container: Container) -> None:
     done = container.run("id", "-u", entrypoint=False)
     assert done.stdout.strip() == "10001", done.stderr

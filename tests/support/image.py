@@ -11,7 +11,8 @@
 2. **wheelhouse** (``tests.support.image_wheels``): ``uv export --frozen`` of ``uv.lock`` for
    the Dockerfile's ``EXTRAS``, narrowed to that interpreter, then ``pip download`` of exactly
    those wheels (their hashes checked);
-3. **product**: the project's own wheel (``uv build`` from a copy of the sources), the
+3. **product**: the project's own wheel (``uv build`` from a copy of the sources, its hot
+   modules compiled as a user's install compiles them, ``setup.py``), the
    wheelhouse and ``migrations/`` form the build context of ``buildah bud --isolation chroot
    -f deploy/Dockerfile --build-arg BASE_IMAGE=oci-archive:<base>``: no network inside the
    build, and no OCI runtime to install (buildah's default runc isolation works here too, as
@@ -21,8 +22,9 @@
 Invariants:
 - cache: ``~/.cache/starburst/images/<step>-<hash of the step's inputs>/image.tar``
   (``STARBURST_IMAGE_CACHE`` overrides the directory); the product's hash covers the base's
-  and the wheelhouse's keys, the Dockerfile, ``pyproject.toml``, ``uv.lock`` and every file of
-  ``starburst/`` and ``migrations/``. The ``KEEP`` newest used products and wheelhouses stay;
+  and the wheelhouse's keys, the Dockerfile, ``pyproject.toml``, ``setup.py``, ``uv.lock``
+  and every file of ``starburst/`` and ``migrations/``. The ``KEEP`` newest used products and
+  wheelhouses stay;
 - concurrency: one exclusive file lock for the whole cache, so parallel workers (and
   worktrees) build once and the others wait and reuse; each step builds into a scratch
   directory renamed into place when complete, so a half-built entry is never seen;
@@ -55,6 +57,7 @@ from pathlib import Path
 from starburst import __version__
 from tests.support import image_wheels
 from tests.support.image_tools import Buildah, ImageBuildError, building, ensure_tools, run
+from tests.support.wheel import SOURCES, build_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
@@ -291,7 +294,7 @@ def _commit_rootfs(
 
 
 def _source_files() -> list[Path]:
-    files = [DOCKERFILE, ROOT / "pyproject.toml", ROOT / "README.md", ROOT / "uv.lock"]
+    files = [DOCKERFILE, *(ROOT / name for name in SOURCES), ROOT / "uv.lock"]
     for tree in (ROOT / "starburst", ROOT / "migrations"):
         files += sorted(
             p for p in tree.rglob("*")
@@ -335,16 +338,16 @@ def _build_product(
 
 def _context(*, uv: str, wheels: image_wheels.Wheelhouse, scratch: Path) -> Path:
     """The build context: ``wheelhouse/`` (the locked wheels, linked, and the project's wheel,
-    built from a copy of the sources) and ``migrations/``, as the Dockerfile expects."""
+    built from a copy of the sources as a user's install builds it, ``tests.support.wheel``)
+    and ``migrations/``, as the Dockerfile expects."""
     context = scratch / "context"
     source = scratch / "source"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "starburst", source / "starburst", ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, source / name)
     shutil.copytree(ROOT / "migrations", context / "migrations", ignore=ignore)
-    run([uv, "build", "--wheel", "--quiet", "--out-dir", str(context / "wheelhouse"),
-         str(source)])  # fmt: skip
+    try:
+        build_wheel(uv, source, context / "wheelhouse")
+    except RuntimeError as exc:
+        raise ImageBuildError(str(exc)) from None
     for wheel in wheels.files():
         os.link(wheel, context / "wheelhouse" / wheel.name)
     _remove(source)
