@@ -7,8 +7,10 @@
 2. Cost per scheduling pass as the cluster grows from 64 to 8,192 nodes at the same load; a
    pass scans the queue (capped at 30), so the cost per pass and queued job is shown too.
 3. 300,000 jobs (paper scale) on 512 GPUs.
-4. Whole commands, as a user runs them (subprocesses with bytecode caching on, as in an
-   installed package; wall clock and CPU, best of N): ``starburst simulate`` on the same
+4. Whole commands, as a user runs them (subprocesses with bytecode caching on; wall clock and
+   CPU, best of N) from ``starburst`` as a user installs it: this checkout's wheel, built by
+   ``uv build`` (its hot modules compiled, ``setup.py``) and installed in a virtualenv of its
+   own (``--source``: this checkout's modules instead): ``starburst simulate`` on the same
    8,000-job trace (written by ``starburst synth``), with its ratio to the artifact's ≈ 25 s
    as a whole command in CPU seconds like section 1 (target ≤ 0.5 s, ≥ 50×), and
    ``starburst --help`` start-up (target < 150 ms), beside a bare ``python -c pass`` as the
@@ -18,7 +20,7 @@
 
 5. ``--reference PATH`` (the authors' repository, ``michaelzhiluo/starburst``; its
    interpreter ``--reference-python``, a virtualenv with numpy, pandas, tabulate and tqdm
-   outside this repository): ``starburst simulate`` and the authors' simulator
+   outside this repository): ``starburst simulate`` (installed as in 4.) and the authors' simulator
    (``bench/artifact_sim.py`` drives their ``skyburst`` package) as whole commands on the same
    8,000-job trace, interleaved round by round so that the machine's load falls on both; the
    ratio of CPU seconds per round with the load average beside it, and whether both burst the
@@ -27,7 +29,7 @@
 Times are CPU seconds of this process (``time.process_time``), so other work on the machine
 disturbs them less than wall-clock time; the fast engine's figure is the best of three runs.
 
-Run: .venv/bin/python bench/sim_speed.py [--quick] [--commands]  (--commands: section 4 only)
+Run: .venv/bin/python bench/sim_speed.py [--quick] [--commands] [--source]  (--commands: 4. only)
      .venv/bin/python bench/sim_speed.py --reference PATH --reference-python VENV/bin/python
 """
 
@@ -39,6 +41,7 @@ import io
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,6 +55,7 @@ from starburst.sim.engine import Simulation
 from starburst.sim.reference import reference_simulate
 from starburst.sim.synthetic import Workload, generate
 
+ROOT = Path(__file__).resolve().parents[1]
 ARTIFACT_SECONDS = 25.0  # the published artifact, 8,000 jobs on 512 GPUs (issue 2)
 
 
@@ -134,17 +138,44 @@ def command_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def best_wall(argv: list[str], repeat: int) -> tuple[float, float]:
+def starburst_command(scratch: Path, source: bool) -> tuple[list[str], str]:
+    """``starburst`` as the whole commands run it, and what it is. By default as a user installs
+    it: this checkout's wheel (``uv build``, its hot modules compiled by ``setup.py`` where a C
+    compiler is) in a virtualenv of its own. ``source``: this checkout's modules as they are
+    (pure Python in an editable install)."""
+    if source:
+        return [sys.executable, "-m", "starburst.cli"], "this checkout's modules (--source)"
+    uv = shutil.which("uv")
+    if uv is None:
+        sys.exit("uv is needed to build the wheel (or measure the checkout with --source)")
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # (``tests.support``, from the checkout's root)
+    from tests.support.wheel import build_wheel
+
+    wheel, _ = build_wheel(uv, scratch / "source", scratch / "dist")
+    venv = scratch / "venv"
+    python = str(venv / "bin" / "python")
+    for step in (
+        [uv, "venv", "--python", sys.executable, str(venv)],
+        [uv, "pip", "install", "--compile-bytecode", "-p", python, str(wheel)],
+    ):
+        subprocess.run(step, check=True, capture_output=True)
+    compiled = len(list(venv.glob("lib/python*/site-packages/starburst/**/*.so")))
+    what = f"installed from {wheel.name} ({compiled} modules compiled)"
+    return [python, "-m", "starburst.cli"], what
+
+
+def best_wall(argv: list[str], repeat: int, cwd: str) -> tuple[float, float]:
     """Best wall-clock seconds of ``repeat`` runs of a command (output discarded), and the best
     CPU seconds (user + system) of the same runs: a figure other work disturbs less. One
     untimed run first writes the bytecode caches."""
     env = command_env()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env, cwd=cwd)
     best = best_cpu = float("inf")
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env, cwd=cwd)
         best = min(best, time.perf_counter() - started)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -152,7 +183,7 @@ def best_wall(argv: list[str], repeat: int) -> tuple[float, float]:
     return best, best_cpu
 
 
-def same_results(args: list[str], trace: str) -> bool:
+def same_results(args: list[str], trace: str, cwd: str) -> bool:
     """Whether ``simulate --json`` gives the same summary through the fast path, through
     typer and in this process (the engine on the same trace and configuration)."""
     from starburst.cli.fastpath import parse_simulate
@@ -165,7 +196,9 @@ def same_results(args: list[str], trace: str) -> bool:
 
     env = command_env()
     fast, typer = (
-        subprocess.run([*args, *extra], check=True, capture_output=True, text=True, env=env)
+        subprocess.run(
+            [*args, *extra], check=True, capture_output=True, text=True, env=env, cwd=cwd
+        )
         for extra in (["--json"], ["--json", "--seed", "00"])
     )
     parsed = parse_simulate([trace, "--nodes", "64", "--gpus-per-node", "8", "--json"])
@@ -177,14 +210,14 @@ def same_results(args: list[str], trace: str) -> bool:
     return summary(fast.stdout) == here == summary(typer.stdout)
 
 
-def whole_commands(quick: bool) -> None:
+def whole_commands(quick: bool, source: bool) -> None:
     repeat = 3 if quick else 7
-    cli = [sys.executable, "-m", "starburst.cli"]
-    print(
-        f"\n4. whole commands (best of {repeat}, bytecode cached; load average "
-        f"{os.getloadavg()[0]:.1f})"
-    )
     with tempfile.TemporaryDirectory() as tmp:
+        cli, what = starburst_command(Path(tmp), source)
+        print(
+            f"\n4. whole commands (best of {repeat}, bytecode cached; load average "
+            f"{os.getloadavg()[0]:.1f}); starburst {what}"
+        )
         trace = str(Path(tmp) / "t8k.csv")
         subprocess.run(
             [
@@ -202,13 +235,14 @@ def whole_commands(quick: bool) -> None:
             ],
             check=True,
             stdout=subprocess.DEVNULL,
+            cwd=tmp,
         )
-        bare = best_wall([sys.executable, "-c", "pass"], repeat)
+        bare = best_wall([cli[0], "-c", "pass"], repeat, tmp)
         args = [*cli, "simulate", trace, "--nodes", "64", "--gpus-per-node", "8"]
-        sim = best_wall(args, repeat)
-        typer_sim = best_wall([*args, "--seed", "00"], repeat)
-        helps = best_wall([*cli, "--help"], repeat)
-        same = same_results(args, trace)
+        sim = best_wall(args, repeat, tmp)
+        typer_sim = best_wall([*args, "--seed", "00"], repeat, tmp)
+        helps = best_wall([*cli, "--help"], repeat, tmp)
+        same = same_results(args, trace, tmp)
     print("                         wall      CPU")
     print(f"   python -c pass     {bare[0]:8.3f} s {bare[1]:6.3f} s  (the floor)")
     print(
@@ -217,41 +251,46 @@ def whole_commands(quick: bool) -> None:
     )
     print(f"   the same via typer {typer_sim[0]:8.3f} s {typer_sim[1]:6.3f} s  (no fast path)")
     print(f"   starburst --help   {helps[0]:8.3f} s {helps[1]:6.3f} s  (target < 0.150 s)")
-    print(f"   same results (fast path, typer, in-process engine): {same}")
+    print(f"   same results (fast path, typer, this process's engine): {same}")
     print(
         f"   ratio vs artifact  {ARTIFACT_SECONDS / sim[1]:8.1f}×  (whole command, CPU "
         f"seconds, as section 1; the artifact ≈ {ARTIFACT_SECONDS:.0f} s; target ≥ 50×)"
     )
 
 
-def timed_command(argv: list[str]) -> tuple[float, float, str]:
+def timed_command(argv: list[str], cwd: str) -> tuple[float, float, str]:
     """Wall and CPU seconds (user + system) of one run of a command, and its stdout."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(argv, check=True, capture_output=True, text=True, env=command_env())
+    done = subprocess.run(
+        argv, check=True, capture_output=True, text=True, env=command_env(), cwd=cwd
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, done.stdout
 
 
-def against_reference(repo: str, python: str, rounds: int) -> None:
+def against_reference(repo: str, python: str, rounds: int, source: bool) -> None:
     """``starburst simulate`` and the authors' simulator, whole commands, interleaved (5.)."""
-    cli = [sys.executable, "-m", "starburst.cli"]
     driver = str(Path(__file__).resolve().parent / "artifact_sim.py")
     with tempfile.TemporaryDirectory() as tmp:
+        cli, what = starburst_command(Path(tmp), source)
         trace = str(Path(tmp) / "t8k.csv")
         synth = [*cli, "synth", trace, "--jobs", "8000", "--cluster-gpus", "512"]
         subprocess.run(
-            [*synth, "--load", "1.1", "--seed", "1"], check=True, stdout=subprocess.DEVNULL
+            [*synth, "--load", "1.1", "--seed", "1"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            cwd=tmp,
         )
         ours = [*cli, "simulate", trace, "--nodes", "64", "--gpus-per-node", "8", "--json"]
-        timed_command(ours)  # writes the bytecode caches
-        summary = json.loads(timed_command(ours)[2])
+        timed_command(ours, tmp)  # writes the bytecode caches
+        summary = json.loads(timed_command(ours, tmp)[2])
         theirs = [python, driver, repo, trace, "--nodes", "64", "--gpus-per-node", "8"]
         theirs += ["--c", repr(summary["coefficient"])]
         print(
             f"\n5. whole commands against the authors' simulator ({repo}), 8,000 jobs, "
-            "512 GPUs, Starburst; interleaved"
+            f"512 GPUs, Starburst; interleaved; starburst {what}"
         )
         print(
             f"   {'round':>5} {'starburst CPU':>14} {'wall':>8} {'authors CPU':>12} "
@@ -259,8 +298,8 @@ def against_reference(repo: str, python: str, rounds: int) -> None:
         )
         ratios, same = [], True
         for i in range(rounds):
-            s_wall, s_cpu, _ = timed_command(ours)
-            r_wall, r_cpu, out = timed_command(theirs)
+            s_wall, s_cpu, _ = timed_command(ours, tmp)
+            r_wall, r_cpu, out = timed_command(theirs, tmp)
             found = json.loads(out.strip().splitlines()[-1])
             same = same and found["burst_jobs"] == summary["burst_jobs"]
             same = same and abs(found["cloud_gpu_hours"] - summary["cloud_gpu_hours"]) < 1e-6
@@ -288,17 +327,22 @@ def main() -> None:
         "--reference-python", default="python3", help="its interpreter, with numpy and pandas"
     )
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of 5.")
+    parser.add_argument(
+        "--source",
+        action="store_true",
+        help="4. and 5. on this checkout's modules, not on the wheel installed apart",
+    )
     args = parser.parse_args()
     if args.reference:
-        against_reference(args.reference, args.reference_python, args.rounds)
+        against_reference(args.reference, args.reference_python, args.rounds, args.source)
         return
     if args.commands:
-        whole_commands(args.quick)
+        whole_commands(args.quick, args.source)
         return
     artifact_run()
     node_scaling(args.quick)
     paper_scale(args.quick)
-    whole_commands(args.quick)
+    whole_commands(args.quick, args.source)
 
 
 if __name__ == "__main__":
