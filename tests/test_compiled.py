@@ -27,6 +27,9 @@ from tests.support.wheel import build_wheel
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: one worker builds the wheel (the module's fixture) for every test here
+pytestmark = pytest.mark.xdist_group("compiled")
+
 
 def _compiled_modules() -> list[str]:
     """``setup.COMPILED``, read without running the build (``setup.py`` builds as a script)."""
@@ -37,11 +40,8 @@ def _compiled_modules() -> list[str]:
     return [path.removesuffix(".py").replace("/", ".") for path in setup.COMPILED]
 
 
-pytestmark = pytest.mark.xdist_group("compiled")
-
-
 def _run(argv: list[str], *, compiled: Path | None, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COVERAGE_PROCESS_START")}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if compiled is not None:
         env["PYTHONPATH"] = str(compiled)
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)

@@ -22,15 +22,14 @@ SOURCES = ("pyproject.toml", "setup.py", "README.md")
 def build_wheel(
     uv: str, source: Path, out_dir: Path, setting: Mapping[str, str] | None = None
 ) -> tuple[Path, str]:
-    """Copy the sources to ``source`` (a new folder), build the wheel into ``out_dir``; the
-    wheel and what the build wrote on stderr. Raises ``RuntimeError`` when the build fails."""
+    """Copy the sources to ``source`` and build the wheel into ``out_dir`` (new folders both);
+    the wheel and what the build wrote on stderr. Raises ``RuntimeError`` when the build fails."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so")
     shutil.copytree(ROOT / "starburst", source / "starburst", ignore=ignore)
     for name in SOURCES:
         shutil.copy2(ROOT / name, source / name)
     env = {k: v for k, v in os.environ.items() if k != "STARBURST_PURE_PYTHON"}
     env.update(setting or {})
-    before = set(out_dir.glob("starburst-*.whl")) if out_dir.exists() else set()
     done = subprocess.run(
         [uv, "build", "--wheel", "--out-dir", str(out_dir), str(source)],
         capture_output=True,
@@ -40,5 +39,5 @@ def build_wheel(
     )
     if done.returncode != 0:
         raise RuntimeError(f"uv build failed:\n{done.stdout}\n{done.stderr}")
-    (wheel,) = set(out_dir.glob("starburst-*.whl")) - before
+    (wheel,) = out_dir.glob("starburst-*.whl")  # (``out_dir`` is new: this build's alone)
     return wheel, done.stderr
