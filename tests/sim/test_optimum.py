@@ -13,7 +13,13 @@ from starburst.core.errors import ConfigError
 from starburst.core.job import Job
 from starburst.core.policy import PolicyKind, WaitPolicy
 from starburst.sim.engine import simulate
-from starburst.sim.optimum import Mode, OptimumOptions, OptimumResult, solve_optimum
+from starburst.sim.optimum import (
+    Mode,
+    OptimumOptions,
+    OptimumResult,
+    linear_bound,
+    solve_optimum,
+)
 from starburst.sim.synthetic import Workload, generate
 
 H = 3600.0
@@ -170,3 +176,29 @@ def test_bad_options_are_config_errors() -> None:
         OptimumOptions(slot=0.0)
     with pytest.raises(ConfigError):
         OptimumOptions(time_limit=-1.0)
+
+
+def test_the_linear_bound_is_below_the_program_and_tighter_on_finer_check_points() -> None:
+    """Two 2-GPU jobs at once on 3 GPUs without waiting: one bursts (2 GPU-h), but half of each
+    fits the linear program (1 GPU-h). b arriving at 50 s while a runs 100 s, 10 s of wait in
+    all: check points 300 s apart let b wait past a's end for free (0), 10 s apart they do not,
+    and the linear optimum is the exact one (a bursts)."""
+    wide = [make_job("a", 0.0, H, gpus=2), make_job("b", 0.0, H, gpus=2)]
+    assert linear_bound(wide, 3, 0.0) == pytest.approx(1.0, abs=1e-6)
+    assert linear_bound(wide, 3, 0.0) <= 1.0
+    assert solve_optimum(wide, 3, 0.0).bound_gpu_hours == 2.0
+    late = [make_job("a", 0.0, 100.0), make_job("b", 50.0, H)]
+    assert linear_bound(late, 1, 5.0, OptimumOptions(slot=300.0, growth=2.0)) == 0.0
+    fine = linear_bound(late, 1, 5.0, OptimumOptions(slot=10.0, growth=1.0))
+    assert fine == pytest.approx(100 / H, abs=1e-6) and fine <= 100 / H
+
+
+def test_the_linear_bound_proves_nothing_when_stopped_and_refuses_a_schedule() -> None:
+    jobs = generate(Workload(200, 16, load=1.2, seed=3))
+    stopped = OptimumOptions(slot=10.0, growth=1.03, time_limit=1e-3)
+    assert linear_bound(jobs, 16, 120.0, stopped) == 0.0
+    assert linear_bound(jobs, 16, 120.0, OptimumOptions(slot=600.0)) > 0.0
+    with pytest.raises(ConfigError, match="BOUND"):
+        linear_bound(jobs, 16, 120.0, OptimumOptions(mode=Mode.SCHEDULE))
+    with pytest.raises(ConfigError, match="unique"):
+        linear_bound([make_job("a", 0.0, H), make_job("a", 1.0, H)], 8, 0.0)

@@ -78,3 +78,19 @@ def test_the_bracket_meets_on_a_case_worked_by_hand() -> None:
     short = bracket_optimum(jobs, 1, H / 2 - 1, time_limit=10, workers=1, slot=600.0)
     assert short.cloud_gpu_hours == 1.0  # the schedule must burst one
     assert short.bound_gpu_hours <= 1.0
+
+
+def test_the_bound_takes_the_linear_program_on_finer_check_points() -> None:
+    """b arrives at 50 s while a (100 s) runs, 10 s of wait in all: with check points 300 s
+    apart the relaxation lets b wait past a's end for free (a bound of 0); the linear program
+    on check points 10 s apart proves that one of them bursts."""
+    jobs = [make_job("a", runtime=100.0), make_job("b", runtime=H, submit=50.0)]
+    coarse = {"slot": 300.0, "growth": 2.0}
+    found = bracket_optimum(jobs, 1, 5.0, time_limit=10, workers=1, **coarse)
+    assert found.bound_gpu_hours == pytest.approx(100 / H, abs=1e-6)
+    assert found.gap < 1e-4  # proven, less the linear program's tolerance
+    assert found.cloud_gpu_hours == pytest.approx(100 / H)
+    both_coarse = bracket_optimum(
+        jobs, 1, 5.0, time_limit=10, workers=1, linear_slot=300.0, linear_growth=2.0, **coarse
+    )
+    assert both_coarse.bound_gpu_hours == 0.0
