@@ -104,3 +104,29 @@ def test_an_unproven_optimum_shows_only_what_is_proven_of_a_regret() -> None:
     )
     free = Bracket(lower=0.0, upper=0.0, mean_wait_bound_s=60.0, seconds=1.0)
     assert free.proven and shown(*free.regret(0.0)) == "1.00x" and shown(*free.regret(1.0)) == "∞"
+
+
+def test_the_bound_takes_the_linear_program_when_cp_sat_proves_nothing(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """a runs 40 s from 0; b (1 h) arrives at 10 s; 10 s of wait in all, one GPU: b cannot
+    wait until a ends, so one of them bursts and the optimum bursts a (40 GPU-s). Check points
+    60 s apart let b wait past a's end for free (a bound of 0); the linear program 30 s apart
+    sees the overlap at 30 s. With CP-SAT's bound taken away, the bracket's lower end is the
+    linear program's."""
+    from starburst.sim import optimum_cpsat, regret
+    from starburst.sim.optimum_cpsat import ProvenOptimum
+
+    jobs = [make_job("a", runtime=40.0), make_job("b", runtime=H, submit=10.0)]
+    assert regret.relaxed_bound(jobs, 1, 5.0, 10.0) == pytest.approx(40 / H, abs=1e-6)
+    assert regret.relaxed_bound(jobs, 1, 5.0, 10.0) <= 40 / H
+
+    def stopped(*_args, **_kwargs) -> ProvenOptimum:  # type: ignore[no-untyped-def]
+        return ProvenOptimum(40 / H, 0.0, 0.0, 1, "stopped", 1.0)
+
+    monkeypatch.setattr(optimum_cpsat, "prove_optimum", stopped)
+    mean_runtime = (40.0 + H) / 2
+    rows = [{"policy": "no-wait", "mean_jct_s": mean_runtime + 5.0, "cloud_gpu_hours": 40 / H}]
+    found = regret.solve(jobs, 1, rows, 0.0, seconds=10.0, workers=1)
+    assert isinstance(found, regret.Bracket)
+    assert found.lower == pytest.approx(40 / H, abs=1e-6) and found.upper == 40 / H
+    monkeypatch.setattr(regret, "LINEAR_SLOT", 60.0)
+    assert regret.relaxed_bound(jobs, 1, 5.0, 10.0) == 0.0
