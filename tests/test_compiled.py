@@ -26,6 +26,8 @@ import pytest
 from tests.support.wheel import build_wheel
 
 ROOT = Path(__file__).resolve().parents[1]
+#: where ``adapters.db.migrate`` is told the migrations are: never, for the wheel's commands
+MIGRATIONS_ENV = "STARBURST_MIGRATIONS_DIR"
 
 #: one worker builds the wheel (the module's fixture) for every test here
 pytestmark = pytest.mark.xdist_group("compiled")
@@ -41,7 +43,7 @@ def _compiled_modules() -> list[str]:
 
 
 def _run(argv: list[str], *, compiled: Path | None, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", MIGRATIONS_ENV)}
     if compiled is not None:
         env["PYTHONPATH"] = str(compiled)
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
@@ -83,6 +85,22 @@ def test_the_wheel_compiles_the_hot_modules_and_imports_them(compiled: Path) -> 
     assert all(f.startswith(str(compiled)) and f.endswith(".so") for f in files), files
 
 
+def test_the_wheel_migrates_a_database_outside_any_checkout(compiled: Path, tmp_path: Path) -> None:
+    """A user's ``pip install`` has no checkout beside it: the wheel carries every migration,
+    and ``starburst db upgrade`` finds them without ``STARBURST_MIGRATIONS_DIR``."""
+    shipped = compiled / "starburst" / "adapters" / "db" / "migrations"
+    versions = sorted(p.name for p in (ROOT / "migrations" / "versions").glob("*.py"))
+    assert sorted(p.name for p in (shipped / "versions").glob("*.py")) == versions
+    assert not list(shipped.rglob("__pycache__")) and not (shipped / "alembic.ini").exists()
+    newest = versions[-1].split("_")[0]
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    cli = [sys.executable, "-m", "starburst.cli", "db"]
+    done = _run([*cli, "upgrade", "--url", url], compiled=compiled, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    current = _run([*cli, "current", "--url", url], compiled=compiled, cwd=tmp_path)
+    assert f"revision {newest} (newest: {newest})" in current.stdout, current
+
+
 def test_the_checkouts_editable_install_runs_the_modules_as_edited() -> None:
     """``uv sync`` (the test command) installs the checkout editable: nothing compiled, so the
     module that runs is the module edited."""
@@ -109,6 +127,7 @@ def test_a_wheel_asked_for_pure_python_or_without_a_compiler_ships_plain_modules
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
     assert "starburst/core/cycle.py" in names
+    assert "starburst/adapters/db/migrations/env.py" in names  # with or without a compiler
     assert not [n for n in names if n.endswith(".so")], "no extension, not even some"
     if "CC" in setting:  # the build tried, failed, and said so
         assert "not compiled, pure Python instead" in said

@@ -24,6 +24,8 @@ from tests.support.image_tools import Container, NoImageTools, container_of
 
 #: one worker builds (or finds) the image and runs its container for all of them; the group is
 #: handed out first (``LONG_GROUPS`` in tests/conftest.py), as the build may take minutes
+ROOT = Path(__file__).resolve().parents[2]
+
 pytestmark = [pytest.mark.image, pytest.mark.slow, pytest.mark.xdist_group("image")]
 
 
@@ -74,6 +76,20 @@ def test_the_image_runs_the_compiled_pass_and_loop(container: Container) -> None
     done = container.run("sh", "-c", script, entrypoint=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["jobs"] == 300
+
+
+def test_the_image_migrates_a_database_with_its_wheels_migrations(container: Container) -> None:
+    """The migrations come inside the project's wheel: no copy beside it, no
+    ``STARBURST_MIGRATIONS_DIR`` (the chart's hook runs ``starburst db upgrade``)."""
+    newest = sorted((ROOT / "migrations" / "versions").glob("0*.py"))[-1].name.split("_")[0]
+    script = (
+        'test -z "$STARBURST_MIGRATIONS_DIR" && test ! -e /opt/starburst/migrations && '
+        "starburst db upgrade --url sqlite:////tmp/m.db >/dev/null && "
+        "starburst db current --url sqlite:////tmp/m.db"
+    )
+    done = container.run("sh", "-c", script, entrypoint=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"revision {newest} (newest: {newest})" in done.stdout, done.stdout
 
 
 def test_the_container_runs_as_the_unprivileged_user(container: Container) -> None:

@@ -12,8 +12,8 @@
    the Dockerfile's ``EXTRAS``, narrowed to that interpreter, then ``pip download`` of exactly
    those wheels (their hashes checked);
 3. **product**: the project's own wheel (``uv build`` from a copy of the sources, its hot
-   modules compiled as a user's install compiles them, ``setup.py``), the
-   wheelhouse and ``migrations/`` form the build context of ``buildah bud --isolation chroot
+   modules compiled and the migrations packed in as a user's install builds it, ``setup.py``)
+   and the wheelhouse form the build context of ``buildah bud --isolation chroot
    -f deploy/Dockerfile --build-arg BASE_IMAGE=oci-archive:<base>``: no network inside the
    build, and no OCI runtime to install (buildah's default runc isolation works here too, as
    buildah asks runc for no ``oom_score_adj``; containerd's CRI did, hence its
@@ -338,12 +338,10 @@ def _build_product(
 
 def _context(*, uv: str, wheels: image_wheels.Wheelhouse, scratch: Path) -> Path:
     """The build context: ``wheelhouse/`` (the locked wheels, linked, and the project's wheel,
-    built from a copy of the sources as a user's install builds it, ``tests.support.wheel``)
-    and ``migrations/``, as the Dockerfile expects."""
+    built from a copy of the sources as a user's install builds it, ``tests.support.wheel``),
+    as the Dockerfile expects."""
     context = scratch / "context"
     source = scratch / "source"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "migrations", context / "migrations", ignore=ignore)
     try:
         build_wheel(uv, source, context / "wheelhouse")
     except RuntimeError as exc:

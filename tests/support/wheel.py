@@ -1,9 +1,10 @@
 """This checkout's wheel, built as an install builds it: ``uv build`` on a copy of the sources.
 
-The copy holds ``starburst/`` (no bytecode caches, no extension built in place), and the
-files the build reads beside it (``SOURCES``), so the checkout is left as it was and the wheel
-is what a user's ``pip install .`` makes: its hot modules compiled by ``setup.py`` where a C
-compiler is (``setting``: more of the build's environment, ``STARBURST_PURE_PYTHON=1`` say).
+The copy holds ``starburst/`` and ``migrations/`` (no bytecode caches, no extension built in
+place), and the files the build reads beside them (``SOURCES``), so the checkout is left as it
+was and the wheel is what a user's ``pip install .`` makes: its hot modules compiled by
+``setup.py`` where a C compiler is (``setting``: more of the build's environment,
+``STARBURST_PURE_PYTHON=1`` say), the migrations in the package.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def build_wheel(
     """Copy the sources to ``source`` and build the wheel into ``out_dir`` (new folders both);
     the wheel and what the build wrote on stderr. Raises ``RuntimeError`` when the build fails."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so")
-    shutil.copytree(ROOT / "starburst", source / "starburst", ignore=ignore)
+    for folder in ("starburst", "migrations"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
     for name in SOURCES:
         shutil.copy2(ROOT / name, source / name)
     env = {k: v for k, v in os.environ.items() if k != "STARBURST_PURE_PYTHON"}

@@ -2,8 +2,9 @@
 
 The migration scripts live in the repository's top-level ``migrations/`` directory. They are
 found, in order, from ``$STARBURST_MIGRATIONS_DIR``, from the source checkout this package
-was imported from (``pip install -e``), or from a ``migrations`` directory shipped inside the
-package. No ``alembic.ini`` is read: the configuration is built here.
+was imported from (``pip install -e``), or from the ``migrations`` directory every wheel
+carries inside the package (``setup.py`` copies it there). No ``alembic.ini`` is read: the
+configuration is built here.
 
 Invariant: ``upgrade`` and ``downgrade`` run in one transaction on PostgreSQL (transactional
 DDL), so a failed migration leaves the previous revision intact.
