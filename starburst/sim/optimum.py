@@ -51,6 +51,7 @@ optimum. HiGHS's branch and bound is deterministic, but where a time limit stops
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import math
 import time
@@ -193,6 +194,32 @@ def linear_bound(
     if int(res.status) != 0 or res.fun is None:
         return 0.0
     return max(0.0, float(res.fun) - 1e-7)
+
+
+def best_bound(
+    jobs: Sequence[Job],
+    cluster_gpus: int,
+    mean_wait_bound: float,
+    *,
+    linear: OptimumOptions,
+    mixed: OptimumOptions,
+    seconds: float,
+    linear_share: float = 0.5,
+) -> float:
+    """The larger of two lower bounds found within about ``seconds``: ``linear_bound`` on
+    ``linear``'s check points (in at most ``linear_share`` of the time), then HiGHS's dual
+    bound from branch and bound on ``mixed``'s in the time left (both BOUND programs; their
+    own time limits are replaced). Neither is always the tighter: the linear program affords
+    finer check points, branch and bound sees whole jobs."""
+    if Mode.SCHEDULE in (linear.mode, mixed.mode):
+        raise ConfigError("a bound needs the BOUND program (SCHEDULE's is no relaxation)")
+    began = time.perf_counter()
+    first = dataclasses.replace(linear, time_limit=max(1.0, seconds * linear_share))
+    lower = linear_bound(jobs, cluster_gpus, mean_wait_bound, first)
+    left = max(1.0, seconds - (time.perf_counter() - began))
+    second = dataclasses.replace(mixed, time_limit=left)
+    found = solve_optimum(jobs, cluster_gpus, mean_wait_bound, second)
+    return max(lower, found.bound_gpu_hours)
 
 
 def _program(

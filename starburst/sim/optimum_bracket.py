@@ -152,21 +152,15 @@ def _bound(
 ) -> float:
     """HiGHS's proven lower bound on the cloud GPU-hours within ``seconds``: the larger of the
     relaxation's linear optimum on the second grid and branch and bound on the first."""
-    from starburst.sim.optimum import Mode, OptimumOptions, linear_bound, solve_optimum
+    from starburst.sim.optimum import Mode, OptimumOptions, best_bound
 
-    began = time.perf_counter()
     (slot, growth), (fine, fine_growth) = grids
-    linear = linear_bound(
+    return best_bound(
         jobs,
         gpus,
         mean_wait,
-        OptimumOptions(
-            mode=Mode.BOUND,
-            slot=fine,
-            growth=fine_growth,
-            time_limit=max(1.0, seconds * LINEAR_SHARE),
-        ),
+        linear=OptimumOptions(mode=Mode.BOUND, slot=fine, growth=fine_growth),
+        mixed=OptimumOptions(mode=Mode.BOUND, slot=slot, growth=growth),
+        seconds=seconds,
+        linear_share=LINEAR_SHARE,
     )
-    left = seconds - (time.perf_counter() - began)
-    options = OptimumOptions(mode=Mode.BOUND, slot=slot, growth=growth, time_limit=max(1.0, left))
-    return max(linear, solve_optimum(jobs, gpus, mean_wait, options).bound_gpu_hours)

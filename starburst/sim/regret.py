@@ -128,25 +128,17 @@ def relaxed_bound(jobs: Sequence[Job], gpus: int, wait: float, seconds: float) -
     """HiGHS's lower bound on the optimum (cloud GPU-hours) within about ``seconds``: the larger
     of the time-indexed relaxation's linear optimum on check points ``LINEAR_SLOT`` s apart (a
     few seconds on 200 jobs) and branch and bound on check points ``RELAXATION_SLOT`` s apart
-    in the time left. Neither is always the tighter: the linear program sees finer check
-    points, branch and bound whole jobs."""
-    from starburst.sim.optimum import Mode, OptimumOptions, linear_bound, solve_optimum
+    in the time left (``sim.optimum.best_bound``)."""
+    from starburst.sim.optimum import Mode, OptimumOptions, best_bound
 
-    began = time.perf_counter()
-    linear = linear_bound(
+    return best_bound(
         jobs,
         gpus,
         wait,
-        OptimumOptions(
-            mode=Mode.BOUND,
-            slot=LINEAR_SLOT,
-            growth=LINEAR_GROWTH,
-            time_limit=max(1.0, seconds / 2),
-        ),
+        linear=OptimumOptions(mode=Mode.BOUND, slot=LINEAR_SLOT, growth=LINEAR_GROWTH),
+        mixed=OptimumOptions(mode=Mode.BOUND, slot=RELAXATION_SLOT),
+        seconds=seconds,
     )
-    left = max(1.0, seconds - (time.perf_counter() - began))
-    options = OptimumOptions(mode=Mode.BOUND, slot=RELAXATION_SLOT, time_limit=left)
-    return max(linear, solve_optimum(jobs, gpus, wait, options).bound_gpu_hours)
 
 
 def _within(rows: Sequence[Row], wait: float, jobs: Sequence[Job]) -> list[float]:

@@ -17,6 +17,7 @@ from starburst.sim.optimum import (
     Mode,
     OptimumOptions,
     OptimumResult,
+    best_bound,
     linear_bound,
     solve_optimum,
 )
@@ -187,6 +188,8 @@ def test_the_linear_bound_is_below_the_program_and_tighter_on_finer_check_points
     assert linear_bound(wide, 3, 0.0) == pytest.approx(1.0, abs=1e-6)
     assert linear_bound(wide, 3, 0.0) <= 1.0
     assert solve_optimum(wide, 3, 0.0).bound_gpu_hours == 2.0
+    both = {"linear": OptimumOptions(), "mixed": OptimumOptions(), "seconds": 10.0}
+    assert best_bound(wide, 3, 0.0, **both) == 2.0  # the larger: branch and bound's
     late = [make_job("a", 0.0, 100.0), make_job("b", 50.0, H)]
     assert linear_bound(late, 1, 5.0, OptimumOptions(slot=300.0, growth=2.0)) == 0.0
     fine = linear_bound(late, 1, 5.0, OptimumOptions(slot=10.0, growth=1.0))
@@ -200,5 +203,8 @@ def test_the_linear_bound_proves_nothing_when_stopped_and_refuses_a_schedule() -
     assert linear_bound(jobs, 16, 120.0, OptimumOptions(slot=600.0)) > 0.0
     with pytest.raises(ConfigError, match="BOUND"):
         linear_bound(jobs, 16, 120.0, OptimumOptions(mode=Mode.SCHEDULE))
+    schedule, bound = OptimumOptions(mode=Mode.SCHEDULE), OptimumOptions(slot=600.0)
+    with pytest.raises(ConfigError, match="BOUND"):
+        best_bound(jobs, 16, 120.0, linear=bound, mixed=schedule, seconds=5.0)
     with pytest.raises(ConfigError, match="unique"):
         linear_bound([make_job("a", 0.0, H), make_job("a", 1.0, H)], 8, 0.0)
