@@ -22,10 +22,10 @@ from starburst import __version__
 from tests.support.image import IMAGE_REF, cache_root, product_image_archive
 from tests.support.image_tools import Container, NoImageTools, container_of
 
-#: one worker builds (or finds) the image and runs its container for all of them; the group is
-#: handed out first (``LONG_GROUPS`` in tests/conftest.py), as the build may take minutes
 ROOT = Path(__file__).resolve().parents[2]
 
+#: one worker builds (or finds) the image and runs its container for all of them; the group is
+#: handed out first (``LONG_GROUPS`` in tests/conftest.py), as the build may take minutes
 pytestmark = [pytest.mark.image, pytest.mark.slow, pytest.mark.xdist_group("image")]
 
 
